@@ -1,0 +1,70 @@
+"""CJK fonts for matplotlib, so Chinese token labels are glyphs, not boxes.
+
+:func:`use_cjk_font` looks for, in order: the PyPI package
+``noto-cjk-sans-otc``, then a system CJK font (e.g. Debian's
+``fonts-wqy-microhei`` or ``fonts-noto-cjk``). It registers the font with
+matplotlib without a restart and puts it first in the sans-serif list. With
+none found it warns once and the course still runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+
+_SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
+
+_warned = False
+
+
+@lru_cache(maxsize=1)
+def find_cjk_font() -> tuple[str, str] | None:
+    """``(path, family)`` of a CJK-capable font, or None when there is none."""
+    from matplotlib import font_manager
+
+    candidates: list[str] = []
+    try:
+        import noto_cjk_sans_otc
+
+        candidates.append(str(noto_cjk_sans_otc.FONT_PATH))
+    except Exception:  # noqa: BLE001 - optional package
+        pass
+    for path in font_manager.findSystemFonts():
+        low = path.lower().replace("-", "").replace("_", "")
+        if any(h in low for h in _SYSTEM_HINTS):
+            candidates.append(path)
+    for path in candidates:
+        try:
+            font_manager.fontManager.addfont(path)
+            family = font_manager.FontProperties(fname=path).get_name()
+            return path, family
+        except Exception:  # noqa: BLE001 - unreadable font file: try the next
+            continue
+    return None
+
+
+def use_cjk_font(warn: bool = True) -> str | None:
+    """Make matplotlib draw Chinese labels; return the font family or None.
+
+    Without a CJK font, warns once (with how to install one) and returns None.
+    """
+    global _warned
+    import matplotlib as mpl
+
+    found = find_cjk_font()
+    if found is None:
+        if warn and not _warned:
+            warnings.warn(
+                "No CJK font found: Chinese labels will show as boxes. Install one with "
+                "`pip install noto-cjk-sans-otc` or `apt-get install fonts-wqy-microhei`.",
+                stacklevel=2,
+            )
+            _warned = True
+        return None
+    family = found[1]
+    current = list(mpl.rcParams["font.sans-serif"])
+    if family not in current:
+        mpl.rcParams["font.sans-serif"] = [family, *current]
+    mpl.rcParams["font.family"] = "sans-serif"
+    mpl.rcParams["axes.unicode_minus"] = False
+    return family
