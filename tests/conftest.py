@@ -1,0 +1,52 @@
+"""Shared fixtures: tiny random models saved to disk, and the bundled MiniLM.
+
+Tiny models are built once per test session with
+:func:`attnlab.testing.save_tiny_model` and loaded through the public
+``load_model(folder)`` path, so loading is tested every time.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.testing import save_tiny_model
+
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def tiny_factory(tmp_path_factory):
+    """``tiny_factory(arch="bert", language="en", **kw)`` -> LoadedModel, cached per argument set."""
+    cache: dict = {}
+
+    def make(arch: str = "bert", language: str = "en", **kw) -> "al.LoadedModel":
+        key = (arch, language, tuple(sorted(kw.items())))
+        if key not in cache:
+            folder = tmp_path_factory.mktemp(f"tiny-{arch}-{language}")
+            save_tiny_model(folder, arch=arch, language=language, **kw)
+            cache[key] = al.load_model(str(folder), verbose=False)
+        return cache[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_en(tiny_factory):
+    """Tiny random English BERT: 2 layers x 12 heads, hidden 48."""
+    return tiny_factory("bert", "en")
+
+
+@pytest.fixture(scope="session")
+def tiny_zh(tiny_factory):
+    """Tiny random Chinese character-level BERT shaped like bert-base-chinese (12 heads)."""
+    return tiny_factory("bert", "zh")
+
+
+@pytest.fixture(scope="session")
+def bundled():
+    """The real bundled MiniLM (6 layers x 12 heads)."""
+    return al.load_model("bundled", verbose=False)
