@@ -50,12 +50,12 @@ _EXPORTS: dict[str, str] = {
     "head_stats": "metrics",
     "classify_heads": "taxonomy",
     # lessons 06-07
-    "no_position": "ablate",
+    "no_position": "position",
     # lessons 08-09
     "mean_attention": "aggregate",
     "MeanAttention": "aggregate",
     # lessons 10-12
-    "mask_heads": "ablate",
+    "mask_heads": "gates",
     "head_importance": "importance",
     "regroup_attention": "regroup",
 }

@@ -37,3 +37,10 @@ def model_override() -> str | None:
 def mode_line() -> str:
     """One human-readable line describing the current run mode."""
     return "smoke mode (ATTNLAB_SMOKE=1): reduced sizes" if is_smoke() else "full mode"
+
+
+def results_path():
+    """Folder where lessons save JSON summaries (see :mod:`attnlab.results`)."""
+    from .results import results_dir
+
+    return results_dir()
