@@ -14,6 +14,7 @@ lesson only pays for the modules it uses.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
@@ -66,6 +67,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)  # a submodule: al.config, al.plot ...
         raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value

@@ -46,9 +46,9 @@ def new_notebook(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
 
 def write(nb: nbformat.NotebookNode, path: str | Path) -> None:
     strip(nb)
-    for cell in nb.cells:
-        cell.pop("id", None)
-    nbformat.validator.normalize(nb)
+    stem = Path(path).stem.split("_")[0]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{stem}-{i:02d}"  # stable ids keep diffs small
     nbformat.write(nb, str(path))
 
 
