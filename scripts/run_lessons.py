@@ -1,0 +1,81 @@
+"""Execute every lesson headless, saving executed copies (with outputs) to build/notebooks/.
+
+    python scripts/run_lessons.py                 # all lessons, full mode
+    ATTNLAB_SMOKE=1 python scripts/run_lessons.py # quick pass
+    python scripts/run_lessons.py 06 07           # only lessons whose names start with these
+
+Prints each lesson's wall time and the peak memory (RSS) of its kernel, and
+the total. The committed notebooks stay without outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _peak_rss_mb(pid: int, stop: threading.Event, out: list[float]) -> None:
+    peak = 0.0
+    status = Path(f"/proc/{pid}/status")
+    while not stop.is_set():
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except OSError:
+            break
+        stop.wait(0.5)
+    out.append(peak)
+
+
+def run(path: Path, out_dir: Path) -> tuple[float, float]:
+    book = nbformat.read(str(path), as_version=4)
+    client = NotebookClient(book, timeout=3600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.time()
+    peak: list[float] = []
+    with client.setup_kernel():
+        pid = client.km.provisioner.process.pid if client.km.provisioner else None
+        stop = threading.Event()
+        watcher = threading.Thread(target=_peak_rss_mb, args=(pid, stop, peak), daemon=True) if pid else None
+        if watcher:
+            watcher.start()
+        try:
+            for index, cell in enumerate(book.cells):
+                client.execute_cell(cell, index)
+        finally:
+            stop.set()
+            if watcher:
+                watcher.join(2)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nbformat.write(book, str(out_dir / path.name))
+    return time.time() - start, (peak[0] if peak else float("nan"))
+
+
+def main(prefixes: list[str]) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    books = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if prefixes:
+        books = [b for b in books if any(b.name.startswith(p) for p in prefixes)]
+    out_dir = ROOT / "build" / "notebooks"
+    mode = "smoke" if os.environ.get("ATTNLAB_SMOKE") == "1" else "full"
+    total = 0.0
+    print(f"running {len(books)} lesson(s) in {mode} mode")
+    for book in books:
+        seconds, peak = run(book, out_dir)
+        total += seconds
+        print(f"{book.name:34s} {seconds:8.1f} s   peak memory {peak:7.0f} MB", flush=True)
+    print(f"{'total':34s} {total:8.1f} s   executed copies in {out_dir.relative_to(ROOT)}/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
