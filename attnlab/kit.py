@@ -1,18 +1,47 @@
 """The offline model kit: model folders with a checksum manifest.
 
-A folder prepared for a classroom holds the model and tokenizer files plus
-``attnlab-manifest.json``: ``{"model": name, "files": {relative path: sha256}}``.
-:func:`verify_folder` checks it when the folder is loaded, so a half-copied
-USB stick gives a clear error instead of a strange model.
+A classroom behind a firewall cannot reach the model hub. The kit moves a
+model there on a USB stick or a shared drive:
+
+1. On a machine with internet (once)::
+
+       attnlab download bert-base-chinese --to kit/bert-base-chinese
+
+   loads the model and tokenizer, saves them as safetensors with
+   ``save_pretrained`` and writes ``attnlab-manifest.json``: the SHA-256 of
+   every file, the model's name, the attnlab / transformers / torch versions
+   and the date. ``MODEL`` may also be ``bundled`` (the offline MiniLM) or a
+   local folder, which is how the kit is tested without a network.
+
+2. Copy the folder to each classroom machine and check the copy::
+
+       attnlab verify kit/bert-base-chinese      # or: attnlab download --check DIR
+
+3. Use it::
+
+       ATTNLAB_MODEL=kit/bert-base-chinese jupyter lab     # every lesson's load_model("auto")
+       al.load_model("kit/bert-base-chinese")              # or explicitly
+
+   :func:`attnlab.load_model` calls :func:`verify_folder` on every folder, so
+   a half-copied stick gives a clear error naming the file instead of a
+   strange model.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime as _dt
 import hashlib
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MANIFEST = "attnlab-manifest.json"
+
+#: Files copied along from a local source folder when present (model card, licence).
+_CARRY_ALONG = ("README.md", "LICENSE", "LICENSE.txt", "LICENSE.md", "NOTICE")
 
 
 class KitError(RuntimeError):
@@ -28,17 +57,75 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def write_manifest(folder: str | Path, model_name: str) -> Path:
-    """Write the checksum manifest of every file in ``folder``; return its path."""
+def _versions() -> dict[str, str]:
+    """Versions of the libraries that wrote the folder (for the manifest)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in ("attnlab", "transformers", "torch"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def write_manifest(folder: str | Path, model_name: str, *, source: str = "") -> Path:
+    """Write the checksum manifest of every file in ``folder``; return its path.
+
+    The manifest records ``model`` (the name to re-download it by), ``files``
+    (relative path -> SHA-256), ``versions`` (attnlab, transformers, torch),
+    ``created`` (UTC date and time) and, when given, ``source`` (where the
+    files came from).
+    """
     folder = Path(folder)
     files = {
-        str(p.relative_to(folder)): sha256_file(p)
+        p.relative_to(folder).as_posix(): sha256_file(p)
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
+    record: dict[str, Any] = {
+        "model": model_name,
+        "files": files,
+        "versions": _versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    if source:
+        record["source"] = source
     out = folder / MANIFEST
-    out.write_text(json.dumps({"model": model_name, "files": files}, indent=2), encoding="utf-8")
+    out.write_text(json.dumps(record, indent=2), encoding="utf-8")
     return out
+
+
+def read_manifest(folder: str | Path) -> dict | None:
+    """The manifest of ``folder`` as a dict, or None when there is none.
+
+    Raises:
+        KitError: the manifest exists but is not valid JSON with a ``files`` table.
+    """
+    path = Path(folder) / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KitError(
+            f"Model folder {folder} has a damaged {MANIFEST} ({exc.msg if hasattr(exc, 'msg') else exc}). "
+            "Copy the whole folder again from the machine that ran `attnlab download`."
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+        raise KitError(
+            f"Model folder {folder}: {MANIFEST} has no 'files' table. "
+            "Copy the whole folder again from the machine that ran `attnlab download`."
+        )
+    return record
+
+
+def _redownload_hint(folder: Path, record: dict) -> str:
+    name = record.get("model") or "MODEL"
+    if record.get("source") == "bundled":
+        name = "bundled"
+    return f"`attnlab download {name} --to {folder}`"
 
 
 def verify_folder(folder: str | Path) -> bool:
@@ -49,23 +136,171 @@ def verify_folder(folder: str | Path) -> bool:
         folder has no manifest (a plain ``save_pretrained`` folder).
 
     Raises:
-        KitError: a listed file is missing or its checksum differs.
+        KitError: a listed file is missing or its checksum differs; the
+            message names the file and says what to do.
     """
     folder = Path(folder)
-    manifest = folder / MANIFEST
-    if not manifest.exists():
+    record = read_manifest(folder)
+    if record is None:
         return False
-    listed = json.loads(manifest.read_text(encoding="utf-8")).get("files", {})
-    for rel, expected in listed.items():
+    again = _redownload_hint(folder, record)
+    for rel, expected in record["files"].items():
         path = folder / rel
         if not path.exists():
             raise KitError(
                 f"Model folder {folder} is incomplete: {rel} is missing. "
-                "Copy the whole folder again from the machine that ran `attnlab download`."
+                "Copy the whole folder again from the machine that ran `attnlab download` "
+                f"(or re-create it there with {again})."
             )
         if sha256_file(path) != expected:
             raise KitError(
-                f"Model folder {folder} is corrupt: {rel} does not match its checksum. "
-                "Copy it again, or re-run `attnlab download MODEL --to DIR`."
+                f"Model folder {folder} is corrupt: {rel} does not match its checksum "
+                "(the copy was interrupted or the file was changed). Copy the folder again, "
+                f"or re-create it with {again} on a machine with internet."
             )
     return True
+
+
+# --------------------------------------------------------------------------- download
+
+
+@dataclass
+class KitReport:
+    """What :func:`check_kit` found in a folder."""
+
+    folder: Path
+    model: str
+    n_files: int
+    n_bytes: int
+    created: str
+    versions: dict
+
+    def summary(self) -> str:
+        made = f", made {self.created}" if self.created else ""
+        by = ", ".join(f"{k} {v}" for k, v in self.versions.items())
+        return (
+            f"{self.folder}: {self.model}, {self.n_files} files, {self.n_bytes / 1e6:.1f} MB, "
+            f"all checksums match{made}" + (f" ({by})" if by else "")
+        )
+
+
+def check_kit(folder: str | Path) -> KitReport:
+    """Verify a kit folder and describe it.
+
+    Raises:
+        KitError: the folder does not exist, has no manifest, or a file is
+            missing or corrupt.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise KitError(f"{folder} is not a folder. Give the folder made by `attnlab download MODEL --to DIR`.")
+    if not verify_folder(folder):
+        raise KitError(
+            f"{folder} has no {MANIFEST}, so it cannot be verified (it may be a plain "
+            "save_pretrained folder; load_model can still use it). Make a checked kit with "
+            "`attnlab download MODEL --to DIR`."
+        )
+    record = read_manifest(folder) or {}
+    files = record.get("files", {})
+    size = sum((folder / rel).stat().st_size for rel in files)
+    return KitReport(folder, str(record.get("model", "?")), len(files), size,
+                     str(record.get("created", "")), dict(record.get("versions", {})))
+
+
+def download_model(model: str, to: str | Path, *, force: bool = False, verbose: bool = True) -> Path:
+    """Save ``model`` (and its tokenizer) as a verified offline kit folder.
+
+    Args:
+        model: a hub id such as ``"bert-base-chinese"`` (needs the hub, or the
+            local cache), ``"bundled"`` (copies the offline MiniLM), ``"auto"``
+            or a local model folder.
+        to: the folder to create. It must not exist or be empty, unless
+            ``force`` (then files in it are replaced).
+        verbose: print what happens.
+
+    Returns:
+        The folder, ready for ``load_model(folder)`` / ``ATTNLAB_MODEL=folder``.
+
+    Raises:
+        KitError: ``to`` is a file or a non-empty folder (without ``force``).
+        attnlab.ModelLoadError: the model cannot be loaded (e.g. offline).
+    """
+    from .models import BUNDLED, _quiet_transformers, bundled_model_path, load_model
+
+    out = Path(to).expanduser()
+    if out.exists() and not out.is_dir():
+        raise KitError(f"{out} is a file; give a folder name for --to.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise KitError(f"{out} is not empty. Choose a new folder, or pass --force to replace its files.")
+    m = load_model(model, verbose=verbose)  # loads, verifies a source kit, checks attention maps
+    if m.source == "local folder" and Path(m.path).resolve() == out.resolve():
+        raise KitError(f"{out} is the folder being downloaded from; choose another --to folder.")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST).unlink(missing_ok=True)
+    with _quiet_transformers():
+        m.model.save_pretrained(out, safe_serialization=True)
+        m.tokenizer.save_pretrained(out)
+    source_dir = bundled_model_path() if m.source == BUNDLED else Path(m.path) if m.source == "local folder" else None
+    if source_dir is not None:
+        for name in _CARRY_ALONG:
+            if (source_dir / name).is_file() and not (out / name).exists():
+                shutil.copy2(source_dir / name, out / name)
+    for path in out.rglob("*"):
+        if path.is_file():  # safetensors writes 0600; a shared classroom folder must be readable
+            path.chmod(path.stat().st_mode | 0o444)
+    name = "all-MiniLM-L6-v2" if m.source == BUNDLED else m.name
+    write_manifest(out, name, source=m.source)
+    if verbose:
+        report = check_kit(out)
+        print(f"attnlab: saved {report.model} to {out} ({report.n_files} files, {report.n_bytes / 1e6:.1f} MB).")
+        print(f"Use it offline with ATTNLAB_MODEL={out} or load_model({str(out)!r}); "
+              f"check a copy with `attnlab verify {out}`.")
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _download_cmd(args: argparse.Namespace) -> int:
+    from .models import ModelLoadError, NoAttentionError
+
+    if args.check:
+        return _verify_cmd(argparse.Namespace(folder=args.check))
+    if not args.model or not args.to:
+        print("attnlab download: give MODEL and --to DIR (or --check DIR to verify a folder).")
+        return 2
+    try:
+        download_model(args.model, args.to, force=args.force)
+    except (KitError, ModelLoadError, NoAttentionError) as exc:
+        print(f"attnlab download: {exc}")
+        return 1
+    return 0
+
+
+def _verify_cmd(args: argparse.Namespace) -> int:
+    try:
+        report = check_kit(args.folder)
+    except KitError as exc:
+        print(f"FAILED: {exc}")
+        return 1
+    print(f"ok: {report.summary()}")
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register ``attnlab download`` and ``attnlab verify``."""
+    p = subparsers.add_parser(
+        "download",
+        help="save a model as an offline kit folder (run once where there is internet)",
+        description="Save MODEL and its tokenizer to DIR as safetensors with a checksum manifest. "
+        "MODEL: a hub id (bert-base-chinese), 'bundled', 'auto' or a local folder.",
+    )
+    p.add_argument("model", nargs="?", help="hub id, 'bundled', 'auto' or a local model folder")
+    p.add_argument("--to", metavar="DIR", help="folder to create")
+    p.add_argument("--force", action="store_true", help="replace files in a non-empty DIR")
+    p.add_argument("--check", metavar="DIR", help="only verify an existing kit folder")
+    p.set_defaults(func=_download_cmd)
+
+    p = subparsers.add_parser("verify", help="check a kit folder against its checksum manifest")
+    p.add_argument("folder", help="folder made by `attnlab download`")
+    p.set_defaults(func=_verify_cmd)
