@@ -1,0 +1,116 @@
+"""Taxonomy labels on synthetic heads whose pattern is known by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.metrics import head_stats
+from attnlab.taxonomy import (
+    LABELS, classify_heads, fixed_pattern_verdict, plot_counts_by_layer, sample_texts, survey_stats,
+)
+
+TOKENS = [
+    ["[CLS]", "a", "b", "c", "d", "e", "f", "[SEP]"],
+    ["[CLS]", "g", "h", "i", "j", "[SEP]"],
+]
+PAIR_TOKENS = ["[CLS]", "a", "b", "c", "[SEP]", "d", "e", "f", "[SEP]"]
+PAIR_SEGS = [0, 0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def patterns(n: int, rng: np.random.Generator, segs=None) -> np.ndarray:
+    """``[1, 7, n, n]``: self, previous, next, [CLS], uniform, random sharp, block."""
+    eye = np.eye(n)
+    prev = np.eye(n, k=-1)
+    prev[0, 0] = 1
+    nxt = np.eye(n, k=1)
+    nxt[-1, -1] = 1
+    cls = np.zeros((n, n))
+    cls[:, 0] = 1
+    uniform = np.full((n, n), 1 / n)
+    sharp = rng.dirichlet(np.full(n, 0.15), size=n)
+    block = uniform.copy()
+    if segs is not None:
+        segs = np.asarray(segs)
+        ordinary = np.ones(n, bool)
+        ordinary[[0, n - 1]] = False
+        ordinary[segs.tolist().index(1) - 1] = False  # the middle [SEP]
+        for q in range(n):
+            own = ordinary & (segs == segs[q])
+            block[q] = own / own.sum()
+    return np.stack([eye, prev, nxt, cls, uniform, sharp, block])[None]
+
+
+def pad(per_text):
+    t = max(a.shape[-1] for a in per_text)
+    out = torch.zeros(len(per_text), *per_text[0].shape[:2], t, t)
+    for i, a in enumerate(per_text):
+        n = a.shape[-1]
+        out[i, ..., :n, :n] = torch.as_tensor(a)
+    return out
+
+
+def test_synthetic_heads_get_their_labels():
+    rng = np.random.default_rng(0)
+    per_text = [patterns(len(t), rng) for t in TOKENS]
+    stats = head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
+    labels = classify_heads(stats)
+    got = [labels[0, h] for h in range(7)]
+    # without pair inputs the block head is just a spread-out head
+    assert got == ["self", "previous", "next", "vertical", "broad", "heterogeneous", "broad"]
+    assert "mostly [CLS]" in labels.reasons[0, 3]
+    assert "self mass 1.00" in labels.reasons[0, 0]
+
+
+def test_block_needs_pairs_and_is_found_with_them():
+    rng = np.random.default_rng(1)
+    a = patterns(len(PAIR_TOKENS), rng, PAIR_SEGS)
+    stats = head_stats(pad([a]), lengths=[len(PAIR_TOKENS)], tokens=[PAIR_TOKENS], segments=[PAIR_SEGS])
+    labels = classify_heads(stats)
+    assert labels[0, 6] == "block"
+    assert labels[0, 4] == "broad"  # uniform over the pair: about half in each sentence
+    assert "own-sentence mass 1.00" in labels.reasons[0, 6]
+
+
+def test_thresholds_move_the_boundary():
+    """A head with 40% self mass is positional only when the threshold is below 0.4."""
+    n = 6
+    a = np.full((n, n), 0.6 / (n - 1))
+    np.fill_diagonal(a, 0.4)
+    stats = head_stats(torch.as_tensor(a)[None, None, None], lengths=[n])
+    assert classify_heads(stats, offset_share=1.1)[0, 0] != "self"
+    assert classify_heads(stats, positional=0.35)[0, 0] == "self"
+    # Voita et al.'s criterion: the row maximum sits on the diagonal in every row
+    assert classify_heads(stats)[0, 0] == "self"
+
+
+def test_counts_verdict_and_bad_input():
+    rng = np.random.default_rng(2)
+    per_text = [patterns(len(t), rng) for t in TOKENS]
+    labels = classify_heads(head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS))
+    counts = labels.counts()
+    assert set(counts) == set(LABELS) and sum(counts.values()) == 7
+    assert labels.heads("vertical") == [(0, 3)]
+    v = fixed_pattern_verdict(labels)  # 4 of 7 fixed = 0.57 > 0.55, heterogeneous 1/7
+    assert v.verdict == "holds" and v.numbers["fixed-pattern share"] == pytest.approx(4 / 7)
+    assert "L1 H4" in labels.table() and "vertical" in labels.table()
+    with pytest.raises(ValueError, match="unknown label"):
+        labels.heads("diagonalish")
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        classify_heads(labels.stats, special=1.5)
+    with pytest.raises(TypeError):
+        classify_heads({"self_mass": 1})
+
+
+def test_plots_and_survey_on_a_tiny_model(tiny_en):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    stats = survey_stats(tiny_en, sample_texts("en", 6), n_pairs=3, batch_size=4)
+    labels = classify_heads(stats)
+    assert labels.shape == (tiny_en.n_layers, tiny_en.n_heads)
+    assert np.isfinite(stats.segment_mass).all()
+    fig = labels.plot()
+    assert fig.axes and plot_counts_by_layer(labels).axes
+    assert len(sample_texts("zh")) >= 100 and len(sample_texts("en")) >= 100
