@@ -59,6 +59,10 @@ _EXPORTS: dict[str, str] = {
     "mask_heads": "gates",
     "head_importance": "importance",
     "regroup_attention": "regroup",
+    # classroom kit (attnlab.doctor is a callable submodule: al.doctor())
+    "download_model": "kit",
+    "verify_folder": "kit",
+    "KitError": "kit",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

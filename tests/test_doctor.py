@@ -1,0 +1,176 @@
+"""attnlab doctor: each check reports ok / warn / fail with advice, fast and offline."""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+
+import pytest
+import torch
+
+from attnlab import doctor as dr
+from attnlab import fonts, kit, models
+from attnlab.cli import main
+from attnlab.testing import save_tiny_model
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch):
+    """No ATTNLAB_MODEL from the caller's shell, and a quick answer from the network probe."""
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("doctor-tiny"), seed=1)
+
+
+def _by_name(checks: list[dr.Check]) -> dict[str, dr.Check]:
+    return {c.name: c for c in checks}
+
+
+def test_missing_cjk_font_is_a_failure_with_advice(monkeypatch, tiny_folder):
+    monkeypatch.setattr(fonts, "find_cjk_font", lambda: None)
+    check = dr.check_cjk_font()
+    assert check.status == "fail"
+    assert "boxes" in check.detail and "noto-cjk-sans-otc" in check.advice
+    assert "-> to do: `pip install noto-cjk-sans-otc`" in check.line()
+    checks = _by_name(dr.doctor(str(tiny_folder), verbose=False, network_timeout=0.1))
+    assert checks["cjk font"].failed
+
+
+def test_present_cjk_font_is_ok():
+    found = fonts.find_cjk_font()
+    assert found is not None, "this machine has noto-cjk-sans-otc installed"
+    check = dr.check_cjk_font()
+    assert check.status == "ok" and found[1] in check.detail
+
+
+def test_model_without_attention_maps_is_a_failure_with_advice(tiny_folder):
+    import attnlab as al
+
+    m = al.load_model(str(tiny_folder), verbose=False)
+    assert dr.check_attention(m).status == "ok"
+    m.model.set_attn_implementation("sdpa")  # a fused kernel: no maps come back
+    enc = m.tokenizer("how do you play chess", return_tensors="pt")
+    with torch.no_grad():
+        assert not m.model(**enc, output_attentions=True).attentions  # the premise of the test
+    check = dr.check_attention(m)
+    assert check.status == "fail"
+    assert "no usable attention maps" in check.detail
+    assert "eager" in check.advice
+    checks = _by_name(dr.doctor(m, verbose=False, network_timeout=0.1))
+    assert checks["attention"].failed
+
+
+def test_unloadable_model_is_a_failure(tmp_path):
+    check = dr.check_attention(str(tmp_path / "no-such-folder"))
+    assert check.status == "fail" and "could not load" in check.detail
+
+
+def test_uncached_hub_model_is_never_downloaded(monkeypatch):
+    monkeypatch.setattr(dr, "_cached", lambda repo_id: False)
+
+    def forbidden(*a, **k):
+        raise AssertionError("doctor must not load an uncached hub model")
+
+    monkeypatch.setattr(models, "load_model", forbidden)
+    check = dr.check_attention("bert-base-chinese")
+    assert check.status == "warn" and "never downloads" in check.detail
+
+
+def test_doctor_on_this_machine_has_no_failures():
+    start = time.perf_counter()
+    checks = dr.doctor("auto", verbose=False, network_timeout=0.5)
+    elapsed = time.perf_counter() - start
+    failed = [c.line() for c in checks if c.failed]
+    assert not failed, failed
+    names = [c.name for c in checks]
+    for expected in ("python", "torch", "transformers", "numpy", "matplotlib", "attention", "widgets",
+                     "cjk font", "bundled model", "article model", "ATTNLAB_MODEL", "smoke mode", "network"):
+        assert expected in names
+    assert elapsed < 60  # seconds on a busy 2-core machine; a few seconds normally
+
+
+def test_package_outside_supported_range_fails(monkeypatch):
+    assert dr.check_package("torch").status == "ok"
+    monkeypatch.setattr(dr, "supported_range", lambda dist: "<2")
+    check = dr.check_package("torch")
+    assert check.status == "fail" and "outside the supported range <2" in check.detail
+    assert "cpu" in check.advice  # a CPU build, never a CUDA download by accident
+
+
+def test_missing_package_fails():
+    check = dr.check_package("surely-not-an-installed-distribution")
+    assert check.status == "fail" and check.detail == "not installed"
+
+
+def test_supported_ranges_come_from_the_package_metadata():
+    from packaging.specifiers import SpecifierSet
+
+    req = next(r for r in metadata.requires("attnlab") if r.startswith("transformers"))
+    assert SpecifierSet(dr.supported_range("transformers")) == SpecifierSet(req[len("transformers"):])
+    assert dr.supported_range("torch").startswith(">=")  # lower bound printed first
+
+
+def test_missing_widget_front_end_is_a_warning(monkeypatch):
+    real = metadata.version
+
+    def fake(dist):
+        if dist == "jupyterlab_widgets":
+            raise metadata.PackageNotFoundError(dist)
+        return real(dist)
+
+    monkeypatch.setattr(metadata, "version", fake)
+    check = dr.check_widgets()
+    assert check.status == "warn" and "jupyterlab_widgets" in check.advice
+
+
+def test_attnlab_model_folder_checks(tmp_path, tiny_folder, monkeypatch):
+    folder = kit.download_model(str(tiny_folder), tmp_path / "kit", verbose=False)
+    monkeypatch.setenv("ATTNLAB_MODEL", str(folder))
+    assert dr.check_model_override().status == "ok"
+    assert "checksums match" in dr.check_model_override().detail
+    (folder / "config.json").write_text("{}")
+    check = dr.check_model_override()
+    assert check.status == "fail" and "config.json" in check.detail and "attnlab verify" in check.advice
+    monkeypatch.setenv("ATTNLAB_MODEL", str(tmp_path / "missing"))
+    assert dr.check_model_override().status == "fail"
+
+
+def test_smoke_mode_is_reported(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    assert dr.check_smoke().status == "warn"
+    monkeypatch.delenv("ATTNLAB_SMOKE")
+    assert dr.check_smoke().status == "ok"
+
+
+def test_slow_network_does_not_block(monkeypatch, tiny_folder):
+    def hangs(timeout=2.0):
+        time.sleep(30)
+        return True
+
+    monkeypatch.setattr(models, "hub_reachable", hangs)
+    start = time.perf_counter()
+    checks = _by_name(dr.doctor(str(tiny_folder), verbose=False, network_timeout=0.2))
+    assert time.perf_counter() - start < 25
+    assert checks["network"].status == "ok" and "offline" in checks["network"].detail
+
+
+def test_cli_exit_codes(monkeypatch, tiny_folder, capsys):
+    assert main(["doctor", "--model", str(tiny_folder), "--timeout", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "0 failures: ready." in out
+    monkeypatch.setattr(fonts, "find_cjk_font", lambda: None)
+    assert main(["doctor", "--model", str(tiny_folder), "--timeout", "0.1"]) == 1
+    out = capsys.readouterr().out
+    assert "fail  cjk font" in out and "1 failure: fix the failed lines above first." in out
+
+
+def test_lessons_can_call_al_doctor(tiny_folder, capsys):
+    import attnlab as al
+
+    checks = al.doctor(str(tiny_folder), network_timeout=0.1)
+    assert isinstance(checks, list) and all(isinstance(c, dr.Check) for c in checks)
+    assert "attnlab" in capsys.readouterr().out and al.doctor.check_smoke().name == "smoke mode"
