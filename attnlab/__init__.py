@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "split_heads": "attention",
     "merge_heads": "attention",
     "MultiHeadSelfAttention": "attention",
+    "recompute_layer_attention": "attention",
     # lesson 05
     "head_stats": "metrics",
     "classify_heads": "taxonomy",

@@ -165,3 +165,305 @@ def save_figure(fig, path: str | Path, formats: Sequence[str] = ("png", "svg"), 
         fig.savefig(out, dpi=dpi, bbox_inches="tight")
         written.append(out)
     return written
+
+
+# --------------------------------------------------------------------------- lessons 01-04
+
+
+def _check_square(a: np.ndarray, n: int, what: str) -> None:
+    if a.ndim != 2 or a.shape != (n, n):
+        raise ValueError(f"{what} must be [n, n] with n = len(tokens) = {n}, got shape {a.shape}")
+
+
+def _cjk_if_needed(labels: Sequence[str]) -> None:
+    if _needs_cjk([str(t) for t in labels]):
+        use_cjk_font()
+
+
+def plot_matrices(
+    matrices: Sequence[tuple[str, object]],
+    row_labels: Sequence[str],
+    *,
+    col_labels: Sequence[Sequence[str] | None] | None = None,
+    decimals: int = 2,
+    cmap: str = "Blues",
+    cell: float = 0.55,
+):
+    """Small annotated matrices side by side (lesson 01's Q, K, V, scores, weights).
+
+    Args:
+        matrices: ``(title, [rows, cols])`` pairs; every matrix has one row per
+            entry of ``row_labels``.
+        row_labels: labels of the rows (the tokens).
+        col_labels: per matrix, labels of its columns (None: the column number,
+            or the tokens for a square ``[n, n]`` matrix).
+        decimals: digits written in each cell.
+
+    Returns:
+        The figure (one axes per matrix, in order).
+    """
+    import matplotlib.pyplot as plt
+
+    if not matrices:
+        raise ValueError("matrices is empty: pass (title, matrix) pairs")
+    arrays = [(title, _as_numpy(mat)) for title, mat in matrices]
+    n = len(row_labels)
+    for title, a in arrays:
+        if a.ndim != 2 or a.shape[0] != n:
+            raise ValueError(f"matrix {title!r} must be [{n}, cols] (one row per label), got shape {a.shape}")
+    if col_labels is not None and len(col_labels) != len(arrays):
+        raise ValueError(f"col_labels needs one entry per matrix ({len(arrays)}), got {len(col_labels)}")
+    _cjk_if_needed(row_labels)
+    widths = [max(a.shape[1], 1) for _, a in arrays]
+    fig, axes = plt.subplots(1, len(arrays), figsize=(cell * sum(widths) + 1.2 * len(arrays), cell * n + 1.2),
+                             gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for k, (ax, (title, a)) in enumerate(zip(axes[0], arrays)):
+        ax.imshow(a, cmap=cmap, aspect="auto")
+        labels = col_labels[k] if col_labels is not None else None
+        if labels is None:
+            labels = list(row_labels) if a.shape[1] == n and a.shape[0] == a.shape[1] else [str(j) for j in range(a.shape[1])]
+        ax.set_xticks(range(a.shape[1]))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_yticks(range(n))
+        ax.set_yticklabels(row_labels if k == 0 else [""] * n, fontsize=8)
+        ax.set_title(title, fontsize=9)
+        span = float(a.max() - a.min()) or 1.0
+        for r in range(a.shape[0]):
+            for c in range(a.shape[1]):
+                dark = (a[r, c] - a.min()) / span > 0.6
+                ax.text(c, r, f"{a[r, c]:.{decimals}f}", ha="center", va="center", fontsize=8,
+                        color="white" if dark else "black")
+    fig.tight_layout()
+    return fig
+
+
+def plot_pair(
+    a,
+    b,
+    tokens: Sequence[str],
+    *,
+    titles: tuple[str, str] = ("", ""),
+    shared_scale: bool = True,
+    annotate: bool = False,
+    cmap: str = "viridis",
+):
+    """Two ``[n, n]`` maps of the same tokens side by side.
+
+    With ``shared_scale`` both use one colour scale (0 to the larger maximum),
+    so equal colours mean equal weights.
+
+    Returns:
+        The figure (two axes).
+    """
+    import matplotlib.pyplot as plt
+
+    x, y = _as_numpy(a), _as_numpy(b)
+    _check_square(x, len(tokens), "a")
+    _check_square(y, len(tokens), "b")
+    vmax = float(max(x.max(), y.max())) if shared_scale else None
+    size = max(3.0, 0.42 * len(tokens) + 1.6)
+    fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size))
+    for ax, w, title in zip(axes, (x, y), titles):
+        plot_head(w, tokens, ax=ax, title=title or None, vmax=vmax, cmap=cmap, annotate=annotate)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layer_heads(
+    maps,
+    tokens: Sequence[str],
+    *,
+    layer: int | None = None,
+    ncols: int = 4,
+    cell: float = 2.0,
+    vmax: float | None = None,
+    title: str | None = None,
+    cmap: str = "viridis",
+    fig=None,
+):
+    """Every head of one layer, with token labels (the source article's figures).
+
+    Args:
+        maps: ``[heads, n, n]``, one layer of one text (e.g. ``att[0][layer]``).
+        tokens: the ``n`` tokens.
+        layer: 0-based layer, only for the ``"L1 H7"`` panel titles.
+        ncols: panels per row.
+        vmax: shared colour maximum (None: each panel its own scale).
+        fig: draw into this figure or subfigure (a new figure when None).
+
+    Returns:
+        The figure (or subfigure); ``.axes`` holds one axes per head, in order.
+    """
+    import matplotlib.pyplot as plt
+
+    a = _as_numpy(maps)
+    if a.ndim != 3 or a.shape[1:] != (len(tokens), len(tokens)):
+        raise ValueError(f"maps must be [heads, n, n] with n = len(tokens) = {len(tokens)}, got shape {a.shape}")
+    if ncols < 1:
+        raise ValueError(f"ncols must be >= 1, got {ncols}")
+    _cjk_if_needed(tokens)
+    n_heads = a.shape[0]
+    nrows = -(-n_heads // ncols)
+    if fig is None:
+        fig = plt.figure(figsize=(cell * ncols + 0.8, cell * nrows + 0.8), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    show = len(tokens) <= 16
+    for h in range(nrows * ncols):
+        ax = axes[h // ncols, h % ncols]
+        if h >= n_heads:
+            ax.remove()
+            continue
+        ax.imshow(a[h], cmap=cmap, vmin=0, vmax=vmax, aspect="auto")
+        ax.set_title(head_label(layer, h) if layer is not None else f"head {h + 1}", fontsize=9)
+        ax.set_xticks(range(len(tokens)) if show else [])
+        ax.set_yticks(range(len(tokens)) if show else [])
+        if show:
+            ax.set_xticklabels(tokens, rotation=90, fontsize=6)
+            ax.set_yticklabels(tokens if h % ncols == 0 else [""] * len(tokens), fontsize=6)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_layers_side_by_side(
+    maps,
+    tokens: Sequence[str],
+    layers: tuple[int, int],
+    *,
+    ncols: int = 4,
+    cell: float = 1.7,
+    shared_scale: bool = True,
+    cmap: str = "viridis",
+):
+    """Two layers' heads next to each other (e.g. the first and the last layer).
+
+    Args:
+        maps: ``[layers, heads, n, n]`` of one text.
+        layers: two 0-based layer indices.
+        shared_scale: one colour scale (0..1) for both panels.
+
+    Returns:
+        The figure; ``fig.subfigs`` holds the two panels.
+    """
+    import matplotlib.pyplot as plt
+
+    a = _as_numpy(maps)
+    if a.ndim != 4:
+        raise ValueError(f"maps must be [layers, heads, n, n], got shape {a.shape}")
+    if len(layers) != 2:
+        raise ValueError(f"layers must be two indices, got {layers!r}")
+    for l in layers:
+        if not 0 <= l < a.shape[0]:
+            raise ValueError(f"layer {l} out of range 0..{a.shape[0] - 1} (0-based)")
+    nrows = -(-a.shape[1] // ncols)
+    fig = plt.figure(figsize=(2 * (cell * ncols + 0.6), cell * nrows + 1.0), layout="constrained")
+    subs = fig.subfigures(1, 2, wspace=0.05)
+    for sub, l in zip(subs, layers):
+        plot_layer_heads(a[l], tokens, layer=l, ncols=ncols, vmax=1.0 if shared_scale else None,
+                         title=f"layer {l + 1}", cmap=cmap, fig=sub)
+    return fig
+
+
+def plot_curves(
+    x: Sequence[float],
+    series: dict[str, Sequence[float]],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    ax=None,
+    markers: bool = True,
+):
+    """Line plot of several measured series against one x axis.
+
+    Args:
+        x: the shared x values.
+        series: label -> y values (each as long as ``x``).
+
+    Returns:
+        The axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if not series:
+        raise ValueError("series is empty: pass {label: values}")
+    for label, ys in series.items():
+        if len(ys) != len(x):
+            raise ValueError(f"series {label!r} has {len(ys)} values for {len(x)} x values")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.0, 3.6))
+    for label, ys in series.items():
+        ax.plot(list(x), list(ys), marker="o" if markers else None, label=label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_elmo_vs_attention(tokens: Sequence[str], weights_row, position: int):
+    """ELMo-style bidirectional concatenation next to one self-attention row.
+
+    Left: a forward chain and a backward chain of recurrent steps; the token at
+    ``position`` is represented by the two hidden states concatenated, and
+    information from a far token arrives through many steps. Right: the same
+    token reads every token directly, with line widths equal to its attention
+    weights (``weights_row``, length ``n``, sums to 1).
+
+    Returns:
+        The figure (two axes).
+    """
+    import matplotlib.pyplot as plt
+
+    w = _as_numpy(weights_row)
+    n = len(tokens)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"weights_row must be a vector of length len(tokens) = {n}, got shape {w.shape}")
+    if not 0 <= position < n:
+        raise ValueError(f"position {position} out of range 0..{n - 1} (0-based)")
+    _cjk_if_needed(tokens)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 1.5 * n + 2), 3.8))
+    xs = np.arange(n)
+    # left: forward (y=1) and backward (y=2) chains above the tokens (y=0)
+    for ax in (left, right):
+        for i, t in enumerate(tokens):
+            ax.text(i, 0, t, ha="center", va="center", fontsize=9,
+                    bbox=dict(boxstyle="round", fc="#ffe9b3" if i == position else "#eeeeee"))
+    for y, colour, label in ((1.2, "tab:blue", "forward LSTM"), (2.2, "tab:orange", "backward LSTM")):
+        left.scatter(xs, np.full(n, y), s=260, color=colour, zorder=3)
+        left.text(-0.9, y, label, ha="right", va="center", fontsize=8, color=colour)
+        for i in range(n):
+            left.annotate("", xy=(i, y - 0.2), xytext=(i, 0.25), arrowprops=dict(arrowstyle="->", color="grey"))
+        steps = range(n - 1) if y < 2 else range(n - 1, 0, -1)
+        for i in steps:
+            j = i + 1 if y < 2 else i - 1
+            left.annotate("", xy=(j, y), xytext=(i, y), arrowprops=dict(arrowstyle="->", color=colour, lw=1.5))
+    left.text(position, 3.1, "[ forward ; backward ]", ha="center", fontsize=8,
+              bbox=dict(boxstyle="round", fc="#ffe9b3"))
+    for y in (1.2, 2.2):
+        left.annotate("", xy=(position, 2.9), xytext=(position, y + 0.15),
+                      arrowprops=dict(arrowstyle="->", color="black", lw=1))
+    left.set_title("ELMo: two recurrent chains, concatenated", fontsize=10)
+    # right: one attention row, a direct line from the query to every token
+    top = 2.2
+    right.scatter([position], [top], s=300, color="tab:green", zorder=3)
+    right.text(position, top + 0.45, f"query: {tokens[position]}", ha="center", fontsize=8)
+    scale = 8.0 / max(float(w.max()), 1e-9)
+    for j in range(n):
+        right.plot([position, j], [top, 0.25], color="tab:green", lw=0.3 + scale * w[j], alpha=0.8)
+        right.text(j, -0.45, f"{w[j]:.2f}", ha="center", fontsize=7)
+    right.set_title("self-attention: one step to every token (width = weight)", fontsize=10)
+    for ax in (left, right):
+        ax.set_xlim(-1.6 if ax is left else -0.8, n - 0.2)
+        ax.set_ylim(-0.8, 3.5)
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
