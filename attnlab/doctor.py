@@ -369,7 +369,17 @@ def check_network(timeout: float = 1.5) -> Check:
     if models.hub_reachable(timeout=timeout):
         return Check("network", OK, "model hub reachable: models not yet cached can be downloaded")
     return Check("network", OK, f"model hub not reachable within {timeout:g} s: the course runs offline "
-                 "(bundled model or a kit folder; bertviz views fall back to the offline head view)")
+                 "(bundled model, or a kit folder via ATTNLAB_MODEL)")
+
+
+def check_bertviz(timeout: float = 1.5) -> Check:
+    """Can bertviz draw here (installed, CDN reachable)? If not, lessons show the offline view."""
+    from .views import bertviz_status
+
+    usable, reason = bertviz_status(timeout=timeout)
+    if usable:
+        return Check("bertviz", OK, "installed and its CDN is reachable: interactive bertviz views")
+    return Check("bertviz", OK, f"{reason}: lessons show attnlab's offline head/model view instead")
 
 
 class _Background:
@@ -407,10 +417,12 @@ def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float 
         whether something must be fixed.
     """
     network = _Background(lambda: check_network(network_timeout), "network")
+    bertviz = _Background(lambda: check_bertviz(network_timeout), "bertviz")
     checks = [check_python(), *(check_package(d) for d in CORE_PACKAGES)]
     checks += [check_attention(model), check_widgets(), check_cjk_font(),
                check_bundled(), check_article_model(), check_model_override(), check_smoke()]
     checks.append(network.result(network_timeout + 1.0))
+    checks.append(bertviz.result(network_timeout + 1.0))
     if verbose:
         print(report(checks))
     return checks

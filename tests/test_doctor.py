@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnlab import doctor as dr
-from attnlab import fonts, kit, models
+from attnlab import fonts, kit, models, views
 from attnlab.cli import main
 from attnlab.testing import save_tiny_model
 
@@ -19,6 +19,7 @@ def _offline_env(monkeypatch):
     """No ATTNLAB_MODEL from the caller's shell, and a quick answer from the network probe."""
     monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
     monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.setattr(views, "_reachable", lambda host, port, timeout=2.0: False)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_doctor_on_this_machine_has_no_failures():
     assert not failed, failed
     names = [c.name for c in checks]
     for expected in ("python", "torch", "transformers", "numpy", "matplotlib", "attention", "widgets",
-                     "cjk font", "bundled model", "article model", "ATTNLAB_MODEL", "smoke mode", "network"):
+                     "cjk font", "bundled model", "article model", "ATTNLAB_MODEL", "smoke mode", "network", "bertviz"):
         assert expected in names
     assert elapsed < 60  # seconds on a busy 2-core machine; a few seconds normally
 
@@ -174,3 +175,10 @@ def test_lessons_can_call_al_doctor(tiny_folder, capsys):
     checks = al.doctor(str(tiny_folder), network_timeout=0.1)
     assert isinstance(checks, list) and all(isinstance(c, dr.Check) for c in checks)
     assert "attnlab" in capsys.readouterr().out and al.doctor.check_smoke().name == "smoke mode"
+
+
+def test_bertviz_line_says_which_view_is_used(monkeypatch):
+    check = dr.check_bertviz(timeout=0.1)
+    assert check.status == "ok" and "offline head/model view" in check.detail
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    assert "ATTNLAB_OFFLINE is set" in dr.check_bertviz(timeout=0.1).detail
