@@ -33,9 +33,16 @@ def test_clean_check_catches_outputs(tmp_path):
     assert any("outputs" in p for p in nb.problems(path))
 
 
+@pytest.fixture(scope="session")
+def shared_results(tmp_path_factory):
+    """One results folder for the whole run: lessons execute in order, so lesson 12
+    reads what lessons 05-11 saved, as it does for a student going through the course."""
+    return tmp_path_factory.mktemp("results")
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, tmp_path):
+def test_notebook_runs_in_smoke_mode(path, shared_results):
     import nbformat
     from nbclient import NotebookClient
 
@@ -43,7 +50,7 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path):
     env_before = dict(os.environ)
     os.environ["ATTNLAB_SMOKE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
-    os.environ["ATTNLAB_RESULTS"] = str(tmp_path / "results")
+    os.environ["ATTNLAB_RESULTS"] = str(shared_results)
     try:
         client = NotebookClient(book, timeout=900, kernel_name="python3",
                                 resources={"metadata": {"path": str(ROOT / "notebooks")}})
