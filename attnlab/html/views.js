@@ -189,7 +189,7 @@
         var c = el("canvas", "al-thumb");
         c.title = "layer " + (l + 1) + ", head " + (k + 1);
         var ctx = setupCanvas(c, thumbW, n * rowH);
-        drawLines(ctx, data, l, [k], thumbW, rowH, function () { return true; }, 1);
+        drawLines(ctx, data, l, [k], thumbW, rowH, function () { return true; }, 1.5);
         (function (layer, hh, canvas) {
           canvas.addEventListener("click", function () {
             if (picked) { picked.classList.remove("al-picked"); }

@@ -1,0 +1,124 @@
+"""bertviz-or-offline dispatch, and the ipywidgets explorer."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab import views
+from attnlab.html import HeadView, ModelView
+
+
+@pytest.fixture(scope="module")
+def att(tiny_en):
+    return al.attention(tiny_en, ["how do you play chess", "the game is good"])
+
+
+def test_forced_offline_returns_offline_view(att, monkeypatch, capsys):
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    monkeypatch.setattr(views, "_reachable", lambda *a, **k: pytest.fail("must not touch the network"))
+    view = views.head_view(att, 1, layer=1, heads=[2, 3])
+    assert isinstance(view, HeadView)
+    assert view.tokens == att.tokens[1] and view.layer == 1 and view.heads == [2, 3]
+    torch.testing.assert_close(torch.as_tensor(view.maps, dtype=torch.float32), att[1])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == ["Offline head view (ATTNLAB_OFFLINE is set)."]
+    mv = views.model_view(att, 0)
+    assert isinstance(mv, ModelView) and "Offline model view" in capsys.readouterr().out
+    html = view.html()
+    assert "http://" not in html and "https://" not in html
+
+
+def test_unreachable_cdn_means_offline(att, monkeypatch, capsys):
+    monkeypatch.delenv("ATTNLAB_OFFLINE", raising=False)
+    monkeypatch.setattr(views, "_reachable", lambda *a, **k: False)
+    ok, reason = views.bertviz_status()
+    assert not ok and "not reachable" in reason
+    assert isinstance(views.head_view(att), HeadView)
+    assert "not reachable" in capsys.readouterr().out
+
+
+def test_online_hands_the_example_to_bertviz(att, monkeypatch):
+    import bertviz
+
+    monkeypatch.delenv("ATTNLAB_OFFLINE", raising=False)
+    monkeypatch.setattr(views, "_reachable", lambda *a, **k: True)
+    seen = {}
+
+    def fake_head_view(attention, tokens, **kw):
+        seen.update(attention=attention, tokens=tokens, **kw)
+        return "bertviz"
+
+    monkeypatch.setattr(bertviz, "head_view", fake_head_view)
+    assert views.head_view(att, 1, layer=0, heads=[1]) == "bertviz"
+    assert seen["tokens"] == att.tokens[1] and seen["layer"] == 0 and seen["heads"] == [1]
+    assert len(seen["attention"]) == att.n_layers
+    torch.testing.assert_close(seen["attention"][1][0], att[1][1])  # (1, H, n, n) per layer
+
+
+def test_reachability_probe_uses_a_real_socket():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        assert views._reachable("127.0.0.1", port, timeout=1.0)
+    finally:
+        server.close()
+    assert not views._reachable("127.0.0.1", port, timeout=1.0)  # closed now: refused
+
+
+def test_bad_input(att, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="2 texts"):
+        views.head_view(att, 5)
+    with pytest.raises(ValueError, match="layer index"):
+        views.head_view(att, 0, layer=9)
+    with pytest.raises(TypeError, match="Attention"):
+        views.head_view(torch.zeros(1, 2, 3, 3, 3))
+
+
+def test_explorer_computes_once_per_text(tiny_en, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab import widgets
+
+    calls = []
+    real = widgets.attention
+
+    def counting(m, texts, **kw):
+        calls.append(list(texts))
+        return real(m, texts, **kw)
+
+    monkeypatch.setattr(widgets, "attention", counting)
+    box = widgets.explorer(tiny_en, "how do you play chess")
+    text_box, row = box.children[0], box.children[1]
+    layer_dd, head_dd, kind = row.children
+    layer_dd.value = 1
+    head_dd.value = 5
+    kind.value = "lines"
+    assert calls == [["how do you play chess"]]  # redraws reuse the cached maps
+    text_box.value = "the game is good"
+    text_box.value = "how do you play chess"
+    assert calls == [["how do you play chess"], ["the game is good"]]
+    assert set(box.attention_cache) == {"how do you play chess", "the game is good"}
+    with pytest.raises(ValueError):
+        widgets.explorer(tiny_en, layer=7)
+
+
+def test_explorer_figure_views(att):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.widgets import explorer_figure
+
+    heat = explorer_figure(att, 0, 3, "heatmap")
+    image = heat.axes[0].images[0].get_array()
+    torch.testing.assert_close(torch.as_tensor(image, dtype=torch.float32), att.head(0, 0, 3))
+    assert explorer_figure(att, 1, 0, "lines").axes[0].collections
+    with pytest.raises(ValueError, match="heatmap"):
+        explorer_figure(att, 0, 0, "bars")
