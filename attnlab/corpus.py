@@ -313,7 +313,7 @@ def _english_queries() -> list[Query]:
         # how do you make pizza (at home)
         [_en(("how do you", "make", d), 2, "make") for d in _EN_DISHES]
         + [_en(("how do you", "make", d, "at home"), 2, "make") for d in _EN_DISHES]
-        + [_en(("easy", d, "recipe", "for", "kids"), 3, "make") for d in _EN_DISHES],
+        + [_en(("what is the", "best", "way", "to", "make", d), 5, "make") for d in _EN_DISHES],
         # how do you fix a flat tire
         [_en(("how do you", v, x), 2, "fix") for v in ("fix", "clean", "repair") for x in _EN_FIX],
         # where can i buy ice cream (in boston) -> "where can i buy" | "ice cream"
@@ -321,8 +321,7 @@ def _english_queries() -> list[Query]:
         + [_en(("where can i", "buy", b, "in", p), 3, "buy") for b in _EN_BUY for p in _EN_PLACES[:6]],
         # what are the best hotels in new york -> "what are the best hotels" | "in new york"
         [_en(("what are the", "best", b, "in", p), 3, "best") for b in _EN_BEST for p in _EN_PLACES],
-        [_en(("what are the", "best", g, "for", k), 3, "best") for g, ks in _EN_FOR.items() for k in ks]
-        + [_en(("good", g, "for", k), 2, "best") for g, ks in _EN_FOR.items() for k in ks],
+        [_en(("what are the", "best", g, "for", k), 3, "best") for g, ks in _EN_FOR.items() for k in ks],
         # why is my phone so slow -> "why is my phone" | "so slow"
         [_en(("why is my", d, a), 2, "why") for d, adjs in _EN_WHY.items() for a in adjs],
         # how to speak english at home -> "how to speak english" | "at home"

@@ -1,0 +1,233 @@
+"""Removing the absolute position embeddings, and what that does to each head.
+
+A BERT-family model builds its input as ``LayerNorm(word + position + segment)``
+(ALBERT and ELECTRA then project it to the hidden size). :func:`no_position`
+removes the position term, as if every position vector were zero, by a
+forward hook that replaces the output of ``embeddings.position_embeddings``
+with zeros. No weight is touched, so leaving the ``with`` block (normally or
+through an exception) restores the model exactly: the hook is removed and the
+parameters were never changed.
+
+Why a hook and not ``position_ids``: RoBERTa's positions start after its
+``padding_idx`` and its padding row is a real vector in some checkpoints; a
+hook on the embedding's *output* is the same for every architecture.
+
+Without positions, self-attention cannot tell where a token is: the model
+becomes *permutation-equivariant* (permute the input tokens, the outputs are
+permuted the same way). :func:`equivariance_gap` measures that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .compare import Interval, bootstrap_mean, similarity
+
+
+def _torch_model(m) -> torch.nn.Module:
+    return m.model if hasattr(m, "model") and isinstance(m.model, torch.nn.Module) else m
+
+
+def position_embedding_module(m) -> torch.nn.Embedding:
+    """The absolute position-embedding table of a BERT-family model.
+
+    Args:
+        m: a :class:`~attnlab.models.LoadedModel` or a transformers model.
+
+    Raises:
+        ValueError: the model has no absolute position embeddings (relative or
+            rotary positions), so there is nothing to remove.
+    """
+    model = _torch_model(m)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"expected a LoadedModel or a torch module, got {type(m).__name__}")
+    kind = getattr(getattr(model, "config", None), "position_embedding_type", "absolute")
+    base = getattr(model, "base_model", model)
+    emb = getattr(getattr(base, "embeddings", None), "position_embeddings", None)
+    if kind != "absolute" or not isinstance(emb, torch.nn.Embedding):
+        raise ValueError(
+            f"{type(model).__name__} has no absolute position-embedding table "
+            f"(position_embedding_type={kind!r}); no_position works for BERT, RoBERTa, "
+            "DistilBERT, ALBERT and ELECTRA models with absolute positions."
+        )
+    return emb
+
+
+def _zeros(module: torch.nn.Module, inputs, output: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(output)
+
+
+@contextlib.contextmanager
+def no_position(m) -> Iterator:
+    """Run ``m`` without its absolute position embeddings inside a ``with`` block.
+
+    The position term of the embedding sum becomes zero; word and segment
+    embeddings, the LayerNorm and every later layer are unchanged. The model is
+    restored on exit, also after an exception: no weight is modified and the
+    hook is removed.
+
+    Example::
+
+        with al.no_position(m):
+            att = al.attention(m, ["how do you play chess"])
+    """
+    handle = position_embedding_module(m).register_forward_hook(_zeros)
+    try:
+        yield m
+    finally:
+        handle.remove()
+
+
+# --------------------------------------------------------------------------- per-head change
+
+
+@dataclass
+class PositionStudy:
+    """Similarity of every head's map with and without position embeddings.
+
+    Attributes:
+        similarity: ``[N, L, H]`` - ``sim(with, without)`` per query and head
+            (see :func:`attnlab.compare.similarity`).
+        texts: the N texts.
+    """
+
+    similarity: np.ndarray
+    texts: list[str]
+    model_name: str = ""
+
+    def change(self, **boot) -> Interval:
+        """``1 - similarity`` per head ``[L, H]`` with a bootstrap interval over texts."""
+        return bootstrap_mean(1.0 - self.similarity, **boot)
+
+
+def position_change(m, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> PositionStudy:
+    """How much each head's map changes when the position embeddings are removed.
+
+    Args:
+        m: a loaded model.
+        texts: the queries (strings or :class:`~attnlab.corpus.Query`).
+        batch_size: texts per forward pass.
+
+    Returns:
+        :class:`PositionStudy` with ``similarity`` ``[N, L, H]``.
+    """
+    from .extract import attention
+
+    texts = [getattr(t, "text", t) for t in texts]
+    with_pos = attention(m, texts, batch_size=batch_size, progress=progress)
+    with no_position(m):
+        without = attention(m, texts, batch_size=batch_size, progress=progress)
+    sims = np.stack([similarity(with_pos[i], without[i]).numpy() for i in range(len(texts))])  # (N, L, H)
+    return PositionStudy(sims, texts, m.name)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def hidden_states(m, text: str) -> torch.Tensor:
+    """Final hidden states ``[n, d]`` of one text (special tokens included)."""
+    inputs = m.encode([text])
+    with torch.no_grad():
+        out = _torch_model(m)(**inputs)
+    return out.last_hidden_state[0].float()
+
+
+def output_similarity(m, texts: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of each text's final hidden states with vs without positions.
+
+    Returns:
+        ``(N,)``: per text, the mean over tokens of the cosine between the two
+        hidden vectors of each token.
+    """
+    out = []
+    for t in texts:
+        t = getattr(t, "text", t)
+        h = hidden_states(m, t)
+        with no_position(m):
+            h0 = hidden_states(m, t)
+        out.append(torch.nn.functional.cosine_similarity(h, h0, dim=-1).mean().item())
+    return np.asarray(out)
+
+
+def equivariance_gap(m, original: str, permuted: str, perm) -> float:
+    """Largest difference between the permuted text's hidden states and the
+    original's hidden states permuted the same way.
+
+    Zero (up to rounding) means the model only saw a bag of tokens: the output
+    of each token does not depend on where it stands.
+
+    Args:
+        perm: token permutation, ``new_tokens[i] == old_tokens[perm[i]]``.
+    """
+    h_old = hidden_states(m, original)  # (n, d)
+    h_new = hidden_states(m, permuted)  # (n, d)
+    if h_old.shape != h_new.shape:
+        raise ValueError(f"the texts have {h_old.shape[0]} and {h_new.shape[0]} tokens: not a permutation")
+    p = torch.as_tensor(np.asarray(perm), dtype=torch.long)
+    return float((h_new - h_old[p]).abs().max())
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def head_correlation(x, y, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
+                     method: str = "spearman") -> dict:
+    """Correlation across heads of two per-head measures, with a bootstrap over heads.
+
+    Args:
+        x, y: ``[L, H]`` (or flat) per-head values.
+        method: ``"spearman"`` (rank) or ``"pearson"``.
+
+    Returns:
+        ``{"r", "lo", "hi", "level", "n_heads", "method"}``.
+    """
+    from scipy import stats
+
+    a, b = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if a.shape != b.shape or a.size < 3:
+        raise ValueError(f"x and y need the same number (>= 3) of heads, got {a.size} and {b.size}")
+    corr = (lambda u, v: stats.spearmanr(u, v)[0]) if method == "spearman" else (lambda u, v: stats.pearsonr(u, v)[0])
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    r = float(corr(a, b))
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, a.size, a.size)
+        if np.ptp(a[idx]) == 0 or np.ptp(b[idx]) == 0:
+            continue
+        boots.append(corr(a[idx], b[idx]))
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    return {"r": r, "lo": float(lo), "hi": float(hi), "level": level, "n_heads": int(a.size), "method": method}
+
+
+def verdict_invariant_heads_are_positional(corr: dict, *, strong: float = 0.3):
+    """The source article's argument: heads that do not change under perturbation
+    are the ones that change most without position embeddings.
+
+    Holds when the correlation (between "unchanged under perturbation" and
+    "changed without positions") is at least ``strong`` and its whole interval
+    lies above 0; does not hold when the upper end of the interval is below
+    ``strong`` (at most a weak link, or the opposite); cannot tell otherwise.
+    """
+    from .compare import ClaimVerdict
+
+    if corr["lo"] > 0 and corr["r"] >= strong:
+        verdict = "holds"
+    elif corr["hi"] < strong:
+        verdict = "does not hold"
+    else:
+        verdict = "cannot tell"
+    return ClaimVerdict(
+        "heads that keep their pattern under perturbation are position-dominated "
+        "(they change most when position embeddings are removed)",
+        verdict,
+        {f"{corr['method']} r": corr["r"], "CI low": corr["lo"], "CI high": corr["hi"],
+         "heads": corr["n_heads"], "strong": strong},
+    )
