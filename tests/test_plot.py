@@ -1,0 +1,136 @@
+"""The lesson plots draw what they are given, label it, and reject bad shapes."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnlab import plot as P  # noqa: E402
+
+TOKENS = ["[CLS]", "how", "do", "chess", "[SEP]"]
+
+
+def _maps(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(torch.randn(*shape, generator=g), dim=-1)
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _ticks(labels):
+    return [t.get_text() for t in labels]
+
+
+def test_plot_matrices_data_and_labels():
+    a = torch.arange(10, dtype=torch.float32).reshape(5, 2)
+    w = _maps(5, 5)
+    fig = P.plot_matrices([("Q", a), ("weights", w)], TOKENS)
+    ax_q, ax_w = fig.axes
+    assert np.allclose(ax_q.images[0].get_array(), a.numpy())
+    assert np.allclose(ax_w.images[0].get_array(), w.numpy())
+    assert _ticks(ax_q.get_yticklabels()) == TOKENS
+    assert _ticks(ax_w.get_xticklabels()) == TOKENS  # square: the tokens label the columns
+    assert _ticks(ax_q.get_xticklabels()) == ["0", "1"]
+    assert "9.00" in [t.get_text() for t in ax_q.texts]
+    with pytest.raises(ValueError, match="one row per label"):
+        P.plot_matrices([("Q", a[:3])], TOKENS)
+    with pytest.raises(ValueError):
+        P.plot_matrices([], TOKENS)
+
+
+def test_plot_pair_shared_scale():
+    a, b = _maps(5, 5, seed=1), _maps(5, 5, seed=2) * 0.5
+    fig = P.plot_pair(a, b, TOKENS, titles=("A", "B"))
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert np.allclose(images[0].get_array(), a.numpy()) and np.allclose(images[1].get_array(), b.numpy())
+    top = float(max(a.max(), b.max()))
+    assert images[0].get_clim() == pytest.approx((0.0, top)) and images[1].get_clim() == pytest.approx((0.0, top))
+    fig2 = P.plot_pair(a, b, TOKENS, shared_scale=False)
+    im2 = [ax.images[0] for ax in fig2.axes if ax.images]
+    assert im2[1].get_clim()[1] == pytest.approx(float(b.max()))
+    with pytest.raises(ValueError):
+        P.plot_pair(a, b[:4, :4], TOKENS)
+
+
+def test_plot_layer_heads_panels():
+    maps = _maps(6, 5, 5)
+    fig = P.plot_layer_heads(maps, TOKENS, layer=1, ncols=4)
+    axes = [ax for ax in fig.axes if ax.images]
+    assert len(axes) == 6
+    for h, ax in enumerate(axes):
+        assert np.allclose(ax.images[0].get_array(), maps[h].numpy())
+        assert ax.get_title() == f"L2 H{h + 1}"
+    assert _ticks(axes[0].get_yticklabels()) == TOKENS
+    assert _ticks(axes[0].get_xticklabels()) == TOKENS
+    with pytest.raises(ValueError, match="heads, n, n"):
+        P.plot_layer_heads(maps[0], TOKENS)
+    with pytest.raises(ValueError):
+        P.plot_layer_heads(maps, TOKENS[:4])
+
+
+def test_plot_layers_side_by_side():
+    maps = _maps(3, 4, 5, 5)
+    fig = P.plot_layers_side_by_side(maps, TOKENS, (0, 2), ncols=2)
+    left, right = fig.subfigs
+    for sub, l in ((left, 0), (right, 2)):
+        axes = [ax for ax in sub.axes if ax.images]
+        assert len(axes) == 4
+        for h, ax in enumerate(axes):
+            assert np.allclose(ax.images[0].get_array(), maps[l, h].numpy())
+            assert ax.images[0].get_clim() == (0.0, 1.0)
+    with pytest.raises(ValueError, match="out of range"):
+        P.plot_layers_side_by_side(maps, TOKENS, (0, 3))
+    with pytest.raises(ValueError):
+        P.plot_layers_side_by_side(maps[0], TOKENS, (0, 1))
+
+
+def test_plot_curves():
+    ax = P.plot_curves([1, 2, 4], {"a": [1.0, 2.0, 3.0], "b": [3.0, 2.0, 1.0]}, xlabel="d_k", logx=True)
+    assert [l.get_label() for l in ax.lines] == ["a", "b"]
+    assert list(ax.lines[1].get_ydata()) == [3.0, 2.0, 1.0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "d_k"
+    with pytest.raises(ValueError, match="has 2 values"):
+        P.plot_curves([1, 2, 4], {"a": [1.0, 2.0]})
+
+
+def test_plot_elmo_vs_attention():
+    row = _maps(5)
+    fig = P.plot_elmo_vs_attention(TOKENS, row, 3)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    for tok in TOKENS:
+        assert tok in texts
+    assert f"{float(row[1]):.2f}" in texts
+    with pytest.raises(ValueError):
+        P.plot_elmo_vs_attention(TOKENS, row[:4], 1)
+    with pytest.raises(ValueError):
+        P.plot_elmo_vs_attention(TOKENS, row, 5)
+
+
+def test_chinese_labels_use_a_cjk_font():
+    from attnlab.fonts import find_cjk_font
+
+    found = find_cjk_font()
+    if found is None:
+        pytest.skip("no CJK font installed")
+    tokens = ["[CLS]", "王", "者", "[SEP]"]
+    fig = P.plot_layer_heads(_maps(2, 4, 4), tokens)
+    assert matplotlib.rcParams["font.sans-serif"][0] == found[1]
+    assert _ticks(fig.axes[0].get_xticklabels()) == tokens
+
+
+def test_save_figure_png_and_svg(tmp_path):
+    fig = P.plot_pair(_maps(5, 5), _maps(5, 5, seed=3), TOKENS)
+    paths = P.save_figure(fig, tmp_path / "sub" / "pair", formats=("png", "svg"))
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in paths[1].read_text()[:500]

@@ -1,0 +1,93 @@
+"""Lesson 03's measurements: complexity facts, Jacobians, timings, verdicts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.recurrence import (
+    COMPLEXITY,
+    Influence,
+    Timing,
+    complexity_markdown,
+    crossover_length,
+    first_token_influence,
+    growth_exponent,
+    make_layer,
+    path_length,
+    position_jacobian_norms,
+    sequential_steps,
+    time_layers,
+    verdict_decay,
+    verdict_timing,
+)
+
+
+def test_table_one_facts():
+    rows = {r["layer"]: r for r in COMPLEXITY}
+    assert rows["Self-attention"]["per_layer"] == "O(n^2 · d)"
+    assert rows["Self-attention"]["sequential"] == rows["Self-attention"]["path"] == "O(1)"
+    assert rows["Recurrent (RNN/LSTM)"]["per_layer"] == "O(n · d^2)"
+    assert rows["Recurrent (RNN/LSTM)"]["sequential"] == rows["Recurrent (RNN/LSTM)"]["path"] == "O(n)"
+    md = complexity_markdown()
+    assert md.count("\n") == len(COMPLEXITY) + 1 and "| Self-attention |" in md
+
+
+def test_path_and_steps():
+    assert path_length("attention", 50) == 1
+    assert path_length("lstm", 50) == 49 and path_length("bilstm", 50) == 49
+    assert sequential_steps("attention", 50) == 1 and sequential_steps("lstm", 50) == 50
+    with pytest.raises(ValueError, match="kind must be"):
+        path_length("gru", 5)
+    with pytest.raises(ValueError):
+        path_length("lstm", 1)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "bilstm", "attention"])
+def test_position_jacobian_norms_match_brute_force(kind):
+    layer = make_layer(kind, width=6, n_heads=2, seed=0)
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(0))
+    # brute force: full Jacobian of the last output w.r.t. the whole input
+    jac = torch.autograd.functional.jacobian(lambda inp: layer(inp.unsqueeze(0))[0, -1], x)  # (6, 5, 6)
+    expected = jac.pow(2).sum(dim=(0, 2)).sqrt()
+    assert torch.allclose(position_jacobian_norms(layer, x), expected, atol=1e-6)
+    with pytest.raises(ValueError):
+        position_jacobian_norms(layer, x.unsqueeze(0))
+
+
+def test_make_layer_shapes_and_errors():
+    for kind in ("lstm", "bilstm", "attention"):
+        assert make_layer(kind, 8, n_heads=2)(torch.zeros(2, 3, 8)).shape == (2, 3, 8)
+    with pytest.raises(ValueError):
+        make_layer("bilstm", 7)
+    with pytest.raises(ValueError):
+        make_layer("transformer", 8)
+
+
+def test_lstm_forgets_first_token_attention_does_not():
+    inf = first_token_influence([4, 40], width=16, seeds=(0, 1))
+    assert inf.share["lstm"][1] < 0.1 * inf.share["lstm"][0]
+    assert 0.5 < inf.share["attention"][1] < 2.0
+    assert verdict_decay(inf)[0] == "holds"
+    fake = Influence([4, 40], [0], 16, share={"lstm": [0.5, 0.4], "attention": [1.0, 1.0]})
+    assert verdict_decay(fake)[0] == "does not hold"
+
+
+def test_timing_structure_and_growth_exponent():
+    threads = torch.get_num_threads()
+    t = time_layers([8, 16], width=16, batch=2, repeats=1)
+    assert set(t.seconds) == {"lstm", "attention"}
+    assert all(len(v) == 2 and all(s > 0 for s in v) for v in t.seconds.values())
+    assert torch.get_num_threads() == threads  # restored after timing on one thread
+    ns = [10, 20, 40, 80]
+    assert growth_exponent(ns, [3e-6 * n**2 for n in ns]) == pytest.approx(2.0)
+    assert growth_exponent(ns, [5e-4 * n for n in ns]) == pytest.approx(1.0)
+
+
+def test_timing_verdict_on_constructed_numbers():
+    fast = Timing([16, 32, 128], 4, 64, {"lstm": [2.0, 3.0, 4.0], "attention": [1.0, 1.0, 9.0]})
+    assert verdict_timing(fast)[0] == "holds" and crossover_length(fast) == 128
+    slow = Timing([16, 32], 4, 64, {"lstm": [1.0, 1.0], "attention": [2.0, 0.5]})
+    assert verdict_timing(slow)[0] == "does not hold" and crossover_length(slow) == 16
+    none_short = Timing([128], 4, 64, {"lstm": [1.0], "attention": [2.0]})
+    assert verdict_timing(none_short)[0] == "cannot tell"
