@@ -46,6 +46,7 @@ Each head also gets a one-line reason quoting the statistic that decided it.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -461,3 +462,157 @@ def survey_stats(
         for batch in iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress):
             total = total + batch_sums(m, batch)
     return total.finish()
+
+
+def survey_texts(language: str, n: int) -> list[str]:
+    """``n`` texts for a survey: the sample sentences first, then built-in
+    search queries from :mod:`attnlab.corpus` (when that module is present)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    texts = sample_texts(language)[:n]
+    if len(texts) < n:
+        try:
+            from . import corpus
+
+            extra = corpus.texts("zh" if language == "zh" else "en", n - len(texts), seed=0)
+        except (ImportError, ValueError):
+            extra = []
+        texts += [t for t in extra if t not in texts]
+    return texts
+
+
+#: Survey sizes of lesson 05: (full, smoke).
+SURVEY_SIZES = {"texts": (300, 30), "pairs": (100, 10)}
+
+_SURVEY_CACHE: dict[tuple, HeadStats] = {}
+
+
+def default_survey(m: Any, *, progress: bool = False) -> HeadStats:
+    """Lesson 05's survey of ``m``'s heads: 300 texts and 100 sentence pairs
+    (30 and 10 in smoke mode), cached per model so exercises reuse it."""
+    from .config import is_smoke, pick
+
+    n_texts = pick(*SURVEY_SIZES["texts"])
+    n_pairs = pick(*SURVEY_SIZES["pairs"])
+    key = (id(m.model), m.name, is_smoke())
+    if key not in _SURVEY_CACHE:
+        texts = survey_texts(m.language, n_texts)
+        _SURVEY_CACHE[key] = survey_stats(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
+                                          progress=progress)
+    return _SURVEY_CACHE[key]
+
+
+def threshold_sensitivity(stats: HeadStats, *, positional: Sequence[float] = (0.4, 0.5, 0.6),
+                          special: Sequence[float] = (0.5, 0.6, 0.7)) -> list[list[Any]]:
+    """Fixed-pattern share of heads for each pair of thresholds (header row first).
+
+    Shows how much a verdict depends on where the lines are drawn.
+    """
+    rows: list[list[Any]] = [["positional", "special", "fixed share", "heterogeneous share"]]
+    for p in positional:
+        for s in special:
+            lab = classify_heads(stats, positional=p, special=s)
+            rows.append([p, s, round(lab.share(FIXED), 3), round(lab.share(["heterogeneous"]), 3)])
+    return rows
+
+
+# --------------------------------------------------------------------------- pattern zoo
+
+
+def pick_examples(labels: HeadLabels) -> dict[str, tuple[int, int]]:
+    """For each label present, the head that shows it most clearly.
+
+    self / previous / next: the largest mass of that kind; vertical: the
+    largest [CLS]+[SEP] (or punctuation) mass; block: the largest own-sentence
+    mass; broad: the highest entropy relative to uniform; heterogeneous: the
+    head furthest from every fixed pattern (smallest largest fixed mass).
+    """
+    s = labels.stats
+    punct = np.nan_to_num(s.punct_mass)
+    score = {
+        "self": s.self_mass, "previous": s.prev_mass, "next": s.next_mass,
+        "vertical": np.maximum(s.special_mass, punct), "block": np.nan_to_num(s.segment_mass),
+        "broad": s.relative_entropy,
+        "heterogeneous": -np.max(np.stack([s.self_mass, s.prev_mass, s.next_mass, s.special_mass]), axis=0),
+    }
+    out = {}
+    for name in LABELS:
+        mask = labels.labels == name
+        if mask.any():
+            masked = np.where(mask, score[name], -np.inf)
+            out[name] = tuple(int(v) for v in np.unravel_index(np.argmax(masked), masked.shape))
+    return out
+
+
+def plot_pattern_zoo(m: Any, labels: HeadLabels, text: str | None = None, pair: tuple[str, str] | None = None):
+    """One column per pattern found in ``m``: its clearest head as a heatmap
+    (top) and as a line view (bottom), on a real input.
+
+    Args:
+        m: the loaded model.
+        labels: from :func:`classify_heads` on ``m``'s statistics.
+        text: the input for every pattern but ``block`` (default: the course example).
+        pair: the sentence pair for ``block`` (default: two sample sentences).
+
+    Returns:
+        The figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from .examples import example_for
+    from .extract import attention
+    from .html import plot_line_view
+    from .plot import head_label, plot_head
+
+    examples = pick_examples(labels)
+    if not examples:
+        raise ValueError("no labelled heads to show")
+    text = text or example_for(m)
+    pair = pair or tuple(sample_texts(m.language, 2))
+    single = attention(m, [text])
+    paired = attention(m, [pair[0]], pairs=[pair[1]]) if "block" in examples else None
+    k = len(examples)
+    fig, axes = plt.subplots(2, k, figsize=(3.1 * k, 7.4), squeeze=False,
+                             gridspec_kw={"height_ratios": [1, 1.15]})
+    for c, (name, (l, h)) in enumerate(examples.items()):
+        att = paired if name == "block" else single
+        tokens = att.tokens[0]
+        plot_head(att.head(0, l, h), tokens, ax=axes[0, c], vmax=1.0, colorbar=False,
+                  title=f"{name}: {head_label(l, h)}")
+        axes[0, c].set_xlabel("")
+        axes[0, c].set_ylabel("")
+        axes[0, c].tick_params(labelsize=7)
+        plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reasons[l, h], 44))
+        axes[1, c].title.set_fontsize(7)
+    fig.suptitle(f"Pattern zoo of {m.name}: the clearest head of each type (heatmap, line view)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_example_lines(m: Any, labels: HeadLabels, text: str | None = None):
+    """Line view of the example query for the layer with the most distinct
+    patterns: one head of each label found there (up to four), in head colours."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from .examples import example_for
+    from .extract import attention
+    from .html import HEAD_COLORS, plot_line_view
+
+    text = text or example_for(m)
+    variety = [len(set(row)) for row in labels.labels]
+    layer = int(np.argmax(variety))
+    chosen: dict[str, int] = {}
+    for h, name in enumerate(labels.labels[layer]):
+        if name not in chosen and len(chosen) < 4:
+            chosen[str(name)] = h
+    att = attention(m, [text])
+    heads = list(chosen.values())
+    fig, ax = plt.subplots(figsize=(5.4, 0.34 * len(att.tokens[0]) + 1.2))
+    plot_line_view(att[0], att.tokens[0], layer, heads, ax=ax,
+                   title=f"{text!r}: layer {layer + 1}, one head per pattern")
+    ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=f"H{h + 1}: {name}")
+                       for name, h in chosen.items()],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
