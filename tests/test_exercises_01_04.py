@@ -1,0 +1,121 @@
+"""Each checker of lessons 01-04 accepts its worked solution, rejects a
+plausible wrong answer, and says "not yet" (without crashing) for None."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnlab.exercises import lesson_01, lesson_02, lesson_03, lesson_04
+
+
+@pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
+def model(request):
+    return request.getfixturevalue(request.param)
+
+
+def _not_yet(verdict):
+    assert not verdict and str(verdict).startswith("❌ not yet")
+
+
+# --------------------------------------------------------------------------- lesson 01
+
+
+def test_tiny_weight_by_hand():
+    # row 0's scaled scores are 1, 2.5, 1.5 (see the lesson): written out independently here
+    by_hand = math.exp(2.5) / (math.exp(1.0) + math.exp(2.5) + math.exp(1.5))
+    assert lesson_01.solution_tiny_weight(None, 0, 1) == pytest.approx(by_hand)
+    assert lesson_01.check_tiny_weight(None, lesson_01.solution_tiny_weight(None, 0, 1))
+    assert not lesson_01.check_tiny_weight(None, 1 / 3)  # forgot the scores: uniform
+    unscaled = math.exp(5) / (math.exp(2) + math.exp(5) + math.exp(3))  # forgot / sqrt(d_k)
+    assert not lesson_01.check_tiny_weight(None, unscaled)
+    _not_yet(lesson_01.check_tiny_weight(None, None))
+    with pytest.raises(ValueError):
+        lesson_01.check_tiny_weight(None, 0.5, row=3)
+
+
+def test_strongest_key_and_diagonal_head(model):
+    good = lesson_01.solution_strongest_key(model, layer=0, head=2, query=1)
+    assert lesson_01.check_strongest_key(model, good, layer=0, head=2, query=1)
+    import attnlab as al
+
+    att = al.attention(model, [al.example_for(model)])
+    row = att.head(0, 0, 2)[1]
+    weakest = att.tokens[0][int(row.argmin())]
+    if weakest != good:
+        assert not lesson_01.check_strongest_key(model, weakest, layer=0, head=2, query=1)
+    _not_yet(lesson_01.check_strongest_key(model, None))
+
+    best = lesson_01.solution_diagonal_head(model)
+    assert lesson_01.check_diagonal_head(model, best)
+    diag = att[0].diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
+    worst = divmod(int(diag.argmin()), diag.shape[1])
+    assert not lesson_01.check_diagonal_head(model, worst)
+    # 1-based answer for the 0-based question is wrong unless it happens to coincide
+    one_based = (best[0] + 1, best[1] + 1)
+    if one_based[0] < model.n_layers:
+        assert not lesson_01.check_diagonal_head(model, one_based)
+    _not_yet(lesson_01.check_diagonal_head(model, None))
+    assert not lesson_01.check_diagonal_head(model, "layer one")
+
+
+# --------------------------------------------------------------------------- lesson 02
+
+
+def test_lesson_02(tiny_en, bundled):
+    assert lesson_02.check_qk_variance(tiny_en, lesson_02.solution_qk_variance(tiny_en, 128), d_k=128)
+    assert not lesson_02.check_qk_variance(tiny_en, math.sqrt(128), d_k=128)  # the std, not the variance
+    assert not lesson_02.check_qk_variance(tiny_en, 1.0, d_k=128)
+    _not_yet(lesson_02.check_qk_variance(tiny_en, None))
+    for m in (tiny_en, bundled):
+        assert lesson_02.check_scale_factor(m, lesson_02.solution_scale_factor(m))
+        assert not lesson_02.check_scale_factor(m, m.head_dim)  # forgot the square root
+        assert not lesson_02.check_scale_factor(m, math.sqrt(m.hidden_size))  # whole width, not one head
+    assert lesson_02.check_scale_factor(bundled, math.sqrt(32))
+    assert lesson_02.check_saturation_direction(tiny_en, lesson_02.solution_saturation_direction())
+    assert lesson_02.solution_saturation_direction() == "rise"
+    assert not lesson_02.check_saturation_direction(tiny_en, "fall")
+    _not_yet(lesson_02.check_saturation_direction(tiny_en, None))
+
+
+# --------------------------------------------------------------------------- lesson 03
+
+
+def test_lesson_03(model):
+    n = len(model.tokenizer(__import__("attnlab").example_for(model))["input_ids"])
+    assert lesson_03.example_length(model) == n
+    for kind in ("lstm", "attention"):
+        assert lesson_03.check_path_length(model, lesson_03.solution_path_length(model, kind), kind)
+        assert lesson_03.check_sequential_steps(model, lesson_03.solution_sequential_steps(model, kind), kind)
+    assert lesson_03.solution_path_length(model, "lstm") == n - 1
+    assert not lesson_03.check_path_length(model, n - 1, "attention")
+    assert not lesson_03.check_sequential_steps(model, 1, "lstm")
+    assert lesson_03.check_attention_entries(model, model.n_heads * n * n)
+    assert not lesson_03.check_attention_entries(model, n * n)  # forgot the heads
+    _not_yet(lesson_03.check_attention_entries(model, None))
+
+
+# --------------------------------------------------------------------------- lesson 04
+
+
+def test_lesson_04(model):
+    assert lesson_04.check_head_width(model, lesson_04.solution_head_width(model))
+    assert not lesson_04.check_head_width(model, model.hidden_size)
+    _not_yet(lesson_04.check_head_width(model, None))
+    # the shape must be what split_heads really gives for the example
+    from attnlab.attention import hidden_states, split_heads
+    import attnlab as al
+
+    hs, _, _ = hidden_states(model, [al.example_for(model)])
+    with torch.no_grad():
+        real = tuple(split_heads(model.layer_parts()[0].query(hs[0]), model.n_heads).shape)
+    assert lesson_04.solution_split_shape(model) == real
+    assert lesson_04.check_split_shape(model, real)
+    b, h, t, d = real
+    assert not lesson_04.check_split_shape(model, (b, t, h, d))  # heads and tokens swapped
+    _not_yet(lesson_04.check_split_shape(model, None))
+    assert lesson_04.check_head_slice(model, lesson_04.solution_head_slice(model, 6), head=6)
+    assert not lesson_04.check_head_slice(model, (7 * model.head_dim, 8 * model.head_dim), head=6)  # 1-based slip
+    _not_yet(lesson_04.check_head_slice(model, None))
