@@ -203,24 +203,36 @@ def verdict_variance(d_ks: Sequence[int], measured: Sequence[float], tolerance: 
     return status, f"var(q.k) = d_k within {100 * tolerance:.0f}%: {lines}"
 
 
+def _flat(values: Sequence[float], tolerance: float = 0.1) -> bool:
+    return (max(values) - min(values)) <= tolerance * max(values)
+
+
 def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
-    """Unscaled softmax saturates as d_k grows (max weight rises, entropy and
-    gradient fall) while the scaled one stays put (within 10% across d_k)."""
-    u_max_rises = unscaled.max_weight[-1] > unscaled.max_weight[0] + 0.1
-    u_ent_falls = unscaled.entropy[-1] < 0.7 * unscaled.entropy[0]
-    u_grad_falls = unscaled.grad_norm[-1] < 0.7 * unscaled.grad_norm[0]
-
-    def flat(values: list[float]) -> bool:
-        return (max(values) - min(values)) <= 0.1 * max(values)
-
-    s_flat = flat(scaled.entropy) and flat(scaled.grad_norm)
-    ok = u_max_rises and u_ent_falls and u_grad_falls and s_flat
+    """Unscaled softmax saturates as d_k grows (largest weight rises by more
+    than 0.1, entropy falls below 70% of its first value) while the scaled
+    one keeps its entropy within 10% across d_k."""
+    rises = unscaled.max_weight[-1] > unscaled.max_weight[0] + 0.1
+    falls = unscaled.entropy[-1] < 0.7 * unscaled.entropy[0]
+    ok = rises and falls and _flat(scaled.entropy)
     msg = (
-        f"unscaled: max weight {unscaled.max_weight[0]:.2f} -> {unscaled.max_weight[-1]:.2f}, "
-        f"entropy {unscaled.entropy[0]:.2f} -> {unscaled.entropy[-1]:.2f} nats, "
-        f"gradient norm {unscaled.grad_norm[0]:.3f} -> {unscaled.grad_norm[-1]:.3f} "
-        f"(d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}); scaled: entropy "
-        f"{min(scaled.entropy):.2f}..{max(scaled.entropy):.2f}, gradient norm "
+        f"d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled largest weight "
+        f"{unscaled.max_weight[0]:.2f} -> {unscaled.max_weight[-1]:.2f}, entropy "
+        f"{unscaled.entropy[0]:.2f} -> {unscaled.entropy[-1]:.2f} nats; scaled entropy stays in "
+        f"{min(scaled.entropy):.2f}..{max(scaled.entropy):.2f} (uniform: {math.log(unscaled.n_keys):.2f})"
+    )
+    return ("holds" if ok else "does not hold"), msg
+
+
+def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
+    """The saturated (unscaled) softmax passes less gradient as d_k grows
+    (Jacobian norm below 70% of its first value) while the scaled one keeps
+    it within 10%."""
+    falls = unscaled.grad_norm[-1] < 0.7 * unscaled.grad_norm[0]
+    ok = falls and _flat(scaled.grad_norm)
+    msg = (
+        f"softmax Jacobian norm, d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled "
+        f"{unscaled.grad_norm[0]:.3f} -> {unscaled.grad_norm[-1]:.3f} "
+        f"({unscaled.grad_norm[0] / max(unscaled.grad_norm[-1], 1e-30):.1f}x smaller); scaled "
         f"{min(scaled.grad_norm):.3f}..{max(scaled.grad_norm):.3f}"
     )
     return ("holds" if ok else "does not hold"), msg

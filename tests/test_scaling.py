@@ -15,6 +15,7 @@ from attnlab.scaling import (
     saturation_curve,
     softmax_jacobian_norm,
     verdict_model,
+    verdict_gradient,
     verdict_saturation,
     verdict_variance,
 )
@@ -52,10 +53,13 @@ def test_saturation_curves_and_verdict():
     assert [s / math.sqrt(d) for s, d in zip(unscaled.score_std, d_ks)] == pytest.approx([1.0] * 3, rel=0.1)
     assert unscaled.max_weight[0] < unscaled.max_weight[1] < unscaled.max_weight[2]
     assert unscaled.entropy[-1] < 0.2 * math.log(16)
+    assert unscaled.grad_norm[-1] < 0.5 * unscaled.grad_norm[0]
     assert verdict_saturation(unscaled, scaled)[0] == "holds"
+    assert verdict_gradient(unscaled, scaled)[0] == "holds"
     # a curve that does not saturate must not pass
-    flat = SaturationCurve(d_ks, False, entropy=[2.0] * 3, max_weight=[0.3] * 3, grad_norm=[0.3] * 3)
+    flat = SaturationCurve(d_ks, False, entropy=[2.0] * 3, max_weight=[0.3] * 3, grad_norm=[0.3] * 3, n_keys=16)
     assert verdict_saturation(flat, scaled)[0] == "does not hold"
+    assert verdict_gradient(flat, scaled)[0] == "does not hold"
 
 
 def test_verdict_variance():
