@@ -420,3 +420,142 @@ def verdict_few_heads_change(study: PerturbationStudy, *, threshold: float = 0.1
         "most heads keep their pattern under lexical/syntactic damage; only a few follow the content",
         verdict, shares,
     )
+
+
+# --------------------------------------------------------------------------- the example, and figures
+
+
+@dataclass
+class ExampleMaps:
+    """Attention of the four example queries.
+
+    Attributes:
+        maps: ``{kind: [L, H, n, n]}`` for ``original``, ``lexical``, ``syntactic``, ``both``.
+        tokens: ``{kind: tokens}``; ``texts``: ``{kind: text}``.
+        perms: ``{kind: perm}`` token permutations (identity for the original).
+        position, token: ``{kind: [L, H]}`` similarity to the original in each space.
+    """
+
+    maps: dict
+    tokens: dict
+    texts: dict
+    perms: dict
+    position: dict
+    token: dict
+
+    def sensitivity(self) -> np.ndarray:
+        """``[L, H]``: position-space change averaged over the three perturbations."""
+        return np.mean([1.0 - self.position[k] for k in self.position if k != "original"], axis=0)
+
+    def chosen_layer(self) -> int:
+        """The layer (0-based) whose heads differ most in how much they change:
+        the largest spread (standard deviation over heads) of :meth:`sensitivity`.
+        In that layer "most heads stay, a few change" is easiest to see or refute."""
+        return int(np.argmax(self.sensitivity().std(axis=1)))
+
+
+def example_maps(m, perturbed: dict) -> ExampleMaps:
+    """Attention and similarities for a dict of :class:`~attnlab.perturb.Perturbed`
+    (e.g. :func:`attnlab.perturb.example_perturbations`)."""
+    from .extract import attention
+    from .perturb import token_permutation
+
+    kinds = list(perturbed)
+    att = attention(m, [perturbed[k].text for k in kinds])
+    maps = {k: att[i] for i, k in enumerate(kinds)}
+    perms = {k: token_permutation(m, perturbed[k]) for k in kinds}
+    pos, tok = {}, {}
+    for k in kinds:
+        p, t = compare_maps(maps["original"], maps[k], perms[k])
+        pos[k], tok[k] = p.numpy(), t.numpy()
+    return ExampleMaps(maps, {k: att.tokens[i] for i, k in enumerate(kinds)},
+                       {k: perturbed[k].text for k in kinds}, perms, pos, tok)
+
+
+def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | None = None, cell: float = 1.25):
+    """Every head of one layer (columns) for each of the four queries (rows).
+
+    Each cell is titled with the head (1-based) and its position-space / token-space
+    similarity to the original. Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from .fonts import use_cjk_font
+
+    kinds = list(ex.maps)
+    first = ex.maps[kinds[0]]
+    heads = list(range(first.shape[1])) if heads is None else list(heads)
+    if not 0 <= layer < first.shape[0]:
+        raise ValueError(f"layer {layer} out of range 0..{first.shape[0] - 1}")
+    if any(any(ord(c) > 0x2E80 for c in t) for t in ex.texts.values()):
+        use_cjk_font()
+    fig, axes = plt.subplots(len(kinds), len(heads), figsize=(cell * len(heads) + 1.2, cell * len(kinds) + 1.0),
+                             squeeze=False)
+    for r, k in enumerate(kinds):
+        for c, h in enumerate(heads):
+            ax = axes[r, c]
+            ax.imshow(ex.maps[k][layer, h].numpy(), vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            title = f"H{h + 1}" if r == 0 else ""
+            if k != "original":
+                title += ("\n" if title else "") + f"p{ex.position[k][layer, h]:.2f} t{ex.token[k][layer, h]:.2f}"
+            ax.set_title(title, fontsize=7)
+            if c == 0:
+                ax.set_ylabel(f"{k}\n{ex.texts[k]}", fontsize=7)
+    fig.suptitle(f"Layer {layer + 1}: every head, four queries (p = position-space, t = token-space similarity)",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | None = None, **boot):
+    """Grid of ``layers x heads`` sensitivity maps: one column per perturbation,
+    one row per space (position, token). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    kinds = list(kinds or study.kinds)
+    fig, axes = plt.subplots(2, len(kinds), figsize=(4.2 * len(kinds), 6.2), squeeze=False)
+    for c, k in enumerate(kinds):
+        for r, space in enumerate(SPACES):
+            sens = study.sensitivity(k, space, **boot).mean
+            ax = axes[r, c]
+            im = ax.imshow(sens, vmin=0, vmax=max(0.05, float(np.nanmax(sens))), cmap="magma")
+            ax.set_title(f"{k}, {space} space", fontsize=9)
+            ax.set_xlabel("head")
+            ax.set_ylabel("layer")
+            ax.set_xticks(range(sens.shape[1]))
+            ax.set_xticklabels(range(1, sens.shape[1] + 1), fontsize=6)
+            ax.set_yticks(range(sens.shape[0]))
+            ax.set_yticklabels(range(1, sens.shape[0] + 1), fontsize=6)
+            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(f"Sensitivity (1 - similarity) over {study.n_queries} queries", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float = 0.05, **boot):
+    """``layers x heads`` map of position - token similarity (red: follows positions,
+    blue: follows content); heads with a significant label are marked P / C."""
+    import matplotlib.pyplot as plt
+
+    gap = study.follower_gap(kind, **boot).mean
+    labels = study.followers(kind, margin, **boot)
+    lim = max(0.05, float(np.nanmax(np.abs(gap))))
+    fig, ax = plt.subplots(figsize=(0.45 * gap.shape[1] + 2, 0.45 * gap.shape[0] + 1.5))
+    im = ax.imshow(gap, cmap="coolwarm", vmin=-lim, vmax=lim)
+    for l in range(gap.shape[0]):
+        for h in range(gap.shape[1]):
+            mark = {"position": "P", "content": "C"}.get(labels[l, h], "")
+            ax.text(h, l, mark, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(gap.shape[1]))
+    ax.set_xticklabels(range(1, gap.shape[1] + 1), fontsize=7)
+    ax.set_yticks(range(gap.shape[0]))
+    ax.set_yticklabels(range(1, gap.shape[0] + 1), fontsize=7)
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(f"position - token similarity under '{kind}' (P: position-follower, C: content-follower)",
+                 fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig

@@ -231,3 +231,64 @@ def verdict_invariant_heads_are_positional(corr: dict, *, strong: float = 0.3):
         {f"{corr['method']} r": corr["r"], "CI low": corr["lo"], "CI high": corr["hi"],
          "heads": corr["n_heads"], "strong": strong},
     )
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def example_with_without(m, text: str):
+    """``(with [L, H, n, n], without [L, H, n, n], tokens)`` for one text."""
+    from .extract import attention
+
+    att = attention(m, [text])
+    with no_position(m):
+        att0 = attention(m, [text])
+    return att[0], att0[0], att.tokens[0]
+
+
+def plot_with_without(m, text: str, layer: int, *, cell: float = 1.25):
+    """Every head of one layer: with position embeddings (top row) and without (bottom),
+    each titled with the similarity of the two maps. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .fonts import use_cjk_font
+
+    m.check_layer(layer)
+    a, a0, _ = example_with_without(m, text)
+    sims = similarity(a[layer], a0[layer]).numpy()  # (H,)
+    if any(ord(c) > 0x2E80 for c in text):
+        use_cjk_font()
+    heads = a.shape[1]
+    fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 1.2, cell * 2 + 1.0), squeeze=False)
+    for h in range(heads):
+        for r, (maps, name) in enumerate(((a, "with positions"), (a0, "without"))):
+            ax = axes[r, h]
+            ax.imshow(maps[layer, h].numpy(), vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(f"H{h + 1}\nsim {sims[h]:.2f}", fontsize=7)
+            if h == 0:
+                ax.set_ylabel(name, fontsize=8)
+    fig.suptitle(f"Layer {layer + 1}, {text!r}: with and without position embeddings", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_correlation(unchanged, changed, corr: dict | None = None, *, n_layers: int | None = None):
+    """Scatter, one point per head: similarity under perturbation (x) against change
+    without position embeddings (y), coloured by layer. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    x, y = np.asarray(unchanged, dtype=float), np.asarray(changed, dtype=float)
+    layers = np.repeat(np.arange(x.shape[0]), x.shape[1]) if x.ndim == 2 else np.zeros(x.size)
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    sc = ax.scatter(x.ravel(), y.ravel(), c=layers + 1, cmap="viridis", s=22)
+    fig.colorbar(sc, ax=ax, label="layer")
+    ax.set_xlabel("unchanged under perturbation (position-space similarity)")
+    ax.set_ylabel("changed without position embeddings (1 - similarity)")
+    if corr:
+        ax.set_title(f"{corr['method']} r = {corr['r']:.2f} "
+                     f"[{corr['lo']:.2f}, {corr['hi']:.2f}] over {corr['n_heads']} heads", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,152 @@
+"""Map similarity in position and token space, bootstrap intervals, follower labels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.distance import jensenshannon
+
+from attnlab import compare, corpus, perturb
+
+
+def _random_maps(shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(3 * torch.randn(*shape, generator=g, dtype=torch.float64), dim=-1)
+
+
+def _scipy_similarity(a, b):
+    """Independent: scipy's JS distance (sqrt of the divergence, natural log)."""
+    rows = [jensenshannon(a[i], b[i]) ** 2 for i in range(a.shape[0])]
+    return 1 - np.mean(rows) / math.log(2)
+
+
+def test_similarity_matches_scipy():
+    a, b = _random_maps((6, 6), 1), _random_maps((6, 6), 2)
+    assert compare.similarity(a, b).item() == pytest.approx(_scipy_similarity(a.numpy(), b.numpy()), abs=1e-9)
+
+
+def test_identical_maps_score_one_and_disjoint_rows_zero():
+    a = _random_maps((2, 3, 5, 5))
+    assert torch.allclose(compare.similarity(a, a), torch.ones(2, 3, dtype=torch.float64))
+    eye = torch.eye(4, dtype=torch.float64)
+    shifted = torch.roll(eye, 1, dims=1)
+    assert compare.similarity(eye, shifted).item() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_reindex_matches_loops():
+    a = _random_maps((5, 5), 3)
+    perm = np.array([0, 3, 1, 2, 4])
+    got = compare.reindex(a, perm)
+    for i in range(5):
+        for j in range(5):
+            assert got[i, j] == a[perm[i], perm[j]]
+    batch = torch.stack([_random_maps((2, 5, 5), s) for s in range(3)])  # (J, H, n, n)
+    perms = torch.tensor([[0, 3, 1, 2, 4], [0, 1, 2, 3, 4], [0, 2, 3, 1, 4]])
+    got_b = compare.reindex_batch(batch, perms)
+    for j in range(3):
+        assert torch.equal(got_b[j], compare.reindex(batch[j], perms[j].numpy()))
+
+
+def test_own_permutation_scores_one_in_token_space():
+    a = _random_maps((2, 7, 7), 4)
+    perm = np.array([0, 4, 5, 1, 2, 3, 6])
+    b = a[:, perm][:, :, perm]  # the same head, following the tokens to their new places
+    pos, tok = compare.compare_maps(a, b, perm)
+    assert torch.allclose(tok, torch.ones(2, dtype=torch.float64))
+    assert (pos < 0.95).all()
+
+
+def _previous_token_map(n):
+    m = torch.zeros(n, n, dtype=torch.float64)
+    m[0, 0] = 1
+    for i in range(1, n):
+        m[i, i - 1] = 1
+    return 0.9 * m + 0.1 / n
+
+
+def test_synthetic_positional_and_content_heads_are_classified():
+    """Head 0 attends to the previous position whatever the text (positional);
+    head 1 attends from each token to a fixed partner token (content);
+    head 2 attends uniformly (neither)."""
+    rng = np.random.default_rng(0)
+    n, n_queries = 8, 40
+    pos_vals, tok_vals = [], []
+    for _ in range(n_queries):
+        inner = rng.permutation(np.arange(1, n - 1))
+        perm = np.concatenate([[0], inner, [n - 1]])
+        content = _random_maps((n, n), int(rng.integers(1 << 30)))
+        original = torch.stack([_previous_token_map(n), content, torch.full((n, n), 1 / n, dtype=torch.float64)])
+        perturbed = torch.stack([_previous_token_map(n), compare.reindex(content, perm),
+                                 torch.full((n, n), 1 / n, dtype=torch.float64)])
+        p, t = compare.compare_maps(original, perturbed, perm)
+        pos_vals.append(p.numpy()[None])  # (1, H): one layer
+        tok_vals.append(t.numpy()[None])
+    study = compare.PerturbationStudy({"both": np.stack(pos_vals)}, {"both": np.stack(tok_vals)},
+                                      ["q"] * n_queries, {"both": ["q"] * n_queries})
+    labels = study.followers("both")
+    assert labels.tolist() == [["position", "content", "neither"]]
+    assert study.follower_shares("both") == pytest.approx({"position": 1 / 3, "content": 1 / 3, "neither": 1 / 3})
+    top = study.top_sensitive("both", "token", k=1)[0]
+    assert (top.layer, top.head) == (0, 0)  # the positional head changes most when tokens are followed
+    assert study.top_sensitive("both", "position", k=1)[0].head == 1
+
+
+def test_bootstrap_mean():
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(200, 2, 3))
+    iv = compare.bootstrap_mean(values, n_boot=500)
+    assert np.allclose(iv.mean, values.mean(axis=0))
+    assert (iv.lo < iv.mean).all() and (iv.mean < iv.hi).all()
+    # a 95% interval of a mean is about +-1.96 standard errors
+    se = values.std(axis=0, ddof=1) / np.sqrt(200)
+    assert np.allclose(iv.hi - iv.lo, 2 * 1.96 * se, rtol=0.25)
+    const = compare.bootstrap_mean(np.ones((10, 2)))
+    assert np.allclose(const.lo, 1) and np.allclose(const.hi, 1)
+    with_nan = np.vstack([values[:, 0, 0:1], [[np.nan]]])
+    assert compare.bootstrap_mean(with_nan).n == 200
+    with pytest.raises(ValueError):
+        compare.bootstrap_mean(np.zeros((0, 3)))
+
+
+def test_bad_inputs():
+    a = _random_maps((4, 4))
+    with pytest.raises(ValueError, match="same shape"):
+        compare.similarity(a, _random_maps((5, 5)))
+    with pytest.raises(ValueError, match="permutation"):
+        compare.reindex(a, [0, 0, 1, 2])
+    with pytest.raises(ValueError, match="space"):
+        compare.PerturbationStudy({"both": np.zeros((1, 1, 1))}, {"both": np.zeros((1, 1, 1))},
+                                  ["q"], {}).values("both", "semantic")
+
+
+def test_study_on_tiny_model_matches_direct_computation(tiny_zh):
+    import attnlab as al
+
+    qs = corpus.queries("zh", 5, seed=2)
+    study = compare.perturbation_study(tiny_zh, qs, chunk=2)
+    assert study.values("both").shape == (5, tiny_zh.n_layers, tiny_zh.n_heads)
+    assert study.skipped == []
+    # recompute one entry independently: separate extraction, loops, scipy
+    q = qs[3]
+    p = perturb.syntactic(q, seed=0)
+    a = al.attention(tiny_zh, [q.text])[0].double().numpy()
+    b = al.attention(tiny_zh, [p.text])[0].double().numpy()
+    perm = perturb.token_permutation(tiny_zh, p)
+    layer, head = 1, 5
+    expect_pos = _scipy_similarity(a[layer, head], b[layer, head])
+    expect_tok = _scipy_similarity(a[layer, head][np.ix_(perm, perm)], b[layer, head])
+    assert study.values("syntactic", "position")[3, layer, head] == pytest.approx(expect_pos, abs=1e-5)
+    assert study.values("syntactic", "token")[3, layer, head] == pytest.approx(expect_tok, abs=1e-5)
+    verdict = compare.verdict_few_heads_change(study, n_boot=50)
+    assert verdict.verdict in ("holds", "does not hold", "cannot tell")
+    assert "share" in str(verdict)
+
+
+def test_example_maps_and_chosen_layer(tiny_en):
+    ex = compare.example_maps(tiny_en, perturb.example_perturbations("en"))
+    assert np.allclose(ex.position["original"], 1) and np.allclose(ex.token["original"], 1)
+    sens = ex.sensitivity()
+    assert ex.chosen_layer() == int(np.argmax(sens.std(axis=1)))

@@ -1,0 +1,203 @@
+"""Perturbations: what they preserve, where they move things, and their token permutations."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlab import corpus, perturb
+from attnlab.perturb import KINDS
+
+ZH = corpus.queries("zh", 120, seed=7)
+EN = corpus.queries("en", 120, seed=7)
+
+
+@pytest.fixture(scope="module")
+def en_tok():
+    from transformers import AutoTokenizer
+
+    import attnlab as al
+
+    return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(al.bundled_model_path())))
+
+
+def _units(text, language):
+    return list(text) if language == "zh" else text.split(" ")
+
+
+def _word_of_unit(q):
+    """Old unit index -> index of the word holding it."""
+    out = []
+    for w, word in enumerate(q.words):
+        out += [w] * len(_units(word, q.language))
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("q", ZH[:40] + EN[:40], ids=lambda q: q.text)
+def test_multiset_preserved_and_never_a_no_op(q, kind):
+    p = perturb.perturb(q, kind, seed=1)
+    assert Counter(_units(p.text, q.language)) == Counter(_units(q.text, q.language))
+    assert p.text != q.text
+    # unit_order really rebuilds the text
+    old = _units(q.text, q.language)
+    assert [old[i] for i in p.unit_order] == _units(p.text, q.language)
+
+
+@given(seed=st.integers(0, 10_000), index=st.integers(0, len(ZH) + len(EN) - 1))
+@settings(max_examples=150, deadline=None)
+def test_lexical_moves_stay_inside_words(seed, index):
+    q = (ZH + EN)[index]
+    p = perturb.lexical(q, seed)
+    word = _word_of_unit(q)
+    # the unit now at position i came from the same word that occupies position i
+    assert all(word[old] == word[i] for i, old in enumerate(p.unit_order))
+    assert p.text != q.text
+
+
+@given(seed=st.integers(0, 10_000), index=st.integers(0, len(ZH) + len(EN) - 1))
+@settings(max_examples=150, deadline=None)
+def test_syntactic_moves_keep_words_whole(seed, index):
+    q = (ZH + EN)[index]
+    p = perturb.syntactic(q, seed)
+    assert sorted(p.words) == sorted(q.words)  # every word intact
+    assert q.joiner.join(p.words) == p.text
+    # the unit order is made of whole words, each read left to right
+    word = _word_of_unit(q)
+    runs = []
+    for old in p.unit_order:
+        if runs and word[old] == runs[-1][0] and old == runs[-1][1] + 1:
+            runs[-1] = (word[old], old)
+        else:
+            runs.append((word[old], old))
+    assert len(runs) == len(q.words)
+    # chunks stay together: the new text is a rotation of whole chunks
+    chunk_texts = [q.joiner.join(ws) for ws in q.chunk_words()]
+    assert sorted(chunk_texts) == sorted(
+        q.joiner.join(p.words[a:b]) for a, b in _chunk_spans(p.words, q)
+    )
+
+
+def _chunk_spans(new_words, q):
+    spans, pos = [], 0
+    sizes = {q.joiner.join(ws): len(ws) for ws in q.chunk_words()}
+    while pos < len(new_words):
+        for text, n in sizes.items():
+            if q.joiner.join(new_words[pos : pos + n]) == text:
+                spans.append((pos, pos + n))
+                pos += n
+                break
+        else:
+            raise AssertionError(f"{new_words} is not made of whole chunks of {q.chunk_words()}")
+    return spans
+
+
+def test_both_is_lexical_plus_syntactic():
+    for q in ZH[:20] + EN[:20]:
+        lex, syn, bth = (perturb.perturb(q, k, seed=5) for k in KINDS)
+        assert sorted(bth.words) == sorted(lex.words)  # same broken words
+        assert bth.text != syn.text and bth.text != lex.text
+
+
+def test_same_seed_same_output_and_seeds_matter():
+    q = corpus.example("zh")
+    assert perturb.perturb_all(q, seed=3) == perturb.perturb_all(q, seed=3)
+    lexicals = {perturb.lexical(q, seed=s).text for s in range(20)}
+    assert len(lexicals) > 1
+
+
+def test_fraction_breaks_at_least_one_word():
+    q = corpus.Query("北京上海广州深圳", ("北京", "上海", "广州", "深圳"), ((0, 2), (2, 4)), "zh")
+    p = perturb.lexical(q, seed=0, fraction=0.25)
+    broken = [a != b for a, b in zip(p.words, q.words)]
+    assert sum(broken) == 1
+
+
+def test_not_breakable_or_not_movable_raise():
+    q = corpus.Query("我去", ("我", "去"), ((0, 1), (1, 2)), "zh")
+    with pytest.raises(perturb.PerturbationError, match="break"):
+        perturb.lexical(q)
+    assert perturb.syntactic(q).text == "去我"
+    # a word of one repeated character cannot be broken either
+    q2 = corpus.Query("哈哈我", ("哈哈", "我"), ((0, 1), (1, 2)), "zh")
+    with pytest.raises(perturb.PerturbationError):
+        perturb.lexical(q2)
+    single = corpus.Query("王者荣耀", ("王者荣耀",), ((0, 1),), "zh")
+    with pytest.raises(perturb.PerturbationError, match="nothing to move"):
+        perturb.syntactic(single)
+    with pytest.raises(ValueError, match="kind"):
+        perturb.perturb(q, "semantic")
+
+
+def test_strings_are_segmented():
+    assert perturb.segment("王者荣耀怎么玩") == ["王者荣耀", "怎么", "玩"]
+    assert "".join(perturb.segment("我想学吉他入门教程")) == "我想学吉他入门教程"
+    q = perturb.as_query("王者荣耀怎么玩", "zh")
+    assert q.words == ("王者荣耀", "怎么", "玩")
+    assert perturb.syntactic(q).text == "怎么玩王者荣耀"
+    assert perturb.syntactic("how do you play chess", language="en").text.split() != "how do you play chess".split()
+    with pytest.raises(ValueError):
+        perturb.as_query("  ", "zh")
+
+
+def test_jieba_is_optional_but_works():
+    pytest.importorskip("jieba")
+    assert "".join(perturb.segment("王者荣耀怎么玩", method="jieba")) == "王者荣耀怎么玩"
+
+
+def test_article_queries():
+    ex = perturb.example_perturbations("zh")
+    assert {k: p.text for k, p in ex.items()} == perturb.ARTICLE_QUERIES
+    ex_en = perturb.example_perturbations("en")
+    assert ex_en["syntactic"].text == "chess how do you play"
+
+
+# ----------------------------------------------------------------- token permutations
+
+
+def _check_perm_with_tokenizer(tok, p):
+    perm = perturb.token_permutation(SimpleNamespace(tokenizer=tok), p)
+    old = tok.convert_ids_to_tokens(tok(p.source.text)["input_ids"])
+    new = tok.convert_ids_to_tokens(tok(p.text)["input_ids"])
+    assert new == [old[j] for j in perm]
+    assert perm[0] == 0 and perm[-1] == len(perm) - 1  # [CLS] and [SEP] stay
+    assert sorted(perm.tolist()) == list(range(len(perm)))
+    return perm
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_permutation_reindexes_real_english_tokens(en_tok, kind):
+    for q in EN[:60]:
+        _check_perm_with_tokenizer(en_tok.tokenizer, perturb.perturb(q, kind, seed=2))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_permutation_reindexes_real_chinese_tokens(tiny_zh, kind):
+    for q in ZH[:60]:
+        perm = _check_perm_with_tokenizer(tiny_zh.tokenizer, perturb.perturb(q, kind, seed=2))
+        assert len(perm) == len(q.text) + 2  # one token per character
+
+
+def test_article_example_permutation(tiny_zh):
+    p = perturb.example_perturbations("zh")["both"]  # 怎么玩王荣者耀
+    perm = perturb.token_permutation(tiny_zh, p)
+    # written out by hand: 怎(5) 么(6) 玩(7) 王(1) 荣(3) 者(2) 耀(4)
+    assert perm.tolist() == [0, 5, 6, 7, 1, 3, 2, 4, 8]
+
+
+def test_tokenization_change_is_reported(en_tok):
+    q = perturb.as_query("chess怎么玩", "zh", words=["chess", "怎么", "玩"])
+    p = perturb.from_texts(q, "hcess怎么玩", "lexical")
+    with pytest.raises(perturb.TokenizationChanged, match="tokens"):
+        perturb.token_permutation(en_tok, p)
+    perm, reason = perturb.try_token_permutation(en_tok, p)
+    assert perm is None and "token" in reason
+
+
+def test_from_texts_rejects_other_characters():
+    with pytest.raises(ValueError, match="rearrangement"):
+        perturb.from_texts(corpus.example("zh"), "王者荣耀怎么办", "lexical")

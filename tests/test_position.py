@@ -1,0 +1,158 @@
+"""no_position: the embedding sum without its position term, restored exactly afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import attnlab as al
+from attnlab import perturb, position
+from attnlab.testing import ARCHITECTURES
+
+TEXT = {"en": "how do you play chess", "zh": "王者荣耀怎么玩"}
+
+
+def _manual_embedding_without_positions(m, enc):
+    """Independent: LayerNorm(word + segment), written out with torch ops."""
+    emb = m.model.base_model.embeddings
+    ids = enc["input_ids"]
+    x = emb.word_embeddings.weight[ids]  # (1, n, e)
+    if getattr(emb, "token_type_embeddings", None) is not None:
+        types = enc.get("token_type_ids", torch.zeros_like(ids))
+        x = x + emb.token_type_embeddings.weight[types]
+    ln = emb.LayerNorm
+    mu = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, unbiased=False)
+    return (x - mu) / torch.sqrt(var + ln.eps) * ln.weight + ln.bias
+
+
+def _snapshot(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _hook_count(model):
+    return sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in model.modules())
+
+
+def _same_state(before, model):
+    after = model.state_dict()
+    return before.keys() == after.keys() and all(
+        before[k].dtype == after[k].dtype and torch.equal(before[k], after[k]) for k in before
+    )
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+def test_first_layer_input_is_recomputed_without_positions(tiny_factory, arch):
+    m = tiny_factory(arch, "en")
+    enc = m.encode([TEXT["en"]])
+    with torch.no_grad():
+        expected = _manual_embedding_without_positions(m, enc)
+        with al.no_position(m):
+            got = m.model(**enc, output_hidden_states=True).hidden_states[0]
+        with_pos = m.model(**enc, output_hidden_states=True).hidden_states[0]
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert not torch.allclose(with_pos, expected, atol=1e-3)  # the position term was really there
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_embedding_module_output_on_every_architecture(tiny_factory, arch):
+    m = tiny_factory(arch, "en")
+    enc = m.encode([TEXT["en"]])
+    emb = m.model.base_model.embeddings
+    kwargs = {k: v for k, v in enc.items() if k in ("input_ids", "token_type_ids")}
+    with torch.no_grad():
+        expected = _manual_embedding_without_positions(m, enc)
+        with al.no_position(m):
+            got = emb(**kwargs)
+    assert torch.allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_model_restored_exactly(tiny_factory, arch):
+    m = tiny_factory(arch, "en")
+    enc = m.encode([TEXT["en"]])
+    before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
+    with torch.no_grad():
+        before = m.model(**enc, output_attentions=True)
+        with al.no_position(m):
+            inside = m.model(**enc, output_attentions=True)
+            assert _hook_count(m.model) == before_hooks + 1
+        after = m.model(**enc, output_attentions=True)
+    assert not torch.allclose(before.last_hidden_state, inside.last_hidden_state)
+    assert torch.equal(before.last_hidden_state, after.last_hidden_state)
+    assert all(torch.equal(a, b) for a, b in zip(before.attentions, after.attentions))
+    assert _same_state(before_state, m.model)
+    assert _hook_count(m.model) == before_hooks
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta", "albert"])
+def test_model_restored_after_exception(tiny_factory, arch):
+    m = tiny_factory(arch, "zh")
+    enc = m.encode([TEXT["zh"]])
+    before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
+    with torch.no_grad():
+        before = m.model(**enc).last_hidden_state
+        with pytest.raises(RuntimeError, match="boom"):
+            with al.no_position(m):
+                m.model(**enc)
+                raise RuntimeError("boom")
+        after = m.model(**enc).last_hidden_state
+    assert torch.equal(before, after)
+    assert _same_state(before_state, m.model)
+    assert _hook_count(m.model) == before_hooks
+
+
+def test_attention_changes_and_stays_valid(tiny_factory):
+    for arch in ARCHITECTURES:
+        m = tiny_factory(arch, "en")
+        a = al.attention(m, [TEXT["en"]])[0]
+        with al.no_position(m):
+            b = al.attention(m, [TEXT["en"]])[0]
+        assert torch.allclose(b.sum(-1), torch.ones(b.shape[:-1]), atol=1e-5)
+        assert not torch.allclose(a, b, atol=1e-4), arch
+
+
+def test_without_positions_the_model_is_permutation_equivariant(tiny_zh):
+    p = perturb.example_perturbations("zh")["both"]
+    perm = perturb.token_permutation(tiny_zh, p)
+    with al.no_position(tiny_zh):
+        gap_without = position.equivariance_gap(tiny_zh, p.source.text, p.text, perm)
+    gap_with = position.equivariance_gap(tiny_zh, p.source.text, p.text, perm)
+    assert gap_without < 1e-5
+    assert gap_with > 1e-3
+
+
+def test_position_change_and_outputs(tiny_en):
+    texts = ["how do you play chess", "where can i buy ice cream", "why is my phone so slow"]
+    study = position.position_change(tiny_en, texts)
+    assert study.similarity.shape == (3, tiny_en.n_layers, tiny_en.n_heads)
+    assert ((study.similarity > 0) & (study.similarity <= 1 + 1e-9)).all()
+    change = study.change(n_boot=100)
+    assert np.allclose(change.mean, 1 - study.similarity.mean(axis=0))
+    cos = position.output_similarity(tiny_en, texts)
+    assert cos.shape == (3,) and (cos < 1 - 1e-4).all()
+
+
+def test_head_correlation():
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6))
+    y = 2 * x + 0.1 * rng.normal(size=(4, 6))
+    c = position.head_correlation(x, y, n_boot=300)
+    assert c["r"] == pytest.approx(stats.spearmanr(x.ravel(), y.ravel())[0])
+    assert c["lo"] <= c["r"] <= c["hi"]
+    assert position.verdict_invariant_heads_are_positional(c).verdict == "holds"
+    c_neg = position.head_correlation(x, -y, n_boot=300)
+    assert position.verdict_invariant_heads_are_positional(c_neg).verdict == "does not hold"
+    with pytest.raises(ValueError):
+        position.head_correlation([1, 2], [1, 2])
+
+
+def test_no_absolute_positions_is_a_clear_error():
+    with pytest.raises(ValueError, match="position"):
+        with al.no_position(torch.nn.Linear(2, 2)):
+            pass
+    with pytest.raises(TypeError):
+        position.position_embedding_module("bert")
