@@ -130,15 +130,20 @@ class HeadStats:
                 out[f.name] = v[layer, head].item()
         return out
 
-    def rows(self, columns: Sequence[str] | None = None, digits: int = 3) -> list[list[Any]]:
-        """One row per head: ``["L1 H1", value, ...]`` (1-based labels), header first."""
+    def rows(self, columns: Sequence[str] | None = None, digits: int = 3,
+             layers: Sequence[int] | None = None) -> list[list[Any]]:
+        """One row per head: ``["L1 H1", value, ...]`` (1-based labels), header first.
+
+        ``layers`` (0-based) limits the rows to some layers."""
         cols = list(columns) if columns is not None else [
             "self_mass", "prev_mass", "next_mass", "cls_mass", "sep_mass", "punct_mass",
             "entropy", "uniform_entropy", "confidence", "argmax_offset", "offset_share",
         ]
         out: list[list[Any]] = [["head", *cols]]
         n_layers, n_heads = self.shape
-        for l in range(n_layers):
+        for l in (range(n_layers) if layers is None else layers):
+            if not 0 <= l < n_layers:
+                raise ValueError(f"layer {l} out of range: valid are 0..{n_layers - 1} (0-based)")
             for h in range(n_heads):
                 row: list[Any] = [f"L{l + 1} H{h + 1}"]
                 for c in cols:
@@ -147,9 +152,10 @@ class HeadStats:
                 out.append(row)
         return out
 
-    def table(self, columns: Sequence[str] | None = None, digits: int = 3) -> str:
+    def table(self, columns: Sequence[str] | None = None, digits: int = 3,
+              layers: Sequence[int] | None = None) -> str:
         """A printable fixed-width table, one line per head (no pandas needed)."""
-        return format_table(self.rows(columns, digits))
+        return format_table(self.rows(columns, digits, layers))
 
     def __repr__(self) -> str:
         l, h = self.shape

@@ -270,6 +270,24 @@ def fixed_pattern_verdict(labels: HeadLabels, *, margin: float = 0.05) -> ClaimV
     )
 
 
+def depth_trend(labels: HeadLabels) -> dict[str, Any]:
+    """Share of fixed-pattern heads in each layer and its Spearman correlation with depth.
+
+    Returns:
+        ``{"fixed_share_by_layer": [...], "spearman_rho": float, "p_value": float}``
+        (rho is NaN when the share is the same in every layer).
+    """
+    from scipy.stats import spearmanr
+
+    per_layer = np.isin(labels.labels, list(FIXED)).mean(axis=1)  # (L,)
+    if np.allclose(per_layer, per_layer[0]) or len(per_layer) < 3:
+        rho, p = float("nan"), float("nan")
+    else:
+        res = spearmanr(np.arange(len(per_layer)), per_layer)
+        rho, p = float(res.statistic), float(res.pvalue)
+    return {"fixed_share_by_layer": per_layer.round(3).tolist(), "spearman_rho": rho, "p_value": p}
+
+
 # --------------------------------------------------------------------------- plots
 
 
@@ -504,15 +522,17 @@ def default_survey(m: Any, *, progress: bool = False) -> HeadStats:
 
 def threshold_sensitivity(stats: HeadStats, *, positional: Sequence[float] = (0.4, 0.5, 0.6),
                           special: Sequence[float] = (0.5, 0.6, 0.7)) -> list[list[Any]]:
-    """Fixed-pattern share of heads for each pair of thresholds (header row first).
+    """Fixed-pattern share of heads, and the verdict of :func:`fixed_pattern_verdict`,
+    for each pair of thresholds (header row first).
 
     Shows how much a verdict depends on where the lines are drawn.
     """
-    rows: list[list[Any]] = [["positional", "special", "fixed share", "heterogeneous share"]]
+    rows: list[list[Any]] = [["positional", "special", "fixed share", "heterogeneous share", "verdict"]]
     for p in positional:
         for s in special:
             lab = classify_heads(stats, positional=p, special=s)
-            rows.append([p, s, round(lab.share(FIXED), 3), round(lab.share(["heterogeneous"]), 3)])
+            rows.append([p, s, round(lab.share(FIXED), 3), round(lab.share(["heterogeneous"]), 3),
+                         fixed_pattern_verdict(lab).verdict])
     return rows
 
 
