@@ -51,6 +51,12 @@ _EXPORTS: dict[str, str] = {
     # lesson 05
     "head_stats": "metrics",
     "classify_heads": "taxonomy",
+    "head_stats_for": "metrics",
+    "HeadStats": "metrics",
+    "HeadLabels": "taxonomy",
+    "head_view": "views",
+    "model_view": "views",
+    "explorer": "widgets",
     # lessons 06-07
     "no_position": "position",
     # lessons 08-09
