@@ -559,3 +559,35 @@ def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float =
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
     return fig
+
+
+def plot_layer_head_map(values, title: str, *, cmap: str = "magma", vmin: float | None = 0.0,
+                        vmax: float | None = None):
+    """One ``[L, H]`` per-head value as a heatmap, 1-based layer/head ticks. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    v = np.asarray(values, dtype=float)
+    fig, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
+    im = ax.imshow(v, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(v.shape[1]))
+    ax.set_xticklabels(range(1, v.shape[1] + 1), fontsize=7)
+    ax.set_yticks(range(v.shape[0]))
+    ax.set_yticklabels(range(1, v.shape[0] + 1), fontsize=7)
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def article_heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:
+    """Lines giving the named (0-based) heads of one layer with value, interval and rank
+    within the layer (1 = largest)."""
+    row = values.mean[layer]
+    ranks = (-row).argsort(kind="stable").argsort() + 1
+    return "\n".join(
+        f"  L{layer + 1} H{h + 1}: {what} {row[h]:.3f} [{values.lo[layer, h]:.3f}, {values.hi[layer, h]:.3f}], "
+        f"rank {ranks[h]} of {len(row)} in its layer"
+        for h in heads
+    )
