@@ -429,6 +429,53 @@ def find_pattern_heads(maps: torch.Tensor) -> dict[str, tuple[int, int, float]]:
     return found
 
 
+# --------------------------------------------------------------------------- lesson 04 helpers
+
+
+def head_contributions(context: torch.Tensor, output: nn.Linear) -> torch.Tensor:
+    """Split the output projection into one term per head.
+
+    ``output(merge_heads(context))`` equals ``head_contributions(...).sum(1) + output.bias``:
+    head ``h``'s context only meets the columns ``h*d_h:(h+1)*d_h`` of ``W_o``.
+
+    Args:
+        context: per-head outputs ``(B, H, T, d_h)``.
+        output: the ``H * d_h -> d`` output projection.
+
+    Returns:
+        ``(B, H, T, d)``: what each head adds to each token's output (bias excluded).
+    """
+    if context.ndim != 4:
+        raise ValueError(f"context must be (batch, heads, tokens, head width), got shape {tuple(context.shape)}")
+    B, H, T, d_h = context.shape
+    if output.in_features != H * d_h:
+        raise ValueError(f"output projection takes {output.in_features} features, context has {H} x {d_h}")
+    w = output.weight.view(output.out_features, H, d_h)  # (d, H, d_h): column block per head
+    return torch.einsum("bhte,dhe->bhtd", context, w)  # (B, H, T, d)
+
+
+def head_spread(maps: torch.Tensor, eps: float = 1e-3) -> float:
+    """How different the heads of one layer are, for one text.
+
+    The mean over all pairs of heads of the Jensen-Shannon divergence between
+    their rows (each row smoothed by ``eps`` as in Clark et al. 2019), averaged
+    over query tokens. 0 when all heads are identical; at most ``ln 2``.
+
+    Args:
+        maps: ``(H, n, n)``, one layer of one text.
+    """
+    from .distributions import js_divergence, smooth
+
+    if maps.ndim != 3 or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError(f"maps must be (heads, n, n), got shape {tuple(maps.shape)}")
+    H = maps.shape[0]
+    if H < 2:
+        raise ValueError("need at least 2 heads to compare")
+    p = smooth(maps.double(), eps)  # (H, n, n)
+    i, j = torch.triu_indices(H, H, offset=1)  # every pair once
+    return float(js_divergence(p[i], p[j]).mean())  # mean over pairs and rows
+
+
 # --------------------------------------------------------------------------- name clash guard
 
 

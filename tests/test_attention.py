@@ -19,6 +19,8 @@ from attnlab.attention import (
     MultiHeadSelfAttention,
     attention_steps,
     find_pattern_heads,
+    head_contributions,
+    head_spread,
     hidden_states,
     merge_heads,
     padding_mask,
@@ -297,3 +299,37 @@ def test_package_attention_name_still_extracts(tiny_en):
 
     att = al.attention(tiny_en, ["how do you play chess"])
     assert att.tensor.shape[:3] == (1, tiny_en.n_layers, tiny_en.n_heads)
+
+
+# --------------------------------------------------------------------------- lesson 04 helpers
+
+
+def test_head_contributions_sum_to_output_projection():
+    torch.manual_seed(2)
+    out = torch.nn.Linear(12, 5)
+    context = torch.randn(2, 3, 4, 4)  # (B, H, T, d_h)
+    parts = head_contributions(context, out)
+    assert parts.shape == (2, 3, 4, 5)
+    assert torch.allclose(parts.sum(1) + out.bias, out(merge_heads(context)), atol=1e-5)
+    # head 1 alone: its slice of the concatenation times its block of W_o, written out
+    ref = context[:, 1] @ out.weight[:, 4:8].T
+    assert torch.allclose(parts[:, 1], ref, atol=1e-6)
+    with pytest.raises(ValueError):
+        head_contributions(context[0], out)
+    with pytest.raises(ValueError):
+        head_contributions(torch.randn(1, 2, 4, 4), out)
+
+
+def test_head_spread():
+    from scipy.spatial.distance import jensenshannon
+
+    n = 4
+    same = torch.softmax(torch.randn(n, n), -1).expand(3, n, n)
+    assert head_spread(same) == pytest.approx(0.0, abs=1e-12)
+    a, b = torch.eye(n), torch.roll(torch.eye(n), 1, dims=1)
+    got = head_spread(torch.stack([a, b]))
+    pa, pb = 0.999 * a + 0.001 / n, 0.999 * b + 0.001 / n
+    ref = sum(jensenshannon(pa[r].numpy(), pb[r].numpy()) ** 2 for r in range(n)) / n  # scipy: sqrt of JS, nats
+    assert got == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(ValueError):
+        head_spread(torch.eye(3)[None])
