@@ -8,7 +8,8 @@ import torch
 
 from attnlab.metrics import head_stats
 from attnlab.taxonomy import (
-    LABELS, classify_heads, fixed_pattern_verdict, plot_counts_by_layer, sample_texts, survey_stats,
+    LABELS, HeadLabels, classify_heads, depth_trend, fixed_pattern_verdict, pick_examples,
+    plot_counts_by_layer, sample_texts, survey_stats, threshold_sensitivity,
 )
 
 TOKENS = [
@@ -114,3 +115,46 @@ def test_plots_and_survey_on_a_tiny_model(tiny_en):
     fig = labels.plot()
     assert fig.axes and plot_counts_by_layer(labels).axes
     assert len(sample_texts("zh")) >= 100 and len(sample_texts("en")) >= 100
+
+
+def test_pick_examples_and_sensitivity():
+    rng = np.random.default_rng(0)
+    per_text = [patterns(len(t), rng) for t in TOKENS]
+    stats = head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
+    labels = classify_heads(stats)
+    picks = pick_examples(labels)
+    assert picks["self"] == (0, 0) and picks["previous"] == (0, 1) and picks["next"] == (0, 2)
+    assert picks["vertical"] == (0, 3) and picks["heterogeneous"] == (0, 5)
+    assert picks["broad"] in [(0, 4), (0, 6)] and "block" not in picks
+    rows = threshold_sensitivity(stats, positional=[0.5], special=[0.6, 1.0])
+    assert rows[0][:3] == ["positional", "special", "fixed share"]
+    assert rows[1][2] == pytest.approx(4 / 7, abs=1e-3)
+    assert rows[2][2] == pytest.approx(4 / 7, abs=1e-3)  # the [CLS] head has mass 1.0 >= 1.0
+    assert rows[1][4] == "holds"
+
+
+def test_depth_trend():
+    labels = np.array([["broad", "broad", "broad", "broad"],
+                       ["self", "broad", "broad", "heterogeneous"],
+                       ["self", "vertical", "next", "broad"]])
+    fake = HeadLabels(labels=labels, reasons=np.full(labels.shape, ""), stats=None)  # type: ignore[arg-type]
+    trend = depth_trend(fake)
+    assert trend["fixed_share_by_layer"] == [0.0, 0.25, 0.75]
+    assert trend["spearman_rho"] == pytest.approx(1.0)
+    flat = HeadLabels(labels=np.full((3, 2), "broad"), reasons=np.full((3, 2), ""), stats=None)  # type: ignore[arg-type]
+    assert np.isnan(depth_trend(flat)["spearman_rho"])
+
+
+def test_lesson_figures_build(tiny_en):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.figures import FigureContext, discover
+
+    registry = discover()
+    ctx = FigureContext(model=tiny_en, smoke=True)
+    for name in ("taxonomy_map", "pattern_zoo", "example_line_view"):
+        assert registry[name].lesson == "05_reading_heatmaps.ipynb"
+        fig = registry[name].make(ctx)
+        assert fig.axes, name
+    assert "05_labels" in ctx.cache  # the survey ran once for all three
