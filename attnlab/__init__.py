@@ -59,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "explorer": "widgets",
     # lessons 06-07
     "no_position": "position",
+    "position_change": "position",
+    "perturbation_study": "compare",
     # lessons 08-09
     "mean_attention": "aggregate",
     "MeanAttention": "aggregate",
