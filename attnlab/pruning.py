@@ -1,0 +1,188 @@
+"""Pruning curves: mask more and more heads, watch the loss (Michel et al. 2019).
+
+Heads are switched off in a given *order* (a list of ``(layer, head)`` pairs):
+at fraction ``p`` the first ``round(p * layers * heads)`` heads of the order
+are masked together (:func:`attnlab.gates.mask_heads`) and the objective is
+measured (:class:`attnlab.importance.Objective`). Three orders are compared:
+
+* ``"importance"``: least important first (the pruning strategy);
+* ``"reverse"``: most important first (should hurt fastest);
+* ``"random"``: a random order, several seeds (the baseline).
+
+Heads are ranked once, at the unpruned model, as in Michel et al.'s Figure;
+their code can also re-rank after each step, which this module does not do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .gates import mask_heads
+from .importance import Objective, head_importance, make_objective
+from .models import LoadedModel
+
+DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
+
+
+def order_by_score(scores: np.ndarray, *, ascending: bool = True) -> list[tuple[int, int]]:
+    """All ``(layer, head)`` pairs sorted by ``scores [layers, heads]`` (ties: layer, then head)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be [layers, heads], got shape {scores.shape}")
+    flat = scores.ravel() if ascending else -scores.ravel()
+    idx = np.lexsort((np.arange(flat.size), flat))  # stable: by score, then position
+    n_heads = scores.shape[1]
+    return [(int(i // n_heads), int(i % n_heads)) for i in idx]
+
+
+def random_order(n_layers: int, n_heads: int, seed: int) -> list[tuple[int, int]]:
+    """All heads in a random order fixed by ``seed``."""
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(n_layers * n_heads)
+    return [(int(i // n_heads), int(i % n_heads)) for i in idx]
+
+
+def heads_masked_at(fraction: float, total: int) -> int:
+    """How many of ``total`` heads are masked at ``fraction`` (rounded to the nearest head)."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fractions must lie in [0, 1], got {fraction}")
+    return int(round(fraction * total))
+
+
+def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
+                  fractions: Sequence[float] = DEFAULT_FRACTIONS, *, progress: bool = False) -> np.ndarray:
+    """Objective value after masking the first ``fraction`` of ``order``, for each fraction.
+
+    Args:
+        m: the loaded model.
+        objective: from :func:`attnlab.importance.make_objective`.
+        order: every head once, first to be pruned first.
+        fractions: fractions of all heads in ``[0, 1]``.
+
+    Returns:
+        ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
+    """
+    total = m.n_layers * m.n_heads
+    order = [tuple(p) for p in order]
+    if sorted(order) != [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]:
+        raise ValueError(f"order must list each of the {total} (layer, head) pairs exactly once")
+    counts = [heads_masked_at(f, total) for f in fractions]
+    iterator = counts
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(counts, desc="pruning", unit="step", leave=False)
+    losses = []
+    for k in iterator:
+        with mask_heads(m, order[:k]):
+            losses.append(objective.evaluate())
+    return np.array(losses)
+
+
+def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, tolerance: float = 0.01) -> float:
+    """Largest fraction reached before the loss first exceeds ``(1 + tolerance) * losses[0]``.
+
+    The curve is read from the left: a fraction counts only if every smaller
+    fraction also stayed within the tolerance. ``fractions[0]`` must be 0.
+    """
+    fractions = list(fractions)
+    losses = np.asarray(losses, dtype=float)
+    if not fractions or fractions[0] != 0:
+        raise ValueError("fractions must start at 0 (the unpruned model)")
+    if len(fractions) != len(losses):
+        raise ValueError(f"{len(fractions)} fractions but {len(losses)} losses")
+    limit = losses[0] + tolerance * abs(losses[0])
+    best = 0.0
+    for f, value in zip(fractions, losses):
+        if value > limit:
+            break
+        best = float(f)
+    return best
+
+
+@dataclass
+class PruningStudy:
+    """Pruning curves of one model.
+
+    Attributes:
+        fractions: ``(F,)`` fractions of heads masked.
+        importance: ``[layers, heads]`` scores used for the order.
+        curves: ``"importance"`` and ``"reverse"`` ``(F,)``; ``"random"`` ``(seeds, F)``.
+        base_loss: the unpruned objective.
+        prunable: per order, the largest fraction within ``tolerance`` of the base loss
+            (``"random"``: the median over seeds).
+        tolerance: relative loss increase allowed (0.01 = 1%).
+        objective: the description of the loss.
+    """
+
+    fractions: np.ndarray
+    importance: np.ndarray
+    curves: dict[str, np.ndarray]
+    base_loss: float
+    prunable: dict[str, float]
+    tolerance: float
+    objective: str
+    survivors: list[tuple[int, int]] = field(default_factory=list)
+
+    def table(self) -> str:
+        """The curves as a small text table (loss per fraction and order)."""
+        rand = self.curves["random"]
+        lines = [f"{'pruned':>7} {'importance':>11} {'random (mean ± sd)':>20} {'reverse':>9}"]
+        for i, f in enumerate(self.fractions):
+            lines.append(f"{f:>7.0%} {self.curves['importance'][i]:>11.4f} "
+                         f"{rand[:, i].mean():>12.4f} ± {rand[:, i].std():<6.4f} {self.curves['reverse'][i]:>9.4f}")
+        return "\n".join(lines)
+
+
+def pruning_study(
+    m: LoadedModel,
+    texts: Sequence[str] | Objective,
+    *,
+    importance: np.ndarray | None = None,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    n_random: int = 3,
+    seed: int = 0,
+    tolerance: float = 0.01,
+    progress: bool = False,
+    **objective_kw,
+) -> PruningStudy:
+    """Pruning curves by importance, in reverse, and in ``n_random`` random orders.
+
+    Args:
+        m: the loaded model.
+        texts: texts, or a prepared :class:`~attnlab.importance.Objective`.
+        importance: ``[layers, heads]`` scores (default: :func:`head_importance`
+            on the same objective).
+        fractions: must start at 0.
+        n_random: random orders (seeds ``seed, seed + 1, ...``).
+        tolerance: relative loss increase counted as "no noticeable loss".
+
+    Returns:
+        A :class:`PruningStudy`.
+    """
+    objective = texts if isinstance(texts, Objective) else make_objective(m, texts, **objective_kw)
+    if n_random < 1:
+        raise ValueError(f"n_random must be >= 1, got {n_random}")
+    if importance is None:
+        importance = head_importance(m, objective)
+    importance = np.asarray(importance, dtype=float)
+    if importance.shape != (m.n_layers, m.n_heads):
+        raise ValueError(f"importance must be [{m.n_layers}, {m.n_heads}], got {importance.shape}")
+    fractions = np.asarray(fractions, dtype=float)
+    orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
+    curves = {name: pruning_curve(m, objective, order, fractions, progress=progress) for name, order in orders.items()}
+    curves["random"] = np.stack([
+        pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions, progress=progress)
+        for s in range(n_random)
+    ])
+    base = float(curves["importance"][0])
+    prunable = {
+        "importance": prunable_fraction(fractions, curves["importance"], tolerance=tolerance),
+        "reverse": prunable_fraction(fractions, curves["reverse"], tolerance=tolerance),
+        "random": float(np.median([prunable_fraction(fractions, c, tolerance=tolerance) for c in curves["random"]])),
+    }
+    survivors = orders["importance"][::-1]  # pruned last first
+    return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors)

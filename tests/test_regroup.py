@@ -1,0 +1,83 @@
+"""Regrouping heads: h' = H is the model's own attention; h' < H matches a hand computation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.regroup import regroup_attention, valid_group_counts
+
+TEXTS = ["how do you play chess", "what is the best way to learn the rules of a new game", "hi"]
+
+
+@pytest.mark.parametrize("arch", ["bert", "distilbert", "albert"])
+def test_all_groups_reproduce_the_models_attention(tiny_factory, arch):
+    m = tiny_factory(arch, "en")
+    expected = al.attention(m, TEXTS)  # the model's own output_attentions
+    got = regroup_attention(m, TEXTS, m.n_heads)
+    assert got.tensor.shape == expected.tensor.shape
+    torch.testing.assert_close(got.tensor, expected.tensor, rtol=0, atol=1e-5)
+    assert got.tokens == expected.tokens and got.lengths == expected.lengths
+
+
+def test_bundled_reproduces_its_attention(bundled):
+    expected = al.attention(bundled, TEXTS)
+    got = regroup_attention(bundled, TEXTS, bundled.n_heads)
+    torch.testing.assert_close(got.tensor, expected.tensor, rtol=0, atol=1e-5)
+
+
+def _by_hand(m, text: str, n_groups: int) -> torch.Tensor:
+    """Regrouped attention of one text, from hidden states, with plain loops."""
+    enc = m.tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        hidden = m.model(**enc, output_hidden_states=True).hidden_states  # inputs of each layer
+    width = m.hidden_size // n_groups
+    out = []
+    for layer, parts in enumerate(m.layer_parts()):
+        x = hidden[layer][0]  # (T, D)
+        q = x @ parts.query.weight.T + parts.query.bias
+        k = x @ parts.key.weight.T + parts.key.bias
+        maps = []
+        for g in range(n_groups):
+            cols = slice(g * width, (g + 1) * width)
+            scores = torch.zeros(len(x), len(x))
+            for i in range(len(x)):
+                for j in range(len(x)):
+                    scores[i, j] = torch.dot(q[i, cols], k[j, cols]) / math.sqrt(width)
+            maps.append(torch.softmax(scores, dim=-1))
+        out.append(torch.stack(maps))
+    return torch.stack(out)  # (L, h', T, T)
+
+
+@pytest.mark.parametrize("n_groups", [6, 3, 2, 1])
+def test_fewer_groups_match_hand_computation(tiny_en, n_groups):
+    got = regroup_attention(tiny_en, TEXTS, n_groups)
+    assert got.tensor.shape[:3] == (len(TEXTS), tiny_en.n_layers, n_groups)
+    for i in (0, 1):  # a padded text and the longest one
+        expected = _by_hand(tiny_en, TEXTS[i], n_groups)
+        torch.testing.assert_close(got[i], expected, rtol=0, atol=1e-5)
+    n = got.lengths[0]  # the shorter text is padded
+    assert n < got.tensor.shape[-1]
+    assert got.tensor[0, :, :, n:, :].abs().max() == 0  # zero outside the text
+    assert got.tensor[0, :, :, :, n:].abs().max() == 0
+
+
+def test_regrouping_changes_the_maps(tiny_en):
+    full = regroup_attention(tiny_en, TEXTS, 12)
+    two = regroup_attention(tiny_en, TEXTS, 2)
+    assert two.tensor.shape[2] == 2
+    assert not torch.allclose(two.tensor[:, :, 0], full.tensor[:, :, :6].mean(2), atol=1e-3)
+
+
+def test_bad_group_counts(tiny_en):
+    assert valid_group_counts(12) == [12, 6, 4, 3, 2, 1]
+    for bad in (5, 0, 24, -2):
+        with pytest.raises(ValueError, match="divide"):
+            regroup_attention(tiny_en, TEXTS, bad)
+    with pytest.raises(TypeError):
+        regroup_attention(tiny_en, TEXTS, 2.0)
+    with pytest.raises(ValueError):
+        regroup_attention(tiny_en, [], 2)
