@@ -81,7 +81,7 @@ class Objective:
             out = self._mlm(**batch["inputs"])
             logits = out.logits  # (B, T, V)
             return torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).float(), batch["labels"].reshape(-1), ignore_index=-100
+                logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100
             )
         # contrastive: anchors and positives in one forward pass
         hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (2B, T, D)
@@ -129,10 +129,13 @@ def _load_mlm_head(m: LoadedModel) -> Any | None:
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
+    from .models import _quiet_transformers
+
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(
+        with _quiet_transformers():
+            mlm, info = AutoModelForMaskedLM.from_pretrained(
             m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
         )
     except (OSError, ValueError, KeyError):
@@ -226,7 +229,8 @@ def make_objective(
     if len(texts) < 2:
         raise ValueError("the contrastive objective needs at least 2 texts (each is told apart from the others)")
     if len(chunks) > 1 and len(chunks[-1]) < 2:  # a lone last text has nothing to be told apart from
-        chunks[-2] = chunks[-2] + chunks.pop()
+        last = chunks.pop()
+        chunks[-1] = chunks[-1] + last
     rng = random.Random(seed)
     for chunk in chunks:
         views = [perturbed_view(t, rng) for t in chunk]
@@ -252,7 +256,7 @@ def gate_gradients(m: LoadedModel, data: Sequence[str] | Objective, *, gates: to
     One forward and one backward pass per batch, whatever the number of heads.
     """
     objective = _as_objective(m, data, **objective_kw)
-    base = ones_gates(m) if gates is None else gates
+    base = ones_gates(m, dtype=next(m.model.parameters()).dtype) if gates is None else gates
     base = base.detach().clone().requires_grad_(True)  # (L, H)
     grads = []
     modules = [m.model] + ([objective._mlm] if objective._mlm is not None else [])

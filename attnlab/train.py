@@ -9,12 +9,12 @@ experiment in miniature, in minutes on a laptop CPU.
 language whose structure is known exactly, so the best possible perplexity
 is known too. Sequences of ``vocab`` symbols; the first ``max(offsets)``
 symbols are random; after that each symbol is, with probability
-``1 - noise``, a fixed random function of the symbols at three earlier
-offsets (default 1, 3 and 7 positions back)::
+``1 - noise``, a fixed random function of the symbols at four earlier
+offsets (default 1, 3, 6 and 10 positions back)::
 
-    x[t] = table[x[t-1], x[t-3], x[t-7]]     (else a uniformly random symbol)
+    x[t] = table[x[t-1], x[t-3], x[t-6], x[t-10]]   (else a uniformly random symbol)
 
-Predicting ``x[t]`` needs three lookups at once, each *bound* to its offset
+Predicting ``x[t]`` needs four lookups at once, each *bound* to its offset
 (``table`` is not symmetric): a head can average several positions but then
 loses which symbol came from where, so several heads (or a detour through
 more layers) are needed; the task is a clean case of "attending to several
@@ -66,7 +66,7 @@ class LookupLanguage:
     """
 
     vocab: int = 4
-    offsets: tuple[int, ...] = (1, 3, 7)
+    offsets: tuple[int, ...] = (1, 3, 6, 10)
     noise: float = 0.1
     seq_len: int = 32
     seed: int = 1234
@@ -195,7 +195,7 @@ class TrainConfig:
 
     d_model: int = 64
     n_layers: int = 2
-    steps: int = 600
+    steps: int = 400
     batch_size: int = 64
     lr: float = 3e-3
     weight_decay: float = 0.01

@@ -1,0 +1,141 @@
+"""Head importance: gradients against finite differences, ablation against hand-made hooks."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.gates import gate_heads
+from attnlab.importance import (ablation_effects, gate_gradients, head_confidence, head_importance,
+                                make_objective, mlm_model, perturbed_view, rank_correlation)
+from attnlab.testing import save_tiny_model
+
+TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
+         "how to win a game of chess", "the king moves one square"]
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm64(tmp_path_factory):
+    """A tiny BERT with an MLM head, in float64 (private copy: converted in place)."""
+    folder = save_tiny_model(tmp_path_factory.mktemp("mlm64"), n_layers=2, n_heads=4, hidden=16, mlm_head=True, seed=3)
+    m = al.load_model(str(folder), verbose=False)
+    mlm = mlm_model(m)
+    assert mlm is not None
+    mlm.double()
+    return m
+
+
+@pytest.fixture(scope="module")
+def tiny_plain64(tmp_path_factory):
+    folder = save_tiny_model(tmp_path_factory.mktemp("plain64"), n_layers=2, n_heads=4, hidden=16, seed=4)
+    m = al.load_model(str(folder), verbose=False)
+    m.model.double()
+    return m
+
+
+def _finite_difference(m, objective, eps=1e-5) -> np.ndarray:
+    grad = np.zeros((m.n_layers, m.n_heads))
+    for l in range(m.n_layers):
+        for h in range(m.n_heads):
+            values = []
+            for sign in (1, -1):
+                gates = torch.ones(m.n_layers, m.n_heads, dtype=torch.float64)
+                gates[l, h] += sign * eps
+                with gate_heads(m, gates):
+                    values.append(objective.evaluate())
+            grad[l, h] = (values[0] - values[1]) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("which,kind", [("tiny_mlm64", "mlm"), ("tiny_plain64", "contrastive")])
+def test_gradient_matches_finite_differences(request, which, kind):
+    m = request.getfixturevalue(which)
+    objective = make_objective(m, TEXTS, batch_size=8)
+    assert objective.kind == kind
+    ones = torch.ones(m.n_layers, m.n_heads, dtype=torch.float64)
+    grad = gate_gradients(m, objective, gates=ones)[0].numpy()  # one batch
+    fd = _finite_difference(m, objective)
+    assert np.abs(fd).max() > 1e-6  # not trivially zero at the unmodified model
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-10)
+    raw = head_importance(m, objective, normalize=False)
+    np.testing.assert_allclose(raw, np.abs(fd), rtol=1e-5, atol=1e-10)
+    normed = head_importance(m, objective)
+    np.testing.assert_allclose(np.linalg.norm(normed, axis=1), 1.0, rtol=1e-9)
+
+
+def test_importance_averages_absolute_batch_gradients(tiny_plain64):
+    objective = make_objective(tiny_plain64, TEXTS, batch_size=2)  # batches of 2 and 3 (a lone text is merged)
+    assert objective.sizes == [2, 3]
+    grads = gate_gradients(tiny_plain64, objective, gates=torch.ones(2, 4, dtype=torch.float64)).numpy()
+    expected = (np.abs(grads[0]) * 2 + np.abs(grads[1]) * 3) / 5
+    np.testing.assert_allclose(head_importance(tiny_plain64, objective, normalize=False), expected, rtol=1e-6)
+
+
+def test_ablation_equals_independent_zeroing(tiny_plain64):
+    m = tiny_plain64
+    objective = make_objective(m, TEXTS)
+    effects, base = ablation_effects(m, objective)
+    assert base == pytest.approx(objective.evaluate())
+    layer, head, d = 1, 2, m.head_dim
+
+    def zero_slice(_module, args):
+        x = args[0].clone()
+        x[..., head * d : (head + 1) * d] = 0
+        return (x,)
+
+    handle = m.layer_parts()[layer].output.register_forward_pre_hook(zero_slice)
+    try:
+        masked = objective.evaluate()
+    finally:
+        handle.remove()
+    assert effects[layer, head] == pytest.approx(masked - base, abs=1e-10)
+    assert effects.shape == (2, 4) and np.abs(effects).max() > 0
+
+
+def test_confidence_brute_force(tiny_en):
+    texts = TEXTS[:3]
+    att = al.attention(tiny_en, texts)
+    rows = [att[i].amax(dim=-1) for i in range(len(texts))]  # each [L, H, n_i]
+    expected = torch.cat(rows, dim=-1).double().mean(dim=-1).numpy()
+    np.testing.assert_allclose(head_confidence(tiny_en, texts, batch_size=2), expected, rtol=1e-6)
+
+
+def test_objective_choice_and_errors(tiny_en, bundled):
+    assert make_objective(bundled, TEXTS).kind == "contrastive"  # sentence encoder without MLM head
+    with pytest.raises(ValueError, match="contrastive"):
+        make_objective(tiny_en, TEXTS, kind="mlm")
+    with pytest.raises(ValueError, match="at least 2"):
+        make_objective(tiny_en, ["one text"])
+    with pytest.raises(ValueError, match="kind"):
+        make_objective(tiny_en, TEXTS, kind="nonsense")
+    with pytest.raises(ValueError):
+        make_objective(tiny_en, [])
+
+
+def test_objective_is_deterministic(tiny_mlm64):
+    a = make_objective(tiny_mlm64, TEXTS, seed=1)
+    b = make_objective(tiny_mlm64, TEXTS, seed=1)
+    assert torch.equal(a.batches[0]["labels"], b.batches[0]["labels"])
+    assert (a.batches[0]["labels"] != -100).sum(dim=1).min() >= 1  # every text has a masked token
+    assert a.evaluate() == b.evaluate()
+
+
+def test_perturbed_view_drops_one_word():
+    rng = random.Random(0)
+    text = "how do you play chess"
+    view = perturbed_view(text, rng)
+    assert len(view.split()) == 4 and set(view.split()) <= set(text.split())
+    assert perturbed_view("hi there", rng) == "hi there"
+    assert len(perturbed_view("王者荣耀怎么玩", rng)) == 6
+
+
+def test_rank_correlation():
+    a = np.arange(12).reshape(3, 4)
+    assert rank_correlation(a, a ** 3) == pytest.approx(1.0)
+    assert rank_correlation(a, -a) == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        rank_correlation(a, np.arange(5))

@@ -1,0 +1,95 @@
+"""Pruning curves: the unpruned point, a synthetic monotone objective, orders and the 1% rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.importance import make_objective
+from attnlab.pruning import (order_by_score, prunable_fraction, pruning_curve, pruning_study,
+                             random_order)
+
+TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
+         "how to win a game of chess"]
+
+
+class ContextEnergy:
+    """Synthetic objective: minus the squared norm of layer 0's gated context vector.
+
+    Masking a head removes its (non-negative) share, so the value can only
+    rise as more heads are masked, by exactly the masked heads' shares.
+    """
+
+    def __init__(self, m):
+        self.m = m
+        self.inputs = m.encode(TEXTS)
+        self.store = {}
+        m.layer_parts()[0].output.register_forward_hook(self._record)
+
+    def _record(self, _module, args, _out):
+        self.store["context"] = args[0].detach()  # the gated input
+
+    def evaluate(self) -> float:
+        with torch.no_grad():
+            self.m.model(**self.inputs)
+        return -float(self.store["context"].double().pow(2).sum())
+
+
+def test_synthetic_curve_is_monotone_and_exact(tiny_factory):
+    m = tiny_factory("bert", "en", n_layers=1, seed=5)
+    energy = ContextEnergy(m)
+    base = energy.evaluate()
+    context = energy.store["context"].double()  # (B, T, H * d)
+    shares = context.view(*context.shape[:2], m.n_heads, m.head_dim).pow(2).sum(dim=(0, 1, 3)).numpy()
+    order = random_order(1, m.n_heads, seed=0)
+    fractions = [k / m.n_heads for k in range(m.n_heads + 1)]
+    curve = pruning_curve(m, energy, order, fractions)
+    assert curve[0] == pytest.approx(base)
+    expected = base + np.concatenate([[0], np.cumsum([shares[h] for _, h in order])])
+    np.testing.assert_allclose(curve, expected, rtol=1e-9)
+    assert np.all(np.diff(curve) >= 0)
+    assert curve[-1] == pytest.approx(0.0)
+
+
+def test_study_on_tiny_model(tiny_en):
+    objective = make_objective(tiny_en, TEXTS)
+    study = pruning_study(tiny_en, objective, n_random=2)
+    base = objective.evaluate()
+    for name in ("importance", "reverse"):
+        assert study.curves[name][0] == pytest.approx(base)
+    assert study.curves["random"].shape == (2, 11)
+    np.testing.assert_allclose(study.curves["random"][:, 0], base)
+    # at 100% every order has masked the same set: all heads
+    assert study.curves["reverse"][-1] == pytest.approx(study.curves["importance"][-1])
+    assert study.curves["random"][0, -1] == pytest.approx(study.curves["importance"][-1])
+    assert study.survivors[0] == tuple(np.unravel_index(np.argmax(study.importance), study.importance.shape))
+    assert "pruned" in study.table()
+
+
+def test_prunable_fraction_reads_from_the_left():
+    f = [0.0, 0.1, 0.2, 0.3]
+    assert prunable_fraction(f, [1.0, 1.005, 1.02, 1.0]) == 0.1
+    assert prunable_fraction(f, [1.0, 0.9, 1.0, 1.01]) == 0.3
+    assert prunable_fraction(f, [1.0, 2.0, 3.0, 4.0]) == 0.0
+    assert prunable_fraction(f, [1.0, 1.04, 1.0, 1.0], tolerance=0.05) == 0.3
+    with pytest.raises(ValueError):
+        prunable_fraction([0.1, 0.2], [1.0, 1.0])
+    with pytest.raises(ValueError):
+        prunable_fraction(f, [1.0])
+
+
+def test_orders():
+    scores = np.array([[0.3, 0.1], [0.2, 0.1]])
+    assert order_by_score(scores) == [(0, 1), (1, 1), (1, 0), (0, 0)]
+    assert order_by_score(scores, ascending=False)[0] == (0, 0)
+    assert random_order(2, 3, seed=1) == random_order(2, 3, seed=1)
+    assert sorted(random_order(2, 3, seed=1)) == [(l, h) for l in range(2) for h in range(3)]
+
+
+def test_bad_order(tiny_en):
+    objective = make_objective(tiny_en, TEXTS)
+    with pytest.raises(ValueError, match="exactly once"):
+        pruning_curve(tiny_en, objective, [(0, 0)] * 24)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        pruning_curve(tiny_en, objective, random_order(2, 12, 0), [0.0, 1.5])
