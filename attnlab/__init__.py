@@ -43,11 +43,11 @@ _EXPORTS: dict[str, str] = {
     "head_label": "plot",
     "save_figure": "plot",
     # lessons 01-04
-    "scaled_dot_product_attention": "attention",
-    "split_heads": "attention",
-    "merge_heads": "attention",
-    "MultiHeadSelfAttention": "attention",
-    "recompute_layer_attention": "attention",
+    "scaled_dot_product_attention": "self_attention",
+    "split_heads": "self_attention",
+    "merge_heads": "self_attention",
+    "MultiHeadSelfAttention": "self_attention",
+    "recompute_layer_attention": "self_attention",
     # lesson 05
     "head_stats": "metrics",
     "classify_heads": "taxonomy",
@@ -64,6 +64,11 @@ _EXPORTS: dict[str, str] = {
     # lessons 08-09
     "mean_attention": "aggregate",
     "MeanAttention": "aggregate",
+    "head_distances": "diversity",
+    "HeadDistances": "diversity",
+    "depth_trend": "diversity",
+    "QueryGenerator": "querygen",
+    "same_length_queries": "querygen",
     # lessons 10-12
     "mask_heads": "gates",
     "head_importance": "importance",
