@@ -14,7 +14,7 @@ consequences on the machine that runs it:
 
 Layers compared (:func:`make_layer`): ``"lstm"`` (left to right),
 ``"bilstm"`` (ELMo-style: a forward and a backward LSTM, outputs
-concatenated) and ``"attention"`` (:class:`~attnlab.attention.MultiHeadSelfAttention`).
+concatenated) and ``"attention"`` (:class:`~attnlab.self_attention.MultiHeadSelfAttention`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .attention import MultiHeadSelfAttention
+from .self_attention import MultiHeadSelfAttention
 
 KINDS = ("lstm", "bilstm", "attention")
 

@@ -144,9 +144,9 @@ def model_scaling_stats(m, texts: Sequence[str], *, progress: bool = False) -> M
 
     Texts run one at a time (no padding, so every score is a real query-key
     pair). For each layer and text the per-head q and k are recomputed with
-    :func:`attnlab.attention.recompute_layer_attention`'s code path.
+    :func:`attnlab.self_attention.recompute_layer_attention`'s code path.
     """
-    from .attention import hidden_states, split_heads
+    from .self_attention import hidden_states, split_heads
 
     texts = list(texts)
     stats = ModelScalingStats(head_dim=m.head_dim, n_texts=len(texts))

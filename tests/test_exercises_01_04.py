@@ -105,7 +105,7 @@ def test_lesson_04(model):
     assert not lesson_04.check_head_width(model, model.hidden_size)
     _not_yet(lesson_04.check_head_width(model, None))
     # the shape must be what split_heads really gives for the example
-    from attnlab.attention import hidden_states, split_heads
+    from attnlab.self_attention import hidden_states, split_heads
     import attnlab as al
 
     hs, _, _ = hidden_states(model, [al.example_for(model)])

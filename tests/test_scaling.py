@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnlab.attention import hidden_states
+from attnlab.self_attention import hidden_states
 from attnlab.scaling import (
     SaturationCurve,
     dot_product_variance,

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..attention import attention_steps, find_pattern_heads, tiny_example
+from ..self_attention import attention_steps, find_pattern_heads, tiny_example
 from ..examples import example_for
 from . import Verdict, check_choice, check_number
 

@@ -21,7 +21,7 @@ def example_attention(ctx: FigureContext):
         caption="One head of the example query: the head with the strongest previous/next-token band, "
                 "each row a query token's weights over the keys")
 def head_example(ctx: FigureContext):
-    from ..attention import find_pattern_heads
+    from ..self_attention import find_pattern_heads
     from ..plot import head_label, plot_head
 
     att = example_attention(ctx)

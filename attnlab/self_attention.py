@@ -26,8 +26,6 @@ head width (``d = H * d_h``). Indices are 0-based.
 from __future__ import annotations
 
 import math
-import sys
-import types
 from dataclasses import dataclass
 
 import torch
@@ -474,21 +472,3 @@ def head_spread(maps: torch.Tensor, eps: float = 1e-3) -> float:
     p = smooth(maps.double(), eps)  # (H, n, n)
     i, j = torch.triu_indices(H, H, offset=1)  # every pair once
     return float(js_divergence(p[i], p[j]).mean())  # mean over pairs and rows
-
-
-# --------------------------------------------------------------------------- name clash guard
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module (``attnlab.attention``) makes Python bind the
-    package attribute ``attnlab.attention`` to the module, hiding the function
-    :func:`attnlab.extract.attention` that lessons call as ``al.attention(m, texts)``.
-    Calling the module forwards to that function, so both spellings keep working."""
-
-    def __call__(self, *args, **kwargs):
-        from .extract import attention
-
-        return attention(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
