@@ -183,6 +183,8 @@ _EN_TEMPLATES = [
     "{ASK} where can i buy {ADJ} {ITEM} in {CITY} {END}",
     "{ASK} how do you {COOK} {DISH} in a {TOOL} {END}",
     "{ASK} what to do in {CITY} with {WHO3} {TIME}",
+    "{ASK} how to get from {CITY} to {CITY} by {TRANSPORT} {TIME} {END}",
+    "{ASK} what is the {ADJ} {PLACE} in {CITY} for {WHO3} {TIME}",
 ]
 
 
@@ -368,7 +370,7 @@ class QueryGenerator:
 
 
 def _good_lengths(language: str) -> str:
-    return "9 and 14" if language == "zh" else "7 and 11"
+    return "9 and 14" if language == "zh" else "7 and 13"
 
 
 def default_length(language: str) -> int:
