@@ -8,7 +8,8 @@ model there on a USB stick or a shared drive:
        attnlab download bert-base-chinese --to kit/bert-base-chinese
 
    loads the model and tokenizer, saves them as safetensors with
-   ``save_pretrained`` and writes ``attnlab-manifest.json``: the SHA-256 of
+   ``save_pretrained`` (with the masked-LM head when the checkpoint has one)
+   and writes ``attnlab-manifest.json``: the SHA-256 of
    every file, the model's name, the attnlab / transformers / torch versions
    and the date. ``MODEL`` may also be ``bundled`` (the offline MiniLM) or a
    local folder, which is how the kit is tested without a network.
@@ -237,8 +238,9 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
         raise KitError(f"{out} is the folder being downloaded from; choose another --to folder.")
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
+    to_save = _with_mlm_head(m)
     with _quiet_transformers():
-        m.model.save_pretrained(out, safe_serialization=True)
+        to_save.save_pretrained(out, safe_serialization=True)
         m.tokenizer.save_pretrained(out)
     source_dir = bundled_model_path() if m.source == BUNDLED else Path(m.path) if m.source == "local folder" else None
     if source_dir is not None:
@@ -256,6 +258,18 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
         print(f"Use it offline with ATTNLAB_MODEL={out} or load_model({str(out)!r}); "
               f"check a copy with `attnlab verify {out}`.")
     return out
+
+
+def _with_mlm_head(m: Any) -> Any:
+    """The module to save: the encoder plus its trained masked-LM head when the
+    checkpoint has one (lesson 11 scores heads with the MLM loss), else the encoder."""
+    try:
+        from .importance import mlm_model
+
+        mlm = mlm_model(m)
+    except Exception:  # noqa: BLE001 - no MLM head to keep: save the encoder alone
+        mlm = None
+    return mlm if mlm is not None else m.model
 
 
 # --------------------------------------------------------------------------- command line

@@ -163,3 +163,20 @@ def test_download_bundled_then_load(tmp_path, bundled, monkeypatch):
     got, want = _maps(m.model, m.tokenizer, text), _maps(bundled.model, bundled.tokenizer, text)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+def test_a_trained_mlm_head_travels_with_the_kit(tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    src = save_tiny_model(tmp_path / "mlm-src", mlm_head=True, seed=4)
+    out = kit.download_model(str(src), tmp_path / "mlm-kit", verbose=False)
+    ref = AutoModelForMaskedLM.from_pretrained(src).eval()
+    got, info = AutoModelForMaskedLM.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"]
+    ids = torch.tensor([[2, 10, 11, 12, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(got.eval()(input_ids=ids).logits, ref(input_ids=ids).logits)
+    from attnlab.importance import mlm_model
+
+    m = al.load_model(str(out), verbose=False)  # the encoder still loads as the course's model
+    assert mlm_model(m) is not None  # and lesson 11 finds the trained head
