@@ -262,3 +262,89 @@ def depth_trend(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
         spearman=float(rho), spearman_p=float(p) if not math.isnan(p) else float("nan"),
         level=level, n_texts=n, n_boot=n_boot,
     )
+
+
+# --------------------------------------------------------------------------- do heads of a layer cluster?
+
+
+@dataclass
+class LayerClustering:
+    """Clark et al.'s observation: heads of one layer are closer to each other than to other layers' heads."""
+
+    within: float
+    between: float
+    p_value: float
+
+    @property
+    def ratio(self) -> float:
+        return self.within / self.between
+
+    def verdict(self) -> str:
+        if self.within < self.between and self.p_value < 0.05:
+            return "holds"
+        if self.within >= self.between:
+            return "does not hold"
+        return "cannot tell"
+
+    def summary(self) -> str:
+        return (f"'heads of the same layer cluster' (Clark et al.): {self.verdict()} - mean distance within a "
+                f"layer {self.within:.3f}, between layers {self.between:.3f} (ratio {self.ratio:.2f}, "
+                f"permutation p={self.p_value:.3g})")
+
+
+def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> LayerClustering:
+    """Within- vs between-layer mean distance, with a permutation test over layer labels."""
+    d = hd.distance.numpy()
+    k = d.shape[0]
+    labels = np.repeat(np.arange(len(hd.layers)), hd.n_heads)
+    off = ~np.eye(k, dtype=bool)
+
+    def within_between(lab: np.ndarray) -> tuple[float, float]:
+        same = (lab[:, None] == lab[None, :]) & off
+        return float(d[same].mean()), float(d[~same & off].mean())
+
+    within, between = within_between(labels)
+    rng = np.random.default_rng(seed)
+    null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])
+    return LayerClustering(within, between, float((null <= within).mean()))
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
+    """Clark et al.'s picture: every head as a point (2-D MDS), coloured by layer."""
+    import matplotlib.pyplot as plt
+
+    xy = hd.mds(seed) if xy is None else xy
+    colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(hd.layers)))
+    fig, ax = plt.subplots(figsize=(6.2, 5.2))
+    for i, layer in enumerate(hd.layers):
+        rows = slice(i * hd.n_heads, (i + 1) * hd.n_heads)
+        ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=f"layer {layer + 1}", s=28,
+                   edgecolor="black", linewidth=0.3)
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    ax.set_title(f"Heads embedded by MDS of their JS distances ({hd.count} queries)", fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_dispersion(trend: DepthTrend):
+    """Within-layer dispersion per layer with its bootstrap interval, and the fitted slope."""
+    import matplotlib.pyplot as plt
+
+    x = np.asarray(trend.layers) + 1
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.errorbar(x, trend.dispersion, yerr=[trend.dispersion - trend.low, trend.high - trend.dispersion],
+                fmt="o-", capsize=3, label=f"dispersion ({trend.level:.0%} bootstrap interval)")
+    fit = trend.dispersion.mean() + trend.slope * (x - x.mean())
+    ax.plot(x, fit, "--", color="grey", label=f"slope {trend.slope:+.3f} per layer")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("mean JS distance between heads of the layer")
+    ax.set_xticks(x)
+    ax.set_title(f"Do heads of a layer become more alike with depth? {trend.verdict()}", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
