@@ -1,0 +1,86 @@
+"""Exercise checkers of lessons 08 and 09: right answers pass, wrong ones and None do not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.diversity import depth_trend, head_distances
+from attnlab.exercises import lesson_08 as ex08
+from attnlab.exercises import lesson_09 as ex09
+
+from test_aggregate import same_length_texts
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return same_length_texts(12, seed=13)
+
+
+@pytest.fixture(scope="module")
+def result(tiny_en, texts):
+    return al.mean_attention(tiny_en, texts, progress=False)
+
+
+def test_mean_cell(tiny_en, texts):
+    att = al.attention(tiny_en, texts).tensor  # independent brute force
+    truth = float(att[:, 1, 3, 0, 6].mean())
+    assert ex08.check_mean_cell(tiny_en, truth, texts, layer=1, head=3)
+    assert not ex08.check_mean_cell(tiny_en, truth + 0.05, texts, layer=1, head=3)
+    assert "not yet" in str(ex08.check_mean_cell(tiny_en, None, texts))
+    assert ex08.solution_mean_cell(tiny_en, texts, 1, 3) == pytest.approx(truth, abs=1e-6)
+
+
+def test_fixedness_by_hand(tiny_en, result):
+    value = float(result.mean_entropy()[1, 5] / result.entropy_of_mean()[1, 5])
+    assert ex08.check_fixedness_by_hand(tiny_en, value, 1, 5, result=result)
+    assert not ex08.check_fixedness_by_hand(tiny_en, value * 0.9, 1, 5, result=result)
+    assert not ex08.check_fixedness_by_hand(tiny_en, None, 1, 5, result=result)
+    with pytest.raises(ValueError):
+        ex08.check_fixedness_by_hand(tiny_en, 0.5, 7, 0, result=result)
+
+
+def test_most_fixed_layer(tiny_en, result):
+    truth = int(result.fixedness().mean(dim=1).argmax())
+    assert ex08.check_most_fixed_layer(tiny_en, truth, result=result)
+    wrong = ex08.check_most_fixed_layer(tiny_en, 1 - truth, result=result)
+    assert not wrong
+    assert not ex08.check_most_fixed_layer(tiny_en, None, result=result)
+
+
+@pytest.fixture(scope="module")
+def hd(tiny_factory):
+    m = tiny_factory("bert", "en", n_layers=3)
+    return m, head_distances(m, same_length_texts(8, seed=14), progress=False)
+
+
+def test_closest_pair(hd):
+    m, dist = hd
+    d = dist.distance.clone()
+    d.fill_diagonal_(1e9)
+    a, b = divmod(int(d.argmin()), d.shape[0])
+    pair = ((a // 12, a % 12), (b // 12, b % 12))
+    assert ex09.check_closest_pair(m, pair, dist)
+    assert ex09.check_closest_pair(m, pair[::-1], dist)
+    assert not ex09.check_closest_pair(m, ((0, 0), (0, 0)), dist)
+    assert not ex09.check_closest_pair(m, "heads", dist)
+    assert not ex09.check_closest_pair(m, None, dist)
+
+
+def test_dispersion(hd):
+    m, dist = hd
+    block = dist.distance[12:24, 12:24]
+    value = float(block[~torch.eye(12, dtype=bool)].mean())
+    assert ex09.check_dispersion(m, value, 1, dist)
+    assert value == pytest.approx(float(dist.dispersion()[1]), rel=1e-9)
+    assert not ex09.check_dispersion(m, value + 0.1, 1, dist)
+
+
+def test_trend_verdict(hd):
+    m, dist = hd
+    trend = depth_trend(dist, n_boot=100)
+    assert ex09.check_trend_verdict(m, trend.verdict(), trend)
+    others = {"holds", "does not hold", "cannot tell"} - {trend.verdict()}
+    assert not ex09.check_trend_verdict(m, others.pop(), trend)
+    assert not ex09.check_trend_verdict(m, None, trend)
