@@ -173,25 +173,28 @@ class MeanAttention:
 
         For every query row ``r`` let ``p_i`` be text ``i``'s attention row and
         ``p̄`` their mean. Entropy is concave, so ``mean_i H(p_i) <= H(p̄)``; the
-        gap ``H(p̄) - mean_i H(p_i)`` is the Jensen-Shannon divergence of all the
-        ``p_i`` from each other (equal weights), i.e. the information the
-        attended position carries about *which text* it was. The score is
+        gap ``JS_r = H(p̄) - mean_i H(p_i)`` is the Jensen-Shannon divergence
+        among all the texts' rows (equal weights): the information the attended
+        position carries about *which text* it was. It lies between 0 and
+        ``ln n`` (``n`` tokens), so
 
-            fixedness = sum_r mean_i H(p_i,r) / sum_r H(p̄_r)
-                      = 1 - JS(all texts) / H(mean map)
+            fixedness = 1 - mean_r JS_r / ln n
 
-        * 1 when every text gets the same map (no gap), whatever the map;
-        * 0 when each text's rows are one-hot but the positions vary so much
-          that the mean is spread out: the mean map is flat *because* the maps
+        * 1 when every text gets the same map, whatever that map is (sharp or
+          uniform);
+        * 0 when each text's rows are one-hot at positions that vary so much
+          that the mean is uniform: the mean map is flat *because* the maps
           vary (the source article's "content" head).
-        Summing over rows before dividing keeps rows whose mean is almost
-        one-hot (entropy near 0) from dominating. Both parts are sums over
-        texts, so the score streams and merges like the mean.
 
-        A head that attends uniformly to every token in every text scores 1
-        (it is fixed) although its mean map is flat: that is where the
-        article's visual reading and this score disagree, see
-        :meth:`sharpness`.
+        Dividing by the fixed maximum ``ln n`` (rather than by ``H(p̄)``)
+        keeps an almost deterministic head (always the same one-hot row, where
+        both entropies are near 0) at fixedness 1 instead of a noisy ratio of
+        two tiny numbers. Both entropies are sums over texts, so the score
+        streams and merges like the mean. Rows are smoothed like Clark et al.
+
+        A head that attends uniformly in every text scores 1 (it is fixed)
+        although its mean map is flat: there the article's visual reading and
+        this score disagree, see :meth:`sharpness`.
         """
         self._need(1)
         return _fixedness_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
@@ -459,10 +462,11 @@ def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:
 
 def _fixedness_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """Fixedness ``[..., L, H]`` from sums ``[..., L, H, n, n]``, ``[..., L, H, n]`` and counts ``[...]``."""
-    c = count.reshape(*count.shape, 1, 1)
-    mean = total / c[..., None, None]
-    h_of_mean = entropy(smooth(mean, ENTROPY_EPS)).sum(dim=-1)  # (..., L, H)
-    return (entropy_total.sum(dim=-1) / c / h_of_mean.clamp_min(1e-12)).clamp(0.0, 1.0)
+    c = count.reshape(*count.shape, 1, 1, 1)  # broadcasts over (L, H, n)
+    mean = total / c[..., None]  # (..., L, H, n, n)
+    h_of_mean = entropy(smooth(mean, ENTROPY_EPS))  # (..., L, H, n)
+    js = (h_of_mean - entropy_total / c).clamp_min(0.0)  # (..., L, H, n): JS among texts, per row
+    return (1.0 - js.mean(dim=-1) / math.log(total.shape[-1])).clamp(0.0, 1.0)
 
 
 def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed: int = 0) -> torch.Tensor:
@@ -482,8 +486,8 @@ def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed
 
 # --------------------------------------------------------------------------- lesson 08: the article's reading
 
-#: A head counts as "fixed" when at least this share of its mean map's entropy is
-#: also in the individual maps (at most 10% is explained by which query it was).
+#: A head counts as "fixed" when the information its attended positions carry about
+#: the query is at most 10% of the possible maximum (ln n).
 FIXED_THRESHOLD = 0.9
 
 #: The source article's head groups in layers 1-4 (0-based head indices).

@@ -274,6 +274,7 @@ class LayerClustering:
     within: float
     between: float
     p_value: float
+    n_perm: int = 2000
 
     @property
     def ratio(self) -> float:
@@ -289,7 +290,7 @@ class LayerClustering:
     def summary(self) -> str:
         return (f"'heads of the same layer cluster' (Clark et al.): {self.verdict()} - mean distance within a "
                 f"layer {self.within:.3f}, between layers {self.between:.3f} (ratio {self.ratio:.2f}, "
-                f"permutation p={self.p_value:.3g})")
+                f"permutation p{_p_text(self.p_value, self.n_perm)})")
 
 
 def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> LayerClustering:
@@ -306,7 +307,12 @@ def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> La
     within, between = within_between(labels)
     rng = np.random.default_rng(seed)
     null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])
-    return LayerClustering(within, between, float((null <= within).mean()))
+    return LayerClustering(within, between, float((null <= within).mean()), n_perm)
+
+
+def _p_text(p: float, n_perm: int) -> str:
+    """``=0.03`` or, when no permutation did as well, ``<1/n_perm``."""
+    return f"<{1 / n_perm:.1g}" if p == 0 else f"={p:.3g}"
 
 
 # --------------------------------------------------------------------------- plots

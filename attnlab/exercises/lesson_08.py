@@ -10,6 +10,7 @@ object when the notebook passes it). ``solution_*`` are the worked answers.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from . import Verdict, check_choice, check_number
@@ -61,11 +62,12 @@ def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, h
 
 
 def solution_fixedness_by_hand(m: Any, layer: int, head: int, result: Any = None) -> float:
-    """Mean entropy of the individual rows divided by the entropy of the mean rows."""
+    """``1 - (H(mean map) - mean H(individual maps)) / ln n``, entropies averaged over rows."""
     res = result if result is not None else _default_result(m)
     l = res.layers.index(m.check_layer(layer))
     m.check_head(head)
-    return float(res.mean_entropy()[l, head] / res.entropy_of_mean()[l, head])
+    gap = res.entropy_of_mean()[l, head] - res.mean_entropy()[l, head]
+    return float(1 - gap / math.log(res.length))
 
 
 def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: Any = None) -> Verdict:
@@ -76,7 +78,8 @@ def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: 
     l = res.layers.index(m.check_layer(layer))
     truth = float(res.fixedness()[l, m.check_head(head)])
     return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your fixedness",
-                        hint="divide result.mean_entropy() by result.entropy_of_mean() for that head.")
+                        hint="1 - (result.entropy_of_mean() - result.mean_entropy()) / ln(n) for that head, "
+                             "with n = result.length.")
 
 
 # --------------------------------------------------------------------------- 3. the most fixed layer
