@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from .gates import mask_heads
-from .importance import Objective, head_importance, make_objective
+from .importance import Objective, head_importance, make_objective, torch_threads
 from .models import LoadedModel
 
 DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
@@ -53,7 +53,8 @@ def heads_masked_at(fraction: float, total: int) -> int:
 
 
 def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
-                  fractions: Sequence[float] = DEFAULT_FRACTIONS, *, progress: bool = False) -> np.ndarray:
+                  fractions: Sequence[float] = DEFAULT_FRACTIONS, *, progress: bool = False,
+                  threads: int | None = 1) -> np.ndarray:
     """Objective value after masking the first ``fraction`` of ``order``, for each fraction.
 
     Args:
@@ -61,6 +62,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
         objective: from :func:`attnlab.importance.make_objective`.
         order: every head once, first to be pruned first.
         fractions: fractions of all heads in ``[0, 1]``.
+        threads: CPU threads for the forward passes (see :mod:`attnlab.importance`).
 
     Returns:
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
@@ -76,9 +78,10 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
 
         iterator = tqdm(counts, desc="pruning", unit="step", leave=False)
     losses = []
-    for k in iterator:
-        with mask_heads(m, order[:k]):
-            losses.append(objective.evaluate())
+    with torch_threads(threads):
+        for k in iterator:
+            with mask_heads(m, order[:k]):
+                losses.append(objective.evaluate())
     return np.array(losses)
 
 
@@ -147,6 +150,7 @@ def pruning_study(
     seed: int = 0,
     tolerance: float = 0.01,
     progress: bool = False,
+    threads: int | None = 1,
     **objective_kw,
 ) -> PruningStudy:
     """Pruning curves by importance, in reverse, and in ``n_random`` random orders.
@@ -167,15 +171,17 @@ def pruning_study(
     if n_random < 1:
         raise ValueError(f"n_random must be >= 1, got {n_random}")
     if importance is None:
-        importance = head_importance(m, objective)
+        importance = head_importance(m, objective, threads=threads)
     importance = np.asarray(importance, dtype=float)
     if importance.shape != (m.n_layers, m.n_heads):
         raise ValueError(f"importance must be [{m.n_layers}, {m.n_heads}], got {importance.shape}")
     fractions = np.asarray(fractions, dtype=float)
     orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
-    curves = {name: pruning_curve(m, objective, order, fractions, progress=progress) for name, order in orders.items()}
+    curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads)
+              for name, order in orders.items()}
     curves["random"] = np.stack([
-        pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions, progress=progress)
+        pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions,
+                      progress=progress, threads=threads)
         for s in range(n_random)
     ])
     base = float(curves["importance"][0])
@@ -186,3 +192,100 @@ def pruning_study(
     }
     survivors = orders["importance"][::-1]  # pruned last first
     return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors)
+
+
+# --------------------------------------------------------------------------- verdict, lesson 06, figure
+
+#: Michel et al. 2019: share of heads pruned "without noticeable loss" (BERT on MNLI; WMT)
+MICHEL_BERT_FRACTION = 0.40
+MICHEL_WMT_FRACTION = 0.20
+
+
+def verdict_some_heads_prunable(study: PruningStudy):
+    """The claim the source article cites (Michel et al., Voita et al.): some heads can be removed.
+
+    Holds when at least 10% of the heads (one step of the default grid) can be
+    masked in importance order with the loss rising by at most ``tolerance``;
+    does not hold when no step can.
+    """
+    from .compare import ClaimVerdict
+
+    frac = study.prunable["importance"]
+    verdict = "holds" if frac >= 0.1 - 1e-9 else "does not hold"
+    numbers = {
+        "prunable (importance order)": frac, "prunable (random, median)": study.prunable["random"],
+        "prunable (reverse)": study.prunable["reverse"], "tolerance": f"{study.tolerance:.0%} loss increase",
+        "Michel et al. BERT": MICHEL_BERT_FRACTION,
+    }
+    return ClaimVerdict("some heads can be pruned with almost no loss", verdict, numbers)
+
+
+def compare_with_sensitivity(survivors: Sequence[tuple[int, int]], sensitivity: np.ndarray, k: int) -> dict:
+    """Do the last-pruned heads coincide with the heads most changed by perturbations?
+
+    Args:
+        survivors: heads in the order they would be pruned last first
+            (:attr:`PruningStudy.survivors`).
+        sensitivity: ``[layers, heads]`` sensitivity from lesson 06 (or a proxy).
+        k: how many heads to compare from each side.
+
+    Returns:
+        ``{"overlap": int, "expected_by_chance": float, "top_survivors": [...], "top_sensitive": [...]}``;
+        the chance level is ``k * k / (layers * heads)``.
+    """
+    sensitivity = np.asarray(sensitivity, dtype=float)
+    total = sensitivity.size
+    if not 1 <= k <= total:
+        raise ValueError(f"k must be between 1 and {total}, got {k}")
+    top_survivors = [tuple(p) for p in survivors[:k]]
+    top_sensitive = order_by_score(sensitivity, ascending=False)[:k]
+    overlap = len(set(top_survivors) & set(top_sensitive))
+    return {"overlap": overlap, "expected_by_chance": k * k / total,
+            "top_survivors": top_survivors, "top_sensitive": top_sensitive, "k": k}
+
+
+def plot_pruning_curves(study: PruningStudy, *, ax=None, relative: bool = True):
+    """Loss (relative to the unpruned model, by default) against the fraction of heads masked."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.8))
+    scale = study.base_loss if relative and study.base_loss else 1.0
+    x = study.fractions * 100
+    rand = study.curves["random"] / scale
+    ax.plot(x, study.curves["importance"] / scale, marker="o", label="least important first")
+    ax.plot(x, rand.mean(0), marker="s", label=f"random order (mean of {len(rand)})")
+    ax.fill_between(x, rand.min(0), rand.max(0), alpha=0.2, color="C1")
+    ax.plot(x, study.curves["reverse"] / scale, marker="^", label="most important first")
+    if relative:
+        ax.axhline(1 + study.tolerance, color="grey", linestyle=":", label=f"+{study.tolerance:.0%}")
+    ax.axvline(study.prunable["importance"] * 100, color="C0", linestyle="--", alpha=0.6)
+    ax.set_xlabel("heads masked (%)")
+    ax.set_ylabel("loss / unpruned loss" if relative else "loss")
+    ax.set_title("Pruning heads")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def perturbation_sensitivity(m: LoadedModel, *, n_queries: int = 30, seed: int = 0) -> tuple[dict[str, np.ndarray], str]:
+    """Per-head sensitivity to lexical and syntactic damage, ``{kind: [layers, heads]}``.
+
+    Read from lesson 06's saved results when they exist for this model and run
+    mode; otherwise measured here on ``n_queries`` built-in queries with
+    :func:`attnlab.compare.perturbation_study` (a small, cheaper stand-in for
+    lesson 06). Returns the arrays and a line saying where they came from.
+    """
+    from . import results
+
+    saved = results.load("06_perturbation", model=m.name)
+    keys = {"lexical": "lexical_position", "syntactic": "syntactic_position"}
+    if saved and all(k in saved.get("sensitivity", {}) for k in keys.values()):
+        out = {kind: np.asarray(saved["sensitivity"][key]["mean"], dtype=float) for kind, key in keys.items()}
+        return out, f"lesson 06's saved results ({saved.get('n_queries', '?')} queries)"
+    from .compare import perturbation_study
+    from .corpus import queries
+
+    study = perturbation_study(m, queries(m.language, n_queries, seed=seed), kinds=("lexical", "syntactic"), seed=seed)
+    out = {kind: np.nanmean(1.0 - study.values(kind, "position"), axis=0) for kind in keys}
+    return out, (f"measured here on {study.n_queries} queries, because lesson 06 has not been run for this "
+                 "model and mode (run it first for the full comparison)")
