@@ -490,6 +490,9 @@ def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed
 #: the query is at most 10% of the possible maximum (ln n).
 FIXED_THRESHOLD = 0.9
 
+#: A mean map counts as "flat" (the article's washed-out look) when its sharpness is below this.
+FLAT_THRESHOLD = 0.25
+
 #: The source article's head groups in layers 1-4 (0-based head indices).
 ARTICLE_FIXED_HEADS = (0, 2, 3, 4, 10, 11)
 ARTICLE_VARYING_HEADS = (1, 6, 7, 8, 9)
@@ -519,6 +522,8 @@ class FixednessReport:
     sharp_fixed_rho: float
     sharp_fixed_p: float
     flat_but_fixed: list[tuple[int, int]]
+    n_flat: int
+    flat_varying_share: float
     group_diff: float
     group_p: float
     last_is_most_fixed_share: float
@@ -535,9 +540,8 @@ class FixednessReport:
     def verdicts(self) -> dict[str, str]:
         last = self.fixedness[-1]
         return {
-            "sharp mean map = fixed head": _verdict(self.sharp_fixed_rho >= 0.5 and self.sharp_fixed_p < 0.05,
-                                                    self.sharp_fixed_rho <= 0 or self.sharp_fixed_p >= 0.05
-                                                    and self.sharp_fixed_rho < 0.3),
+            "flat mean map = varying head": _verdict(self.n_flat > 0 and self.flat_varying_share >= 2 / 3,
+                                                     self.n_flat > 0 and self.flat_varying_share <= 1 / 3),
             "heads 1,3,4,5,11,12 fixed, 2,7,8,9,10 vary": _verdict(self.group_diff > 0 and self.group_p < 0.05,
                                                                   self.group_diff <= 0 or self.group_p >= 0.2),
             "patterns more fixed with depth": _verdict(self.slope_low > 0, self.slope_high < 0),
@@ -554,9 +558,10 @@ class FixednessReport:
         flat = ", ".join(f"L{l + 1} H{h + 1}" for l, h in self.flat_but_fixed[:8]) or "none"
         lines = [
             f"{self.count} queries in {self.n_shards} shards; fixed = fixedness >= {self.threshold}.",
-            f"1. 'a sharp mean map means a fixed head': {v['sharp mean map = fixed head']} "
-            f"(Spearman rho between sharpness and fixedness over heads {self.sharp_fixed_rho:+.2f}, "
-            f"p={self.sharp_fixed_p:.2g}); flat-looking but fixed heads: {flat}.",
+            f"1. 'a flat mean map means a varying (content) head': {v['flat mean map = varying head']} "
+            f"({self.n_flat} heads have a flat mean map (sharpness < {FLAT_THRESHOLD}), of which "
+            f"{self.flat_varying_share:.0%} vary; flat-looking but fixed: {flat}. A sharp mean map always "
+            f"means a fixed head. Spearman rho of sharpness and fixedness over heads {self.sharp_fixed_rho:+.2f}).",
             f"2. 'heads 1,3,4,5,11,12 fixed, 2,7,8,9,10 vary' (layers 1-4): "
             f"{v['heads 1,3,4,5,11,12 fixed, 2,7,8,9,10 vary']} (mean fixedness of the article's fixed group "
             f"minus its varying group {self.group_diff:+.3f}, permutation p={self.group_p:.2g}; head numbers "
@@ -596,8 +601,9 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
     slopes = _slopes(depth, boot_layer) if len(depth) > 1 else np.zeros(len(boot_layer))
     rho_sf, p_sf = spearmanr(sharp.ravel(), fixed.ravel())
     depth_rho = spearmanr(depth, per_layer)[0] if len(depth) > 2 else float("nan")
-    flat_cut = np.median(sharp)
-    flat_but_fixed = [(whole.layers[l], int(h)) for l, h in zip(*np.nonzero((sharp < flat_cut) & (fixed >= threshold)))]
+    flat = sharp < FLAT_THRESHOLD
+    flat_but_fixed = [(whole.layers[l], int(h)) for l, h in zip(*np.nonzero(flat & (fixed >= threshold)))]
+    n_flat = int(flat.sum())
     diff, p_group = _article_groups(fixed[:4])
     return FixednessReport(
         layers=list(whole.layers), fixedness=fixed, sharpness=sharp, per_layer=per_layer,
@@ -605,7 +611,8 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
         slope=float(_slopes(depth, per_layer[None])[0]) if len(depth) > 1 else 0.0,
         slope_low=float(np.quantile(slopes, 0.025)), slope_high=float(np.quantile(slopes, 0.975)),
         depth_rho=float(depth_rho), sharp_fixed_rho=float(rho_sf), sharp_fixed_p=float(p_sf),
-        flat_but_fixed=flat_but_fixed, group_diff=diff, group_p=p_group,
+        flat_but_fixed=flat_but_fixed, n_flat=n_flat,
+        flat_varying_share=float((fixed[flat] < threshold).mean()) if n_flat else float("nan"), group_diff=diff, group_p=p_group,
         last_is_most_fixed_share=float((boot_layer.argmax(axis=1) == len(depth) - 1).mean()),
         count=whole.count, n_shards=len(parts), threshold=threshold,
     )
