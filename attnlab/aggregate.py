@@ -109,9 +109,10 @@ class MeanAttention:
                 f"maps of shape {tuple(maps.shape)} do not fit this accumulator: expected "
                 f"(B, {', '.join(map(str, self.total.shape))})"
             )
-        self.total += maps.sum(dim=0, dtype=torch.float64)  # (L, H, n, n)
-        self.total_sq += maps.square().sum(dim=0, dtype=torch.float64)
-        self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64)  # (L, H, n)
+        # sums over the batch are taken where the maps are (CPU or GPU), then added on the CPU
+        self.total += maps.sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n, n)
+        self.total_sq += maps.square().sum(dim=0, dtype=torch.float64).cpu()
+        self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n)
         self.count += maps.shape[0]
         return self
 
@@ -367,8 +368,11 @@ def mean_attention(
                     bar.update(len(rows))
             if tolerance is not None and first is not None and first[0] in buckets:
                 acc = buckets[first[0]]
-                if acc.count >= 2 and float(acc.stderr.max()) < tolerance:
+                if acc.count >= 2 and (largest := float(acc.stderr.max())) < tolerance:
                     acc.stopped_early = True
+                    if progress:
+                        bar.write(f"stopped after {acc.count} queries: the largest standard error of any "
+                                  f"cell is {largest:.2g} < tolerance {tolerance:g}")
                     break
         else:
             for n, rows in pending.items():
