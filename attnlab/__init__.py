@@ -73,6 +73,11 @@ _EXPORTS: dict[str, str] = {
     "mask_heads": "gates",
     "head_importance": "importance",
     "regroup_attention": "regroup",
+    "gate_heads": "gates",
+    "make_objective": "importance",
+    "ablation_effects": "importance",
+    "pruning_study": "pruning",
+    "head_count_study": "train",
     # classroom kit (attnlab.doctor is a callable submodule: al.doctor())
     "download_model": "kit",
     "verify_folder": "kit",
