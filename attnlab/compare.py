@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .distributions import js_divergence
+from .verdicts import ClaimVerdict
 
 LN2 = math.log(2.0)
 SPACES = ("position", "token")
@@ -359,28 +360,6 @@ def perturbation_study(
 
 
 # --------------------------------------------------------------------------- verdicts
-
-
-@dataclass
-class ClaimVerdict:
-    """A computed verdict: ``"holds"``, ``"does not hold"`` or ``"cannot tell"``, with numbers."""
-
-    claim: str
-    verdict: str
-    numbers: dict
-
-    def __str__(self) -> str:
-        nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
-        return f"Claim: {self.claim}\nVerdict for this model: {self.verdict.upper()} ({nums})"
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return str(v)
 
 
 def changing_heads(study: PerturbationStudy, kind: str, *, threshold: float = 0.1, **boot) -> np.ndarray:

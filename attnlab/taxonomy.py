@@ -53,6 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .metrics import HeadStats, format_table
+from .verdicts import ClaimVerdict
 
 #: Label names in display order.
 LABELS = ("self", "previous", "next", "vertical", "block", "broad", "heterogeneous")
@@ -226,22 +227,6 @@ def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- verdict
-
-
-@dataclass
-class ClaimVerdict:
-    """A computed verdict on a claim, with the numbers behind it."""
-
-    claim: str
-    verdict: str  # "holds" / "does not hold" / "cannot tell"
-    numbers: dict
-
-    def __str__(self) -> str:
-        nums = ", ".join(f"{k} = {v:.2f}" if isinstance(v, float) else f"{k} = {v}" for k, v in self.numbers.items())
-        return f"Claim: {self.claim}\nVerdict for this model: {self.verdict.upper()} ({nums})"
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 def fixed_pattern_verdict(labels: HeadLabels, *, margin: float = 0.05) -> ClaimVerdict:

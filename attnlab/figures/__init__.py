@@ -16,8 +16,10 @@ settings behind each file.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import os
 import pkgutil
 import time
 from dataclasses import dataclass, field
@@ -95,22 +97,37 @@ def build_all(model, out_dir: str | Path = "figures", *, smoke: bool = False,
         from tqdm.auto import tqdm
 
         iterator = tqdm(specs, desc="figures", unit="fig")
-    for spec in iterator:
-        start = time.time()
-        result = spec.make(ctx)
-        figs = result if isinstance(result, (list, tuple)) else [result]
-        for k, fig in enumerate(figs):
-            fname = f"{spec.name}.png" if len(figs) == 1 else f"{spec.name}_{k + 1}.png"
-            fig.savefig(out / fname, dpi=110, bbox_inches="tight")
-            plt.close(fig)
-            entries.append({
-                "file": fname, "figure": spec.name, "lesson": spec.lesson, "caption": spec.caption,
-                "model": getattr(model, "name", str(model)), "smoke": smoke,
-                "seconds": round(time.time() - start, 2),
-            })
+    with _smoke_env(smoke):  # lessons re-run for evidence (lesson 12) use the same mode
+        for spec in iterator:
+            start = time.time()
+            result = spec.make(ctx)
+            figs = result if isinstance(result, (list, tuple)) else [result]
+            for k, fig in enumerate(figs):
+                fname = f"{spec.name}.png" if len(figs) == 1 else f"{spec.name}_{k + 1}.png"
+                fig.savefig(out / fname, dpi=110, bbox_inches="tight")
+                plt.close(fig)
+                entries.append({
+                    "file": fname, "figure": spec.name, "lesson": spec.lesson, "caption": spec.caption,
+                    "model": getattr(model, "name", str(model)), "smoke": smoke,
+                    "seconds": round(time.time() - start, 2),
+                })
     manifest = out / "manifest.json"
     old = json.loads(manifest.read_text()) if (manifest.exists() and only) else []
     keep = [e for e in old if e["figure"] not in {s.name for s in specs}]
     manifest.write_text(json.dumps(sorted(keep + entries, key=lambda e: e["file"]), indent=1,
                                    ensure_ascii=False), encoding="utf-8")
     return entries
+
+
+@contextlib.contextmanager
+def _smoke_env(smoke: bool):
+    """Set ``ATTNLAB_SMOKE`` for the duration, restoring the previous value."""
+    previous = os.environ.get("ATTNLAB_SMOKE")
+    os.environ["ATTNLAB_SMOKE"] = "1" if smoke else "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("ATTNLAB_SMOKE", None)
+        else:
+            os.environ["ATTNLAB_SMOKE"] = previous
