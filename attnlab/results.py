@@ -2,7 +2,7 @@
 
 Each lesson stores a summary under its own name, e.g.
 ``save("06_perturbation", {...})``. The folder is ``ATTNLAB_RESULTS`` when set,
-else ``results/`` in the current directory. Every record carries the model
+else ``results/`` at the top of the course checkout. Every record carries the model
 name and run mode, so a later lesson can tell whether it matches the model
 that is running and recompute when it does not.
 """
@@ -21,7 +21,15 @@ from .config import is_smoke
 
 
 def results_dir() -> Path:
-    return Path(os.environ.get("ATTNLAB_RESULTS", "results"))
+    """``ATTNLAB_RESULTS`` when set; else ``results/`` at the top of the course
+    (lessons run inside ``notebooks/``, the ``attnlab`` command at the top: both
+    share one folder); else ``results/`` in the current directory."""
+    if os.environ.get("ATTNLAB_RESULTS"):
+        return Path(os.environ["ATTNLAB_RESULTS"])
+    here = Path.cwd()
+    if here.name == "notebooks" and (here.parent / "attnlab").is_dir():
+        return here.parent / "results"
+    return here / "results"
 
 
 def _plain(value: Any) -> Any:
