@@ -93,3 +93,20 @@ def test_bad_order(tiny_en):
         pruning_curve(tiny_en, objective, [(0, 0)] * 24)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         pruning_curve(tiny_en, objective, random_order(2, 12, 0), [0.0, 1.5])
+
+
+def test_prunable_verdict_and_sensitivity_overlap():
+    from attnlab.pruning import PruningStudy, compare_with_sensitivity, verdict_some_heads_prunable
+
+    def study(frac):
+        return PruningStudy(np.array([0.0, 0.1]), np.zeros((1, 2)), {}, 1.0,
+                            {"importance": frac, "random": 0.0, "reverse": 0.0}, 0.01, "test")
+
+    assert verdict_some_heads_prunable(study(0.3)).verdict == "holds"
+    assert verdict_some_heads_prunable(study(0.0)).verdict == "does not hold"
+    sens = np.array([[0.9, 0.1], [0.8, 0.2]])
+    cmp = compare_with_sensitivity([(0, 0), (1, 1), (0, 1), (1, 0)], sens, k=2)
+    assert cmp["top_sensitive"] == [(0, 0), (1, 0)] and cmp["overlap"] == 1
+    assert cmp["expected_by_chance"] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        compare_with_sensitivity([(0, 0)], sens, k=0)

@@ -81,3 +81,35 @@ def test_bad_group_counts(tiny_en):
         regroup_attention(tiny_en, TEXTS, 2.0)
     with pytest.raises(ValueError):
         regroup_attention(tiny_en, [], 2)
+
+
+def _summary(self_mass, cls_mass, entropy_ratio):
+    s = {"self_mass": self_mass, "cls_mass": cls_mass, "sep_mass": 0.0, "entropy_ratio": entropy_ratio,
+         "confidence": 0.5}
+    s["focus_on"] = "self" if self_mass >= cls_mass else "[CLS]"
+    s["focus"] = max(self_mass, cls_mass)
+    return s
+
+
+def test_collapse_verdict():
+    from attnlab.regroup import verdict_fewer_heads_collapse
+
+    onto_self = {12: _summary(0.2, 0.3, 0.6), 2: _summary(0.7, 0.1, 0.3)}
+    v = verdict_fewer_heads_collapse(onto_self, n_heads=12)
+    assert v.verdict == "holds" and v.numbers["focus token at 2"] == "self"
+    flatter = {12: _summary(0.2, 0.3, 0.5), 2: _summary(0.15, 0.2, 0.9)}
+    assert verdict_fewer_heads_collapse(flatter, n_heads=12).verdict == "does not hold"
+    same = {12: _summary(0.2, 0.3, 0.5), 2: _summary(0.21, 0.31, 0.5)}
+    assert verdict_fewer_heads_collapse(same, n_heads=12).verdict == "cannot tell"
+    with pytest.raises(ValueError):
+        verdict_fewer_heads_collapse(same, n_heads=12, target=3)
+
+
+def test_group_summary_uses_head_stats(tiny_en):
+    from attnlab.metrics import head_stats
+    from attnlab.regroup import group_summary
+
+    att = regroup_attention(tiny_en, TEXTS, 4)
+    s, stats = group_summary(att), head_stats(att)
+    assert s["self_mass"] == pytest.approx(float(stats.self_mass.mean()))
+    assert s["focus"] == pytest.approx(max(s["self_mass"], s["cls_mass"], s["sep_mass"]))
