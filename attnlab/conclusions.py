@@ -207,8 +207,16 @@ def conclusion_3(ev: Evidence) -> ClaimVerdict:
     heads = ev.get("10_how_many_heads")
     if heads is None:
         return _missing(3, "10_how_many_heads")
-    numbers = dict(heads.get("collapse_numbers", {}))
+    numbers = {k: _tidy(v) for k, v in heads.get("collapse_numbers", {}).items()}
     return ClaimVerdict(CLAIMS[3], str(heads["collapse_verdict"]), numbers)
+
+
+def _tidy(value):
+    """Saved numbers come back as text; show long decimals with 3 digits."""
+    try:
+        return f"{float(value):.3f}"
+    except (TypeError, ValueError):
+        return value
 
 
 def conclusion_4(ev: Evidence, *, weak: float = 0.25, strong: float = 0.5) -> ClaimVerdict:

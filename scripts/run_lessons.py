@@ -61,7 +61,7 @@ def run(path: Path, out_dir: Path) -> tuple[float, float]:
 
 
 def main(prefixes: list[str]) -> int:
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend keeps figures in the outputs
     books = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if prefixes:
         books = [b for b in books if any(b.name.startswith(p) for p in prefixes)]

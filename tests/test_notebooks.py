@@ -49,7 +49,7 @@ def test_notebook_runs_in_smoke_mode(path, shared_results):
     book = nbformat.read(str(path), as_version=4)
     env_before = dict(os.environ)
     os.environ["ATTNLAB_SMOKE"] = "1"
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.pop("MPLBACKEND", None)  # inline backend, as in Jupyter
     os.environ["ATTNLAB_RESULTS"] = str(shared_results)
     try:
         client = NotebookClient(book, timeout=900, kernel_name="python3",
