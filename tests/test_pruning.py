@@ -98,15 +98,34 @@ def test_bad_order(tiny_en):
 def test_prunable_verdict_and_sensitivity_overlap():
     from attnlab.pruning import PruningStudy, compare_with_sensitivity, verdict_some_heads_prunable
 
-    def study(frac):
-        return PruningStudy(np.array([0.0, 0.1]), np.zeros((1, 2)), {}, 1.0,
-                            {"importance": frac, "random": 0.0, "reverse": 0.0}, 0.01, "test")
+    def study(n_heads):  # 10 heads, n_heads of them prunable together
+        return PruningStudy(np.array([0.0, 0.1]), np.zeros((2, 5)), {}, 1.0,
+                            {"importance": 0.0, "random": 0.0, "reverse": 0.0}, 0.01, "test", [], n_heads)
 
-    assert verdict_some_heads_prunable(study(0.3)).verdict == "holds"
-    assert verdict_some_heads_prunable(study(0.0)).verdict == "does not hold"
+    assert verdict_some_heads_prunable(study(3)).verdict == "holds"
+    assert verdict_some_heads_prunable(study(0)).verdict == "does not hold"
+    alone = np.full((2, 5), 0.5)
+    alone[0, 0] = -0.1  # one head can go alone
+    assert verdict_some_heads_prunable(study(0), alone).verdict == "cannot tell"
+    assert verdict_some_heads_prunable(study(0), alone).numbers["removable alone"] == 0.1
     sens = np.array([[0.9, 0.1], [0.8, 0.2]])
     cmp = compare_with_sensitivity([(0, 0), (1, 1), (0, 1), (1, 0)], sens, k=2)
     assert cmp["top_sensitive"] == [(0, 0), (1, 0)] and cmp["overlap"] == 1
     assert cmp["expected_by_chance"] == pytest.approx(1.0)
     with pytest.raises(ValueError):
         compare_with_sensitivity([(0, 0)], sens, k=0)
+
+
+def test_prunable_heads_at_one_head_resolution(tiny_factory):
+    from attnlab.pruning import prunable_heads
+
+    m = tiny_factory("bert", "en", n_layers=1, seed=5)
+    energy = ContextEnergy(m)  # rises by each masked head's share of -|context|^2
+    base = energy.evaluate()
+    order = random_order(1, m.n_heads, seed=2)
+    curve = pruning_curve(m, energy, order, [k / m.n_heads for k in range(m.n_heads + 1)])
+    tol = 0.3
+    limit = base + tol * abs(base)
+    expected = next((k - 1 for k in range(1, m.n_heads + 1) if curve[k] > limit), m.n_heads)
+    assert 0 < expected < m.n_heads
+    assert prunable_heads(m, energy, order, tolerance=tol) == expected
