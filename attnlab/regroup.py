@@ -197,6 +197,21 @@ def group_summary(att: Attention) -> dict[str, float]:
     return out
 
 
+def focus_by_layer(att: Attention) -> list[tuple[str, float]]:
+    """Per layer: which single token gets the most attention (self, [CLS] or [SEP]) and how much,
+    averaged over the layer's heads and all rows (:func:`attnlab.metrics.head_stats`)."""
+    from .metrics import head_stats
+
+    stats = head_stats(att)
+    out = []
+    for layer in range(stats.self_mass.shape[0]):
+        masses = {"self": float(stats.self_mass[layer].mean()), "[CLS]": float(stats.cls_mass[layer].mean()),
+                  "[SEP]": float(stats.sep_mass[layer].mean())}
+        top = max(masses, key=masses.get)
+        out.append((top, masses[top]))
+    return out
+
+
 def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequence[int] | None = None,
                       *, batch_size: int = 32, progress: bool = False) -> dict[int, dict[str, float]]:
     """:func:`group_summary` for each ``h'`` (default: every divisor of ``H``), over ``texts``."""

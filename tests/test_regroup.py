@@ -113,3 +113,17 @@ def test_group_summary_uses_head_stats(tiny_en):
     s, stats = group_summary(att), head_stats(att)
     assert s["self_mass"] == pytest.approx(float(stats.self_mass.mean()))
     assert s["focus"] == pytest.approx(max(s["self_mass"], s["cls_mass"], s["sep_mass"]))
+
+
+def test_focus_by_layer(tiny_en):
+    from attnlab.metrics import head_stats
+    from attnlab.regroup import focus_by_layer
+
+    att = regroup_attention(tiny_en, TEXTS, 2)
+    stats = head_stats(att)
+    focus = focus_by_layer(att)
+    assert len(focus) == tiny_en.n_layers
+    for layer, (token, mass) in enumerate(focus):
+        masses = {"self": stats.self_mass[layer].mean(), "[CLS]": stats.cls_mass[layer].mean(),
+                  "[SEP]": stats.sep_mass[layer].mean()}
+        assert token == max(masses, key=masses.get) and mass == pytest.approx(masses[token])
