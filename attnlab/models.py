@@ -193,11 +193,20 @@ def hub_reachable(timeout: float = 2.0) -> bool:
         "TRANSFORMERS_OFFLINE", ""
     ) in ("1", "true"):
         return False
+    return tcp_reachable(*_HUB_HOST, timeout=timeout)
+
+
+def tcp_reachable(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds.
+
+    Runs in a daemon thread, so a machine whose name resolution hangs cannot
+    block the caller for longer than ``timeout`` (+0.5 s).
+    """
     result: list[bool] = []
 
     def probe() -> None:
         try:
-            with socket.create_connection(_HUB_HOST, timeout=timeout):
+            with socket.create_connection((host, port), timeout=timeout):
                 result.append(True)
         except OSError:
             result.append(False)

@@ -17,8 +17,6 @@ with one printed line saying why.
 from __future__ import annotations
 
 import os
-import socket
-import threading
 from typing import Any, Sequence
 
 from .html import HeadView, ModelView
@@ -31,19 +29,9 @@ _TRUE = {"1", "true", "yes", "on"}
 
 def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
     """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds."""
-    result: list[bool] = []
+    from .models import tcp_reachable
 
-    def attempt() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                result.append(True)
-        except OSError:
-            result.append(False)
-
-    worker = threading.Thread(target=attempt, daemon=True)
-    worker.start()
-    worker.join(timeout + 0.5)
-    return bool(result and result[0])
+    return tcp_reachable(host, port, timeout)
 
 
 def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
