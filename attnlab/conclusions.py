@@ -219,15 +219,15 @@ def _tidy(value):
         return value
 
 
-def conclusion_4(ev: Evidence, *, weak: float = 0.25, strong: float = 0.5) -> ClaimVerdict:
-    """No single head matters much, yet removing many heads hurts.
+def conclusion_4(ev: Evidence, *, weak: float = 0.25, strong: float = 0.5, matters: float = 0.1) -> ClaimVerdict:
+    """No single head matters much, yet together the heads do.
 
     From lesson 11: ``D`` = the largest loss increase reached on any pruning
-    curve (removing many heads). Part A (weak learners): the largest
-    single-head ablation effect is at most ``weak x D``. Part B (the ensemble
-    carries the work): ``D`` is positive and some heads can be pruned with at
-    most 1% loss increase. "does not hold" when one head alone costs at least
-    ``strong x D``.
+    curve (removing many heads). Part A (each head is a weak learner): the
+    largest single-head ablation effect is at most ``weak x D``; it does not
+    hold when one head alone costs at least ``strong x D``. Part B (the
+    ensemble carries the work): removing many heads clearly hurts, ``D`` is at
+    least ``matters`` x the unpruned loss.
     """
     pr = ev.get("11_pruning_heads")
     if pr is None:
@@ -238,14 +238,17 @@ def conclusion_4(ev: Evidence, *, weak: float = 0.25, strong: float = 0.5) -> Cl
     curves += [np.asarray(c, dtype=float) for c in pr["curves"].get("random", [])]
     d = float(max(c.max() for c in curves) - base)
     top = float(effects.max())
-    prunable = float(pr["prunable"].get("importance", 0.0))
-    numbers = {"largest single-head effect": f"{top:+.4f}", "largest loss increase when pruning many (D)": f"{d:+.4f}",
-               "single / D": f"{top / d:.2f}" if d > 0 else "n/a", "prunable at <=1% loss": f"{prunable:.0%}"}
+    numbers = {"unpruned loss": f"{base:.4f}", "largest single-head effect": f"{top:+.4f}",
+               "largest loss increase when pruning many (D)": f"{d:+.4f}",
+               "single / D": f"{top / d:.2f}" if d > 0 else "n/a"}
+    prunable = pr.get("prunable", {})
+    if isinstance(prunable, dict) and "importance" in prunable:
+        numbers["prunable at <=1% loss (importance order)"] = f"{float(prunable['importance']):.0%}"
     if d <= 0:
         return ClaimVerdict(CLAIMS[4], "cannot tell", numbers)
     part_a = "holds" if top <= weak * d else ("does not hold" if top >= strong * d else "cannot tell")
-    part_b = "holds" if prunable > 0 else "does not hold"
-    numbers.update({"part A: every head is weak": part_a, "part B: the ensemble carries the work": part_b})
+    part_b = "holds" if d >= matters * abs(base) else "does not hold"
+    numbers.update({"part A: every head is weak": part_a, "part B: together they matter": part_b})
     return ClaimVerdict(CLAIMS[4], combine([part_a, part_b]), numbers)
 
 

@@ -33,7 +33,7 @@ def _evidence(fixed_share=0.8, content_share=0.1, dispersion=(3.0, 2.0, 1.0), si
                               "perplexity": {str(h): {"ppl_mean": m, "ppl_sd": s, "seeds": 3} for h, (m, s) in ppl.items()},
                               "head_count_verdict": "holds"},
         "11_pruning_heads": {"base_loss": 1.0, "ablation": effects.tolist(),
-                             "curves": {"importance": [1.0, 1.0 + prune_max], "random": [[1.0, 1.2]]},
+                             "curves": {"importance": [1.0, 1.0 + prune_max], "random": [[1.0, 1.0 + prune_max / 2]]},
                              "prunable": {"importance": prunable}, "objective": "test"},
     }
     return c.Evidence(data, {k: "saved" for k in data})
@@ -53,6 +53,7 @@ def test_conclusion_2_follows_the_dispersion_trend():
 def test_conclusion_4_weak_heads_strong_ensemble():
     assert c.conclusion_4(_evidence(single=0.05, prune_max=0.5)).verdict == "holds"
     assert c.conclusion_4(_evidence(single=0.4, prune_max=0.5)).verdict == "does not hold"  # one head does most
+    assert c.conclusion_4(_evidence(single=0.001, prune_max=0.01)).verdict == "does not hold"  # heads barely matter
 
 
 def test_conclusion_5_uses_the_seed_spread():
