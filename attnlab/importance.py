@@ -152,12 +152,12 @@ def _load_mlm_head(m: LoadedModel) -> Any | None:
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    from .models import _quiet_transformers
+    from .models import quiet_transformers
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             mlm, info = AutoModelForMaskedLM.from_pretrained(
             m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
         )

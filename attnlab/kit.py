@@ -226,7 +226,7 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
         KitError: ``to`` is a file or a non-empty folder (without ``force``).
         attnlab.ModelLoadError: the model cannot be loaded (e.g. offline).
     """
-    from .models import BUNDLED, _quiet_transformers, bundled_model_path, load_model
+    from .models import BUNDLED, quiet_transformers, bundled_model_path, load_model
 
     out = Path(to).expanduser()
     if out.exists() and not out.is_dir():
@@ -239,7 +239,7 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
     to_save = _with_mlm_head(m)
-    with _quiet_transformers():
+    with quiet_transformers():
         to_save.save_pretrained(out, safe_serialization=True)
         m.tokenizer.save_pretrained(out)
     source_dir = bundled_model_path() if m.source == BUNDLED else Path(m.path) if m.source == "local folder" else None

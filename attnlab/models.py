@@ -221,14 +221,14 @@ def _load_pretrained(path_or_id: str, local_only: bool) -> tuple[Any, Any]:
     from transformers import AutoModel, AutoTokenizer
 
     kwargs = {"local_files_only": local_only}
-    with _quiet_transformers():
+    with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
         model = AutoModel.from_pretrained(path_or_id, attn_implementation="eager", **kwargs)
     return model, tokenizer
 
 
 @contextlib.contextmanager
-def _quiet_transformers():
+def quiet_transformers():
     """Hide transformers' per-load progress bars (the course prints its own line)."""
     try:
         from transformers.utils import logging as hf_logging

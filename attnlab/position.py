@@ -216,7 +216,7 @@ def verdict_invariant_heads_are_positional(corr: dict, *, strong: float = 0.3):
     lies above 0; does not hold when the upper end of the interval is below
     ``strong`` (at most a weak link, or the opposite); cannot tell otherwise.
     """
-    from .compare import ClaimVerdict
+    from .verdicts import ClaimVerdict
 
     if corr["lo"] > 0 and corr["r"] >= strong:
         verdict = "holds"

@@ -236,7 +236,7 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
     Holds when at least 10% of the heads can go together; does not hold when
     not even one head can go, alone or together; "cannot tell" in between.
     """
-    from .compare import ClaimVerdict
+    from .verdicts import ClaimVerdict
 
     total = study.importance.size
     together = (study.prunable_heads / total) if study.prunable_heads is not None else study.prunable["importance"]

@@ -246,7 +246,7 @@ def verdict_fewer_heads_collapse(summaries: dict[int, dict[str, float]], *, n_he
     (entropy ratio up by more than ``margin`` with no rise in focus);
     otherwise "cannot tell".
     """
-    from .compare import ClaimVerdict
+    from .verdicts import ClaimVerdict
 
     if n_heads not in summaries or target not in summaries:
         raise ValueError(f"summaries must include h' = {n_heads} and h' = {target}")

@@ -399,7 +399,7 @@ def verdict_head_count(study: HeadCountStudy):
     all three parts hold clearly, does not hold when one is clearly
     contradicted, and is "cannot tell" otherwise (also with a single seed).
     """
-    from .compare import ClaimVerdict
+    from .verdicts import ClaimVerdict
 
     hs = sorted(study.head_counts)
     if len(hs) < 3:
