@@ -254,14 +254,14 @@ def _resolve(name: str) -> tuple[Any, Any, str, str, str]:
 
     folder = Path(name).expanduser()
     if folder.is_dir():
+        from .kit import verify_folder  # checksum manifest, if the folder has one
+
+        verify_folder(folder)  # a kit folder names its missing or corrupt file first
         if not (folder / "config.json").exists():
             raise ModelLoadError(
                 f"Folder {folder} has no config.json, so it is not a saved model. "
                 "Point at a folder made by `save_pretrained` or `attnlab download`."
             )
-        from .kit import verify_folder  # checksum manifest, if the folder has one
-
-        verify_folder(folder)
         model, tok = _load_pretrained(str(folder), local_only=True)
         return model, tok, str(folder), "local folder", str(folder)
     tried.append(f"local folder '{name}': not found")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from .models import quiet_transformers
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 _EN_WORDS = (
@@ -119,6 +121,7 @@ def save_tiny_model(
     torch.manual_seed(seed)
     factory = AutoModelForMaskedLM if mlm_head else AutoModel
     model = factory.from_config(cfg)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    with quiet_transformers():
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
     return path
