@@ -53,3 +53,19 @@ def test_ci_calls_the_readme_test_command():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash scripts/test.sh" in readme and "bash scripts/test.sh" in ci
+
+
+def test_readme_gallery_images_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    images = re.findall(r'<img src="([^"]+)"', readme)
+    assert images, "the README has a gallery"
+    assert [i for i in images if not (ROOT / i).exists()] == []
+
+
+def test_every_gallery_image_is_in_the_manifest():
+    import json
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    manifest = {e["file"] for e in json.loads((ROOT / "figures" / "manifest.json").read_text(encoding="utf-8"))}
+    images = {Path(i).name for i in re.findall(r'<img src="figures/([^"]+)"', readme)}
+    assert images <= manifest
