@@ -18,6 +18,10 @@ from typing import Any, Iterable
 import numpy as np
 
 
+#: What every checker says when the answer is still the placeholder ``None``.
+NOT_YET = "not answered yet: replace None with your answer and run the cell again."
+
+
 @dataclass
 class Verdict:
     """Outcome of checking one answer."""
@@ -78,3 +82,14 @@ def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "
     if err <= atol:
         return Verdict(True, f"{what} matches (largest difference {err:.2e}).", e)
     return Verdict(False, f"{what} differs by up to {err:.3g}. {hint}".strip(), e)
+
+
+def check_head(answer: Any, expected: tuple[int, int], *, hint: str = "", what: str = "your head") -> Verdict:
+    """Right when ``answer`` is the 0-based ``(layer, head)`` pair ``expected``."""
+    if answer is None:
+        return Verdict(False, NOT_YET)
+    try:
+        pair = (int(answer[0]), int(answer[1]))
+    except (TypeError, ValueError, IndexError):
+        return Verdict(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
+    return check_choice(pair, (int(expected[0]), int(expected[1])), hint=hint, what=what)

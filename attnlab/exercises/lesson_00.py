@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..examples import example_for
-from . import Verdict, check_number
+from . import NOT_YET as _NOT_YET, Verdict, check_number
 
 __all__ = [
     "check_total_heads", "solution_total_heads",
@@ -27,7 +27,6 @@ __all__ = [
     "check_top_key", "solution_top_key",
 ]
 
-_NOT_YET = "replace None with your answer and run the cell again."
 
 
 def _text(m: Any, text: str | None) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..examples import example_for
 from ..taxonomy import LABELS, classify_heads, default_survey
-from . import Verdict, check_number
+from . import NOT_YET as _NOT_YET, Verdict, check_number
 
 __all__ = [
     "quiz_head", "check_head_label", "solution_head_label",
@@ -25,7 +25,6 @@ __all__ = [
     "check_layer_majority", "solution_layer_majority",
 ]
 
-_NOT_YET = "replace None with your answer and run the cell again."
 
 
 def _labels(m: Any):

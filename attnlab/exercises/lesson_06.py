@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from . import Verdict, check_array, check_choice, check_number
+from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice, check_number
 
-_NOT_YET = "not answered yet: replace None with your answer."
 
 
 def _study(m, study, n: int = 30):
@@ -54,13 +53,9 @@ def check_most_sensitive_head(m, answer: Any, kind: str = "lexical", study=None)
     """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
     if answer is None:
         return Verdict(False, _NOT_YET)
-    try:
-        answer = (int(answer[0]), int(answer[1]))
-    except (TypeError, ValueError, IndexError):
-        return Verdict(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
-    return check_choice(answer, solution_most_sensitive_head(m, kind, study), what="your head",
-                        hint="Look for the largest value in study.sensitivity(kind, 'position').mean "
-                             "(indices are 0-based).")
+    return check_head(answer, solution_most_sensitive_head(m, kind, study),
+                      hint="Look for the largest value in study.sensitivity(kind, 'position').mean "
+                           "(indices are 0-based).")
 
 
 def solution_position_follower_share(m, study=None, kind: str = "both") -> float:

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import Verdict, check_array, check_choice
+from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice
 
-_NOT_YET = "not answered yet: replace None with your answer."
 
 
 def solution_embedding_without_positions(m, text: str | None = None) -> np.ndarray:
@@ -91,9 +90,5 @@ def check_most_position_dependent_head(m, answer: Any, study=None) -> Verdict:
     """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
     if answer is None:
         return Verdict(False, _NOT_YET)
-    try:
-        answer = (int(answer[0]), int(answer[1]))
-    except (TypeError, ValueError, IndexError):
-        return Verdict(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
-    return check_choice(answer, solution_most_position_dependent_head(m, study), what="your head",
-                        hint="np.unravel_index(argmax) of study.change().mean.")
+    return check_head(answer, solution_most_position_dependent_head(m, study),
+                      hint="np.unravel_index(argmax) of study.change().mean.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from . import Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
 
 __all__ = [
     "check_mean_cell", "solution_mean_cell",
@@ -21,7 +21,6 @@ __all__ = [
     "check_most_fixed_layer", "solution_most_fixed_layer",
 ]
 
-_NOT_YET = "replace None with your answer and run the cell again."
 _DEFAULT: dict[str, Any] = {}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from . import Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
 
 __all__ = [
     "check_closest_pair", "solution_closest_pair",
@@ -22,7 +22,6 @@ __all__ = [
     "check_trend_verdict", "solution_trend_verdict",
 ]
 
-_NOT_YET = "replace None with your answer and run the cell again."
 _DEFAULT: dict[str, Any] = {}
 
 

@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..conclusions import Evidence, conclusion_1
-from . import Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
 
-_NOT_YET = "replace None with your answer and run the cell again."
 
 
 def _need(ev: Evidence, name: str) -> dict:

@@ -40,6 +40,12 @@ class FigureContext:
     def pick(self, full: T, smoke: T) -> T:
         return smoke if self.smoke else full
 
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per build, shared by the figures that need it."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
 
 @dataclass
 class FigureSpec:

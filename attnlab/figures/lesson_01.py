@@ -9,12 +9,10 @@ LESSON = "01_self_attention.ipynb"
 
 def example_attention(ctx: FigureContext):
     """The example query's attention on ``ctx.model``, computed once per build."""
-    if "example_att" not in ctx.cache:
-        from ..examples import example_for
-        from ..extract import attention
+    from ..examples import example_for
+    from ..extract import attention
 
-        ctx.cache["example_att"] = attention(ctx.model, [example_for(ctx.model)])
-    return ctx.cache["example_att"]
+    return ctx.memo("example_att", lambda: attention(ctx.model, [example_for(ctx.model)]))
 
 
 @figure("head_example", lesson=LESSON,

@@ -9,13 +9,11 @@ LESSON = "08_layer_averaging.ipynb"
 
 def shared_mean(ctx: FigureContext):
     """Mean attention of every layer over same-length queries, computed once per build."""
-    if "mean08" not in ctx.cache:
-        from ..aggregate import mean_attention
-        from ..querygen import same_length_queries
+    from ..aggregate import mean_attention
+    from ..querygen import same_length_queries
 
-        m = ctx.model
-        ctx.cache["mean08"] = mean_attention(m, same_length_queries(m, ctx.pick(100_000, 200)), progress=False)
-    return ctx.cache["mean08"]
+    queries = lambda: same_length_queries(ctx.model, ctx.pick(100_000, 200))  # noqa: E731
+    return ctx.memo("mean08", lambda: mean_attention(ctx.model, queries(), progress=False))
 
 
 @figure("mean_maps_layers_1_4", lesson=LESSON,

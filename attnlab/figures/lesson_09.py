@@ -9,13 +9,11 @@ LESSON = "09_head_diversity.ipynb"
 
 def shared_distances(ctx: FigureContext):
     """Head distances over same-length queries, computed once per build."""
-    if "dist09" not in ctx.cache:
-        from ..diversity import head_distances
-        from ..querygen import same_length_queries
+    from ..diversity import head_distances
+    from ..querygen import same_length_queries
 
-        m = ctx.model
-        ctx.cache["dist09"] = head_distances(m, same_length_queries(m, ctx.pick(2000, 60)), progress=False)
-    return ctx.cache["dist09"]
+    queries = lambda: same_length_queries(ctx.model, ctx.pick(2000, 60))  # noqa: E731
+    return ctx.memo("dist09", lambda: head_distances(ctx.model, queries(), progress=False))
 
 
 @figure("head_mds", lesson=LESSON,
