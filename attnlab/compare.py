@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .distributions import js_divergence
+from .plot import plot_layer_head_map as _plot_layer_head_map
 from .verdicts import ClaimVerdict
 
 LN2 = math.log(2.0)
@@ -498,16 +499,8 @@ def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | No
     for c, k in enumerate(kinds):
         for r, space in enumerate(SPACES):
             sens = study.sensitivity(k, space, **boot).mean
-            ax = axes[r, c]
-            im = ax.imshow(sens, vmin=0, vmax=max(0.05, float(np.nanmax(sens))), cmap="magma")
-            ax.set_title(f"{k}, {space} space", fontsize=9)
-            ax.set_xlabel("head")
-            ax.set_ylabel("layer")
-            ax.set_xticks(range(sens.shape[1]))
-            ax.set_xticklabels(range(1, sens.shape[1] + 1), fontsize=6)
-            ax.set_yticks(range(sens.shape[0]))
-            ax.set_yticklabels(range(1, sens.shape[0] + 1), fontsize=6)
-            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+            _plot_layer_head_map(sens, ax=axes[r, c], title=f"{k}, {space} space", vmin=0,
+                                 vmax=max(0.05, float(np.nanmax(sens))), fontsize=6)
     fig.suptitle(f"Sensitivity (1 - similarity) over {study.n_queries} queries", fontsize=10)
     fig.tight_layout()
     return fig
@@ -516,48 +509,23 @@ def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | No
 def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float = 0.05, **boot):
     """``layers x heads`` map of position - token similarity (red: follows positions,
     blue: follows content); heads with a significant label are marked P / C."""
-    import matplotlib.pyplot as plt
-
     gap = study.follower_gap(kind, **boot).mean
     labels = study.followers(kind, margin, **boot)
     lim = max(0.05, float(np.nanmax(np.abs(gap))))
-    fig, ax = plt.subplots(figsize=(0.45 * gap.shape[1] + 2, 0.45 * gap.shape[0] + 1.5))
-    im = ax.imshow(gap, cmap="coolwarm", vmin=-lim, vmax=lim)
-    for l in range(gap.shape[0]):
-        for h in range(gap.shape[1]):
-            mark = {"position": "P", "content": "C"}.get(labels[l, h], "")
-            ax.text(h, l, mark, ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(gap.shape[1]))
-    ax.set_xticklabels(range(1, gap.shape[1] + 1), fontsize=7)
-    ax.set_yticks(range(gap.shape[0]))
-    ax.set_yticklabels(range(1, gap.shape[0] + 1), fontsize=7)
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    marks = [[{"position": "P", "content": "C"}.get(x, "") for x in row] for row in labels]
+    ax = _plot_layer_head_map(gap, cmap="coolwarm", vmin=-lim, vmax=lim, marks=marks)
     ax.set_title(f"position - token similarity under '{kind}' (P: position-follower, C: content-follower)",
                  fontsize=8)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    return fig
+    ax.figure.tight_layout()
+    return ax.figure
 
 
 def plot_layer_head_map(values, title: str, *, cmap: str = "magma", vmin: float | None = 0.0,
                         vmax: float | None = None):
     """One ``[L, H]`` per-head value as a heatmap, 1-based layer/head ticks. Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    v = np.asarray(values, dtype=float)
-    fig, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
-    im = ax.imshow(v, cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(v.shape[1]))
-    ax.set_xticklabels(range(1, v.shape[1] + 1), fontsize=7)
-    ax.set_yticks(range(v.shape[0]))
-    ax.set_yticklabels(range(1, v.shape[0] + 1), fontsize=7)
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    return fig
+    ax = _plot_layer_head_map(values, title=title, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.figure.tight_layout()
+    return ax.figure
 
 
 def article_heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:

@@ -376,19 +376,6 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
 
 def plot_head_scores(scores: np.ndarray, *, title: str = "", ax=None, cmap: str = "magma", label: str = ""):
     """Heatmap of a ``[layers, heads]`` score map; axes numbered 1-based like the article."""
-    import matplotlib.pyplot as plt
+    from .plot import plot_layer_head_map
 
-    scores = np.asarray(scores, dtype=float)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.45 * scores.shape[1] + 2, 0.4 * scores.shape[0] + 1.4))
-    im = ax.imshow(scores, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(scores.shape[1]))
-    ax.set_xticklabels([str(h + 1) for h in range(scores.shape[1])], fontsize=8)
-    ax.set_yticks(range(scores.shape[0]))
-    ax.set_yticklabels([str(l + 1) for l in range(scores.shape[0])], fontsize=8)
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
-    return ax
+    return plot_layer_head_map(scores, ax=ax, title=title, cmap=cmap, label=label, fontsize=8)

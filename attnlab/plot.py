@@ -467,3 +467,51 @@ def plot_elmo_vs_attention(tokens: Sequence[str], weights_row, position: int):
         ax.axis("off")
     fig.tight_layout()
     return fig
+
+
+def plot_layer_head_map(
+    values,
+    *,
+    ax=None,
+    title: str = "",
+    cmap: str = "magma",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    label: str = "",
+    marks=None,
+    fontsize: int = 7,
+):
+    """One number per head as a ``layers x heads`` heatmap, numbered 1-based like the article.
+
+    Args:
+        values: ``[L, H]`` array (importance, sensitivity, fixedness ...).
+        ax: axes to draw into (a new figure when None).
+        label: colour-bar label.
+        marks: optional ``[L, H]`` strings written in the cells (e.g. "P"/"C").
+
+    Returns:
+        The axes (``ax.figure`` is the figure).
+    """
+    import matplotlib.pyplot as plt
+
+    v = _as_numpy(values)
+    if v.ndim != 2:
+        raise ValueError(f"values must be [layers, heads], got shape {v.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
+    im = ax.imshow(v, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(v.shape[1]))
+    ax.set_xticklabels(range(1, v.shape[1] + 1), fontsize=fontsize)
+    ax.set_yticks(range(v.shape[0]))
+    ax.set_yticklabels(range(1, v.shape[0] + 1), fontsize=fontsize)
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    if marks is not None:
+        for l in range(v.shape[0]):
+            for h in range(v.shape[1]):
+                if marks[l][h]:
+                    ax.text(h, l, marks[l][h], ha="center", va="center", fontsize=fontsize)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
+    return ax
