@@ -3,100 +3,73 @@
 A small package behind a notebook course. Typical use::
 
     import attnlab as al
-    m = al.load_model("auto")            # bert-base-chinese if available, else the bundled MiniLM
+    m = al.load_model("auto")            # the best model this machine has, and why
     att = al.attention(m, ["how do you play chess"])
     att.tensor.shape                     # [texts, layers, heads, query, key]
 
-Public names are imported lazily, so ``import attnlab`` stays fast and a
-lesson only pays for the modules it uses.
+The top level holds the few names every lesson types. Everything else lives
+in a layer of its own (see ``docs/architecture.md``)::
+
+    attnlab.core      loading, extraction, gates, the position hook, streaming means
+    attnlab.data      query sets and generators (Chinese and English)
+    attnlab.analysis  measurements on attention maps, and their statistics
+    attnlab.scratch   what the lessons build by hand (attention, a tiny trained model)
+    attnlab.viz       plots, fonts, offline HTML views, widgets
+    attnlab.course    the article's claims and verdicts, saved results, exercises, figures
+    attnlab.tools     the ``attnlab`` command, the doctor, the model kit, the distributed run
+
+Names are imported lazily, so ``import attnlab`` stays fast.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # foundation
-    "load_model": "models",
-    "wrap_model": "models",
-    "LoadedModel": "models",
-    "ModelLoadError": "models",
-    "NoAttentionError": "models",
-    "bundled_model_path": "models",
-    "attention": "extract",
-    "Attention": "extract",
-    "iter_attention_batches": "extract",
-    "check_texts": "extract",
-    "to_word_level": "extract",
-    "is_smoke": "config",
-    "pick": "config",
-    "example_query": "examples",
-    "example_for": "examples",
-    "use_cjk_font": "fonts",
-    "plot_head": "plot",
-    "plot_heads_grid": "plot",
-    "head_label": "plot",
-    "save_figure": "plot",
-    # lessons 01-04
-    "scaled_dot_product_attention": "self_attention",
-    "split_heads": "self_attention",
-    "merge_heads": "self_attention",
-    "MultiHeadSelfAttention": "self_attention",
-    "recompute_layer_attention": "self_attention",
-    # lesson 05
-    "head_stats": "metrics",
-    "classify_heads": "taxonomy",
-    "head_stats_for": "metrics",
-    "HeadStats": "metrics",
-    "HeadLabels": "taxonomy",
-    "head_view": "views",
-    "model_view": "views",
-    "explorer": "widgets",
-    # lessons 06-07
-    "no_position": "position",
-    "position_change": "position",
-    "perturbation_study": "compare",
-    # lessons 08-09
-    "mean_attention": "aggregate",
-    "MeanAttention": "aggregate",
-    "head_distances": "diversity",
-    "HeadDistances": "diversity",
-    "depth_trend": "diversity",
-    "QueryGenerator": "querygen",
-    "same_length_queries": "querygen",
-    # lessons 10-12
-    "mask_heads": "gates",
-    "head_importance": "importance",
-    "regroup_attention": "regroup",
-    "gate_heads": "gates",
-    "make_objective": "importance",
-    "ablation_effects": "importance",
-    "pruning_study": "pruning",
-    "head_count_study": "train",
-    # classroom kit (attnlab.doctor is a callable submodule: al.doctor())
-    "download_model": "kit",
-    "verify_folder": "kit",
-    "KitError": "kit",
+    "load_model": "attnlab.core.models",
+    "LoadedModel": "attnlab.core.models",
+    "ModelLoadError": "attnlab.core.models",
+    "NoAttentionError": "attnlab.core.models",
+    "wrap_model": "attnlab.core.models",
+    "attention": "attnlab.core.extract",
+    "Attention": "attnlab.core.extract",
+    "mean_attention": "attnlab.core.streaming",
+    "MeanAttention": "attnlab.core.streaming",
+    "mask_heads": "attnlab.core.gates",
+    "no_position": "attnlab.core.position",
+    "pick": "attnlab.core.config",
+    "is_smoke": "attnlab.core.config",
+    "mode_line": "attnlab.core.config",
+    "example_for": "attnlab.data.examples",
+    "plot_head": "attnlab.viz.plot",
+    "plot_heads_grid": "attnlab.viz.plot",
+    "head_label": "attnlab.viz.plot",
+    "use_cjk_font": "attnlab.viz.fonts",
+    "doctor": "attnlab.tools.doctor",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+_SUBPACKAGES = ("core", "data", "analysis", "scratch", "viz", "course", "tools")
+
+__all__ = sorted(_EXPORTS) + list(_SUBPACKAGES) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _EXPORTS.get(name)
     if module is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-            return importlib.import_module(f".{name}", __name__)  # a submodule: al.config, al.plot ...
-        raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+        raise AttributeError(
+            f"module 'attnlab' has no attribute {name!r}; look in its layers "
+            f"({', '.join('attnlab.' + s for s in _SUBPACKAGES)})"
+        )
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,7 @@
 """Head importance: one backward pass per batch against masking every head in turn.
 
 Side by side, in one run, on the same texts and the same objective
-(:func:`attnlab.importance.make_objective`: masked-LM loss when the model has
+(:func:`attnlab.analysis.importance.make_objective`: masked-LM loss when the model has
 an MLM head, else the contrastive loss of the bundled sentence encoder):
 
 (a) gradient importance ``|dL/dxi|`` (Michel et al. 2019): one forward and one
@@ -24,8 +24,8 @@ import argparse
 import time
 
 import attnlab as al
-from attnlab import corpus
-from attnlab.importance import ablation_effects, head_importance, make_objective, rank_correlation
+from attnlab.data import corpus
+from attnlab.analysis.importance import ablation_effects, head_importance, make_objective, rank_correlation
 
 
 def main(argv: list[str] | None = None) -> int:

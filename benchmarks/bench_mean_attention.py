@@ -32,8 +32,8 @@ from typing import Callable
 import torch
 
 import attnlab as al
-from attnlab import aggregate
-from attnlab.querygen import same_length_queries
+from attnlab.core import streaming
+from attnlab.data.querygen import same_length_queries
 
 warnings.filterwarnings("ignore")
 
@@ -130,14 +130,14 @@ def bench_model(m, n: int, n_naive: int, batch_size: int, mem_n: int, rounds: in
     }
     out: dict = {key: 0.0 for key in contenders}
     results: dict = {}
-    aggregate.DEVIATION_SAMPLE = 0  # time the steady state; the deviation is measured against (d) below
+    streaming.DEVIATION_SAMPLE = 0  # time the steady state; the deviation is measured against (d) below
     try:
         for _ in range(rounds):  # interleaved rounds: a burst of load on the shared machine hits all alike
             for key, fn in contenders.items():
                 speed, results[key] = rate(fn, n, repeats=1)
                 out[key] = max(out[key], speed)
     finally:
-        aggregate.DEVIATION_SAMPLE = 256
+        streaming.DEVIATION_SAMPLE = 256
     out["c"], _ = rate(lambda: naive_loop(m, texts[:n_naive]), n_naive, repeats=1)
     exact, bf16, int8 = results["d"], results["e_bf16"], results["e_int8"]
     out["dev_bf16"] = float((bf16.mean - exact.mean).abs().max())

@@ -1,7 +1,7 @@
 """Shared fixtures: tiny random models saved to disk, and the bundled MiniLM.
 
 Tiny models are built once per test session with
-:func:`attnlab.testing.save_tiny_model` and loaded through the public
+:func:`attnlab.tools.testing.save_tiny_model` and loaded through the public
 ``load_model(folder)`` path, so loading is tested every time.
 """
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.testing import save_tiny_model
+from attnlab.tools.testing import save_tiny_model
 
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 

@@ -11,8 +11,8 @@ import torch
 from scipy.stats import entropy as scipy_entropy
 
 import attnlab as al
-from attnlab.aggregate import ENTROPY_EPS, MeanAttention
-from attnlab.testing import _EN_WORDS
+from attnlab.core.streaming import ENTROPY_EPS, MeanAttention
+from attnlab.tools.testing import _EN_WORDS
 
 WORDS = [w for w in _EN_WORDS if w not in ("a", "i")]
 
@@ -239,7 +239,8 @@ def _synthetic_shards(n_shards=6, per_shard=60, vary=(0.8, 0.4, 0.0), seed=0):
 
 
 def test_bootstrap_of_shards_brackets_the_whole():
-    from attnlab.aggregate import bootstrap_fixedness, merge_all
+    from attnlab.analysis.fixedness import bootstrap_fixedness
+    from attnlab.core.streaming import merge_all
 
     shards = _synthetic_shards()
     whole = merge_all(shards).fixedness()
@@ -250,7 +251,7 @@ def test_bootstrap_of_shards_brackets_the_whole():
 
 
 def test_fixedness_report_verdicts_on_synthetic_heads():
-    from attnlab.aggregate import fixedness_report
+    from attnlab.analysis.fixedness import fixedness_report
 
     rep = fixedness_report(_synthetic_shards(), n_boot=200)
     v = rep.verdicts()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attnlab.self_attention import (
+from attnlab.scratch.self_attention import (
     MultiHeadSelfAttention,
     attention_steps,
     find_pattern_heads,
@@ -295,7 +295,7 @@ def test_pattern_scores_on_constructed_maps():
 def test_package_attention_name_still_extracts(tiny_en):
     """Importing the teaching module must not hide ``al.attention(m, texts)``."""
     import attnlab as al
-    import attnlab.self_attention  # noqa: F401
+    import attnlab.scratch.self_attention  # noqa: F401
 
     att = al.attention(tiny_en, ["how do you play chess"])
     assert att.tensor.shape[:3] == (1, tiny_en.n_layers, tiny_en.n_heads)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from attnlab import compare, corpus, perturb
+from attnlab.analysis import compare, perturb
+from attnlab.data import corpus
 
 
 def _random_maps(shape, seed=0):

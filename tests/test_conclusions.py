@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab import conclusions as c
-from attnlab import results
-from attnlab.exercises import lesson_12 as ex12
-from attnlab.verdicts import ClaimVerdict, combine, from_tests
+from attnlab.course import conclusions as c
+from attnlab.course import results
+from attnlab.course.exercises import lesson_12 as ex12
+from attnlab.course.verdicts import ClaimVerdict, combine, from_tests
 
 
 def _evidence(fixed_share=0.8, content_share=0.1, dispersion=(3.0, 2.0, 1.0), single=0.01, prune_max=0.5,

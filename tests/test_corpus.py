@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab import corpus
+from attnlab.core.models import bundled_model_path
+from attnlab.data import corpus
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
@@ -49,7 +50,7 @@ def test_english_words_are_single_bert_tokens():
 
     import attnlab as al
 
-    tok = AutoTokenizer.from_pretrained(str(al.bundled_model_path()))
+    tok = AutoTokenizer.from_pretrained(str(bundled_model_path()))
     qs = corpus.all_queries("en")
     assert corpus.token_report(tok, qs) == {}
     # every query has a multi-word lexical unit to break
@@ -63,7 +64,7 @@ def test_token_report_flags_multi_piece_words():
 
     import attnlab as al
 
-    tok = AutoTokenizer.from_pretrained(str(al.bundled_model_path()))
+    tok = AutoTokenizer.from_pretrained(str(bundled_model_path()))
     q = corpus.Query("how do you play minecraft", ("how do you", "play", "minecraft"), ((0, 2), (2, 3)), "en")
     assert corpus.token_report(tok, [q]) == {"minecraft": len(tok.tokenize("minecraft"))}
 
@@ -82,7 +83,7 @@ def test_bad_input():
 
 
 def test_example_matches_the_course_example():
-    from attnlab.examples import example_query
+    from attnlab.data.examples import example_query
 
     for lang in ("zh", "en"):
         assert corpus.example(lang).text == example_query(lang)

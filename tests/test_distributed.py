@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.aggregate import MeanAttention
-from attnlab.distributed import parse_layers, read_queries
+from attnlab.core.streaming import MeanAttention
+from attnlab.tools.distributed import parse_layers, read_queries
 
 from test_aggregate import same_length_texts
 
@@ -47,7 +47,7 @@ def test_two_process_torchrun_equals_single_process(tiny_en, tmp_path):
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     _cli([sys.executable, "-m", "attnlab", *common, "--out", str(one)], env)
     _cli([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-          "-m", "attnlab.cli", *common, "--out", str(two)], env)
+          "-m", "attnlab.tools.cli", *common, "--out", str(two)], env)
     a, b = MeanAttention.load(one), MeanAttention.load(two)
     assert a.count == b.count == 21
     torch.testing.assert_close(a.mean, b.mean, atol=1e-6, rtol=0)
@@ -58,7 +58,7 @@ def test_two_process_torchrun_equals_single_process(tiny_en, tmp_path):
 
 
 def test_empty_query_file_is_a_clear_error(tiny_en, tmp_path):
-    from attnlab.distributed import distributed_mean_attention
+    from attnlab.tools.distributed import distributed_mean_attention
 
     path = tmp_path / "empty.txt"
     path.write_text("\n\n", encoding="utf-8")

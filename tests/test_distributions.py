@@ -5,7 +5,7 @@ import torch
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy as sp_entropy
 
-from attnlab.distributions import entropy, js_divergence, kl_divergence, smooth
+from attnlab.core.distributions import entropy, js_divergence, kl_divergence, smooth
 
 
 def _rows(seed, shape):

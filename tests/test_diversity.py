@@ -8,7 +8,13 @@ import torch
 from scipy.spatial.distance import jensenshannon
 
 import attnlab as al
-from attnlab.diversity import HeadDistances, depth_trend, head_distances, layer_dispersion, pairwise_head_js
+from attnlab.analysis.diversity import (
+    HeadDistances,
+    depth_trend,
+    head_distances,
+    layer_dispersion,
+    pairwise_head_js,
+)
 
 from test_aggregate import same_length_texts
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnlab.exercises import lesson_00 as ex
+from attnlab.course.exercises import lesson_00 as ex
 
 
 @pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from attnlab.exercises import lesson_01, lesson_02, lesson_03, lesson_04
+from attnlab.course.exercises import lesson_01, lesson_02, lesson_03, lesson_04
 
 
 @pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
@@ -105,7 +105,7 @@ def test_lesson_04(model):
     assert not lesson_04.check_head_width(model, model.hidden_size)
     _not_yet(lesson_04.check_head_width(model, None))
     # the shape must be what split_heads really gives for the example
-    from attnlab.self_attention import hidden_states, split_heads
+    from attnlab.scratch.self_attention import hidden_states, split_heads
     import attnlab as al
 
     hs, _, _ = hidden_states(model, [al.example_for(model)])

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 import attnlab as al
-from attnlab.exercises import lesson_05 as ex
-from attnlab.taxonomy import LABELS, classify_heads, default_survey
+from attnlab.course.exercises import lesson_05 as ex
+from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
 
 
 @pytest.fixture(autouse=True)

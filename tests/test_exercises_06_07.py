@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab import compare, corpus
-from attnlab.exercises import lesson_06 as ex6
-from attnlab.exercises import lesson_07 as ex7
+from attnlab.analysis import compare
+from attnlab.data import corpus
+from attnlab.course.exercises import lesson_06 as ex6
+from attnlab.course.exercises import lesson_07 as ex7
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_lesson_07_checkers(tiny_en):
     assert ex7.check_order_matters(tiny_en, False)
     assert not ex7.check_order_matters(tiny_en, True)
     assert not ex7.check_order_matters(tiny_en, "no")
-    from attnlab.position import position_change
+    from attnlab.analysis.position import position_change
 
     study = position_change(tiny_en, corpus.texts("en", 5))
     change = 1 - study.similarity.mean(axis=0)

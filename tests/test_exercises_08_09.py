@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.diversity import depth_trend, head_distances
-from attnlab.exercises import lesson_08 as ex08
-from attnlab.exercises import lesson_09 as ex09
+from attnlab.analysis.diversity import depth_trend, head_distances
+from attnlab.course.exercises import lesson_08 as ex08
+from attnlab.course.exercises import lesson_09 as ex09
 
 from test_aggregate import same_length_texts
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.exercises import lesson_10 as ex10
-from attnlab.exercises import lesson_11 as ex11
-from attnlab.importance import make_objective
-from attnlab.pruning import pruning_study
-from attnlab.regroup import regroup_attention
-from attnlab.train import LookupLanguage, TrainConfig, head_count_study
+from attnlab.course.exercises import lesson_10 as ex10
+from attnlab.course.exercises import lesson_11 as ex11
+from attnlab.analysis.importance import make_objective
+from attnlab.analysis.pruning import pruning_study
+from attnlab.analysis.regroup import regroup_attention
+from attnlab.scratch.head_count_training import LookupLanguage, TrainConfig, head_count_study
 
 
 def test_none_is_not_yet(tiny_en):
@@ -29,7 +29,7 @@ def test_group_width(tiny_en):
 
 
 def test_most_focused_group_count(tiny_en):
-    from attnlab.metrics import head_stats
+    from attnlab.analysis.head_stats import head_stats
 
     text = "how do you play chess"
     focus = {}

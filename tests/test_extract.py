@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.extract import to_word_level
-from attnlab.testing import ARCHITECTURES
+from attnlab.core.extract import to_word_level
+from attnlab.tools.testing import ARCHITECTURES
 
 
 def _self_attention_modules(model, model_type):

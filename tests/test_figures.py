@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnlab.cli import main as cli_main
-from attnlab.figures import discover
+from attnlab.tools.cli import main as cli_main
+from attnlab.course.figures import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.gates import gate_heads, gates_for, mask_heads
+from attnlab.core.gates import gate_heads, gates_for, mask_heads
 
 TEXTS = ["how do you play chess", "what is the best game"]
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.html import HEAD_COLORS, HeadView, ModelView, plot_line_view
+from attnlab.viz.offline_views import HEAD_COLORS, HeadView, ModelView, plot_line_view
 
 ZH_TOKENS = ["[CLS]", "王", "者", "荣", "耀", "怎", "么", "玩", "[SEP]"]
 EN_TOKENS = ["[CLS]", "how", "do", "you", "play", "chess", "</script>", "[SEP]"]

@@ -9,10 +9,18 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.gates import gate_heads
-from attnlab.importance import (ablation_effects, gate_gradients, head_confidence, head_importance,
-                                make_objective, mlm_model, perturbed_view, rank_correlation)
-from attnlab.testing import save_tiny_model
+from attnlab.core.gates import gate_heads
+from attnlab.analysis.importance import (
+    ablation_effects,
+    gate_gradients,
+    head_confidence,
+    head_importance,
+    make_objective,
+    mlm_model,
+    perturbed_view,
+    rank_correlation,
+)
+from attnlab.tools.testing import save_tiny_model
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
          "how to win a game of chess", "the king moves one square"]

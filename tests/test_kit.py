@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab import kit
-from attnlab.cli import main
-from attnlab.testing import save_tiny_model
+from attnlab.tools import kit
+from attnlab.tools.cli import main
+from attnlab.tools.testing import save_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_cli_download_verify_and_exit_codes(source, tmp_path, capsys):
 
 
 def test_cli_download_of_an_unreachable_hub_model_fails_with_advice(tmp_path, monkeypatch, capsys):
-    from attnlab import models
+    from attnlab.core import models
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
@@ -176,7 +176,7 @@ def test_a_trained_mlm_head_travels_with_the_kit(tmp_path):
     ids = torch.tensor([[2, 10, 11, 12, 3]])
     with torch.no_grad():
         torch.testing.assert_close(got.eval()(input_ids=ids).logits, ref(input_ids=ids).logits)
-    from attnlab.importance import mlm_model
+    from attnlab.analysis.importance import mlm_model
 
     m = al.load_model(str(out), verbose=False)  # the encoder still loads as the course's model
     assert mlm_model(m) is not None  # and lesson 11 finds the trained head

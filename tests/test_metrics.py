@@ -11,7 +11,7 @@ import torch
 from scipy.stats import entropy as scipy_entropy
 
 import attnlab as al
-from attnlab.metrics import empty_sums, head_stats, head_stats_for, head_sums, is_punctuation
+from attnlab.analysis.head_stats import empty_sums, head_stats, head_stats_for, head_sums, is_punctuation
 
 EPS = 1e-4
 

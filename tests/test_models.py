@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab import models
-from attnlab.testing import save_tiny_model
+from attnlab.core import models
+from attnlab.tools.testing import save_tiny_model
 
 
 @pytest.fixture

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlab import corpus, perturb
-from attnlab.perturb import KINDS
+from attnlab.core.models import bundled_model_path
+from attnlab.data import corpus
+from attnlab.analysis import perturb
+from attnlab.analysis.perturb import KINDS
 
 ZH = corpus.queries("zh", 120, seed=7)
 EN = corpus.queries("en", 120, seed=7)
@@ -22,7 +24,7 @@ def en_tok():
 
     import attnlab as al
 
-    return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(al.bundled_model_path())))
+    return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(bundled_model_path())))
 
 
 def _units(text, language):

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attnlab import plot as P  # noqa: E402
+from attnlab.viz import plot as P  # noqa: E402
 
 TOKENS = ["[CLS]", "how", "do", "chess", "[SEP]"]
 
@@ -117,7 +117,7 @@ def test_plot_elmo_vs_attention():
 
 
 def test_chinese_labels_use_a_cjk_font():
-    from attnlab.fonts import find_cjk_font
+    from attnlab.viz.fonts import find_cjk_font
 
     found = find_cjk_font()
     if found is None:

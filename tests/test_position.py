@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab import perturb, position
-from attnlab.testing import ARCHITECTURES
+from attnlab.analysis import perturb, position
+from attnlab.tools.testing import ARCHITECTURES
 
 TEXT = {"en": "how do you play chess", "zh": "王者荣耀怎么玩"}
 
@@ -155,4 +155,4 @@ def test_no_absolute_positions_is_a_clear_error():
         with al.no_position(torch.nn.Linear(2, 2)):
             pass
     with pytest.raises(TypeError):
-        position.position_embedding_module("bert")
+        core_position.position_embedding_module("bert")

@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.importance import make_objective
-from attnlab.pruning import (order_by_score, prunable_fraction, pruning_curve, pruning_study,
-                             random_order)
+from attnlab.analysis.importance import make_objective
+from attnlab.analysis.pruning import (
+    order_by_score,
+    prunable_fraction,
+    pruning_curve,
+    pruning_study,
+    random_order,
+)
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
          "how to win a game of chess"]
@@ -96,7 +101,7 @@ def test_bad_order(tiny_en):
 
 
 def test_prunable_verdict_and_sensitivity_overlap():
-    from attnlab.pruning import PruningStudy, compare_with_sensitivity, verdict_some_heads_prunable
+    from attnlab.analysis.pruning import PruningStudy, compare_with_sensitivity, verdict_some_heads_prunable
 
     def study(n_heads):  # 10 heads, n_heads of them prunable together
         return PruningStudy(np.array([0.0, 0.1]), np.zeros((2, 5)), {}, 1.0,
@@ -117,7 +122,7 @@ def test_prunable_verdict_and_sensitivity_overlap():
 
 
 def test_prunable_heads_at_one_head_resolution(tiny_factory):
-    from attnlab.pruning import prunable_heads
+    from attnlab.analysis.pruning import prunable_heads
 
     m = tiny_factory("bert", "en", n_layers=1, seed=5)
     energy = ContextEnergy(m)  # rises by each masked head's share of -|context|^2

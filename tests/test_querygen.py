@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from attnlab.querygen import QueryGenerator, same_length_queries
+from attnlab.data.querygen import QueryGenerator, same_length_queries
 
 
 @pytest.mark.parametrize("n_tokens", [8, 10, 12])

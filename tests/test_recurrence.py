@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.recurrence import (
+from attnlab.scratch.recurrence import (
     COMPLEXITY,
     Influence,
     Timing,

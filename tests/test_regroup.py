@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.regroup import regroup_attention, valid_group_counts
+from attnlab.analysis.regroup import regroup_attention, valid_group_counts
 
 TEXTS = ["how do you play chess", "what is the best way to learn the rules of a new game", "hi"]
 
@@ -92,7 +92,7 @@ def _summary(self_mass, cls_mass, entropy_ratio):
 
 
 def test_collapse_verdict():
-    from attnlab.regroup import verdict_fewer_heads_collapse
+    from attnlab.analysis.regroup import verdict_fewer_heads_collapse
 
     onto_self = {12: _summary(0.2, 0.3, 0.6), 2: _summary(0.7, 0.1, 0.3)}
     v = verdict_fewer_heads_collapse(onto_self, n_heads=12)
@@ -106,8 +106,8 @@ def test_collapse_verdict():
 
 
 def test_group_summary_uses_head_stats(tiny_en):
-    from attnlab.metrics import head_stats
-    from attnlab.regroup import group_summary
+    from attnlab.analysis.head_stats import head_stats
+    from attnlab.analysis.regroup import group_summary
 
     att = regroup_attention(tiny_en, TEXTS, 4)
     s, stats = group_summary(att), head_stats(att)
@@ -116,8 +116,8 @@ def test_group_summary_uses_head_stats(tiny_en):
 
 
 def test_focus_by_layer(tiny_en):
-    from attnlab.metrics import head_stats
-    from attnlab.regroup import focus_by_layer
+    from attnlab.analysis.head_stats import head_stats
+    from attnlab.analysis.regroup import focus_by_layer
 
     att = regroup_attention(tiny_en, TEXTS, 2)
     stats = head_stats(att)

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from attnlab.self_attention import hidden_states
-from attnlab.scaling import (
+from attnlab.scratch.self_attention import hidden_states
+from attnlab.scratch.scaling import (
     SaturationCurve,
     dot_product_variance,
     model_scaling_stats,

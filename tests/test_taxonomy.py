@@ -6,10 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.metrics import head_stats
-from attnlab.taxonomy import (
-    LABELS, HeadLabels, classify_heads, depth_trend, fixed_pattern_verdict, pick_examples,
-    plot_counts_by_layer, sample_texts, survey_stats, threshold_sensitivity,
+from attnlab.analysis.head_stats import head_stats
+from attnlab.analysis.taxonomy import (
+    LABELS,
+    HeadLabels,
+    classify_heads,
+    depth_trend,
+    fixed_pattern_verdict,
+    pick_examples,
+    plot_counts_by_layer,
+    sample_texts,
+    survey_stats,
+    threshold_sensitivity,
 )
 
 TOKENS = [
@@ -149,7 +157,7 @@ def test_lesson_figures_build(tiny_en):
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnlab.figures import FigureContext, discover
+    from attnlab.course.figures import FigureContext, discover
 
     registry = discover()
     ctx = FigureContext(model=tiny_en, smoke=True)

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.train import (CausalSelfAttention, LookupLanguage, TinyTransformer, TrainConfig,
-                           count_parameters, head_count_study, train_one)
+from attnlab.scratch.head_count_training import (
+    CausalSelfAttention,
+    LookupLanguage,
+    TinyTransformer,
+    TrainConfig,
+    count_parameters,
+    head_count_study,
+    train_one,
+)
 
 SMALL = TrainConfig(d_model=32, n_layers=1, steps=40, batch_size=16, n_train=256, n_val=64, eval_every=10, warmup=5)
 LANG = LookupLanguage(vocab=3, offsets=(1, 2), seq_len=10, noise=0.2)
@@ -94,7 +101,7 @@ def test_bad_settings():
 
 
 def _fake_study(ppl_by_h: dict[int, list[float]]):
-    from attnlab.train import HeadCountStudy, RunResult
+    from attnlab.scratch.head_count_training import HeadCountStudy, RunResult
 
     runs = [RunResult(h, s, [1], [0.0], [0.0], p, 0.5, 100, 0.0)
             for h, values in ppl_by_h.items() for s, p in enumerate(values)]
@@ -102,7 +109,7 @@ def _fake_study(ppl_by_h: dict[int, list[float]]):
 
 
 def test_verdict_reads_the_seed_spread():
-    from attnlab.train import verdict_head_count
+    from attnlab.scratch.head_count_training import verdict_head_count
 
     vaswani_like = {1: [5.3, 5.31, 5.29], 4: [5.0, 5.01, 4.99], 8: [4.92, 4.93, 4.91], 32: [5.01, 5.02, 5.0]}
     assert verdict_head_count(_fake_study(vaswani_like)).verdict == "holds"

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab import views
-from attnlab.html import HeadView, ModelView
+from attnlab.viz import views
+from attnlab.viz.offline_views import HeadView, ModelView
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_explorer_computes_once_per_text(tiny_en, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnlab import widgets
+    from attnlab.viz import widgets
 
     calls = []
     real = widgets.attention
@@ -114,7 +114,7 @@ def test_explorer_figure_views(att):
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnlab.widgets import explorer_figure
+    from attnlab.viz.widgets import explorer_figure
 
     heat = explorer_figure(att, 0, 3, "heatmap")
     image = heat.axes[0].images[0].get_array()

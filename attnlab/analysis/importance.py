@@ -1,0 +1,381 @@
+"""How much does the model need each head? Three measures.
+
+1. **Gradient importance** (Michel et al. 2019): with a gate ``xi_h`` on every
+   head (``xi = 1``: the unmodified model, see :mod:`attnlab.core.gates`),
+   ``I_h = E_x |dL/dxi_h|``. One backward pass per batch gives the gradient for
+   *all* heads at once. As in the authors' code the absolute value is taken
+   per batch, and scores can be normalised per layer (L2 over the layer's heads).
+2. **Single-head ablation**: mask one head, measure how much the loss rises;
+   ``layers x heads`` forward passes over the same texts.
+3. **Confidence** (Voita et al. 2019): the mean over query tokens of a head's
+   largest attention weight.
+
+The loss ``L`` is an :class:`Objective`, built once by :func:`make_objective`
+so that every measure (and every pruning step in :mod:`attnlab.analysis.pruning`) sees
+exactly the same texts, masks and batches:
+
+``"mlm"``
+    Masked-language-model cross-entropy, when the checkpoint has an MLM head
+    (bert-base-chinese does). About 15% of each text's ordinary tokens (at
+    least one) are replaced by the mask token, chosen by a seeded generator;
+    the loss is the cross-entropy of predicting them.
+``"contrastive"``
+    For models without an MLM head, such as the bundled all-MiniLM-L6-v2
+    sentence encoder. Its own training objective was contrastive (in-batch
+    negatives, cosine similarity times 20), so the loss asks the same question:
+    each query's mean-pooled embedding must be closer to a lightly perturbed
+    copy of itself (one word dropped, chosen by a seeded generator; texts of
+    one or two words are kept whole) than to the other queries' copies in the
+    batch: ``L = CE(20 * cos(a_i, p_j), j = i)`` (InfoNCE). Unlike the distance
+    between the gated and the ungated embedding, whose gradient at ``xi = 1``
+    is exactly zero (it is at its minimum), this loss has a real gradient at
+    the unmodified model and rises when heads that tell queries apart are
+    removed.
+
+CPU threads. These measures run many small forward passes. By default they
+run on one CPU thread (``threads=1``, restored afterwards): on a busy
+two-core machine two competing threads made each pass about ten times slower,
+and on an idle one a single thread costs little at these sizes. Pass
+``threads=None`` to keep torch's own setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from attnlab.core.extract import check_texts
+from attnlab.core.gates import gate_heads, mask_heads, ones_gates
+from attnlab.core.models import LoadedModel
+
+CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
+MASK_FRACTION = 0.15
+
+
+# --------------------------------------------------------------------------- objectives
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block on ``n`` CPU threads (None: leave torch's setting alone)."""
+    if n is None:
+        yield
+        return
+    if n < 1:
+        raise ValueError(f"threads must be >= 1 or None, got {n}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@dataclass
+class Objective:
+    """A fixed loss over fixed texts: ``loss(batch)`` for each prepared batch.
+
+    Attributes:
+        kind: ``"mlm"`` or ``"contrastive"``.
+        batches: prepared model inputs (tensors), one dict per batch.
+        sizes: number of texts in each batch (for weighted means).
+        description: one line saying what the loss is.
+    """
+
+    kind: str
+    batches: list[dict[str, Any]]
+    sizes: list[int]
+    description: str
+    _m: LoadedModel = field(repr=False, default=None)
+    _mlm: Any = field(repr=False, default=None)
+
+    @property
+    def n_texts(self) -> int:
+        return int(sum(self.sizes))
+
+    def batch_loss(self, batch: dict[str, Any]) -> torch.Tensor:
+        """Scalar loss of one prepared batch (graph kept: call ``backward`` on it)."""
+        if self.kind == "mlm":
+            out = self._mlm(**batch["inputs"])
+            logits = out.logits  # (B, T, V)
+            return torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100
+            )
+        # contrastive: anchors and positives in one forward pass
+        hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (2B, T, D)
+        mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
+        pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (2B, D)
+        pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        n = pooled.shape[0] // 2
+        sims = CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (B, B)
+        return torch.nn.functional.cross_entropy(sims, torch.arange(n, device=sims.device))
+
+    def losses(self) -> Iterator[tuple[torch.Tensor, int]]:
+        """Yield ``(loss, batch size)`` for every batch, with gradients enabled."""
+        for batch, size in zip(self.batches, self.sizes):
+            yield self.batch_loss(batch), size
+
+    def evaluate(self) -> float:
+        """Mean loss over all texts (batch losses weighted by batch size), no gradients."""
+        total = 0.0
+        with torch.no_grad():
+            for batch, size in zip(self.batches, self.sizes):
+                total += float(self.batch_loss(batch)) * size
+        return total / self.n_texts
+
+
+def mlm_model(m: LoadedModel) -> Any | None:
+    """A masked-LM model whose encoder *is* ``m.model`` (so gates apply), or None.
+
+    Loads ``AutoModelForMaskedLM`` from the model's folder and keeps it only
+    when the checkpoint really contains the MLM head (no freshly initialised
+    head weights), then swaps its encoder for ``m.model``. Cached in ``m.extra``.
+    """
+    if "mlm_model" in m.extra:
+        return m.extra["mlm_model"]
+    found = None
+    output_embeddings = getattr(m.model, "get_output_embeddings", lambda: None)()
+    if output_embeddings is not None:
+        found = m.model  # the caller wrapped a ...ForMaskedLM itself
+    elif m.path:
+        found = _load_mlm_head(m)
+    m.extra["mlm_model"] = found
+    return found
+
+
+def _load_mlm_head(m: LoadedModel) -> Any | None:
+    from transformers import AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    from attnlab.core.models import quiet_transformers
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with quiet_transformers():
+            mlm, info = AutoModelForMaskedLM.from_pretrained(
+            m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
+        )
+    except (OSError, ValueError, KeyError):
+        return None
+    finally:
+        hf_logging.set_verbosity(level)
+    prefix = mlm.base_model_prefix
+    missing = [k for k in info.get("missing_keys", []) if not k.startswith(prefix + ".")]
+    if missing:
+        return None  # the checkpoint has no trained MLM head
+    setattr(mlm, prefix, m.model)  # share the (hooked) encoder
+    mlm.to(m.device).eval()
+    return mlm
+
+
+def _mask_tokens(m: LoadedModel, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> tuple[dict, torch.Tensor]:
+    ids = inputs["input_ids"].clone()  # (B, T)
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    for sid in m.tokenizer.all_special_ids:
+        special |= ids == sid
+    labels = torch.full_like(ids, -100)
+    for row in range(ids.shape[0]):
+        candidates = torch.nonzero(~special[row]).flatten()
+        if len(candidates) == 0:
+            continue
+        k = max(1, int(round(MASK_FRACTION * len(candidates))))
+        chosen = candidates[torch.randperm(len(candidates), generator=gen)[:k]]
+        labels[row, chosen] = ids[row, chosen]
+        ids[row, chosen] = m.tokenizer.mask_token_id
+    return {**inputs, "input_ids": ids}, labels
+
+
+def perturbed_view(text: str, rng: random.Random) -> str:
+    """The text with one word dropped (texts of one or two words are returned whole).
+
+    Chinese text without spaces is treated one character per word.
+    """
+    words = text.split() if " " in text.strip() else list(text.strip())
+    if len(words) < 3:
+        return text
+    drop = rng.randrange(len(words))
+    kept = words[:drop] + words[drop + 1 :]
+    return (" " if " " in text.strip() else "").join(kept)
+
+
+def make_objective(
+    m: LoadedModel,
+    texts: Sequence[str] | str,
+    *,
+    kind: str = "auto",
+    batch_size: int = 16,
+    seed: int = 0,
+) -> Objective:
+    """Prepare the loss used by importance, ablation and pruning.
+
+    Args:
+        m: the loaded model.
+        texts: the texts to average over.
+        kind: ``"auto"`` (MLM when the checkpoint has an MLM head, else
+            contrastive), ``"mlm"`` or ``"contrastive"``.
+        batch_size: texts per batch. For ``"contrastive"`` this is also the
+            number of candidates each query is told apart from (at least 2).
+        seed: fixes the masked positions / dropped words.
+
+    Returns:
+        An :class:`Objective`.
+    """
+    texts, _ = check_texts(m, texts)
+    if kind not in ("auto", "mlm", "contrastive"):
+        raise ValueError(f"kind must be 'auto', 'mlm' or 'contrastive', got {kind!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    mlm = mlm_model(m) if kind in ("auto", "mlm") else None
+    if kind == "mlm" and mlm is None:
+        raise ValueError(
+            f"{m.name} has no masked-language-model head in its checkpoint; use kind='contrastive'."
+        )
+    if mlm is not None and m.tokenizer.mask_token_id is None:
+        mlm = None
+    chunks = [texts[s : s + batch_size] for s in range(0, len(texts), batch_size)]
+    batches, sizes = [], []
+    if mlm is not None:
+        gen = torch.Generator().manual_seed(seed)
+        for chunk in chunks:
+            inputs, labels = _mask_tokens(m, m.encode(chunk), gen)
+            batches.append({"inputs": inputs, "labels": labels.to(m.device)})
+            sizes.append(len(chunk))
+        desc = (f"masked-LM cross-entropy on {len(texts)} texts "
+                f"({MASK_FRACTION:.0%} of tokens masked, seed {seed})")
+        return Objective("mlm", batches, sizes, desc, _m=m, _mlm=mlm)
+    if len(texts) < 2:
+        raise ValueError("the contrastive objective needs at least 2 texts (each is told apart from the others)")
+    if len(chunks) > 1 and len(chunks[-1]) < 2:  # a lone last text has nothing to be told apart from
+        last = chunks.pop()
+        chunks[-1] = chunks[-1] + last
+    rng = random.Random(seed)
+    for chunk in chunks:
+        views = [perturbed_view(t, rng) for t in chunk]
+        batches.append({"inputs": m.encode(list(chunk) + views)})
+        sizes.append(len(chunk))
+    desc = (f"contrastive InfoNCE on {len(texts)} texts: each mean-pooled query embedding vs a copy "
+            f"with one word dropped, against the other {min(batch_size, len(texts)) - 1} in its batch "
+            f"(scale {CONTRASTIVE_SCALE:g}, seed {seed})")
+    return Objective("contrastive", batches, sizes, desc, _m=m)
+
+
+def _as_objective(m: LoadedModel, data: Sequence[str] | str | Objective, **kw) -> Objective:
+    return data if isinstance(data, Objective) else make_objective(m, data, **kw)
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def gate_gradients(m: LoadedModel, data: Sequence[str] | Objective, *, gates: torch.Tensor | None = None,
+                   progress: bool = False, threads: int | None = 1, **objective_kw) -> torch.Tensor:
+    """``dL/dxi`` of every batch: ``(batches, layers, heads)``, signed, at ``gates`` (default all 1).
+
+    One forward and one backward pass per batch, whatever the number of heads.
+    """
+    objective = _as_objective(m, data, **objective_kw)
+    base = ones_gates(m, dtype=next(m.model.parameters()).dtype) if gates is None else gates
+    base = base.detach().clone().requires_grad_(True)  # (L, H)
+    grads = []
+    modules = [m.model] + ([objective._mlm] if objective._mlm is not None else [])
+    params = [p for module in modules for p in module.parameters() if p.requires_grad]
+    for p in params:  # only the gates need gradients
+        p.requires_grad_(False)
+    try:
+        iterator = objective.losses()
+        if progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(iterator, total=len(objective.batches), desc="importance", unit="batch")
+        with gate_heads(m, base), torch_threads(threads):
+            for loss, _size in iterator:
+                (grad,) = torch.autograd.grad(loss, base)
+                grads.append(grad.detach().clone())
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+    return torch.stack(grads)  # (batches, L, H)
+
+
+def head_importance(m: LoadedModel, texts: Sequence[str] | Objective, *, normalize: bool = True,
+                    progress: bool = False, threads: int | None = 1, **objective_kw) -> np.ndarray:
+    """Michel et al.'s head importance ``I_h = E |dL/dxi_h|`` for every head.
+
+    Args:
+        m: the loaded model.
+        texts: texts (an :class:`Objective` is built with ``objective_kw``:
+            ``kind``, ``batch_size``, ``seed``) or a prepared :class:`Objective`.
+        normalize: divide each layer's scores by their L2 norm (as Michel et
+            al.'s code does), so layers with large gradients do not dominate.
+
+    Returns:
+        ``[layers, heads]`` numpy array; larger = the loss depends more on the head.
+    """
+    objective = _as_objective(m, texts, **objective_kw)
+    grads = gate_gradients(m, objective, progress=progress, threads=threads)  # (batches, L, H)
+    weights = torch.tensor(objective.sizes, dtype=grads.dtype)[:, None, None]
+    scores = (grads.abs() * weights).sum(0) / weights.sum()  # (L, H)
+    if normalize:
+        scores = scores / scores.norm(dim=1, keepdim=True).clamp_min(1e-20)
+    return scores.double().numpy()
+
+
+def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progress: bool = False,
+                     threads: int | None = 1, **objective_kw) -> tuple[np.ndarray, float]:
+    """Loss change when each head alone is masked: ``layers x heads`` forward passes.
+
+    Returns:
+        ``(effects [layers, heads], base_loss)``; ``effects[l, h] = L(without head) - L``.
+    """
+    objective = _as_objective(m, texts, **objective_kw)
+    effects = np.zeros((m.n_layers, m.n_heads))
+    pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
+    iterator = pairs
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(pairs, desc="ablating heads", unit="head")
+    with torch_threads(threads):
+        base = objective.evaluate()
+        for layer, head in iterator:
+            with mask_heads(m, [(layer, head)]):
+                effects[layer, head] = objective.evaluate() - base
+    return effects, base
+
+
+def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: int = 32) -> np.ndarray:
+    """Voita et al.'s confidence: mean over query tokens of each head's largest weight, ``[layers, heads]``.
+
+    Averaged over all real query rows of all texts (padding excluded).
+    """
+    from attnlab.core.extract import iter_attention_batches
+
+    total = torch.zeros(m.n_layers, m.n_heads, dtype=torch.float64)
+    rows = 0
+    for batch in iter_attention_batches(m, texts, batch_size=batch_size):
+        peak = batch.maps.amax(dim=-1).double()  # (B, L, H, T); 0 on padding rows
+        total += peak.sum(dim=(0, 3))
+        rows += int(batch.lengths.sum())
+    return (total / rows).numpy()
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman rank correlation of two ``[layers, heads]`` score maps (scipy)."""
+    from scipy.stats import spearmanr
+
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"score maps differ in size: {a.size} vs {b.size}")
+    return float(spearmanr(a, b).statistic)
+
+
+def plot_head_scores(scores: np.ndarray, *, title: str = "", ax=None, cmap: str = "magma", label: str = ""):
+    """Heatmap of a ``[layers, heads]`` score map; axes numbered 1-based like the article."""
+    from attnlab.viz.plot import plot_layer_head_map
+
+    return plot_layer_head_map(scores, ax=ax, title=title, cmap=cmap, label=label, fontsize=8)

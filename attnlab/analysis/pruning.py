@@ -1,0 +1,331 @@
+"""Pruning curves: mask more and more heads, watch the loss (Michel et al. 2019).
+
+Heads are switched off in a given *order* (a list of ``(layer, head)`` pairs):
+at fraction ``p`` the first ``round(p * layers * heads)`` heads of the order
+are masked together (:func:`attnlab.core.gates.mask_heads`) and the objective is
+measured (:class:`attnlab.analysis.importance.Objective`). Three orders are compared:
+
+* ``"importance"``: least important first (the pruning strategy);
+* ``"reverse"``: most important first (should hurt fastest);
+* ``"random"``: a random order, several seeds (the baseline).
+
+Heads are ranked once, at the unpruned model, as in Michel et al.'s Figure;
+their code can also re-rank after each step, which this module does not do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from attnlab.core.gates import mask_heads
+from attnlab.analysis.importance import Objective, head_importance, make_objective, torch_threads
+from attnlab.core.models import LoadedModel
+
+DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
+
+
+def order_by_score(scores: np.ndarray, *, ascending: bool = True) -> list[tuple[int, int]]:
+    """All ``(layer, head)`` pairs sorted by ``scores [layers, heads]`` (ties: layer, then head)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be [layers, heads], got shape {scores.shape}")
+    flat = scores.ravel() if ascending else -scores.ravel()
+    idx = np.lexsort((np.arange(flat.size), flat))  # stable: by score, then position
+    n_heads = scores.shape[1]
+    return [(int(i // n_heads), int(i % n_heads)) for i in idx]
+
+
+def random_order(n_layers: int, n_heads: int, seed: int) -> list[tuple[int, int]]:
+    """All heads in a random order fixed by ``seed``."""
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(n_layers * n_heads)
+    return [(int(i // n_heads), int(i % n_heads)) for i in idx]
+
+
+def heads_masked_at(fraction: float, total: int) -> int:
+    """How many of ``total`` heads are masked at ``fraction`` (rounded to the nearest head)."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fractions must lie in [0, 1], got {fraction}")
+    return int(round(fraction * total))
+
+
+def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
+                  fractions: Sequence[float] = DEFAULT_FRACTIONS, *, progress: bool = False,
+                  threads: int | None = 1) -> np.ndarray:
+    """Objective value after masking the first ``fraction`` of ``order``, for each fraction.
+
+    Args:
+        m: the loaded model.
+        objective: from :func:`attnlab.analysis.importance.make_objective`.
+        order: every head once, first to be pruned first.
+        fractions: fractions of all heads in ``[0, 1]``.
+        threads: CPU threads for the forward passes (see :mod:`attnlab.analysis.importance`).
+
+    Returns:
+        ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
+    """
+    total = m.n_layers * m.n_heads
+    order = [tuple(p) for p in order]
+    if sorted(order) != [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]:
+        raise ValueError(f"order must list each of the {total} (layer, head) pairs exactly once")
+    counts = [heads_masked_at(f, total) for f in fractions]
+    iterator = counts
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(counts, desc="pruning", unit="step", leave=False)
+    losses = []
+    with torch_threads(threads):
+        for k in iterator:
+            with mask_heads(m, order[:k]):
+                losses.append(objective.evaluate())
+    return np.array(losses)
+
+
+def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, tolerance: float = 0.01) -> float:
+    """Largest fraction reached before the loss first exceeds ``(1 + tolerance) * losses[0]``.
+
+    The curve is read from the left: a fraction counts only if every smaller
+    fraction also stayed within the tolerance. ``fractions[0]`` must be 0.
+    """
+    fractions = list(fractions)
+    losses = np.asarray(losses, dtype=float)
+    if not fractions or fractions[0] != 0:
+        raise ValueError("fractions must start at 0 (the unpruned model)")
+    if len(fractions) != len(losses):
+        raise ValueError(f"{len(fractions)} fractions but {len(losses)} losses")
+    limit = losses[0] + tolerance * abs(losses[0])
+    best = 0.0
+    for f, value in zip(fractions, losses):
+        if value > limit:
+            break
+        best = float(f)
+    return best
+
+
+def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
+                   tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = 1) -> int:
+    """How many heads of ``order`` can be masked, one head at a time, before the loss
+    first exceeds ``(1 + tolerance)`` times the unpruned loss (the 10% grid at one-head resolution).
+
+    Masks the first 1, 2, 3, ... heads and stops at the first crossing, so it
+    costs one forward pass over the texts per head that passes, plus one.
+    """
+    order = [tuple(p) for p in order]
+    with torch_threads(threads):
+        base = objective.evaluate() if base_loss is None else base_loss
+        limit = base + tolerance * abs(base)
+        for k in range(1, len(order) + 1):
+            with mask_heads(m, order[:k]):
+                if objective.evaluate() > limit:
+                    return k - 1
+    return len(order)
+
+
+@dataclass
+class PruningStudy:
+    """Pruning curves of one model.
+
+    Attributes:
+        fractions: ``(F,)`` fractions of heads masked.
+        importance: ``[layers, heads]`` scores used for the order.
+        curves: ``"importance"`` and ``"reverse"`` ``(F,)``; ``"random"`` ``(seeds, F)``.
+        base_loss: the unpruned objective.
+        prunable: per order, the largest fraction within ``tolerance`` of the base loss
+            (``"random"``: the median over seeds).
+        prunable_heads: the same for the importance order at one-head resolution
+            (:func:`prunable_heads`), a number of heads.
+        tolerance: relative loss increase allowed (0.01 = 1%).
+        objective: the description of the loss.
+    """
+
+    fractions: np.ndarray
+    importance: np.ndarray
+    curves: dict[str, np.ndarray]
+    base_loss: float
+    prunable: dict[str, float]
+    tolerance: float
+    objective: str
+    survivors: list[tuple[int, int]] = field(default_factory=list)
+    prunable_heads: int | None = None
+
+    def table(self) -> str:
+        """The curves as a small text table (loss per fraction and order)."""
+        rand = self.curves["random"]
+        lines = [f"{'pruned':>7} {'importance':>11} {'random (mean ± sd)':>20} {'reverse':>9}"]
+        for i, f in enumerate(self.fractions):
+            lines.append(f"{f:>7.0%} {self.curves['importance'][i]:>11.4f} "
+                         f"{rand[:, i].mean():>12.4f} ± {rand[:, i].std():<6.4f} {self.curves['reverse'][i]:>9.4f}")
+        return "\n".join(lines)
+
+
+def pruning_study(
+    m: LoadedModel,
+    texts: Sequence[str] | Objective,
+    *,
+    importance: np.ndarray | None = None,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    n_random: int = 3,
+    seed: int = 0,
+    tolerance: float = 0.01,
+    progress: bool = False,
+    threads: int | None = 1,
+    **objective_kw,
+) -> PruningStudy:
+    """Pruning curves by importance, in reverse, and in ``n_random`` random orders.
+
+    Args:
+        m: the loaded model.
+        texts: texts, or a prepared :class:`~attnlab.analysis.importance.Objective`.
+        importance: ``[layers, heads]`` scores (default: :func:`head_importance`
+            on the same objective).
+        fractions: must start at 0.
+        n_random: random orders (seeds ``seed, seed + 1, ...``).
+        tolerance: relative loss increase counted as "no noticeable loss".
+
+    Returns:
+        A :class:`PruningStudy`.
+    """
+    objective = texts if isinstance(texts, Objective) else make_objective(m, texts, **objective_kw)
+    if n_random < 1:
+        raise ValueError(f"n_random must be >= 1, got {n_random}")
+    if importance is None:
+        importance = head_importance(m, objective, threads=threads)
+    importance = np.asarray(importance, dtype=float)
+    if importance.shape != (m.n_layers, m.n_heads):
+        raise ValueError(f"importance must be [{m.n_layers}, {m.n_heads}], got {importance.shape}")
+    fractions = np.asarray(fractions, dtype=float)
+    orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
+    curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads)
+              for name, order in orders.items()}
+    curves["random"] = np.stack([
+        pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions,
+                      progress=progress, threads=threads)
+        for s in range(n_random)
+    ])
+    base = float(curves["importance"][0])
+    prunable = {
+        "importance": prunable_fraction(fractions, curves["importance"], tolerance=tolerance),
+        "reverse": prunable_fraction(fractions, curves["reverse"], tolerance=tolerance),
+        "random": float(np.median([prunable_fraction(fractions, c, tolerance=tolerance) for c in curves["random"]])),
+    }
+    survivors = orders["importance"][::-1]  # pruned last first
+    n_ok = prunable_heads(m, objective, orders["importance"], tolerance=tolerance, base_loss=base, threads=threads)
+    return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors,
+                        n_ok)
+
+
+# --------------------------------------------------------------------------- verdict, lesson 06, figure
+
+#: Michel et al. 2019: share of heads pruned "without noticeable loss" (BERT on MNLI; WMT)
+MICHEL_BERT_FRACTION = 0.40
+MICHEL_WMT_FRACTION = 0.20
+
+
+def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None = None):
+    """The claim the source article cites (Michel et al., Voita et al.): some heads can be removed.
+
+    Measured as the share of heads that can be masked *together* in importance
+    order with the loss rising by at most ``study.tolerance`` (one-head
+    resolution when available, else the grid), and, with ``effects`` (single
+    head ablation, :func:`attnlab.analysis.importance.ablation_effects`), the share of
+    heads that can be removed *alone* within the same tolerance.
+    Holds when at least 10% of the heads can go together; does not hold when
+    not even one head can go, alone or together; "cannot tell" in between.
+    """
+    from attnlab.course.verdicts import ClaimVerdict
+
+    total = study.importance.size
+    together = (study.prunable_heads / total) if study.prunable_heads is not None else study.prunable["importance"]
+    alone = None
+    if effects is not None:
+        alone = float(np.mean(np.asarray(effects) <= study.tolerance * abs(study.base_loss)))
+    if together >= 0.1 - 1e-9:
+        verdict = "holds"
+    elif together == 0 and not alone:
+        verdict = "does not hold"
+    else:
+        verdict = "cannot tell"
+    numbers = {
+        "prunable together (importance order)": round(together, 3),
+        "grid: importance / random (median) / reverse": (f"{study.prunable['importance']:.0%} / "
+                                                          f"{study.prunable['random']:.0%} / {study.prunable['reverse']:.0%}"),
+        "tolerance": f"{study.tolerance:.0%} loss increase", "Michel et al. BERT": MICHEL_BERT_FRACTION,
+    }
+    if alone is not None:
+        numbers["removable alone"] = round(alone, 3)
+    return ClaimVerdict("some heads can be pruned with almost no loss", verdict, numbers)
+
+
+def compare_with_sensitivity(survivors: Sequence[tuple[int, int]], sensitivity: np.ndarray, k: int) -> dict:
+    """Do the last-pruned heads coincide with the heads most changed by perturbations?
+
+    Args:
+        survivors: heads in the order they would be pruned last first
+            (:attr:`PruningStudy.survivors`).
+        sensitivity: ``[layers, heads]`` sensitivity from lesson 06 (or a proxy).
+        k: how many heads to compare from each side.
+
+    Returns:
+        ``{"overlap": int, "expected_by_chance": float, "top_survivors": [...], "top_sensitive": [...]}``;
+        the chance level is ``k * k / (layers * heads)``.
+    """
+    sensitivity = np.asarray(sensitivity, dtype=float)
+    total = sensitivity.size
+    if not 1 <= k <= total:
+        raise ValueError(f"k must be between 1 and {total}, got {k}")
+    top_survivors = [tuple(p) for p in survivors[:k]]
+    top_sensitive = order_by_score(sensitivity, ascending=False)[:k]
+    overlap = len(set(top_survivors) & set(top_sensitive))
+    return {"overlap": overlap, "expected_by_chance": k * k / total,
+            "top_survivors": top_survivors, "top_sensitive": top_sensitive, "k": k}
+
+
+def plot_pruning_curves(study: PruningStudy, *, ax=None, relative: bool = True):
+    """Loss (relative to the unpruned model, by default) against the fraction of heads masked."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.8))
+    scale = study.base_loss if relative and study.base_loss else 1.0
+    x = study.fractions * 100
+    rand = study.curves["random"] / scale
+    ax.plot(x, study.curves["importance"] / scale, marker="o", label="least important first")
+    ax.plot(x, rand.mean(0), marker="s", label=f"random order (mean of {len(rand)})")
+    ax.fill_between(x, rand.min(0), rand.max(0), alpha=0.2, color="C1")
+    ax.plot(x, study.curves["reverse"] / scale, marker="^", label="most important first")
+    if relative:
+        ax.axhline(1 + study.tolerance, color="grey", linestyle=":", label=f"+{study.tolerance:.0%}")
+    ax.axvline(study.prunable["importance"] * 100, color="C0", linestyle="--", alpha=0.6)
+    ax.set_xlabel("heads masked (%)")
+    ax.set_ylabel("loss / unpruned loss" if relative else "loss")
+    ax.set_title("Pruning heads")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def perturbation_sensitivity(m: LoadedModel, *, n_queries: int = 30, seed: int = 0) -> tuple[dict[str, np.ndarray], str]:
+    """Per-head sensitivity to lexical and syntactic damage, ``{kind: [layers, heads]}``.
+
+    Read from lesson 06's saved results when they exist for this model and run
+    mode; otherwise measured here on ``n_queries`` built-in queries with
+    :func:`attnlab.analysis.compare.perturbation_study` (a small, cheaper stand-in for
+    lesson 06). Returns the arrays and a line saying where they came from.
+    """
+    from attnlab.course import results
+
+    saved = results.load("06_perturbation", model=m.name)
+    keys = {"lexical": "lexical_position", "syntactic": "syntactic_position"}
+    if saved and all(k in saved.get("sensitivity", {}) for k in keys.values()):
+        out = {kind: np.asarray(saved["sensitivity"][key]["mean"], dtype=float) for kind, key in keys.items()}
+        return out, f"lesson 06's saved results ({saved.get('n_queries', '?')} queries)"
+    from attnlab.analysis.compare import perturbation_study
+    from attnlab.data.corpus import queries
+
+    study = perturbation_study(m, queries(m.language, n_queries, seed=seed), kinds=("lexical", "syntactic"), seed=seed)
+    out = {kind: np.nanmean(1.0 - study.values(kind, "position"), axis=0) for kind in keys}
+    return out, (f"measured here on {study.n_queries} queries, because lesson 06 has not been run for this "
+                 "model and mode (run it first for the full comparison)")

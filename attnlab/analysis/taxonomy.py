@@ -1,0 +1,623 @@
+"""A head taxonomy: one pattern label per head, decided by its statistics.
+
+The labels are the pattern types of the literature (Clark et al. 2019,
+Kovaleva et al. 2019, Voita et al. 2019):
+
+``self``
+    the diagonal: each token attends to itself.
+``previous`` / ``next``
+    a shifted diagonal: each token attends to its neighbour (positional heads).
+``vertical``
+    stripes down the [CLS] or [SEP] columns (or punctuation columns): every
+    token looks at the same special token.
+``block``
+    in a sentence pair, tokens attend within their own sentence (needs pair
+    inputs; Kovaleva et al.).
+``broad``
+    spread almost evenly over the whole text (bag-of-words averaging).
+``heterogeneous``
+    none of the above: the weights depend on which tokens are present. These
+    are the heads that *can* carry lexical or syntactic structure.
+
+The rule set (:func:`classify_heads`), applied to each head's
+:class:`attnlab.analysis.head_stats.HeadStats`:
+
+1. Fixed-pattern candidates. ``self``/``previous``/``next`` when that mass is
+   at least ``positional`` (0.5), or when the row maximum sits at that offset
+   in at least ``offset_share`` (0.9) of rows (Voita et al.'s criterion for
+   positional heads). ``vertical`` when [CLS] + [SEP] mass, or punctuation
+   mass, is at least ``special`` (0.6). Both thresholds are the ones Clark et
+   al.'s analysis notebook used. When several candidates pass, the one
+   furthest above its threshold (largest mass / threshold) wins.
+2. ``block`` when pair inputs were seen and the mass on ordinary tokens of the
+   query's own sentence is at least ``block`` (0.8). A head that spreads
+   evenly over a pair puts about half its weight in each sentence, so 0.8
+   means "clearly prefers its own sentence".
+3. ``broad`` when the mean row entropy is at least ``broad`` (0.8) times the
+   entropy of uniform rows over the same texts. Clark et al. called a head
+   broad above 3.8 nats on inputs of up to 128 tokens, where uniform rows have
+   ln 128 = 4.85 nats: 3.8 / 4.85 = 0.78. An absolute 3.8 nats can never be
+   reached by the course's short queries (ln 8 = 2.1 for an 8-token query), so
+   the threshold is kept as a *fraction of the uniform entropy*, rounded to 0.8.
+4. ``heterogeneous`` otherwise.
+
+Each head also gets a one-line reason quoting the statistic that decided it.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from attnlab.analysis.head_stats import HeadStats, format_table
+from attnlab.course.verdicts import ClaimVerdict
+
+#: Label names in display order.
+LABELS = ("self", "previous", "next", "vertical", "block", "broad", "heterogeneous")
+
+#: One colour per label (colour-blind friendly where possible).
+COLORS = {
+    "self": "#4c72b0",
+    "previous": "#55a868",
+    "next": "#8dd3a0",
+    "vertical": "#c44e52",
+    "block": "#8172b2",
+    "broad": "#cccccc",
+    "heterogeneous": "#dd8452",
+}
+
+#: Labels whose pattern is fixed by position or by special tokens, whatever the words.
+FIXED = ("self", "previous", "next", "vertical")
+
+DEFAULTS = {"positional": 0.5, "offset_share": 0.9, "special": 0.6, "block": 0.8, "broad": 0.8}
+
+
+@dataclass
+class HeadLabels:
+    """One label per head.
+
+    Attributes:
+        labels: ``[layers, heads]`` array of label strings (see :data:`LABELS`).
+        reasons: ``[layers, heads]`` array of one-line justifications.
+        stats: the statistics that were classified.
+        thresholds: the thresholds used.
+    """
+
+    labels: np.ndarray
+    reasons: np.ndarray
+    stats: HeadStats
+    thresholds: dict = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.labels.shape)  # type: ignore[return-value]
+
+    def __getitem__(self, key: tuple[int, int]) -> str:
+        return str(self.labels[key])
+
+    def heads(self, label: str) -> list[tuple[int, int]]:
+        """0-based ``(layer, head)`` pairs with this label."""
+        _check_label(label)
+        return [tuple(map(int, lh)) for lh in np.argwhere(self.labels == label)]  # type: ignore[misc]
+
+    def counts(self) -> dict[str, int]:
+        """Number of heads per label (every label present, possibly 0)."""
+        return {name: int((self.labels == name).sum()) for name in LABELS}
+
+    def counts_by_layer(self) -> dict[str, np.ndarray]:
+        """Label -> ``[layers]`` count of heads with that label in each layer."""
+        return {name: (self.labels == name).sum(axis=1) for name in LABELS}
+
+    def share(self, names: Sequence[str]) -> float:
+        """Fraction of all heads whose label is in ``names``."""
+        return float(np.isin(self.labels, list(names)).mean())
+
+    def rows(self, digits: int = 2) -> list[list[Any]]:
+        """Header plus one row per head: label, reason and the main statistics."""
+        s = self.stats
+        out: list[list[Any]] = [["head", "label", "self", "prev", "next", "[CLS]", "[SEP]", "H/H_unif", "reason"]]
+        for l in range(self.shape[0]):
+            for h in range(self.shape[1]):
+                out.append([
+                    f"L{l + 1} H{h + 1}", self.labels[l, h],
+                    *(round(float(v), digits) for v in (
+                        s.self_mass[l, h], s.prev_mass[l, h], s.next_mass[l, h],
+                        s.cls_mass[l, h], s.sep_mass[l, h], s.relative_entropy[l, h])),
+                    self.reasons[l, h],
+                ])
+        return out
+
+    def table(self, digits: int = 2) -> str:
+        """Printable table, one line per head (1-based labels)."""
+        return format_table(self.rows(digits))
+
+    def plot(self, ax=None, *, title: str | None = None, annotate: bool = True):
+        """Layers x heads grid coloured by label, with a legend. Returns the figure."""
+        return plot_taxonomy(self, ax=ax, title=title, annotate=annotate)
+
+    def __repr__(self) -> str:
+        c = ", ".join(f"{k} {v}" for k, v in self.counts().items() if v)
+        return f"HeadLabels({self.shape[0]} layers x {self.shape[1]} heads: {c})"
+
+
+def _check_label(label: str) -> None:
+    if label not in LABELS:
+        raise ValueError(f"unknown label {label!r}; labels are {', '.join(LABELS)}")
+
+
+def classify_heads(
+    stats: HeadStats,
+    *,
+    positional: float = DEFAULTS["positional"],
+    offset_share: float = DEFAULTS["offset_share"],
+    special: float = DEFAULTS["special"],
+    block: float = DEFAULTS["block"],
+    broad: float = DEFAULTS["broad"],
+) -> HeadLabels:
+    """Label every head with a pattern type (rules and defaults: module docstring).
+
+    Args:
+        stats: from :func:`attnlab.head_stats` / :func:`attnlab.analysis.head_stats.head_stats_for`.
+        positional: mass on self / previous / next token that makes a positional head.
+        offset_share: share of rows with the maximum at offset 0 / -1 / +1 that
+            also makes a positional head (Voita et al.); set above 1 to disable.
+        special: [CLS] + [SEP] (or punctuation) mass that makes a vertical head.
+        block: own-sentence mass (pairs only) that makes a block head.
+        broad: mean row entropy as a fraction of the uniform entropy that makes
+            a broad head.
+
+    Returns:
+        :class:`HeadLabels`.
+    """
+    if not isinstance(stats, HeadStats):
+        raise TypeError(f"classify_heads needs HeadStats (from attnlab.head_stats), got {type(stats).__name__}")
+    for name, v in dict(positional=positional, special=special, block=block, broad=broad).items():
+        if not 0 < v <= 1:
+            raise ValueError(f"threshold {name}={v} must be in (0, 1]")
+    thresholds = dict(positional=positional, offset_share=offset_share, special=special, block=block, broad=broad)
+    n_layers, n_heads = stats.shape
+    labels = np.empty((n_layers, n_heads), dtype=object)
+    reasons = np.empty((n_layers, n_heads), dtype=object)
+    for l in range(n_layers):
+        for h in range(n_heads):
+            labels[l, h], reasons[l, h] = _classify_one(stats.head(l, h), thresholds)
+    return HeadLabels(labels=labels.astype(str), reasons=reasons.astype(str), stats=stats, thresholds=thresholds)
+
+
+def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
+    """Label and reason for one head's statistics ``s`` under thresholds ``t``."""
+    candidates: list[tuple[float, str, str]] = []  # (strength, label, reason)
+    positional = {"self": ("self_mass", 0), "previous": ("prev_mass", -1), "next": ("next_mass", 1)}
+    for label, (key, offset) in positional.items():
+        if s[key] >= t["positional"]:
+            candidates.append((s[key] / t["positional"], label,
+                               f"{key.replace('_', ' ')} {s[key]:.2f} >= {t['positional']:.2f}"))
+        elif s["argmax_offset"] == offset and s["offset_share"] >= t["offset_share"]:
+            candidates.append((s["offset_share"] / t["offset_share"], label,
+                               f"row maximum at offset {offset:+d} in {s['offset_share']:.0%} of rows "
+                               f">= {t['offset_share']:.0%} ({key.replace('_', ' ')} {s[key]:.2f})"))
+    special = s["cls_mass"] + s["sep_mass"]
+    if special >= t["special"]:
+        which = "[CLS]" if s["cls_mass"] >= s["sep_mass"] else "[SEP]"
+        candidates.append((special / t["special"], "vertical",
+                           f"[CLS]+[SEP] mass {special:.2f} >= {t['special']:.2f} (mostly {which}: "
+                           f"[CLS] {s['cls_mass']:.2f}, [SEP] {s['sep_mass']:.2f})"))
+    punct = s["punct_mass"]
+    if np.isfinite(punct) and punct >= t["special"]:
+        candidates.append((punct / t["special"], "vertical",
+                           f"punctuation mass {punct:.2f} >= {t['special']:.2f}"))
+    if candidates:
+        _, label, reason = max(candidates, key=lambda c: c[0])
+        return label, reason
+    seg = s["segment_mass"]
+    if np.isfinite(seg) and seg >= t["block"]:
+        return "block", f"own-sentence mass {seg:.2f} >= {t['block']:.2f} (sentence pairs)"
+    rel = s["entropy"] / s["uniform_entropy"] if s["uniform_entropy"] > 0 else 0.0
+    if rel >= t["broad"]:
+        return "broad", (f"entropy {s['entropy']:.2f} nats = {rel:.2f} x uniform ({s['uniform_entropy']:.2f}) "
+                         f">= {t['broad']:.2f}")
+    top = max(("self", s["self_mass"]), ("prev", s["prev_mass"]), ("next", s["next_mass"]), key=lambda kv: kv[1])
+    return "heterogeneous", (
+        f"no fixed pattern: largest positional mass {top[0]} {top[1]:.2f} < {t['positional']:.2f}, "
+        f"[CLS]+[SEP] {special:.2f} < {t['special']:.2f}, entropy {rel:.2f} x uniform < {t['broad']:.2f}"
+    )
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def fixed_pattern_verdict(labels: HeadLabels, *, margin: float = 0.05) -> ClaimVerdict:
+    """The source article's claim: most heads learn a fixed pattern (self, a
+    neighbour, [CLS]/[SEP]), few capture lexical or syntactic structure.
+
+    "holds" when the fixed-pattern share exceeds one half by more than
+    ``margin`` *and* heterogeneous heads (the only candidates for structure)
+    are fewer than fixed ones; "does not hold" when it is below one half by
+    more than ``margin``; "cannot tell" in between.
+    """
+    fixed = labels.share(FIXED)
+    hetero = labels.share(["heterogeneous"])
+    broad_share = labels.share(["broad"])
+    if fixed > 0.5 + margin and hetero < fixed:
+        verdict = "holds"
+    elif fixed < 0.5 - margin:
+        verdict = "does not hold"
+    else:
+        verdict = "cannot tell"
+    return ClaimVerdict(
+        claim="most heads attend to themselves / a neighbour / [CLS] / [SEP]; few carry lexical or syntactic structure",
+        verdict=verdict,
+        numbers={"fixed-pattern share": fixed, "heterogeneous share": hetero, "broad share": broad_share,
+                 "heads": int(labels.labels.size)},
+    )
+
+
+def depth_trend(labels: HeadLabels) -> dict[str, Any]:
+    """Share of fixed-pattern heads in each layer and its Spearman correlation with depth.
+
+    Returns:
+        ``{"fixed_share_by_layer": [...], "spearman_rho": float, "p_value": float}``
+        (rho is NaN when the share is the same in every layer).
+    """
+    from scipy.stats import spearmanr
+
+    per_layer = np.isin(labels.labels, list(FIXED)).mean(axis=1)  # (L,)
+    if np.allclose(per_layer, per_layer[0]) or len(per_layer) < 3:
+        rho, p = float("nan"), float("nan")
+    else:
+        res = spearmanr(np.arange(len(per_layer)), per_layer)
+        rho, p = float(res.statistic), float(res.pvalue)
+    return {"fixed_share_by_layer": per_layer.round(3).tolist(), "spearman_rho": rho, "p_value": p}
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, annotate: bool = True):
+    """Coloured layers x heads grid (1-based axis labels) with a legend."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    n_layers, n_heads = labels.shape
+    index = np.vectorize(LABELS.index)(labels.labels)  # (L, H)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
+    cmap = ListedColormap([COLORS[n] for n in LABELS])
+    ax.imshow(index, cmap=cmap, vmin=-0.5, vmax=len(LABELS) - 0.5, aspect="auto")
+    ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
+    ax.set_yticks(range(n_layers), [str(l + 1) for l in range(n_layers)])
+    ax.set_xlabel("head (1-based)")
+    ax.set_ylabel("layer (1-based)")
+    ax.set_xticks(np.arange(-0.5, n_heads), minor=True)
+    ax.set_yticks(np.arange(-0.5, n_layers), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    if annotate:
+        for l in range(n_layers):
+            for h in range(n_heads):
+                ax.text(h, l, labels.labels[l, h][:2], ha="center", va="center", fontsize=7)
+    present = [n for n in LABELS if (labels.labels == n).any()]
+    ax.legend(handles=[Patch(color=COLORS[n], label=f"{n} ({int((labels.labels == n).sum())})") for n in present],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    ax.set_title(title or "Head taxonomy")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = None):
+    """Stacked bars: how many heads of each label sit in each layer."""
+    import matplotlib.pyplot as plt
+
+    n_layers = labels.shape[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
+    bottom = np.zeros(n_layers)
+    x = np.arange(1, n_layers + 1)
+    for name, per_layer in labels.counts_by_layer().items():
+        if per_layer.sum() == 0:
+            continue
+        ax.bar(x, per_layer, bottom=bottom, color=COLORS[name], label=name, edgecolor="white")
+        bottom += per_layer
+    ax.set_xticks(x)
+    ax.set_xlabel("layer (1-based)")
+    ax.set_ylabel("heads")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    ax.set_title(title or "Head labels by layer")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+# --------------------------------------------------------------------------- texts and survey
+
+
+#: Short natural sentences for surveys of all heads (the course's running corpus
+#: for lesson 05). Pairs are made from neighbours in the list.
+SAMPLE_TEXTS = {
+    "en": [
+        "how do you play chess", "what is the best way to learn piano", "the weather is nice today",
+        "my sister bought a new phone last week", "where can i find a cheap hotel in paris",
+        "the children are playing in the park", "he forgot his keys at the office",
+        "can you recommend a good movie for tonight", "the train was late again this morning",
+        "she reads a book before going to sleep", "why is the sky blue", "we cooked dinner for our friends",
+        "the cat is sleeping on the warm sofa", "how much does a ticket to london cost",
+        "the teacher explained the problem twice", "they moved to a small town near the sea",
+        "i would like a cup of coffee, please.", "the museum opens at nine in the morning",
+        "do you know how to fix a flat tire", "our team won the match on sunday",
+        "the river flows through the old city", "please turn off the lights when you leave.",
+        "the doctor told him to rest for a week", "what time does the store close",
+        "a small dog was barking at the mailman", "learning a new language takes time",
+        "the students finished their project early", "how do i reset my password",
+        "the soup tastes better with a little salt", "he plays the guitar in a band",
+        "the company hired twenty new workers", "is it going to rain tomorrow",
+        "she painted the kitchen walls yellow", "the library is closed on mondays",
+        "which phone has the best camera", "my grandfather grew up on a farm",
+        "the meeting was moved to thursday afternoon", "how long does it take to boil an egg",
+        "the birds fly south in the winter", "we watched the sunset from the hill",
+        "the price of bread went up again", "can dogs eat chocolate",
+        "the new bridge will open next year", "he answered every question correctly",
+        "what are the rules of basketball", "the baby laughed at the funny noise",
+        "she sent the letter yesterday", "the game starts at eight o'clock",
+        "how do plants make their food", "the old man walked slowly to the bus stop",
+        "my brother is learning to drive", "the restaurant serves fresh fish every day",
+        "where is the nearest train station", "the film was longer than we expected",
+        "they planted tomatoes in the garden", "why do cats like boxes",
+        "the police found the missing bicycle", "she speaks three languages fluently",
+        "the computer stopped working after the update", "how can i improve my english",
+        "the concert was cancelled because of the storm", "we need more chairs for the party",
+        "the moon looks bright tonight", "what is the capital of australia",
+        "he lost his wallet on the train", "the shop sells shoes and bags",
+        "the kids built a snowman in the yard", "how many players are on a football team",
+        "the water in the lake is very cold", "she always drinks tea in the afternoon",
+        "the plane landed safely in the rain", "who wrote this song",
+        "the farmer sold his apples at the market", "how do you make fried rice",
+        "the road was blocked by a fallen tree", "my friend called me late last night",
+        "the hotel room had a view of the sea", "is this the right way to the beach",
+        "the class begins after lunch", "he fixed the roof before the winter",
+        "what is the fastest animal in the world", "the girl drew a picture of her family",
+        "the bank is next to the post office", "we walked along the beach at dawn",
+        "how do i get a library card", "the phone battery dies too quickly",
+        "the mountain was covered with snow", "they argued about the price of the car",
+        "what should i cook for dinner", "the museum has a famous painting",
+        "my neighbour grows roses in his garden", "the exam was easier than i thought",
+        "how do airplanes stay in the air", "the shop on the corner sells fresh bread",
+        "she found an old photo in the drawer", "why does ice float on water",
+        "the bus driver smiled at the children", "the movie ends with a wedding",
+        "how can i sleep better at night", "the workers finished the new school",
+    ],
+    "zh": [
+        "王者荣耀怎么玩", "今天天气怎么样", "北京有什么好玩的地方", "我想学习英语口语",
+        "这部电影很好看", "附近有没有好吃的饭店", "怎样才能减肥", "明天会下雨吗",
+        "手机没电了怎么办", "他每天早上跑步", "周末我们去爬山吧", "这本书讲了一个感人的故事",
+        "孩子们在公园里玩耍", "上海到杭州的火车票多少钱", "感冒了应该吃什么药", "妈妈做的菜很好吃",
+        "我的电脑开不了机", "哪个手机拍照最好", "学生们正在考试", "这首歌曲很好听",
+        "如何提高数学成绩", "小猫在沙发上睡觉", "请问地铁站在哪里", "他们明年要结婚了",
+        "足球比赛几点开始", "医院的门诊几点下班", "冬天到了，天气越来越冷。", "老师表扬了这个学生",
+        "怎么做红烧肉", "我昨天买了一本新书", "篮球比赛直播在哪看", "这家酒店的服务很好",
+        "怎么下载免费的小说", "春天的花都开了", "我们一起去看电影吧", "狗是人类的好朋友",
+        "最新的新闻有哪些", "他把钥匙忘在办公室了", "牛奶和面包是早饭", "这个软件怎么安装",
+        "爷爷在院子里种了很多树", "旅游攻略去哪里找", "飞机晚点了两个小时", "她会说三种语言",
+        "为什么天空是蓝色的", "这个价格太贵了", "我想养一只小狗", "火车站离这里远吗",
+        "今年夏天特别热", "他弹吉他弹得很好", "怎样才能睡个好觉", "学校门口有一家书店",
+        "密码忘了怎么找回", "咖啡和茶哪个更健康", "河边有很多人在钓鱼", "下雪了，孩子们很高兴。",
+        "如何学习编程", "这家店的水果很新鲜", "我们明天早上八点出发", "他的工作很忙",
+        "电脑系统怎么升级", "晚饭吃什么好呢", "山上的风景非常美", "网络连接不上怎么办",
+        "她每天晚上看书", "这个周末有什么活动", "体育明星的生活怎么样", "鱼在水里游来游去",
+        "去上海旅游要带什么", "考试成绩什么时候出来", "健身房几点开门", "下载视频的方法",
+        "我的账号被盗了", "北京的冬天很冷", "这道题怎么做", "他们在讨论新的计划",
+        "哪里可以买到便宜的机票", "小鸟在树上唱歌", "运动对身体有好处", "这部手机的价格是多少",
+        "妹妹喜欢画画", "明年我想去国外读书", "图书馆里很安静", "他喝了一杯热咖啡",
+        "早上起床后要喝水", "这个城市的交通很方便", "怎样做蛋糕", "她在医院工作",
+        "秋天的树叶变黄了", "我们班赢了篮球比赛", "电话号码怎么查询", "他的房子在海边",
+        "如何选择一台好电脑", "猫为什么喜欢纸箱", "雨下了一整天", "学校明天放假",
+        "这首诗写的是春天", "爸爸每天开车上班", "超市里的蔬菜很便宜", "一年有四个季节",
+    ],
+}
+
+
+def sample_texts(language: str, n: int | None = None) -> list[str]:
+    """The first ``n`` (all when None) sample sentences in ``language`` ("zh" or "en")."""
+    texts = SAMPLE_TEXTS["zh" if language == "zh" else "en"]
+    if n is not None and n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return list(texts[:n] if n is not None else texts)
+
+
+def survey_stats(
+    m: Any,
+    texts: Sequence[str] | None = None,
+    *,
+    n_texts: int | None = None,
+    n_pairs: int | None = None,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> HeadStats:
+    """Head statistics of ``m`` over single texts *and* sentence pairs, streamed.
+
+    Args:
+        m: a loaded model.
+        texts: sentences to use (default: :func:`sample_texts` in the model's language).
+        n_texts: use the first ``n_texts`` sentences as single inputs (default all).
+        n_pairs: also run this many pairs ``(texts[i], texts[i + 1])``
+            (default: as many as single texts); they give the block statistic.
+        batch_size: texts per forward pass.
+        progress: tqdm progress bars.
+
+    Returns:
+        :class:`HeadStats`; ``segment_mass`` comes from the pairs only, the
+        other statistics from every row of singles and pairs.
+    """
+    from attnlab.core.extract import iter_attention_batches
+    from attnlab.analysis.head_stats import batch_sums, empty_sums
+
+    pool = list(texts) if texts is not None else sample_texts(m.language)
+    singles = pool[:n_texts] if n_texts is not None else pool
+    n_pairs = len(singles) if n_pairs is None else n_pairs
+    n_pairs = min(n_pairs, len(pool) - 1)
+    total = empty_sums(m.n_layers, m.n_heads)
+    for batch in iter_attention_batches(m, singles, batch_size=batch_size, progress=progress):
+        total = total + batch_sums(m, batch)
+    if n_pairs > 0:
+        firsts, seconds = pool[:n_pairs], pool[1 : n_pairs + 1]
+        for batch in iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress):
+            total = total + batch_sums(m, batch)
+    return total.finish()
+
+
+def survey_texts(language: str, n: int) -> list[str]:
+    """``n`` texts for a survey: the sample sentences first, then built-in
+    search queries from :mod:`attnlab.data.corpus` (when that module is present)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    texts = sample_texts(language)[:n]
+    if len(texts) < n:
+        try:
+            from attnlab.data import corpus
+
+            extra = corpus.texts("zh" if language == "zh" else "en", n - len(texts), seed=0)
+        except (ImportError, ValueError):
+            extra = []
+        texts += [t for t in extra if t not in texts]
+    return texts
+
+
+#: Survey sizes of lesson 05: (full, smoke).
+SURVEY_SIZES = {"texts": (300, 30), "pairs": (100, 10)}
+
+_SURVEY_CACHE: dict[tuple, HeadStats] = {}
+
+
+def default_survey(m: Any, *, progress: bool = False) -> HeadStats:
+    """Lesson 05's survey of ``m``'s heads: 300 texts and 100 sentence pairs
+    (30 and 10 in smoke mode), cached per model so exercises reuse it."""
+    from attnlab.core.config import is_smoke, pick
+
+    n_texts = pick(*SURVEY_SIZES["texts"])
+    n_pairs = pick(*SURVEY_SIZES["pairs"])
+    key = (id(m.model), m.name, is_smoke())
+    if key not in _SURVEY_CACHE:
+        texts = survey_texts(m.language, n_texts)
+        _SURVEY_CACHE[key] = survey_stats(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
+                                          progress=progress)
+    return _SURVEY_CACHE[key]
+
+
+def threshold_sensitivity(stats: HeadStats, *, positional: Sequence[float] = (0.4, 0.5, 0.6),
+                          special: Sequence[float] = (0.5, 0.6, 0.7)) -> list[list[Any]]:
+    """Fixed-pattern share of heads, and the verdict of :func:`fixed_pattern_verdict`,
+    for each pair of thresholds (header row first).
+
+    Shows how much a verdict depends on where the lines are drawn.
+    """
+    rows: list[list[Any]] = [["positional", "special", "fixed share", "heterogeneous share", "verdict"]]
+    for p in positional:
+        for s in special:
+            lab = classify_heads(stats, positional=p, special=s)
+            rows.append([p, s, round(lab.share(FIXED), 3), round(lab.share(["heterogeneous"]), 3),
+                         fixed_pattern_verdict(lab).verdict])
+    return rows
+
+
+# --------------------------------------------------------------------------- pattern zoo
+
+
+def pick_examples(labels: HeadLabels) -> dict[str, tuple[int, int]]:
+    """For each label present, the head that shows it most clearly.
+
+    self / previous / next: the largest mass of that kind; vertical: the
+    largest [CLS]+[SEP] (or punctuation) mass; block: the largest own-sentence
+    mass; broad: the highest entropy relative to uniform; heterogeneous: the
+    head furthest from every fixed pattern (smallest largest fixed mass).
+    """
+    s = labels.stats
+    punct = np.nan_to_num(s.punct_mass)
+    score = {
+        "self": s.self_mass, "previous": s.prev_mass, "next": s.next_mass,
+        "vertical": np.maximum(s.special_mass, punct), "block": np.nan_to_num(s.segment_mass),
+        "broad": s.relative_entropy,
+        "heterogeneous": -np.max(np.stack([s.self_mass, s.prev_mass, s.next_mass, s.special_mass]), axis=0),
+    }
+    out = {}
+    for name in LABELS:
+        mask = labels.labels == name
+        if mask.any():
+            masked = np.where(mask, score[name], -np.inf)
+            out[name] = tuple(int(v) for v in np.unravel_index(np.argmax(masked), masked.shape))
+    return out
+
+
+def plot_pattern_zoo(m: Any, labels: HeadLabels, text: str | None = None, pair: tuple[str, str] | None = None):
+    """One column per pattern found in ``m``: its clearest head as a heatmap
+    (top) and as a line view (bottom), on a real input.
+
+    Args:
+        m: the loaded model.
+        labels: from :func:`classify_heads` on ``m``'s statistics.
+        text: the input for every pattern but ``block`` (default: the course example).
+        pair: the sentence pair for ``block`` (default: two sample sentences).
+
+    Returns:
+        The figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from attnlab.data.examples import example_for
+    from attnlab.core.extract import attention
+    from attnlab.viz.offline_views import plot_line_view
+    from attnlab.viz.plot import head_label, plot_head
+
+    examples = pick_examples(labels)
+    if not examples:
+        raise ValueError("no labelled heads to show")
+    text = text or example_for(m)
+    pair = pair or tuple(sample_texts(m.language, 2))
+    single = attention(m, [text])
+    paired = attention(m, [pair[0]], pairs=[pair[1]]) if "block" in examples else None
+    k = len(examples)
+    fig, axes = plt.subplots(2, k, figsize=(3.1 * k, 7.4), squeeze=False,
+                             gridspec_kw={"height_ratios": [1, 1.15]})
+    for c, (name, (l, h)) in enumerate(examples.items()):
+        att = paired if name == "block" else single
+        tokens = att.tokens[0]
+        plot_head(att.head(0, l, h), tokens, ax=axes[0, c], vmax=1.0, colorbar=False,
+                  title=f"{name}: {head_label(l, h)}")
+        axes[0, c].set_xlabel("")
+        axes[0, c].set_ylabel("")
+        axes[0, c].tick_params(labelsize=7)
+        plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reasons[l, h], 44))
+        axes[1, c].title.set_fontsize(7)
+    fig.suptitle(f"Pattern zoo of {m.name}: the clearest head of each type (heatmap, line view)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_example_lines(m: Any, labels: HeadLabels, text: str | None = None):
+    """Line view of the example query for the layer with the most distinct
+    patterns: one head of each label found there (up to four), in head colours."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from attnlab.data.examples import example_for
+    from attnlab.core.extract import attention
+    from attnlab.viz.offline_views import HEAD_COLORS, plot_line_view
+
+    text = text or example_for(m)
+    variety = [len(set(row)) for row in labels.labels]
+    layer = int(np.argmax(variety))
+    chosen: dict[str, int] = {}
+    for h, name in enumerate(labels.labels[layer]):
+        if name not in chosen and len(chosen) < 4:
+            chosen[str(name)] = h
+    att = attention(m, [text])
+    heads = list(chosen.values())
+    fig, ax = plt.subplots(figsize=(5.4, 0.34 * len(att.tokens[0]) + 1.2))
+    plot_line_view(att[0], att.tokens[0], layer, heads, ax=ax,
+                   title=f"{text!r}: layer {layer + 1}, one head per pattern")
+    ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=f"H{h + 1}: {name}")
+                       for name, h in chosen.items()],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig

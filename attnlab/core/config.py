@@ -1,0 +1,39 @@
+"""Course-wide switches read from the environment.
+
+``ATTNLAB_SMOKE=1`` shrinks every lesson to a quick pass (used by CI and by
+teachers who want to check a machine before class). ``ATTNLAB_MODEL`` picks the
+model that ``load_model("auto")`` uses, e.g. a local folder prepared offline.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def is_smoke() -> bool:
+    """True when ``ATTNLAB_SMOKE`` asks for the fast, reduced run."""
+    return os.environ.get("ATTNLAB_SMOKE", "").strip().lower() in _TRUE
+
+
+def pick(full: T, smoke: T) -> T:
+    """Return ``smoke`` in smoke mode, ``full`` otherwise.
+
+    Lessons use it for every size knob, e.g. ``n_queries = pick(100_000, 300)``.
+    """
+    return smoke if is_smoke() else full
+
+
+def model_override() -> str | None:
+    """The model named by ``ATTNLAB_MODEL``, or None when it is unset or empty."""
+    value = os.environ.get("ATTNLAB_MODEL", "").strip()
+    return value or None
+
+
+def mode_line() -> str:
+    """One human-readable line describing the current run mode."""
+    return "smoke mode (ATTNLAB_SMOKE=1): reduced sizes" if is_smoke() else "full mode"

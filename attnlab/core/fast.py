@@ -1,0 +1,218 @@
+"""A fast forward pass that returns only the attention maps a caller asks for.
+
+Averaging maps over 100,000 queries is a throughput problem, so this module
+does three things the general :func:`attnlab.attention` does not:
+
+1. **Hooks instead of ``output_attentions``.** A forward hook on each layer's
+   self-attention module records the probabilities that the eager attention
+   computes anyway (``(B, H, T, T)``), only for the requested layers.
+2. **Truncated depth.** When the deepest requested layer has been recorded,
+   the hook raises an internal exception that ends the forward pass: the rest
+   of that layer and all the layers above it never run. Everything before it
+   runs exactly as in the full model, so the recorded maps are *bit-identical*
+   to the full model's (tested). Works for all five architectures, including
+   ALBERT, whose layers share one attention module (the hook counts calls).
+3. **Opt-in reduced precision.** ``"int8"``: a copy of the model whose
+   ``nn.Linear`` layers are dynamically quantised to int8
+   (``torch.ao.quantization.quantize_dynamic``; weights int8, activations
+   quantised per batch). ``"bf16"``: bfloat16 autocast of the fp32 model.
+   Both change the numbers slightly; :func:`attnlab.core.streaming.mean_attention`
+   measures by how much against fp32 and reports it. ``"fp32"`` is exact and
+   the default.
+
+Typical use::
+
+    from attnlab.core.fast import encode_same_length, forward_maps
+    inputs = encode_same_length(m, texts)            # (B, T) tensors, no padding
+    maps = forward_maps(m, inputs, layers=[0, 1, 2, 3])   # (B, 4, H, T, T)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import warnings
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import torch
+
+from attnlab.core.models import LoadedModel
+
+PRECISIONS = ("fp32", "int8", "bf16")
+
+
+class _StopForward(Exception):
+    """Raised inside a hook once every requested layer has been recorded."""
+
+
+# --------------------------------------------------------------------------- where the maps are
+
+
+def attention_module_paths(m: LoadedModel) -> list[str]:
+    """Dotted module path of each layer's self-attention module (``n_layers`` entries).
+
+    The self-attention module is the one that owns the layer's query
+    projection (``query`` or ``q_lin``); its forward returns
+    ``(context, probabilities)`` with probabilities ``(B, H, T, T)``. In
+    ALBERT every layer names the same module.
+    """
+    parts = m.layer_parts()
+    layer_of = {id(p.query): l for l, p in enumerate(parts)}
+    paths: dict[int, str] = {}
+    for name, module in m.model.named_modules():
+        for attr in ("query", "q_lin"):
+            child = getattr(module, attr, None)
+            if child is not None and id(child) in layer_of:
+                for l, p in enumerate(parts):
+                    if p.query is child:
+                        paths[l] = name
+    if len(paths) != m.n_layers:
+        raise RuntimeError(
+            f"found the attention modules of {len(paths)} of {m.n_layers} layers of {m.name}; "
+            "this architecture is not supported by the fast path"
+        )
+    return [paths[l] for l in range(m.n_layers)]
+
+
+def check_layers(m: LoadedModel, layers: Sequence[int] | int | None) -> list[int]:
+    """Validate a selection of 0-based layers; ``None`` means all, an int ``k`` means ``0..k-1``.
+
+    Returns:
+        The layers as a sorted list without duplicates.
+    """
+    if layers is None:
+        return list(range(m.n_layers))
+    if isinstance(layers, int) and not isinstance(layers, bool):
+        if not 1 <= layers <= m.n_layers:
+            raise ValueError(
+                f"layers={layers} asks for the first {layers} layers, but this model has "
+                f"{m.n_layers}: use 1..{m.n_layers}, or a list of 0-based indices."
+            )
+        return list(range(layers))
+    try:
+        chosen = sorted({m.check_layer(int(l) if hasattr(l, "__index__") else l) for l in layers})
+    except TypeError as exc:
+        raise TypeError(f"layers must be None, an int or a list of 0-based layer indices ({exc})") from None
+    if not chosen:
+        raise ValueError("layers is empty: pass None for all layers, or e.g. [0, 1, 2, 3]")
+    return chosen
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def encode_same_length(m: LoadedModel, ids: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+    """Model inputs for token-id lists that all have the same length (no padding).
+
+    Args:
+        ids: ``B`` lists of ``T`` token ids each (special tokens included).
+
+    Returns:
+        ``input_ids``, ``attention_mask`` (all ones) and, except for
+        DistilBERT, ``token_type_ids`` (all zeros); each ``(B, T)``.
+    """
+    input_ids = torch.tensor(ids, dtype=torch.long)  # (B, T)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    if m.model_type != "distilbert":
+        inputs["token_type_ids"] = torch.zeros_like(input_ids)
+    return {k: v.to(m.device) for k, v in inputs.items()}
+
+
+# --------------------------------------------------------------------------- reduced precision
+
+
+def model_for(m: LoadedModel, precision: str = "fp32") -> torch.nn.Module:
+    """The module that runs at ``precision``: the model itself for fp32/bf16,
+    a cached int8 dynamically quantised copy for ``"int8"``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision != "int8":
+        return m.model
+    cached = m.extra.get("_int8_model")
+    if cached is None:
+        if m.device.type != "cpu":
+            raise ValueError("precision='int8' (dynamic quantisation) runs on CPU only; use 'bf16' on a GPU")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
+            cached = torch.ao.quantization.quantize_dynamic(
+                copy.deepcopy(m.model), {torch.nn.Linear}, dtype=torch.qint8
+            )
+        cached.eval()
+        m.extra["_int8_model"] = cached
+    return cached
+
+
+def _autocast(precision: str, device: torch.device):
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------- recording
+
+
+@dataclass
+class _Recorder:
+    wanted: set[int]
+    deepest: int
+    calls: int = 0
+    maps: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def hook(self, module: torch.nn.Module, args: tuple, output: tuple) -> None:
+        layer = self.calls
+        self.calls += 1
+        if layer in self.wanted:
+            self.maps[layer] = output[1]  # (B, H, T, T)
+        if layer >= self.deepest:
+            raise _StopForward
+
+
+@contextlib.contextmanager
+def _recording(model: torch.nn.Module, paths: list[str], layers: list[int]) -> Iterator[_Recorder]:
+    rec = _Recorder(wanted=set(layers), deepest=max(layers))
+    handles = [model.get_submodule(p).register_forward_hook(rec.hook) for p in dict.fromkeys(paths)]
+    try:
+        yield rec
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def forward_maps(
+    m: LoadedModel,
+    inputs: dict[str, torch.Tensor],
+    layers: Sequence[int] | None = None,
+    *,
+    precision: str = "fp32",
+) -> torch.Tensor:
+    """Attention maps of the chosen layers for one batch, stopping after the deepest.
+
+    Args:
+        m: the loaded model.
+        inputs: model inputs, e.g. from :func:`encode_same_length` (``(B, T)`` each).
+        layers: 0-based layers to record (sorted); ``None`` for all.
+        precision: ``"fp32"`` (exact), ``"int8"`` or ``"bf16"``.
+
+    Returns:
+        float32 ``(B, len(layers), H, T, T)``.
+    """
+    layers = check_layers(m, layers)
+    model = model_for(m, precision)
+    paths = m.extra.get("_attention_paths")
+    if paths is None:
+        paths = m.extra["_attention_paths"] = attention_module_paths(m)
+    with _recording(model, paths, layers) as rec, torch.inference_mode(), _autocast(precision, m.device):
+        try:
+            model(**inputs)
+        except _StopForward:
+            pass
+    missing = [l for l in layers if l not in rec.maps]
+    if missing or rec.maps[layers[0]] is None:
+        from attnlab.core.models import NoAttentionError
+
+        raise NoAttentionError(
+            f"no attention probabilities were recorded for layers {missing or layers} of {m.name}; "
+            "the model must use eager attention (load it with attnlab.load_model)."
+        )
+    return torch.stack([rec.maps[l].float() for l in layers], dim=1)  # (B, L', H, T, T)

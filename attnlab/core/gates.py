@@ -1,0 +1,167 @@
+"""Head gating: switch attention heads off (or scale them) without touching weights.
+
+Michel et al. (2019) write multi-head attention with one gate per head::
+
+    MHA(x) = sum_h  xi_h * Att_h(x) W_O^h          (xi_h = 1 in the trained model)
+
+Setting ``xi_h = 0`` removes head ``h``; the gradient ``dL/dxi_h`` measures how
+much the loss leans on it (see :mod:`attnlab.analysis.importance`).
+
+How it is done here, for every architecture and for transformers 4.x and 5.x
+alike (5.x silently ignores ``head_mask``): a *forward pre-hook* on each
+layer's attention output projection (``LayerParts.output``). The input of that
+projection is the concatenated context vector ``(B, T, H * d_head)``; head
+``h`` owns the slice ``[h * d_head, (h + 1) * d_head)``. The hook multiplies
+each slice by its gate, so the projection sees ``xi_h * Att_h``.
+
+ALBERT shares one projection module between all layers. The hook then counts
+its calls: a pre-hook on the whole model resets the counter at the start of
+each forward pass, and the k-th call of the shared module is layer k.
+
+Two context managers:
+
+* :func:`mask_heads` ``(m, [(layer, head), ...])`` zeros the listed heads;
+* :func:`gate_heads` ``(m, gates)`` uses a ``[layers, heads]`` tensor of gate
+  values (it may require grad: gradients flow into it).
+
+Both remove their hooks on exit, also when the body raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterable, Iterator, Sequence
+
+import torch
+
+from attnlab.core.models import LoadedModel
+
+
+def check_head_list(m: LoadedModel, heads: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+    """Validate ``[(layer, head), ...]`` (0-based) and return it as a list of int pairs.
+
+    Raises:
+        TypeError: ``heads`` is not a collection of pairs.
+        ValueError: a layer or head index is out of range for this model.
+    """
+    if isinstance(heads, (str, bytes)) or (isinstance(heads, Sequence) and len(heads) == 2
+                                           and all(isinstance(v, int) for v in heads)):
+        raise TypeError(
+            f"heads must be a list of (layer, head) pairs, e.g. [(0, 6)], got {heads!r}; "
+            "for a single head write [(layer, head)]."
+        )
+    out = []
+    for item in heads:
+        try:
+            layer, head = item
+        except (TypeError, ValueError):
+            raise TypeError(f"each entry of heads must be a (layer, head) pair, got {item!r}") from None
+        out.append((m.check_layer(layer), m.check_head(head)))
+    return out
+
+
+def ones_gates(m: LoadedModel, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A ``[layers, heads]`` tensor of ones (every head on) on the model's device."""
+    return torch.ones(m.n_layers, m.n_heads, dtype=dtype, device=m.device)
+
+
+def gates_for(m: LoadedModel, masked: Iterable[Sequence[int]]) -> torch.Tensor:
+    """``[layers, heads]`` gates: 0 for the listed ``(layer, head)`` pairs, 1 elsewhere."""
+    gates = ones_gates(m)
+    for layer, head in check_head_list(m, masked):
+        gates[layer, head] = 0.0
+    return gates
+
+
+def _check_gates(m: LoadedModel, gates: torch.Tensor) -> torch.Tensor:
+    if not isinstance(gates, torch.Tensor):
+        gates = torch.as_tensor(gates, dtype=torch.float32)
+    if tuple(gates.shape) != (m.n_layers, m.n_heads):
+        raise ValueError(
+            f"gates must have shape [layers, heads] = [{m.n_layers}, {m.n_heads}] for this model, "
+            f"got {list(gates.shape)}. Start from attnlab.core.gates.ones_gates(m)."
+        )
+    if not gates.is_floating_point():
+        raise TypeError(f"gates must be a floating-point tensor, got {gates.dtype}")
+    return gates
+
+
+@contextlib.contextmanager
+def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
+    """Scale every head's output by ``gates[layer, head]`` inside the ``with`` block.
+
+    Args:
+        m: the loaded model.
+        gates: ``[layers, heads]`` floating tensor. It is used as it is, not
+            copied: with ``requires_grad=True`` a backward pass fills
+            ``gates.grad`` with ``dL/dxi``. Changing its values inside the block
+            changes the next forward pass.
+
+    Yields:
+        ``gates``.
+    """
+    gates = _check_gates(m, gates)
+    parts = m.layer_parts()
+    d_head = m.head_dim
+    n_heads = m.n_heads
+
+    # layers served by each distinct output module, in order (ALBERT: all layers share one)
+    layers_of: dict[int, list[int]] = {}
+    module_of: dict[int, torch.nn.Module] = {}
+    for layer, p in enumerate(parts):
+        layers_of.setdefault(id(p.output), []).append(layer)
+        module_of[id(p.output)] = p.output
+    calls = {key: 0 for key in layers_of}
+
+    def reset(_module, _args):
+        for key in calls:
+            calls[key] = 0
+
+    def make_hook(key: int):
+        layers = layers_of[key]
+
+        def hook(_module, args):
+            context = args[0]  # (B, T, H * d_head)
+            layer = layers[calls[key] % len(layers)]
+            calls[key] += 1
+            shape = context.shape
+            per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
+            g = gates[layer].to(dtype=context.dtype, device=context.device)  # (H,)
+            gated = (per_head * g[:, None]).view(shape)  # (B, T, H * d_head)
+            return (gated, *args[1:])
+
+        return hook
+
+    handles = [m.model.register_forward_pre_hook(reset)]
+    try:
+        for key, module in module_of.items():
+            handles.append(module.register_forward_pre_hook(make_hook(key)))
+        yield gates
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]]) -> Iterator[torch.Tensor]:
+    """Switch off the listed heads inside the ``with`` block.
+
+    Each listed head's output (its slice of the context vector, before the
+    output projection) is multiplied by 0; the other heads are untouched.
+
+    Args:
+        m: the loaded model.
+        heads: 0-based ``(layer, head)`` pairs, e.g. ``[(0, 6), (0, 8)]`` for
+            the article's "layer 1, heads 7 and 9". An empty list masks nothing.
+
+    Yields:
+        The ``[layers, heads]`` gate tensor in use (0 = masked).
+
+    Example::
+
+        with al.mask_heads(m, [(0, 6)]):
+            out = m.model(**m.encode(["how do you play chess"]))
+    """
+    gates = gates_for(m, heads)
+    with gate_heads(m, gates) as g:
+        yield g

@@ -1,0 +1,473 @@
+"""Mean attention maps over many texts of one length, streamed and mergeable.
+
+The source article averages the maps of 100,000 queries of the same length
+and reads each head's *mean* map: a sharp pattern means the head does the
+same thing whatever the query (position-dominated), a flat one means it
+moves with the content. :func:`mean_attention` computes that mean, exactly,
+for any number of texts:
+
+* **Streaming.** Texts are pulled from any iterable (a list, a file, a
+  generator) one batch at a time; memory does not grow with their number.
+* **Exact and mergeable.** :class:`MeanAttention` keeps float64 *sums*, sums
+  of squares and a count. Mean and (unbiased) variance follow from them, and
+  two accumulators over disjoint shards add up to the accumulator of the
+  whole (:meth:`MeanAttention.merge`), which is what the multi-process run in
+  :mod:`attnlab.tools.distributed` all-reduces.
+* **One length.** Maps of different sizes cannot be averaged cell by cell. A
+  text of another token length is an error naming it, or, with
+  ``bucket=True``, goes to its own bucket (a dict length -> MeanAttention).
+* **Fast.** The forward pass of :mod:`attnlab.core.fast` records only the
+  requested layers and stops after the deepest (``layers=range(4)`` runs 4
+  of 12 layers); ``precision="int8"`` or ``"bf16"`` are opt-in and report
+  their measured deviation from fp32.
+* **Early stopping.** With ``tolerance``, the run stops once the largest
+  standard error of any cell of the mean is below it.
+
+Per-head **fixedness** (how much every query gets the same map) comes from
+the same pass: see :meth:`MeanAttention.fixedness`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import torch
+
+from attnlab.core.distributions import entropy, smooth
+from attnlab.core.fast import PRECISIONS, check_layers, encode_same_length, forward_maps
+from attnlab.core.models import LoadedModel
+
+#: Clark et al.'s smoothing for entropies (0.9999 * a + 0.0001 / n).
+ENTROPY_EPS = 1e-4
+
+#: Queries of a reduced-precision run that also run in fp32 to measure the deviation
+#: (one batch; its cost vanishes over long runs). 0 switches the check off.
+DEVIATION_SAMPLE = 256
+
+
+# --------------------------------------------------------------------------- the accumulator
+
+
+@dataclass
+class MeanAttention:
+    """Streaming sums of attention maps of ``count`` texts of one token length.
+
+    Attributes:
+        total: float64 ``[layers, heads, n, n]``, the sum of the maps.
+        total_sq: float64 ``[layers, heads, n, n]``, the sum of squared maps.
+        entropy_total: float64 ``[layers, heads, n]``, the sum over texts of
+            each query row's entropy (smoothed like Clark et al.), for
+            :meth:`fixedness` and :meth:`mean_entropy`.
+        count: number of texts.
+        layers: the 0-based model layers of the first axis.
+        length: ``n``, tokens per text including special tokens.
+        tokens: the tokens of the first text (axis labels for plots).
+        model_name: which model made the maps.
+        precision: ``"fp32"``, ``"int8"`` or ``"bf16"``.
+        deviation: for reduced precision, the largest absolute difference
+            between this precision's and fp32's mean maps over the first
+            queries (``DEVIATION_SAMPLE``); ``None`` for fp32.
+        stopped_early: the ``tolerance`` was reached before the texts ran out.
+    """
+
+    total: torch.Tensor
+    total_sq: torch.Tensor
+    entropy_total: torch.Tensor
+    count: int = 0
+    layers: list[int] = field(default_factory=list)
+    length: int = 0
+    tokens: list[str] = field(default_factory=list)
+    model_name: str = ""
+    precision: str = "fp32"
+    deviation: float | None = None
+    stopped_early: bool = False
+
+    # ----------------------------------------------------------------- building
+
+    @classmethod
+    def empty(cls, n_layers: int, n_heads: int, length: int, *, layers: Sequence[int] | None = None,
+              **meta) -> "MeanAttention":
+        """A zero accumulator for maps ``[n_layers, n_heads, length, length]``."""
+        shape = (n_layers, n_heads, length, length)
+        return cls(
+            total=torch.zeros(shape, dtype=torch.float64),
+            total_sq=torch.zeros(shape, dtype=torch.float64),
+            entropy_total=torch.zeros(shape[:3], dtype=torch.float64),
+            layers=list(layers) if layers is not None else list(range(n_layers)),
+            length=length,
+            **meta,
+        )
+
+    def add(self, maps: torch.Tensor) -> "MeanAttention":
+        """Add a batch of maps ``(B, layers, heads, n, n)`` in place; returns self."""
+        if maps.dim() != 5 or tuple(maps.shape[1:]) != tuple(self.total.shape):
+            raise ValueError(
+                f"maps of shape {tuple(maps.shape)} do not fit this accumulator: expected "
+                f"(B, {', '.join(map(str, self.total.shape))})"
+            )
+        # sums over the batch are taken where the maps are (CPU or GPU), then added on the CPU
+        self.total += maps.sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n, n)
+        self.total_sq += maps.square().sum(dim=0, dtype=torch.float64).cpu()
+        self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n)
+        self.count += maps.shape[0]
+        return self
+
+    def merge(self, other: "MeanAttention") -> "MeanAttention":
+        """The accumulator of both shards (a new object): sums and counts add."""
+        if (self.layers, self.length, self.total.shape) != (other.layers, other.length, other.total.shape):
+            raise ValueError(
+                f"cannot merge means of layers {self.layers} length {self.length} with layers "
+                f"{other.layers} length {other.length}: they describe different maps"
+            )
+        return MeanAttention(
+            total=self.total + other.total,
+            total_sq=self.total_sq + other.total_sq,
+            entropy_total=self.entropy_total + other.entropy_total,
+            count=self.count + other.count,
+            layers=list(self.layers),
+            length=self.length,
+            tokens=list(self.tokens or other.tokens),
+            model_name=self.model_name or other.model_name,
+            precision=self.precision,
+            deviation=_max_or_none(self.deviation, other.deviation),
+            stopped_early=self.stopped_early or other.stopped_early,
+        )
+
+    __add__ = merge
+
+    # ----------------------------------------------------------------- results
+
+    @property
+    def mean(self) -> torch.Tensor:
+        """float64 ``[layers, heads, n, n]``: the mean map of every head."""
+        self._need(1)
+        return self.total / self.count
+
+    @property
+    def var(self) -> torch.Tensor:
+        """float64 ``[layers, heads, n, n]``: unbiased variance across texts (like ``torch.var``)."""
+        self._need(2)
+        centred = self.total_sq - self.total * self.total / self.count
+        return (centred / (self.count - 1)).clamp_min(0.0)
+
+    @property
+    def stderr(self) -> torch.Tensor:
+        """float64 ``[layers, heads, n, n]``: standard error of each cell of the mean."""
+        return (self.var / self.count).sqrt()
+
+    def mean_entropy(self) -> torch.Tensor:
+        """``[layers, heads]``: Clark et al.'s per-head entropy, the entropy in nats of
+        each smoothed query row, averaged over rows and texts."""
+        self._need(1)
+        return self.entropy_total.mean(dim=-1) / self.count
+
+    def entropy_of_mean(self) -> torch.Tensor:
+        """``[layers, heads]``: entropy of the rows of the *mean* map (smoothed), averaged over rows."""
+        return entropy(smooth(self.mean, ENTROPY_EPS)).mean(dim=-1)
+
+    def fixedness(self) -> torch.Tensor:
+        """Per-head fixedness in [0, 1], ``[layers, heads]``.
+
+        For every query row ``r`` let ``p_i`` be text ``i``'s attention row and
+        ``p̄`` their mean. Entropy is concave, so ``mean_i H(p_i) <= H(p̄)``; the
+        gap ``JS_r = H(p̄) - mean_i H(p_i)`` is the Jensen-Shannon divergence
+        among all the texts' rows (equal weights): the information the attended
+        position carries about *which text* it was. It lies between 0 and
+        ``ln n`` (``n`` tokens), so
+
+            fixedness = 1 - mean_r JS_r / ln n
+
+        * 1 when every text gets the same map, whatever that map is (sharp or
+          uniform);
+        * 0 when each text's rows are one-hot at positions that vary so much
+          that the mean is uniform: the mean map is flat *because* the maps
+          vary (the source article's "content" head).
+
+        Dividing by the fixed maximum ``ln n`` (rather than by ``H(p̄)``)
+        keeps an almost deterministic head (always the same one-hot row, where
+        both entropies are near 0) at fixedness 1 instead of a noisy ratio of
+        two tiny numbers. Both entropies are sums over texts, so the score
+        streams and merges like the mean. Rows are smoothed like Clark et al.
+
+        A head that attends uniformly in every text scores 1 (it is fixed)
+        although its mean map is flat: there the article's visual reading and
+        this score disagree, see :meth:`sharpness`.
+        """
+        self._need(1)
+        return _fixedness_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
+
+    def sharpness(self) -> torch.Tensor:
+        """``[layers, heads]``: how far the *mean* map is from uniform, ``1 - H(p̄) / ln n``
+        averaged over rows; 0 for a flat mean map. This is the article's visual
+        criterion (a mean map that "still shows a pattern")."""
+        return 1.0 - self.entropy_of_mean() / math.log(self.length)
+
+    def special_mass(self) -> dict[str, torch.Tensor]:
+        """``{"cls": [layers, heads], "sep": [layers, heads]}``: mean attention to the first
+        ([CLS]) and last ([SEP]) position, over rows and texts (exact from the mean map)."""
+        mean = self.mean
+        return {"cls": mean[..., 0].mean(dim=-1), "sep": mean[..., -1].mean(dim=-1)}
+
+    def _need(self, k: int) -> None:
+        if self.count < k:
+            raise ValueError(f"this accumulator holds {self.count} text(s); at least {k} needed")
+
+    # ----------------------------------------------------------------- saving
+
+    def state_dict(self) -> dict:
+        """Plain tensors, ints and strings (loadable with ``torch.load(weights_only=True)``)."""
+        return {
+            "total": self.total, "total_sq": self.total_sq, "entropy_total": self.entropy_total,
+            "count": self.count, "layers": list(self.layers), "length": self.length,
+            "tokens": list(self.tokens), "model_name": self.model_name, "precision": self.precision,
+            "deviation": self.deviation, "stopped_early": self.stopped_early,
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "MeanAttention":
+        return cls(**state)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the accumulator to ``path`` (torch format)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(self.state_dict(), path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "MeanAttention":
+        return cls.from_state_dict(torch.load(Path(path), weights_only=True))
+
+    def __repr__(self) -> str:
+        return (f"MeanAttention(count={self.count}, layers={self.layers}, length={self.length}, "
+                f"precision={self.precision!r}, model={self.model_name!r})")
+
+
+def _max_or_none(a: float | None, b: float | None) -> float | None:
+    vals = [v for v in (a, b) if v is not None]
+    return max(vals) if vals else None
+
+
+# --------------------------------------------------------------------------- the stream
+
+
+def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    it = iter(texts)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _check_text(text: object, index: int) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text {index} is {type(text).__name__}, not a string")
+    if not text.strip():
+        raise ValueError(f"text {index} is empty or only whitespace: remove it from the queries")
+    return text
+
+
+def _token_ids(m: LoadedModel, texts: list[str], start: int) -> list[list[int]]:
+    for k, t in enumerate(texts):
+        _check_text(t, start + k)
+    ids = m.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+    for k, row in enumerate(ids):
+        if len(row) > m.max_tokens:
+            raise ValueError(
+                f"text {start + k} ({texts[k][:40]!r}) has {len(row)} tokens, more than this "
+                f"model's limit of {m.max_tokens}"
+            )
+    return ids
+
+
+def _progress(total: int | None, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="queries", desc="mean attention", disable=not enabled, smoothing=0.1)
+
+
+def mean_attention(
+    m: LoadedModel,
+    texts: Iterable[str],
+    batch_size: int = 256,
+    progress: bool = True,
+    layers: Sequence[int] | int | None = None,
+    bucket: bool = False,
+    tolerance: float | None = None,
+    precision: str = "fp32",
+) -> "MeanAttention | dict[int, MeanAttention]":
+    """Mean and variance of every head's attention map over texts of one token length.
+
+    Args:
+        m: a model from :func:`attnlab.load_model`.
+        texts: any iterable of strings (list, file, generator); read once, a
+            batch at a time, never held whole.
+        batch_size: texts per forward pass (larger is faster up to a point).
+        progress: show a tqdm bar counting queries and queries/s.
+        layers: 0-based layers to average (``None``: all; ``range(4)`` for the
+            article's layers 1-4). The model runs only up to the deepest one.
+        bucket: group texts by token length and return ``{length: MeanAttention}``
+            instead of raising on a text of another length.
+        tolerance: stop once the largest standard error of any cell of the
+            mean is below this; ``result.count`` says after how many texts
+            (``result.stopped_early`` whether it stopped before the end).
+        precision: ``"fp32"`` (exact, default), ``"int8"`` (dynamic
+            quantisation of the linear layers, CPU) or ``"bf16"`` (autocast).
+            For the latter two, the first queries also run in fp32 and
+            ``result.deviation`` is the largest difference of the mean maps.
+
+    Returns:
+        :class:`MeanAttention` with ``.mean``, ``.var``, ``.stderr``
+        ``[layers, heads, n, n]`` and ``.count``; ``n`` counts special tokens.
+        With ``bucket=True``: a dict from ``n`` to :class:`MeanAttention`.
+
+    Raises:
+        ValueError: no texts, a text of another token length (without
+            ``bucket``), an empty or too long text, a bad layer, batch size,
+            tolerance or precision.
+        TypeError: a text is not a string.
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if tolerance is not None and not (isinstance(tolerance, (int, float)) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive number (e.g. 1e-3), got {tolerance!r}")
+    if tolerance is not None and bucket:
+        raise ValueError("tolerance works on one length at a time: use bucket=False with same-length texts")
+    chosen = check_layers(m, layers)
+    total = len(texts) if hasattr(texts, "__len__") else None
+    runner = _Runner(m, chosen, precision)
+    buckets: dict[int, MeanAttention] = {}
+    pending: dict[int, list[list[int]]] = {}
+    first: tuple[int, str] | None = None  # (length, text) that fixes the length
+    seen = 0
+    with _progress(total, progress) as bar:
+        for chunk in _chunks(texts, batch_size):
+            ids = _token_ids(m, chunk, seen)
+            for k, row in enumerate(ids):
+                n = len(row)
+                if first is None:
+                    first = (n, chunk[k])
+                elif n != first[0] and not bucket:
+                    raise ValueError(
+                        f"text {seen + k} ({chunk[k]!r}) has {n} tokens but text 0 ({first[1]!r}) has "
+                        f"{first[0]} (special tokens included): mean maps need texts of one token "
+                        "length. Keep only texts of one length, or pass bucket=True for one mean per length."
+                    )
+                pending.setdefault(n, []).append(row)
+            seen += len(chunk)
+            for n in list(pending):
+                while len(pending[n]) >= batch_size:
+                    rows, pending[n] = pending[n][:batch_size], pending[n][batch_size:]
+                    runner.run(buckets, n, rows)
+                    bar.update(len(rows))
+            if tolerance is not None and first is not None and first[0] in buckets:
+                acc = buckets[first[0]]
+                if acc.count >= 2 and (largest := float(acc.stderr.max())) < tolerance:
+                    acc.stopped_early = True
+                    if progress:
+                        bar.write(f"stopped after {acc.count} queries: the largest standard error of any "
+                                  f"cell is {largest:.2g} < tolerance {tolerance:g}")
+                    break
+        else:
+            for n, rows in pending.items():
+                if rows:
+                    runner.run(buckets, n, rows)
+                    bar.update(len(rows))
+    if first is None:
+        raise ValueError("texts is empty: pass at least one string of the length you want to average")
+    return dict(sorted(buckets.items())) if bucket else buckets[first[0]]
+
+
+class _Runner:
+    """Runs batches of one length through the fast forward and accumulates them."""
+
+    def __init__(self, m: LoadedModel, layers: list[int], precision: str) -> None:
+        self.m, self.layers, self.precision = m, layers, precision
+        self.reference: dict[int, MeanAttention] = {}  # fp32 sums of the first queries (reduced precision)
+        self.checked: dict[int, MeanAttention] = {}  # reduced-precision sums of the same queries
+
+    def run(self, buckets: dict[int, MeanAttention], n: int, rows: list[list[int]]) -> None:
+        m = self.m
+        acc = buckets.get(n)
+        if acc is None:
+            acc = buckets[n] = MeanAttention.empty(
+                len(self.layers), m.n_heads, n, layers=self.layers, model_name=m.name,
+                precision=self.precision, tokens=m.tokenizer.convert_ids_to_tokens(rows[0]),
+            )
+        inputs = encode_same_length(m, rows)  # (B, n)
+        maps = forward_maps(m, inputs, self.layers, precision=self.precision)  # (B, L', H, n, n)
+        acc.add(maps)
+        if self.precision != "fp32" and DEVIATION_SAMPLE > 0:
+            self._measure_deviation(acc, n, inputs, maps)
+
+    def _measure_deviation(self, acc: MeanAttention, n: int, inputs: dict, maps: torch.Tensor) -> None:
+        ref = self.reference.get(n)
+        if ref is not None and ref.count >= DEVIATION_SAMPLE:
+            return
+        if ref is None:
+            ref = self.reference[n] = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers)
+            self.checked[n] = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers)
+        ref.add(forward_maps(self.m, inputs, self.layers, precision="fp32"))
+        self.checked[n].add(maps)
+        acc.deviation = float((ref.mean - self.checked[n].mean).abs().max())
+
+
+# --------------------------------------------------------------------------- shards (for intervals)
+
+
+def sharded_mean_attention(
+    m: LoadedModel,
+    texts: Iterable[str],
+    shard_size: int,
+    *,
+    progress: bool = True,
+    **kwargs,
+) -> list[MeanAttention]:
+    """:func:`mean_attention` over consecutive shards of ``shard_size`` texts.
+
+    The shards add up to the whole (``merge_all``), and resampling them gives
+    bootstrap intervals over queries for anything computed from the sums
+    (fixedness per layer, its trend with depth). Keyword arguments go to
+    :func:`mean_attention` (``layers``, ``batch_size``, ``precision``).
+    """
+    if not isinstance(shard_size, int) or shard_size < 2:
+        raise ValueError(f"shard_size must be an int >= 2, got {shard_size!r}")
+    from tqdm.auto import tqdm
+
+    it = iter(texts)
+    shards: list[MeanAttention] = []
+    with tqdm(unit="queries", desc="mean attention", disable=not progress) as bar:
+        while True:
+            chunk = list(itertools.islice(it, shard_size))
+            if not chunk:
+                break
+            shards.append(mean_attention(m, chunk, progress=False, **kwargs))
+            bar.update(len(chunk))
+    if not shards:
+        raise ValueError("texts is empty")
+    return shards
+
+
+def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:
+    """One accumulator from many (``parts[0] + parts[1] + ...``)."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    total = parts[0]
+    for p in parts[1:]:
+        total = total.merge(p)
+    return total
+
+
+def _fixedness_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Fixedness ``[..., L, H]`` from sums ``[..., L, H, n, n]``, ``[..., L, H, n]`` and counts ``[...]``."""
+    c = count.reshape(*count.shape, 1, 1, 1)  # broadcasts over (L, H, n)
+    mean = total / c[..., None]  # (..., L, H, n, n)
+    h_of_mean = entropy(smooth(mean, ENTROPY_EPS))  # (..., L, H, n)
+    js = (h_of_mean - entropy_total / c).clamp_min(0.0)  # (..., L, H, n): JS among texts, per row
+    return (1.0 - js.mean(dim=-1) / math.log(total.shape[-1])).clamp(0.0, 1.0)

@@ -1,0 +1,178 @@
+"""Exercises for lesson 00 (the tour).
+
+Three warm-ups that make a student look at the running model and at one
+attention map. Every checker computes the right answer from the model that
+is running (``m``), so the same exercise works for ``bert-base-chinese``, the
+bundled MiniLM or any other BERT-family model.
+
+* :func:`check_total_heads` — how many attention heads does the model have in all?
+* :func:`check_token_count` — how many tokens does the example query become?
+* :func:`check_top_key` — which token does the first query row of a head attend to most?
+
+``solution_*`` functions are the worked answers a teacher can reveal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from attnlab.data.examples import example_for
+from . import NOT_YET as _NOT_YET, Verdict, check_number
+
+__all__ = [
+    "check_total_heads", "solution_total_heads",
+    "check_token_count", "solution_token_count",
+    "check_top_key", "solution_top_key",
+]
+
+
+
+def _text(m: Any, text: str | None) -> str:
+    return example_for(m) if text is None else text
+
+
+# --------------------------------------------------------------------------- 1. layers x heads
+
+
+def check_total_heads(m: Any, answer: Any) -> Verdict:
+    """How many attention heads does the running model have in all (layers x heads)?
+
+    Args:
+        m: the running model (``al.load_model(...)``).
+        answer: an int (the total), or a ``(layers, heads)`` pair.
+    """
+    expected = m.n_layers * m.n_heads
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    if isinstance(answer, (tuple, list)):
+        if len(answer) != 2:
+            return Verdict(False, "give one number, or a pair (layers, heads).", None)
+        layers, heads = answer
+        if (layers, heads) == (m.n_layers, m.n_heads):
+            return Verdict(True, f"{layers} layers x {heads} heads = {expected} heads in all.", expected)
+        return Verdict(False, f"({layers}, {heads}) is not it. Look at m.n_layers and m.n_heads, "
+                       "or at the shape of att.tensor.", None)
+    hint = ""
+    try:
+        if float(answer) == m.n_heads:
+            hint = "That is the number of heads in ONE layer; every layer has its own heads."
+        elif float(answer) == m.n_layers:
+            hint = "That is the number of layers; each layer has several heads."
+    except (TypeError, ValueError):
+        pass
+    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what="total heads",
+                           hint=hint or "The attention tensor is [texts, layers, heads, n, n].")
+    if not verdict.correct:
+        verdict.expected = None  # do not give the number away
+    return verdict
+
+
+def solution_total_heads(m: Any) -> int:
+    """Read layers and heads off the attention tensor of one query and multiply."""
+    from attnlab.core.extract import attention
+
+    att = attention(m, [example_for(m)])
+    _, layers, heads, _, _ = att.tensor.shape  # [texts, layers, heads, n, n]
+    return layers * heads
+
+
+# --------------------------------------------------------------------------- 2. token count
+
+
+def _token_count(m: Any, text: str) -> int:
+    """Tokens of ``text`` as the tokenizer encodes it, special tokens included."""
+    return len(m.tokenizer(text)["input_ids"])
+
+
+def check_token_count(m: Any, answer: Any, text: str | None = None) -> Verdict:
+    """How many tokens does the example query have, special tokens included?
+
+    Args:
+        m: the running model.
+        answer: an int.
+        text: the query (default: the lesson's example, ``al.example_for(m)``).
+    """
+    text = _text(m, text)
+    expected = _token_count(m, text)
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    pieces = m.tokenizer.tokenize(text)
+    hint = "Count every row (or column) of one attention map."
+    try:
+        if float(answer) == len(pieces):
+            hint = "Close: you counted the text's own tokens. The model adds special tokens at both ends."
+        elif float(answer) == len(text.split()) or float(answer) == len(text):
+            hint = "Tokens are not words or characters one to one; look at att.tokens[0]."
+    except (TypeError, ValueError):
+        pass
+    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what="token count", hint=hint)
+    if verdict.correct:
+        verdict.message += f" ({len(pieces)} text tokens + {expected - len(pieces)} special tokens)"
+    else:
+        verdict.expected = None
+    return verdict
+
+
+def solution_token_count(m: Any, text: str | None = None) -> int:
+    """The length of the token list that ``al.attention`` reports."""
+    from attnlab.core.extract import attention
+
+    att = attention(m, [_text(m, text)])
+    return len(att.tokens[0])
+
+
+# --------------------------------------------------------------------------- 3. the strongest key
+
+
+def _first_row(m: Any, text: str, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
+    """Row 0 of one head's map, from a plain forward pass: ``([n], tokens)``."""
+    m.check_layer(layer)
+    m.check_head(head)
+    enc = m.tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = m.model(input_ids=enc["input_ids"].to(m.device), output_attentions=True)
+    row = out.attentions[layer][0, head, 0].float().cpu()  # (n,)
+    tokens = m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    return row, tokens
+
+
+def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Verdict:
+    """Which token does the first query row ([CLS]) of one head attend to most?
+
+    Args:
+        m: the running model.
+        answer: the token as a string (e.g. ``"[SEP]"``) or its 0-based position.
+        layer, head: 0-based indices of the head (default: layer 1, head 1).
+        text: the query (default: the lesson's example).
+    """
+    text = _text(m, text)
+    row, tokens = _first_row(m, text, layer, head)
+    best = int(row.argmax())
+    where = f"layer {layer + 1}, head {head + 1} (code: layer={layer}, head={head})"
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    if isinstance(answer, str):
+        ok = answer.strip().lower() == tokens[best].lower()
+        shown = repr(answer)
+    elif isinstance(answer, int) and not isinstance(answer, bool):
+        ok = answer == best
+        shown = f"position {answer}"
+    else:
+        return Verdict(False, f"give a token string such as {tokens[-1]!r} or a 0-based position, "
+                       f"got {type(answer).__name__}.", None)
+    if ok:
+        return Verdict(True, f"in {where}, row 0 puts its largest weight, {float(row[best]):.2f}, "
+                       f"on {tokens[best]!r} (position {best}).", tokens[best])
+    return Verdict(False, f"{shown} is not the strongest key of row 0 in {where}. Plot the head and read "
+                   "the first row: the brightest cell is the answer.", None)
+
+
+def solution_top_key(m: Any, layer: int = 0, head: int = 0, text: str | None = None) -> str:
+    """Take row 0 of the head's map from ``al.attention`` and find its largest entry."""
+    from attnlab.core.extract import attention
+
+    att = attention(m, [_text(m, text)])
+    row = att.head(0, layer, head)[0]  # (n,): the [CLS] row
+    return att.tokens[0][int(row.argmax())]

@@ -1,0 +1,107 @@
+"""Exercises of lesson 01 (self-attention, reading the matrix).
+
+1. :func:`check_tiny_weight` -- compute one attention weight of the tiny
+   example by hand.
+2. :func:`check_strongest_key` -- which token does a query look at most in
+   a given head of the running model?
+3. :func:`check_diagonal_head` -- which head of the example query is the most
+   "diagonal" (tokens looking at themselves)?
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
+from attnlab.data.examples import example_for
+from . import Verdict, check_choice, check_number
+
+
+def _tiny_weights() -> torch.Tensor:
+    ex = tiny_example()
+    return attention_steps(ex["x"], ex["w_q"], ex["w_k"], ex["w_v"])["weights"]  # (3, 3)
+
+
+def _check_cell(row: int, col: int) -> None:
+    if not (0 <= row < 3 and 0 <= col < 3):
+        raise ValueError(f"row and col must be 0..2 (the tiny example has 3 tokens), got {row}, {col}")
+
+
+def check_tiny_weight(m: Any, answer: Any, row: int = 0, col: int = 1) -> Verdict:
+    """How much does token ``row`` attend to token ``col`` in the tiny example (0-based)?
+
+    ``m`` is not needed (the example is fixed) but kept so every checker is
+    called the same way.
+    """
+    _check_cell(row, col)
+    expected = float(_tiny_weights()[row, col])
+    return check_number(answer, expected, rel=0.01, what=f"weight[{row}, {col}]",
+                        hint="score = q_row . k_col; divide by sqrt(d_k) = 2; softmax over the row.")
+
+
+def solution_tiny_weight(m: Any = None, row: int = 0, col: int = 1) -> float:
+    """Worked solution: dot products of row ``row`` with every key, /2, softmax."""
+    _check_cell(row, col)
+    ex = tiny_example()
+    q = ex["x"][row] @ ex["w_q"]  # this token's query (4,)
+    keys = ex["x"] @ ex["w_k"]  # every token's key (3, 4)
+    scores = [float(q @ keys[j]) / math.sqrt(4) for j in range(3)]
+    exps = [math.exp(s) for s in scores]
+    return exps[col] / sum(exps)
+
+
+def _example_head(m: Any, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
+    from attnlab.core.extract import attention
+
+    layer, head = m.check_layer(layer), m.check_head(head)
+    att = attention(m, [example_for(m)])
+    return att.head(0, layer, head), att.tokens[0]
+
+
+def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Verdict:
+    """Which token (as a string) does token ``query`` of the example look at most,
+    in 0-based ``layer``/``head`` of the running model?"""
+    weights, tokens = _example_head(m, layer, head)
+    if not 0 <= query < len(tokens):
+        raise ValueError(f"query must be 0..{len(tokens) - 1} for the example's {len(tokens)} tokens")
+    expected = tokens[int(weights[query].argmax())]
+    if answer is None:
+        return Verdict(False, "no answer yet: set answer to a token string, e.g. '[CLS]'.", expected)
+    return check_choice(answer, expected, what="strongest key",
+                        hint=f"look along row {query} ({tokens[query]!r}) for the largest weight.")
+
+
+def solution_strongest_key(m: Any, layer: int = 0, head: int = 0, query: int = 1) -> str:
+    weights, tokens = _example_head(m, layer, head)
+    return tokens[int(weights[query].argmax())]
+
+
+def check_diagonal_head(m: Any, answer: Any) -> Verdict:
+    """Which ``(layer, head)`` (0-based) puts the most weight on the diagonal
+    for the example query?"""
+    from attnlab.core.extract import attention
+
+    att = attention(m, [example_for(m)])
+    layer, head, score = find_pattern_heads(att[0])["diagonal"]
+    if answer is None:
+        return Verdict(False, "no answer yet: set answer to a (layer, head) pair, 0-based.", (layer, head))
+    try:
+        got = (int(answer[0]), int(answer[1]))
+    except (TypeError, ValueError, IndexError):
+        return Verdict(False, f"answer should be a (layer, head) pair, got {answer!r}.", (layer, head))
+    if got == (layer, head):
+        return Verdict(True, f"(layer {layer}, head {head}) has mean diagonal weight {score:.2f}.", (layer, head))
+    return Verdict(False, f"{got} is not the most diagonal head. Hint: compute the mean of each map's "
+                          "diagonal and take the largest.", (layer, head))
+
+
+def solution_diagonal_head(m: Any) -> tuple[int, int]:
+    from attnlab.core.extract import attention
+
+    maps = attention(m, [example_for(m)])[0]  # (L, H, n, n)
+    diag = maps.diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
+    layer, head = divmod(int(diag.argmax()), diag.shape[1])
+    return layer, head

@@ -1,0 +1,57 @@
+"""Exercises of lesson 03 (why self-attention, not recurrence).
+
+All use the example query's token count ``n`` on the running model.
+
+1. :func:`check_path_length` -- steps from the first to the last token.
+2. :func:`check_sequential_steps` -- operations that must wait for each other.
+3. :func:`check_attention_entries` -- weights one attention layer computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnlab.data.examples import example_for
+from attnlab.scratch.recurrence import path_length, sequential_steps
+from . import Verdict, check_number
+
+
+def example_length(m: Any) -> int:
+    """Tokens of the example query on this model, [CLS] and [SEP] included."""
+    return len(m.tokenizer(example_for(m))["input_ids"])
+
+
+def check_path_length(m: Any, answer: Any, kind: str = "lstm") -> Verdict:
+    """Maximum path length (first to last token of the example) for ``kind``
+    (``"lstm"``, ``"bilstm"`` or ``"attention"``)."""
+    n = example_length(m)
+    return check_number(answer, path_length(kind, n), rel=0, abs_tol=0.5, what=f"{kind} path length (n={n})",
+                        hint="a recurrence moves one token per step; attention connects every pair directly.")
+
+
+def solution_path_length(m: Any, kind: str = "lstm") -> int:
+    return path_length(kind, example_length(m))
+
+
+def check_sequential_steps(m: Any, answer: Any, kind: str = "lstm") -> Verdict:
+    """Sequential operations one layer of ``kind`` needs for the example."""
+    n = example_length(m)
+    return check_number(answer, sequential_steps(kind, n), rel=0, abs_tol=0.5,
+                        what=f"{kind} sequential steps (n={n})",
+                        hint="each recurrent step needs the previous hidden state.")
+
+
+def solution_sequential_steps(m: Any, kind: str = "lstm") -> int:
+    return sequential_steps(kind, example_length(m))
+
+
+def check_attention_entries(m: Any, answer: Any) -> Verdict:
+    """How many attention weights does one layer compute for the example (all heads)?"""
+    n = example_length(m)
+    return check_number(answer, m.n_heads * n * n, rel=0, abs_tol=0.5, what="attention weights per layer",
+                        hint=f"each of the {m.n_heads} heads has an n x n matrix (n = {n}).")
+
+
+def solution_attention_entries(m: Any) -> int:
+    n = example_length(m)
+    return m.n_heads * n * n

@@ -1,0 +1,69 @@
+"""Exercises of lesson 04 (splitting into heads).
+
+1. :func:`check_head_width` -- the width of one head of the running model.
+2. :func:`check_split_shape` -- the shape of the example's queries after ``split_heads``.
+3. :func:`check_head_slice` -- which features of the hidden vector belong to a head.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnlab.data.examples import example_for
+from . import Verdict, check_number
+
+
+def check_head_width(m: Any, answer: Any) -> Verdict:
+    """Features per head (``hidden_size / n_heads``) of the running model."""
+    return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what="head width",
+                        hint=f"divide the hidden width {m.hidden_size} by the {m.n_heads} heads.")
+
+
+def solution_head_width(m: Any) -> int:
+    return m.hidden_size // m.n_heads
+
+
+def _split_shape(m: Any) -> tuple[int, int, int, int]:
+    n = len(m.tokenizer(example_for(m))["input_ids"])
+    return (1, m.n_heads, n, m.head_dim)
+
+
+def check_split_shape(m: Any, answer: Any) -> Verdict:
+    """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
+    expected = _split_shape(m)
+    if answer is None:
+        return Verdict(False, "no answer yet: set answer to a 4-tuple (batch, heads, tokens, head width).", expected)
+    try:
+        got = tuple(int(v) for v in answer)
+    except (TypeError, ValueError):
+        return Verdict(False, f"answer should be a tuple of 4 ints, got {answer!r}.", expected)
+    if got == expected:
+        return Verdict(True, f"shape {got} is right.", expected)
+    return Verdict(False, f"shape {got} is not it: the order is (batch, heads, tokens, head width), "
+                          "and tokens include [CLS] and [SEP].", expected)
+
+
+def solution_split_shape(m: Any) -> tuple[int, int, int, int]:
+    return _split_shape(m)
+
+
+def check_head_slice(m: Any, answer: Any, head: int = 6) -> Verdict:
+    """``(start, stop)`` of the hidden features that 0-based ``head`` owns
+    (Python slice convention: ``stop`` excluded)."""
+    head = m.check_head(head)
+    expected = (head * m.head_dim, (head + 1) * m.head_dim)
+    if answer is None:
+        return Verdict(False, "no answer yet: set answer to (start, stop).", expected)
+    try:
+        got = (int(answer[0]), int(answer[1]))
+    except (TypeError, ValueError, IndexError):
+        return Verdict(False, f"answer should be a (start, stop) pair, got {answer!r}.", expected)
+    if got == expected:
+        return Verdict(True, f"head {head} (the article's head {head + 1}) owns features {got[0]}..{got[1] - 1}.",
+                       expected)
+    return Verdict(False, f"{got} is not it. Hint: head h owns h*d_h up to (h+1)*d_h, with d_h = {m.head_dim}; "
+                          "mind the 0-based index.", expected)
+
+
+def solution_head_slice(m: Any, head: int = 6) -> tuple[int, int]:
+    return head * m.head_dim, (head + 1) * m.head_dim

@@ -1,0 +1,144 @@
+"""Exercises for lesson 05 (reading head heatmaps and the pattern zoo).
+
+* :func:`check_head_label` — predict a head's pattern label from its statistics.
+* :func:`check_cls_mass` — compute one head's average weight on [CLS] for the example query.
+* :func:`check_layer_majority` — which label is most common in a given layer?
+
+Truths are computed from the running model: the labels come from the lesson's
+survey (:func:`attnlab.analysis.taxonomy.default_survey`, cached, so the notebook and
+the checkers see the same numbers). ``solution_*`` are the worked answers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+from attnlab.data.examples import example_for
+from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
+from . import NOT_YET as _NOT_YET, Verdict, check_number
+
+__all__ = [
+    "quiz_head", "check_head_label", "solution_head_label",
+    "check_cls_mass", "solution_cls_mass",
+    "check_layer_majority", "solution_layer_majority",
+]
+
+
+
+def _labels(m: Any):
+    return classify_heads(default_survey(m))
+
+
+# --------------------------------------------------------------------------- 1. predict a label
+
+
+def quiz_head(m: Any, seed: int = 0, *, show: bool = True) -> tuple[int, int]:
+    """Pick a head for the quiz and print its statistics (not its label).
+
+    A label present in the model is drawn first, then a head with that label,
+    so rare patterns come up as often as common ones.
+
+    Returns:
+        ``(layer, head)``, 0-based.
+    """
+    labels = _labels(m)
+    rng = random.Random(seed)
+    present = [name for name in LABELS if labels.heads(name)]
+    layer, head = rng.choice(labels.heads(rng.choice(present)))
+    if show:
+        s = labels.stats.head(layer, head)
+        print(f"Quiz head: layer {layer + 1}, head {head + 1} (0-based: layer={layer}, head={head})")
+        for key in ("self_mass", "prev_mass", "next_mass", "cls_mass", "sep_mass", "punct_mass",
+                    "segment_mass", "entropy", "uniform_entropy", "confidence", "argmax_offset", "offset_share"):
+            v = s[key]
+            print(f"  {key:<16} {v:.3f}" if key != "argmax_offset" else f"  {key:<16} {int(v):+d}")
+    return layer, head
+
+
+def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Verdict:
+    """Is ``answer`` the label the lesson's rules give head ``(layer, head)``?
+
+    Args:
+        answer: one of ``"self"``, ``"previous"``, ``"next"``, ``"vertical"``,
+            ``"block"``, ``"broad"``, ``"heterogeneous"`` (or None).
+    """
+    m.check_layer(layer)
+    m.check_head(head)
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
+        return Verdict(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+    labels = _labels(m)
+    truth = labels[layer, head]
+    if answer.strip().lower() == truth:
+        return Verdict(True, f"{truth!r}: {labels.reasons[layer, head]}.", truth)
+    return Verdict(False, f"{answer!r} is not it. Go through the rules in order: positional masses "
+                   "(>= 0.5) or the argmax offset share (>= 0.9), then [CLS]+[SEP] (>= 0.6), then "
+                   "own-sentence mass, then entropy relative to uniform (>= 0.8).", None)
+
+
+def solution_head_label(m: Any, layer: int, head: int) -> tuple[str, str]:
+    """``(label, reason)`` of the head: classify the survey statistics with the default thresholds."""
+    labels = classify_heads(default_survey(m))
+    return labels[layer, head], str(labels.reasons[layer, head])
+
+
+# --------------------------------------------------------------------------- 2. [CLS] mass by hand
+
+
+def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None = None) -> Verdict:
+    """The head's weight on [CLS], averaged over all query rows of the example query.
+
+    Args:
+        answer: a number between 0 and 1 (or None).
+        text: the text (default: the course's example query).
+    """
+    m.check_layer(layer)
+    m.check_head(head)
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    expected = solution_cls_mass(m, layer, head, text)
+    verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what="[CLS] mass",
+                           hint="Take the head's [n, n] map, keep the [CLS] column (index 0) and "
+                                "average it over the rows.")
+    if not verdict.correct:
+        verdict.expected = None
+    return verdict
+
+
+def solution_cls_mass(m: Any, layer: int, head: int, text: str | None = None) -> float:
+    """Mean over query rows of the weight in the [CLS] column (position 0)."""
+    from attnlab.core.extract import attention
+
+    att = attention(m, [text or example_for(m)])
+    weights = att.head(0, layer, head)  # (n, n): rows are queries
+    cls_col = [t for t, tok in enumerate(att.tokens[0]) if tok == m.cls_token]
+    return float(weights[:, cls_col].sum(dim=1).mean())
+
+
+# --------------------------------------------------------------------------- 3. majority in a layer
+
+
+def check_layer_majority(m: Any, answer: Any, layer: int) -> Verdict:
+    """Which label do most heads of ``layer`` (0-based) have? Ties: any of the tied labels counts."""
+    m.check_layer(layer)
+    if answer is None:
+        return Verdict(False, _NOT_YET, None)
+    if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
+        return Verdict(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+    counts = Counter(_labels(m).labels[layer].tolist())
+    top = max(counts.values())
+    winners = sorted(name for name, c in counts.items() if c == top)
+    if answer.strip().lower() in winners:
+        return Verdict(True, f"{answer!r} has {top} of {m.n_heads} heads in layer {layer + 1}.", winners)
+    return Verdict(False, f"{answer!r} has {counts.get(answer.strip().lower(), 0)} heads in layer {layer + 1}; "
+                   "count the labels in that row of the taxonomy map.", None)
+
+
+def solution_layer_majority(m: Any, layer: int) -> list[str]:
+    """The most common label(s) in the layer's row of the taxonomy map."""
+    counts = Counter(classify_heads(default_survey(m)).labels[layer].tolist())
+    top = max(counts.values())
+    return sorted(name for name, c in counts.items() if c == top)

@@ -1,0 +1,76 @@
+"""Exercises of lesson 06 (perturbation experiments).
+
+1. :func:`check_token_permutation` - write the token permutation of the
+   example's syntactic move by hand.
+2. :func:`check_most_sensitive_head` - which head changes most under lexical
+   damage (position space)?
+3. :func:`check_position_follower_share` - what share of heads follow positions?
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice, check_number
+
+
+
+def _study(m, study, n: int = 30):
+    if study is not None:
+        return study
+    from attnlab.analysis.compare import perturbation_study
+    from attnlab.data.corpus import queries
+
+    return perturbation_study(m, queries(m.language, n))
+
+
+def solution_token_permutation(m, kind: str = "syntactic") -> list[int]:
+    """Worked solution: the permutation the tokenizer confirms for the example."""
+    from attnlab.analysis.perturb import example_perturbations, token_permutation
+
+    return token_permutation(m, example_perturbations(m.language)[kind]).tolist()
+
+
+def check_token_permutation(m, answer: Any, kind: str = "syntactic") -> Verdict:
+    """``answer``: list with ``new_tokens[i] == old_tokens[answer[i]]`` for the example's ``kind``."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    expected = solution_token_permutation(m, kind)
+    return check_array(answer, expected, atol=0, what="your permutation",
+                       hint="Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
+                            "text holds the old token answer[i].")
+
+
+def solution_most_sensitive_head(m, kind: str = "lexical", study=None) -> tuple[int, int]:
+    """Worked solution: the 0-based (layer, head) with the largest mean position-space change."""
+    top = _study(m, study).top_sensitive(kind, "position", k=1)[0]
+    return (top.layer, top.head)
+
+
+def check_most_sensitive_head(m, answer: Any, kind: str = "lexical", study=None) -> Verdict:
+    """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_head(answer, solution_most_sensitive_head(m, kind, study),
+                      hint="Look for the largest value in study.sensitivity(kind, 'position').mean "
+                           "(indices are 0-based).")
+
+
+def solution_position_follower_share(m, study=None, kind: str = "both") -> float:
+    """Worked solution: share of heads labelled position-followers."""
+    return _study(m, study).follower_shares(kind)["position"]
+
+
+def check_position_follower_share(m, answer: Any, study=None, kind: str = "both") -> Verdict:
+    """``answer``: the share (0..1) of heads that follow positions under ``kind``."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    expected = solution_position_follower_share(m, study, kind)
+    return check_number(answer, expected, rel=0.0, abs_tol=0.011, what="your share",
+                        hint="Count the heads labelled 'position' by study.followers() and divide by "
+                             "the number of heads.")
+
+
+

@@ -1,0 +1,95 @@
+"""Exercises of lesson 07 (removing position embeddings).
+
+1. :func:`check_embedding_without_positions` - recompute the embedding output
+   without the position term by hand.
+2. :func:`check_order_matters` - does word order still matter without positions?
+3. :func:`check_most_position_dependent_head` - which head changes most when
+   positions are removed?
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice
+
+
+
+def solution_embedding_without_positions(m, text: str | None = None) -> np.ndarray:
+    """Worked solution: ``LayerNorm(word + segment)`` for ``text`` (default: the example), ``[n, e]``."""
+    from attnlab.data.examples import example_for
+
+    text = text or example_for(m)
+    emb = m.model.base_model.embeddings
+    enc = m.encode([text])
+    with torch.no_grad():
+        x = emb.word_embeddings(enc["input_ids"])  # (1, n, e)
+        if "token_type_ids" in enc and getattr(emb, "token_type_embeddings", None) is not None:
+            x = x + emb.token_type_embeddings(enc["token_type_ids"])
+        return emb.LayerNorm(x)[0].numpy()
+
+
+def check_embedding_without_positions(m, answer: Any, text: str | None = None) -> Verdict:
+    """``answer``: ``[n, e]`` embedding output of ``text`` without the position term."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    from attnlab.data.examples import example_for
+    from attnlab.core.position import no_position
+
+    text = text or example_for(m)
+    emb = m.model.base_model.embeddings
+    enc = m.encode([text])
+    kwargs = {"input_ids": enc["input_ids"]}
+    if "token_type_ids" in enc:
+        kwargs["token_type_ids"] = enc["token_type_ids"]
+    with no_position(m), torch.no_grad():
+        expected = emb(**kwargs)[0].numpy()
+    return check_array(answer, expected, atol=1e-4, what="your embedding output",
+                       hint="word_embeddings(ids) + token_type_embeddings(types), then the embedding LayerNorm.")
+
+
+def solution_order_matters(m) -> bool:
+    """Worked solution: False when the permuted example's outputs are the original's,
+    permuted (largest gap below 1e-4), True otherwise."""
+    from attnlab.analysis.perturb import example_perturbations, token_permutation
+    from attnlab.analysis.position import equivariance_gap
+    from attnlab.core.position import no_position
+
+    p = example_perturbations(m.language)["both"]
+    with no_position(m):
+        gap = equivariance_gap(m, p.source.text, p.text, token_permutation(m, p))
+    return bool(gap > 1e-4)
+
+
+def check_order_matters(m, answer: Any) -> Verdict:
+    """``answer``: True or False - without position embeddings, does a reordered query
+    give different token outputs (beyond moving them along)?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    if not isinstance(answer, (bool, np.bool_)):
+        return Verdict(False, f"answer True or False, got {answer!r}")
+    return check_choice(bool(answer), solution_order_matters(m), what="your answer",
+                        hint="Compare equivariance_gap with and without no_position.")
+
+
+def solution_most_position_dependent_head(m, study=None, n: int = 30) -> tuple[int, int]:
+    """Worked solution: 0-based (layer, head) with the largest change without positions."""
+    if study is None:
+        from attnlab.data.corpus import texts
+        from attnlab.analysis.position import position_change
+
+        study = position_change(m, texts(m.language, n))
+    change = study.change().mean
+    layer, head = np.unravel_index(int(np.argmax(change)), change.shape)
+    return (int(layer), int(head))
+
+
+def check_most_position_dependent_head(m, answer: Any, study=None) -> Verdict:
+    """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_head(answer, solution_most_position_dependent_head(m, study),
+                      hint="np.unravel_index(argmax) of study.change().mean.")

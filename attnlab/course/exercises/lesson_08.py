@@ -1,0 +1,104 @@
+"""Exercises for lesson 08 (averaging attention over many same-length queries).
+
+* :func:`check_mean_cell` — average one cell of one head's map by brute force.
+* :func:`check_fixedness_by_hand` — fixedness from two entropies.
+* :func:`check_most_fixed_layer` — which layer is the most fixed?
+
+Truths are computed from the running model (and from the lesson's own result
+object when the notebook passes it). ``solution_*`` are the worked answers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+
+__all__ = [
+    "check_mean_cell", "solution_mean_cell",
+    "check_fixedness_by_hand", "solution_fixedness_by_hand",
+    "check_most_fixed_layer", "solution_most_fixed_layer",
+]
+
+_DEFAULT: dict[str, Any] = {}
+
+
+def _default_result(m: Any):
+    """A small mean over same-length queries, cached per model (when the notebook passes none)."""
+    if m.name not in _DEFAULT:
+        from attnlab.core.streaming import mean_attention
+        from attnlab.core.config import pick
+        from attnlab.data.querygen import same_length_queries
+
+        _DEFAULT[m.name] = mean_attention(m, same_length_queries(m, pick(2000, 150)), progress=False)
+    return _DEFAULT[m.name]
+
+
+# --------------------------------------------------------------------------- 1. one cell by brute force
+
+
+def solution_mean_cell(m: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> float:
+    """Mean over ``texts`` of the weight from [CLS] (row 0) to [SEP] (last column) in one head."""
+    from attnlab.core.extract import attention
+
+    m.check_layer(layer)
+    m.check_head(head)
+    att = attention(m, list(texts))
+    return float(sum(att.head(i, layer, head)[0, -1] for i in range(len(att))) / len(att))
+
+
+def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Verdict:
+    """Is ``answer`` the mean [CLS]->[SEP] weight of ``(layer, head)`` over ``texts``?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    truth = solution_mean_cell(m, texts, layer, head)
+    return check_number(answer, truth, rel=1e-3, abs_tol=1e-5, what="your mean weight",
+                        hint="use al.attention(m, texts) and average att.head(i, layer, head)[0, -1] over i.")
+
+
+# --------------------------------------------------------------------------- 2. fixedness by hand
+
+
+def solution_fixedness_by_hand(m: Any, layer: int, head: int, result: Any = None) -> float:
+    """``1 - (H(mean map) - mean H(individual maps)) / ln n``, entropies averaged over rows."""
+    res = result if result is not None else _default_result(m)
+    l = res.layers.index(m.check_layer(layer))
+    m.check_head(head)
+    gap = res.entropy_of_mean()[l, head] - res.mean_entropy()[l, head]
+    return float(1 - gap / math.log(res.length))
+
+
+def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: Any = None) -> Verdict:
+    """Is ``answer`` the fixedness of ``(layer, head)``, as ``result.fixedness()`` defines it?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    res = result if result is not None else _default_result(m)
+    l = res.layers.index(m.check_layer(layer))
+    truth = float(res.fixedness()[l, m.check_head(head)])
+    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your fixedness",
+                        hint="1 - (result.entropy_of_mean() - result.mean_entropy()) / ln(n) for that head, "
+                             "with n = result.length.")
+
+
+# --------------------------------------------------------------------------- 3. the most fixed layer
+
+
+def solution_most_fixed_layer(m: Any, result: Any = None) -> int:
+    """0-based layer with the highest mean fixedness over its heads."""
+    res = result if result is not None else _default_result(m)
+    per_layer = res.fixedness().mean(dim=1)
+    return int(res.layers[int(per_layer.argmax())])
+
+
+def check_most_fixed_layer(m: Any, answer: Any, result: Any = None) -> Verdict:
+    """Is ``answer`` (0-based) the layer whose heads are, on average, the most fixed?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    truth = solution_most_fixed_layer(m, result)
+    verdict = check_choice(answer, truth, what="layer",
+                           hint="average result.fixedness() over heads (dim=1) and take the argmax; "
+                                "answer 0-based.")
+    if not verdict and answer == truth + 1:
+        verdict.message += " (Did you answer 1-based? Code indices are 0-based.)"
+    return verdict

@@ -1,0 +1,106 @@
+"""Exercises for lesson 09 (head diversity across layers).
+
+* :func:`check_closest_pair` — the two heads with the smallest JS distance.
+* :func:`check_dispersion` — one layer's within-layer dispersion from the distance matrix.
+* :func:`check_trend_verdict` — does "heads become more alike with depth" hold here?
+
+Truths are computed from the running model (and from the lesson's own result
+objects when the notebook passes them). ``solution_*`` are the worked answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+
+__all__ = [
+    "check_closest_pair", "solution_closest_pair",
+    "check_dispersion", "solution_dispersion",
+    "check_trend_verdict", "solution_trend_verdict",
+]
+
+_DEFAULT: dict[str, Any] = {}
+
+
+def _default_distances(m: Any):
+    if m.name not in _DEFAULT:
+        from attnlab.core.config import pick
+        from attnlab.analysis.diversity import head_distances
+        from attnlab.data.querygen import same_length_queries
+
+        _DEFAULT[m.name] = head_distances(m, same_length_queries(m, pick(500, 40)), progress=False)
+    return _DEFAULT[m.name]
+
+
+# --------------------------------------------------------------------------- 1. closest pair
+
+
+def solution_closest_pair(m: Any, hd: Any = None) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The two distinct heads ``((layer, head), (layer, head))`` (0-based) with the smallest distance."""
+    hd = hd if hd is not None else _default_distances(m)
+    d = hd.distance.clone()
+    d.fill_diagonal_(float("inf"))
+    a, b = divmod(int(torch.argmin(d)), d.shape[0])
+    labels = hd.labels()
+    return tuple(sorted((labels[a], labels[b])))  # type: ignore[return-value]
+
+
+def check_closest_pair(m: Any, answer: Any, hd: Any = None) -> Verdict:
+    """Is ``answer`` the closest pair of heads, e.g. ``((3, 1), (4, 7))`` (order does not matter)?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    try:
+        given = tuple(sorted(tuple(int(x) for x in pair) for pair in answer))
+    except (TypeError, ValueError):
+        return Verdict(False, f"answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.")
+    truth = solution_closest_pair(m, hd)
+    return check_choice(given, truth, what="pair",
+                        hint="fill the diagonal of hd.distance with inf, take the argmin and map it "
+                             "back with hd.labels().")
+
+
+# --------------------------------------------------------------------------- 2. dispersion
+
+
+def solution_dispersion(m: Any, layer: int, hd: Any = None) -> float:
+    """Mean distance over the head pairs of one layer, from ``hd.distance``."""
+    hd = hd if hd is not None else _default_distances(m)
+    i = hd.layers.index(m.check_layer(layer))
+    h = hd.n_heads
+    block = hd.distance[i * h:(i + 1) * h, i * h:(i + 1) * h]
+    return float(block.sum() / (h * (h - 1)))
+
+
+def check_dispersion(m: Any, answer: Any, layer: int, hd: Any = None) -> Verdict:
+    """Is ``answer`` the within-layer dispersion of ``layer`` (0-based)?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    truth = solution_dispersion(m, layer, hd)
+    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your dispersion",
+                        hint="take the layer's heads x heads block of hd.distance and average its "
+                             "off-diagonal entries (the diagonal is 0).")
+
+
+# --------------------------------------------------------------------------- 3. the verdict
+
+
+def solution_trend_verdict(m: Any, trend: Any = None) -> str:
+    """``trend.verdict()`` of :func:`attnlab.analysis.diversity.depth_trend`."""
+    if trend is None:
+        from attnlab.analysis.diversity import depth_trend
+
+        trend = depth_trend(_default_distances(m), n_boot=300)
+    return trend.verdict()
+
+
+def check_trend_verdict(m: Any, answer: Any, trend: Any = None) -> Verdict:
+    """Is ``answer`` ("holds", "does not hold" or "cannot tell") the verdict of this run?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    truth = solution_trend_verdict(m, trend)
+    return check_choice(answer, truth, what="verdict",
+                        hint="look at the slope's bootstrap interval: below 0 holds, above 0 does not "
+                             "hold, across 0 cannot tell.")

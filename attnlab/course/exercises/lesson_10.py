@@ -1,0 +1,62 @@
+"""Exercises of lesson 10 (how many heads).
+
+1. :func:`check_group_width` - the width of one head after regrouping.
+2. :func:`check_most_focused_group_count` - which h' puts most attention on one token?
+3. :func:`check_best_head_count` - which head count trained best in your run?
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+
+
+
+def solution_group_width(m, n_groups: int = 3) -> int:
+    """Worked solution: ``d_model / h'`` (every group keeps all the dimensions of its heads)."""
+    from attnlab.analysis.regroup import _check_groups
+
+    return m.hidden_size // _check_groups(m, n_groups)
+
+
+def check_group_width(m, answer: Any, n_groups: int = 3) -> Verdict:
+    """``answer``: the width (dimensions of Q and K) of one head after regrouping into ``n_groups``."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_number(answer, solution_group_width(m, n_groups), rel=0, abs_tol=0.5, what="your width",
+                        hint=f"{m.n_heads} heads of {m.head_dim} dimensions are cut into {n_groups} groups.")
+
+
+def solution_most_focused_group_count(m, texts: Sequence[str] | None = None) -> int:
+    """Worked solution: the h' with the largest ``focus`` (largest of self/[CLS]/[SEP] mass)."""
+    from attnlab.data.examples import example_for
+    from attnlab.analysis.regroup import regroup_summaries
+
+    summaries = regroup_summaries(m, list(texts) if texts else [example_for(m)])
+    return max(summaries, key=lambda g: summaries[g]["focus"])
+
+
+def check_most_focused_group_count(m, answer: Any, texts: Sequence[str] | None = None) -> Verdict:
+    """``answer``: the number of heads h' (a divisor of H) at which attention is most focused
+    on a single token (self, [CLS] or [SEP]) for ``texts`` (default: the example)."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_choice(answer, solution_most_focused_group_count(m, texts), what="your h'",
+                        hint="regroup_summaries(m, texts) gives 'focus' per h'; take the largest.")
+
+
+def solution_best_head_count(study) -> int:
+    """Worked solution: the head count with the lowest mean validation perplexity."""
+    summary = study.summary()
+    return min(summary, key=lambda h: summary[h]["ppl_mean"])
+
+
+def check_best_head_count(m, answer: Any, study=None) -> Verdict:
+    """``answer``: the head count with the lowest mean validation perplexity in ``study``."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    if study is None:
+        return Verdict(False, "pass the study you trained: check_best_head_count(m, answer, study=study).")
+    return check_choice(answer, solution_best_head_count(study), what="your head count",
+                        hint="study.summary()[h]['ppl_mean'] is the mean perplexity of h heads.")

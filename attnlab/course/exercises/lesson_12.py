@@ -1,0 +1,75 @@
+"""Exercises for lesson 12 (the six conclusions).
+
+The answers are computed from the evidence that lessons 05-11 saved for the
+model that is running (an :class:`attnlab.course.conclusions.Evidence`).
+
+* :func:`check_fixed_share` — recompute conclusion 1's "fixed heads" share from lesson 08's fixedness map.
+* :func:`check_rejudge` — judge conclusion 1 again with "a few" meaning at most half of the heads.
+* :func:`check_most_diverse_layer` — which layer has the most diverse heads (lesson 09)?
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnlab.course.conclusions import Evidence, conclusion_1
+from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+
+
+
+def _need(ev: Evidence, name: str) -> dict:
+    data = ev.get(name)
+    if data is None:
+        raise ValueError(f"this exercise needs the results of {name}: run that lesson first")
+    return data
+
+
+def solution_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
+    """Share of heads whose fixedness (lesson 08) reaches the threshold lesson 08 used
+    (the heads it listed as fixed), or ``threshold`` when given."""
+    avg = _need(ev, "08_layer_averaging")
+    fixedness = np.asarray(avg["fixedness"], dtype=float)
+    if threshold is None:
+        return len(avg["fixed_heads"]) / fixedness.size
+    return float((fixedness >= threshold).mean())
+
+
+def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None) -> Verdict:
+    """What share of all heads is "fixed" in lesson 08's sense? (a number in [0, 1])"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_number(answer, solution_fixed_share(ev, threshold), rel=0.0, abs_tol=0.01,
+                        hint="count the (layer, head) pairs in ev.get('08_layer_averaging')['fixed_heads'] "
+                             "and divide by layers x heads.", what="fixed share")
+
+
+def solution_rejudge(ev: Evidence) -> str:
+    """Conclusion 1's verdict when "a few content heads" means at most 50% of the heads."""
+    return conclusion_1(ev, few=0.5).verdict
+
+
+def check_rejudge(ev: Evidence, answer: Any) -> Verdict:
+    """Predict conclusion 1's verdict if "a few" meant "at most half of the heads"
+    ("holds", "does not hold" or "cannot tell")."""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_choice(answer, solution_rejudge(ev),
+                        hint="compare the content-follower share with 0.5, and remember part A must hold too.",
+                        what="verdict")
+
+
+def solution_most_diverse_layer(ev: Evidence) -> int:
+    """1-based number of the layer with the largest within-layer dispersion (lesson 09)."""
+    div = _need(ev, "09_head_diversity")
+    return int(np.argmax(np.asarray(div["dispersion"], dtype=float))) + 1
+
+
+def check_most_diverse_layer(ev: Evidence, answer: Any) -> Verdict:
+    """Which layer (1-based) has the most diverse heads?"""
+    if answer is None:
+        return Verdict(False, _NOT_YET)
+    return check_choice(answer, solution_most_diverse_layer(ev),
+                        hint="look for the largest value in ev.get('09_head_diversity')['dispersion'] "
+                             "and add 1 to its index.", what="layer")

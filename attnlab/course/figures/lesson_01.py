@@ -1,0 +1,29 @@
+"""Figures of lesson 01: one head of the example query."""
+
+from __future__ import annotations
+
+from . import FigureContext, figure
+
+LESSON = "01_self_attention.ipynb"
+
+
+def example_attention(ctx: FigureContext):
+    """The example query's attention on ``ctx.model``, computed once per build."""
+    from attnlab.data.examples import example_for
+    from attnlab.core.extract import attention
+
+    return ctx.memo("example_att", lambda: attention(ctx.model, [example_for(ctx.model)]))
+
+
+@figure("head_example", lesson=LESSON,
+        caption="One head of the example query: the head with the strongest previous/next-token band, "
+                "each row a query token's weights over the keys")
+def head_example(ctx: FigureContext):
+    from attnlab.scratch.self_attention import find_pattern_heads
+    from attnlab.viz.plot import head_label, plot_head
+
+    att = example_attention(ctx)
+    layer, head, score = find_pattern_heads(att[0])["band"]
+    im = plot_head(att.head(0, layer, head), att.tokens[0], annotate=True,
+                   title=f"{head_label(layer, head)}: band strength {score:.2f}")
+    return im.figure

@@ -1,0 +1,27 @@
+"""Figures of lesson 04: every head of the first and of the last layer (the
+source article's two figures), for the example query."""
+
+from __future__ import annotations
+
+from . import FigureContext, figure
+from .lesson_01 import example_attention
+
+LESSON = "04_multi_head_splitting.ipynb"
+
+
+def _layer_figure(ctx: FigureContext, layer: int):
+    from attnlab.viz.plot import plot_layer_heads
+
+    att = example_attention(ctx)
+    return plot_layer_heads(att[0][layer], att.tokens[0], layer=layer, ncols=4,
+                            title=f"{att.texts[0]}: every head of layer {layer + 1}")
+
+
+@figure("first_layer_heads", lesson=LESSON, caption="Every head of the first layer for the example query")
+def first_layer(ctx: FigureContext):
+    return _layer_figure(ctx, 0)
+
+
+@figure("last_layer_heads", lesson=LESSON, caption="Every head of the last layer for the example query")
+def last_layer(ctx: FigureContext):
+    return _layer_figure(ctx, ctx.model.n_layers - 1)

@@ -1,0 +1,1 @@
+"""Query sets and generators in Chinese and English. Imports nothing else of attnlab."""

@@ -1,0 +1,394 @@
+"""Many distinct, natural-looking search queries of one exact token length.
+
+Averaging attention maps cell by cell needs queries that all have the same
+number of tokens: the source article used 100,000 of them. No data set can be
+downloaded in a classroom, so :class:`QueryGenerator` writes them from
+templates and a lexicon made for this course (search-box style: weather,
+recipes, games, travel, health, pets, shopping, study, apps).
+
+* Chinese (``bert-base-chinese`` is character level): token count =
+  character count, so a query of ``n_tokens`` tokens has ``n_tokens``
+  characters.
+* English: every lexicon word is meant to be one word piece; with a
+  tokenizer the lexicon is filtered to words that really are one token, and
+  every query is re-tokenised and dropped unless it has exactly
+  ``n_tokens`` tokens.
+
+``n_tokens`` counts the query's own tokens; the model adds ``[CLS]`` and
+``[SEP]``, so its maps are ``(n_tokens + 2) x (n_tokens + 2)``.
+
+Generation is deterministic: a seeded random walk over the templates; the
+same seed gives the same queries in the same order on every machine.
+Repeats are skipped and counted (:attr:`QueryGenerator.duplicates`), as are
+candidates of the wrong length (:attr:`QueryGenerator.wrong_length`).
+
+Typical use::
+
+    from attnlab.data.querygen import QueryGenerator, same_length_queries
+    gen = QueryGenerator("zh", n_tokens=10, seed=0)
+    queries = gen.take(100_000)
+    print(gen.report())
+    al.mean_attention(m, same_length_queries(m, 100_000, n_tokens=10))   # streamed
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import random
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+LANGUAGES = ("zh", "en")
+
+# --------------------------------------------------------------------------- Chinese lexicon
+
+_ZH: dict[str, str] = {
+    "GAME": "王者荣耀 和平精英 原神 英雄联盟 我的世界 象棋 围棋 五子棋 斗地主 麻将 炉石传说 穿越火线 第五人格 "
+            "蛋仔派对 开心消消乐 植物大战僵尸 俄罗斯方块 火影忍者 阴阳师 梦幻西游 狼人杀 跳棋 魔方",
+    "GAME_V": "玩 上分 升级 赚金币 快速上手 组队 改名字 加好友 开黑 练技术 退款 下载 换账号 获得皮肤",
+    "GAME_N": "英雄 出装 阵容 角色 武器 皮肤 攻略 玩法 打法 技巧",
+    "CITY": "北京 上海 广州 深圳 杭州 成都 重庆 武汉 西安 南京 天津 苏州 长沙 郑州 青岛 厦门 昆明 大连 沈阳 "
+            "哈尔滨 济南 合肥 福州 南昌 贵阳 南宁 兰州 太原 石家庄 三亚 丽江 桂林 洛阳 无锡 宁波 温州 珠海 "
+            "拉萨 乌鲁木齐 呼和浩特 扬州 大理 烟台 威海 泉州 佛山 东莞 常州 徐州 绍兴 嘉兴 金华 "
+            "台州 惠州 中山 汕头 湛江 柳州 北海 遵义 绵阳 宜昌 襄阳 岳阳 九江 赣州 黄山 秦皇岛 承德 "
+            "保定 唐山 开封 西宁 银川 海口 舟山",
+    "TIME": "今天 明天 后天 周末 下周 五一 国庆 春节 这几天 今晚 明早 下个月",
+    "WEATHER_Q": "天气怎么样 会下雨吗 冷不冷 热不热 穿什么衣服 适合出门吗 有雾霾吗 气温多少度 刮大风吗",
+    "SPOT": "景点 公园 博物馆 夜市 古镇 商场 海边 酒店 民宿 小吃街 游乐园 动物园",
+    "ADJ": "好玩 免费 小众 人少 适合拍照 适合带娃 便宜 有名",
+    "TRANSPORT": "高铁 火车 飞机 开车 大巴 动车",
+    "TRIP_Q": "要多久 多少钱 怎么买票 几个小时 最快多久 方便吗",
+    "DISH": "红烧肉 糖醋排骨 宫保鸡丁 鱼香肉丝 麻婆豆腐 西红柿炒鸡蛋 可乐鸡翅 水煮鱼 酸菜鱼 回锅肉 小龙虾 "
+            "饺子 包子 面条 炒饭 蛋糕 火锅 烤鸭 凉皮 粽子 月饼 汤圆 红烧鱼 清蒸鲈鱼 土豆丝 蛋炒饭 牛肉面 "
+            "排骨汤 鸡蛋羹 手抓饼 煎饺 炸酱面 烤鱼 麻辣烫 酸辣粉 馄饨 春卷 卤牛肉",
+    "DISH_Q": "的做法 的家常做法 热量高吗 怎么做好吃 怎么做才嫩 放多久会坏 用什么锅 需要什么材料 孕妇能吃吗",
+    "PRODUCT": "苹果手机 华为手机 小米手机 笔记本电脑 平板电脑 蓝牙耳机 电动牙刷 空气净化器 扫地机器人 洗衣机 "
+               "冰箱 空调 电饭煲 微波炉 投影仪 显示器 机械键盘 无线鼠标 智能手表 相机 自行车 电动车 跑步机 "
+               "吹风机 加湿器 路由器 充电宝 打印机",
+    "PRODUCT_Q": "多少钱 哪个牌子好 怎么选 推荐 坏了怎么办 充不进电 怎么连接手机 声音小 怎么清洗 有辐射吗 "
+                 "耗电吗 值得买吗 保修多久 怎么设置",
+    "APP": "微信 支付宝 抖音 淘宝 京东 美团 百度 微博 快手 拼多多 小红书 高德地图 钉钉 知乎 今日头条 "
+           "腾讯视频 爱奇艺 网易云音乐 饿了么 携程",
+    "APP_Q": "怎么注销账号 怎么改密码 怎么删除好友 怎么开发票 怎么退款 怎么换头像 怎么清理缓存 怎么设置字体 "
+             "登录不上去 闪退怎么办 怎么实名认证 怎么关闭广告 怎么找客服 怎么绑定银行卡",
+    "WHO": "小孩 孩子 宝宝 老人 孕妇 女生 男生 大人 学生 老公 老婆 妈妈 爸爸",
+    "SYMPTOM": "发烧 咳嗽 感冒 拉肚子 头疼 失眠 牙疼 便秘 过敏 嗓子疼 流鼻涕 胃疼 腰疼 长痘",
+    "ILL_Q": "怎么办 吃什么药 吃什么好 要去医院吗 能洗澡吗 怎么缓解 是什么原因 能运动吗 多久能好",
+    "SUBJECT": "英语 数学 物理 化学 语文 编程 钢琴 吉他 书法 游泳 画画 日语 摄影 舞蹈 历史 地理 围棋 口语",
+    "LEARN_Q": "怎么提高成绩 入门书籍推荐 从零开始怎么学 学习方法 培训班哪家好 怎么快速提高 自学难吗 "
+               "要学多久 有什么技巧 考试怎么复习",
+    "PET": "猫 狗 小猫 小狗 兔子 仓鼠 金鱼 乌龟 鹦鹉 柯基 金毛 泰迪 布偶猫 橘猫 哈士奇 边牧",
+    "PET_Q": "不吃东西怎么办 吃什么好 能吃葡萄吗 怎么养 一直叫是什么原因 掉毛严重怎么办 多大可以洗澡 "
+             "拉肚子怎么办 怎么训练 能活多久 怎么剪指甲",
+    "TRAVEL": "旅游 玩 出差 看海 爬山 看雪 过年 吃美食 带娃玩 自驾游",
+    "TRAVEL_Q": "攻略 要注意什么 住哪里方便 带什么衣服 人多吗 怎么安排 玩几天合适 花多少钱 有什么推荐",
+    "SPOT_Q": "几点开门 门票多少钱 怎么去 要预约吗 好玩吗 停车方便吗 人多吗 在哪里",
+    "COMPARE": "热量高 更好吃 更容易做 更健康 更便宜 更下饭",
+    "MEAL": "早上 晚上 中午 睡前 半夜 减肥期间 每天",
+    "ASK": " 请问 求问 问一下 想知道 急问",
+    "END": " 呢 啊 呀",
+}
+
+#: Templates: slot names in braces, other characters literal. A leading
+#: ``{ASK}`` / trailing ``{END}`` may be empty (the first entry is "").
+_ZH_TEMPLATES = [
+    "{ASK}{GAME}怎么{GAME_V}{END}",
+    "{ASK}{GAME}{GAME_N}推荐",
+    "{ASK}{GAME}新手{GAME_N}{END}",
+    "{ASK}{CITY}有什么{ADJ}的{SPOT}{END}",
+    "{ASK}{CITY}{ADJ}的{SPOT}推荐",
+    "{ASK}{CITY}到{CITY}{TRANSPORT}{TRIP_Q}",
+    "{ASK}{CITY}哪里有好吃的{DISH}{END}",
+    "{ASK}{CITY}的{DISH}哪家好吃",
+    "{ASK}{DISH}{DISH_Q}{END}",
+    "{ASK}{PRODUCT}{PRODUCT_Q}{END}",
+    "{ASK}{APP}{APP_Q}{END}",
+    "{ASK}{WHO}{SYMPTOM}{ILL_Q}{END}",
+    "{ASK}{WHO}{SYMPTOM}了{ILL_Q}",
+    "{ASK}{SUBJECT}{LEARN_Q}{END}",
+    "{ASK}{WHO}学{SUBJECT}{LEARN_Q}",
+    "{ASK}{PET}{PET_Q}{END}",
+    "{ASK}{TIME}去{CITY}{TRANSPORT}{TRIP_Q}",
+    "{ASK}{TIME}去{CITY}{TRAVEL}{TRAVEL_Q}{END}",
+    "{ASK}{CITY}{TRAVEL}{TRAVEL_Q}{END}",
+    "{ASK}{CITY}的{SPOT}{SPOT_Q}{END}",
+    "{ASK}{CITY}{TIME}{WEATHER_Q}{END}",
+    "{ASK}{DISH}和{DISH}哪个{COMPARE}",
+    "{ASK}{MEAL}吃{DISH}会胖吗{END}",
+    "{ASK}{PRODUCT}和{PRODUCT}哪个好{END}",
+    "{ASK}{WHO}{SYMPTOM}能吃{DISH}吗",
+]
+
+# --------------------------------------------------------------------------- English lexicon
+
+_EN: dict[str, str] = {
+    "GAME": "chess poker tennis golf soccer football basketball baseball hockey cricket bridge checkers minecraft "
+            "guitar piano violin drums",
+    "CITY": "paris london berlin rome madrid tokyo beijing shanghai boston chicago seattle dallas denver miami "
+            "toronto sydney dublin vienna prague moscow cairo delhi bangkok seoul lisbon athens oslo "
+            "venice florence milan naples munich hamburg amsterdam brussels geneva zurich stockholm "
+            "helsinki warsaw budapest istanbul dubai singapore manila jakarta hanoi osaka kyoto "
+            "vancouver montreal houston phoenix atlanta detroit portland austin nashville orlando "
+            "edinburgh glasgow manchester liverpool",
+    "TIME": "today tomorrow tonight now this|weekend next|week in|winter in|summer in|spring",
+    "WEATHER": "weather rain snow wind temperature",
+    "PLACE": "museum park beach hotel restaurant market zoo garden church castle bridge library",
+    "ADJ": "best cheap free quiet famous old small big nice good",
+    "TRANSPORT": "train bus car plane ship bike",
+    "DISH": "rice pasta bread soup chicken beef pork fish eggs salad pizza cake cookies potatoes beans noodles "
+            "steak turkey corn cheese",
+    "COOK": "cook bake boil fry grill roast make",
+    "DEVICE": "phone laptop computer printer camera tv tablet keyboard mouse router watch speaker",
+    "PROBLEM": "is|slow is|broken is|hot is|loud wont|start keeps|crashing",
+    "WHO": "my|son my|daughter my|baby my|dog my|cat my|wife my|husband my|mother my|father a|child",
+    "SYMPTOM": "fever cough cold headache rash flu",
+    "SUBJECT": "english math physics chemistry history spanish french german japanese music art biology",
+    "PET": "dog cat puppy kitten rabbit bird fish horse",
+    "FOOD": "grapes chocolate milk cheese bread apples eggs rice chicken fish",
+    "TOOL": "pan pot oven wok microwave grill",
+    "WHO3": "kids families couples students children",
+    "VISIT": "safe nice cheap fun expensive crowded cold hot busy",
+    "ITEM": "shoes books coffee tea flowers clothes bread wine toys gifts",
+    "ASK": " please quick",
+    "END": " today now fast again",
+}
+
+_EN_TEMPLATES = [
+    "{ASK} how do you play {GAME} {END}",
+    "{ASK} how do i learn {GAME} {END}",
+    "{ASK} what is the weather in {CITY} {TIME}",
+    "{ASK} will it {WEATHER} in {CITY} {TIME}",
+    "{ASK} what is the {ADJ} {PLACE} in {CITY}",
+    "{ASK} where is a {ADJ} {PLACE} in {CITY}",
+    "{ASK} how long is the {TRANSPORT} from {CITY} to {CITY}",
+    "{ASK} how much is a {TRANSPORT} from {CITY} to {CITY}",
+    "{ASK} how do you {COOK} {DISH} {END}",
+    "{ASK} how long to {COOK} {DISH} {END}",
+    "{ASK} what can i {COOK} with {DISH} and {DISH}",
+    "{ASK} why my {DEVICE} {PROBLEM} {END}",
+    "{ASK} what to do if my {DEVICE} {PROBLEM}",
+    "{ASK} what to do when {WHO} has a {SYMPTOM}",
+    "{ASK} can {WHO} take a bath with a {SYMPTOM}",
+    "{ASK} how to learn {SUBJECT} {END}",
+    "{ASK} what is the {ADJ} way to learn {SUBJECT}",
+    "{ASK} can a {PET} eat {FOOD}",
+    "{ASK} is {FOOD} good for a {PET}",
+    "{ASK} how do i take care of a {PET} {END}",
+    "{ASK} how to get from {CITY} to {CITY} by {TRANSPORT} {END}",
+    "{ASK} is {CITY} {VISIT} to visit {TIME}",
+    "{ASK} what to see in {CITY} {TIME} {END}",
+    "{ASK} {ADJ} {PLACE} in {CITY} for {WHO3} {END}",
+    "{ASK} where can i buy {ADJ} {ITEM} in {CITY} {END}",
+    "{ASK} how do you {COOK} {DISH} in a {TOOL} {END}",
+    "{ASK} what to do in {CITY} with {WHO3} {TIME}",
+    "{ASK} how to get from {CITY} to {CITY} by {TRANSPORT} {TIME} {END}",
+    "{ASK} what is the {ADJ} {PLACE} in {CITY} for {WHO3} {TIME}",
+]
+
+
+def _split(entry: str) -> list[str]:
+    """Lexicon entry -> fillers; ``|`` joins words of one filler; a leading space means "" is a filler."""
+    items = entry.split(" ")
+    return [w.replace("|", " ") for w in items]
+
+
+# --------------------------------------------------------------------------- exact-length enumeration
+
+
+@dataclass
+class _Block:
+    """All fillings of one template whose slot fillers have one combination of lengths."""
+
+    template: int
+    choices: list[list[str]]  # per slot, the fillers of the chosen length
+    count: int
+
+
+def _parse(template: str) -> list[tuple[str, str]]:
+    """Template -> [("lit", text) | ("slot", name)]."""
+    parts, pos = [], 0
+    while (start := template.find("{", pos)) >= 0:
+        end = template.index("}", start)
+        parts.append(("lit", template[pos:start]))
+        parts.append(("slot", template[start + 1:end]))
+        pos = end + 1
+    parts.append(("lit", template[pos:]))
+    return [p for p in parts if p != ("lit", "")]
+
+
+class QueryGenerator:
+    """Distinct queries of exactly ``n_tokens`` tokens, deterministic for a seed.
+
+    How: every template's slot fillers are grouped by length; every
+    combination of filler lengths that adds up (with the template's fixed
+    words) to ``n_tokens`` is a block of ``prod(len(fillers))`` queries.
+    A template is drawn with probability proportional to the square root of
+    its number of fillings, then a random filling of it: every draw has the
+    right length; a text drawn twice counts as a duplicate and is skipped.
+
+    Args:
+        language: ``"zh"`` or ``"en"``.
+        n_tokens: tokens per query, special tokens *not* counted.
+        seed: the random seed; same seed, same sequence.
+        tokenizer: optional tokenizer to verify lengths with (a model's
+            ``m.tokenizer``). Without it, Chinese counts characters and
+            English counts words (each lexicon word is one word piece of a
+            BERT uncased vocabulary). With it, English fillers that are not
+            one token per word are left out, and every query is re-tokenised.
+        max_tries: give up after this many repeats in a row (the space is
+            used up).
+
+    Attributes:
+        capacity: how many different fillings of this length exist.
+        produced: queries yielded so far.
+        duplicates: draws skipped because the text was already yielded.
+        wrong_length: queries dropped because the tokenizer disagreed.
+    """
+
+    def __init__(self, language: str = "zh", n_tokens: int = 10, *, seed: int = 0,
+                 tokenizer: Any = None, max_tries: int = 10_000) -> None:
+        if language not in LANGUAGES:
+            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+        if not isinstance(n_tokens, int) or isinstance(n_tokens, bool) or n_tokens < 1:
+            raise ValueError(f"n_tokens must be a positive int (tokens per query, without [CLS]/[SEP]), "
+                             f"got {n_tokens!r}")
+        self.language, self.n_tokens, self.seed = language, n_tokens, seed
+        self.tokenizer, self.max_tries = tokenizer, max_tries
+        self.produced = self.duplicates = self.wrong_length = 0
+        lexicon = _ZH if language == "zh" else _EN
+        slots = {k: _split(v) for k, v in lexicon.items()}
+        if tokenizer is not None and language == "en":
+            slots = {k: [w for w in ws if self._one_token_per_word(w)] for k, ws in slots.items()}
+        self._templates = [_parse(t) for t in (_ZH_TEMPLATES if language == "zh" else _EN_TEMPLATES)]
+        self._blocks = self._make_blocks(slots)
+        self._starts = list(itertools.accumulate([0] + [b.count for b in self._blocks]))
+        self.capacity = self._starts[-1]
+        # index range of each template; templates are drawn with weight sqrt(size) so that the
+        # large combinatorial ones (city to city) do not drown the small ones
+        spans: dict[int, list[int]] = {}
+        for b, start, end in zip(self._blocks, self._starts, self._starts[1:]):
+            spans.setdefault(b.template, [start, end])[1] = end
+        self._spans = list(spans.values())
+        self._weights = list(itertools.accumulate(math.sqrt(e - s) for s, e in self._spans))
+
+    def _one_token_per_word(self, filler: str) -> bool:
+        return all(len(self.tokenizer.tokenize(w)) == 1 for w in filler.split())
+
+    def _length(self, text: str) -> int:
+        return len(text) if self.language == "zh" else len(text.split())
+
+    def _make_blocks(self, slots: dict[str, list[str]]) -> list[_Block]:
+        blocks = []
+        for t, parts in enumerate(self._templates):
+            fixed = sum(self._length(text) for kind, text in parts if kind == "lit")
+            names = [text for kind, text in parts if kind == "slot"]
+            by_len = []
+            for name in names:
+                groups: dict[int, list[str]] = {}
+                for filler in dict.fromkeys(slots[name]):
+                    groups.setdefault(self._length(filler), []).append(filler)
+                by_len.append(groups)
+            for lengths in itertools.product(*[sorted(g) for g in by_len]):
+                if fixed + sum(lengths) == self.n_tokens:
+                    choices = [g[n] for g, n in zip(by_len, lengths)]
+                    count = 1
+                    for c in choices:
+                        count *= len(c)
+                    blocks.append(_Block(t, choices, count))
+        return blocks
+
+    def query(self, index: int) -> str:
+        """The query with this index in ``0 .. capacity - 1`` (mixed-radix decoding)."""
+        if not 0 <= index < self.capacity:
+            raise IndexError(f"index {index} outside 0..{self.capacity - 1}")
+        k = bisect.bisect_right(self._starts, index) - 1
+        block, rest = self._blocks[k], index - self._starts[k]
+        picked = []
+        for fillers in reversed(block.choices):
+            rest, r = divmod(rest, len(fillers))
+            picked.append(fillers[r])
+        picked.reverse()
+        out, it = [], iter(picked)
+        for kind, text in self._templates[block.template]:
+            out.append(text if kind == "lit" else next(it))
+        text = "".join(out)
+        return " ".join(text.split()) if self.language == "en" else text
+
+    def __iter__(self) -> Iterator[str]:
+        """Yield distinct queries of the right length until the space runs dry."""
+        if self.capacity == 0:
+            return
+        rng = random.Random(self.seed)
+        seen: set[str] = set()
+        misses = 0
+        batch: list[str] = []
+        while misses < self.max_tries:
+            start, end = rng.choices(self._spans, cum_weights=self._weights)[0]
+            text = self.query(rng.randrange(start, end))
+            if text in seen:
+                self.duplicates += 1
+                misses += 1
+                continue
+            misses = 0
+            seen.add(text)
+            batch.append(text)
+            if len(batch) >= 256:
+                yield from self._verified(batch)
+                batch = []
+        yield from self._verified(batch)
+
+    def _verified(self, texts: list[str]) -> Iterator[str]:
+        if self.tokenizer is not None and texts:
+            lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        else:
+            lengths = [self.n_tokens] * len(texts)
+        for text, n in zip(texts, lengths):
+            if n == self.n_tokens:
+                self.produced += 1
+                yield text
+            else:
+                self.wrong_length += 1
+
+    def take(self, n: int) -> list[str]:
+        """The first ``n`` queries as a list; ValueError if fewer exist at this length."""
+        out = list(itertools.islice(iter(self), n))
+        if len(out) < n:
+            raise ValueError(
+                f"only {len(out)} distinct {self.language} queries of {self.n_tokens} tokens could be "
+                f"made ({n} asked; {self.capacity} fillings exist): try a length between "
+                f"{_good_lengths(self.language)}"
+            )
+        return out
+
+    def report(self) -> str:
+        """One line: how many queries, repeats skipped and wrong lengths dropped."""
+        return (f"{self.produced} distinct {self.language} queries of {self.n_tokens} tokens from "
+                f"{self.capacity} possible fillings ({self.duplicates} repeats skipped, "
+                f"{self.wrong_length} dropped for another token count)")
+
+
+def _good_lengths(language: str) -> str:
+    return "9 and 14" if language == "zh" else "7 and 13"
+
+
+def default_length(language: str) -> int:
+    """Tokens per query used by the lessons (10 in both languages: maps of 12 x 12)."""
+    return 10
+
+
+def same_length_queries(m: Any, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
+    """A generator of ``n`` distinct queries in ``m``'s language, verified with its tokenizer.
+
+    Lazy: nothing is materialised, so it can feed :func:`attnlab.mean_attention`
+    directly. Raises ValueError (when exhausted) if fewer than ``n`` exist.
+    """
+    n_tokens = default_length(m.language) if n_tokens is None else n_tokens
+    gen = QueryGenerator(m.language, n_tokens, seed=seed, tokenizer=m.tokenizer)
+    count = 0
+    for text in itertools.islice(iter(gen), n):
+        count += 1
+        yield text
+    if count < n:
+        raise ValueError(f"only {count} distinct queries of {n_tokens} tokens could be made ({n} asked)")

@@ -1,0 +1,513 @@
+"""How many heads? Small transformers trained from scratch, on a CPU.
+
+Vaswani et al. (2017, Table 3 row (A)) varied the number of heads ``h`` at a
+fixed model width (``d_k = d_model / h``, same parameter count): one head was
+clearly worst, 8 and 16 best, 32 worse again. This module repeats the
+experiment in miniature, in minutes on a laptop CPU.
+
+**The data: a lookup language** (:class:`LookupLanguage`). A synthetic
+language whose structure is known exactly, so the best possible perplexity
+is known too. Sequences of ``vocab`` symbols; the first ``max(offsets)``
+symbols are random; after that each symbol is, with probability
+``1 - noise``, a fixed random function of the symbols at four earlier
+offsets (default 1, 3, 6 and 10 positions back)::
+
+    x[t] = table[x[t-1], x[t-3], x[t-6], x[t-10]]   (else a uniformly random symbol)
+
+Predicting ``x[t]`` needs four lookups at once, each *bound* to its offset
+(``table`` is not symmetric): a head can average several positions but then
+loses which symbol came from where, so several heads (or a detour through
+more layers) are needed; the task is a clean case of "attending to several
+specific earlier positions at the same time". Nothing is downloaded: the
+corpus is generated from a seed, identical on every machine.
+
+**The model** (:class:`TinyTransformer`): a decoder-only (causal) transformer
+with learned positions, pre-LayerNorm blocks and the multi-head attention
+written out below. Its parameter count does not depend on ``h``: the Q, K, V
+and output projections are ``d_model x d_model`` whatever the split.
+
+**The protocol** (:func:`head_count_study`): for each ``h`` and each seed,
+the same data, the same number of steps and the same optimiser; the seed
+fixes the initial weights and the batch order, so the same seed gives the same
+curve. Reported: validation perplexity and next-symbol accuracy on the
+predictable positions, mean and spread over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+#: Vaswani et al. 2017, Table 3 row (A): heads -> (dev perplexity, dev BLEU); base model h = 8.
+VASWANI_ROW_A = {1: (5.29, 24.9), 4: (5.00, 25.5), 8: (4.92, 25.8), 16: (4.91, 25.8), 32: (5.01, 25.4)}
+
+HEAD_COUNTS = (1, 2, 4, 8, 16, 32)
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class LookupLanguage:
+    """A synthetic language: each symbol depends on symbols at fixed earlier offsets.
+
+    Attributes:
+        vocab: number of symbols.
+        offsets: how far back the rule looks (distinct, >= 1).
+        noise: probability that a symbol is random instead of following the rule.
+        seq_len: symbols per sequence.
+        seed: fixes the rule table.
+    """
+
+    vocab: int = 4
+    offsets: tuple[int, ...] = (1, 3, 6, 10)
+    noise: float = 0.1
+    seq_len: int = 32
+    seed: int = 1234
+
+    def __post_init__(self) -> None:
+        if self.vocab < 2:
+            raise ValueError(f"vocab must be >= 2, got {self.vocab}")
+        if not self.offsets or min(self.offsets) < 1 or len(set(self.offsets)) != len(self.offsets):
+            raise ValueError(f"offsets must be distinct integers >= 1, got {self.offsets}")
+        if not 0.0 <= self.noise < 1.0:
+            raise ValueError(f"noise must be in [0, 1), got {self.noise}")
+        if self.seq_len <= self.start:
+            raise ValueError(f"seq_len must exceed the largest offset {self.start}, got {self.seq_len}")
+
+    @property
+    def start(self) -> int:
+        """First position whose symbol follows the rule (the earlier ones are random)."""
+        return max(self.offsets)
+
+    def table(self) -> torch.Tensor:
+        """The rule: ``vocab ** len(offsets)`` entries, each a symbol, shape ``(vocab,) * k``."""
+        gen = torch.Generator().manual_seed(self.seed)
+        size = (self.vocab,) * len(self.offsets)
+        return torch.randint(self.vocab, size, generator=gen)
+
+    def sample(self, n: int, seed: int) -> torch.Tensor:
+        """``n`` sequences ``(n, seq_len)`` of int64 symbols, fixed by ``seed``."""
+        gen = torch.Generator().manual_seed(seed)
+        table = self.table()
+        x = torch.randint(self.vocab, (n, self.seq_len), generator=gen)  # (n, T)
+        follow = torch.rand(n, self.seq_len, generator=gen) >= self.noise  # (n, T)
+        for t in range(self.start, self.seq_len):
+            ruled = table[tuple(x[:, t - o] for o in self.offsets)]  # (n,)
+            x[:, t] = torch.where(follow[:, t], ruled, x[:, t])
+        return x
+
+    def best_loss(self) -> float:
+        """Cross-entropy (nats) of the true conditional distribution at a ruled position."""
+        p_right = 1.0 - self.noise + self.noise / self.vocab
+        p_other = self.noise / self.vocab
+        loss = -p_right * math.log(p_right)
+        if p_other > 0:
+            loss -= (self.vocab - 1) * p_other * math.log(p_other)
+        return loss
+
+    def describe(self) -> str:
+        rule = ", ".join(f"x[t-{o}]" for o in self.offsets)
+        return (f"lookup language: {self.vocab} symbols, x[t] = table[{rule}] with probability "
+                f"{1 - self.noise:.2f} (else random), sequences of {self.seq_len}; best possible "
+                f"perplexity {math.exp(self.best_loss()):.3f}, chance {self.vocab}")
+
+
+# --------------------------------------------------------------------------- model
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention with a causal mask; ``h`` heads of width ``d_model / h``."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)  # same size for every h
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        d_k = d // self.n_heads
+        q, k, v = self.qkv(x).split(d, dim=-1)  # 3 x (B, T, D)
+        # 1. split the width into h heads
+        q, k, v = (z.view(b, t, self.n_heads, d_k).transpose(1, 2) for z in (q, k, v))  # (B, h, T, d_k)
+        # 2. scaled dot products, future positions blocked
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d_k)  # (B, h, T, T)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)  # (T, T)
+        weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)  # (B, h, T, T)
+        # 3. mix the values, concatenate the heads, project
+        context = (weights @ v).transpose(1, 2).reshape(b, t, d)  # (B, T, D)
+        return self.out(context)
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: attention then a 4x MLP, each with a residual."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyTransformer(nn.Module):
+    """A small causal transformer language model: ``(B, T)`` symbols -> ``(B, T, vocab)`` logits."""
+
+    def __init__(self, vocab: int, seq_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)
+        h = self.tok(x) + self.pos(positions)  # (B, T, D)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(self.ln(h))  # (B, T, V)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+# --------------------------------------------------------------------------- training
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that stays fixed across head counts."""
+
+    d_model: int = 64
+    n_layers: int = 2
+    steps: int = 400
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    warmup: int = 50
+    n_train: int = 8192
+    n_val: int = 1024
+    data_seed: int = 0
+    eval_every: int = 100
+    threads: int = 1  # models this small train fastest on one CPU thread (no thread synchronisation)
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "n_layers", "steps", "batch_size", "n_train", "n_val", "eval_every", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class RunResult:
+    """One training run.
+
+    Attributes:
+        n_heads, seed: what varied.
+        steps: the step numbers of ``train_loss`` and ``val_loss``.
+        train_loss: training loss (mean over the last ``eval_every`` steps) at those steps.
+        val_loss: validation loss at those steps.
+        val_perplexity, val_accuracy: at the end, on the predictable positions.
+        parameters: parameter count; seconds: wall time.
+    """
+
+    n_heads: int
+    seed: int
+    steps: list[int]
+    train_loss: list[float]
+    val_loss: list[float]
+    val_perplexity: float
+    val_accuracy: float
+    parameters: int
+    seconds: float
+
+
+def _ruled_loss(model: nn.Module, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next-symbol loss and accuracy on the ruled positions ``start..T-1``."""
+    logits = model(x[:, :-1])[:, start - 1 :]  # (B, T - start, V): predictions of x[start:]
+    target = x[:, start:]  # (B, T - start)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    acc = (logits.argmax(-1) == target).float().mean()
+    return loss, acc
+
+
+def evaluate(model: nn.Module, data: torch.Tensor, start: int, batch_size: int = 512) -> tuple[float, float]:
+    """Mean loss (nats) and accuracy over ``data (N, T)`` on the ruled positions."""
+    model.eval()
+    total_loss = total_acc = 0.0
+    with torch.no_grad():
+        for s in range(0, len(data), batch_size):
+            chunk = data[s : s + batch_size]
+            loss, acc = _ruled_loss(model, chunk, start)
+            total_loss += float(loss) * len(chunk)
+            total_acc += float(acc) * len(chunk)
+    model.train()
+    return total_loss / len(data), total_acc / len(data)
+
+
+def train_one(n_heads: int, seed: int, language: LookupLanguage | None = None,
+              config: TrainConfig | None = None) -> RunResult:
+    """Train one model with ``n_heads`` heads from scratch; deterministic given ``seed``.
+
+    The data (train and validation sets) depend only on ``config.data_seed``;
+    ``seed`` fixes the initial weights and the order of the batches. Runs on
+    ``config.threads`` CPU threads (restored afterwards).
+    """
+    config = config or TrainConfig()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try:
+        return _train_one(n_heads, seed, language or LookupLanguage(), config)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainConfig) -> RunResult:
+    if config.d_model % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={config.d_model}")
+    train = language.sample(config.n_train, seed=config.data_seed)  # (N, T)
+    val = language.sample(config.n_val, seed=config.data_seed + 10_000)
+    torch.manual_seed(seed)
+    model = TinyTransformer(language.vocab, language.seq_len, config.d_model, config.n_layers, n_heads)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, config))
+    gen = torch.Generator().manual_seed(seed)
+    steps, train_curve, val_curve, running = [], [], [], []
+    start_time = time.time()
+    model.train()
+    for step in range(1, config.steps + 1):
+        idx = torch.randint(len(train), (config.batch_size,), generator=gen)
+        loss, _ = _ruled_loss(model, train[idx], language.start)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        schedule.step()
+        running.append(float(loss.detach()))
+        if step % config.eval_every == 0 or step == config.steps:
+            steps.append(step)
+            train_curve.append(float(np.mean(running)))
+            running = []
+            val_curve.append(evaluate(model, val, language.start)[0])
+    val_loss, val_acc = evaluate(model, val, language.start)
+    return RunResult(n_heads, seed, steps, train_curve, val_curve, math.exp(val_loss), val_acc,
+                     count_parameters(model), time.time() - start_time)
+
+
+def _lr_factor(step: int, config: TrainConfig) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak."""
+    if step < config.warmup:
+        return (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+# --------------------------------------------------------------------------- the study
+
+
+@dataclass
+class HeadCountStudy:
+    """Results for every head count and seed.
+
+    Attributes:
+        runs: all :class:`RunResult` objects.
+        language, config: what was held fixed.
+    """
+
+    runs: list[RunResult]
+    language: LookupLanguage
+    config: TrainConfig
+    head_counts: list[int] = field(default_factory=list)
+
+    def perplexities(self, h: int) -> np.ndarray:
+        return np.array([r.val_perplexity for r in self.runs if r.n_heads == h])
+
+    def accuracies(self, h: int) -> np.ndarray:
+        return np.array([r.val_accuracy for r in self.runs if r.n_heads == h])
+
+    def summary(self) -> dict[int, dict[str, float]]:
+        """Per ``h``: mean, standard deviation, min and max of perplexity; mean accuracy."""
+        out = {}
+        for h in self.head_counts:
+            p, a = self.perplexities(h), self.accuracies(h)
+            out[h] = {"ppl_mean": float(p.mean()), "ppl_sd": float(p.std(ddof=1)) if len(p) > 1 else 0.0,
+                      "ppl_min": float(p.min()), "ppl_max": float(p.max()),
+                      "acc_mean": float(a.mean()), "acc_sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+                      "d_k": self.config.d_model // h, "seeds": len(p)}
+        return out
+
+    def table(self) -> str:
+        """Perplexity (mean ± sd over seeds, range) and accuracy per head count."""
+        lines = [f"{'heads':>5} {'d_k':>4} {'perplexity (mean ± sd)':>24} {'range':>15} {'accuracy':>16}"]
+        for h, s in self.summary().items():
+            lines.append(f"{h:>5} {s['d_k']:>4} {s['ppl_mean']:>15.3f} ± {s['ppl_sd']:<6.3f} "
+                         f"{s['ppl_min']:>6.3f}-{s['ppl_max']:<6.3f} {s['acc_mean']:>8.3f} ± {s['acc_sd']:.3f}")
+        lines.append(f"(best possible perplexity {math.exp(self.language.best_loss()):.3f}; "
+                     f"chance {self.language.vocab}; {self.runs[0].parameters} parameters for every h)")
+        return "\n".join(lines)
+
+
+def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[int] = (0, 1, 2), *,
+                     language: LookupLanguage | None = None, config: TrainConfig | None = None,
+                     progress: bool = False) -> HeadCountStudy:
+    """Train one model per (head count, seed) with everything else fixed."""
+    language = language or LookupLanguage()
+    config = config or TrainConfig()
+    if not head_counts or not seeds:
+        raise ValueError("give at least one head count and one seed")
+    jobs = [(h, s) for h in head_counts for s in seeds]
+    iterator = jobs
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(jobs, desc="training", unit="model")
+    runs = [train_one(h, s, language, config) for h, s in iterator]
+    return HeadCountStudy(runs, language, config, list(head_counts))
+
+
+# --------------------------------------------------------------------------- verdict and figure
+
+
+def _clearly_above(a: np.ndarray, b: np.ndarray) -> bool:
+    """Mean of ``a`` exceeds mean of ``b`` by more than two standard errors of the difference."""
+    se = math.sqrt((a.var(ddof=1) / len(a) if len(a) > 1 else 0.0) + (b.var(ddof=1) / len(b) if len(b) > 1 else 0.0))
+    if se == 0.0:  # one seed: no spread to judge by
+        return False
+    return float(a.mean() - b.mean()) > 2 * se
+
+
+def verdict_head_count(study: HeadCountStudy):
+    """Vaswani et al.'s row (A), as the source article reads it: one head is worst, a middle
+    head count is best, too many heads are worse again.
+
+    Each part is judged with the seed spread: "clearly" means a difference of
+    mean perplexities larger than two standard errors. The verdict holds when
+    all three parts hold clearly, does not hold when one is clearly
+    contradicted, and is "cannot tell" otherwise (also with a single seed).
+    """
+    from attnlab.course.verdicts import ClaimVerdict
+
+    hs = sorted(study.head_counts)
+    if len(hs) < 3:
+        raise ValueError("the claim needs at least three head counts")
+    ppl = {h: study.perplexities(h) for h in hs}
+    means = {h: float(ppl[h].mean()) for h in hs}
+    best = min(means, key=means.get)
+    few, many = hs[0], hs[-1]
+    others = [h for h in hs if h != few]
+    # (a) one head is worst
+    if all(_clearly_above(ppl[few], ppl[h]) for h in others):
+        part_a = "holds"
+    elif any(_clearly_above(ppl[h], ppl[few]) for h in others):
+        part_a = "does not hold"
+    else:
+        part_a = "cannot tell"
+    # (b) the best is in the middle
+    if best not in (few, many) and _clearly_above(ppl[few], ppl[best]) and _clearly_above(ppl[many], ppl[best]):
+        part_b = "holds"
+    elif best in (few, many) and all(_clearly_above(ppl[h], ppl[best]) for h in hs if h != best):
+        part_b = "does not hold"
+    else:
+        part_b = "cannot tell"
+    # (c) too many heads are worse than the best
+    if _clearly_above(ppl[many], ppl[best]):
+        part_c = "holds"
+    elif best == many and all(_clearly_above(ppl[h], ppl[many]) for h in hs if h != many):
+        part_c = "does not hold"
+    else:
+        part_c = "cannot tell"
+    parts = (part_a, part_b, part_c)
+    if all(p == "holds" for p in parts):
+        verdict = "holds"
+    elif any(p == "does not hold" for p in parts):
+        verdict = "does not hold"
+    else:
+        verdict = "cannot tell"
+    numbers = {
+        "mean perplexity": {h: round(means[h], 3) for h in hs},
+        "best h": best,
+        f"1 head worst ({few})": part_a,
+        "middle best": part_b,
+        f"too many heads worse ({many})": part_c,
+        "seeds": len(ppl[few]),
+    }
+    return ClaimVerdict("one head is worst, a middle number of heads is best, too many heads are worse again",
+                        verdict, numbers)
+
+
+def what_this_can_show(study: HeadCountStudy) -> str:
+    """A plain statement of what this small run can and cannot tell, from its own numbers."""
+    s = study.summary()
+    spread = max(v["ppl_sd"] for v in s.values())
+    means = [v["ppl_mean"] for v in s.values()]
+    gap = max(means) - min(means)
+    best = math.exp(study.language.best_loss())
+    lines = [
+        f"Largest seed spread (sd) of perplexity: {spread:.3f}; range of the means over h: {gap:.3f}.",
+        f"Best possible perplexity on this language: {best:.3f}; best mean reached: {min(means):.3f}.",
+    ]
+    if s[study.head_counts[0]]["seeds"] < 2:
+        lines.append("One seed per head count: there is no spread, so no difference can be called clear.")
+    elif gap < 2 * spread:
+        lines.append("The differences between head counts are within about two seed spreads: "
+                     "this run cannot separate them.")
+    else:
+        lines.append("Some differences are several seed spreads wide: those are real for this setup.")
+    lines.append("This is a 2-layer model on a synthetic language trained for minutes, not a translation "
+                 "model trained for days: it can show how the head count interacts with a task that needs "
+                 "several lookups at once, not whether the same numbers hold for BERT or WMT.")
+    return "\n".join(lines)
+
+
+def plot_head_count(study: HeadCountStudy, *, axes=None):
+    """Two panels: this run's perplexity per h (mean, seed range, each seed) and Vaswani et al.'s row (A)."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    ax, ref = axes
+    s = study.summary()
+    hs = list(s)
+    means = [s[h]["ppl_mean"] for h in hs]
+    ax.errorbar(hs, means, yerr=[[s[h]["ppl_mean"] - s[h]["ppl_min"] for h in hs],
+                                 [s[h]["ppl_max"] - s[h]["ppl_mean"] for h in hs]],
+                marker="o", capsize=4, label="mean (bars: seed range)")
+    for h in hs:
+        ax.scatter([h] * len(study.perplexities(h)), study.perplexities(h), color="grey", s=10, zorder=3)
+    ax.axhline(math.exp(study.language.best_loss()), color="green", linestyle=":", label="best possible")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(hs)
+    ax.set_xticklabels([str(h) for h in hs])
+    ax.set_xlabel(f"heads h (d_model = {study.config.d_model}, d_k = d_model / h)")
+    ax.set_ylabel("validation perplexity")
+    ax.set_title("This run: tiny transformer, lookup language")
+    ax.legend(fontsize=8)
+    vh = sorted(VASWANI_ROW_A)
+    ref.plot(vh, [VASWANI_ROW_A[h][0] for h in vh], marker="s", color="C1")
+    ref.set_xscale("log", base=2)
+    ref.set_xticks(vh)
+    ref.set_xticklabels([str(h) for h in vh])
+    ref.set_xlabel("heads h (d_model = 512)")
+    ref.set_ylabel("dev perplexity (EN-DE)")
+    ref.set_title("Vaswani et al. 2017, Table 3 row (A)")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def smoke_config() -> TrainConfig:
+    """A seconds-long configuration for smoke runs and tests."""
+    return TrainConfig(steps=6, batch_size=16, n_train=256, n_val=64, eval_every=3, warmup=2)

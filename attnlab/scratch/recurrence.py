@@ -1,0 +1,293 @@
+"""Self-attention versus recurrence: measurements for lesson 03.
+
+The Transformer paper (Vaswani et al. 2017, Table 1) compares layer types by
+three numbers: computation per layer, sequential operations (steps that must
+wait for the previous one) and the maximum path length between two positions.
+This module states that table (:data:`COMPLEXITY`) and measures two of its
+consequences on the machine that runs it:
+
+* :func:`time_layers` -- wall time of an LSTM and a self-attention layer of the
+  same width, batched, for several sequence lengths;
+* :func:`first_token_influence` -- how strongly the output at the last
+  position depends on the first token (the norm of the Jacobian block
+  ``d y_last / d x_first``), for random initialisations.
+
+Layers compared (:func:`make_layer`): ``"lstm"`` (left to right),
+``"bilstm"`` (ELMo-style: a forward and a backward LSTM, outputs
+concatenated) and ``"attention"`` (:class:`~attnlab.scratch.self_attention.MultiHeadSelfAttention`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from attnlab.scratch.self_attention import MultiHeadSelfAttention
+
+KINDS = ("lstm", "bilstm", "attention")
+
+#: Vaswani et al. 2017, Table 1 (n: sequence length, d: width, k: kernel size,
+#: r: neighbourhood size of restricted self-attention).
+COMPLEXITY = [
+    {"layer": "Self-attention", "per_layer": "O(n^2 · d)", "sequential": "O(1)", "path": "O(1)"},
+    {"layer": "Recurrent (RNN/LSTM)", "per_layer": "O(n · d^2)", "sequential": "O(n)", "path": "O(n)"},
+    {"layer": "Convolutional", "per_layer": "O(k · n · d^2)", "sequential": "O(1)", "path": "O(log_k n)"},
+    {"layer": "Self-attention (restricted)", "per_layer": "O(r · n · d)", "sequential": "O(1)", "path": "O(n / r)"},
+]
+
+
+def complexity_markdown() -> str:
+    """:data:`COMPLEXITY` as a Markdown table."""
+    lines = ["| layer type | complexity per layer | sequential operations | maximum path length |",
+             "|---|---|---|---|"]
+    lines += [f"| {r['layer']} | {r['per_layer']} | {r['sequential']} | {r['path']} |" for r in COMPLEXITY]
+    return "\n".join(lines)
+
+
+def path_length(kind: str, n: int) -> int:
+    """Layers' steps a signal needs from the first to the last of ``n`` tokens:
+    ``n - 1`` through a recurrence (one step per token, either direction),
+    1 through self-attention (every token sees every token directly)."""
+    _check_kind(kind)
+    if n < 2:
+        raise ValueError(f"need at least 2 tokens, got n={n}")
+    return 1 if kind == "attention" else n - 1
+
+
+def sequential_steps(kind: str, n: int) -> int:
+    """Operations that must run one after another for ``n`` tokens: ``n`` for a
+    recurrence (each step needs the previous hidden state), 1 for self-attention
+    (all positions are one batched matrix product)."""
+    _check_kind(kind)
+    if n < 1:
+        raise ValueError(f"need at least 1 token, got n={n}")
+    return 1 if kind == "attention" else n
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+class SequenceLayer(nn.Module):
+    """One sequence layer mapping ``(B, T, width) -> (B, T, width)``."""
+
+    def __init__(self, kind: str, width: int, n_heads: int = 4):
+        super().__init__()
+        _check_kind(kind)
+        self.kind = kind
+        if kind == "lstm":
+            self.inner = nn.LSTM(width, width, batch_first=True)
+        elif kind == "bilstm":
+            if width % 2:
+                raise ValueError("bilstm needs an even width (two halves are concatenated)")
+            # ELMo style: forward and backward halves, concatenated per position
+            self.inner = nn.LSTM(width, width // 2, batch_first=True, bidirectional=True)
+        else:
+            self.inner = MultiHeadSelfAttention(width, n_heads)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.inner(x)[0]  # LSTM: (output, state); attention: (output, weights)
+        return out  # (B, T, width)
+
+
+def make_layer(kind: str, width: int = 32, *, n_heads: int = 4, seed: int = 0) -> SequenceLayer:
+    """A freshly initialised layer (PyTorch's default initialisation), eval mode."""
+    torch.manual_seed(seed)
+    return SequenceLayer(kind, width, n_heads).eval()
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass
+class Timing:
+    """Wall time (seconds, fastest of the repeats) per forward pass, per kind and length."""
+
+    lengths: list[int]
+    batch: int
+    width: int
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+
+
+def time_layers(
+    lengths: Sequence[int], *, kinds: Sequence[str] = ("lstm", "attention"), width: int = 64,
+    batch: int = 16, repeats: int = 5, seed: int = 0, threads: int = 1, progress: bool = False,
+) -> Timing:
+    """Fastest forward time of each layer kind for batched random inputs ``(batch, n, width)``.
+
+    Runs on ``threads`` CPU threads (1 by default: the comparison is per core,
+    and a single thread is not disturbed by other programs' load the way a
+    thread pool is).
+    """
+    timing = Timing(list(lengths), batch, width)
+    gen = torch.Generator().manual_seed(seed)
+    jobs = [(k, n) for k in kinds for n in lengths]
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc="timing", unit="run")
+    layers = {k: make_layer(k, width, seed=seed) for k in kinds}
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(threads)  # one core: fair, and steady on a busy machine
+    try:
+        _time_jobs(jobs, layers, timing, batch, width, repeats, gen)
+    finally:
+        torch.set_num_threads(threads_before)
+    return timing
+
+
+def _time_jobs(jobs, layers, timing: Timing, batch: int, width: int, repeats: int, gen) -> None:
+    for kind, n in jobs:
+        x = torch.randn(batch, n, width, generator=gen)  # (B, T, width)
+        times = []
+        with torch.no_grad():
+            layers[kind](x)  # warm-up
+            for _ in range(repeats):
+                start = time.perf_counter()
+                layers[kind](x)
+                times.append(time.perf_counter() - start)
+        # the fastest repeat: other programs on the machine only ever add time
+        timing.seconds.setdefault(kind, []).append(min(times))
+
+
+def growth_exponent(lengths: Sequence[int], seconds: Sequence[float]) -> float:
+    """Slope of log(time) against log(length): 1 = linear, 2 = quadratic."""
+    x = torch.log(torch.tensor(lengths, dtype=torch.float64))
+    y = torch.log(torch.tensor(seconds, dtype=torch.float64))
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+# --------------------------------------------------------------------------- dependence
+
+
+def position_jacobian_norms(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``||d y_last / d x_j||_F`` for every input position ``j``.
+
+    Args:
+        layer: maps ``(B, T, d) -> (B, T, d)``, batch items independent.
+        x: one input sequence ``(T, d)``.
+
+    Returns:
+        ``(T,)``: how much the last output depends on each input token.
+
+    The whole Jacobian comes from one backward pass: ``x`` is copied ``d``
+    times, and copy ``b`` back-propagates only output feature ``b``.
+    """
+    if x.ndim != 2:
+        raise ValueError(f"x must be (tokens, width), got shape {tuple(x.shape)}")
+    T, d = x.shape
+    xb = x.unsqueeze(0).repeat(d, 1, 1).requires_grad_(True)  # (d, T, d): one copy per output feature
+    y = layer(xb)  # (d, T, d)
+    if y.shape[-1] != d:
+        raise ValueError(f"layer must keep the width {d}, got output {tuple(y.shape)}")
+    picked = y[torch.arange(d), -1, torch.arange(d)]  # (d,): copy b keeps feature b of the last output
+    (grad,) = torch.autograd.grad(picked.sum(), xb)  # (d, T, d): grad[b, j] = d y_last[b] / d x_j
+    return grad.pow(2).sum(dim=(0, 2)).sqrt()  # (T,)
+
+
+@dataclass
+class Influence:
+    """Dependence of the last output on the first token, per kind and length.
+
+    ``first``: mean over seeds of ``||d y_last / d x_first||``.
+    ``share``: the same divided by the mean norm over all positions (1 = the
+    first token counts as much as an average token; 0 = it is forgotten).
+    """
+
+    lengths: list[int]
+    seeds: list[int]
+    width: int
+    first: dict[str, list[float]] = field(default_factory=dict)
+    share: dict[str, list[float]] = field(default_factory=dict)
+
+
+def first_token_influence(
+    lengths: Sequence[int], *, kinds: Sequence[str] = KINDS, width: int = 32,
+    seeds: Sequence[int] = (0, 1, 2), progress: bool = False,
+) -> Influence:
+    """Measure :class:`Influence` for random layers and random N(0, 1) inputs."""
+    result = Influence(list(lengths), list(seeds), width)
+    jobs = [(k, n) for k in kinds for n in lengths]
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc="gradients", unit="run")
+    for kind, n in jobs:
+        firsts, shares = [], []
+        for seed in seeds:
+            layer = make_layer(kind, width, seed=seed)
+            gen = torch.Generator().manual_seed(1000 + seed)
+            x = torch.randn(n, width, generator=gen)  # (T, width)
+            norms = position_jacobian_norms(layer, x)  # (T,)
+            firsts.append(float(norms[0]))
+            shares.append(float(norms[0] / norms.mean()))
+        result.first.setdefault(kind, []).append(statistics.fmean(firsts))
+        result.share.setdefault(kind, []).append(statistics.fmean(shares))
+    return result
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def verdict_decay(influence: Influence, factor: float = 10.0) -> tuple[str, str]:
+    """Does the LSTM forget the first token with length while attention does not?
+
+    Holds when the LSTM's share falls by more than ``factor`` from the
+    shortest to the longest length and attention's share changes by less
+    than a factor of 2 (it stays near 1).
+    """
+    lstm, att = influence.share["lstm"], influence.share["attention"]
+    lstm_drop = lstm[0] / max(lstm[-1], 1e-30)
+    att_ratio = max(att) / max(min(att), 1e-30)
+    ok = lstm_drop > factor and att_ratio < 2.0
+    n0, n1 = influence.lengths[0], influence.lengths[-1]
+    fell = "to below float32 precision" if lstm[-1] == 0 else f"{lstm_drop:.3g}x"
+    msg = (f"first-token share n={n0} -> n={n1}: LSTM {lstm[0]:.3g} -> {lstm[-1]:.3g} "
+           f"(falls {fell}); attention {att[0]:.3g} -> {att[-1]:.3g} "
+           f"(max/min {att_ratio:.2f})")
+    return ("holds" if ok else "does not hold"), msg
+
+
+def verdict_timing(timing: Timing) -> tuple[str, str]:
+    """Vaswani et al. (section 4): self-attention is faster than a recurrent
+    layer when the length ``n`` is smaller than the width ``d``.
+
+    Holds when attention is faster at every measured ``n < d``; the message
+    also lists the time ratio at every length (including ``n >= d``).
+    """
+    lstm, att = timing.seconds["lstm"], timing.seconds["attention"]
+    short = [(n, a, l) for n, a, l in zip(timing.lengths, att, lstm) if n < timing.width]
+    ratios = ", ".join(f"n={n}: {l / a:.2g}x" for n, a, l in zip(timing.lengths, att, lstm))
+    if not short:
+        return "cannot tell", f"no measured length is below the width d={timing.width}; {ratios}"
+    ok = all(a < l for _, a, l in short)
+    return ("holds" if ok else "does not hold"), (
+        f"LSTM time / attention time (above 1: attention faster), width d={timing.width}: {ratios}")
+
+
+def crossover_length(timing: Timing) -> int | None:
+    """The first measured length at which the LSTM is faster than attention (None if never)."""
+    for n, a, l in zip(timing.lengths, timing.seconds["attention"], timing.seconds["lstm"]):
+        if l < a:
+            return n
+    return None
+
+
+def exponent_summary(timing: Timing) -> dict[str, float]:
+    """Growth exponent of each kind's time with length (see :func:`growth_exponent`)."""
+    return {k: growth_exponent(timing.lengths, v) for k, v in timing.seconds.items()}
+
+
+__all__ = [
+    "COMPLEXITY", "KINDS", "complexity_markdown", "path_length", "sequential_steps", "make_layer",
+    "SequenceLayer", "time_layers", "Timing", "growth_exponent", "position_jacobian_norms",
+    "first_token_influence", "Influence", "verdict_decay", "verdict_timing", "crossover_length",
+    "exponent_summary",
+]

@@ -1,0 +1,258 @@
+"""Why attention divides the scores by sqrt(d_k): measurements for lesson 02.
+
+Three measurable claims, each a small function:
+
+1. :func:`dot_product_variance` -- for random vectors with independent
+   unit-variance entries, ``var(q . k)`` grows like ``d_k``.
+2. :func:`saturation_curve` -- without the ``1 / sqrt(d_k)`` factor the
+   softmax saturates as ``d_k`` grows: entropy falls, the largest weight
+   approaches 1.
+3. the same curve's ``grad_norm`` -- a saturated softmax passes almost no
+   gradient back (the Jacobian ``diag(p) - p p^T`` goes to zero).
+
+:func:`model_scaling_stats` measures the same quantities on a real model's
+actual queries and keys, layer by layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from attnlab.core.distributions import entropy
+
+
+def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> float:
+    """Measured variance of ``q . k`` for ``q, k`` with i.i.d. N(0, 1) entries.
+
+    Args:
+        d_k: vector width.
+        n_samples: number of (q, k) pairs drawn.
+        seed: random seed (the result is reproducible).
+
+    Theory: each product ``q_i k_i`` has mean 0 and variance 1, and the
+    ``d_k`` products are independent, so ``var(q . k) = d_k``.
+    """
+    if d_k < 1 or n_samples < 2:
+        raise ValueError(f"need d_k >= 1 and n_samples >= 2, got {d_k}, {n_samples}")
+    gen = torch.Generator().manual_seed(seed)
+    dots = []
+    for start in range(0, n_samples, 2_000):  # chunks keep memory small for wide vectors
+        n = min(2_000, n_samples - start)
+        q = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
+        k = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
+        dots.append((q * k).sum(dim=-1))  # (n,): one dot product per pair
+    return float(torch.cat(dots).var())
+
+
+def softmax_jacobian_norm(scores: torch.Tensor) -> torch.Tensor:
+    """Frobenius norm of d softmax(s) / d s for each row, by automatic differentiation.
+
+    Args:
+        scores: ``(N, n)`` score rows.
+
+    Returns:
+        ``(N,)``: how much a small change of the scores can move the weights.
+        (Closed form ``diag(p) - p p^T``; zero when one weight is 1.)
+    """
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be (rows, keys), got shape {tuple(scores.shape)}")
+    jac = torch.func.vmap(torch.func.jacrev(lambda s: torch.softmax(s, dim=-1)))(scores)  # (N, n, n)
+    return jac.flatten(1).norm(dim=-1)  # (N,)
+
+
+@dataclass
+class SaturationCurve:
+    """Softmax statistics of random scores, one value per ``d_k``.
+
+    Attributes:
+        d_ks: the widths measured.
+        scaled: whether scores were divided by sqrt(d_k).
+        entropy: mean row entropy in nats (uniform = ``log(n_keys)``).
+        max_weight: mean of each row's largest weight (1 = fully saturated).
+        grad_norm: mean Frobenius norm of the softmax Jacobian.
+        score_std: standard deviation of the scores fed to the softmax.
+        n_keys: keys per row.
+    """
+
+    d_ks: list[int]
+    scaled: bool
+    entropy: list[float] = field(default_factory=list)
+    max_weight: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)
+    score_std: list[float] = field(default_factory=list)
+    n_keys: int = 0
+
+
+def saturation_curve(
+    d_ks: Sequence[int], *, scaled: bool, n_keys: int = 16, n_rows: int = 500, seed: int = 0
+) -> SaturationCurve:
+    """Softmax of ``q . k_j`` for random unit-variance ``q`` and ``n_keys`` keys.
+
+    For each ``d_k``: draw ``n_rows`` queries and ``n_keys`` keys per query,
+    compute the scores (divided by ``sqrt(d_k)`` when ``scaled``), and
+    measure entropy, largest weight and the softmax Jacobian norm.
+    """
+    if n_keys < 2:
+        raise ValueError("n_keys must be at least 2")
+    curve = SaturationCurve(list(d_ks), scaled, n_keys=n_keys)
+    gen = torch.Generator().manual_seed(seed)
+    for d_k in d_ks:
+        q = torch.randn(n_rows, 1, d_k, generator=gen)  # (N, 1, d_k)
+        k = torch.randn(n_rows, n_keys, d_k, generator=gen)  # (N, n, d_k)
+        scores = (q * k).sum(-1)  # (N, n)
+        if scaled:
+            scores = scores / math.sqrt(d_k)
+        p = torch.softmax(scores, dim=-1)  # (N, n)
+        curve.entropy.append(float(entropy(p).mean()))
+        curve.max_weight.append(float(p.max(dim=-1).values.mean()))
+        curve.grad_norm.append(float(softmax_jacobian_norm(scores).mean()))
+        curve.score_std.append(float(scores.std()))
+    return curve
+
+
+@dataclass
+class ModelScalingStats:
+    """Per-layer statistics of a real model's attention scores (lists over layers).
+
+    ``raw_var``: variance of ``q . k`` (unscaled) over real query-key pairs;
+    ``scaled_var``: the same after dividing by sqrt(d_h); ``entropy_*``,
+    ``max_weight_*``, ``grad_norm_*``: softmax statistics with the model's
+    scaling (``scaled``) and without it (``unscaled``, i.e. scores multiplied
+    back by sqrt(d_h)); ``q_var``/``k_var``: mean per-feature variance of q and k.
+    """
+
+    head_dim: int
+    n_texts: int
+    raw_var: list[float] = field(default_factory=list)
+    scaled_var: list[float] = field(default_factory=list)
+    q_var: list[float] = field(default_factory=list)
+    k_var: list[float] = field(default_factory=list)
+    entropy_scaled: list[float] = field(default_factory=list)
+    entropy_unscaled: list[float] = field(default_factory=list)
+    max_weight_scaled: list[float] = field(default_factory=list)
+    max_weight_unscaled: list[float] = field(default_factory=list)
+    grad_norm_scaled: list[float] = field(default_factory=list)
+    grad_norm_unscaled: list[float] = field(default_factory=list)
+
+
+def model_scaling_stats(m, texts: Sequence[str], *, progress: bool = False) -> ModelScalingStats:
+    """The lesson-02 statistics on the model's actual queries and keys.
+
+    Texts run one at a time (no padding, so every score is a real query-key
+    pair). For each layer and text the per-head q and k are recomputed with
+    :func:`attnlab.scratch.self_attention.recompute_layer_attention`'s code path.
+    """
+    from attnlab.scratch.self_attention import hidden_states, split_heads
+
+    texts = list(texts)
+    stats = ModelScalingStats(head_dim=m.head_dim, n_texts=len(texts))
+    parts = m.layer_parts()
+    per_layer: list[dict[str, list]] = [dict() for _ in range(m.n_layers)]
+    iterator = texts
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(texts, desc="texts", unit="text")
+    sqrt_d = math.sqrt(m.head_dim)
+    for text in iterator:
+        hs, _, _ = hidden_states(m, [text])
+        for layer in range(m.n_layers):
+            x = hs[layer]  # (1, n, d)
+            with torch.no_grad():
+                q = split_heads(parts[layer].query(x), m.n_heads)[0]  # (H, n, d_h)
+                k = split_heads(parts[layer].key(x), m.n_heads)[0]  # (H, n, d_h)
+            raw = q @ k.transpose(-2, -1)  # (H, n, n)
+            rows_scaled = (raw / sqrt_d).flatten(0, 1)  # (H*n, n)
+            rows_unscaled = raw.flatten(0, 1)  # (H*n, n)
+            acc = per_layer[layer]
+            acc.setdefault("raw", []).append(raw.flatten())
+            acc.setdefault("q", []).append(q.var(dim=1).mean().reshape(1))
+            acc.setdefault("k", []).append(k.var(dim=1).mean().reshape(1))
+            for tag, rows in (("scaled", rows_scaled), ("unscaled", rows_unscaled)):
+                p = torch.softmax(rows, dim=-1)
+                acc.setdefault("ent_" + tag, []).append(entropy(p))
+                acc.setdefault("max_" + tag, []).append(p.max(dim=-1).values)
+                acc.setdefault("grad_" + tag, []).append(softmax_jacobian_norm(rows))
+    for acc in per_layer:
+        raw = torch.cat(acc["raw"])
+        stats.raw_var.append(float(raw.var()))
+        stats.scaled_var.append(float((raw / sqrt_d).var()))
+        stats.q_var.append(float(torch.cat(acc["q"]).mean()))
+        stats.k_var.append(float(torch.cat(acc["k"]).mean()))
+        for tag in ("scaled", "unscaled"):
+            getattr(stats, "entropy_" + tag).append(float(torch.cat(acc["ent_" + tag]).mean()))
+            getattr(stats, "max_weight_" + tag).append(float(torch.cat(acc["max_" + tag]).mean()))
+            getattr(stats, "grad_norm_" + tag).append(float(torch.cat(acc["grad_" + tag]).mean()))
+    return stats
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def verdict_variance(d_ks: Sequence[int], measured: Sequence[float], tolerance: float = 0.10) -> tuple[str, str]:
+    """``("holds" | "does not hold", explanation)``: every measured variance is
+    within ``tolerance`` (relative) of ``d_k``."""
+    errors = [abs(v - d) / d for d, v in zip(d_ks, measured)]
+    worst = max(errors)
+    lines = ", ".join(f"d_k={d}: {v:.1f} ({100 * e:.1f}% off)" for d, v, e in zip(d_ks, measured, errors))
+    status = "holds" if worst <= tolerance else "does not hold"
+    return status, f"var(q.k) = d_k within {100 * tolerance:.0f}%: {lines}"
+
+
+def _flat(values: Sequence[float], tolerance: float = 0.1) -> bool:
+    return (max(values) - min(values)) <= tolerance * max(values)
+
+
+def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
+    """Unscaled softmax saturates as d_k grows (largest weight rises by more
+    than 0.1, entropy falls below 70% of its first value) while the scaled
+    one keeps its entropy within 10% across d_k."""
+    rises = unscaled.max_weight[-1] > unscaled.max_weight[0] + 0.1
+    falls = unscaled.entropy[-1] < 0.7 * unscaled.entropy[0]
+    ok = rises and falls and _flat(scaled.entropy)
+    msg = (
+        f"d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled largest weight "
+        f"{unscaled.max_weight[0]:.2f} -> {unscaled.max_weight[-1]:.2f}, entropy "
+        f"{unscaled.entropy[0]:.2f} -> {unscaled.entropy[-1]:.2f} nats; scaled entropy stays in "
+        f"{min(scaled.entropy):.2f}..{max(scaled.entropy):.2f} (uniform: {math.log(unscaled.n_keys):.2f})"
+    )
+    return ("holds" if ok else "does not hold"), msg
+
+
+def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
+    """The saturated (unscaled) softmax passes less gradient as d_k grows
+    (Jacobian norm below 70% of its first value) while the scaled one keeps
+    it within 10%."""
+    falls = unscaled.grad_norm[-1] < 0.7 * unscaled.grad_norm[0]
+    ok = falls and _flat(scaled.grad_norm)
+    msg = (
+        f"softmax Jacobian norm, d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled "
+        f"{unscaled.grad_norm[0]:.3f} -> {unscaled.grad_norm[-1]:.3f} "
+        f"({unscaled.grad_norm[0] / max(unscaled.grad_norm[-1], 1e-30):.1f}x smaller); scaled "
+        f"{min(scaled.grad_norm):.3f}..{max(scaled.grad_norm):.3f}"
+    )
+    return ("holds" if ok else "does not hold"), msg
+
+
+def verdict_model(stats: ModelScalingStats) -> tuple[str, str]:
+    """On the real model: without the 1/sqrt(d_h) factor, every layer's softmax
+    would be sharper (higher max weight, lower entropy) and pass less gradient."""
+    n = len(stats.raw_var)
+    sharper = sum(
+        mu > ms and eu < es
+        for mu, ms, eu, es in zip(stats.max_weight_unscaled, stats.max_weight_scaled,
+                                  stats.entropy_unscaled, stats.entropy_scaled)
+    )
+    less_grad = sum(gu < gs for gu, gs in zip(stats.grad_norm_unscaled, stats.grad_norm_scaled))
+    status = "holds" if sharper == n and less_grad == n else (
+        "does not hold" if sharper < n / 2 else "holds in part")
+    msg = (
+        f"{sharper}/{n} layers would be sharper unscaled, {less_grad}/{n} would pass less gradient; "
+        f"mean max weight scaled {sum(stats.max_weight_scaled) / n:.2f} vs unscaled "
+        f"{sum(stats.max_weight_unscaled) / n:.2f}"
+    )
+    return status, msg

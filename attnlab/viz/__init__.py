@@ -1,0 +1,1 @@
+"""Pictures: matplotlib plots, CJK fonts, the offline HTML views and widgets."""

@@ -1,0 +1,113 @@
+"""Interactive attention views: bertviz when it can work, the offline view otherwise.
+
+bertviz draws with d3 and jQuery loaded from a public CDN; without network
+access (a classroom firewall, CI, a saved notebook opened offline) it renders
+an empty box. :func:`head_view` and :func:`model_view` therefore check first:
+
+* ``ATTNLAB_OFFLINE=1`` (or ``true``/``yes``) forces the offline view;
+* bertviz must be importable;
+* its CDN host must accept a TCP connection within about 2 seconds (tried in
+  a daemon thread, so a hanging network never blocks the notebook).
+
+If all hold, the example goes to bertviz; otherwise the self-contained
+:class:`attnlab.viz.offline_views.HeadView` / :class:`~attnlab.viz.offline_views.ModelView` is returned
+with one printed line saying why.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from attnlab.viz.offline_views import HeadView, ModelView
+
+#: The host bertviz loads require.js, d3 and jQuery from.
+BERTVIZ_CDN = ("cdnjs.cloudflare.com", 443)
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds."""
+    from attnlab.core.models import tcp_reachable
+
+    return tcp_reachable(host, port, timeout)
+
+
+def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
+    """``(usable, reason)``: whether bertviz can render here, and why not."""
+    if os.environ.get("ATTNLAB_OFFLINE", "").strip().lower() in _TRUE:
+        return False, "ATTNLAB_OFFLINE is set"
+    try:
+        import bertviz  # noqa: F401
+    except Exception:  # noqa: BLE001 - any import failure means "not usable"
+        return False, "bertviz is not installed"
+    if not _reachable(*BERTVIZ_CDN, timeout=timeout):
+        return False, f"bertviz's CDN ({BERTVIZ_CDN[0]}) is not reachable"
+    return True, "bertviz and its CDN are available"
+
+
+def _example(att: Any, i: int) -> tuple[Any, list[str], int | None]:
+    """``(maps [L, H, n, n], tokens, sentence_b_start)`` of text ``i`` of an Attention."""
+    if not (hasattr(att, "tensor") and hasattr(att, "tokens")):
+        raise TypeError(
+            f"expected an Attention from attnlab.attention(m, texts), got {type(att).__name__}"
+        )
+    if isinstance(i, bool) or not isinstance(i, int) or not -len(att) <= i < len(att):
+        raise ValueError(f"text index {i!r} out of range: the Attention holds {len(att)} texts (0-based)")
+    maps = att[i]
+    tokens = list(att.tokens[i])
+    b_start = None
+    if getattr(att, "pairs", None) is not None and att.segments:
+        seg = list(att.segments[i])[: len(tokens)]
+        b_start = seg.index(1) if 1 in seg else None
+    return maps, tokens, b_start
+
+
+def head_view(att: Any, i: int = 0, layer: int | None = None, heads: Sequence[int] | None = None,
+              *, verbose: bool = True):
+    """Line view of text ``i`` (bertviz's ``head_view`` when online).
+
+    Args:
+        att: an :class:`attnlab.core.extract.Attention`.
+        i: which text (0-based).
+        layer: layer shown first (0-based; default the first).
+        heads: heads shown first (0-based; default all).
+        verbose: print the one line saying which view is used offline.
+
+    Returns:
+        bertviz's return value (it displays itself) when online, else an
+        :class:`attnlab.viz.offline_views.HeadView` (displays itself as the cell's result;
+        ``.save(path)`` writes an HTML file).
+    """
+    maps, tokens, b_start = _example(att, i)
+    view = HeadView(maps, tokens, layer=0 if layer is None else layer, heads=heads,
+                    title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
+    usable, reason = bertviz_status()
+    if not usable:
+        if verbose:
+            print(f"Offline head view ({reason}).")
+        return view
+    from bertviz import head_view as bv_head_view
+
+    attention, toks = att.to_bertviz(i)
+    return bv_head_view(attention, toks, sentence_b_start=b_start, layer=layer,
+                        heads=list(heads) if heads is not None else None)
+
+
+def model_view(att: Any, i: int = 0, *, verbose: bool = True):
+    """Every layer x head of text ``i`` (bertviz's ``model_view`` when online).
+
+    Returns bertviz's return value online, else an :class:`attnlab.viz.offline_views.ModelView`.
+    """
+    maps, tokens, b_start = _example(att, i)
+    view = ModelView(maps, tokens, title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
+    usable, reason = bertviz_status()
+    if not usable:
+        if verbose:
+            print(f"Offline model view ({reason}).")
+        return view
+    from bertviz import model_view as bv_model_view
+
+    attention, toks = att.to_bertviz(i)
+    return bv_model_view(attention, toks, sentence_b_start=b_start)
