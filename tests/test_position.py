@@ -8,6 +8,7 @@ import torch
 
 import attnlab as al
 from attnlab.analysis import perturb, position
+from attnlab.core import position as core_position
 from attnlab.tools.testing import ARCHITECTURES
 
 TEXT = {"en": "how do you play chess", "zh": "王者荣耀怎么玩"}
