@@ -19,6 +19,7 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
+from attnlab.core.checks import check_index
 from attnlab.core.models import LoadedModel
 
 
@@ -237,8 +238,8 @@ class Attention:
 
     def head(self, i: int, layer: int, head: int) -> torch.Tensor:
         """One head's map for text ``i``: ``[n_i, n_i]``, rows are queries."""
-        _check(layer, self.n_layers, "layer")
-        _check(head, self.n_heads, "head")
+        layer = check_index(layer, self.n_layers, "layer")
+        head = check_index(head, self.n_heads, "head")
         return self[i][layer, head]
 
     def word_groups(self, i: int, words: Sequence[str] | None = None) -> tuple[list[list[int]], list[str]]:
@@ -289,11 +290,6 @@ class Attention:
         a tuple of ``layers`` tensors ``(1, heads, n, n)`` and the token list."""
         maps = self[i]
         return tuple(maps[l].unsqueeze(0) for l in range(maps.shape[0])), list(self.tokens[i])
-
-
-def _check(value: int, size: int, what: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
-        raise ValueError(f"{what} index {value!r} out of range: valid are 0..{size - 1} (0-based)")
 
 
 def to_word_level(maps: torch.Tensor, groups: list[list[int]]) -> torch.Tensor:

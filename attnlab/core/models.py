@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from attnlab.core import config
+from attnlab.core.checks import check_index
 
 ARTICLE_MODEL = "bert-base-chinese"
 BUNDLED = "bundled"
@@ -121,11 +122,11 @@ class LoadedModel:
 
     def check_layer(self, layer: int) -> int:
         """Validate a 0-based layer index and return it."""
-        return _check_index(layer, self.n_layers, "layer", "layers")
+        return check_index(layer, self.n_layers, "layer")
 
     def check_head(self, head: int) -> int:
         """Validate a 0-based head index and return it."""
-        return _check_index(head, self.n_heads, "head", "heads")
+        return check_index(head, self.n_heads, "head")
 
     def encode(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, torch.Tensor]:
         """Tokenize a batch, padded, as tensors on the model's device.
@@ -147,28 +148,6 @@ class LoadedModel:
 
     def __repr__(self) -> str:  # pragma: no cover - cosmetic
         return f"LoadedModel({self.describe()})"
-
-
-def _check_index(value: int, size: int, what: str, plural: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise TypeError(f"{what} index must be an int, got {type(value).__name__}") from None
-    if not 0 <= value < size:
-        raise ValueError(
-            f"{what} index {value} is out of range: this model has {size} {plural}, "
-            f"numbered 0..{size - 1} in code (the article's '{what} 1' is index 0)."
-        )
-    return value
-
-
-# --------------------------------------------------------------------------- resolution
 
 
 def bundled_model_path() -> Path:

@@ -1,23 +1,45 @@
-"""Small JSON results that lessons save for later lessons (lesson 12 reads them).
+"""Saved results: what one lesson measures and a later lesson reads (lesson 12 reads 05-11).
 
-Each lesson stores a summary under its own name, e.g.
-``save("06_perturbation", {...})``. The folder is ``ATTNLAB_RESULTS`` when set,
-else ``results/`` at the top of the course checkout. Every record carries the model
-name and run mode, so a later lesson can tell whether it matches the model
-that is running and recompute when it does not.
+One schema for every saved result. A file ``<results>/<name>.json`` holds::
+
+    {"schema": 2, "name": ..., "kind": "PerturbationStudy", "model": ..., "n_layers": 12,
+     "n_heads": 12, "smoke": false, "time": ..., "data": {...}}
+
+``data`` is a study's :meth:`~attnlab.core.records.Record.to_record` (or a
+plain dict of numbers). The folder is ``ATTNLAB_RESULTS`` when set, else
+``results/`` at the top of the course checkout.
+
+* :func:`save` writes atomically (a temporary file in the same folder, then
+  ``os.replace``), so a reader never sees half a file; JSON is strict (NaN is
+  written as ``null``).
+* :func:`load` gives None when the result is absent, was made by another model
+  (name or layers x heads) or in another run mode; a damaged or malformed file
+  is treated as absent, with a warning that says so.
+* :func:`load_or_compute` is the one way to say "use the saved result, else
+  compute it (and save it)".
+
+Names are plain file names (letters, digits, ``_``, ``.``, ``-``), never paths.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
 import time
+import warnings
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Callable, TypeVar
 
 from attnlab.core.config import is_smoke
+from attnlab.core.models import LoadedModel
+from attnlab.core.records import RecordError, to_plain
+
+SCHEMA = 2
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+T = TypeVar("T")
 
 
 def results_dir() -> Path:
@@ -32,37 +54,121 @@ def results_dir() -> Path:
     return here / "results"
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    return value
+def check_name(name: str) -> str:
+    """``name`` if it is a plain result name, else a ValueError (no paths, no ``..``)."""
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name or len(name) > 120:
+        raise ValueError(
+            f"result name {name!r} is not allowed: use letters, digits, '_', '.' and '-' only "
+            "(a name, not a path)"
+        )
+    return name
 
 
-def save(name: str, data: dict, *, model: str = "") -> Path:
-    """Write ``data`` (arrays become lists) to ``<results>/<name>.json``."""
-    folder = results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    record = {"name": name, "model": model, "smoke": is_smoke(), "time": time.time(), "data": _plain(data)}
-    path = folder / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
+def path_of(name: str) -> Path:
+    """Where the result ``name`` is saved."""
+    return results_dir() / f"{check_name(name)}.json"
+
+
+def _model_fields(model: LoadedModel | str | None) -> dict:
+    if isinstance(model, LoadedModel):
+        return {"model": model.name, "n_layers": model.n_layers, "n_heads": model.n_heads}
+    return {"model": model or "", "n_layers": None, "n_heads": None}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(name: str, result: Any, *, model: LoadedModel | str = "") -> Path:
+    """Save ``result`` (a study with ``to_record()``, or a dict of numbers and arrays) as ``name``."""
+    path = path_of(name)
+    kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
+    record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), "smoke": is_smoke(),
+              "time": time.time(), "data": to_plain(result)}
+    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
     return path
 
 
-def load(name: str, *, model: str | None = None) -> dict | None:
-    """The saved ``data`` of ``name``, or None when absent or made by another model
-    (or in another run mode)."""
-    path = results_dir() / f"{name}.json"
+def _read(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warnings.warn(f"{path} is damaged ({type(exc).__name__}); it is ignored and will be recomputed",
+                      stacklevel=3)
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("data"), (dict, list)):
+        warnings.warn(f"{path} is not a saved attnlab result; it is ignored and will be recomputed", stacklevel=3)
+        return None
+    return record
+
+
+def _matches(record: dict, model: LoadedModel | str | None) -> bool:
+    if record.get("smoke") != is_smoke():
+        return False
+    if model is None:
+        return True
+    want = _model_fields(model)
+    if record.get("model") != want["model"]:
+        return False
+    for key in ("n_layers", "n_heads"):
+        if want[key] is not None and record.get(key) not in (None, want[key]):
+            return False
+    return True
+
+
+def load(name: str, kind: type[T] | None = None, *, model: LoadedModel | str | None = None) -> T | dict | None:
+    """The saved result ``name``, or None when absent, made by another model or run mode, or damaged.
+
+    Args:
+        kind: the study class (``Cls.from_record``) to rebuild; None gives the plain dict.
+        model: the running model (name and shape are compared) or just its name;
+            None accepts any model.
+    """
+    path = path_of(name)
     if not path.exists():
         return None
-    record = json.loads(path.read_text(encoding="utf-8"))
-    if model is not None and record.get("model") != model:
+    record = _read(path)
+    if record is None or not _matches(record, model):
         return None
-    if record.get("smoke") != is_smoke():
+    if kind is None:
+        return record["data"]
+    try:
+        return kind.from_record(record["data"])
+    except (RecordError, KeyError, TypeError, ValueError) as exc:
+        warnings.warn(f"{path} does not hold a {kind.__name__} ({exc}); it is ignored and will be recomputed",
+                      stacklevel=2)
         return None
-    return record["data"]
+
+
+def load_or_compute(name: str, kind: type[T], m: LoadedModel, compute: Callable[[], T], *,
+                    verbose: bool = True) -> T:
+    """The saved ``name`` when it fits ``m`` and this run mode; else ``compute()``, saved for next time."""
+    found = load(name, kind, model=m)
+    if found is not None:
+        if verbose:
+            print(f"using the saved result {name!r} ({path_of(name)})")
+        return found
+    result = compute()
+    save(name, result, model=m)
+    return result
+
+
+def clear(name: str) -> bool:
+    """Delete the saved result ``name``; True if there was one."""
+    path = path_of(name)
+    if path.exists():
+        path.unlink()
+        return True
+    return False

@@ -1,15 +1,25 @@
-"""Computed verdicts on the source article's claims.
+"""Computed verdicts on the source article's claims: one type, built one way.
 
-Every lesson ends with verdicts of one form: the claim, one of three words,
-and the numbers that decided it. The words are computed from the run, never
-typed in: ``"holds"``, ``"does not hold"`` or ``"cannot tell"`` (the data
-cannot separate the two, e.g. differences within the noise).
+Every claim of the course ends in a :class:`ClaimVerdict`: the claim, one of
+three words, and the numbers that decided it. The words are computed from
+the run, never typed in:
+
+* ``"holds"``: the data support the claim beyond its noise (an interval on
+  the right side of the threshold, a permutation test passed);
+* ``"does not hold"``: the data support the opposite;
+* ``"cannot tell"``: neither, e.g. an interval that straddles the threshold,
+  or evidence that is missing.
+
+Build one with :meth:`ClaimVerdict.decide` (or :meth:`ClaimVerdict.missing`).
+Checks of the code or of mathematics (rows sum to 1) are not verdicts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
+
+from attnlab.core.records import to_plain
 
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -17,17 +27,63 @@ UNSURE = "cannot tell"
 WORDS = (HOLDS, FAILS, UNSURE)
 
 
+def from_tests(holds: bool, fails: bool) -> str:
+    """The verdict word: ``"holds"`` if ``holds``, else ``"does not hold"`` if ``fails``, else ``"cannot tell"``."""
+    if holds and fails:
+        raise ValueError("a claim cannot both hold and fail: the two tests overlap")
+    return HOLDS if holds else (FAILS if fails else UNSURE)
+
+
+def combine(parts: Iterable[str]) -> str:
+    """Verdict of a claim made of parts that must all hold: any part that does not
+    hold sinks it; otherwise any "cannot tell" makes the whole "cannot tell"."""
+    parts = list(parts)
+    for p in parts:
+        if p not in WORDS:
+            raise ValueError(f"verdict must be one of {WORDS}, got {p!r}")
+    if any(p == FAILS for p in parts):
+        return FAILS
+    if parts and all(p == HOLDS for p in parts):
+        return HOLDS
+    return UNSURE
+
+
 @dataclass
 class ClaimVerdict:
-    """A computed verdict: ``claim``, ``verdict`` (one of :data:`WORDS`) and ``numbers``."""
+    """A computed verdict: ``claim``, ``verdict`` (one of :data:`WORDS`) and the ``numbers`` behind it."""
 
     claim: str
     verdict: str
-    numbers: dict
+    numbers: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in WORDS:
             raise ValueError(f"verdict must be one of {WORDS}, got {self.verdict!r}")
+
+    @classmethod
+    def decide(cls, claim: str, *, holds: bool, fails: bool, **numbers) -> "ClaimVerdict":
+        """The one way to build a verdict: two tests computed from the data, and their numbers.
+
+        ``holds`` and ``fails`` must not both be true; when neither is, the
+        verdict is ``"cannot tell"``.
+        """
+        return cls(claim, from_tests(bool(holds), bool(fails)), numbers)
+
+    @classmethod
+    def missing(cls, claim: str, why: str) -> "ClaimVerdict":
+        """``"cannot tell"`` because the evidence is not there (``why`` says what is missing)."""
+        return cls(claim, UNSURE, {"missing": why})
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == HOLDS
+
+    def to_record(self) -> dict:
+        return {"claim": self.claim, "verdict": self.verdict, "numbers": to_plain(self.numbers)}
+
+    @classmethod
+    def from_record(cls, data: dict) -> "ClaimVerdict":
+        return cls(str(data["claim"]), str(data["verdict"]), dict(data.get("numbers", {})))
 
     def __str__(self) -> str:
         nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
@@ -41,19 +97,3 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
-
-
-def from_tests(holds: bool, fails: bool) -> str:
-    """``"holds"`` if ``holds``, else ``"does not hold"`` if ``fails``, else ``"cannot tell"``."""
-    return HOLDS if holds else (FAILS if fails else UNSURE)
-
-
-def combine(parts: Iterable[str]) -> str:
-    """Verdict of a claim made of parts that must all hold: any part that does not
-    hold sinks it; otherwise any "cannot tell" makes the whole "cannot tell"."""
-    parts = list(parts)
-    if any(p == FAILS for p in parts):
-        return FAILS
-    if parts and all(p == HOLDS for p in parts):
-        return HOLDS
-    return UNSURE

@@ -29,6 +29,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnlab.core.checks import check_index
+
 #: One colour per head (cycled beyond 16); shared by the HTML and matplotlib views.
 HEAD_COLORS = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -56,12 +58,6 @@ def _as_maps(maps, tokens: Sequence[str]) -> np.ndarray:
     if len(tokens) == 0:
         raise ValueError("no tokens: a view needs at least one token")
     return a
-
-
-def _check_index(value: int, size: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < size:
-        raise ValueError(f"{what} index {value!r} out of range: valid are 0..{size - 1} (0-based)")
-    return int(value)
 
 
 def _script_json(obj) -> str:
@@ -145,8 +141,8 @@ class HeadView(_View):
     def __init__(self, maps, tokens: Sequence[str], *, layer: int = 0, heads: Sequence[int] | None = None,
                  title: str = "", digits: int = 3):
         super().__init__(maps, tokens, title=title, digits=digits)
-        self.layer = _check_index(layer, self.n_layers, "layer")
-        self.heads = [_check_index(h, self.n_heads, "head") for h in
+        self.layer = check_index(layer, self.n_layers, "layer")
+        self.heads = [check_index(h, self.n_heads, "head") for h in
                       (range(self.n_heads) if heads is None else heads)]
 
     def _data(self) -> dict:
@@ -225,12 +221,12 @@ def plot_line_view(
         a = full
         heads = [head]
     a = _as_maps(a, tokens)
-    layer = _check_index(layer, a.shape[0], "layer")
+    layer = check_index(layer, a.shape[0], "layer")
     if heads is None:
         heads = list(range(a.shape[1]))
     elif isinstance(heads, (int, np.integer)):
         heads = [int(heads)]
-    heads = [_check_index(h, a.shape[1], "head") for h in heads]
+    heads = [check_index(h, a.shape[1], "head") for h in heads]
     if any(any(ord(ch) > 0x2E80 for ch in t) for t in tokens):
         use_cjk_font()
     n = len(tokens)

@@ -2,7 +2,7 @@
 
 A checker takes the student's answer, computes the right answer *from the
 model that is running* (so answers cannot be copied from another model or
-another run), and returns a :class:`Verdict` that prints as a short right /
+another run), and returns a :class:`Feedback` that prints as a short right /
 wrong line with a hint. Worked solutions live in ``solution_*`` functions
 that a teacher can reveal; lessons never call them.
 
@@ -23,7 +23,7 @@ NOT_YET = "not answered yet: replace None with your answer and run the cell agai
 
 
 @dataclass
-class Verdict:
+class Feedback:
     """Outcome of checking one answer."""
 
     correct: bool
@@ -44,52 +44,52 @@ class Verdict:
 
 
 def check_number(answer: Any, expected: float, *, rel: float = 0.02, abs_tol: float = 1e-6,
-                 hint: str = "", what: str = "your number") -> Verdict:
+                 hint: str = "", what: str = "your number") -> Feedback:
     """Right when ``answer`` is within ``rel`` (relative) or ``abs_tol`` of ``expected``."""
     try:
         value = float(answer)
     except (TypeError, ValueError):
-        return Verdict(False, f"{what} should be a number, got {answer!r}. {hint}".strip(), expected)
+        return Feedback(False, f"{what} should be a number, got {answer!r}. {hint}".strip(), expected)
     if np.isfinite(value) and abs(value - expected) <= max(abs_tol, rel * abs(expected)):
-        return Verdict(True, f"{what} = {value:.4g} matches {expected:.4g}.", expected)
-    return Verdict(False, f"{what} = {value:.4g}, expected about {expected:.4g}. {hint}".strip(), expected)
+        return Feedback(True, f"{what} = {value:.4g} matches {expected:.4g}.", expected)
+    return Feedback(False, f"{what} = {value:.4g}, expected about {expected:.4g}. {hint}".strip(), expected)
 
 
-def check_choice(answer: Any, expected: Any, *, hint: str = "", what: str = "your answer") -> Verdict:
+def check_choice(answer: Any, expected: Any, *, hint: str = "", what: str = "your answer") -> Feedback:
     """Right when ``answer`` equals ``expected`` (strings compared case-insensitively)."""
     norm = lambda v: v.strip().lower() if isinstance(v, str) else v  # noqa: E731
     if norm(answer) == norm(expected):
-        return Verdict(True, f"{what} {answer!r} is correct.", expected)
-    return Verdict(False, f"{what} {answer!r} is not it. {hint}".strip(), expected)
+        return Feedback(True, f"{what} {answer!r} is correct.", expected)
+    return Feedback(False, f"{what} {answer!r} is not it. {hint}".strip(), expected)
 
 
-def check_set(answer: Iterable, expected: Iterable, *, hint: str = "", what: str = "your set") -> Verdict:
+def check_set(answer: Iterable, expected: Iterable, *, hint: str = "", what: str = "your set") -> Feedback:
     """Right when the two collections hold the same items (order ignored)."""
     a, e = set(answer), set(expected)
     if a == e:
-        return Verdict(True, f"{what} is exactly right.", sorted(e))
+        return Feedback(True, f"{what} is exactly right.", sorted(e))
     missing, extra = sorted(e - a), sorted(a - e)
-    return Verdict(False, f"{what}: missing {missing}, unexpected {extra}. {hint}".strip(), sorted(e))
+    return Feedback(False, f"{what}: missing {missing}, unexpected {extra}. {hint}".strip(), sorted(e))
 
 
-def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "", what: str = "your array") -> Verdict:
+def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "", what: str = "your array") -> Feedback:
     """Right when the arrays have the same shape and match within ``atol``."""
     a = np.asarray(answer, dtype=float)
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
-        return Verdict(False, f"{what} has shape {a.shape}, expected {e.shape}. {hint}".strip(), e)
+        return Feedback(False, f"{what} has shape {a.shape}, expected {e.shape}. {hint}".strip(), e)
     err = float(np.max(np.abs(a - e))) if a.size else 0.0
     if err <= atol:
-        return Verdict(True, f"{what} matches (largest difference {err:.2e}).", e)
-    return Verdict(False, f"{what} differs by up to {err:.3g}. {hint}".strip(), e)
+        return Feedback(True, f"{what} matches (largest difference {err:.2e}).", e)
+    return Feedback(False, f"{what} differs by up to {err:.3g}. {hint}".strip(), e)
 
 
-def check_head(answer: Any, expected: tuple[int, int], *, hint: str = "", what: str = "your head") -> Verdict:
+def check_head(answer: Any, expected: tuple[int, int], *, hint: str = "", what: str = "your head") -> Feedback:
     """Right when ``answer`` is the 0-based ``(layer, head)`` pair ``expected``."""
     if answer is None:
-        return Verdict(False, NOT_YET)
+        return Feedback(False, NOT_YET)
     try:
         pair = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Verdict(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
+        return Feedback(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
     return check_choice(pair, (int(expected[0]), int(expected[1])), hint=hint, what=what)

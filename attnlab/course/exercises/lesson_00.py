@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from attnlab.data.examples import example_for
-from . import NOT_YET as _NOT_YET, Verdict, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_number
 
 __all__ = [
     "check_total_heads", "solution_total_heads",
@@ -36,7 +36,7 @@ def _text(m: Any, text: str | None) -> str:
 # --------------------------------------------------------------------------- 1. layers x heads
 
 
-def check_total_heads(m: Any, answer: Any) -> Verdict:
+def check_total_heads(m: Any, answer: Any) -> Feedback:
     """How many attention heads does the running model have in all (layers x heads)?
 
     Args:
@@ -45,14 +45,14 @@ def check_total_heads(m: Any, answer: Any) -> Verdict:
     """
     expected = m.n_layers * m.n_heads
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     if isinstance(answer, (tuple, list)):
         if len(answer) != 2:
-            return Verdict(False, "give one number, or a pair (layers, heads).", None)
+            return Feedback(False, "give one number, or a pair (layers, heads).", None)
         layers, heads = answer
         if (layers, heads) == (m.n_layers, m.n_heads):
-            return Verdict(True, f"{layers} layers x {heads} heads = {expected} heads in all.", expected)
-        return Verdict(False, f"({layers}, {heads}) is not it. Look at m.n_layers and m.n_heads, "
+            return Feedback(True, f"{layers} layers x {heads} heads = {expected} heads in all.", expected)
+        return Feedback(False, f"({layers}, {heads}) is not it. Look at m.n_layers and m.n_heads, "
                        "or at the shape of att.tensor.", None)
     hint = ""
     try:
@@ -86,7 +86,7 @@ def _token_count(m: Any, text: str) -> int:
     return len(m.tokenizer(text)["input_ids"])
 
 
-def check_token_count(m: Any, answer: Any, text: str | None = None) -> Verdict:
+def check_token_count(m: Any, answer: Any, text: str | None = None) -> Feedback:
     """How many tokens does the example query have, special tokens included?
 
     Args:
@@ -97,7 +97,7 @@ def check_token_count(m: Any, answer: Any, text: str | None = None) -> Verdict:
     text = _text(m, text)
     expected = _token_count(m, text)
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     pieces = m.tokenizer.tokenize(text)
     hint = "Count every row (or column) of one attention map."
     try:
@@ -138,7 +138,7 @@ def _first_row(m: Any, text: str, layer: int, head: int) -> tuple[torch.Tensor, 
     return row, tokens
 
 
-def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Verdict:
+def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Feedback:
     """Which token does the first query row ([CLS]) of one head attend to most?
 
     Args:
@@ -152,7 +152,7 @@ def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str 
     best = int(row.argmax())
     where = f"layer {layer + 1}, head {head + 1} (code: layer={layer}, head={head})"
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     if isinstance(answer, str):
         ok = answer.strip().lower() == tokens[best].lower()
         shown = repr(answer)
@@ -160,12 +160,12 @@ def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str 
         ok = answer == best
         shown = f"position {answer}"
     else:
-        return Verdict(False, f"give a token string such as {tokens[-1]!r} or a 0-based position, "
+        return Feedback(False, f"give a token string such as {tokens[-1]!r} or a 0-based position, "
                        f"got {type(answer).__name__}.", None)
     if ok:
-        return Verdict(True, f"in {where}, row 0 puts its largest weight, {float(row[best]):.2f}, "
+        return Feedback(True, f"in {where}, row 0 puts its largest weight, {float(row[best]):.2f}, "
                        f"on {tokens[best]!r} (position {best}).", tokens[best])
-    return Verdict(False, f"{shown} is not the strongest key of row 0 in {where}. Plot the head and read "
+    return Feedback(False, f"{shown} is not the strongest key of row 0 in {where}. Plot the head and read "
                    "the first row: the brightest cell is the answer.", None)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
 from attnlab.data.examples import example_for
-from . import Verdict, check_choice, check_number
+from . import Feedback, check_choice, check_number
 
 
 def _tiny_weights() -> torch.Tensor:
@@ -30,7 +30,7 @@ def _check_cell(row: int, col: int) -> None:
         raise ValueError(f"row and col must be 0..2 (the tiny example has 3 tokens), got {row}, {col}")
 
 
-def check_tiny_weight(m: Any, answer: Any, row: int = 0, col: int = 1) -> Verdict:
+def check_tiny_weight(m: Any, answer: Any, row: int = 0, col: int = 1) -> Feedback:
     """How much does token ``row`` attend to token ``col`` in the tiny example (0-based)?
 
     ``m`` is not needed (the example is fixed) but kept so every checker is
@@ -61,7 +61,7 @@ def _example_head(m: Any, layer: int, head: int) -> tuple[torch.Tensor, list[str
     return att.head(0, layer, head), att.tokens[0]
 
 
-def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Verdict:
+def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Feedback:
     """Which token (as a string) does token ``query`` of the example look at most,
     in 0-based ``layer``/``head`` of the running model?"""
     weights, tokens = _example_head(m, layer, head)
@@ -69,7 +69,7 @@ def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, quer
         raise ValueError(f"query must be 0..{len(tokens) - 1} for the example's {len(tokens)} tokens")
     expected = tokens[int(weights[query].argmax())]
     if answer is None:
-        return Verdict(False, "no answer yet: set answer to a token string, e.g. '[CLS]'.", expected)
+        return Feedback(False, "no answer yet: set answer to a token string, e.g. '[CLS]'.", expected)
     return check_choice(answer, expected, what="strongest key",
                         hint=f"look along row {query} ({tokens[query]!r}) for the largest weight.")
 
@@ -79,7 +79,7 @@ def solution_strongest_key(m: Any, layer: int = 0, head: int = 0, query: int = 1
     return tokens[int(weights[query].argmax())]
 
 
-def check_diagonal_head(m: Any, answer: Any) -> Verdict:
+def check_diagonal_head(m: Any, answer: Any) -> Feedback:
     """Which ``(layer, head)`` (0-based) puts the most weight on the diagonal
     for the example query?"""
     from attnlab.core.extract import attention
@@ -87,14 +87,14 @@ def check_diagonal_head(m: Any, answer: Any) -> Verdict:
     att = attention(m, [example_for(m)])
     layer, head, score = find_pattern_heads(att[0])["diagonal"]
     if answer is None:
-        return Verdict(False, "no answer yet: set answer to a (layer, head) pair, 0-based.", (layer, head))
+        return Feedback(False, "no answer yet: set answer to a (layer, head) pair, 0-based.", (layer, head))
     try:
         got = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Verdict(False, f"answer should be a (layer, head) pair, got {answer!r}.", (layer, head))
+        return Feedback(False, f"answer should be a (layer, head) pair, got {answer!r}.", (layer, head))
     if got == (layer, head):
-        return Verdict(True, f"(layer {layer}, head {head}) has mean diagonal weight {score:.2f}.", (layer, head))
-    return Verdict(False, f"{got} is not the most diagonal head. Hint: compute the mean of each map's "
+        return Feedback(True, f"(layer {layer}, head {head}) has mean diagonal weight {score:.2f}.", (layer, head))
+    return Feedback(False, f"{got} is not the most diagonal head. Hint: compute the mean of each map's "
                           "diagonal and take the largest.", (layer, head))
 
 

@@ -12,10 +12,10 @@ import math
 from typing import Any
 
 from attnlab.scratch.scaling import dot_product_variance, saturation_curve
-from . import Verdict, check_choice, check_number
+from . import Feedback, check_choice, check_number
 
 
-def check_qk_variance(m: Any, answer: Any, d_k: int = 128) -> Verdict:
+def check_qk_variance(m: Any, answer: Any, d_k: int = 128) -> Feedback:
     """Predict the variance of ``q . k`` when q and k have ``d_k`` i.i.d. N(0, 1) entries.
 
     The expected value is the theory (``d_k``); the message also shows a
@@ -35,7 +35,7 @@ def solution_qk_variance(m: Any = None, d_k: int = 128) -> float:
     return float(d_k)
 
 
-def check_scale_factor(m: Any, answer: Any) -> Verdict:
+def check_scale_factor(m: Any, answer: Any) -> Feedback:
     """By what number does the running model divide q . k before the softmax?"""
     return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what="scale divisor",
                         hint=f"it is sqrt of one head's width (this model: head width {m.head_dim}).")
@@ -45,13 +45,13 @@ def solution_scale_factor(m: Any) -> float:
     return math.sqrt(m.head_dim)
 
 
-def check_saturation_direction(m: Any, answer: Any) -> Verdict:
+def check_saturation_direction(m: Any, answer: Any) -> Feedback:
     """Without 1/sqrt(d_k), does the largest softmax weight ``"rise"`` or ``"fall"``
     as d_k grows? The truth is measured (d_k 8 vs 512), not assumed."""
     curve = saturation_curve([8, 512], scaled=False, n_rows=300, seed=3)
     expected = "rise" if curve.max_weight[1] > curve.max_weight[0] else "fall"
     if answer is None:
-        return Verdict(False, "no answer yet: set answer to 'rise' or 'fall'.", expected)
+        return Feedback(False, "no answer yet: set answer to 'rise' or 'fall'.", expected)
     verdict = check_choice(answer, expected, what="direction", hint="bigger scores make softmax pick one winner.")
     verdict.message += f" (measured max weight {curve.max_weight[0]:.2f} at d_k=8, {curve.max_weight[1]:.2f} at d_k=512)"
     return verdict

@@ -13,7 +13,7 @@ from typing import Any
 
 from attnlab.data.examples import example_for
 from attnlab.scratch.recurrence import path_length, sequential_steps
-from . import Verdict, check_number
+from . import Feedback, check_number
 
 
 def example_length(m: Any) -> int:
@@ -21,7 +21,7 @@ def example_length(m: Any) -> int:
     return len(m.tokenizer(example_for(m))["input_ids"])
 
 
-def check_path_length(m: Any, answer: Any, kind: str = "lstm") -> Verdict:
+def check_path_length(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
     """Maximum path length (first to last token of the example) for ``kind``
     (``"lstm"``, ``"bilstm"`` or ``"attention"``)."""
     n = example_length(m)
@@ -33,7 +33,7 @@ def solution_path_length(m: Any, kind: str = "lstm") -> int:
     return path_length(kind, example_length(m))
 
 
-def check_sequential_steps(m: Any, answer: Any, kind: str = "lstm") -> Verdict:
+def check_sequential_steps(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
     """Sequential operations one layer of ``kind`` needs for the example."""
     n = example_length(m)
     return check_number(answer, sequential_steps(kind, n), rel=0, abs_tol=0.5,
@@ -45,7 +45,7 @@ def solution_sequential_steps(m: Any, kind: str = "lstm") -> int:
     return sequential_steps(kind, example_length(m))
 
 
-def check_attention_entries(m: Any, answer: Any) -> Verdict:
+def check_attention_entries(m: Any, answer: Any) -> Feedback:
     """How many attention weights does one layer compute for the example (all heads)?"""
     n = example_length(m)
     return check_number(answer, m.n_heads * n * n, rel=0, abs_tol=0.5, what="attention weights per layer",

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.data.examples import example_for
-from . import Verdict, check_number
+from . import Feedback, check_number
 
 
-def check_head_width(m: Any, answer: Any) -> Verdict:
+def check_head_width(m: Any, answer: Any) -> Feedback:
     """Features per head (``hidden_size / n_heads``) of the running model."""
     return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what="head width",
                         hint=f"divide the hidden width {m.hidden_size} by the {m.n_heads} heads.")
@@ -28,18 +28,18 @@ def _split_shape(m: Any) -> tuple[int, int, int, int]:
     return (1, m.n_heads, n, m.head_dim)
 
 
-def check_split_shape(m: Any, answer: Any) -> Verdict:
+def check_split_shape(m: Any, answer: Any) -> Feedback:
     """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
     expected = _split_shape(m)
     if answer is None:
-        return Verdict(False, "no answer yet: set answer to a 4-tuple (batch, heads, tokens, head width).", expected)
+        return Feedback(False, "no answer yet: set answer to a 4-tuple (batch, heads, tokens, head width).", expected)
     try:
         got = tuple(int(v) for v in answer)
     except (TypeError, ValueError):
-        return Verdict(False, f"answer should be a tuple of 4 ints, got {answer!r}.", expected)
+        return Feedback(False, f"answer should be a tuple of 4 ints, got {answer!r}.", expected)
     if got == expected:
-        return Verdict(True, f"shape {got} is right.", expected)
-    return Verdict(False, f"shape {got} is not it: the order is (batch, heads, tokens, head width), "
+        return Feedback(True, f"shape {got} is right.", expected)
+    return Feedback(False, f"shape {got} is not it: the order is (batch, heads, tokens, head width), "
                           "and tokens include [CLS] and [SEP].", expected)
 
 
@@ -47,21 +47,21 @@ def solution_split_shape(m: Any) -> tuple[int, int, int, int]:
     return _split_shape(m)
 
 
-def check_head_slice(m: Any, answer: Any, head: int = 6) -> Verdict:
+def check_head_slice(m: Any, answer: Any, head: int = 6) -> Feedback:
     """``(start, stop)`` of the hidden features that 0-based ``head`` owns
     (Python slice convention: ``stop`` excluded)."""
     head = m.check_head(head)
     expected = (head * m.head_dim, (head + 1) * m.head_dim)
     if answer is None:
-        return Verdict(False, "no answer yet: set answer to (start, stop).", expected)
+        return Feedback(False, "no answer yet: set answer to (start, stop).", expected)
     try:
         got = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Verdict(False, f"answer should be a (start, stop) pair, got {answer!r}.", expected)
+        return Feedback(False, f"answer should be a (start, stop) pair, got {answer!r}.", expected)
     if got == expected:
-        return Verdict(True, f"head {head} (the article's head {head + 1}) owns features {got[0]}..{got[1] - 1}.",
+        return Feedback(True, f"head {head} (the article's head {head + 1}) owns features {got[0]}..{got[1] - 1}.",
                        expected)
-    return Verdict(False, f"{got} is not it. Hint: head h owns h*d_h up to (h+1)*d_h, with d_h = {m.head_dim}; "
+    return Feedback(False, f"{got} is not it. Hint: head h owns h*d_h up to (h+1)*d_h, with d_h = {m.head_dim}; "
                           "mind the 0-based index.", expected)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from attnlab.data.examples import example_for
 from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
-from . import NOT_YET as _NOT_YET, Verdict, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_number
 
 __all__ = [
     "quiz_head", "check_head_label", "solution_head_label",
@@ -57,7 +57,7 @@ def quiz_head(m: Any, seed: int = 0, *, show: bool = True) -> tuple[int, int]:
     return layer, head
 
 
-def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Verdict:
+def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Feedback:
     """Is ``answer`` the label the lesson's rules give head ``(layer, head)``?
 
     Args:
@@ -67,14 +67,14 @@ def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Verdict:
     m.check_layer(layer)
     m.check_head(head)
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Verdict(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+        return Feedback(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
     labels = _labels(m)
     truth = labels[layer, head]
     if answer.strip().lower() == truth:
-        return Verdict(True, f"{truth!r}: {labels.reasons[layer, head]}.", truth)
-    return Verdict(False, f"{answer!r} is not it. Go through the rules in order: positional masses "
+        return Feedback(True, f"{truth!r}: {labels.reasons[layer, head]}.", truth)
+    return Feedback(False, f"{answer!r} is not it. Go through the rules in order: positional masses "
                    "(>= 0.5) or the argmax offset share (>= 0.9), then [CLS]+[SEP] (>= 0.6), then "
                    "own-sentence mass, then entropy relative to uniform (>= 0.8).", None)
 
@@ -88,7 +88,7 @@ def solution_head_label(m: Any, layer: int, head: int) -> tuple[str, str]:
 # --------------------------------------------------------------------------- 2. [CLS] mass by hand
 
 
-def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None = None) -> Verdict:
+def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None = None) -> Feedback:
     """The head's weight on [CLS], averaged over all query rows of the example query.
 
     Args:
@@ -98,7 +98,7 @@ def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None 
     m.check_layer(layer)
     m.check_head(head)
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     expected = solution_cls_mass(m, layer, head, text)
     verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what="[CLS] mass",
                            hint="Take the head's [n, n] map, keep the [CLS] column (index 0) and "
@@ -121,19 +121,19 @@ def solution_cls_mass(m: Any, layer: int, head: int, text: str | None = None) ->
 # --------------------------------------------------------------------------- 3. majority in a layer
 
 
-def check_layer_majority(m: Any, answer: Any, layer: int) -> Verdict:
+def check_layer_majority(m: Any, answer: Any, layer: int) -> Feedback:
     """Which label do most heads of ``layer`` (0-based) have? Ties: any of the tied labels counts."""
     m.check_layer(layer)
     if answer is None:
-        return Verdict(False, _NOT_YET, None)
+        return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Verdict(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+        return Feedback(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
     counts = Counter(_labels(m).labels[layer].tolist())
     top = max(counts.values())
     winners = sorted(name for name, c in counts.items() if c == top)
     if answer.strip().lower() in winners:
-        return Verdict(True, f"{answer!r} has {top} of {m.n_heads} heads in layer {layer + 1}.", winners)
-    return Verdict(False, f"{answer!r} has {counts.get(answer.strip().lower(), 0)} heads in layer {layer + 1}; "
+        return Feedback(True, f"{answer!r} has {top} of {m.n_heads} heads in layer {layer + 1}.", winners)
+    return Feedback(False, f"{answer!r} has {counts.get(answer.strip().lower(), 0)} heads in layer {layer + 1}; "
                    "count the labels in that row of the taxonomy map.", None)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice, check_number
+from . import NOT_YET as _NOT_YET, check_head, Feedback, check_array, check_choice, check_number
 
 
 
@@ -33,10 +33,10 @@ def solution_token_permutation(m, kind: str = "syntactic") -> list[int]:
     return token_permutation(m, example_perturbations(m.language)[kind]).tolist()
 
 
-def check_token_permutation(m, answer: Any, kind: str = "syntactic") -> Verdict:
+def check_token_permutation(m, answer: Any, kind: str = "syntactic") -> Feedback:
     """``answer``: list with ``new_tokens[i] == old_tokens[answer[i]]`` for the example's ``kind``."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     expected = solution_token_permutation(m, kind)
     return check_array(answer, expected, atol=0, what="your permutation",
                        hint="Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
@@ -49,10 +49,10 @@ def solution_most_sensitive_head(m, kind: str = "lexical", study=None) -> tuple[
     return (top.layer, top.head)
 
 
-def check_most_sensitive_head(m, answer: Any, kind: str = "lexical", study=None) -> Verdict:
+def check_most_sensitive_head(m, answer: Any, kind: str = "lexical", study=None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_sensitive_head(m, kind, study),
                       hint="Look for the largest value in study.sensitivity(kind, 'position').mean "
                            "(indices are 0-based).")
@@ -63,10 +63,10 @@ def solution_position_follower_share(m, study=None, kind: str = "both") -> float
     return _study(m, study).follower_shares(kind)["position"]
 
 
-def check_position_follower_share(m, answer: Any, study=None, kind: str = "both") -> Verdict:
+def check_position_follower_share(m, answer: Any, study=None, kind: str = "both") -> Feedback:
     """``answer``: the share (0..1) of heads that follow positions under ``kind``."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     expected = solution_position_follower_share(m, study, kind)
     return check_number(answer, expected, rel=0.0, abs_tol=0.011, what="your share",
                         hint="Count the heads labelled 'position' by study.followers() and divide by "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import NOT_YET as _NOT_YET, check_head, Verdict, check_array, check_choice
+from . import NOT_YET as _NOT_YET, check_head, Feedback, check_array, check_choice
 
 
 
@@ -32,10 +32,10 @@ def solution_embedding_without_positions(m, text: str | None = None) -> np.ndarr
         return emb.LayerNorm(x)[0].numpy()
 
 
-def check_embedding_without_positions(m, answer: Any, text: str | None = None) -> Verdict:
+def check_embedding_without_positions(m, answer: Any, text: str | None = None) -> Feedback:
     """``answer``: ``[n, e]`` embedding output of ``text`` without the position term."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     from attnlab.data.examples import example_for
     from attnlab.core.position import no_position
 
@@ -64,13 +64,13 @@ def solution_order_matters(m) -> bool:
     return bool(gap > 1e-4)
 
 
-def check_order_matters(m, answer: Any) -> Verdict:
+def check_order_matters(m, answer: Any) -> Feedback:
     """``answer``: True or False - without position embeddings, does a reordered query
     give different token outputs (beyond moving them along)?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     if not isinstance(answer, (bool, np.bool_)):
-        return Verdict(False, f"answer True or False, got {answer!r}")
+        return Feedback(False, f"answer True or False, got {answer!r}")
     return check_choice(bool(answer), solution_order_matters(m), what="your answer",
                         hint="Compare equivariance_gap with and without no_position.")
 
@@ -87,9 +87,9 @@ def solution_most_position_dependent_head(m, study=None, n: int = 30) -> tuple[i
     return (int(layer), int(head))
 
 
-def check_most_position_dependent_head(m, answer: Any, study=None) -> Verdict:
+def check_most_position_dependent_head(m, answer: Any, study=None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_position_dependent_head(m, study),
                       hint="np.unravel_index(argmax) of study.change().mean.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 __all__ = [
     "check_mean_cell", "solution_mean_cell",
@@ -48,10 +48,10 @@ def solution_mean_cell(m: Any, texts: Sequence[str], layer: int = 0, head: int =
     return float(sum(att.head(i, layer, head)[0, -1] for i in range(len(att))) / len(att))
 
 
-def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Verdict:
+def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Feedback:
     """Is ``answer`` the mean [CLS]->[SEP] weight of ``(layer, head)`` over ``texts``?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     truth = solution_mean_cell(m, texts, layer, head)
     return check_number(answer, truth, rel=1e-3, abs_tol=1e-5, what="your mean weight",
                         hint="use al.attention(m, texts) and average att.head(i, layer, head)[0, -1] over i.")
@@ -69,10 +69,10 @@ def solution_fixedness_by_hand(m: Any, layer: int, head: int, result: Any = None
     return float(1 - gap / math.log(res.length))
 
 
-def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: Any = None) -> Verdict:
+def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: Any = None) -> Feedback:
     """Is ``answer`` the fixedness of ``(layer, head)``, as ``result.fixedness()`` defines it?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     res = result if result is not None else _default_result(m)
     l = res.layers.index(m.check_layer(layer))
     truth = float(res.fixedness()[l, m.check_head(head)])
@@ -91,10 +91,10 @@ def solution_most_fixed_layer(m: Any, result: Any = None) -> int:
     return int(res.layers[int(per_layer.argmax())])
 
 
-def check_most_fixed_layer(m: Any, answer: Any, result: Any = None) -> Verdict:
+def check_most_fixed_layer(m: Any, answer: Any, result: Any = None) -> Feedback:
     """Is ``answer`` (0-based) the layer whose heads are, on average, the most fixed?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     truth = solution_most_fixed_layer(m, result)
     verdict = check_choice(answer, truth, what="layer",
                            hint="average result.fixedness() over heads (dim=1) and take the argmax; "

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 __all__ = [
     "check_closest_pair", "solution_closest_pair",
@@ -48,14 +48,14 @@ def solution_closest_pair(m: Any, hd: Any = None) -> tuple[tuple[int, int], tupl
     return tuple(sorted((labels[a], labels[b])))  # type: ignore[return-value]
 
 
-def check_closest_pair(m: Any, answer: Any, hd: Any = None) -> Verdict:
+def check_closest_pair(m: Any, answer: Any, hd: Any = None) -> Feedback:
     """Is ``answer`` the closest pair of heads, e.g. ``((3, 1), (4, 7))`` (order does not matter)?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     try:
         given = tuple(sorted(tuple(int(x) for x in pair) for pair in answer))
     except (TypeError, ValueError):
-        return Verdict(False, f"answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.")
+        return Feedback(False, f"answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.")
     truth = solution_closest_pair(m, hd)
     return check_choice(given, truth, what="pair",
                         hint="fill the diagonal of hd.distance with inf, take the argmin and map it "
@@ -74,10 +74,10 @@ def solution_dispersion(m: Any, layer: int, hd: Any = None) -> float:
     return float(block.sum() / (h * (h - 1)))
 
 
-def check_dispersion(m: Any, answer: Any, layer: int, hd: Any = None) -> Verdict:
+def check_dispersion(m: Any, answer: Any, layer: int, hd: Any = None) -> Feedback:
     """Is ``answer`` the within-layer dispersion of ``layer`` (0-based)?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     truth = solution_dispersion(m, layer, hd)
     return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your dispersion",
                         hint="take the layer's heads x heads block of hd.distance and average its "
@@ -96,10 +96,10 @@ def solution_trend_verdict(m: Any, trend: Any = None) -> str:
     return trend.verdict()
 
 
-def check_trend_verdict(m: Any, answer: Any, trend: Any = None) -> Verdict:
+def check_trend_verdict(m: Any, answer: Any, trend: Any = None) -> Feedback:
     """Is ``answer`` ("holds", "does not hold" or "cannot tell") the verdict of this run?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     truth = solution_trend_verdict(m, trend)
     return check_choice(answer, truth, what="verdict",
                         hint="look at the slope's bootstrap interval: below 0 holds, above 0 does not "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 
 
@@ -20,10 +20,10 @@ def solution_group_width(m, n_groups: int = 3) -> int:
     return m.hidden_size // _check_groups(m, n_groups)
 
 
-def check_group_width(m, answer: Any, n_groups: int = 3) -> Verdict:
+def check_group_width(m, answer: Any, n_groups: int = 3) -> Feedback:
     """``answer``: the width (dimensions of Q and K) of one head after regrouping into ``n_groups``."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_number(answer, solution_group_width(m, n_groups), rel=0, abs_tol=0.5, what="your width",
                         hint=f"{m.n_heads} heads of {m.head_dim} dimensions are cut into {n_groups} groups.")
 
@@ -37,11 +37,11 @@ def solution_most_focused_group_count(m, texts: Sequence[str] | None = None) -> 
     return max(summaries, key=lambda g: summaries[g]["focus"])
 
 
-def check_most_focused_group_count(m, answer: Any, texts: Sequence[str] | None = None) -> Verdict:
+def check_most_focused_group_count(m, answer: Any, texts: Sequence[str] | None = None) -> Feedback:
     """``answer``: the number of heads h' (a divisor of H) at which attention is most focused
     on a single token (self, [CLS] or [SEP]) for ``texts`` (default: the example)."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_most_focused_group_count(m, texts), what="your h'",
                         hint="regroup_summaries(m, texts) gives 'focus' per h'; take the largest.")
 
@@ -52,11 +52,11 @@ def solution_best_head_count(study) -> int:
     return min(summary, key=lambda h: summary[h]["ppl_mean"])
 
 
-def check_best_head_count(m, answer: Any, study=None) -> Verdict:
+def check_best_head_count(m, answer: Any, study=None) -> Feedback:
     """``answer``: the head count with the lowest mean validation perplexity in ``study``."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     if study is None:
-        return Verdict(False, "pass the study you trained: check_best_head_count(m, answer, study=study).")
+        return Feedback(False, "pass the study you trained: check_best_head_count(m, answer, study=study).")
     return check_choice(answer, solution_best_head_count(study), what="your head count",
                         hint="study.summary()[h]['ppl_mean'] is the mean perplexity of h heads.")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 
 
@@ -22,10 +22,10 @@ def solution_heads_masked(m, fraction: float = 0.3) -> int:
     return heads_masked_at(fraction, m.n_layers * m.n_heads)
 
 
-def check_heads_masked(m, answer: Any, fraction: float = 0.3) -> Verdict:
+def check_heads_masked(m, answer: Any, fraction: float = 0.3) -> Feedback:
     """``answer``: how many heads of this model are masked when ``fraction`` of them are pruned."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_number(answer, solution_heads_masked(m, fraction), rel=0, abs_tol=0.5, what="your count",
                         hint=f"the model has {m.n_layers} x {m.n_heads} heads; round to the nearest head.")
 
@@ -36,17 +36,17 @@ def solution_most_important_head(importance: np.ndarray) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def check_most_important_head(m, answer: Any, importance: np.ndarray | None = None) -> Verdict:
+def check_most_important_head(m, answer: Any, importance: np.ndarray | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` with the largest score in ``importance [layers, heads]``."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     if importance is None:
-        return Verdict(False, "pass the importance map: check_most_important_head(m, answer, importance=importance).")
+        return Feedback(False, "pass the importance map: check_most_important_head(m, answer, importance=importance).")
     try:
         layer, head = answer
         answer = (int(layer), int(head))
     except (TypeError, ValueError):
-        return Verdict(False, f"answer with a (layer, head) pair, e.g. (0, 6); got {answer!r}.")
+        return Feedback(False, f"answer with a (layer, head) pair, e.g. (0, 6); got {answer!r}.")
     from attnlab.viz.plot import head_label
 
     expected = solution_most_important_head(importance)
@@ -54,12 +54,12 @@ def check_most_important_head(m, answer: Any, importance: np.ndarray | None = No
                         hint="np.unravel_index(np.argmax(importance), importance.shape); remember 0-based.")
 
 
-def check_prunable_fraction(m, answer: Any, study=None) -> Verdict:
+def check_prunable_fraction(m, answer: Any, study=None) -> Feedback:
     """``answer``: the largest fraction of heads masked in importance order before the loss
     rose by more than 1% (read from ``study.curves['importance']``)."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     if study is None:
-        return Verdict(False, "pass the pruning study: check_prunable_fraction(m, answer, study=study).")
+        return Feedback(False, "pass the pruning study: check_prunable_fraction(m, answer, study=study).")
     return check_number(answer, study.prunable["importance"], rel=0, abs_tol=1e-6, what="your fraction",
                         hint="walk the importance curve from 0%; stop before the first loss above 1.01 x the first.")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.course.conclusions import Evidence, conclusion_1
-from . import NOT_YET as _NOT_YET, Verdict, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 
 
@@ -36,10 +36,10 @@ def solution_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
     return float((fixedness >= threshold).mean())
 
 
-def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None) -> Verdict:
+def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None) -> Feedback:
     """What share of all heads is "fixed" in lesson 08's sense? (a number in [0, 1])"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_number(answer, solution_fixed_share(ev, threshold), rel=0.0, abs_tol=0.01,
                         hint="count the (layer, head) pairs in ev.get('08_layer_averaging')['fixed_heads'] "
                              "and divide by layers x heads.", what="fixed share")
@@ -50,11 +50,11 @@ def solution_rejudge(ev: Evidence) -> str:
     return conclusion_1(ev, few=0.5).verdict
 
 
-def check_rejudge(ev: Evidence, answer: Any) -> Verdict:
+def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     """Predict conclusion 1's verdict if "a few" meant "at most half of the heads"
     ("holds", "does not hold" or "cannot tell")."""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_rejudge(ev),
                         hint="compare the content-follower share with 0.5, and remember part A must hold too.",
                         what="verdict")
@@ -66,10 +66,10 @@ def solution_most_diverse_layer(ev: Evidence) -> int:
     return int(np.argmax(np.asarray(div["dispersion"], dtype=float))) + 1
 
 
-def check_most_diverse_layer(ev: Evidence, answer: Any) -> Verdict:
+def check_most_diverse_layer(ev: Evidence, answer: Any) -> Feedback:
     """Which layer (1-based) has the most diverse heads?"""
     if answer is None:
-        return Verdict(False, _NOT_YET)
+        return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_most_diverse_layer(ev),
                         hint="look for the largest value in ev.get('09_head_diversity')['dispersion'] "
                              "and add 1 to its index.", what="layer")

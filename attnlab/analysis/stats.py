@@ -1,0 +1,223 @@
+"""The statistics every analysis uses: bootstrap intervals, slopes, correlations
+and permutation tests. One way to do each, so every lesson's numbers mean the same.
+
+* An :class:`Interval` is an estimate with a percentile-bootstrap interval.
+  ``estimate``, ``low`` and ``high`` are floats or arrays of one shape.
+* :func:`bootstrap` resamples the *units* of the first axis (queries, texts,
+  shards, heads) with replacement and recomputes a statistic.
+* :func:`slope` is the least-squares slope; :func:`bootstrap_slope` its interval.
+* :func:`bootstrap_correlation` resamples pairs; :func:`permutation_test`
+  shuffles group labels to ask whether a difference of means beats chance.
+
+Resampling uses numpy's ``default_rng(seed)``: a fixed seed gives the same
+interval on every machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+Statistic = Callable[[np.ndarray], "np.ndarray | float"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its ``level`` confidence interval ``[low, high]`` from ``n`` units.
+
+    Fields are floats, or arrays of one shape (e.g. ``[L, H]``, one interval per head).
+    """
+
+    estimate: "np.ndarray | float"
+    low: "np.ndarray | float"
+    high: "np.ndarray | float"
+    level: float = 0.95
+    n: int = 0
+
+    def above(self, value: float = 0.0) -> "np.ndarray | bool":
+        """True where the whole interval lies above ``value``."""
+        return _plain(np.asarray(self.low) > value)
+
+    def below(self, value: float = 0.0) -> "np.ndarray | bool":
+        """True where the whole interval lies below ``value``."""
+        return _plain(np.asarray(self.high) < value)
+
+    def contains(self, value: float) -> "np.ndarray | bool":
+        """True where ``value`` lies inside the interval (the data cannot rule it out)."""
+        return _plain((np.asarray(self.low) <= value) & (value <= np.asarray(self.high)))
+
+    def to_record(self) -> dict:
+        """Plain JSON-ready numbers (arrays become nested lists)."""
+        return {"estimate": np.asarray(self.estimate).tolist(), "low": np.asarray(self.low).tolist(),
+                "high": np.asarray(self.high).tolist(), "level": self.level, "n": self.n}
+
+    @classmethod
+    def from_record(cls, data: dict) -> "Interval":
+        def back(v):
+            return float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
+
+        return cls(back(data["estimate"]), back(data["low"]), back(data["high"]),
+                   float(data["level"]), int(data["n"]))
+
+    def __str__(self) -> str:
+        if np.ndim(self.estimate) == 0:
+            return f"{float(self.estimate):.3g} [{float(self.low):.3g}, {float(self.high):.3g}]"
+        return f"Interval(shape {np.shape(self.estimate)}, level {self.level:.0%}, n {self.n})"
+
+
+def _plain(a: np.ndarray) -> "np.ndarray | bool":
+    return bool(a) if a.ndim == 0 else a
+
+
+def _quantiles(boots: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    alpha = (1.0 - level) / 2
+    low, high = np.nanquantile(boots, [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def interval_from_samples(estimate, boots, *, level: float = 0.95, n: int = 0) -> Interval:
+    """The percentile interval of bootstrap samples ``boots`` ``[B, ...]`` around ``estimate``."""
+    boots = np.asarray(boots, dtype=float)
+    low, high = _quantiles(boots, level)
+    shape = np.shape(estimate)
+    if shape == ():
+        return Interval(float(estimate), float(low), float(high), level, n)
+    return Interval(np.asarray(estimate, dtype=float), low.reshape(shape), high.reshape(shape), level, n)
+
+
+def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """``[n_boot, n]``: how often each of ``n`` units is drawn in each resample (rows sum to ``n``)."""
+    if n < 1:
+        raise ValueError("resampling needs at least one unit")
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+
+
+def bootstrap(values, statistic: Statistic | None = None, *, n_boot: int = 1000, level: float = 0.95,
+              seed: int = 0) -> Interval:
+    """Percentile-bootstrap interval of ``statistic`` over the units of the first axis.
+
+    Args:
+        values: ``[N, ...]``, one row per unit (query, text, shard, head).
+        statistic: maps ``[N', ...]`` rows to a float or an array; default the
+            mean over the first axis (computed exactly by resample weights).
+            Rows with NaN are dropped for the default mean.
+        n_boot: resamples.
+        level: confidence level, e.g. 0.95.
+
+    Returns:
+        :class:`Interval` of the statistic on all rows, with its interval.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim < 1 or v.shape[0] == 0:
+        raise ValueError("bootstrap needs at least one value")
+    if statistic is None:
+        v = v[~np.isnan(v.reshape(v.shape[0], -1)).any(axis=1)]
+        if v.shape[0] == 0:
+            raise ValueError("every value is NaN: nothing to average")
+        n = v.shape[0]
+        flat = v.reshape(n, -1)  # (N, K)
+        boots = resample_counts(n, n_boot, seed) / n @ flat  # (B, K): one mean per resample
+        estimate = flat.mean(axis=0).reshape(v.shape[1:])
+        if estimate.ndim == 0:
+            estimate = float(estimate)
+        return interval_from_samples(estimate, boots.reshape((n_boot,) + v.shape[1:]), level=level, n=n)
+    n = v.shape[0]
+    rng = np.random.default_rng(seed)
+    boots = np.stack([np.asarray(statistic(v[rng.integers(0, n, n)]), dtype=float) for _ in range(n_boot)])
+    est = statistic(v)
+    return interval_from_samples(est if np.ndim(est) else float(est), boots, level=level, n=n)
+
+
+def bootstrap_mean(values, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Mean over the first axis with its bootstrap interval (rows with NaN dropped)."""
+    return bootstrap(values, None, n_boot=n_boot, level=level, seed=seed)
+
+
+def slope(x, y) -> "np.ndarray | float":
+    """Least-squares slope of ``y`` ``[..., K]`` against ``x`` ``[K]`` (one per leading index)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 1 or y.shape[-1] != x.shape[0] or x.shape[0] < 2:
+        raise ValueError(f"slope needs x [K] (K >= 2) and y [..., K], got {x.shape} and {y.shape}")
+    xc = x - x.mean()
+    if not (xc * xc).sum() > 0:
+        raise ValueError("x is constant: no slope")
+    out = ((y - y.mean(axis=-1, keepdims=True)) * xc).sum(axis=-1) / (xc * xc).sum()
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def bootstrap_slope(x, per_unit, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Slope against ``x`` ``[K]`` of the mean over units of ``per_unit`` ``[N, K]``, resampling units."""
+    per_unit = np.asarray(per_unit, dtype=float)
+    return bootstrap(per_unit, lambda v: slope(x, v.mean(axis=0)), n_boot=n_boot, level=level, seed=seed)
+
+
+def correlation(x, y, method: str = "spearman") -> float:
+    """Spearman (rank) or Pearson correlation of two flat samples; NaN when one is constant."""
+    a, b = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if a.shape != b.shape or a.size < 3:
+        raise ValueError(f"x and y need the same number (>= 3) of values, got {a.size} and {b.size}")
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    if method == "spearman":
+        return float(_scipy_stats.spearmanr(a, b)[0])
+    return float(_scipy_stats.pearsonr(a, b)[0])
+
+
+def bootstrap_correlation(x, y, *, method: str = "spearman", n_boot: int = 2000, level: float = 0.95,
+                          seed: int = 0) -> Interval:
+    """Correlation of paired values with an interval from resampling the pairs.
+
+    Resamples in which one side is constant have no correlation and are left out.
+    """
+    a, b = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    r = correlation(a, b, method)
+    low, high = _interval_of_correlations(np.stack([a, b], axis=1), method, n_boot, level, seed)
+    return Interval(r, low, high, level, a.size)
+
+
+def _interval_of_correlations(pairs: np.ndarray, method: str, n_boot: int, level: float,
+                              seed: int) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    n = pairs.shape[0]
+    boots = [correlation(*pairs[rng.integers(0, n, n)].T, method) for _ in range(n_boot)]
+    low, high = _quantiles(np.asarray(boots, dtype=float), level)  # NaN resamples are ignored
+    return float(low), float(high)
+
+
+def permutation_test(group_a, group_b, *, n_perm: int = 5000, seed: int = 0,
+                     alternative: str = "greater") -> tuple[float, float]:
+    """Is mean(a) - mean(b) larger (or smaller, or different) than label shuffling gives?
+
+    Returns:
+        ``(difference, p)``: the observed difference of means and the share of
+        label permutations at least as extreme (the observed labelling counts as
+        one permutation, so p is never 0).
+    """
+    a = np.asarray(group_a, dtype=float).ravel()
+    b = np.asarray(group_b, dtype=float).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ValueError("both groups need at least one value")
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    both = np.concatenate([a, b])
+    k = a.size
+    diff = a.mean() - b.mean()
+    rng = np.random.default_rng(seed)
+    perms = np.stack([rng.permutation(both) for _ in range(n_perm)])  # (P, N)
+    null = perms[:, :k].mean(axis=1) - perms[:, k:].mean(axis=1)
+    if alternative == "greater":
+        extreme = null >= diff - 1e-12
+    elif alternative == "less":
+        extreme = null <= diff + 1e-12
+    else:
+        extreme = np.abs(null) >= abs(diff) - 1e-12
+    return float(diff), float((extreme.sum() + 1) / (n_perm + 1))

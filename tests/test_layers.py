@@ -1,0 +1,116 @@
+"""The package is a layered house: each layer imports only the layers below it.
+
+Read statically (nothing is imported), so a violation is found even in a
+function that no test calls. See docs/architecture.md for the picture.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "attnlab"
+
+#: bottom to top; a module may import from its own layer and from the layers before it
+LAYERS = ("core", "data", "analysis", "scratch", "viz", "course", "tools")
+
+
+def layer_of(module: str) -> str | None:
+    """``"attnlab.analysis.pruning"`` -> ``"analysis"``; None for the top-level files."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def attnlab_imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported module, line, at module top?) for every import of attnlab in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path)
+    top_level = {id(node) for node in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")
+                if path.name != "__init__.py":
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                names = [".".join(base + ([node.module] if node.module else []))]
+            else:
+                names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            if name == "attnlab" or name.startswith("attnlab."):
+                out.append((name, node.lineno, id(node) in top_level))
+    return out
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def test_every_module_sits_in_a_layer():
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py", "_meta.py")]
+    assert not loose, f"modules outside the layers: {loose}"
+    for layer in LAYERS:
+        assert (PACKAGE / layer / "__init__.py").exists(), layer
+
+
+def upward_imports() -> list[str]:
+    bad = []
+    for path in modules():
+        here = layer_of(module_name(path))
+        if here is None:
+            continue
+        for target, line, _ in attnlab_imports(path):
+            there = layer_of(target)
+            if there is not None and LAYERS.index(there) > LAYERS.index(here):
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({here}) imports {target} ({there})")
+    return bad
+
+
+def test_no_layer_imports_a_higher_one():
+    bad = upward_imports()
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_imports_of_the_package_sit_at_module_top():
+    inner = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for path in modules()
+        for target, line, top in attnlab_imports(path)
+        if not top
+    ]
+    assert not inner, "imports of attnlab inside functions hide the layering:\n" + "\n".join(inner)
+
+
+def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
+    """The layering test can fail: a core module importing course is reported."""
+    fake = tmp_path / "attnlab"
+    (fake / "core").mkdir(parents=True)
+    (fake / "course").mkdir()
+    for d in (fake, fake / "core", fake / "course"):
+        (d / "__init__.py").write_text("")
+    (fake / "core" / "bad.py").write_text("from attnlab.course.verdicts import ClaimVerdict\n")
+    (fake / "course" / "fine.py").write_text("from attnlab.core.bad import x\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    assert upward_imports() == ["attnlab/core/bad.py:1 (core) imports attnlab.course.verdicts (course)"]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_imports_cleanly(layer):
+    import importlib
+
+    importlib.import_module(f"attnlab.{layer}")
