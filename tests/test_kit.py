@@ -80,20 +80,20 @@ def _flip_byte(path: Path, at: int) -> None:
 def test_corrupt_file_is_named_through_load_model(kit_folder, monkeypatch):
     weights = kit_folder / "model.safetensors"
     _flip_byte(weights, weights.stat().st_size // 2)  # a weight value, the header still parses
-    with pytest.raises(kit.KitError) as err:
+    with pytest.raises(al.ModelLoadError) as err:
         al.load_model(str(kit_folder), verbose=False)
     msg = str(err.value)
     assert "model.safetensors" in msg and "corrupt" in msg and str(kit_folder) in msg
     assert "Copy the folder again" in msg and "attnlab download" in msg
     # the same error when the folder comes from ATTNLAB_MODEL: never a silent fallback
     monkeypatch.setenv("ATTNLAB_MODEL", str(kit_folder))
-    with pytest.raises(kit.KitError, match="model.safetensors"):
+    with pytest.raises(al.ModelLoadError, match="model.safetensors"):
         al.load_model("auto", verbose=False)
 
 
 def test_missing_file_is_named_through_load_model(kit_folder):
     (kit_folder / "tokenizer.json").unlink()
-    with pytest.raises(kit.KitError) as err:
+    with pytest.raises(al.ModelLoadError) as err:
         al.load_model(str(kit_folder), verbose=False)
     msg = str(err.value)
     assert "tokenizer.json is missing" in msg and "Copy the whole folder again" in msg
@@ -117,8 +117,74 @@ def test_download_refuses_a_non_empty_folder_unless_forced(source, tmp_path):
     (out / "notes.txt").write_text("keep me")
     with pytest.raises(kit.KitError, match="not empty"):
         kit.download_model(str(source), out, verbose=False)
-    kit.download_model(str(source), out, force=True, verbose=False)
-    assert kit.verify_folder(out)
+    # --force replaces kits only: a folder of other files is never overwritten
+    with pytest.raises(kit.KitError, match="not a kit"):
+        kit.download_model(str(source), out, force=True, verbose=False)
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_force_replaces_only_the_kits_own_files(source, kit_folder, capsys):
+    secret = kit_folder / "private.key"
+    secret.write_text("do not share")
+    secret.chmod(0o600)
+    kit.download_model(str(source), kit_folder, force=True, verbose=True)
+    assert kit.verify_folder(kit_folder)
+    assert secret.read_text() == "do not share" and (secret.stat().st_mode & 0o777) == 0o600
+    assert "private.key" not in kit.read_manifest(kit_folder)["files"]
+    assert "private.key" in capsys.readouterr().out  # reported, not carried along
+    assert kit.check_kit(kit_folder).unlisted == ["private.key"]
+
+
+def test_a_symlinked_licence_is_not_copied_into_the_kit(source, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in source.iterdir():
+        (src / f.name).write_bytes(f.read_bytes())
+    private = tmp_path / "private.txt"
+    private.write_text("secret contents")
+    (src / "LICENSE").symlink_to(private)
+    out = kit.download_model(str(src), tmp_path / "kit2", verbose=False)
+    assert not (out / "LICENSE").exists()
+    assert all("secret" not in p.read_text(errors="ignore") for p in out.iterdir() if p.suffix in (".txt", ".md", ""))
+
+
+@pytest.mark.parametrize("key", ["../../etc/passwd", "/etc/passwd", "", "/dev/zero", "a/../../x", "C:\\x"])
+def test_manifest_keys_must_stay_inside_the_folder(kit_folder, key):
+    record = json.loads((kit_folder / kit.MANIFEST).read_text())
+    record["files"][key] = "0" * 64
+    (kit_folder / kit.MANIFEST).write_text(json.dumps(record))
+    with pytest.raises(kit.KitError, match="not a file inside the folder|empty file name"):
+        kit.verify_folder(kit_folder)
+    with pytest.raises(al.ModelLoadError):
+        al.load_model(str(kit_folder), verbose=False)
+
+
+def test_a_manifest_member_that_is_a_link_or_device_is_refused(kit_folder, tmp_path):
+    weights = kit_folder / "model.safetensors"
+    real = tmp_path / "elsewhere.safetensors"
+    weights.rename(real)
+    weights.symlink_to(real)
+    with pytest.raises(kit.KitError, match="symbolic link"):
+        kit.verify_folder(kit_folder)
+    weights.unlink()
+    weights.symlink_to("/dev/zero")
+    with pytest.raises(kit.KitError, match="symbolic link"):
+        kit.verify_folder(kit_folder)
+
+
+def test_a_kit_without_its_manifest_is_an_error_for_verify(kit_folder):
+    (kit_folder / kit.MANIFEST).unlink()
+    with pytest.raises(kit.KitError, match="no attnlab-manifest.json"):
+        kit.verify_folder(kit_folder, require=True)
+    assert main(["verify", str(kit_folder)]) == 1
+
+
+def test_a_half_copied_folder_without_manifest_is_a_model_load_error(kit_folder):
+    (kit_folder / kit.MANIFEST).unlink()
+    weights = kit_folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 3])
+    with pytest.raises(al.ModelLoadError, match="half-copied|damaged"):
+        al.load_model(str(kit_folder), verbose=False)
 
 
 def test_cli_download_verify_and_exit_codes(source, tmp_path, capsys):
@@ -144,7 +210,7 @@ def test_cli_download_of_an_unreachable_hub_model_fails_with_advice(tmp_path, mo
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
-    rc = main(["download", "someone/not-a-cached-model", "--to", str(tmp_path / "x")])
+    rc = main(["download", "hub:someone/not-a-cached-model", "--to", str(tmp_path / "x")])
     out = capsys.readouterr().out
     assert rc == 1
     assert "Could not load model" in out and "not reachable" in out

@@ -41,15 +41,103 @@ def test_environment_variable_overrides_auto(offline, tmp_path, monkeypatch, cap
 
 def test_unknown_name_offline_lists_what_was_tried(offline):
     with pytest.raises(al.ModelLoadError) as err:
-        al.load_model("no-such-org/no-such-model", verbose=False)
+        al.load_model("hub:no-such-org/no-such-model", verbose=False)
     msg = str(err.value)
     assert "local folder" in msg and "cache" in msg and "hub" in msg
     assert "load_model('bundled')" in msg
 
 
 def test_missing_local_path_is_clear(offline, tmp_path):
-    with pytest.raises(al.ModelLoadError, match="not found"):
+    with pytest.raises(al.ModelLoadError, match="no folder"):
         al.load_model(str(tmp_path / "nope" / "deeper"), verbose=False)
+
+
+@pytest.mark.parametrize("name", ["kit/bert-base-chinese", "./model", "~/nope-model", "org/name"])
+def test_a_path_like_name_is_never_a_hub_id(monkeypatch, name):
+    asked = []
+    monkeypatch.setattr(models, "_load_pretrained", lambda *a, **k: asked.append(a) or (_ for _ in ()).throw(OSError()))
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: asked.append("hub") or True)
+    with pytest.raises(al.ModelLoadError, match="always a folder"):
+        al.load_model(name, verbose=False)
+    monkeypatch.setenv("ATTNLAB_MODEL", name)
+    with pytest.raises(al.ModelLoadError, match="always a folder"):
+        al.load_model("auto", verbose=False)
+    assert asked == []
+
+
+def test_a_relative_kit_path_is_found_from_the_notebooks_folder(tmp_path, monkeypatch):
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "attnlab").mkdir()
+    save_tiny_model(root / "kit" / "tiny", language="zh")
+    monkeypatch.chdir(root / "notebooks")
+    monkeypatch.setenv("ATTNLAB_MODEL", "kit/tiny")
+    m = al.load_model("auto", verbose=False)
+    assert m.source == "local folder" and m.path == str(root / "kit" / "tiny")
+
+
+def test_offline_means_no_network_at_all(monkeypatch):
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a connection was attempted under ATTNLAB_OFFLINE=1")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    assert models.tcp_reachable("example.org", 443) is False
+    assert models.hub_reachable() is False
+    m = al.load_model("auto", verbose=False)
+    assert m.source == "bundled" and "ATTNLAB_OFFLINE" in m.reason
+
+
+def test_hub_mirror_from_hf_endpoint(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example.cn")
+    assert models.hub_address() == ("mirror.example.cn", 443)
+    monkeypatch.setenv("HF_ENDPOINT", "http://10.0.0.1:8080/")
+    assert models.hub_address() == ("10.0.0.1", 8080)
+    monkeypatch.delenv("HF_ENDPOINT")
+    assert models.hub_address() == ("huggingface.co", 443)
+
+
+def test_a_folder_with_custom_code_is_refused_without_asking(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    folder = save_tiny_model(tmp_path / "evil", language="en")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["model_type"] = "evil-bert"
+    cfg["auto_map"] = {"AutoModel": "modeling_evil.EvilModel", "AutoConfig": "modeling_evil.EvilConfig"}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    marker = tmp_path / "ran"
+    (folder / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    code = f"import attnlab as al\ntry:\n    al.load_model({str(folder)!r}, verbose=False)\nexcept al.ModelLoadError as e:\n    print('REFUSED', e)\n"
+    done = subprocess.run([sys.executable, "-c", code], input="y\n", capture_output=True, text=True, timeout=120)
+    assert "REFUSED" in done.stdout, done.stdout + done.stderr
+    assert "never runs code" in done.stdout or "custom code" in done.stdout
+    assert not marker.exists()
+
+
+def test_pickle_weights_need_an_explicit_opt_in(tmp_path):
+    from transformers import AutoModel
+
+    folder = save_tiny_model(tmp_path / "src", language="en")
+    pickled = tmp_path / "pickled"
+    pickled.mkdir()
+    model = AutoModel.from_pretrained(str(folder))
+    for f in folder.iterdir():
+        if f.suffix != ".safetensors":
+            (pickled / f.name).write_bytes(f.read_bytes())
+    torch.save(model.state_dict(), pickled / "pytorch_model.bin")
+    assert not list(pickled.glob("*.safetensors")) and list(pickled.glob("*.bin"))
+    with pytest.raises(al.ModelLoadError, match="no safetensors"):
+        al.load_model(str(pickled), verbose=False)
+    m = al.load_model(str(pickled), verbose=False, allow_pickle_weights=True)
+    assert m.n_layers == model.config.num_hidden_layers
+    (pickled / "pytorch_model.bin").write_bytes(b"\x80\x04not a pickle at all")
+    with pytest.raises(al.ModelLoadError):
+        al.load_model(str(pickled), verbose=False, allow_pickle_weights=True)
 
 
 def test_folder_without_config(tmp_path):

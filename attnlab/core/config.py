@@ -3,6 +3,7 @@
 ``ATTNLAB_SMOKE=1`` shrinks every lesson to a quick pass (used by CI and by
 teachers who want to check a machine before class). ``ATTNLAB_MODEL`` picks the
 model that ``load_model("auto")`` uses, e.g. a local folder prepared offline.
+``ATTNLAB_OFFLINE=1`` means no network at all: no model hub, no CDN, not even a probe.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ def pick(full: T, smoke: T) -> T:
     Lessons use it for every size knob, e.g. ``n_queries = pick(100_000, 300)``.
     """
     return smoke if is_smoke() else full
+
+
+def is_offline() -> bool:
+    """True when ``ATTNLAB_OFFLINE`` forbids every network access (hub, CDN, probes)."""
+    return os.environ.get("ATTNLAB_OFFLINE", "").strip().lower() in _TRUE
 
 
 def model_override() -> str | None:

