@@ -38,8 +38,8 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 #: installed metadata, i.e. ``pyproject.toml``, wins when present.
 _FALLBACK_RANGES = {
     "python": ">=3.10",
-    "torch": ">=2.1,<3",
-    "transformers": ">=4.40,<6",
+    "torch": ">=2.6,<3",
+    "transformers": ">=4.50,<6",
     "numpy": ">=1.24",
     "matplotlib": ">=3.7",
     "ipywidgets": ">=8",
@@ -51,7 +51,7 @@ CORE_PACKAGES = ("torch", "transformers", "numpy", "matplotlib")
 _INSTALL_HINT = {
     "torch": "install a CPU build, e.g. `pip install torch --index-url https://download.pytorch.org/whl/cpu` "
              "(on Colab keep the preinstalled torch)",
-    "transformers": "`pip install 'transformers>=4.40,<6'`",
+    "transformers": "`pip install 'transformers>=4.50,<6'`",
     "numpy": "`pip install 'numpy>=1.24'`",
     "matplotlib": "`pip install 'matplotlib>=3.7'`",
 }
