@@ -12,13 +12,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+from pathlib import Path
+
+from attnlab.core.manifest import KitError
+from attnlab.core.models import ModelLoadError, load_model
+from attnlab.course.figures import build_all, discover
 
 _PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor")
 
 
 def _info(args: argparse.Namespace) -> int:
-    from attnlab.core.models import load_model  # deferred: keeps `attnlab --help` instant
-
     m = load_model(args.model)
     print(f"layers={m.n_layers} heads={m.n_heads} head_dim={m.head_dim} language={m.language} "
           f"max_tokens={m.max_tokens}")
@@ -26,13 +30,13 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _figures(args: argparse.Namespace) -> int:
-    from attnlab.course.figures import build_all, discover  # deferred: keeps `attnlab --help` instant
-    from attnlab.core.models import load_model  # deferred: keeps `attnlab --help` instant
-
     if args.list:
         for name, spec in sorted(discover().items()):
             print(f"{name:32s} {spec.lesson:32s} {spec.caption}")
         return 0
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"--out {out} is a file; give a folder for the figures")
     m = load_model(args.model)
     entries = build_all(m, args.out, smoke=args.smoke, only=args.only or None)
     print(f"wrote {len(entries)} figure file(s) to {args.out}/ (manifest: {args.out}/manifest.json)")
@@ -66,9 +70,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class CommandError(ValueError):
+    """A bad argument, found before any work is done; printed as one line."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    """Run one sub-command. Errors are one line (``--debug`` shows the traceback)."""
+    parser = build_parser()
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"attnlab {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
+        if args.debug:
+            traceback.print_exc()
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kind = "" if isinstance(exc, (ValueError, OSError, ModelLoadError, KitError)) else f"{type(exc).__name__}: "
+        print(f"attnlab {args.command}: {kind}{message}", file=sys.stderr)
+        print("(run again with --debug for the full traceback)", file=sys.stderr)
+        return 2 if isinstance(exc, (CommandError, ValueError, TypeError)) else 1
 
 
 if __name__ == "__main__":
