@@ -127,3 +127,15 @@ def test_readers_never_see_half_a_file(tiny_en):
 def test_every_lesson_result_has_one_name():
     assert len(set(RESULT_NAMES.values())) == len(RESULT_NAMES)
     assert all(RESULT_KINDS[name] is kind for kind, name in RESULT_NAMES.items())
+
+
+def test_an_interrupted_write_keeps_the_old_file(tmp_path):
+    from attnlab.core.atomic import atomic_path, write_text_atomic
+
+    target = write_text_atomic(tmp_path / "x.txt", "old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]

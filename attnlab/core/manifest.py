@@ -9,13 +9,14 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 import shlex
 import stat
 from importlib import metadata
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
+
+from attnlab.core.atomic import write_text_atomic
 
 MANIFEST = "attnlab-manifest.json"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -79,11 +80,7 @@ def write_manifest(folder: str | Path, model_name: str, *, source: str = "",
     }
     if source:
         record["source"] = source
-    out = folder / MANIFEST
-    tmp = folder / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return write_text_atomic(folder / MANIFEST, json.dumps(record, indent=2))
 
 
 def check_key(folder: Path, key: object) -> str:

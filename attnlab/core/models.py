@@ -39,6 +39,7 @@ from transformers.utils import logging as hf_logging
 
 from attnlab.core import config
 from attnlab.core.checks import check_index
+from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.manifest import KitError, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
@@ -50,14 +51,6 @@ SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert
 #: prefix that names a hub id explicitly (``hub:org/name``); a bare name with a
 #: path separator is always a folder, never a hub id
 HUB_PREFIX = "hub:"
-
-
-class ModelLoadError(RuntimeError):
-    """Raised when no model could be loaded; the message says what to do."""
-
-
-class NoAttentionError(RuntimeError):
-    """Raised when a model's forward pass does not return attention maps."""
 
 
 @dataclass(frozen=True)

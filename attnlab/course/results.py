@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_smoke
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
@@ -75,29 +75,13 @@ def _model_fields(model: LoadedModel | str | None) -> dict:
     return {"model": model or "", "n_layers": None, "n_heads": None}
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save(name: str, result: Any, *, model: LoadedModel | str = "") -> Path:
     """Save ``result`` (a study with ``to_record()``, or a dict of numbers and arrays) as ``name``."""
     path = path_of(name)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
     record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), "smoke": is_smoke(),
               "time": time.time(), "data": to_plain(result)}
-    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
+    write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
     return path
 
 
