@@ -24,12 +24,14 @@ from typing import Iterator
 
 import torch
 
+from attnlab.core.models import LoadedModel
 
-def _torch_model(m) -> torch.nn.Module:
+
+def _torch_model(m: LoadedModel | torch.nn.Module) -> torch.nn.Module:
     return m.model if hasattr(m, "model") and isinstance(m.model, torch.nn.Module) else m
 
 
-def position_embedding_module(m) -> torch.nn.Embedding:
+def position_embedding_module(m: LoadedModel | torch.nn.Module) -> torch.nn.Embedding:
     """The absolute position-embedding table of a BERT-family model.
 
     Args:
@@ -59,7 +61,7 @@ def _zeros(module: torch.nn.Module, inputs, output: torch.Tensor) -> torch.Tenso
 
 
 @contextlib.contextmanager
-def no_position(m) -> Iterator:
+def no_position(m: LoadedModel | torch.nn.Module) -> Iterator[None]:
     """Run ``m`` without its absolute position embeddings inside a ``with`` block.
 
     The position term of the embedding sum becomes zero; word and segment
