@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -130,8 +131,12 @@ def test_split_merge_bad_shapes():
         split_heads(torch.zeros(1, 2, 10), 3)
     with pytest.raises(ValueError, match="batch, tokens, features"):
         split_heads(torch.zeros(2, 10), 2)
-    with pytest.raises(ValueError, match="positive int"):
+    with pytest.raises(ValueError, match="n_heads must be at least 1"):
         split_heads(torch.zeros(1, 2, 10), 0)
+    with pytest.raises(TypeError, match="n_heads"):
+        split_heads(torch.zeros(1, 2, 10), True)  # a bool is not a number of heads
+    # numpy integers (e.g. from argmax) are heads counts like any other
+    assert split_heads(torch.zeros(1, 2, 10), np.int64(5)).shape == (1, 5, 2, 2)
     with pytest.raises(ValueError, match="batch, heads"):
         merge_heads(torch.zeros(2, 3, 4))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -34,6 +35,10 @@ def test_tiny_weight_by_hand():
     _not_yet(lesson_01.check_tiny_weight(None, None))
     with pytest.raises(ValueError):
         lesson_01.check_tiny_weight(None, 0.5, row=3)
+    with pytest.raises(TypeError):
+        lesson_01.check_tiny_weight(None, 0.5, row=True)  # a bool is not a token index
+    # numpy indices (from argmax) are indices like any other
+    assert lesson_01.solution_tiny_weight(None, np.int64(0), np.int64(1)) == pytest.approx(by_hand)
 
 
 def test_strongest_key_and_diagonal_head(model):

@@ -105,9 +105,48 @@ def test_explorer_computes_once_per_text(tiny_en, monkeypatch):
     text_box.value = "the game is good"
     text_box.value = "how do you play chess"
     assert calls == [["how do you play chess"], ["the game is good"]]
-    assert set(box.attention_cache) == {"how do you play chess", "the game is good"}
+    assert box.attention_cache.texts() == ["the game is good", "how do you play chess"]
     with pytest.raises(ValueError):
         widgets.explorer(tiny_en, layer=7)
+
+
+def test_explorer_keeps_only_the_last_few_texts(tiny_en, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.viz import widgets
+
+    calls = []
+    real = widgets.attention
+
+    def counting(m, texts, **kw):
+        calls.append(texts[0])
+        return real(m, texts, **kw)
+
+    monkeypatch.setattr(widgets, "attention", counting)
+    box = widgets.explorer(tiny_en, "a", cache_texts=2)
+    text_box = box.children[0]
+    for t in ("b", "a", "c"):  # "a" was used again after "b", so "b" is the one dropped
+        text_box.value = t
+    cache = box.attention_cache
+    assert len(cache) == 2 and cache.texts() == ["a", "c"] and "b" not in cache
+    text_box.value = "b"  # dropped before, so computed again
+    assert calls == ["a", "b", "c", "b"]
+    assert widgets.explorer(tiny_en, "a").attention_cache.size == widgets.CACHE_TEXTS
+
+
+def test_attention_cache_is_least_recently_used():
+    from attnlab.viz.widgets import AttentionCache
+
+    computed = []
+    cache = AttentionCache(lambda t: computed.append(t) or t.upper(), size=3)
+    for t in ["x", "y", "z", "x", "w", "y"]:
+        assert cache.get(t) == t.upper()
+    # x reused before w arrived, so y was the oldest; then y again pushes out z
+    assert computed == ["x", "y", "z", "w", "y"]
+    assert cache.texts() == ["x", "w", "y"] and len(cache) == 3
+    with pytest.raises(ValueError):
+        AttentionCache(str.upper, size=0)
 
 
 def test_explorer_figure_views(att):

@@ -15,6 +15,9 @@ consequences on the machine that runs it:
 Layers compared (:func:`make_layer`): ``"lstm"`` (left to right),
 ``"bilstm"`` (ELMo-style: a forward and a backward LSTM, outputs
 concatenated) and ``"attention"`` (:class:`~attnlab.scratch.self_attention.MultiHeadSelfAttention`).
+
+This module holds the numbers only; the verdicts on them live in
+:mod:`attnlab.course.claims.recurrence`.
 """
 
 from __future__ import annotations
@@ -24,17 +27,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
+from attnlab.analysis.stats import slope
+from attnlab.core.checks import check_positive_int
+from attnlab.core.records import Record
 from attnlab.scratch.self_attention import MultiHeadSelfAttention
 
 KINDS = ("lstm", "bilstm", "attention")
 
 #: Vaswani et al. 2017, Table 1 (n: sequence length, d: width, k: kernel size,
-#: r: neighbourhood size of restricted self-attention).
+#: r: neighbourhood size of restricted self-attention), plus the row the paper's
+#: table leaves out: the four d x d projections (query, key, value, output) that
+#: every self-attention layer also runs, O(n · d^2) like a recurrence, but all
+#: positions at once.
 COMPLEXITY = [
     {"layer": "Self-attention", "per_layer": "O(n^2 · d)", "sequential": "O(1)", "path": "O(1)"},
+    {"layer": "Self-attention: Q/K/V/O projections", "per_layer": "O(n · d^2)", "sequential": "O(1)", "path": "-"},
     {"layer": "Recurrent (RNN/LSTM)", "per_layer": "O(n · d^2)", "sequential": "O(n)", "path": "O(n)"},
     {"layer": "Convolutional", "per_layer": "O(k · n · d^2)", "sequential": "O(1)", "path": "O(log_k n)"},
     {"layer": "Self-attention (restricted)", "per_layer": "O(r · n · d)", "sequential": "O(1)", "path": "O(n / r)"},
@@ -106,7 +118,7 @@ def make_layer(kind: str, width: int = 32, *, n_heads: int = 4, seed: int = 0) -
 
 
 @dataclass
-class Timing:
+class Timing(Record):
     """Wall time (seconds, fastest of the repeats) per forward pass, per kind and length."""
 
     lengths: list[int]
@@ -125,12 +137,13 @@ def time_layers(
     and a single thread is not disturbed by other programs' load the way a
     thread pool is).
     """
+    batch = check_positive_int(batch, "batch")
+    repeats = check_positive_int(repeats, "repeats")
+    threads = check_positive_int(threads, "threads")
     timing = Timing(list(lengths), batch, width)
     gen = torch.Generator().manual_seed(seed)
     jobs = [(k, n) for k in kinds for n in lengths]
     if progress:
-        from tqdm.auto import tqdm
-
         jobs = tqdm(jobs, desc="timing", unit="run")
     layers = {k: make_layer(k, width, seed=seed) for k in kinds}
     threads_before = torch.get_num_threads()
@@ -158,10 +171,7 @@ def _time_jobs(jobs, layers, timing: Timing, batch: int, width: int, repeats: in
 
 def growth_exponent(lengths: Sequence[int], seconds: Sequence[float]) -> float:
     """Slope of log(time) against log(length): 1 = linear, 2 = quadratic."""
-    x = torch.log(torch.tensor(lengths, dtype=torch.float64))
-    y = torch.log(torch.tensor(seconds, dtype=torch.float64))
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
+    return float(slope(np.log(np.asarray(lengths, dtype=float)), np.log(np.asarray(seconds, dtype=float))))
 
 
 # --------------------------------------------------------------------------- dependence
@@ -193,7 +203,7 @@ def position_jacobian_norms(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class Influence:
+class Influence(Record):
     """Dependence of the last output on the first token, per kind and length.
 
     ``first``: mean over seeds of ``||d y_last / d x_first||``.
@@ -216,8 +226,6 @@ def first_token_influence(
     result = Influence(list(lengths), list(seeds), width)
     jobs = [(k, n) for k in kinds for n in lengths]
     if progress:
-        from tqdm.auto import tqdm
-
         jobs = tqdm(jobs, desc="gradients", unit="run")
     for kind, n in jobs:
         firsts, shares = [], []
@@ -233,43 +241,7 @@ def first_token_influence(
     return result
 
 
-# --------------------------------------------------------------------------- verdicts
-
-
-def verdict_decay(influence: Influence, factor: float = 10.0) -> tuple[str, str]:
-    """Does the LSTM forget the first token with length while attention does not?
-
-    Holds when the LSTM's share falls by more than ``factor`` from the
-    shortest to the longest length and attention's share changes by less
-    than a factor of 2 (it stays near 1).
-    """
-    lstm, att = influence.share["lstm"], influence.share["attention"]
-    lstm_drop = lstm[0] / max(lstm[-1], 1e-30)
-    att_ratio = max(att) / max(min(att), 1e-30)
-    ok = lstm_drop > factor and att_ratio < 2.0
-    n0, n1 = influence.lengths[0], influence.lengths[-1]
-    fell = "to below float32 precision" if lstm[-1] == 0 else f"{lstm_drop:.3g}x"
-    msg = (f"first-token share n={n0} -> n={n1}: LSTM {lstm[0]:.3g} -> {lstm[-1]:.3g} "
-           f"(falls {fell}); attention {att[0]:.3g} -> {att[-1]:.3g} "
-           f"(max/min {att_ratio:.2f})")
-    return ("holds" if ok else "does not hold"), msg
-
-
-def verdict_timing(timing: Timing) -> tuple[str, str]:
-    """Vaswani et al. (section 4): self-attention is faster than a recurrent
-    layer when the length ``n`` is smaller than the width ``d``.
-
-    Holds when attention is faster at every measured ``n < d``; the message
-    also lists the time ratio at every length (including ``n >= d``).
-    """
-    lstm, att = timing.seconds["lstm"], timing.seconds["attention"]
-    short = [(n, a, l) for n, a, l in zip(timing.lengths, att, lstm) if n < timing.width]
-    ratios = ", ".join(f"n={n}: {l / a:.2g}x" for n, a, l in zip(timing.lengths, att, lstm))
-    if not short:
-        return "cannot tell", f"no measured length is below the width d={timing.width}; {ratios}"
-    ok = all(a < l for _, a, l in short)
-    return ("holds" if ok else "does not hold"), (
-        f"LSTM time / attention time (above 1: attention faster), width d={timing.width}: {ratios}")
+# --------------------------------------------------------------------------- summaries
 
 
 def crossover_length(timing: Timing) -> int | None:
@@ -288,6 +260,5 @@ def exponent_summary(timing: Timing) -> dict[str, float]:
 __all__ = [
     "COMPLEXITY", "KINDS", "complexity_markdown", "path_length", "sequential_steps", "make_layer",
     "SequenceLayer", "time_layers", "Timing", "growth_exponent", "position_jacobian_norms",
-    "first_token_influence", "Influence", "verdict_decay", "verdict_timing", "crossover_length",
-    "exponent_summary",
+    "first_token_influence", "Influence", "crossover_length", "exponent_summary",
 ]

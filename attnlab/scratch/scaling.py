@@ -11,7 +11,8 @@ Three measurable claims, each a small function:
    gradient back (the Jacobian ``diag(p) - p p^T`` goes to zero).
 
 :func:`model_scaling_stats` measures the same quantities on a real model's
-actual queries and keys, layer by layer.
+actual queries and keys, layer by layer. This module holds the numbers only;
+the verdicts on them live in :mod:`attnlab.course.claims.scaling`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
+from tqdm.auto import tqdm
 
+from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import entropy
+from attnlab.core.models import LoadedModel
+from attnlab.core.records import Record
+from attnlab.scratch.self_attention import hidden_states, split_heads
 
 
 def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> float:
@@ -36,8 +42,9 @@ def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> fl
     Theory: each product ``q_i k_i`` has mean 0 and variance 1, and the
     ``d_k`` products are independent, so ``var(q . k) = d_k``.
     """
-    if d_k < 1 or n_samples < 2:
-        raise ValueError(f"need d_k >= 1 and n_samples >= 2, got {d_k}, {n_samples}")
+    d_k = check_positive_int(d_k, "d_k")
+    if check_positive_int(n_samples, "n_samples") < 2:
+        raise ValueError(f"need n_samples >= 2, got {n_samples}")
     gen = torch.Generator().manual_seed(seed)
     dots = []
     for start in range(0, n_samples, 2_000):  # chunks keep memory small for wide vectors
@@ -65,7 +72,7 @@ def softmax_jacobian_norm(scores: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class SaturationCurve:
+class SaturationCurve(Record):
     """Softmax statistics of random scores, one value per ``d_k``.
 
     Attributes:
@@ -96,8 +103,9 @@ def saturation_curve(
     compute the scores (divided by ``sqrt(d_k)`` when ``scaled``), and
     measure entropy, largest weight and the softmax Jacobian norm.
     """
-    if n_keys < 2:
+    if check_positive_int(n_keys, "n_keys") < 2:
         raise ValueError("n_keys must be at least 2")
+    n_rows = check_positive_int(n_rows, "n_rows")
     curve = SaturationCurve(list(d_ks), scaled, n_keys=n_keys)
     gen = torch.Generator().manual_seed(seed)
     for d_k in d_ks:
@@ -115,7 +123,7 @@ def saturation_curve(
 
 
 @dataclass
-class ModelScalingStats:
+class ModelScalingStats(Record):
     """Per-layer statistics of a real model's attention scores (lists over layers).
 
     ``raw_var``: variance of ``q . k`` (unscaled) over real query-key pairs;
@@ -139,24 +147,18 @@ class ModelScalingStats:
     grad_norm_unscaled: list[float] = field(default_factory=list)
 
 
-def model_scaling_stats(m, texts: Sequence[str], *, progress: bool = False) -> ModelScalingStats:
+def model_scaling_stats(m: LoadedModel, texts: Sequence[str], *, progress: bool = False) -> ModelScalingStats:
     """The lesson-02 statistics on the model's actual queries and keys.
 
     Texts run one at a time (no padding, so every score is a real query-key
     pair). For each layer and text the per-head q and k are recomputed with
     :func:`attnlab.scratch.self_attention.recompute_layer_attention`'s code path.
     """
-    from attnlab.scratch.self_attention import hidden_states, split_heads
-
     texts = list(texts)
     stats = ModelScalingStats(head_dim=m.head_dim, n_texts=len(texts))
     parts = m.layer_parts()
     per_layer: list[dict[str, list]] = [dict() for _ in range(m.n_layers)]
-    iterator = texts
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(texts, desc="texts", unit="text")
+    iterator = tqdm(texts, desc="texts", unit="text") if progress else texts
     sqrt_d = math.sqrt(m.head_dim)
     for text in iterator:
         hs, _, _ = hidden_states(m, [text])
@@ -188,71 +190,3 @@ def model_scaling_stats(m, texts: Sequence[str], *, progress: bool = False) -> M
             getattr(stats, "max_weight_" + tag).append(float(torch.cat(acc["max_" + tag]).mean()))
             getattr(stats, "grad_norm_" + tag).append(float(torch.cat(acc["grad_" + tag]).mean()))
     return stats
-
-
-# --------------------------------------------------------------------------- verdicts
-
-
-def verdict_variance(d_ks: Sequence[int], measured: Sequence[float], tolerance: float = 0.10) -> tuple[str, str]:
-    """``("holds" | "does not hold", explanation)``: every measured variance is
-    within ``tolerance`` (relative) of ``d_k``."""
-    errors = [abs(v - d) / d for d, v in zip(d_ks, measured)]
-    worst = max(errors)
-    lines = ", ".join(f"d_k={d}: {v:.1f} ({100 * e:.1f}% off)" for d, v, e in zip(d_ks, measured, errors))
-    status = "holds" if worst <= tolerance else "does not hold"
-    return status, f"var(q.k) = d_k within {100 * tolerance:.0f}%: {lines}"
-
-
-def _flat(values: Sequence[float], tolerance: float = 0.1) -> bool:
-    return (max(values) - min(values)) <= tolerance * max(values)
-
-
-def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
-    """Unscaled softmax saturates as d_k grows (largest weight rises by more
-    than 0.1, entropy falls below 70% of its first value) while the scaled
-    one keeps its entropy within 10% across d_k."""
-    rises = unscaled.max_weight[-1] > unscaled.max_weight[0] + 0.1
-    falls = unscaled.entropy[-1] < 0.7 * unscaled.entropy[0]
-    ok = rises and falls and _flat(scaled.entropy)
-    msg = (
-        f"d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled largest weight "
-        f"{unscaled.max_weight[0]:.2f} -> {unscaled.max_weight[-1]:.2f}, entropy "
-        f"{unscaled.entropy[0]:.2f} -> {unscaled.entropy[-1]:.2f} nats; scaled entropy stays in "
-        f"{min(scaled.entropy):.2f}..{max(scaled.entropy):.2f} (uniform: {math.log(unscaled.n_keys):.2f})"
-    )
-    return ("holds" if ok else "does not hold"), msg
-
-
-def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve) -> tuple[str, str]:
-    """The saturated (unscaled) softmax passes less gradient as d_k grows
-    (Jacobian norm below 70% of its first value) while the scaled one keeps
-    it within 10%."""
-    falls = unscaled.grad_norm[-1] < 0.7 * unscaled.grad_norm[0]
-    ok = falls and _flat(scaled.grad_norm)
-    msg = (
-        f"softmax Jacobian norm, d_k {unscaled.d_ks[0]} -> {unscaled.d_ks[-1]}: unscaled "
-        f"{unscaled.grad_norm[0]:.3f} -> {unscaled.grad_norm[-1]:.3f} "
-        f"({unscaled.grad_norm[0] / max(unscaled.grad_norm[-1], 1e-30):.1f}x smaller); scaled "
-        f"{min(scaled.grad_norm):.3f}..{max(scaled.grad_norm):.3f}"
-    )
-    return ("holds" if ok else "does not hold"), msg
-
-
-def verdict_model(stats: ModelScalingStats) -> tuple[str, str]:
-    """On the real model: without the 1/sqrt(d_h) factor, every layer's softmax
-    would be sharper (higher max weight, lower entropy) and pass less gradient."""
-    n = len(stats.raw_var)
-    sharper = sum(
-        mu > ms and eu < es
-        for mu, ms, eu, es in zip(stats.max_weight_unscaled, stats.max_weight_scaled,
-                                  stats.entropy_unscaled, stats.entropy_scaled)
-    )
-    less_grad = sum(gu < gs for gu, gs in zip(stats.grad_norm_unscaled, stats.grad_norm_scaled))
-    status = "holds" if sharper == n and less_grad == n else (
-        "does not hold" if sharper < n / 2 else "holds in part")
-    msg = (
-        f"{sharper}/{n} layers would be sharper unscaled, {less_grad}/{n} would pass less gradient; "
-        f"mean max weight scaled {sum(stats.max_weight_scaled) / n:.2f} vs unscaled "
-        f"{sum(stats.max_weight_unscaled) / n:.2f}"
-    )
-    return status, msg

@@ -31,6 +31,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from attnlab.core.checks import check_positive_int
+from attnlab.core.distributions import js_divergence, smooth
+from attnlab.core.extract import check_texts
+from attnlab.core.models import LoadedModel
+
 # --------------------------------------------------------------------------- 1. one head
 
 
@@ -133,8 +138,7 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
     Head ``h`` gets features ``h * d_h .. (h + 1) * d_h - 1`` of every token.
     """
-    if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    n_heads = check_positive_int(n_heads, "n_heads")
     if x.ndim != 3:
         raise ValueError(f"split_heads expects (batch, tokens, features), got shape {tuple(x.shape)}")
     B, T, d = x.shape
@@ -166,6 +170,7 @@ def project_per_head(x: torch.Tensor, linear: nn.Linear, n_heads: int) -> torch.
     Returns:
         ``(B, H, T, d_h)``.
     """
+    n_heads = check_positive_int(n_heads, "n_heads")
     d_out = linear.out_features
     if d_out % n_heads:
         raise ValueError(f"projection width {d_out} is not divisible by n_heads={n_heads}")
@@ -202,8 +207,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, head_dim: int | None = None, bias: bool = True):
         super().__init__()
-        if n_heads < 1 or d_model < 1:
-            raise ValueError(f"d_model and n_heads must be positive, got {d_model}, {n_heads}")
+        d_model = check_positive_int(d_model, "d_model")
+        n_heads = check_positive_int(n_heads, "n_heads")
         if head_dim is None:
             if d_model % n_heads:
                 raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pass head_dim")
@@ -244,7 +249,7 @@ class MultiHeadSelfAttention(nn.Module):
         return self.output(merged), weights  # (B, T, d), (B, H, T, T)
 
     @classmethod
-    def from_model(cls, m, layer: int) -> "MultiHeadSelfAttention":
+    def from_model(cls, m: LoadedModel, layer: int) -> "MultiHeadSelfAttention":
         """A copy of layer ``layer`` (0-based) of a loaded model's attention.
 
         Args:
@@ -288,15 +293,13 @@ class LayerAttention:
     tokens: list[list[str]]
 
 
-def hidden_states(m, texts: list[str] | str) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor], tuple]:
+def hidden_states(m: LoadedModel, texts: list[str] | str) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor], tuple]:
     """Run the model once; return ``(hidden_states, inputs, attentions)``.
 
     ``hidden_states[l]`` ``(B, T, d)`` is the input of layer ``l`` (index 0 is
     the embedding output); ``attentions[l]`` ``(B, H, T, T)`` is the model's own
     attention of layer ``l``.
     """
-    from attnlab.core.extract import check_texts
-
     texts, _ = check_texts(m, texts)
     inputs = m.encode(texts)
     with torch.no_grad():
@@ -304,7 +307,7 @@ def hidden_states(m, texts: list[str] | str) -> tuple[tuple[torch.Tensor, ...], 
     return out.hidden_states, inputs, out.attentions
 
 
-def recompute_layer_attention(m, texts: list[str] | str, layer: int) -> LayerAttention:
+def recompute_layer_attention(m: LoadedModel, texts: list[str] | str, layer: int) -> LayerAttention:
     """Recompute layer ``layer``'s per-head attention with the teaching code.
 
     Takes the hidden states that enter the layer (``output_hidden_states=True``),
@@ -462,8 +465,6 @@ def head_spread(maps: torch.Tensor, eps: float = 1e-3) -> float:
     Args:
         maps: ``(H, n, n)``, one layer of one text.
     """
-    from attnlab.core.distributions import js_divergence, smooth
-
     if maps.ndim != 3 or maps.shape[-1] != maps.shape[-2]:
         raise ValueError(f"maps must be (heads, n, n), got shape {tuple(maps.shape)}")
     H = maps.shape[0]

@@ -12,6 +12,9 @@ from __future__ import annotations
 import warnings
 from functools import lru_cache
 
+import matplotlib as mpl
+from matplotlib import font_manager
+
 _SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
 
 _warned = False
@@ -20,11 +23,9 @@ _warned = False
 @lru_cache(maxsize=1)
 def find_cjk_font() -> tuple[str, str] | None:
     """``(path, family)`` of a CJK-capable font, or None when there is none."""
-    from matplotlib import font_manager
-
     candidates: list[str] = []
     try:
-        import noto_cjk_sans_otc
+        import noto_cjk_sans_otc  # optional font package (the course extra)
 
         candidates.append(str(noto_cjk_sans_otc.FONT_PATH))
     except Exception:  # noqa: BLE001 - optional package
@@ -49,8 +50,6 @@ def use_cjk_font(warn: bool = True) -> str | None:
     Without a CJK font, warns once (with how to install one) and returns None.
     """
     global _warned
-    import matplotlib as mpl
-
     found = find_cjk_font()
     if found is None:
         if warn and not _warned:

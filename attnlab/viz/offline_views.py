@@ -26,10 +26,15 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.collections import LineCollection
+from matplotlib.colors import to_rgba
 
 from attnlab.core.checks import check_index
+from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.plot import head_label
 
 #: One colour per head (cycled beyond 16); shared by the HTML and matplotlib views.
 HEAD_COLORS = (
@@ -165,17 +170,6 @@ class ModelView(_View):
         return f"ModelView({len(self.tokens)} tokens, {self.n_layers} layers x {self.n_heads} heads)"
 
 
-def head_view_html(maps, tokens: Sequence[str], *, layer: int = 0, heads: Sequence[int] | None = None,
-                   title: str = "") -> HeadView:
-    """Offline head view (see :class:`HeadView`)."""
-    return HeadView(maps, tokens, layer=layer, heads=heads, title=title)
-
-
-def model_view_html(maps, tokens: Sequence[str], *, title: str = "") -> ModelView:
-    """Offline model view (see :class:`ModelView`)."""
-    return ModelView(maps, tokens, title=title)
-
-
 # --------------------------------------------------------------------------- static export
 
 
@@ -205,13 +199,6 @@ def plot_line_view(
     Returns:
         The figure.
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import LineCollection
-    from matplotlib.colors import to_rgba
-
-    from attnlab.viz.fonts import use_cjk_font
-    from attnlab.viz.plot import head_label
-
     tokens = [str(t) for t in tokens]
     a = maps.detach().cpu().float().numpy() if isinstance(maps, torch.Tensor) else np.asarray(maps, dtype=float)
     if a.ndim == 2:

@@ -19,6 +19,9 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
+from attnlab.core.checks import check_index
+from attnlab.core.extract import Attention
+from attnlab.core.models import tcp_reachable
 from attnlab.viz.offline_views import HeadView, ModelView
 
 #: The host bertviz loads require.js, d3 and jQuery from.
@@ -29,8 +32,6 @@ _TRUE = {"1", "true", "yes", "on"}
 
 def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
     """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds."""
-    from attnlab.core.models import tcp_reachable
-
     return tcp_reachable(host, port, timeout)
 
 
@@ -47,14 +48,13 @@ def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
     return True, "bertviz and its CDN are available"
 
 
-def _example(att: Any, i: int) -> tuple[Any, list[str], int | None]:
-    """``(maps [L, H, n, n], tokens, sentence_b_start)`` of text ``i`` of an Attention."""
-    if not (hasattr(att, "tensor") and hasattr(att, "tokens")):
+def _example(att: Attention, i: int) -> tuple[Any, list[str], int | None]:
+    """``(maps [L, H, n, n], tokens, sentence_b_start)`` of text ``i`` (0-based) of an Attention."""
+    if not isinstance(att, Attention):
         raise TypeError(
             f"expected an Attention from attnlab.attention(m, texts), got {type(att).__name__}"
         )
-    if isinstance(i, bool) or not isinstance(i, int) or not -len(att) <= i < len(att):
-        raise ValueError(f"text index {i!r} out of range: the Attention holds {len(att)} texts (0-based)")
+    i = check_index(i, len(att), "text")
     maps = att[i]
     tokens = list(att.tokens[i])
     b_start = None
@@ -64,7 +64,7 @@ def _example(att: Any, i: int) -> tuple[Any, list[str], int | None]:
     return maps, tokens, b_start
 
 
-def head_view(att: Any, i: int = 0, layer: int | None = None, heads: Sequence[int] | None = None,
+def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Sequence[int] | None = None,
               *, verbose: bool = True):
     """Line view of text ``i`` (bertviz's ``head_view`` when online).
 
@@ -88,14 +88,14 @@ def head_view(att: Any, i: int = 0, layer: int | None = None, heads: Sequence[in
         if verbose:
             print(f"Offline head view ({reason}).")
         return view
-    from bertviz import head_view as bv_head_view
+    from bertviz import head_view as bv_head_view  # optional: imported only when it can render
 
     attention, toks = att.to_bertviz(i)
     return bv_head_view(attention, toks, sentence_b_start=b_start, layer=layer,
                         heads=list(heads) if heads is not None else None)
 
 
-def model_view(att: Any, i: int = 0, *, verbose: bool = True):
+def model_view(att: Attention, i: int = 0, *, verbose: bool = True):
     """Every layer x head of text ``i`` (bertviz's ``model_view`` when online).
 
     Returns bertviz's return value online, else an :class:`attnlab.viz.offline_views.ModelView`.
@@ -107,7 +107,7 @@ def model_view(att: Any, i: int = 0, *, verbose: bool = True):
         if verbose:
             print(f"Offline model view ({reason}).")
         return view
-    from bertviz import model_view as bv_model_view
+    from bertviz import model_view as bv_model_view  # optional: imported only when it can render
 
     attention, toks = att.to_bertviz(i)
     return bv_model_view(attention, toks, sentence_b_start=b_start)

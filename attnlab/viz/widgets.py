@@ -1,20 +1,75 @@
 """An ipywidgets explorer: type a text, pick a layer and a head, see the map.
 
-Attention is computed once per text (kept in a small cache); changing the
-layer, head or view type only redraws. Works in JupyterLab, Colab and VS Code;
-in a headless notebook run the widgets are built and the first figure drawn
-without error (nothing waits for input).
+Attention is computed once per text and kept for the last few texts
+(:class:`AttentionCache`, least recently used first out), so changing the
+layer, head or view type only redraws and typing many texts does not fill the
+memory. Works in JupyterLab, Colab and VS Code; in a headless notebook run the
+widgets are built and the first figure drawn without error (nothing waits for
+input).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Callable
 
+import matplotlib.pyplot as plt
+
+from attnlab.core.checks import check_positive_int
+from attnlab.core.extract import Attention, attention
+from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
-from attnlab.core.extract import attention
+from attnlab.viz.offline_views import plot_line_view
+from attnlab.viz.plot import head_label, plot_head
+
+VIEWS = ("heatmap", "lines")
+
+#: Texts whose attention the explorer keeps (each holds layers x heads x n x n weights).
+CACHE_TEXTS = 8
 
 
-def explorer_figure(att: Any, layer: int, head: int, view: str = "heatmap"):
+class AttentionCache:
+    """The attention of the last ``size`` texts asked for, least recently used dropped first.
+
+    Args:
+        compute: ``text -> Attention`` (run only for a text not in the cache).
+        size: how many texts to keep (at least 1).
+    """
+
+    def __init__(self, compute: Callable[[str], Attention], size: int = CACHE_TEXTS):
+        self.compute = compute
+        self.size = check_positive_int(size, "size")
+        self._items: OrderedDict[str, Attention] = OrderedDict()
+
+    def get(self, text: str) -> Attention:
+        """The attention of ``text``: from the cache (it becomes the most recent) or computed."""
+        if text in self._items:
+            self._items.move_to_end(text)
+            return self._items[text]
+        att = self.compute(text)
+        self._items[text] = att
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)  # the least recently used text
+        return att
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def texts(self) -> list[str]:
+        """The cached texts, least recently used first."""
+        return list(self._items)
+
+
+def _check_view(view: str) -> str:
+    if view not in VIEWS:
+        raise ValueError(f"view must be 'heatmap' or 'lines', got {view!r}")
+    return view
+
+
+def explorer_figure(att: Attention, layer: int, head: int, view: str = "heatmap"):
     """The figure the explorer shows: one head of text 0 of ``att``.
 
     Args:
@@ -22,13 +77,7 @@ def explorer_figure(att: Any, layer: int, head: int, view: str = "heatmap"):
         layer, head: 0-based indices.
         view: ``"heatmap"`` (rows = queries) or ``"lines"`` (the line view).
     """
-    import matplotlib.pyplot as plt
-
-    from attnlab.viz.offline_views import plot_line_view
-    from attnlab.viz.plot import head_label, plot_head
-
-    if view not in ("heatmap", "lines"):
-        raise ValueError(f"view must be 'heatmap' or 'lines', got {view!r}")
+    _check_view(view)
     weights = att.head(0, layer, head)  # (n, n); validates the indices
     tokens = att.tokens[0]
     if view == "lines":
@@ -40,7 +89,8 @@ def explorer_figure(att: Any, layer: int, head: int, view: str = "heatmap"):
     return fig
 
 
-def explorer(m: Any, text: str | None = None, *, layer: int = 0, head: int = 0, view: str = "heatmap"):
+def explorer(m: LoadedModel, text: str | None = None, *, layer: int = 0, head: int = 0, view: str = "heatmap",
+             cache_texts: int = CACHE_TEXTS):
     """An interactive explorer of one text's attention.
 
     Args:
@@ -48,21 +98,19 @@ def explorer(m: Any, text: str | None = None, *, layer: int = 0, head: int = 0, 
         text: the first text shown (default: the course's example query).
         layer, head: 0-based start indices (the drop-downs show 1-based numbers).
         view: ``"heatmap"`` or ``"lines"``.
+        cache_texts: how many texts' attention to keep.
 
     Returns:
         The ipywidgets ``VBox`` (display it, or leave it as the cell's last
-        line). ``box.attention_cache`` maps each text to its
-        :class:`~attnlab.core.extract.Attention`.
+        line). ``box.attention_cache`` is its :class:`AttentionCache`.
     """
+    # optional front-end packages (the course extra): imported only when an explorer is built
     import ipywidgets as W
-    import matplotlib.pyplot as plt
     from IPython.display import display
 
-    m.check_layer(layer)
-    m.check_head(head)
-    if view not in ("heatmap", "lines"):
-        raise ValueError(f"view must be 'heatmap' or 'lines', got {view!r}")
-    cache: dict[str, Any] = {}
+    layer, head = m.check_layer(layer), m.check_head(head)
+    _check_view(view)
+    cache = AttentionCache(lambda t: attention(m, [t]), cache_texts)
 
     text_box = W.Text(value=text or example_for(m), description="text", continuous_update=False,
                       layout=W.Layout(width="480px"))
@@ -70,19 +118,14 @@ def explorer(m: Any, text: str | None = None, *, layer: int = 0, head: int = 0, 
                           description="layer", layout=W.Layout(width="150px"))
     head_dd = W.Dropdown(options=[(str(h + 1), h) for h in range(m.n_heads)], value=head,
                          description="head", layout=W.Layout(width="150px"))
-    kind = W.ToggleButtons(options=["heatmap", "lines"], value=view)
+    kind = W.ToggleButtons(options=list(VIEWS), value=view)
     out = W.Output()
-
-    def attention_of(t: str):
-        if t not in cache:
-            cache[t] = attention(m, [t])
-        return cache[t]
 
     def redraw(_: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             try:
-                att = attention_of(text_box.value.strip())
+                att = cache.get(text_box.value.strip())
             except (ValueError, TypeError) as err:
                 print(f"Cannot show this text: {err}")
                 return

@@ -13,7 +13,7 @@ building blocks are here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -61,15 +61,6 @@ def check_choice(answer: Any, expected: Any, *, hint: str = "", what: str = "you
     if norm(answer) == norm(expected):
         return Feedback(True, f"{what} {answer!r} is correct.", expected)
     return Feedback(False, f"{what} {answer!r} is not it. {hint}".strip(), expected)
-
-
-def check_set(answer: Iterable, expected: Iterable, *, hint: str = "", what: str = "your set") -> Feedback:
-    """Right when the two collections hold the same items (order ignored)."""
-    a, e = set(answer), set(expected)
-    if a == e:
-        return Feedback(True, f"{what} is exactly right.", sorted(e))
-    missing, extra = sorted(e - a), sorted(a - e)
-    return Feedback(False, f"{what}: missing {missing}, unexpected {extra}. {hint}".strip(), sorted(e))
 
 
 def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "", what: str = "your array") -> Feedback:

@@ -18,8 +18,10 @@ from typing import Any
 
 import torch
 
+from attnlab.core.extract import attention
+from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
-from . import NOT_YET as _NOT_YET, Feedback, check_number
+from attnlab.course.exercises import NOT_YET as _NOT_YET, Feedback, check_number
 
 __all__ = [
     "check_total_heads", "solution_total_heads",
@@ -28,15 +30,14 @@ __all__ = [
 ]
 
 
-
-def _text(m: Any, text: str | None) -> str:
+def _text(m: LoadedModel, text: str | None) -> str:
     return example_for(m) if text is None else text
 
 
 # --------------------------------------------------------------------------- 1. layers x heads
 
 
-def check_total_heads(m: Any, answer: Any) -> Feedback:
+def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
     """How many attention heads does the running model have in all (layers x heads)?
 
     Args:
@@ -69,10 +70,8 @@ def check_total_heads(m: Any, answer: Any) -> Feedback:
     return verdict
 
 
-def solution_total_heads(m: Any) -> int:
+def solution_total_heads(m: LoadedModel) -> int:
     """Read layers and heads off the attention tensor of one query and multiply."""
-    from attnlab.core.extract import attention
-
     att = attention(m, [example_for(m)])
     _, layers, heads, _, _ = att.tensor.shape  # [texts, layers, heads, n, n]
     return layers * heads
@@ -81,12 +80,12 @@ def solution_total_heads(m: Any) -> int:
 # --------------------------------------------------------------------------- 2. token count
 
 
-def _token_count(m: Any, text: str) -> int:
+def _token_count(m: LoadedModel, text: str) -> int:
     """Tokens of ``text`` as the tokenizer encodes it, special tokens included."""
     return len(m.tokenizer(text)["input_ids"])
 
 
-def check_token_count(m: Any, answer: Any, text: str | None = None) -> Feedback:
+def check_token_count(m: LoadedModel, answer: Any, text: str | None = None) -> Feedback:
     """How many tokens does the example query have, special tokens included?
 
     Args:
@@ -115,10 +114,8 @@ def check_token_count(m: Any, answer: Any, text: str | None = None) -> Feedback:
     return verdict
 
 
-def solution_token_count(m: Any, text: str | None = None) -> int:
+def solution_token_count(m: LoadedModel, text: str | None = None) -> int:
     """The length of the token list that ``al.attention`` reports."""
-    from attnlab.core.extract import attention
-
     att = attention(m, [_text(m, text)])
     return len(att.tokens[0])
 
@@ -126,10 +123,9 @@ def solution_token_count(m: Any, text: str | None = None) -> int:
 # --------------------------------------------------------------------------- 3. the strongest key
 
 
-def _first_row(m: Any, text: str, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
+def _first_row(m: LoadedModel, text: str, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
     """Row 0 of one head's map, from a plain forward pass: ``([n], tokens)``."""
-    m.check_layer(layer)
-    m.check_head(head)
+    layer, head = m.check_layer(layer), m.check_head(head)
     enc = m.tokenizer(text, return_tensors="pt")
     with torch.no_grad():
         out = m.model(input_ids=enc["input_ids"].to(m.device), output_attentions=True)
@@ -138,7 +134,7 @@ def _first_row(m: Any, text: str, layer: int, head: int) -> tuple[torch.Tensor, 
     return row, tokens
 
 
-def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Feedback:
+def check_top_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Feedback:
     """Which token does the first query row ([CLS]) of one head attend to most?
 
     Args:
@@ -148,6 +144,7 @@ def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str 
         text: the query (default: the lesson's example).
     """
     text = _text(m, text)
+    layer, head = m.check_layer(layer), m.check_head(head)
     row, tokens = _first_row(m, text, layer, head)
     best = int(row.argmax())
     where = f"layer {layer + 1}, head {head + 1} (code: layer={layer}, head={head})"
@@ -169,10 +166,8 @@ def check_top_key(m: Any, answer: Any, layer: int = 0, head: int = 0, text: str 
                    "the first row: the brightest cell is the answer.", None)
 
 
-def solution_top_key(m: Any, layer: int = 0, head: int = 0, text: str | None = None) -> str:
+def solution_top_key(m: LoadedModel, layer: int = 0, head: int = 0, text: str | None = None) -> str:
     """Take row 0 of the head's map from ``al.attention`` and find its largest entry."""
-    from attnlab.core.extract import attention
-
     att = attention(m, [_text(m, text)])
     row = att.head(0, layer, head)[0]  # (n,): the [CLS] row
     return att.tokens[0][int(row.argmax())]

@@ -15,9 +15,12 @@ from typing import Any
 
 import torch
 
-from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
+from attnlab.core.checks import check_index
+from attnlab.core.extract import attention
+from attnlab.core.models import LoadedModel
+from attnlab.course.exercises import Feedback, check_choice, check_number
 from attnlab.data.examples import example_for
-from . import Feedback, check_choice, check_number
+from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
 
 
 def _tiny_weights() -> torch.Tensor:
@@ -25,26 +28,26 @@ def _tiny_weights() -> torch.Tensor:
     return attention_steps(ex["x"], ex["w_q"], ex["w_k"], ex["w_v"])["weights"]  # (3, 3)
 
 
-def _check_cell(row: int, col: int) -> None:
-    if not (0 <= row < 3 and 0 <= col < 3):
-        raise ValueError(f"row and col must be 0..2 (the tiny example has 3 tokens), got {row}, {col}")
+def _check_cell(row: int, col: int) -> tuple[int, int]:
+    """``(row, col)`` as plain ints in 0..2 (the tiny example has 3 tokens)."""
+    return check_index(row, 3, "row"), check_index(col, 3, "column")
 
 
-def check_tiny_weight(m: Any, answer: Any, row: int = 0, col: int = 1) -> Feedback:
+def check_tiny_weight(m: LoadedModel | None, answer: Any, row: int = 0, col: int = 1) -> Feedback:
     """How much does token ``row`` attend to token ``col`` in the tiny example (0-based)?
 
     ``m`` is not needed (the example is fixed) but kept so every checker is
     called the same way.
     """
-    _check_cell(row, col)
+    row, col = _check_cell(row, col)
     expected = float(_tiny_weights()[row, col])
     return check_number(answer, expected, rel=0.01, what=f"weight[{row}, {col}]",
                         hint="score = q_row . k_col; divide by sqrt(d_k) = 2; softmax over the row.")
 
 
-def solution_tiny_weight(m: Any = None, row: int = 0, col: int = 1) -> float:
+def solution_tiny_weight(m: LoadedModel | None = None, row: int = 0, col: int = 1) -> float:
     """Worked solution: dot products of row ``row`` with every key, /2, softmax."""
-    _check_cell(row, col)
+    row, col = _check_cell(row, col)
     ex = tiny_example()
     q = ex["x"][row] @ ex["w_q"]  # this token's query (4,)
     keys = ex["x"] @ ex["w_k"]  # every token's key (3, 4)
@@ -53,20 +56,17 @@ def solution_tiny_weight(m: Any = None, row: int = 0, col: int = 1) -> float:
     return exps[col] / sum(exps)
 
 
-def _example_head(m: Any, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
-    from attnlab.core.extract import attention
-
+def _example_head(m: LoadedModel, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
     layer, head = m.check_layer(layer), m.check_head(head)
     att = attention(m, [example_for(m)])
     return att.head(0, layer, head), att.tokens[0]
 
 
-def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Feedback:
+def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Feedback:
     """Which token (as a string) does token ``query`` of the example look at most,
     in 0-based ``layer``/``head`` of the running model?"""
     weights, tokens = _example_head(m, layer, head)
-    if not 0 <= query < len(tokens):
-        raise ValueError(f"query must be 0..{len(tokens) - 1} for the example's {len(tokens)} tokens")
+    query = check_index(query, len(tokens), "query token")
     expected = tokens[int(weights[query].argmax())]
     if answer is None:
         return Feedback(False, "no answer yet: set answer to a token string, e.g. '[CLS]'.", expected)
@@ -74,16 +74,15 @@ def check_strongest_key(m: Any, answer: Any, layer: int = 0, head: int = 0, quer
                         hint=f"look along row {query} ({tokens[query]!r}) for the largest weight.")
 
 
-def solution_strongest_key(m: Any, layer: int = 0, head: int = 0, query: int = 1) -> str:
+def solution_strongest_key(m: LoadedModel, layer: int = 0, head: int = 0, query: int = 1) -> str:
     weights, tokens = _example_head(m, layer, head)
+    query = check_index(query, len(tokens), "query token")
     return tokens[int(weights[query].argmax())]
 
 
-def check_diagonal_head(m: Any, answer: Any) -> Feedback:
+def check_diagonal_head(m: LoadedModel, answer: Any) -> Feedback:
     """Which ``(layer, head)`` (0-based) puts the most weight on the diagonal
     for the example query?"""
-    from attnlab.core.extract import attention
-
     att = attention(m, [example_for(m)])
     layer, head, score = find_pattern_heads(att[0])["diagonal"]
     if answer is None:
@@ -98,9 +97,7 @@ def check_diagonal_head(m: Any, answer: Any) -> Feedback:
                           "diagonal and take the largest.", (layer, head))
 
 
-def solution_diagonal_head(m: Any) -> tuple[int, int]:
-    from attnlab.core.extract import attention
-
+def solution_diagonal_head(m: LoadedModel) -> tuple[int, int]:
     maps = attention(m, [example_for(m)])[0]  # (L, H, n, n)
     diag = maps.diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
     layer, head = divmod(int(diag.argmax()), diag.shape[1])

@@ -11,18 +11,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attnlab.core.checks import check_positive_int
+from attnlab.core.models import LoadedModel
+from attnlab.course.exercises import Feedback, check_choice, check_number
 from attnlab.scratch.scaling import dot_product_variance, saturation_curve
-from . import Feedback, check_choice, check_number
 
 
-def check_qk_variance(m: Any, answer: Any, d_k: int = 128) -> Feedback:
+def check_qk_variance(m: LoadedModel, answer: Any, d_k: int = 128) -> Feedback:
     """Predict the variance of ``q . k`` when q and k have ``d_k`` i.i.d. N(0, 1) entries.
 
     The expected value is the theory (``d_k``); the message also shows a
     measurement so the student sees the prediction hold.
     """
-    if d_k < 1:
-        raise ValueError(f"d_k must be positive, got {d_k}")
+    d_k = check_positive_int(d_k, "d_k")
     verdict = check_number(answer, float(d_k), rel=0.02, what=f"var(q.k) for d_k={d_k}",
                            hint="each of the d_k products has variance 1 and they add up.")
     if verdict:  # show the measurement only after a right prediction
@@ -31,21 +32,21 @@ def check_qk_variance(m: Any, answer: Any, d_k: int = 128) -> Feedback:
     return verdict
 
 
-def solution_qk_variance(m: Any = None, d_k: int = 128) -> float:
+def solution_qk_variance(m: LoadedModel | None = None, d_k: int = 128) -> float:
     return float(d_k)
 
 
-def check_scale_factor(m: Any, answer: Any) -> Feedback:
+def check_scale_factor(m: LoadedModel, answer: Any) -> Feedback:
     """By what number does the running model divide q . k before the softmax?"""
     return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what="scale divisor",
                         hint=f"it is sqrt of one head's width (this model: head width {m.head_dim}).")
 
 
-def solution_scale_factor(m: Any) -> float:
+def solution_scale_factor(m: LoadedModel) -> float:
     return math.sqrt(m.head_dim)
 
 
-def check_saturation_direction(m: Any, answer: Any) -> Feedback:
+def check_saturation_direction(m: LoadedModel, answer: Any) -> Feedback:
     """Without 1/sqrt(d_k), does the largest softmax weight ``"rise"`` or ``"fall"``
     as d_k grows? The truth is measured (d_k 8 vs 512), not assumed."""
     curve = saturation_curve([8, 512], scaled=False, n_rows=300, seed=3)
@@ -57,6 +58,6 @@ def check_saturation_direction(m: Any, answer: Any) -> Feedback:
     return verdict
 
 
-def solution_saturation_direction(m: Any = None) -> str:
+def solution_saturation_direction(m: LoadedModel | None = None) -> str:
     curve = saturation_curve([8, 512], scaled=False, n_rows=300, seed=3)
     return "rise" if curve.max_weight[1] > curve.max_weight[0] else "fall"

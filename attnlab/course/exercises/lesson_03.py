@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.core.models import LoadedModel
+from attnlab.course.exercises import Feedback, check_number
 from attnlab.data.examples import example_for
 from attnlab.scratch.recurrence import path_length, sequential_steps
-from . import Feedback, check_number
 
 
-def example_length(m: Any) -> int:
+def example_length(m: LoadedModel) -> int:
     """Tokens of the example query on this model, [CLS] and [SEP] included."""
     return len(m.tokenizer(example_for(m))["input_ids"])
 
 
-def check_path_length(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
+def check_path_length(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedback:
     """Maximum path length (first to last token of the example) for ``kind``
     (``"lstm"``, ``"bilstm"`` or ``"attention"``)."""
     n = example_length(m)
@@ -29,11 +30,11 @@ def check_path_length(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
                         hint="a recurrence moves one token per step; attention connects every pair directly.")
 
 
-def solution_path_length(m: Any, kind: str = "lstm") -> int:
+def solution_path_length(m: LoadedModel, kind: str = "lstm") -> int:
     return path_length(kind, example_length(m))
 
 
-def check_sequential_steps(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
+def check_sequential_steps(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedback:
     """Sequential operations one layer of ``kind`` needs for the example."""
     n = example_length(m)
     return check_number(answer, sequential_steps(kind, n), rel=0, abs_tol=0.5,
@@ -41,17 +42,17 @@ def check_sequential_steps(m: Any, answer: Any, kind: str = "lstm") -> Feedback:
                         hint="each recurrent step needs the previous hidden state.")
 
 
-def solution_sequential_steps(m: Any, kind: str = "lstm") -> int:
+def solution_sequential_steps(m: LoadedModel, kind: str = "lstm") -> int:
     return sequential_steps(kind, example_length(m))
 
 
-def check_attention_entries(m: Any, answer: Any) -> Feedback:
+def check_attention_entries(m: LoadedModel, answer: Any) -> Feedback:
     """How many attention weights does one layer compute for the example (all heads)?"""
     n = example_length(m)
     return check_number(answer, m.n_heads * n * n, rel=0, abs_tol=0.5, what="attention weights per layer",
                         hint=f"each of the {m.n_heads} heads has an n x n matrix (n = {n}).")
 
 
-def solution_attention_entries(m: Any) -> int:
+def solution_attention_entries(m: LoadedModel) -> int:
     n = example_length(m)
     return m.n_heads * n * n

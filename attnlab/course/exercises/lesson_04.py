@@ -9,26 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.core.models import LoadedModel
+from attnlab.course.exercises import Feedback, check_number
 from attnlab.data.examples import example_for
-from . import Feedback, check_number
 
 
-def check_head_width(m: Any, answer: Any) -> Feedback:
+def check_head_width(m: LoadedModel, answer: Any) -> Feedback:
     """Features per head (``hidden_size / n_heads``) of the running model."""
     return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what="head width",
                         hint=f"divide the hidden width {m.hidden_size} by the {m.n_heads} heads.")
 
 
-def solution_head_width(m: Any) -> int:
+def solution_head_width(m: LoadedModel) -> int:
     return m.hidden_size // m.n_heads
 
 
-def _split_shape(m: Any) -> tuple[int, int, int, int]:
+def _split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     n = len(m.tokenizer(example_for(m))["input_ids"])
     return (1, m.n_heads, n, m.head_dim)
 
 
-def check_split_shape(m: Any, answer: Any) -> Feedback:
+def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
     """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
     expected = _split_shape(m)
     if answer is None:
@@ -43,11 +44,11 @@ def check_split_shape(m: Any, answer: Any) -> Feedback:
                           "and tokens include [CLS] and [SEP].", expected)
 
 
-def solution_split_shape(m: Any) -> tuple[int, int, int, int]:
+def solution_split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     return _split_shape(m)
 
 
-def check_head_slice(m: Any, answer: Any, head: int = 6) -> Feedback:
+def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
     """``(start, stop)`` of the hidden features that 0-based ``head`` owns
     (Python slice convention: ``stop`` excluded)."""
     head = m.check_head(head)
@@ -65,5 +66,6 @@ def check_head_slice(m: Any, answer: Any, head: int = 6) -> Feedback:
                           "mind the 0-based index.", expected)
 
 
-def solution_head_slice(m: Any, head: int = 6) -> tuple[int, int]:
+def solution_head_slice(m: LoadedModel, head: int = 6) -> tuple[int, int]:
+    head = m.check_head(head)
     return head * m.head_dim, (head + 1) * m.head_dim

@@ -26,6 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+import matplotlib
+import matplotlib.pyplot as plt
+from tqdm.auto import tqdm
+
+from attnlab.core.models import LoadedModel
+
 T = TypeVar("T")
 
 
@@ -33,7 +39,7 @@ T = TypeVar("T")
 class FigureContext:
     """What a figure maker gets: the model, the mode, and a place for shared work."""
 
-    model: Any
+    model: LoadedModel
     smoke: bool = False
     cache: dict = field(default_factory=dict)
 
@@ -71,24 +77,23 @@ def figure(name: str, *, lesson: str, caption: str) -> Callable:
 
 
 def discover() -> dict[str, FigureSpec]:
-    """Import every ``attnlab.course.figures.lesson_*`` module so its makers register."""
+    """Import every ``attnlab.course.figures.lesson_*`` module so its makers register.
+
+    A name registered by two different makers raises ValueError (see :func:`figure`).
+    """
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("lesson_"):
             importlib.import_module(f"{__name__}.{info.name}")
     return REGISTRY
 
 
-def build_all(model, out_dir: str | Path = "figures", *, smoke: bool = False,
+def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: bool = False,
               only: list[str] | None = None, progress: bool = True) -> list[dict]:
     """Run every registered maker; save ``<out_dir>/<name>.png``; write the manifest.
 
     Returns the manifest entries (one per figure file).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    matplotlib.use("Agg")  # files only: no window, whatever the caller's backend
     specs = [s for n, s in sorted(discover().items()) if only is None or n in only]
     if only:
         unknown = set(only) - set(REGISTRY)
@@ -100,8 +105,6 @@ def build_all(model, out_dir: str | Path = "figures", *, smoke: bool = False,
     entries = []
     iterator = specs
     if progress:
-        from tqdm.auto import tqdm
-
         iterator = tqdm(specs, desc="figures", unit="fig")
     with _smoke_env(smoke):  # lessons re-run for evidence (lesson 12) use the same mode
         for spec in iterator:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from . import FigureContext, figure
+from attnlab.core.extract import Attention, attention
+from attnlab.course.figures import FigureContext, figure
+from attnlab.data.examples import example_for
+from attnlab.scratch.self_attention import find_pattern_heads
+from attnlab.viz.plot import head_label, plot_head
 
 LESSON = "01_self_attention.ipynb"
 
 
-def example_attention(ctx: FigureContext):
+def example_attention(ctx: FigureContext) -> Attention:
     """The example query's attention on ``ctx.model``, computed once per build."""
-    from attnlab.data.examples import example_for
-    from attnlab.core.extract import attention
-
     return ctx.memo("example_att", lambda: attention(ctx.model, [example_for(ctx.model)]))
 
 
@@ -19,9 +20,6 @@ def example_attention(ctx: FigureContext):
         caption="One head of the example query: the head with the strongest previous/next-token band, "
                 "each row a query token's weights over the keys")
 def head_example(ctx: FigureContext):
-    from attnlab.scratch.self_attention import find_pattern_heads
-    from attnlab.viz.plot import head_label, plot_head
-
     att = example_attention(ctx)
     layer, head, score = find_pattern_heads(att[0])["band"]
     im = plot_head(att.head(0, layer, head), att.tokens[0], annotate=True,

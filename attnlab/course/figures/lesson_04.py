@@ -3,15 +3,14 @@ source article's two figures), for the example query."""
 
 from __future__ import annotations
 
-from . import FigureContext, figure
-from .lesson_01 import example_attention
+from attnlab.course.figures import FigureContext, figure
+from attnlab.course.figures.lesson_01 import example_attention
+from attnlab.viz.plot import plot_layer_heads
 
 LESSON = "04_multi_head_splitting.ipynb"
 
 
 def _layer_figure(ctx: FigureContext, layer: int):
-    from attnlab.viz.plot import plot_layer_heads
-
     att = example_attention(ctx)
     return plot_layer_heads(att[0][layer], att.tokens[0], layer=layer, ncols=4,
                             title=f"{att.texts[0]}: every head of layer {layer + 1}")

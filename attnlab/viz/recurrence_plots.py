@@ -1,0 +1,40 @@
+"""Lesson 03's figures: LSTM against self-attention, timed and differentiated.
+
+Each function draws a measurement from :mod:`attnlab.scratch.recurrence` and
+returns the axes, so the lesson and the ``attnlab figures`` command share one drawing.
+"""
+
+from __future__ import annotations
+
+from attnlab.scratch.recurrence import Influence, Timing
+from attnlab.viz.plot import plot_curves
+
+#: An LSTM's first-token share underflows to 0 for long inputs; it is drawn at this floor on the log axis.
+SHARE_FLOOR = 1e-30
+
+
+def plot_timing(timing: Timing, *, ax=None, title: str | None = None):
+    """Milliseconds per forward pass against the sequence length ``n`` (log-log), one
+    line per layer kind, with a dotted vertical line at ``n = d`` (the layers' width).
+
+    Returns:
+        The axes.
+    """
+    ax = plot_curves(timing.lengths, {k: [1000 * s for s in v] for k, v in timing.seconds.items()},
+                     xlabel="sequence length n", ylabel="ms per forward pass", logx=True, logy=True, ax=ax,
+                     title=title or f"wall time, width d = {timing.width}")
+    ax.axvline(timing.width, color="grey", ls=":", lw=1)
+    return ax
+
+
+def plot_first_token_share(influence: Influence, *, ax=None, title: str | None = None):
+    """The first token's share of the last output's gradient against ``n`` (log-log), one
+    line per layer kind; shares of exactly 0 are drawn at :data:`SHARE_FLOOR`.
+
+    Returns:
+        The axes.
+    """
+    series = {k: [max(v, SHARE_FLOOR) for v in vals] for k, vals in influence.share.items()}
+    return plot_curves(influence.lengths, series, xlabel="sequence length n",
+                       ylabel="first token's share of the gradient", logx=True, logy=True, ax=ax,
+                       title=title or f"dependence of the last output on the first token ({len(influence.seeds)} seeds)")
