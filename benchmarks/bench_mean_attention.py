@@ -30,6 +30,7 @@ import warnings
 from typing import Callable
 
 import torch
+from transformers import BertConfig, BertModel
 
 import attnlab as al
 from attnlab.core import streaming
@@ -38,10 +39,8 @@ from attnlab.data.querygen import same_length_queries
 warnings.filterwarnings("ignore")
 
 
-def bert_base_shaped(tokenizer) -> "al.LoadedModel":
+def bert_base_shaped(tokenizer) -> al.LoadedModel:
     """A random BertModel with bert-base-chinese's shape (vocabulary of the given tokenizer)."""
-    from transformers import BertConfig, BertModel
-
     cfg = BertConfig(vocab_size=len(tokenizer), hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                      intermediate_size=3072, max_position_embeddings=512)
     torch.manual_seed(0)
@@ -51,14 +50,14 @@ def bert_base_shaped(tokenizer) -> "al.LoadedModel":
 # --------------------------------------------------------------------------- the contenders
 
 
-def plain_forward(m, texts: list[str], batch_size: int) -> None:
+def plain_forward(m: al.LoadedModel, texts: list[str], batch_size: int) -> None:
     """(b): tokenise and run the full model in batches, no attention output."""
     with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
             m.model(**m.encode(texts[s:s + batch_size]))
 
 
-def naive_loop(m, texts: list[str]) -> torch.Tensor:
+def naive_loop(m: al.LoadedModel, texts: list[str]) -> torch.Tensor:
     """(c): one query at a time, every layer's maps kept in a list, averaged at the end."""
     maps = []
     with torch.no_grad():
@@ -111,7 +110,7 @@ def peak_rss_during(fn: Callable[[], object]) -> float:
 # --------------------------------------------------------------------------- one model
 
 
-def bench_model(m, n: int, n_naive: int, batch_size: int, mem_n: int, rounds: int = 3) -> dict:
+def bench_model(m: al.LoadedModel, n: int, n_naive: int, batch_size: int, mem_n: int, rounds: int = 3) -> dict:
     texts = list(same_length_queries(m, n, n_tokens=10, seed=0))
     print(f"\n== {m.describe()}\n   {n} queries of {len(m.tokenizer(texts[0])['input_ids'])} tokens, "
           f"batch {batch_size}, {torch.get_num_threads()} threads")

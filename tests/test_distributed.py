@@ -11,9 +11,9 @@ import torch
 
 import attnlab as al
 from attnlab.core.streaming import MeanAttention
-from attnlab.tools.distributed import parse_layers, read_queries
+from attnlab.tools.distributed import distributed_mean_attention, parse_layers, read_queries
 
-from test_aggregate import same_length_texts
+from same_length import same_length_texts
 
 
 def test_parse_layers():
@@ -58,8 +58,6 @@ def test_two_process_torchrun_equals_single_process(tiny_en, tmp_path):
 
 
 def test_empty_query_file_is_a_clear_error(tiny_en, tmp_path):
-    from attnlab.tools.distributed import distributed_mean_attention
-
     path = tmp_path / "empty.txt"
     path.write_text("\n\n", encoding="utf-8")
     with pytest.raises(ValueError, match="holds no queries"):

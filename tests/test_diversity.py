@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np
 import pytest
 import torch
@@ -12,11 +17,13 @@ from attnlab.analysis.diversity import (
     HeadDistances,
     depth_trend,
     head_distances,
+    layer_clustering,
     layer_dispersion,
     pairwise_head_js,
 )
+from attnlab.viz.diversity_plots import plot_dispersion, plot_mds
 
-from test_aggregate import same_length_texts
+from same_length import same_length_texts
 
 
 def _random_maps(b=3, k=5, n=6, seed=0):
@@ -79,21 +86,58 @@ def _fake(per_text: np.ndarray) -> HeadDistances:
     return HeadDistances(torch.zeros(n_layers * 2, n_layers * 2), torch.tensor(per_text), list(range(n_layers)), 2)
 
 
-def test_depth_trend_verdicts():
+def test_depth_trend_numbers():
     rng = np.random.default_rng(0)
-    noise = rng.normal(0, 0.05, (200, 6))
-    shrinking = _fake(np.linspace(2.0, 1.0, 6) + noise)
-    growing = _fake(np.linspace(1.0, 2.0, 6) + noise)
-    flat = _fake(np.full(6, 1.5) + rng.normal(0, 1.0, (200, 6)))
-    assert depth_trend(shrinking, n_boot=300).verdict() == "holds"
-    assert depth_trend(growing, n_boot=300).verdict() == "does not hold"
+    shrinking = _fake(np.linspace(2.0, 1.0, 6) + rng.normal(0, 0.05, (200, 6)))
     t = depth_trend(shrinking, n_boot=300)
-    assert t.slope == pytest.approx(-0.2, abs=0.02) and t.spearman < -0.9
-    assert np.all(t.low <= t.dispersion) and np.all(t.dispersion <= t.high)
-    assert depth_trend(flat, n_boot=300).verdict() in ("cannot tell", "holds", "does not hold")
+    point = shrinking.per_text.numpy().mean(axis=0)
+    np.testing.assert_allclose(t.dispersion.estimate, point, atol=1e-12)
+    assert t.slope.estimate == pytest.approx(np.polyfit(np.arange(6), point, 1)[0], abs=1e-12)
+    assert t.slope.estimate == pytest.approx(-0.2, abs=0.02) and t.spearman < -0.9
+    assert t.slope.high < 0 and t.n_texts == 200
+    assert np.all(t.dispersion.low <= t.dispersion.estimate) and np.all(t.dispersion.estimate <= t.dispersion.high)
     assert "Slope" in t.summary()
+    noisy = depth_trend(_fake(np.full(6, 1.5) + rng.normal(0, 1.0, (200, 6))), n_boot=300)
+    assert noisy.slope.low < 0 < noisy.slope.high  # no trend: the interval straddles 0
 
 
-def test_depth_trend_needs_three_layers():
-    with pytest.raises(ValueError):
+def test_depth_trend_needs_three_layers_and_two_texts():
+    with pytest.raises(ValueError, match="3 layers"):
         depth_trend(_fake(np.ones((5, 2))))
+    with pytest.raises(ValueError, match="2 texts"):
+        depth_trend(_fake(np.ones((1, 4))))
+
+
+def _blocks(n_layers: int, n_heads: int, within: float, between: float) -> HeadDistances:
+    """Distances ``within`` between heads of one layer and ``between`` across layers (plus small noise)."""
+    k = n_layers * n_heads
+    rng = np.random.default_rng(1)
+    layer = np.repeat(np.arange(n_layers), n_heads)
+    d = np.where(layer[:, None] == layer[None, :], within, between) + rng.uniform(0, 0.01, (k, k))
+    d = 0.5 * (d + d.T)
+    np.fill_diagonal(d, 0.0)
+    return HeadDistances(torch.tensor(d), torch.zeros(3, n_layers), list(range(n_layers)), n_heads)
+
+
+def test_layer_clustering_against_a_direct_computation():
+    hd = _blocks(3, 4, within=0.2, between=1.0)
+    c = layer_clustering(hd, n_perm=500)
+    d = hd.distance.numpy()
+    same = [d[i, j] for i in range(12) for j in range(12) if i != j and i // 4 == j // 4]
+    other = [d[i, j] for i in range(12) for j in range(12) if i // 4 != j // 4]
+    assert c.within == pytest.approx(np.mean(same)) and c.between == pytest.approx(np.mean(other))
+    assert c.p_value == pytest.approx(1 / 501)  # no shuffle of the labels does as well
+    assert c.ratio == pytest.approx(c.within / c.between)
+    apart = layer_clustering(_blocks(3, 4, within=1.0, between=0.2), n_perm=500)
+    assert apart.within > apart.between and apart.p_value > 0.9
+    assert "permutation p" in c.summary()
+
+
+def test_plots_draw_every_layer(tiny_en):
+    hd = head_distances(tiny_en, same_length_texts(4), progress=False)
+    fig = plot_mds(hd, hd.mds(seed=0))
+    assert len(fig.axes[0].collections) == 2  # one scatter per layer
+    trend = depth_trend(_fake(np.random.default_rng(2).normal(1.0, 0.1, (20, 4))), n_boot=50)
+    fig = plot_dispersion(trend)
+    assert len(fig.axes[0].get_xticks()) == 4
+    plt.close("all")

@@ -11,8 +11,9 @@ import attnlab as al
 from attnlab.analysis.diversity import depth_trend, head_distances
 from attnlab.course.exercises import lesson_08 as ex08
 from attnlab.course.exercises import lesson_09 as ex09
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 
-from test_aggregate import same_length_texts
+from same_length import same_length_texts
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,23 @@ def test_dispersion(hd):
 def test_trend_verdict(hd):
     m, dist = hd
     trend = depth_trend(dist, n_boot=100)
-    assert ex09.check_trend_verdict(m, trend.verdict(), trend)
-    others = {"holds", "does not hold", "cannot tell"} - {trend.verdict()}
-    assert not ex09.check_trend_verdict(m, others.pop(), trend)
+    s = trend.slope
+    truth = HOLDS if s.high < 0 else (FAILS if s.low > 0 else UNSURE)  # the rule, applied by hand
+    assert ex09.solution_trend_verdict(m, trend) == truth
+    assert ex09.check_trend_verdict(m, truth, trend)
+    assert ex09.check_trend_verdict(m, truth.upper(), trend)
+    for other in set(WORDS) - {truth}:
+        assert not ex09.check_trend_verdict(m, other, trend)
     assert not ex09.check_trend_verdict(m, None, trend)
+
+
+def test_layers_outside_the_result_are_clear_errors(tiny_en, result, hd):
+    partial = al.mean_attention(tiny_en, same_length_texts(4, seed=17), layers=[1], progress=False)
+    with pytest.raises(ValueError, match="was not averaged"):
+        ex08.check_fixedness_by_hand(tiny_en, 0.5, 0, 0, result=partial)
+    assert ex08.check_fixedness_by_hand(tiny_en, ex08.solution_fixedness_by_hand(tiny_en, 1, 0, partial), 1, 0,
+                                        result=partial)
+    assert ex08.solution_most_fixed_layer(tiny_en, partial) == 1
+    m, dist = hd
+    with pytest.raises(ValueError, match="out of range"):
+        ex09.check_dispersion(m, 0.1, 3, dist)

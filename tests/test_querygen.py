@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from attnlab.data.querygen import QueryGenerator, same_length_queries
@@ -65,7 +66,12 @@ def test_same_length_queries_is_lazy_and_in_the_models_language(bundled):
     assert {len(ids) for ids in bundled.tokenizer(first)["input_ids"]} == {11}
 
 
-@pytest.mark.parametrize("kwargs", [dict(language="fr"), dict(n_tokens=0), dict(n_tokens=2.5)])
-def test_bad_arguments(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kwargs, error", [(dict(language="fr"), ValueError), (dict(n_tokens=0), ValueError),
+                                           (dict(n_tokens=2.5), TypeError), (dict(n_tokens=True), TypeError)])
+def test_bad_arguments(kwargs, error):
+    with pytest.raises(error, match="language|n_tokens"):
         QueryGenerator(**{"language": "zh", "n_tokens": 10, **kwargs})
+
+
+def test_numpy_lengths_are_accepted():
+    assert QueryGenerator("zh", np.int64(10)).take(5) == QueryGenerator("zh", 10).take(5)

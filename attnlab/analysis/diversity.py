@@ -16,21 +16,30 @@ with depth"; :func:`depth_trend` measures that claim.
   on the precomputed distances.
 * :func:`depth_trend` bootstraps texts to give intervals for the dispersion
   of each layer and for the slope of dispersion against depth, plus the
-  Spearman correlation, and a verdict.
+  Spearman correlation.
+* :func:`layer_clustering` compares distances within and between layers
+  with a permutation test over the layer labels.
+
+The verdicts on the claims are :mod:`attnlab.course.claims.diversity`'s job.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 import torch
+from sklearn.manifold import MDS
+from tqdm.auto import tqdm
 
+from attnlab.analysis.stats import Interval, bootstrap_mean, bootstrap_slope, correlation
+from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import js_divergence, smooth
+from attnlab.core.fast import check_layers, encode_same_length, forward_maps
 from attnlab.core.models import LoadedModel
+from attnlab.core.streaming import checked_token_ids, text_batches
 
 #: Clark et al.'s smoothing for head distances.
 DISTANCE_EPS = 1e-3
@@ -108,8 +117,6 @@ class HeadDistances:
 
     def mds(self, seed: int = 0) -> np.ndarray:
         """2-D metric MDS of the heads on the precomputed distances: ``[K, 2]``."""
-        from sklearn.manifold import MDS
-
         kwargs = dict(n_components=2, dissimilarity="precomputed", random_state=seed, n_init=4)
         try:
             mds = MDS(metric=True, normalized_stress="auto", **kwargs)
@@ -144,19 +151,17 @@ def head_distances(
     Returns:
         :class:`HeadDistances`.
     """
-    from attnlab.core.streaming import _chunks, _token_ids
-    from attnlab.core.fast import check_layers, encode_same_length, forward_maps
-
+    if isinstance(texts, str):
+        raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
+    batch_size = check_positive_int(batch_size, "batch_size")
     chosen = check_layers(m, layers)
-    from tqdm.auto import tqdm
-
     total_dist: torch.Tensor | None = None
     per_text: list[torch.Tensor] = []
     length = None
     seen = 0
     with tqdm(unit="queries", desc="head distances", disable=not progress) as bar:
-        for chunk in _chunks(texts, batch_size):
-            ids = _token_ids(m, chunk, seen)
+        for chunk in text_batches(texts, batch_size):
+            ids = checked_token_ids(m, chunk, seen)
             for k, row in enumerate(ids):
                 if length is None:
                     length = len(row)
@@ -177,7 +182,7 @@ def head_distances(
     return HeadDistances(total_dist / seen, torch.cat(per_text), chosen, m.n_heads)
 
 
-# --------------------------------------------------------------------------- the depth claim
+# --------------------------------------------------------------------------- the depth trend
 
 
 @dataclass
@@ -186,81 +191,50 @@ class DepthTrend:
 
     Attributes:
         layers: 0-based layers.
-        dispersion: ``[layers]`` point estimates.
-        low, high: ``[layers]`` percentile bootstrap interval (``level``).
-        slope: least-squares slope of dispersion per layer of depth.
-        slope_low, slope_high: its bootstrap interval.
+        dispersion: ``[layers]`` mean within-layer distance, with its
+            percentile bootstrap interval over texts.
+        slope: least-squares slope of dispersion per layer of depth, with its
+            bootstrap interval (negative: heads of deeper layers are closer).
         spearman: Spearman rank correlation of dispersion with depth.
-        spearman_p: its p-value (scipy; with few layers, read it with care).
-        level: the interval's coverage, e.g. 0.95.
-        n_texts, n_boot: texts and bootstrap resamples.
+        n_boot: bootstrap resamples.
     """
 
     layers: list[int]
-    dispersion: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    slope: float
-    slope_low: float
-    slope_high: float
+    dispersion: Interval  # (L,)
+    slope: Interval
     spearman: float
-    spearman_p: float
-    level: float
-    n_texts: int
     n_boot: int
 
-    def verdict(self) -> str:
-        """"holds" when the slope's interval lies below 0 (heads of deeper layers are
-        closer), "does not hold" when it lies above 0, else "cannot tell"."""
-        if self.slope_high < 0:
-            return "holds"
-        if self.slope_low > 0:
-            return "does not hold"
-        return "cannot tell"
+    @property
+    def n_texts(self) -> int:
+        return self.dispersion.n
 
     def summary(self) -> str:
-        per_layer = ", ".join(
-            f"L{l + 1} {d:.3f} [{lo:.3f}, {hi:.3f}]"
-            for l, d, lo, hi in zip(self.layers, self.dispersion, self.low, self.high)
-        )
+        """The numbers in a few lines (layers 1-based)."""
+        d = self.dispersion
+        per_layer = ", ".join(f"L{l + 1} {x:.3f} [{lo:.3f}, {hi:.3f}]"
+                              for l, x, lo, hi in zip(self.layers, d.estimate, d.low, d.high))
         return (
-            f"'heads within a layer become more alike with depth': {self.verdict()} for this model. "
-            f"Slope {self.slope:+.4f} per layer ({self.level:.0%} CI [{self.slope_low:+.4f}, "
-            f"{self.slope_high:+.4f}]), Spearman rho {self.spearman:+.2f} (p={self.spearman_p:.3g}), "
-            f"{self.n_texts} texts, {self.n_boot} resamples. Dispersion per layer: {per_layer}"
+            f"Slope of within-layer dispersion {self.slope.estimate:+.4f} per layer ({self.slope.level:.0%} "
+            f"interval [{self.slope.low:+.4f}, {self.slope.high:+.4f}]), Spearman rho with depth "
+            f"{self.spearman:+.2f}; {self.n_texts} texts, {self.n_boot} resamples.\n"
+            f"Dispersion per layer: {per_layer}"
         )
-
-
-def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares slope of each row of ``y`` ``[..., L]`` against ``x`` ``[L]``."""
-    xc = x - x.mean()
-    return ((y - y.mean(axis=-1, keepdims=True)) * xc).sum(axis=-1) / (xc * xc).sum()
 
 
 def depth_trend(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> DepthTrend:
-    """Bootstrap (over texts) the within-layer dispersion and its trend with depth."""
-    from scipy.stats import spearmanr
-
+    """Bootstrap (over texts) the within-layer dispersion and its slope against depth."""
     if len(hd.layers) < 3:
         raise ValueError("a trend with depth needs at least 3 layers")
     per_text = hd.per_text.numpy()  # (N, L)
-    n = per_text.shape[0]
-    if n < 2:
+    if per_text.shape[0] < 2:
         raise ValueError("bootstrap intervals need at least 2 texts")
-    rng = np.random.default_rng(seed)
-    boots = np.stack([per_text[rng.integers(0, n, n)].mean(axis=0) for _ in range(n_boot)])  # (n_boot, L)
-    depth = np.asarray(hd.layers, dtype=float)
-    point = per_text.mean(axis=0)
-    slopes = _slope(depth, boots)
-    alpha = (1 - level) / 2
-    rho, p = spearmanr(depth, point)
+    depth = np.asarray(hd.layers, dtype=float)  # (L,)
+    dispersion = bootstrap_mean(per_text, n_boot=n_boot, level=level, seed=seed)  # (L,)
     return DepthTrend(
-        layers=list(hd.layers), dispersion=point,
-        low=np.quantile(boots, alpha, axis=0), high=np.quantile(boots, 1 - alpha, axis=0),
-        slope=float(_slope(depth, point)), slope_low=float(np.quantile(slopes, alpha)),
-        slope_high=float(np.quantile(slopes, 1 - alpha)),
-        spearman=float(rho), spearman_p=float(p) if not math.isnan(p) else float("nan"),
-        level=level, n_texts=n, n_boot=n_boot,
+        layers=list(hd.layers), dispersion=dispersion,
+        slope=bootstrap_slope(depth, per_text, n_boot=n_boot, level=level, seed=seed),
+        spearman=correlation(depth, dispersion.estimate), n_boot=n_boot,
     )
 
 
@@ -269,88 +243,49 @@ def depth_trend(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
 
 @dataclass
 class LayerClustering:
-    """Clark et al.'s observation: heads of one layer are closer to each other than to other layers' heads."""
+    """Clark et al.'s observation, measured: mean distance between heads of one layer and
+    between heads of different layers, with a permutation test over the layer labels.
+
+    Attributes:
+        within, between: mean distance over head pairs of the same / different layers.
+        p_value: share of label permutations whose within-layer mean is at most the
+            observed one (the observed labelling counts, so never 0).
+        n_perm: permutations.
+    """
 
     within: float
     between: float
     p_value: float
-    n_perm: int = 2000
+    n_perm: int
 
     @property
     def ratio(self) -> float:
         return self.within / self.between
 
-    def verdict(self) -> str:
-        if self.within < self.between and self.p_value < 0.05:
-            return "holds"
-        if self.within >= self.between:
-            return "does not hold"
-        return "cannot tell"
-
     def summary(self) -> str:
-        return (f"'heads of the same layer cluster' (Clark et al.): {self.verdict()} - mean distance within a "
-                f"layer {self.within:.3f}, between layers {self.between:.3f} (ratio {self.ratio:.2f}, "
-                f"permutation p{_p_text(self.p_value, self.n_perm)})")
+        return (f"mean distance within a layer {self.within:.3f}, between layers {self.between:.3f} "
+                f"(ratio {self.ratio:.2f}, permutation p = {self.p_value:.3g} over {self.n_perm} shuffles)")
 
 
 def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> LayerClustering:
-    """Within- vs between-layer mean distance, with a permutation test over layer labels."""
-    d = hd.distance.numpy()
+    """Within- vs between-layer mean distance, with a permutation test over layer labels.
+
+    Shuffling whole heads between layers (not single pairs) keeps each head's
+    distances together, so the test respects that the pairs of one head are
+    not independent; that is why it is not
+    :func:`attnlab.analysis.stats.permutation_test` over pair distances.
+    """
+    d = hd.distance.numpy()  # (K, K)
     k = d.shape[0]
-    labels = np.repeat(np.arange(len(hd.layers)), hd.n_heads)
+    labels = np.repeat(np.arange(len(hd.layers)), hd.n_heads)  # (K,) layer of each head
     off = ~np.eye(k, dtype=bool)
 
     def within_between(lab: np.ndarray) -> tuple[float, float]:
-        same = (lab[:, None] == lab[None, :]) & off
+        same = (lab[:, None] == lab[None, :]) & off  # (K, K)
         return float(d[same].mean()), float(d[~same & off].mean())
 
     within, between = within_between(labels)
     rng = np.random.default_rng(seed)
-    null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])
-    return LayerClustering(within, between, float((null <= within).mean()), n_perm)
-
-
-def _p_text(p: float, n_perm: int) -> str:
-    """``=0.03`` or, when no permutation did as well, ``<1/n_perm``."""
-    return f"<{1 / n_perm:.1g}" if p == 0 else f"={p:.3g}"
-
-
-# --------------------------------------------------------------------------- plots
-
-
-def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
-    """Clark et al.'s picture: every head as a point (2-D MDS), coloured by layer."""
-    import matplotlib.pyplot as plt
-
-    xy = hd.mds(seed) if xy is None else xy
-    colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(hd.layers)))
-    fig, ax = plt.subplots(figsize=(6.2, 5.2))
-    for i, layer in enumerate(hd.layers):
-        rows = slice(i * hd.n_heads, (i + 1) * hd.n_heads)
-        ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=f"layer {layer + 1}", s=28,
-                   edgecolor="black", linewidth=0.3)
-    ax.legend(fontsize=7, ncol=2, frameon=False)
-    ax.set_title(f"Heads embedded by MDS of their JS distances ({hd.count} queries)", fontsize=10)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    fig.tight_layout()
-    return fig
-
-
-def plot_dispersion(trend: DepthTrend):
-    """Within-layer dispersion per layer with its bootstrap interval, and the fitted slope."""
-    import matplotlib.pyplot as plt
-
-    x = np.asarray(trend.layers) + 1
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.errorbar(x, trend.dispersion, yerr=[trend.dispersion - trend.low, trend.high - trend.dispersion],
-                fmt="o-", capsize=3, label=f"dispersion ({trend.level:.0%} bootstrap interval)")
-    fit = trend.dispersion.mean() + trend.slope * (x - x.mean())
-    ax.plot(x, fit, "--", color="grey", label=f"slope {trend.slope:+.3f} per layer")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean JS distance between heads of the layer")
-    ax.set_xticks(x)
-    ax.set_title(f"Do heads of a layer become more alike with depth? {trend.verdict()}", fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
-    return fig
+    null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])  # (P,)
+    p = float(((null <= within + 1e-12).sum() + 1) / (n_perm + 1))
+    return LayerClustering(within, between, p, n_perm)

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import numbers
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from attnlab.core.models import LoadedModel
+from attnlab.core.models import LoadedModel, NoAttentionError
 
 PRECISIONS = ("fp32", "int8", "bf16")
 
@@ -78,22 +79,31 @@ def attention_module_paths(m: LoadedModel) -> list[str]:
 def check_layers(m: LoadedModel, layers: Sequence[int] | int | None) -> list[int]:
     """Validate a selection of 0-based layers; ``None`` means all, an int ``k`` means ``0..k-1``.
 
+    Integers may be numpy integers (``np.int64`` from ``argmax``); bools are refused.
+
     Returns:
         The layers as a sorted list without duplicates.
+
+    Raises:
+        TypeError: neither None, an int nor a sequence of ints.
+        ValueError: a count outside ``1..n_layers``, an index out of range, an empty list.
     """
     if layers is None:
         return list(range(m.n_layers))
-    if isinstance(layers, int) and not isinstance(layers, bool):
-        if not 1 <= layers <= m.n_layers:
+    if isinstance(layers, bool):
+        raise TypeError("layers must be None, an int or a list of 0-based layer indices, got a bool")
+    if isinstance(layers, numbers.Integral):
+        count = int(layers)
+        if not 1 <= count <= m.n_layers:
             raise ValueError(
-                f"layers={layers} asks for the first {layers} layers, but this model has "
-                f"{m.n_layers}: use 1..{m.n_layers}, or a list of 0-based indices."
+                f"layers={count} asks for the first {count} layers, but an int here counts layers "
+                f"from the first: use 1..{m.n_layers} (this model has {m.n_layers}), or a list of "
+                "0-based indices such as [0, 1, 2, 3]."
             )
-        return list(range(layers))
-    try:
-        chosen = sorted({m.check_layer(int(l) if hasattr(l, "__index__") else l) for l in layers})
-    except TypeError as exc:
-        raise TypeError(f"layers must be None, an int or a list of 0-based layer indices ({exc})") from None
+        return list(range(count))
+    if isinstance(layers, str) or not isinstance(layers, Iterable):
+        raise TypeError(f"layers must be None, an int or a list of 0-based layer indices, got {layers!r}")
+    chosen = sorted({m.check_layer(l) for l in layers})
     if not chosen:
         raise ValueError("layers is empty: pass None for all layers, or e.g. [0, 1, 2, 3]")
     return chosen
@@ -209,8 +219,6 @@ def forward_maps(
             pass
     missing = [l for l in layers if l not in rec.maps]
     if missing or rec.maps[layers[0]] is None:
-        from attnlab.core.models import NoAttentionError
-
         raise NoAttentionError(
             f"no attention probabilities were recorded for layers {missing or layers} of {m.name}; "
             "the model must use eager attention (load it with attnlab.load_model)."

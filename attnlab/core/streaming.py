@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import torch
+from tqdm.auto import tqdm
 
+from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.fast import PRECISIONS, check_layers, encode_same_length, forward_maps
 from attnlab.core.models import LoadedModel
@@ -198,7 +200,7 @@ class MeanAttention:
         this score disagree, see :meth:`sharpness`.
         """
         self._need(1)
-        return _fixedness_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
+        return fixedness_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
 
     def sharpness(self) -> torch.Tensor:
         """``[layers, heads]``: how far the *mean* map is from uniform, ``1 - H(p̄) / ln n``
@@ -255,10 +257,11 @@ def _max_or_none(a: float | None, b: float | None) -> float | None:
 # --------------------------------------------------------------------------- the stream
 
 
-def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+def text_batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Consecutive lists of ``size`` texts (the last one may be shorter), read lazily from ``texts``."""
     it = iter(texts)
-    while chunk := list(itertools.islice(it, size)):
-        yield chunk
+    while batch := list(itertools.islice(it, size)):
+        yield batch
 
 
 def _check_text(text: object, index: int) -> str:
@@ -269,7 +272,21 @@ def _check_text(text: object, index: int) -> str:
     return text
 
 
-def _token_ids(m: LoadedModel, texts: list[str], start: int) -> list[list[int]]:
+def checked_token_ids(m: LoadedModel, texts: list[str], start: int = 0) -> list[list[int]]:
+    """Token ids (special tokens included, no padding) of a batch of texts, checked one by one.
+
+    Args:
+        m: the loaded model (its tokenizer and token limit).
+        texts: a batch of ``B`` strings.
+        start: index of ``texts[0]`` in the whole stream, so errors name the right text.
+
+    Returns:
+        ``B`` lists of token ids; their lengths may differ.
+
+    Raises:
+        TypeError: a text is not a string.
+        ValueError: a text is empty or longer than the model's limit.
+    """
     for k, t in enumerate(texts):
         _check_text(t, start + k)
     ids = m.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
@@ -282,9 +299,7 @@ def _token_ids(m: LoadedModel, texts: list[str], start: int) -> list[list[int]]:
     return ids
 
 
-def _progress(total: int | None, enabled: bool):
-    from tqdm.auto import tqdm
-
+def _progress(total: int | None, enabled: bool) -> tqdm:
     return tqdm(total=total, unit="queries", desc="mean attention", disable=not enabled, smoothing=0.1)
 
 
@@ -325,18 +340,19 @@ def mean_attention(
 
     Raises:
         ValueError: no texts, a text of another token length (without
-            ``bucket``), an empty or too long text, a bad layer, batch size,
-            tolerance or precision.
-        TypeError: a text is not a string.
+            ``bucket``), an empty or too long text, a layer out of range, a
+            batch size below 1, a tolerance not above 0, an unknown precision.
+        TypeError: a text is not a string; a batch size that is not an int
+            (``1.5``, ``None``, ``True``); a tolerance that is not a number
+            (``True`` is not 1).
     """
     if isinstance(texts, str):
         raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = check_positive_int(batch_size, "batch_size")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if tolerance is not None and not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive number (e.g. 1e-3), got {tolerance!r}")
+    if tolerance is not None:
+        tolerance = check_positive_number(tolerance, "tolerance")
     if tolerance is not None and bucket:
         raise ValueError("tolerance works on one length at a time: use bucket=False with same-length texts")
     chosen = check_layers(m, layers)
@@ -347,8 +363,8 @@ def mean_attention(
     first: tuple[int, str] | None = None  # (length, text) that fixes the length
     seen = 0
     with _progress(total, progress) as bar:
-        for chunk in _chunks(texts, batch_size):
-            ids = _token_ids(m, chunk, seen)
+        for chunk in text_batches(texts, batch_size):
+            ids = checked_token_ids(m, chunk, seen)
             for k, row in enumerate(ids):
                 n = len(row)
                 if first is None:
@@ -436,17 +452,11 @@ def sharded_mean_attention(
     (fixedness per layer, its trend with depth). Keyword arguments go to
     :func:`mean_attention` (``layers``, ``batch_size``, ``precision``).
     """
-    if not isinstance(shard_size, int) or shard_size < 2:
-        raise ValueError(f"shard_size must be an int >= 2, got {shard_size!r}")
-    from tqdm.auto import tqdm
-
-    it = iter(texts)
+    if check_positive_int(shard_size, "shard_size") < 2:
+        raise ValueError(f"shard_size must be at least 2 (a shard needs a variance), got {shard_size}")
     shards: list[MeanAttention] = []
-    with tqdm(unit="queries", desc="mean attention", disable=not progress) as bar:
-        while True:
-            chunk = list(itertools.islice(it, shard_size))
-            if not chunk:
-                break
+    with _progress(None, progress) as bar:
+        for chunk in text_batches(texts, int(shard_size)):
             shards.append(mean_attention(m, chunk, progress=False, **kwargs))
             bar.update(len(chunk))
     if not shards:
@@ -464,8 +474,12 @@ def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:
     return total
 
 
-def _fixedness_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Fixedness ``[..., L, H]`` from sums ``[..., L, H, n, n]``, ``[..., L, H, n]`` and counts ``[...]``."""
+def fixedness_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Fixedness ``[..., L, H]`` from sums of maps ``[..., L, H, n, n]``, sums of row entropies
+    ``[..., L, H, n]`` and counts ``[...]`` (see :meth:`MeanAttention.fixedness`).
+
+    The leading axes ``...`` let many accumulators (e.g. bootstrap resamples) go at once.
+    """
     c = count.reshape(*count.shape, 1, 1, 1)  # broadcasts over (L, H, n)
     mean = total / c[..., None]  # (..., L, H, n, n)
     h_of_mean = entropy(smooth(mean, ENTROPY_EPS))  # (..., L, H, n)

@@ -40,7 +40,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from attnlab.core.checks import check_positive_int
+from attnlab.core.models import LoadedModel
+
 LANGUAGES = ("zh", "en")
+
+#: Tokens per query used by the lessons in both languages (maps of 12 x 12 with [CLS] and [SEP]).
+DEFAULT_N_TOKENS = 10
 
 # --------------------------------------------------------------------------- Chinese lexicon
 
@@ -251,9 +257,7 @@ class QueryGenerator:
                  tokenizer: Any = None, max_tries: int = 10_000) -> None:
         if language not in LANGUAGES:
             raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
-        if not isinstance(n_tokens, int) or isinstance(n_tokens, bool) or n_tokens < 1:
-            raise ValueError(f"n_tokens must be a positive int (tokens per query, without [CLS]/[SEP]), "
-                             f"got {n_tokens!r}")
+        n_tokens = check_positive_int(n_tokens, "n_tokens (tokens per query, without [CLS]/[SEP])")
         self.language, self.n_tokens, self.seed = language, n_tokens, seed
         self.tokenizer, self.max_tries = tokenizer, max_tries
         self.produced = self.duplicates = self.wrong_length = 0
@@ -373,18 +377,20 @@ def _good_lengths(language: str) -> str:
     return "9 and 14" if language == "zh" else "7 and 13"
 
 
-def default_length(language: str) -> int:
-    """Tokens per query used by the lessons (10 in both languages: maps of 12 x 12)."""
-    return 10
-
-
-def same_length_queries(m: Any, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
+def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
     """A generator of ``n`` distinct queries in ``m``'s language, verified with its tokenizer.
+
+    Args:
+        m: the model whose language and tokenizer decide the queries.
+        n: how many queries.
+        n_tokens: tokens per query without [CLS]/[SEP] (default :data:`DEFAULT_N_TOKENS`).
+        seed: the generator's seed.
 
     Lazy: nothing is materialised, so it can feed :func:`attnlab.mean_attention`
     directly. Raises ValueError (when exhausted) if fewer than ``n`` exist.
     """
-    n_tokens = default_length(m.language) if n_tokens is None else n_tokens
+    n = check_positive_int(n, "n (number of queries)")
+    n_tokens = DEFAULT_N_TOKENS if n_tokens is None else n_tokens
     gen = QueryGenerator(m.language, n_tokens, seed=seed, tokenizer=m.tokenizer)
     count = 0
     for text in itertools.islice(iter(gen), n):

@@ -1,6 +1,6 @@
 """Mean attention maps data-parallel: many processes, one exact result.
 
-The accumulator of :mod:`attnlab.analysis.fixedness` holds sums and a count, so the
+The accumulator of :mod:`attnlab.core.streaming` holds sums and a count, so the
 mean over all queries is the sum of the shards' sums divided by the sum of
 their counts. Under ``torchrun`` each process (rank) takes every
 ``world_size``-th query of the file, accumulates its shard, and
@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import torch
+import torch.distributed as dist
 
-from attnlab.core.streaming import MeanAttention, mean_attention
 from attnlab.core.fast import check_layers
+from attnlab.core.models import load_model
+from attnlab.core.streaming import MeanAttention, mean_attention
 
 
 def world() -> tuple[int, int]:
@@ -62,8 +64,7 @@ def parse_layers(spec: str | None) -> list[int] | None:
 
 
 def _all_reduce(acc: MeanAttention) -> MeanAttention:
-    import torch.distributed as dist
-
+    """Add the sums and counts of every rank in place (float64); the deviation takes the largest."""
     device = torch.device("cuda") if dist.get_backend() == "nccl" else torch.device("cpu")
     for name in ("total", "total_sq", "entropy_total"):
         t = getattr(acc, name).to(device)
@@ -94,10 +95,6 @@ def distributed_mean_attention(
     Works alone (one process) and under torchrun. Rank 0 writes ``out`` and
     returns the combined result; other ranks return None.
     """
-    import torch.distributed as dist
-
-    from attnlab.core.models import load_model
-
     rank, world_size = world()
     m = load_model(model, verbose=rank == 0)
     use_cuda = world_size > 1 and torch.cuda.is_available()

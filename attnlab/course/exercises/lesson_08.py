@@ -13,6 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from attnlab.core.config import pick
+from attnlab.core.extract import attention
+from attnlab.core.models import LoadedModel
+from attnlab.core.streaming import MeanAttention, mean_attention
+from attnlab.data.querygen import same_length_queries
+
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 __all__ = [
@@ -21,16 +27,12 @@ __all__ = [
     "check_most_fixed_layer", "solution_most_fixed_layer",
 ]
 
-_DEFAULT: dict[str, Any] = {}
+_DEFAULT: dict[str, MeanAttention] = {}
 
 
-def _default_result(m: Any):
+def _default_result(m: LoadedModel) -> MeanAttention:
     """A small mean over same-length queries, cached per model (when the notebook passes none)."""
     if m.name not in _DEFAULT:
-        from attnlab.core.streaming import mean_attention
-        from attnlab.core.config import pick
-        from attnlab.data.querygen import same_length_queries
-
         _DEFAULT[m.name] = mean_attention(m, same_length_queries(m, pick(2000, 150)), progress=False)
     return _DEFAULT[m.name]
 
@@ -38,17 +40,14 @@ def _default_result(m: Any):
 # --------------------------------------------------------------------------- 1. one cell by brute force
 
 
-def solution_mean_cell(m: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> float:
+def solution_mean_cell(m: LoadedModel, texts: Sequence[str], layer: int = 0, head: int = 0) -> float:
     """Mean over ``texts`` of the weight from [CLS] (row 0) to [SEP] (last column) in one head."""
-    from attnlab.core.extract import attention
-
-    m.check_layer(layer)
-    m.check_head(head)
+    layer, head = m.check_layer(layer), m.check_head(head)
     att = attention(m, list(texts))
     return float(sum(att.head(i, layer, head)[0, -1] for i in range(len(att))) / len(att))
 
 
-def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Feedback:
+def check_mean_cell(m: LoadedModel, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Feedback:
     """Is ``answer`` the mean [CLS]->[SEP] weight of ``(layer, head)`` over ``texts``?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -60,21 +59,29 @@ def check_mean_cell(m: Any, answer: Any, texts: Sequence[str], layer: int = 0, h
 # --------------------------------------------------------------------------- 2. fixedness by hand
 
 
-def solution_fixedness_by_hand(m: Any, layer: int, head: int, result: Any = None) -> float:
+def _position_of(res: MeanAttention, layer: int) -> int:
+    """Where model layer ``layer`` sits along ``res``'s first axis; a clear error if it was not averaged."""
+    if layer not in res.layers:
+        raise ValueError(f"layer {layer} was not averaged in this result (its layers are {res.layers})")
+    return res.layers.index(layer)
+
+
+def solution_fixedness_by_hand(m: LoadedModel, layer: int, head: int, result: MeanAttention | None = None) -> float:
     """``1 - (H(mean map) - mean H(individual maps)) / ln n``, entropies averaged over rows."""
     res = result if result is not None else _default_result(m)
-    l = res.layers.index(m.check_layer(layer))
-    m.check_head(head)
+    l = _position_of(res, m.check_layer(layer))
+    head = m.check_head(head)
     gap = res.entropy_of_mean()[l, head] - res.mean_entropy()[l, head]
     return float(1 - gap / math.log(res.length))
 
 
-def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: Any = None) -> Feedback:
+def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
+                            result: MeanAttention | None = None) -> Feedback:
     """Is ``answer`` the fixedness of ``(layer, head)``, as ``result.fixedness()`` defines it?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
     res = result if result is not None else _default_result(m)
-    l = res.layers.index(m.check_layer(layer))
+    l = _position_of(res, m.check_layer(layer))
     truth = float(res.fixedness()[l, m.check_head(head)])
     return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your fixedness",
                         hint="1 - (result.entropy_of_mean() - result.mean_entropy()) / ln(n) for that head, "
@@ -84,14 +91,14 @@ def check_fixedness_by_hand(m: Any, answer: Any, layer: int, head: int, result: 
 # --------------------------------------------------------------------------- 3. the most fixed layer
 
 
-def solution_most_fixed_layer(m: Any, result: Any = None) -> int:
+def solution_most_fixed_layer(m: LoadedModel, result: MeanAttention | None = None) -> int:
     """0-based layer with the highest mean fixedness over its heads."""
     res = result if result is not None else _default_result(m)
     per_layer = res.fixedness().mean(dim=1)
     return int(res.layers[int(per_layer.argmax())])
 
 
-def check_most_fixed_layer(m: Any, answer: Any, result: Any = None) -> Feedback:
+def check_most_fixed_layer(m: LoadedModel, answer: Any, result: MeanAttention | None = None) -> Feedback:
     """Is ``answer`` (0-based) the layer whose heads are, on average, the most fixed?"""
     if answer is None:
         return Feedback(False, _NOT_YET)

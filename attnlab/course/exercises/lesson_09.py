@@ -14,6 +14,12 @@ from typing import Any
 
 import torch
 
+from attnlab.analysis.diversity import DepthTrend, HeadDistances, depth_trend, head_distances
+from attnlab.core.config import pick
+from attnlab.core.models import LoadedModel
+from attnlab.course.claims.diversity import verdict_more_alike_with_depth
+from attnlab.data.querygen import same_length_queries
+
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 __all__ = [
@@ -22,15 +28,12 @@ __all__ = [
     "check_trend_verdict", "solution_trend_verdict",
 ]
 
-_DEFAULT: dict[str, Any] = {}
+_DEFAULT: dict[str, HeadDistances] = {}
 
 
-def _default_distances(m: Any):
+def _default_distances(m: LoadedModel) -> HeadDistances:
+    """Head distances over a few same-length queries, cached per model (when the notebook passes none)."""
     if m.name not in _DEFAULT:
-        from attnlab.core.config import pick
-        from attnlab.analysis.diversity import head_distances
-        from attnlab.data.querygen import same_length_queries
-
         _DEFAULT[m.name] = head_distances(m, same_length_queries(m, pick(500, 40)), progress=False)
     return _DEFAULT[m.name]
 
@@ -38,7 +41,7 @@ def _default_distances(m: Any):
 # --------------------------------------------------------------------------- 1. closest pair
 
 
-def solution_closest_pair(m: Any, hd: Any = None) -> tuple[tuple[int, int], tuple[int, int]]:
+def solution_closest_pair(m: LoadedModel, hd: HeadDistances | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
     """The two distinct heads ``((layer, head), (layer, head))`` (0-based) with the smallest distance."""
     hd = hd if hd is not None else _default_distances(m)
     d = hd.distance.clone()
@@ -48,7 +51,7 @@ def solution_closest_pair(m: Any, hd: Any = None) -> tuple[tuple[int, int], tupl
     return tuple(sorted((labels[a], labels[b])))  # type: ignore[return-value]
 
 
-def check_closest_pair(m: Any, answer: Any, hd: Any = None) -> Feedback:
+def check_closest_pair(m: LoadedModel, answer: Any, hd: HeadDistances | None = None) -> Feedback:
     """Is ``answer`` the closest pair of heads, e.g. ``((3, 1), (4, 7))`` (order does not matter)?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -65,16 +68,19 @@ def check_closest_pair(m: Any, answer: Any, hd: Any = None) -> Feedback:
 # --------------------------------------------------------------------------- 2. dispersion
 
 
-def solution_dispersion(m: Any, layer: int, hd: Any = None) -> float:
+def solution_dispersion(m: LoadedModel, layer: int, hd: HeadDistances | None = None) -> float:
     """Mean distance over the head pairs of one layer, from ``hd.distance``."""
     hd = hd if hd is not None else _default_distances(m)
-    i = hd.layers.index(m.check_layer(layer))
+    layer = m.check_layer(layer)
+    if layer not in hd.layers:
+        raise ValueError(f"layer {layer} is not among these distances' layers {hd.layers}")
+    i = hd.layers.index(layer)
     h = hd.n_heads
     block = hd.distance[i * h:(i + 1) * h, i * h:(i + 1) * h]
     return float(block.sum() / (h * (h - 1)))
 
 
-def check_dispersion(m: Any, answer: Any, layer: int, hd: Any = None) -> Feedback:
+def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances | None = None) -> Feedback:
     """Is ``answer`` the within-layer dispersion of ``layer`` (0-based)?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -87,16 +93,14 @@ def check_dispersion(m: Any, answer: Any, layer: int, hd: Any = None) -> Feedbac
 # --------------------------------------------------------------------------- 3. the verdict
 
 
-def solution_trend_verdict(m: Any, trend: Any = None) -> str:
-    """``trend.verdict()`` of :func:`attnlab.analysis.diversity.depth_trend`."""
+def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None) -> str:
+    """The verdict word of :func:`attnlab.course.claims.diversity.verdict_more_alike_with_depth`."""
     if trend is None:
-        from attnlab.analysis.diversity import depth_trend
-
         trend = depth_trend(_default_distances(m), n_boot=300)
-    return trend.verdict()
+    return verdict_more_alike_with_depth(trend).verdict
 
 
-def check_trend_verdict(m: Any, answer: Any, trend: Any = None) -> Feedback:
+def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = None) -> Feedback:
     """Is ``answer`` ("holds", "does not hold" or "cannot tell") the verdict of this run?"""
     if answer is None:
         return Feedback(False, _NOT_YET)

@@ -11,16 +11,17 @@ import torch
 from scipy.stats import entropy as scipy_entropy
 
 import attnlab as al
-from attnlab.core.streaming import ENTROPY_EPS, MeanAttention
-from attnlab.tools.testing import _EN_WORDS
+from attnlab.core.streaming import (
+    ENTROPY_EPS,
+    MeanAttention,
+    checked_token_ids,
+    fixedness_from_sums,
+    merge_all,
+    sharded_mean_attention,
+    text_batches,
+)
 
-WORDS = [w for w in _EN_WORDS if w not in ("a", "i")]
-
-
-def same_length_texts(n: int, words: int = 5, seed: int = 0) -> list[str]:
-    """Texts of ``words`` single-token words of the tiny English vocabulary."""
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(words)) for _ in range(n)]
+from same_length import WORDS, same_length_texts
 
 
 def brute(m, texts):
@@ -200,19 +201,39 @@ def test_save_and_load_round_trip(tiny_en, tmp_path):
     torch.testing.assert_close(back.var, res.var)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(texts=[]), ValueError),
-    (dict(texts="how do you play chess"), TypeError),
-    (dict(texts=["how do you", ""]), ValueError),
-    (dict(texts=["how do you", 3]), TypeError),
-    (dict(texts=["how do you"], precision="fp8"), ValueError),
-    (dict(texts=["how do you"], layers=[5]), ValueError),
-    (dict(texts=["how do you"], batch_size=0), ValueError),
-    (dict(texts=["how do you"], tolerance=-1), ValueError),
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(texts=[]), ValueError, "texts is empty"),
+    (dict(texts="how do you play chess"), TypeError, "not one string"),
+    (dict(texts=["how do you", ""]), ValueError, "text 1 is empty"),
+    (dict(texts=["how do you", 3]), TypeError, "text 1 is int"),
+    (dict(texts=["how do you"], precision="fp8"), ValueError, "precision"),
+    (dict(texts=["how do you"], layers=[5]), ValueError, "layer index 5 is out of range"),
+    (dict(texts=["how do you"], layers=-1), ValueError, "use 1..2"),
+    (dict(texts=["how do you"], layers=0), ValueError, "use 1..2"),
+    (dict(texts=["how do you"], layers=True), TypeError, "bool"),
+    (dict(texts=["how do you"], layers="0-1"), TypeError, "layers must be"),
+    (dict(texts=["how do you"], batch_size=0), ValueError, "batch_size must be at least 1"),
+    (dict(texts=["how do you"], batch_size=1.5), TypeError, "batch_size must be a positive int"),
+    (dict(texts=["how do you"], batch_size=None), TypeError, "batch_size must be a positive int"),
+    (dict(texts=["how do you"], batch_size=True), TypeError, "batch_size must be a positive int"),
+    (dict(texts=["how do you"], tolerance=-1), ValueError, "tolerance must be greater than 0"),
+    (dict(texts=["how do you"], tolerance=0), ValueError, "tolerance must be greater than 0"),
+    (dict(texts=["how do you"], tolerance=True), TypeError, "tolerance must be a number"),
+    (dict(texts=["how do you"], tolerance="1e-3"), TypeError, "tolerance must be a number"),
 ])
-def test_bad_input_is_a_clear_error(tiny_en, kwargs, error):
-    with pytest.raises(error):
+def test_bad_input_is_a_clear_error(tiny_en, kwargs, error, message):
+    with pytest.raises(error, match=message):
         al.mean_attention(tiny_en, progress=False, **kwargs)
+
+
+def test_numpy_integers_are_accepted(tiny_en):
+    texts = same_length_texts(5, seed=15)
+    ref = al.mean_attention(tiny_en, texts, batch_size=2, layers=[1], progress=False)
+    res = al.mean_attention(tiny_en, texts, batch_size=np.int64(2), layers=[np.int64(1)], progress=False)
+    assert res.layers == [1] and isinstance(res.layers[0], int)
+    torch.testing.assert_close(res.mean, ref.mean, atol=0, rtol=0)
+    first = al.mean_attention(tiny_en, texts, layers=np.int64(1), tolerance=np.float32(1e-9), progress=False)
+    assert first.layers == [0] and first.count == 5
 
 
 def test_variance_needs_two_texts(tiny_en):
@@ -222,43 +243,42 @@ def test_variance_needs_two_texts(tiny_en):
         res.var
 
 
-def _synthetic_shards(n_shards=6, per_shard=60, vary=(0.8, 0.4, 0.0), seed=0):
-    """Layer l: each query's map is a random one-hot map with probability vary[l], else a fixed map."""
-    gen = torch.Generator().manual_seed(seed)
-    n, heads = 6, 12
-    fixed_map = torch.softmax(torch.randn(len(vary), heads, n, n, generator=gen) * 3, dim=-1)
-    shards = []
-    for _ in range(n_shards):
-        acc = MeanAttention.empty(len(vary), heads, n)
-        picks = torch.randint(0, n, (per_shard, len(vary), heads, n), generator=gen)
-        random_maps = torch.nn.functional.one_hot(picks, n).float()
-        use_random = torch.rand(per_shard, len(vary), heads, 1, 1, generator=gen) < torch.tensor(vary).view(1, -1, 1, 1, 1)
-        acc.add(torch.where(use_random, random_maps, fixed_map.expand(per_shard, -1, -1, -1, -1)))
-        shards.append(acc)
-    return shards
+def test_text_batches_keep_order_and_a_short_last_batch():
+    batches = list(text_batches((str(i) for i in range(7)), 3))
+    assert batches == [["0", "1", "2"], ["3", "4", "5"], ["6"]]
+    assert list(text_batches([], 3)) == []
 
 
-def test_bootstrap_of_shards_brackets_the_whole():
-    from attnlab.analysis.fixedness import bootstrap_fixedness
-    from attnlab.core.streaming import merge_all
-
-    shards = _synthetic_shards()
-    whole = merge_all(shards).fixedness()
-    boots = bootstrap_fixedness(shards, n_boot=200)
-    assert boots.shape == (200, 3, 12)
-    assert torch.all(boots.quantile(0.01, dim=0) <= whole + 1e-9)
-    assert torch.all(whole <= boots.quantile(0.99, dim=0) + 1e-9)
+def test_checked_token_ids_name_the_bad_text(tiny_en):
+    ids = checked_token_ids(tiny_en, ["how do you", "play"])
+    assert [len(row) for row in ids] == [5, 3]
+    assert ids[0][0] == tiny_en.tokenizer.cls_token_id and ids[0][-1] == tiny_en.tokenizer.sep_token_id
+    with pytest.raises(ValueError, match="text 11 is empty"):
+        checked_token_ids(tiny_en, ["how", " "], start=10)
+    with pytest.raises(ValueError, match="text 1 .* more than this model's limit"):
+        checked_token_ids(tiny_en, ["how", " ".join(["play"] * (tiny_en.max_tokens + 5))])
 
 
-def test_fixedness_report_verdicts_on_synthetic_heads():
-    from attnlab.analysis.fixedness import fixedness_report
+def test_shards_add_up_to_the_whole(tiny_en):
+    texts = same_length_texts(17, seed=16)
+    shards = sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4)
+    assert [s.count for s in shards] == [5, 5, 5, 2]
+    whole = merge_all(shards)
+    ref = brute(tiny_en, texts)
+    torch.testing.assert_close(whole.mean, ref.mean(dim=0), atol=1e-6, rtol=0)
+    torch.testing.assert_close(whole.var, ref.var(dim=0), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="at least 2"):
+        sharded_mean_attention(tiny_en, texts, 1, progress=False)
+    with pytest.raises(ValueError, match="nothing to merge"):
+        merge_all([])
 
-    rep = fixedness_report(_synthetic_shards(), n_boot=200)
-    v = rep.verdicts()
-    assert v["patterns more fixed with depth"] == "holds"
-    assert v["last layer: all heads fixed"] == "holds"
-    assert rep.per_layer[0] < rep.per_layer[1] < rep.per_layer[2]
-    growing = fixedness_report(_synthetic_shards(vary=(0.0, 0.4, 0.8)), n_boot=200).verdicts()
-    assert growing["patterns more fixed with depth"] == "does not hold"
-    assert growing["last layer: all heads fixed"] == "does not hold"
-    assert "patterns get more fixed with depth" in rep.summary()
+
+def test_fixedness_from_sums_broadcasts_over_leading_axes():
+    gen = torch.Generator().manual_seed(3)
+    maps = torch.softmax(torch.randn(3, 10, 1, 2, 5, 5, generator=gen) * 2, dim=-1)  # 3 groups of 10 maps
+    accs = [MeanAttention.empty(1, 2, 5).add(maps[g]) for g in range(3)]
+    stacked = fixedness_from_sums(torch.stack([a.total for a in accs]),
+                                  torch.stack([a.entropy_total for a in accs]),
+                                  torch.tensor([10.0, 10.0, 10.0], dtype=torch.float64))  # (3, 1, 2)
+    for g, acc in enumerate(accs):
+        torch.testing.assert_close(stacked[g], acc.fixedness(), atol=1e-12, rtol=0)

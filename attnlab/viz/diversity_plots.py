@@ -1,0 +1,51 @@
+"""Lesson 09's figures: heads embedded by MDS, and the within-layer dispersion per layer."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnlab.analysis.diversity import DepthTrend, HeadDistances
+
+
+def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
+    """Clark et al.'s picture: every head as a point (2-D MDS), coloured by layer.
+
+    Args:
+        hd: head distances (``K = layers x heads`` heads, layer-major).
+        xy: ``[K, 2]`` coordinates from :meth:`HeadDistances.mds`; computed when None.
+    """
+    xy = hd.mds(seed) if xy is None else xy  # (K, 2)
+    colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(hd.layers)))
+    fig, ax = plt.subplots(figsize=(6.2, 5.2))
+    for i, layer in enumerate(hd.layers):
+        rows = slice(i * hd.n_heads, (i + 1) * hd.n_heads)
+        ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=f"layer {layer + 1}", s=28,
+                   edgecolor="black", linewidth=0.3)
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    ax.set_title(f"Heads embedded by MDS of their JS distances ({hd.count} queries)", fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_dispersion(trend: DepthTrend):
+    """Within-layer dispersion per layer with its bootstrap interval, and the fitted slope."""
+    x = np.asarray(trend.layers) + 1  # 1-based layers
+    d = trend.dispersion
+    estimate = np.asarray(d.estimate)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.errorbar(x, estimate, yerr=[estimate - d.low, d.high - estimate],
+                fmt="o-", capsize=3, label=f"dispersion ({d.level:.0%} bootstrap interval)")
+    s = trend.slope
+    fit = estimate.mean() + s.estimate * (x - x.mean())
+    ax.plot(x, fit, "--", color="grey",
+            label=f"slope {s.estimate:+.3f} per layer [{s.low:+.3f}, {s.high:+.3f}]")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("mean JS distance between heads of the layer")
+    ax.set_xticks(x)
+    ax.set_title("Do heads of a layer become more alike with depth?", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
