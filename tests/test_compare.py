@@ -1,4 +1,4 @@
-"""Map similarity in position and token space, bootstrap intervals, follower labels."""
+"""Map similarity in position and token space, per-head intervals, follower labels."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from attnlab.analysis import compare, perturb
+import attnlab as al
+
+from attnlab.analysis import compare, perturb, stats
 from attnlab.data import corpus
 
 
@@ -95,21 +97,40 @@ def test_synthetic_positional_and_content_heads_are_classified():
     assert study.top_sensitive("both", "position", k=1)[0].head == 1
 
 
-def test_bootstrap_mean():
+def test_study_intervals_are_the_stats_bootstrap():
+    """similarity / sensitivity / follower_gap are stats.bootstrap_mean of the right per-query values."""
     rng = np.random.default_rng(1)
-    values = rng.normal(size=(200, 2, 3))
-    iv = compare.bootstrap_mean(values, n_boot=500)
-    assert np.allclose(iv.mean, values.mean(axis=0))
-    assert (iv.lo < iv.mean).all() and (iv.mean < iv.hi).all()
-    # a 95% interval of a mean is about +-1.96 standard errors
-    se = values.std(axis=0, ddof=1) / np.sqrt(200)
-    assert np.allclose(iv.hi - iv.lo, 2 * 1.96 * se, rtol=0.25)
-    const = compare.bootstrap_mean(np.ones((10, 2)))
-    assert np.allclose(const.lo, 1) and np.allclose(const.hi, 1)
-    with_nan = np.vstack([values[:, 0, 0:1], [[np.nan]]])
-    assert compare.bootstrap_mean(with_nan).n == 200
-    with pytest.raises(ValueError):
-        compare.bootstrap_mean(np.zeros((0, 3)))
+    pos = rng.uniform(0.5, 1.0, size=(40, 2, 3))
+    tok = rng.uniform(0.5, 1.0, size=(40, 2, 3))
+    pos[7] = np.nan  # a skipped query
+    tok[7] = np.nan
+    study = compare.PerturbationStudy({"both": pos}, {"both": tok}, ["q"] * 40, {"both": ["q"] * 40})
+    sens = study.sensitivity("both", "token", n_boot=300, seed=4)
+    want = stats.bootstrap_mean(1.0 - tok, n_boot=300, seed=4)
+    assert isinstance(sens, stats.Interval) and sens.n == 39
+    np.testing.assert_allclose(sens.estimate, 1.0 - np.delete(tok, 7, axis=0).mean(axis=0))
+    np.testing.assert_allclose(sens.low, want.low)
+    np.testing.assert_allclose(sens.high, want.high)
+    np.testing.assert_allclose(study.similarity("both").estimate, np.delete(pos, 7, axis=0).mean(axis=0))
+    np.testing.assert_allclose(study.follower_gap("both").estimate, np.delete(pos - tok, 7, axis=0).mean(axis=0))
+    np.testing.assert_allclose(study.unchanged(), np.delete(pos, 7, axis=0).mean(axis=0))
+
+
+def test_top_heads_and_report():
+    est = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.5]])
+    iv = stats.Interval(est, est - 0.05, est + 0.05)
+    top = compare.top_heads(iv, 2)
+    assert [(t.layer, t.head) for t in top] == [(1, 0), (0, 1)]
+    assert str(top[0]) == "L2 H1: 0.900 [0.850, 0.950]"
+    low = compare.top_heads(iv, 1, largest=False)[0]
+    assert (low.layer, low.head, low.value) == (0, 0, pytest.approx(0.1))
+    report = compare.heads_report(iv, np.int64(1), [0, 1], "change").splitlines()
+    assert report[0].strip() == "L2 H1: change 0.900 [0.850, 0.950], rank 1 of 3 in its layer"
+    assert report[1].endswith("rank 3 of 3 in its layer")
+    with pytest.raises(ValueError, match="out of range"):
+        compare.heads_report(iv, 2, [0], "change")
+    with pytest.raises(ValueError, match="layers, heads"):
+        compare.top_heads(stats.Interval(np.zeros(3), np.zeros(3), np.zeros(3)))
 
 
 def test_bad_inputs():
@@ -124,8 +145,6 @@ def test_bad_inputs():
 
 
 def test_study_on_tiny_model_matches_direct_computation(tiny_zh):
-    import attnlab as al
-
     qs = corpus.queries("zh", 5, seed=2)
     study = compare.perturbation_study(tiny_zh, qs, chunk=2)
     assert study.values("both").shape == (5, tiny_zh.n_layers, tiny_zh.n_heads)
@@ -141,9 +160,8 @@ def test_study_on_tiny_model_matches_direct_computation(tiny_zh):
     expect_tok = _scipy_similarity(a[layer, head][np.ix_(perm, perm)], b[layer, head])
     assert study.values("syntactic", "position")[3, layer, head] == pytest.approx(expect_pos, abs=1e-5)
     assert study.values("syntactic", "token")[3, layer, head] == pytest.approx(expect_tok, abs=1e-5)
-    verdict = compare.verdict_few_heads_change(study, n_boot=50)
-    assert verdict.verdict in ("holds", "does not hold", "cannot tell")
-    assert "share" in str(verdict)
+    with pytest.raises(ValueError, match="chunk"):
+        compare.perturbation_study(tiny_zh, qs, chunk=0)
 
 
 def test_example_maps_and_chosen_layer(tiny_en):

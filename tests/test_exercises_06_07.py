@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from attnlab.analysis import compare
+from attnlab.analysis.position import position_study
 from attnlab.data import corpus
 from attnlab.course.exercises import lesson_06 as ex6
 from attnlab.course.exercises import lesson_07 as ex7
@@ -35,7 +37,7 @@ def test_token_permutation_exercise(tiny_zh):
 
 
 def test_sensitive_head_and_share(tiny_zh, study_zh):
-    sens = study_zh.sensitivity("lexical", "position").mean
+    sens = study_zh.sensitivity("lexical", "position").estimate
     layer, head = np.unravel_index(int(np.argmax(sens)), sens.shape)
     assert ex6.check_most_sensitive_head(tiny_zh, (int(layer), int(head)), study=study_zh)
     assert not ex6.check_most_sensitive_head(tiny_zh, "L1H1", study=study_zh)
@@ -45,8 +47,6 @@ def test_sensitive_head_and_share(tiny_zh, study_zh):
 
 
 def test_lesson_07_checkers(tiny_en):
-    import torch
-
     emb = tiny_en.model.embeddings
     enc = tiny_en.encode(["how do you play chess"])
     with torch.no_grad():
@@ -58,9 +58,7 @@ def test_lesson_07_checkers(tiny_en):
     assert ex7.check_order_matters(tiny_en, False)
     assert not ex7.check_order_matters(tiny_en, True)
     assert not ex7.check_order_matters(tiny_en, "no")
-    from attnlab.analysis.position import position_change
-
-    study = position_change(tiny_en, corpus.texts("en", 5))
+    study = position_study(tiny_en, corpus.texts("en", 5))
     change = 1 - study.similarity.mean(axis=0)
     layer, head = np.unravel_index(int(np.argmax(change)), change.shape)
     assert ex7.check_most_position_dependent_head(tiny_en, (layer, head), study=study)

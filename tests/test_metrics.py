@@ -11,7 +11,7 @@ import torch
 from scipy.stats import entropy as scipy_entropy
 
 import attnlab as al
-from attnlab.analysis.head_stats import empty_sums, head_stats, head_stats_for, head_sums, is_punctuation
+from attnlab.analysis.head_stats import empty_sums, head_stats, head_stats_of, head_sums, is_punctuation
 
 EPS = 1e-4
 
@@ -44,7 +44,7 @@ ROWS = sum(LENGTHS)
 
 def test_pure_diagonal():
     maps, lengths = one_head(lambda n: np.eye(n), LENGTHS)
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     assert s.self_mass[0, 0] == pytest.approx(1.0)
     assert s.prev_mass[0, 0] == pytest.approx(0.0) and s.next_mass[0, 0] == pytest.approx(0.0)
     assert s.confidence[0, 0] == pytest.approx(1.0)
@@ -63,7 +63,7 @@ def test_pure_cls_column():
         return a
 
     maps, lengths = one_head(cls, LENGTHS)
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     assert s.cls_mass[0, 0] == pytest.approx(1.0)
     assert s.sep_mass[0, 0] == pytest.approx(0.0)
     assert s.self_mass[0, 0] == pytest.approx(len(LENGTHS) / ROWS)  # row 0 of each text
@@ -75,7 +75,7 @@ def test_pure_cls_column():
 
 def test_uniform_rows():
     maps, lengths = one_head(lambda n: np.full((n, n), 1 / n), LENGTHS)
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     want = sum(n * math.log(n) for n in LENGTHS) / ROWS
     assert s.entropy[0, 0] == pytest.approx(want, rel=1e-6)
     assert s.uniform_entropy[0, 0] == pytest.approx(want, rel=1e-9)
@@ -91,7 +91,7 @@ def test_shifted_diagonal_previous_token():
         return a
 
     maps, lengths = one_head(prev, LENGTHS)
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     assert s.prev_mass[0, 0] == pytest.approx((ROWS - len(LENGTHS)) / ROWS)
     assert s.next_mass[0, 0] == pytest.approx(0.0)
     assert s.argmax_offset[0, 0] == -1
@@ -106,7 +106,7 @@ def test_next_token_stops_at_real_end():
         return a
 
     maps, lengths = one_head(nxt, LENGTHS)
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     assert s.next_mass[0, 0] == pytest.approx((ROWS - len(LENGTHS)) / ROWS)
     assert s.argmax_offset[0, 0] == 1
 
@@ -168,7 +168,7 @@ def test_matches_brute_force_with_padding_tokens_and_pairs():
     rng = np.random.default_rng(0)
     per_text = [random_maps(rng, len(t)) for t in TOKS]
     maps, lengths = pad(per_text)
-    s = head_stats(maps, lengths=lengths, tokens=TOKS, segments=SEGS)
+    s = head_stats_of(maps, lengths=lengths, tokens=TOKS, segments=SEGS)
     ref = brute_force(per_text, TOKS, SEGS)
     for name, key in [("self_mass", "self"), ("prev_mass", "prev"), ("next_mass", "next"),
                       ("cls_mass", "cls"), ("sep_mass", "sep"), ("punct_mass", "punct"),
@@ -182,8 +182,8 @@ def test_sep_found_by_position_in_pairs_without_tokens():
     rng = np.random.default_rng(1)
     per_text = [random_maps(rng, len(t)) for t in TOKS]
     maps, lengths = pad(per_text)
-    by_name = head_stats(maps, lengths=lengths, tokens=TOKS, segments=SEGS)
-    by_position = head_stats(maps, lengths=lengths, segments=SEGS)
+    by_name = head_stats_of(maps, lengths=lengths, tokens=TOKS, segments=SEGS)
+    by_position = head_stats_of(maps, lengths=lengths, segments=SEGS)
     np.testing.assert_allclose(by_position.cls_mass, by_name.cls_mass, rtol=1e-6)
     np.testing.assert_allclose(by_position.sep_mass, by_name.sep_mass, rtol=1e-6)
     assert np.isnan(by_position.punct_mass).all()
@@ -191,14 +191,14 @@ def test_sep_found_by_position_in_pairs_without_tokens():
 
 def test_no_pairs_means_no_segment_mass():
     maps, lengths = one_head(lambda n: np.eye(n), [3, 4])
-    assert np.isnan(head_stats(maps, lengths=lengths).segment_mass).all()
+    assert np.isnan(head_stats_of(maps, lengths=lengths).segment_mass).all()
 
 
 def test_streaming_sums_equal_one_shot():
     rng = np.random.default_rng(2)
     per_text = [random_maps(rng, n) for n in [4, 9, 6, 2, 7]]
     maps, lengths = pad(per_text)
-    whole = head_stats(maps, lengths=lengths)
+    whole = head_stats_of(maps, lengths=lengths)
     total = empty_sums(2, 3)
     for part in ([0, 1], [2], [3, 4]):
         sub, sub_len = pad([per_text[i] for i in part])  # each batch padded to its own length
@@ -214,37 +214,43 @@ def test_streaming_sums_equal_one_shot():
 def test_attention_object_and_streaming_over_a_model(tiny_en):
     texts = ["how do you play chess", "the game is good .", "what", "learn the rules of chess , fast"]
     att = al.attention(tiny_en, texts)
-    one_shot = head_stats(att)
-    streamed = head_stats_for(tiny_en, texts, batch_size=2)
+    one_shot = head_stats_of(att)
+    streamed = head_stats(tiny_en, texts, batch_size=2)
     for name in ["self_mass", "cls_mass", "sep_mass", "punct_mass", "entropy", "confidence"]:
         np.testing.assert_allclose(getattr(streamed, name), getattr(one_shot, name), rtol=1e-4, atol=1e-6)
     assert one_shot.shape == (tiny_en.n_layers, tiny_en.n_heads)
     assert one_shot.punct_mass.min() > 0  # "." and "," are in the texts
+    with pytest.raises(TypeError, match="head_stats_of"):
+        head_stats(att, texts)  # maps go to head_stats_of, a model to head_stats
 
 
 def test_table_and_dict():
     maps, lengths = one_head(lambda n: np.eye(n), [3])
-    s = head_stats(maps, lengths=lengths)
+    s = head_stats_of(maps, lengths=lengths)
     assert "L1 H1" in s.table()
-    d = s.as_dict()
-    assert d["self_mass"] == [[pytest.approx(1.0)]] and d["n_rows"] == 3
+    assert s.n_rows == 3 and s.n_texts == 1
     assert s.head(0, 0)["confidence"] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="0-based"):
+    assert s.head(np.int64(0), np.int64(0))["self_mass"] == pytest.approx(1.0)  # numpy indices (from argmax)
+    with pytest.raises(ValueError, match="out of range"):
         s.head(1, 0)
+    with pytest.raises(TypeError):
+        s.head(True, 0)
+    with pytest.raises(ValueError, match="out of range"):
+        s.table(layers=[1])
 
 
 def test_bad_input():
     maps, lengths = one_head(lambda n: np.eye(n), [3, 4])
     with pytest.raises(ValueError, match="lengths is required"):
-        head_stats(maps)
+        head_stats_of(maps)
     with pytest.raises(ValueError, match="one per text"):
-        head_stats(maps, lengths=[3])
+        head_stats_of(maps, lengths=[3])
     with pytest.raises(ValueError, match=r"\[N, L, H, T, T\]"):
-        head_stats(maps[0], lengths=[3])
+        head_stats_of(maps[0], lengths=[3])
     with pytest.raises(ValueError, match="between 1 and T"):
-        head_stats(maps, lengths=[3, 9])
+        head_stats_of(maps, lengths=[3, 9])
     with pytest.raises(TypeError):
-        head_stats([[1.0]], lengths=[1])
+        head_stats_of([[1.0]], lengths=[1])
 
 
 def test_punctuation_rule():

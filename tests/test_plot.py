@@ -11,6 +11,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from attnlab.analysis.compare import ExampleMaps, PerturbationStudy  # noqa: E402
+from attnlab.analysis.stats import Interval  # noqa: E402
+from attnlab.analysis.taxonomy import HeadLabels  # noqa: E402
+from attnlab.viz import pattern_plots, perturbation_plots, position_plots  # noqa: E402
 from attnlab.viz import plot as P  # noqa: E402
 
 TOKENS = ["[CLS]", "how", "do", "chess", "[SEP]"]
@@ -114,6 +118,92 @@ def test_plot_elmo_vs_attention():
         P.plot_elmo_vs_attention(TOKENS, row[:4], 1)
     with pytest.raises(ValueError):
         P.plot_elmo_vs_attention(TOKENS, row, 5)
+
+
+def test_plot_layer_head_map_draws_values_and_marks():
+    values = np.arange(6, dtype=float).reshape(2, 3)
+    marks = [["P", "", "C"], ["", "", ""]]
+    ax = P.plot_layer_head_map(values, title="t", vmin=0, vmax=5, marks=marks, label="change")
+    assert np.allclose(ax.images[0].get_array(), values)
+    assert ax.images[0].get_clim() == (0.0, 5.0)
+    assert _ticks(ax.get_xticklabels()) == ["1", "2", "3"] and _ticks(ax.get_yticklabels()) == ["1", "2"]
+    assert sorted((t.get_text(), t.get_position()) for t in ax.texts) == [("C", (2, 0)), ("P", (0, 0))]
+    assert ax.get_title() == "t" and ax.figure.axes[-1].get_ylabel() == "change"
+    _, own = plt.subplots()
+    assert P.plot_layer_head_map(values, ax=own) is own
+    with pytest.raises(ValueError, match="layers, heads"):
+        P.plot_layer_head_map(values[0])
+    with pytest.raises(ValueError, match="marks"):
+        P.plot_layer_head_map(values, marks=[["P"]])
+
+
+def _study(n=20, layers=2, heads=3, seed=0):
+    rng = np.random.default_rng(seed)
+    pos = {k: rng.uniform(0.6, 1.0, size=(n, layers, heads)) for k in ("lexical", "both")}
+    tok = {k: rng.uniform(0.6, 1.0, size=(n, layers, heads)) for k in ("lexical", "both")}
+    return PerturbationStudy(pos, tok, ["q"] * n, {k: ["q"] * n for k in pos})
+
+
+def test_sensitivity_maps_show_one_minus_similarity():
+    study = _study()
+    fig = perturbation_plots.plot_sensitivity_maps(study, n_boot=20)
+    maps = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in maps] == ["lexical, position space", "both, position space",
+                                              "lexical, token space", "both, token space"]
+    np.testing.assert_allclose(maps[3].images[0].get_array(), 1 - study.token["both"].mean(axis=0))
+
+
+def test_follower_map_marks_clear_followers():
+    n = 30
+    pos = np.full((n, 1, 3), 0.9)
+    tok = np.full((n, 1, 3), 0.9)
+    tok[:, 0, 0] = 0.5  # head 1 follows positions
+    pos[:, 0, 1] = 0.5  # head 2 follows the content
+    study = PerturbationStudy({"both": pos}, {"both": tok}, ["q"] * n, {})
+    fig = perturbation_plots.plot_followers(study, n_boot=20)
+    ax = next(a for a in fig.axes if a.images)
+    np.testing.assert_allclose(ax.images[0].get_array(), [[0.4, -0.4, 0.0]])
+    assert sorted(t.get_text() for t in ax.texts) == ["C", "P"]
+
+
+def test_example_rows_grid():
+    maps = {k: _maps(2, 3, 4, 4, seed=i) for i, k in enumerate(("original", "lexical"))}
+    sims = {k: np.full((2, 3), 0.5) for k in maps}
+    ex = ExampleMaps(maps, {k: TOKENS[:4] for k in maps}, {k: k for k in maps}, {}, sims, sims)
+    fig = perturbation_plots.plot_example_rows(ex, np.int64(1), heads=[0, 2])
+    assert len(fig.axes) == 4
+    np.testing.assert_allclose(fig.axes[3].images[0].get_array(), maps["lexical"][1, 2].numpy())
+    assert fig.axes[3].get_title() == "p0.50 t0.50" and fig.axes[0].get_title() == "H1"
+    with pytest.raises(ValueError, match="out of range"):
+        perturbation_plots.plot_example_rows(ex, 2)
+
+
+def test_with_without_and_correlation_plots():
+    a, b = _maps(2, 3, 5, 5, seed=1), _maps(2, 3, 5, 5, seed=2)
+    fig = position_plots.plot_with_without(a, b, 1, text="how do chess")
+    assert len(fig.axes) == 6
+    np.testing.assert_allclose(fig.axes[4].images[0].get_array(), b[1, 1].numpy())
+    assert fig.axes[0].get_title().startswith("H1\nsim ")
+    with pytest.raises(ValueError, match="one shape"):
+        position_plots.plot_with_without(a, b[:, :, :4, :4], 0)
+    x = np.arange(6.0).reshape(2, 3)
+    fig = position_plots.plot_correlation(x, 2 * x, Interval(1.0, 0.9, 1.0, 0.95, 6))
+    ax = fig.axes[0]
+    np.testing.assert_allclose(ax.collections[0].get_offsets(), np.stack([x.ravel(), 2 * x.ravel()], axis=1))
+    assert ax.get_title() == "spearman r = 1.00 [0.90, 1.00] over 6 heads"
+
+
+def test_taxonomy_plots_colour_each_label():
+    labels = np.array([["self", "broad", "vertical"], ["broad", "broad", "heterogeneous"]])
+    lab = HeadLabels(labels=labels, reasons=np.full(labels.shape, ""), stats=None)  # type: ignore[arg-type]
+    fig = pattern_plots.plot_taxonomy(lab)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["se", "br", "ve", "br", "br", "he"]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == [
+        "broad (3)", "heterogeneous (1)", "self (1)", "vertical (1)"]
+    fig = pattern_plots.plot_counts_by_layer(lab)
+    heights = {b.get_label(): [p.get_height() for p in b] for b in fig.axes[0].containers}
+    assert heights["broad"] == [1, 2] and heights["self"] == [1, 0]
 
 
 def test_chinese_labels_use_a_cjk_font():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
+from scipy.spatial.distance import jensenshannon
 
 import attnlab as al
 from attnlab.analysis import perturb, position
@@ -124,31 +127,44 @@ def test_without_positions_the_model_is_permutation_equivariant(tiny_zh):
     assert gap_with > 1e-3
 
 
-def test_position_change_and_outputs(tiny_en):
+def test_position_study_matches_a_direct_computation(tiny_en):
     texts = ["how do you play chess", "where can i buy ice cream", "why is my phone so slow"]
-    study = position.position_change(tiny_en, texts)
-    assert study.similarity.shape == (3, tiny_en.n_layers, tiny_en.n_heads)
+    study = position.position_study(tiny_en, texts)
+    assert study.similarity.shape == (3, tiny_en.n_layers, tiny_en.n_heads) and study.n_texts == 3
     assert ((study.similarity > 0) & (study.similarity <= 1 + 1e-9)).all()
+    # one entry recomputed independently: separate extraction, scipy's Jensen-Shannon distance
+    a = al.attention(tiny_en, [texts[1]])[0].double().numpy()
+    with al.no_position(tiny_en):
+        b = al.attention(tiny_en, [texts[1]])[0].double().numpy()
+    rows = [jensenshannon(a[1, 2, i], b[1, 2, i]) ** 2 for i in range(a.shape[-1])]
+    assert study.similarity[1, 1, 2] == pytest.approx(1 - np.mean(rows) / math.log(2), abs=1e-5)
     change = study.change(n_boot=100)
-    assert np.allclose(change.mean, 1 - study.similarity.mean(axis=0))
+    np.testing.assert_allclose(change.estimate, 1 - study.similarity.mean(axis=0))
+    assert (change.low <= change.estimate + 1e-12).all() and (change.estimate <= change.high + 1e-12).all()
+    with pytest.raises(ValueError, match="empty"):
+        position.position_study(tiny_en, [])
+
+
+def test_output_vectors_and_their_similarity(tiny_en):
+    texts = ["how do you play chess", "why is my phone so slow"]
+    h = position.output_vectors(tiny_en, texts[0])
+    with torch.no_grad():
+        direct = tiny_en.model(**tiny_en.encode([texts[0]]), output_hidden_states=True).hidden_states[-1][0]
+    assert h.shape == (len(tiny_en.tokenizer(texts[0])["input_ids"]), tiny_en.hidden_size)
+    assert torch.allclose(h, direct.float())
     cos = position.output_similarity(tiny_en, texts)
-    assert cos.shape == (3,) and (cos < 1 - 1e-4).all()
+    with al.no_position(tiny_en):
+        h0 = position.output_vectors(tiny_en, texts[0])
+    want = float(torch.nn.functional.cosine_similarity(h, h0, dim=-1).mean())
+    assert cos.shape == (2,) and cos[0] == pytest.approx(want, abs=1e-6)
+    assert (cos < 1 - 1e-4).all()
 
 
-def test_head_correlation():
-    from scipy import stats
-
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(4, 6))
-    y = 2 * x + 0.1 * rng.normal(size=(4, 6))
-    c = position.head_correlation(x, y, n_boot=300)
-    assert c["r"] == pytest.approx(stats.spearmanr(x.ravel(), y.ravel())[0])
-    assert c["lo"] <= c["r"] <= c["hi"]
-    assert position.verdict_invariant_heads_are_positional(c).verdict == "holds"
-    c_neg = position.head_correlation(x, -y, n_boot=300)
-    assert position.verdict_invariant_heads_are_positional(c_neg).verdict == "does not hold"
-    with pytest.raises(ValueError):
-        position.head_correlation([1, 2], [1, 2])
+def test_with_and_without_maps(tiny_en):
+    a, a0, tokens = position.with_and_without(tiny_en, "how do you play chess")
+    assert a.shape == a0.shape == (tiny_en.n_layers, tiny_en.n_heads, len(tokens), len(tokens))
+    assert torch.equal(a, al.attention(tiny_en, ["how do you play chess"])[0])
+    assert not torch.allclose(a, a0, atol=1e-4)
 
 
 def test_no_absolute_positions_is_a_clear_error():

@@ -6,19 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.analysis.head_stats import head_stats
+from attnlab.analysis.head_stats import head_stats, head_stats_of
 from attnlab.analysis.taxonomy import (
+    FIXED,
     LABELS,
     HeadLabels,
     classify_heads,
-    depth_trend,
-    fixed_pattern_verdict,
+    fixed_share_by_depth,
     pick_examples,
-    plot_counts_by_layer,
     sample_texts,
     survey_stats,
-    threshold_sensitivity,
+    survey_texts,
 )
+from attnlab.course.claims.head_patterns import threshold_sensitivity, verdict_most_heads_fixed
+from attnlab.course.verdicts import HOLDS
 
 TOKENS = [
     ["[CLS]", "a", "b", "c", "d", "e", "f", "[SEP]"],
@@ -63,7 +64,7 @@ def pad(per_text):
 def test_synthetic_heads_get_their_labels():
     rng = np.random.default_rng(0)
     per_text = [patterns(len(t), rng) for t in TOKENS]
-    stats = head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
+    stats = head_stats_of(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
     labels = classify_heads(stats)
     got = [labels[0, h] for h in range(7)]
     # without pair inputs the block head is just a spread-out head
@@ -75,7 +76,7 @@ def test_synthetic_heads_get_their_labels():
 def test_block_needs_pairs_and_is_found_with_them():
     rng = np.random.default_rng(1)
     a = patterns(len(PAIR_TOKENS), rng, PAIR_SEGS)
-    stats = head_stats(pad([a]), lengths=[len(PAIR_TOKENS)], tokens=[PAIR_TOKENS], segments=[PAIR_SEGS])
+    stats = head_stats_of(pad([a]), lengths=[len(PAIR_TOKENS)], tokens=[PAIR_TOKENS], segments=[PAIR_SEGS])
     labels = classify_heads(stats)
     assert labels[0, 6] == "block"
     assert labels[0, 4] == "broad"  # uniform over the pair: about half in each sentence
@@ -87,7 +88,7 @@ def test_thresholds_move_the_boundary():
     n = 6
     a = np.full((n, n), 0.6 / (n - 1))
     np.fill_diagonal(a, 0.4)
-    stats = head_stats(torch.as_tensor(a)[None, None, None], lengths=[n])
+    stats = head_stats_of(torch.as_tensor(a)[None, None, None], lengths=[n])
     assert classify_heads(stats, offset_share=1.1)[0, 0] != "self"
     assert classify_heads(stats, positional=0.35)[0, 0] == "self"
     # Voita et al.'s criterion: the row maximum sits on the diagonal in every row
@@ -97,12 +98,12 @@ def test_thresholds_move_the_boundary():
 def test_counts_verdict_and_bad_input():
     rng = np.random.default_rng(2)
     per_text = [patterns(len(t), rng) for t in TOKENS]
-    labels = classify_heads(head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS))
+    labels = classify_heads(head_stats_of(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS))
     counts = labels.counts()
     assert set(counts) == set(LABELS) and sum(counts.values()) == 7
     assert labels.heads("vertical") == [(0, 3)]
-    v = fixed_pattern_verdict(labels)  # 4 of 7 fixed = 0.57 > 0.55, heterogeneous 1/7
-    assert v.verdict == "holds" and v.numbers["fixed-pattern share"] == pytest.approx(4 / 7)
+    v = verdict_most_heads_fixed(labels)  # 4 of 7 fixed = 0.57 > 0.55, heterogeneous 1/7
+    assert v.holds and v.numbers["fixed_share"] == pytest.approx(4 / 7)
     assert "L1 H4" in labels.table() and "vertical" in labels.table()
     with pytest.raises(ValueError, match="unknown label"):
         labels.heads("diagonalish")
@@ -112,23 +113,28 @@ def test_counts_verdict_and_bad_input():
         classify_heads({"self_mass": 1})
 
 
-def test_plots_and_survey_on_a_tiny_model(tiny_en):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    stats = survey_stats(tiny_en, sample_texts("en", 6), n_pairs=3, batch_size=4)
+def test_survey_adds_pairs_to_the_singles(tiny_en):
+    texts = sample_texts("en", 6)
+    stats = survey_stats(tiny_en, texts, n_pairs=3, batch_size=4)
+    singles = head_stats(tiny_en, texts, batch_size=4)
+    pairs = head_stats(tiny_en, texts[:3], texts[1:4], batch_size=4)
+    assert stats.n_texts == singles.n_texts + pairs.n_texts == 9
+    rows_singles, rows_pairs = singles.n_rows, pairs.n_rows
+    want = (singles.self_mass * rows_singles + pairs.self_mass * rows_pairs) / (rows_singles + rows_pairs)
+    np.testing.assert_allclose(stats.self_mass, want, rtol=1e-6)
+    np.testing.assert_allclose(stats.segment_mass, pairs.segment_mass, rtol=1e-6)  # from the pairs only
     labels = classify_heads(stats)
     assert labels.shape == (tiny_en.n_layers, tiny_en.n_heads)
     assert np.isfinite(stats.segment_mass).all()
-    fig = labels.plot()
-    assert fig.axes and plot_counts_by_layer(labels).axes
     assert len(sample_texts("zh")) >= 100 and len(sample_texts("en")) >= 100
+    more = survey_texts("en", 120)  # the sample sentences, then corpus queries
+    assert len(more) == 120 and more[:5] == sample_texts("en", 5) and len(set(more)) == 120
 
 
 def test_pick_examples_and_sensitivity():
     rng = np.random.default_rng(0)
     per_text = [patterns(len(t), rng) for t in TOKENS]
-    stats = head_stats(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
+    stats = head_stats_of(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
     labels = classify_heads(stats)
     picks = pick_examples(labels)
     assert picks["self"] == (0, 0) and picks["previous"] == (0, 1) and picks["next"] == (0, 2)
@@ -138,19 +144,24 @@ def test_pick_examples_and_sensitivity():
     assert rows[0][:3] == ["positional", "special", "fixed share"]
     assert rows[1][2] == pytest.approx(4 / 7, abs=1e-3)
     assert rows[2][2] == pytest.approx(4 / 7, abs=1e-3)  # the [CLS] head has mass 1.0 >= 1.0
-    assert rows[1][4] == "holds"
+    assert rows[1][4] == HOLDS
 
 
-def test_depth_trend():
+def test_fixed_share_by_depth():
     labels = np.array([["broad", "broad", "broad", "broad"],
                        ["self", "broad", "broad", "heterogeneous"],
                        ["self", "vertical", "next", "broad"]])
     fake = HeadLabels(labels=labels, reasons=np.full(labels.shape, ""), stats=None)  # type: ignore[arg-type]
-    trend = depth_trend(fake)
-    assert trend["fixed_share_by_layer"] == [0.0, 0.25, 0.75]
-    assert trend["spearman_rho"] == pytest.approx(1.0)
+    trend = fixed_share_by_depth(fake)
+    np.testing.assert_allclose(trend.by_layer, [0.0, 0.25, 0.75])
+    np.testing.assert_allclose(trend.by_layer, [np.isin(row, FIXED).mean() for row in labels])
+    assert trend.spearman == pytest.approx(1.0)
+    falling = HeadLabels(labels=labels[::-1], reasons=np.full(labels.shape, ""), stats=None)  # type: ignore[arg-type]
+    assert fixed_share_by_depth(falling).spearman == pytest.approx(-1.0)
     flat = HeadLabels(labels=np.full((3, 2), "broad"), reasons=np.full((3, 2), ""), stats=None)  # type: ignore[arg-type]
-    assert np.isnan(depth_trend(flat)["spearman_rho"])
+    assert np.isnan(fixed_share_by_depth(flat).spearman)
+    two = HeadLabels(labels=labels[:2], reasons=np.full((2, 4), ""), stats=None)  # type: ignore[arg-type]
+    assert np.isnan(fixed_share_by_depth(two).spearman)
 
 
 def test_lesson_figures_build(tiny_en):

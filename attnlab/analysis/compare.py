@@ -23,8 +23,11 @@ with JS the Jensen-Shannon divergence of row ``i`` in nats
 
 :func:`perturbation_study` runs the experiment over many queries and keeps one
 similarity per query, head, kind and space; :class:`PerturbationStudy` turns
-those into means with bootstrap confidence intervals, sensitivity maps
-(``1 - similarity``), head rankings and position/content-follower labels.
+those into means with bootstrap confidence intervals
+(:class:`attnlab.analysis.stats.Interval`), sensitivity maps (``1 - similarity``),
+head rankings and position/content-follower labels. The figures are in
+:mod:`attnlab.viz.perturbation_plots`; the article's claim is judged in
+:mod:`attnlab.course.claims.perturbation`.
 """
 
 from __future__ import annotations
@@ -35,10 +38,23 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
+from attnlab.analysis.perturb import (
+    KINDS,
+    PerturbationError,
+    Perturbed,
+    as_query,
+    perturb,
+    token_permutation,
+    try_token_permutation,
+)
+from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.distributions import js_divergence
-from attnlab.viz.plot import plot_layer_head_map as _plot_layer_head_map
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.core.extract import attention
+from attnlab.core.models import LoadedModel
+from attnlab.data.corpus import Query
 
 LN2 = math.log(2.0)
 SPACES = ("position", "token")
@@ -116,86 +132,66 @@ def compare_maps(original, perturbed, perm) -> tuple[torch.Tensor, torch.Tensor]
     return similarity(original, perturbed), similarity(reindex(original, perm), perturbed)
 
 
-# --------------------------------------------------------------------------- bootstrap
-
-
-@dataclass
-class Interval:
-    """A per-head mean with its bootstrap confidence interval (arrays ``[L, H]``)."""
-
-    mean: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    level: float = 0.95
-    n: int = 0
-
-
-def bootstrap_mean(values, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
-    """Mean over the first axis with a percentile bootstrap interval.
-
-    Args:
-        values: ``[N, ...]`` one value per query (rows with NaN are dropped).
-        n_boot: bootstrap resamples of the N queries.
-        level: confidence level, e.g. 0.95.
-
-    Returns:
-        :class:`Interval` of arrays shaped ``values.shape[1:]``.
-    """
-    v = np.asarray(values, dtype=float)
-    if v.ndim < 1 or v.shape[0] == 0:
-        raise ValueError("bootstrap_mean needs at least one value")
-    keep = ~np.isnan(v.reshape(v.shape[0], -1)).any(axis=1)
-    v = v[keep]
-    if v.shape[0] == 0:
-        raise ValueError("every value is NaN: nothing to average")
-    n = v.shape[0]
-    flat = v.reshape(n, -1)  # (N, K)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n  # (B, N): resample counts
-    boots = weights @ flat  # (B, K): one mean per resample
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(boots, [alpha, 1 - alpha], axis=0)
-    shape = v.shape[1:]
-    return Interval(flat.mean(axis=0).reshape(shape), lo.reshape(shape), hi.reshape(shape), level, n)
-
-
 # --------------------------------------------------------------------------- rankings
 
 
 @dataclass(frozen=True)
 class HeadScore:
-    """One head's value with its interval; ``layer``/``head`` are 0-based."""
+    """One head's value with its interval ``[low, high]``; ``layer``/``head`` are 0-based."""
 
     layer: int
     head: int
     value: float
-    lo: float
-    hi: float
+    low: float
+    high: float
 
     @property
     def label(self) -> str:
         return f"L{self.layer + 1} H{self.head + 1}"
 
     def __str__(self) -> str:
-        return f"{self.label}: {self.value:.3f} [{self.lo:.3f}, {self.hi:.3f}]"
+        return f"{self.label}: {self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
 def top_heads(interval: Interval, k: int = 3, *, largest: bool = True) -> list[HeadScore]:
-    """The ``k`` heads with the largest (or smallest) mean, with their intervals."""
-    flat = interval.mean.ravel()
+    """The ``k`` heads with the largest (or smallest) estimate of a per-head
+    :class:`~attnlab.analysis.stats.Interval` (arrays ``[L, H]``), with their intervals."""
+    k = check_positive_int(k, "k")
+    estimate = np.asarray(interval.estimate, dtype=float)  # (L, H)
+    if estimate.ndim != 2:
+        raise ValueError(f"top_heads needs one interval per head ([layers, heads]), got shape {estimate.shape}")
+    flat = estimate.ravel()  # (L * H,)
     order = np.argsort(-flat if largest else flat, kind="stable")[:k]
-    n_heads = interval.mean.shape[-1]
-    return [
-        HeadScore(int(i // n_heads), int(i % n_heads), float(flat[i]),
-                  float(interval.lo.ravel()[i]), float(interval.hi.ravel()[i]))
-        for i in order
-    ]
+    n_heads = estimate.shape[-1]
+    low, high = np.asarray(interval.low).ravel(), np.asarray(interval.high).ravel()
+    return [HeadScore(int(i // n_heads), int(i % n_heads), float(flat[i]), float(low[i]), float(high[i]))
+            for i in order]
+
+
+def heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:
+    """One line per named (0-based) head of ``layer``: its value, interval and rank
+    within the layer (1 = largest). ``values`` holds ``[L, H]`` arrays."""
+    estimate = np.asarray(values.estimate, dtype=float)  # (L, H)
+    layer = check_index(layer, estimate.shape[0], "layer")
+    heads = [check_index(h, estimate.shape[1], "head") for h in heads]
+    row = estimate[layer]  # (H,)
+    ranks = (-row).argsort(kind="stable").argsort() + 1  # (H,): 1 = largest
+    low, high = np.asarray(values.low)[layer], np.asarray(values.high)[layer]
+    return "\n".join(
+        f"  L{layer + 1} H{h + 1}: {what} {row[h]:.3f} [{low[h]:.3f}, {high[h]:.3f}], "
+        f"rank {ranks[h]} of {len(row)} in its layer"
+        for h in heads
+    )
 
 
 # --------------------------------------------------------------------------- the study
 
 
 FOLLOWER_LABELS = ("position", "content", "neither")
+
+#: Default margin of the follower labels: the whole interval of
+#: ``position - token`` similarity must clear it (a mean row JS of 0.05 ln 2).
+FOLLOWER_MARGIN = 0.05
 
 
 @dataclass
@@ -235,23 +231,29 @@ class PerturbationStudy:
         return table[kind]
 
     def similarity(self, kind: str, space: str = "position", **boot) -> Interval:
-        """Mean similarity per head ``[L, H]`` with a bootstrap interval over queries."""
+        """Mean similarity per head (arrays ``[L, H]``) with a bootstrap interval over queries."""
         return bootstrap_mean(self.values(kind, space), **boot)
 
     def sensitivity(self, kind: str, space: str = "position", **boot) -> Interval:
-        """``1 - similarity`` per head: how much the head's map changes (0 = not at all)."""
+        """``1 - similarity`` per head (arrays ``[L, H]``): how much the head's map
+        changes (0 = not at all), with a bootstrap interval over queries."""
         return bootstrap_mean(1.0 - self.values(kind, space), **boot)
+
+    def unchanged(self) -> np.ndarray:
+        """``[L, H]``: mean position-space similarity over the queries (skipped ones left
+        out), averaged over the kinds that were run: how much each head keeps its map."""
+        return np.mean([_mean_over_queries(self.values(k, "position")) for k in self.kinds], axis=0)
 
     def top_sensitive(self, kind: str, space: str = "position", k: int = 3, **boot) -> list[HeadScore]:
         """The ``k`` heads most changed by ``kind`` in ``space``, with intervals."""
         return top_heads(self.sensitivity(kind, space, **boot), k)
 
     def follower_gap(self, kind: str = "both", **boot) -> Interval:
-        """``position similarity - token similarity`` per head: > 0 position-follower,
-        < 0 content-follower."""
+        """``position similarity - token similarity`` per head (arrays ``[L, H]``):
+        > 0 position-follower, < 0 content-follower."""
         return bootstrap_mean(self.values(kind, "position") - self.values(kind, "token"), **boot)
 
-    def followers(self, kind: str = "both", margin: float = 0.05, **boot) -> np.ndarray:
+    def followers(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, **boot) -> np.ndarray:
         """Label every head ``"position"``, ``"content"`` or ``"neither"``.
 
         A head is a position-follower when its whole interval of
@@ -263,22 +265,52 @@ class PerturbationStudy:
             ``[L, H]`` array of strings.
         """
         gap = self.follower_gap(kind, **boot)
-        labels = np.full(gap.mean.shape, "neither", dtype=object)
-        labels[gap.lo > margin] = "position"
-        labels[gap.hi < -margin] = "content"
+        labels = np.full(np.shape(gap.estimate), "neither", dtype=object)  # (L, H)
+        labels[gap.above(margin)] = "position"
+        labels[gap.below(-margin)] = "content"
         return labels
 
-    def follower_shares(self, kind: str = "both", margin: float = 0.05, **boot) -> dict[str, float]:
+    def follower_shares(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, **boot) -> dict[str, float]:
         """Share of heads with each follower label."""
         labels = self.followers(kind, margin, **boot)
         return {lab: float(np.mean(labels == lab)) for lab in FOLLOWER_LABELS}
 
 
+def _mean_over_queries(values: np.ndarray) -> np.ndarray:
+    """``[N, L, H] -> [L, H]``: the mean over the queries that were not skipped (rows without NaN)."""
+    kept = values[~np.isnan(values).any(axis=(1, 2))]  # (N', L, H)
+    if kept.shape[0] == 0:
+        raise ValueError("every query was skipped: nothing to average")
+    return kept.mean(axis=0)
+
+
+def _planned_pairs(m: LoadedModel, qs: list[Query], block: list[int], kinds: Sequence[str], seed: int,
+                   new_texts: dict[str, list[str]], skipped: list[tuple[str, str, str]]):
+    """The perturbed texts of one block of queries, and ``(query index, kind, perm)`` per pair."""
+    jobs: list[tuple[int, str, np.ndarray]] = []
+    texts: list[str] = []
+    for i in block:
+        for k in kinds:
+            try:
+                p = perturb(qs[i], k, seed)
+            except PerturbationError as exc:
+                skipped.append((qs[i].text, k, str(exc)))
+                continue
+            new_texts[k][i] = p.text
+            perm, why = try_token_permutation(m, p)
+            if perm is None:
+                skipped.append((qs[i].text, k, why))
+                continue
+            jobs.append((i, k, perm))
+            texts.append(p.text)
+    return jobs, texts
+
+
 def perturbation_study(
-    m,
-    queries: Sequence,
+    m: LoadedModel,
+    queries: Sequence[Query | str],
     *,
-    kinds: Sequence[str] = ("lexical", "syntactic", "both"),
+    kinds: Sequence[str] = KINDS,
     seed: int = 0,
     chunk: int = 128,
     batch_size: int = 64,
@@ -304,12 +336,11 @@ def perturbation_study(
     Returns:
         :class:`PerturbationStudy` with arrays ``[N, L, H]``.
     """
-    from attnlab.core.extract import attention
-    from attnlab.analysis.perturb import KINDS, PerturbationError, as_query, perturb, try_token_permutation
-
     for k in kinds:
         if k not in KINDS:
             raise ValueError(f"unknown kind {k!r}; use some of {KINDS}")
+    chunk = check_positive_int(chunk, "chunk")
+    batch_size = check_positive_int(batch_size, "batch_size")
     qs = [as_query(q, m.language) for q in queries]
     if not qs:
         raise ValueError("queries is empty: pass at least one query")
@@ -320,39 +351,21 @@ def perturbation_study(
     skipped: list[tuple[str, str, str]] = []
 
     starts = range(0, n, chunk)
-    if progress:
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc="perturbation study", unit=f"x{chunk} queries")
-    for s in starts:
+    for s in tqdm(starts, desc="perturbation study", unit=f"x{chunk} queries", disable=not progress):
         block = list(range(s, min(n, s + chunk)))
-        jobs: list[tuple[int, str, np.ndarray]] = []  # (query index, kind, perm)
-        texts = [qs[i].text for i in block]
-        for i in block:
-            for k in kinds:
-                try:
-                    p = perturb(qs[i], k, seed)
-                except PerturbationError as exc:
-                    skipped.append((qs[i].text, k, str(exc)))
-                    continue
-                new_texts[k][i] = p.text
-                perm, why = try_token_permutation(m, p)
-                if perm is None:
-                    skipped.append((qs[i].text, k, why))
-                    continue
-                jobs.append((i, k, perm))
-                texts.append(p.text)
-        att = attention(m, texts, batch_size=batch_size)
+        jobs, perturbed_texts = _planned_pairs(m, qs, block, kinds, seed, new_texts, skipped)
+        # originals first, then one perturbed text per job
+        att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size)
         # compare all pairs of one token length at once
         by_length: dict[int, list[int]] = {}
         for j, (i, _, _) in enumerate(jobs):
-            by_length.setdefault(att.lengths[block.index(i)], []).append(j)
-        for length, js in by_length.items():
-            a = torch.stack([att[block.index(jobs[j][0])] for j in js]).double()  # (J, L, H, n, n)
+            by_length.setdefault(att.lengths[i - s], []).append(j)
+        for js in by_length.values():
+            a = torch.stack([att[jobs[j][0] - s] for j in js]).double()  # (J, L, H, n, n)
             b = torch.stack([att[len(block) + j] for j in js]).double()  # (J, L, H, n, n)
             perms = torch.as_tensor(np.stack([jobs[j][2] for j in js]))  # (J, n)
             p_sim = similarity(a, b).numpy()  # (J, L, H)
-            t_sim = similarity(reindex_batch(a, perms), b).numpy()
+            t_sim = similarity(reindex_batch(a, perms), b).numpy()  # (J, L, H)
             for r, j in enumerate(js):
                 i, k, _ = jobs[j]
                 pos[k][i] = p_sim[r]
@@ -360,49 +373,7 @@ def perturbation_study(
     return PerturbationStudy(pos, tok, [q.text for q in qs], new_texts, skipped, m.name, seed)
 
 
-# --------------------------------------------------------------------------- verdicts
-
-
-def changing_heads(study: PerturbationStudy, kind: str, *, threshold: float = 0.1, **boot) -> np.ndarray:
-    """Heads whose position-space map changes clearly under ``kind``: ``[L, H]`` bool,
-    True when the lower end of the sensitivity interval exceeds ``threshold``
-    (a mean row JS of ``threshold * ln 2``)."""
-    return study.sensitivity(kind, "position", **boot).lo > threshold
-
-
-def verdict_few_heads_change(study: PerturbationStudy, *, threshold: float = 0.1,
-                             few: float = 0.25, margin: float = 0.05, **boot) -> ClaimVerdict:
-    """The source article's claim: most heads keep their pattern when the query is
-    damaged, and only a few capture lexical or syntactic structure.
-
-    Measured as: the share of heads that change clearly under lexical damage and
-    under syntactic damage (:func:`changing_heads`), and the share of
-    content-following heads (:meth:`PerturbationStudy.followers` under ``"both"``).
-    The claim holds when each of these shares is at most ``few`` and the
-    position-followers plus the unchanged heads are the majority; it does not
-    hold when a share exceeds 0.5; otherwise "cannot tell".
-    """
-    kinds = [k for k in ("lexical", "syntactic") if k in study.kinds]
-    shares = {f"share changing under {k}": float(changing_heads(study, k, threshold=threshold, **boot).mean())
-              for k in kinds}
-    follow = study.follower_shares("both" if "both" in study.kinds else kinds[-1], margin, **boot)
-    shares["share content-followers"] = follow["content"]
-    shares["share position-followers"] = follow["position"]
-    worst = max(v for k, v in shares.items() if k != "share position-followers")
-    if worst <= few:
-        verdict = "holds"
-    elif worst > 0.5:
-        verdict = "does not hold"
-    else:
-        verdict = "cannot tell"
-    shares.update({"threshold": threshold, "few": few, "queries": study.n_queries})
-    return ClaimVerdict(
-        "most heads keep their pattern under lexical/syntactic damage; only a few follow the content",
-        verdict, shares,
-    )
-
-
-# --------------------------------------------------------------------------- the example, and figures
+# --------------------------------------------------------------------------- the example
 
 
 @dataclass
@@ -434,107 +405,18 @@ class ExampleMaps:
         return int(np.argmax(self.sensitivity().std(axis=1)))
 
 
-def example_maps(m, perturbed: dict) -> ExampleMaps:
+def example_maps(m: LoadedModel, perturbed: dict[str, Perturbed]) -> ExampleMaps:
     """Attention and similarities for a dict of :class:`~attnlab.analysis.perturb.Perturbed`
-    (e.g. :func:`attnlab.analysis.perturb.example_perturbations`)."""
-    from attnlab.core.extract import attention
-    from attnlab.analysis.perturb import token_permutation
-
+    (e.g. :func:`attnlab.analysis.perturb.example_perturbations`), ``"original"`` included."""
+    if "original" not in perturbed:
+        raise ValueError(f"perturbed needs an 'original' entry to compare with, got {list(perturbed)}")
     kinds = list(perturbed)
     att = attention(m, [perturbed[k].text for k in kinds])
-    maps = {k: att[i] for i, k in enumerate(kinds)}
+    maps = {k: att[i] for i, k in enumerate(kinds)}  # {kind: (L, H, n, n)}
     perms = {k: token_permutation(m, perturbed[k]) for k in kinds}
     pos, tok = {}, {}
     for k in kinds:
-        p, t = compare_maps(maps["original"], maps[k], perms[k])
+        p, t = compare_maps(maps["original"], maps[k], perms[k])  # (L, H) each
         pos[k], tok[k] = p.numpy(), t.numpy()
     return ExampleMaps(maps, {k: att.tokens[i] for i, k in enumerate(kinds)},
                        {k: perturbed[k].text for k in kinds}, perms, pos, tok)
-
-
-def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | None = None, cell: float = 1.25):
-    """Every head of one layer (columns) for each of the four queries (rows).
-
-    Each cell is titled with the head (1-based) and its position-space / token-space
-    similarity to the original. Returns the figure.
-    """
-    import matplotlib.pyplot as plt
-
-    from attnlab.viz.fonts import use_cjk_font
-
-    kinds = list(ex.maps)
-    first = ex.maps[kinds[0]]
-    heads = list(range(first.shape[1])) if heads is None else list(heads)
-    if not 0 <= layer < first.shape[0]:
-        raise ValueError(f"layer {layer} out of range 0..{first.shape[0] - 1}")
-    if any(any(ord(c) > 0x2E80 for c in t) for t in ex.texts.values()):
-        use_cjk_font()
-    fig, axes = plt.subplots(len(kinds), len(heads), figsize=(cell * len(heads) + 1.2, cell * len(kinds) + 1.0),
-                             squeeze=False)
-    for r, k in enumerate(kinds):
-        for c, h in enumerate(heads):
-            ax = axes[r, c]
-            ax.imshow(ex.maps[k][layer, h].numpy(), vmin=0, vmax=1, cmap="viridis")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            title = f"H{h + 1}" if r == 0 else ""
-            if k != "original":
-                title += ("\n" if title else "") + f"p{ex.position[k][layer, h]:.2f} t{ex.token[k][layer, h]:.2f}"
-            ax.set_title(title, fontsize=7)
-            if c == 0:
-                ax.set_ylabel(f"{k}\n{ex.texts[k]}", fontsize=7)
-    fig.suptitle(f"Layer {layer + 1}: every head, four queries (p = position-space, t = token-space similarity)",
-                 fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | None = None, **boot):
-    """Grid of ``layers x heads`` sensitivity maps: one column per perturbation,
-    one row per space (position, token). Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    kinds = list(kinds or study.kinds)
-    fig, axes = plt.subplots(2, len(kinds), figsize=(4.2 * len(kinds), 6.2), squeeze=False)
-    for c, k in enumerate(kinds):
-        for r, space in enumerate(SPACES):
-            sens = study.sensitivity(k, space, **boot).mean
-            _plot_layer_head_map(sens, ax=axes[r, c], title=f"{k}, {space} space", vmin=0,
-                                 vmax=max(0.05, float(np.nanmax(sens))), fontsize=6)
-    fig.suptitle(f"Sensitivity (1 - similarity) over {study.n_queries} queries", fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float = 0.05, **boot):
-    """``layers x heads`` map of position - token similarity (red: follows positions,
-    blue: follows content); heads with a significant label are marked P / C."""
-    gap = study.follower_gap(kind, **boot).mean
-    labels = study.followers(kind, margin, **boot)
-    lim = max(0.05, float(np.nanmax(np.abs(gap))))
-    marks = [[{"position": "P", "content": "C"}.get(x, "") for x in row] for row in labels]
-    ax = _plot_layer_head_map(gap, cmap="coolwarm", vmin=-lim, vmax=lim, marks=marks)
-    ax.set_title(f"position - token similarity under '{kind}' (P: position-follower, C: content-follower)",
-                 fontsize=8)
-    ax.figure.tight_layout()
-    return ax.figure
-
-
-def plot_layer_head_map(values, title: str, *, cmap: str = "magma", vmin: float | None = 0.0,
-                        vmax: float | None = None):
-    """One ``[L, H]`` per-head value as a heatmap, 1-based layer/head ticks. Returns the figure."""
-    ax = _plot_layer_head_map(values, title=title, cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.figure.tight_layout()
-    return ax.figure
-
-
-def article_heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:
-    """Lines giving the named (0-based) heads of one layer with value, interval and rank
-    within the layer (1 = largest)."""
-    row = values.mean[layer]
-    ranks = (-row).argsort(kind="stable").argsort() + 1
-    return "\n".join(
-        f"  L{layer + 1} H{h + 1}: {what} {row[h]:.3f} [{values.lo[layer, h]:.3f}, {values.hi[layer, h]:.3f}], "
-        f"rank {ranks[h]} of {len(row)} in its layer"
-        for h in heads
-    )

@@ -41,7 +41,13 @@ last token of the first segment is a [SEP] too (sentence pairs).
 Streaming. :func:`head_sums` turns one batch of maps into :class:`HeadSums`
 (sums and row counts); sums of many batches add with ``+`` and
 :meth:`HeadSums.finish` turns them into :class:`HeadStats`. So
-:func:`head_stats_for` can cover thousands of texts without holding their maps.
+:func:`head_stats` can cover thousands of texts without holding their maps.
+
+Two entry points, one per starting point:
+
+* :func:`head_stats` ``(m, texts)`` runs the model and streams its maps;
+* :func:`head_stats_of` ``(att)`` describes maps you already have (an
+  :class:`~attnlab.core.extract.Attention`, or a padded tensor).
 """
 
 from __future__ import annotations
@@ -49,12 +55,15 @@ from __future__ import annotations
 import math
 import unicodedata
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from attnlab.core.checks import check_index
 from attnlab.core.distributions import entropy, smooth
+from attnlab.core.extract import Attention, Batch, iter_attention_batches
+from attnlab.core.models import LoadedModel
 
 #: Clark et al.'s smoothing for entropies.
 ENTROPY_EPS = 1e-4
@@ -108,21 +117,11 @@ class HeadStats:
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.entropy / self.uniform_entropy
 
-    def as_dict(self) -> dict[str, Any]:
-        """Every field as plain lists (JSON-ready), plus ``n_rows`` and ``n_texts``."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v
-        return out
-
     def head(self, layer: int, head: int) -> dict[str, float]:
         """All statistics of one head (0-based indices) as a dict of numbers."""
         n_layers, n_heads = self.shape
-        if not (isinstance(layer, (int, np.integer)) and 0 <= layer < n_layers):
-            raise ValueError(f"layer {layer!r} out of range: valid are 0..{n_layers - 1} (0-based)")
-        if not (isinstance(head, (int, np.integer)) and 0 <= head < n_heads):
-            raise ValueError(f"head {head!r} out of range: valid are 0..{n_heads - 1} (0-based)")
+        layer = check_index(layer, n_layers, "layer")
+        head = check_index(head, n_heads, "head")
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
@@ -141,9 +140,7 @@ class HeadStats:
         ]
         out: list[list[Any]] = [["head", *cols]]
         n_layers, n_heads = self.shape
-        for l in (range(n_layers) if layers is None else layers):
-            if not 0 <= l < n_layers:
-                raise ValueError(f"layer {l} out of range: valid are 0..{n_layers - 1} (0-based)")
+        for l in (range(n_layers) if layers is None else [check_index(l, n_layers, "layer") for l in layers]):
             for h in range(n_heads):
                 row: list[Any] = [f"L{l + 1} H{h + 1}"]
                 for c in cols:
@@ -418,15 +415,15 @@ def empty_sums(n_layers: int, n_heads: int) -> HeadSums:
 # --------------------------------------------------------------------------- one call
 
 
-def head_stats(
-    att: Any,
+def head_stats_of(
+    att: Attention | torch.Tensor | np.ndarray,
     *,
     tokens: Sequence[Sequence[str]] | None = None,
     lengths: Sequence[int] | None = None,
     special_tokens: Any = None,
     segments: Sequence[Sequence[int]] | None = None,
 ) -> HeadStats:
-    """Per-head statistics of a set of attention maps.
+    """Per-head statistics of attention maps you already have.
 
     Args:
         att: an :class:`attnlab.core.extract.Attention` (tokens, lengths and segment
@@ -444,21 +441,21 @@ def head_stats(
     Example::
 
         att = al.attention(m, texts)
-        stats = head_stats(att)
+        stats = head_stats_of(att)
         print(stats.table())
     """
-    if hasattr(att, "tensor") and hasattr(att, "lengths"):
+    if isinstance(att, Attention):
         tokens = att.tokens if tokens is None else tokens
         lengths = att.lengths if lengths is None else lengths
-        if segments is None and getattr(att, "pairs", None) is not None and att.segments:
+        if segments is None and att.pairs is not None and att.segments:
             segments = att.segments
         att = att.tensor
     maps, lengths = _check_maps(att, lengths)
     return head_sums(maps, lengths, tokens=tokens, segments=segments, special_tokens=special_tokens).finish()
 
 
-def head_stats_for(
-    m: Any,
+def head_stats(
+    m: LoadedModel,
     texts: Sequence[str],
     pairs: Sequence[str] | None = None,
     *,
@@ -469,7 +466,8 @@ def head_stats_for(
 
     Only one batch of maps is in memory at a time, so thousands of texts are
     fine. Tokens come from the model's tokenizer, so [CLS]/[SEP] are found by
-    name (``m.cls_token``, ``m.sep_token``).
+    name (``m.cls_token``, ``m.sep_token``). For maps already computed, use
+    :func:`head_stats_of`.
 
     Args:
         m: a :class:`attnlab.core.models.LoadedModel`.
@@ -477,16 +475,20 @@ def head_stats_for(
         pairs: optional second segments (for the block pattern).
         batch_size: texts per forward pass.
         progress: show a tqdm progress bar.
-    """
-    from attnlab.core.extract import iter_attention_batches
 
+    Returns:
+        :class:`HeadStats`, every field ``[L, H]``.
+    """
+    if not isinstance(m, LoadedModel):
+        raise TypeError(f"head_stats(m, texts) needs a loaded model first, got {type(m).__name__}; "
+                        "for attention maps you already have, use head_stats_of(att)")
     total = empty_sums(m.n_layers, m.n_heads)
     for batch in iter_attention_batches(m, texts, pairs, batch_size=batch_size, progress=progress):
         total = total + batch_sums(m, batch)
     return total.finish()
 
 
-def batch_sums(m: Any, batch: Any) -> HeadSums:
+def batch_sums(m: LoadedModel, batch: Batch) -> HeadSums:
     """:class:`HeadSums` of one :class:`attnlab.core.extract.Batch` of model ``m``.
 
     The building block for accumulating over your own stream of batches::

@@ -37,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from attnlab.data.corpus import Query, check_chunks, lexicon
+from attnlab.core.models import LoadedModel
+from attnlab.data.corpus import Query, example, lexicon
 
 KINDS = ("lexical", "syntactic", "both")
 
@@ -105,7 +106,7 @@ def segment(text: str, *, method: str = "lexicon", words: Sequence[str] | None =
         raise ValueError("segment needs a non-empty string")
     if method == "jieba":
         try:
-            import jieba
+            import jieba  # optional dependency, imported only when this method is asked for
         except ImportError as exc:  # pragma: no cover - optional dependency
             raise ImportError("method='jieba' needs `pip install jieba`; or use method='lexicon'") from exc
         return [w for w in jieba.lcut(text, HMM=False) if w]
@@ -283,11 +284,6 @@ def syntactic(q: Query | str, seed: int = 0, **kw) -> Perturbed:
     return perturb(q, "syntactic", seed, **kw)
 
 
-def both(q: Query | str, seed: int = 0, **kw) -> Perturbed:
-    """The lexical breaks and the syntactic move of the same seed, together."""
-    return perturb(q, "both", seed, **kw)
-
-
 def perturb_all(q: Query | str, seed: int = 0, **kw) -> dict[str, Perturbed]:
     """``{"original", "lexical", "syntactic", "both"}`` for one query."""
     q = as_query(q, kw.pop("language", None) or getattr(q, "language", "zh"))
@@ -347,8 +343,6 @@ def example_perturbations(language: str, seed: int = 0) -> dict[str, Perturbed]:
     English: :func:`perturb_all` of ``how do you play chess`` (units
     ``how do you | play | chess``).
     """
-    from attnlab.data.corpus import example
-
     q = example(language)
     if language == "zh":
         return {k: (from_texts(q, t, k) if k != "original" else from_texts(q, t, "original"))
@@ -369,7 +363,7 @@ def _unit_spans(text: str, language: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _tokens_per_unit(m, text: str, language: str) -> tuple[list[int], list[int], list[list[int]]]:
+def _tokens_per_unit(m: LoadedModel, text: str, language: str) -> tuple[list[int], list[int], list[list[int]]]:
     """``(input_ids, special positions, token positions of each unit)`` for ``text``."""
     tok = m.tokenizer
     enc = tok(text, return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
@@ -402,7 +396,7 @@ def _tokens_per_unit(m, text: str, language: str) -> tuple[list[int], list[int],
     return ids, special, per_unit
 
 
-def token_permutation(m, p: Perturbed) -> np.ndarray:
+def token_permutation(m: LoadedModel, p: Perturbed) -> np.ndarray:
     """Token permutation of a perturbation under ``m``'s tokenizer.
 
     Returns:
@@ -443,7 +437,7 @@ def token_permutation(m, p: Perturbed) -> np.ndarray:
     return perm
 
 
-def try_token_permutation(m, p: Perturbed) -> tuple[np.ndarray | None, str]:
+def try_token_permutation(m: LoadedModel, p: Perturbed) -> tuple[np.ndarray | None, str]:
     """:func:`token_permutation`, returning ``(None, reason)`` instead of raising."""
     try:
         return token_permutation(m, p), ""

@@ -42,32 +42,29 @@ The rule set (:func:`classify_heads`), applied to each head's
 4. ``heterogeneous`` otherwise.
 
 Each head also gets a one-line reason quoting the statistic that decided it.
+
+The figures are in :mod:`attnlab.viz.pattern_plots`; the article's claim that
+most heads follow a fixed pattern is judged in
+:mod:`attnlab.course.claims.head_patterns`.
 """
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from attnlab.analysis.head_stats import HeadStats, format_table
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.analysis.head_stats import HeadStats, batch_sums, empty_sums, format_table
+from attnlab.analysis.stats import correlation
+from attnlab.core.checks import check_positive_int
+from attnlab.core.config import is_smoke, pick
+from attnlab.core.extract import iter_attention_batches
+from attnlab.core.models import LoadedModel
+from attnlab.data import corpus
 
 #: Label names in display order.
 LABELS = ("self", "previous", "next", "vertical", "block", "broad", "heterogeneous")
-
-#: One colour per label (colour-blind friendly where possible).
-COLORS = {
-    "self": "#4c72b0",
-    "previous": "#55a868",
-    "next": "#8dd3a0",
-    "vertical": "#c44e52",
-    "block": "#8172b2",
-    "broad": "#cccccc",
-    "heterogeneous": "#dd8452",
-}
 
 #: Labels whose pattern is fixed by position or by special tokens, whatever the words.
 FIXED = ("self", "previous", "next", "vertical")
@@ -134,10 +131,6 @@ class HeadLabels:
         """Printable table, one line per head (1-based labels)."""
         return format_table(self.rows(digits))
 
-    def plot(self, ax=None, *, title: str | None = None, annotate: bool = True):
-        """Layers x heads grid coloured by label, with a legend. Returns the figure."""
-        return plot_taxonomy(self, ax=ax, title=title, annotate=annotate)
-
     def __repr__(self) -> str:
         c = ", ".join(f"{k} {v}" for k, v in self.counts().items() if v)
         return f"HeadLabels({self.shape[0]} layers x {self.shape[1]} heads: {c})"
@@ -160,7 +153,8 @@ def classify_heads(
     """Label every head with a pattern type (rules and defaults: module docstring).
 
     Args:
-        stats: from :func:`attnlab.head_stats` / :func:`attnlab.analysis.head_stats.head_stats_for`.
+        stats: from :func:`attnlab.analysis.head_stats.head_stats` (a model and texts),
+            :func:`~attnlab.analysis.head_stats.head_stats_of` (maps) or :func:`survey_stats`.
         positional: mass on self / previous / next token that makes a positional head.
         offset_share: share of rows with the maximum at offset 0 / -1 / +1 that
             also makes a positional head (Voita et al.); set above 1 to disable.
@@ -173,7 +167,7 @@ def classify_heads(
         :class:`HeadLabels`.
     """
     if not isinstance(stats, HeadStats):
-        raise TypeError(f"classify_heads needs HeadStats (from attnlab.head_stats), got {type(stats).__name__}")
+        raise TypeError(f"classify_heads needs HeadStats (from attnlab.analysis.head_stats), got {type(stats).__name__}")
     for name, v in dict(positional=positional, special=special, block=block, broad=broad).items():
         if not 0 < v <= 1:
             raise ValueError(f"threshold {name}={v} must be in (0, 1]")
@@ -226,109 +220,28 @@ def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
     )
 
 
-# --------------------------------------------------------------------------- verdict
+# --------------------------------------------------------------------------- depth
 
 
-def fixed_pattern_verdict(labels: HeadLabels, *, margin: float = 0.05) -> ClaimVerdict:
-    """The source article's claim: most heads learn a fixed pattern (self, a
-    neighbour, [CLS]/[SEP]), few capture lexical or syntactic structure.
+@dataclass
+class FixedShareByDepth:
+    """Share of fixed-pattern heads in each layer, and how it moves with depth.
 
-    "holds" when the fixed-pattern share exceeds one half by more than
-    ``margin`` *and* heterogeneous heads (the only candidates for structure)
-    are fewer than fixed ones; "does not hold" when it is below one half by
-    more than ``margin``; "cannot tell" in between.
+    Attributes:
+        by_layer: ``[L]`` share of heads with a :data:`FIXED` label, first layer first.
+        spearman: rank correlation of ``by_layer`` with the layer index; NaN when
+            the share is the same in every layer or there are fewer than 3 layers.
     """
-    fixed = labels.share(FIXED)
-    hetero = labels.share(["heterogeneous"])
-    broad_share = labels.share(["broad"])
-    if fixed > 0.5 + margin and hetero < fixed:
-        verdict = "holds"
-    elif fixed < 0.5 - margin:
-        verdict = "does not hold"
-    else:
-        verdict = "cannot tell"
-    return ClaimVerdict(
-        claim="most heads attend to themselves / a neighbour / [CLS] / [SEP]; few carry lexical or syntactic structure",
-        verdict=verdict,
-        numbers={"fixed-pattern share": fixed, "heterogeneous share": hetero, "broad share": broad_share,
-                 "heads": int(labels.labels.size)},
-    )
+
+    by_layer: np.ndarray
+    spearman: float
 
 
-def depth_trend(labels: HeadLabels) -> dict[str, Any]:
-    """Share of fixed-pattern heads in each layer and its Spearman correlation with depth.
-
-    Returns:
-        ``{"fixed_share_by_layer": [...], "spearman_rho": float, "p_value": float}``
-        (rho is NaN when the share is the same in every layer).
-    """
-    from scipy.stats import spearmanr
-
+def fixed_share_by_depth(labels: HeadLabels) -> FixedShareByDepth:
+    """Share of fixed-pattern heads per layer and its Spearman correlation with depth."""
     per_layer = np.isin(labels.labels, list(FIXED)).mean(axis=1)  # (L,)
-    if np.allclose(per_layer, per_layer[0]) or len(per_layer) < 3:
-        rho, p = float("nan"), float("nan")
-    else:
-        res = spearmanr(np.arange(len(per_layer)), per_layer)
-        rho, p = float(res.statistic), float(res.pvalue)
-    return {"fixed_share_by_layer": per_layer.round(3).tolist(), "spearman_rho": rho, "p_value": p}
-
-
-# --------------------------------------------------------------------------- plots
-
-
-def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, annotate: bool = True):
-    """Coloured layers x heads grid (1-based axis labels) with a legend."""
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    n_layers, n_heads = labels.shape
-    index = np.vectorize(LABELS.index)(labels.labels)  # (L, H)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
-    cmap = ListedColormap([COLORS[n] for n in LABELS])
-    ax.imshow(index, cmap=cmap, vmin=-0.5, vmax=len(LABELS) - 0.5, aspect="auto")
-    ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
-    ax.set_yticks(range(n_layers), [str(l + 1) for l in range(n_layers)])
-    ax.set_xlabel("head (1-based)")
-    ax.set_ylabel("layer (1-based)")
-    ax.set_xticks(np.arange(-0.5, n_heads), minor=True)
-    ax.set_yticks(np.arange(-0.5, n_layers), minor=True)
-    ax.grid(which="minor", color="white", linewidth=1.5)
-    ax.tick_params(which="minor", length=0)
-    if annotate:
-        for l in range(n_layers):
-            for h in range(n_heads):
-                ax.text(h, l, labels.labels[l, h][:2], ha="center", va="center", fontsize=7)
-    present = [n for n in LABELS if (labels.labels == n).any()]
-    ax.legend(handles=[Patch(color=COLORS[n], label=f"{n} ({int((labels.labels == n).sum())})") for n in present],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
-    ax.set_title(title or "Head taxonomy")
-    ax.figure.tight_layout()
-    return ax.figure
-
-
-def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = None):
-    """Stacked bars: how many heads of each label sit in each layer."""
-    import matplotlib.pyplot as plt
-
-    n_layers = labels.shape[0]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
-    bottom = np.zeros(n_layers)
-    x = np.arange(1, n_layers + 1)
-    for name, per_layer in labels.counts_by_layer().items():
-        if per_layer.sum() == 0:
-            continue
-        ax.bar(x, per_layer, bottom=bottom, color=COLORS[name], label=name, edgecolor="white")
-        bottom += per_layer
-    ax.set_xticks(x)
-    ax.set_xlabel("layer (1-based)")
-    ax.set_ylabel("heads")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
-    ax.set_title(title or "Head labels by layer")
-    ax.figure.tight_layout()
-    return ax.figure
+    rho = correlation(np.arange(len(per_layer)), per_layer) if len(per_layer) >= 3 else float("nan")
+    return FixedShareByDepth(per_layer, rho)
 
 
 # --------------------------------------------------------------------------- texts and survey
@@ -421,13 +334,11 @@ SAMPLE_TEXTS = {
 def sample_texts(language: str, n: int | None = None) -> list[str]:
     """The first ``n`` (all when None) sample sentences in ``language`` ("zh" or "en")."""
     texts = SAMPLE_TEXTS["zh" if language == "zh" else "en"]
-    if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    return list(texts[:n] if n is not None else texts)
+    return list(texts[: check_positive_int(n, "n")] if n is not None else texts)
 
 
 def survey_stats(
-    m: Any,
+    m: LoadedModel,
     texts: Sequence[str] | None = None,
     *,
     n_texts: int | None = None,
@@ -450,9 +361,6 @@ def survey_stats(
         :class:`HeadStats`; ``segment_mass`` comes from the pairs only, the
         other statistics from every row of singles and pairs.
     """
-    from attnlab.core.extract import iter_attention_batches
-    from attnlab.analysis.head_stats import batch_sums, empty_sums
-
     pool = list(texts) if texts is not None else sample_texts(m.language)
     singles = pool[:n_texts] if n_texts is not None else pool
     n_pairs = len(singles) if n_pairs is None else n_pairs
@@ -469,16 +377,13 @@ def survey_stats(
 
 def survey_texts(language: str, n: int) -> list[str]:
     """``n`` texts for a survey: the sample sentences first, then built-in
-    search queries from :mod:`attnlab.data.corpus` (when that module is present)."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    search queries from :mod:`attnlab.data.corpus`."""
+    n = check_positive_int(n, "n")
     texts = sample_texts(language)[:n]
     if len(texts) < n:
         try:
-            from attnlab.data import corpus
-
             extra = corpus.texts("zh" if language == "zh" else "en", n - len(texts), seed=0)
-        except (ImportError, ValueError):
+        except ValueError:
             extra = []
         texts += [t for t in extra if t not in texts]
     return texts
@@ -490,11 +395,9 @@ SURVEY_SIZES = {"texts": (300, 30), "pairs": (100, 10)}
 _SURVEY_CACHE: dict[tuple, HeadStats] = {}
 
 
-def default_survey(m: Any, *, progress: bool = False) -> HeadStats:
+def default_survey(m: LoadedModel, *, progress: bool = False) -> HeadStats:
     """Lesson 05's survey of ``m``'s heads: 300 texts and 100 sentence pairs
     (30 and 10 in smoke mode), cached per model so exercises reuse it."""
-    from attnlab.core.config import is_smoke, pick
-
     n_texts = pick(*SURVEY_SIZES["texts"])
     n_pairs = pick(*SURVEY_SIZES["pairs"])
     key = (id(m.model), m.name, is_smoke())
@@ -503,22 +406,6 @@ def default_survey(m: Any, *, progress: bool = False) -> HeadStats:
         _SURVEY_CACHE[key] = survey_stats(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
                                           progress=progress)
     return _SURVEY_CACHE[key]
-
-
-def threshold_sensitivity(stats: HeadStats, *, positional: Sequence[float] = (0.4, 0.5, 0.6),
-                          special: Sequence[float] = (0.5, 0.6, 0.7)) -> list[list[Any]]:
-    """Fixed-pattern share of heads, and the verdict of :func:`fixed_pattern_verdict`,
-    for each pair of thresholds (header row first).
-
-    Shows how much a verdict depends on where the lines are drawn.
-    """
-    rows: list[list[Any]] = [["positional", "special", "fixed share", "heterogeneous share", "verdict"]]
-    for p in positional:
-        for s in special:
-            lab = classify_heads(stats, positional=p, special=s)
-            rows.append([p, s, round(lab.share(FIXED), 3), round(lab.share(["heterogeneous"]), 3),
-                         fixed_pattern_verdict(lab).verdict])
-    return rows
 
 
 # --------------------------------------------------------------------------- pattern zoo
@@ -547,77 +434,3 @@ def pick_examples(labels: HeadLabels) -> dict[str, tuple[int, int]]:
             masked = np.where(mask, score[name], -np.inf)
             out[name] = tuple(int(v) for v in np.unravel_index(np.argmax(masked), masked.shape))
     return out
-
-
-def plot_pattern_zoo(m: Any, labels: HeadLabels, text: str | None = None, pair: tuple[str, str] | None = None):
-    """One column per pattern found in ``m``: its clearest head as a heatmap
-    (top) and as a line view (bottom), on a real input.
-
-    Args:
-        m: the loaded model.
-        labels: from :func:`classify_heads` on ``m``'s statistics.
-        text: the input for every pattern but ``block`` (default: the course example).
-        pair: the sentence pair for ``block`` (default: two sample sentences).
-
-    Returns:
-        The figure.
-    """
-    import matplotlib.pyplot as plt
-
-    from attnlab.data.examples import example_for
-    from attnlab.core.extract import attention
-    from attnlab.viz.offline_views import plot_line_view
-    from attnlab.viz.plot import head_label, plot_head
-
-    examples = pick_examples(labels)
-    if not examples:
-        raise ValueError("no labelled heads to show")
-    text = text or example_for(m)
-    pair = pair or tuple(sample_texts(m.language, 2))
-    single = attention(m, [text])
-    paired = attention(m, [pair[0]], pairs=[pair[1]]) if "block" in examples else None
-    k = len(examples)
-    fig, axes = plt.subplots(2, k, figsize=(3.1 * k, 7.4), squeeze=False,
-                             gridspec_kw={"height_ratios": [1, 1.15]})
-    for c, (name, (l, h)) in enumerate(examples.items()):
-        att = paired if name == "block" else single
-        tokens = att.tokens[0]
-        plot_head(att.head(0, l, h), tokens, ax=axes[0, c], vmax=1.0, colorbar=False,
-                  title=f"{name}: {head_label(l, h)}")
-        axes[0, c].set_xlabel("")
-        axes[0, c].set_ylabel("")
-        axes[0, c].tick_params(labelsize=7)
-        plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reasons[l, h], 44))
-        axes[1, c].title.set_fontsize(7)
-    fig.suptitle(f"Pattern zoo of {m.name}: the clearest head of each type (heatmap, line view)")
-    fig.tight_layout()
-    return fig
-
-
-def plot_example_lines(m: Any, labels: HeadLabels, text: str | None = None):
-    """Line view of the example query for the layer with the most distinct
-    patterns: one head of each label found there (up to four), in head colours."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-
-    from attnlab.data.examples import example_for
-    from attnlab.core.extract import attention
-    from attnlab.viz.offline_views import HEAD_COLORS, plot_line_view
-
-    text = text or example_for(m)
-    variety = [len(set(row)) for row in labels.labels]
-    layer = int(np.argmax(variety))
-    chosen: dict[str, int] = {}
-    for h, name in enumerate(labels.labels[layer]):
-        if name not in chosen and len(chosen) < 4:
-            chosen[str(name)] = h
-    att = attention(m, [text])
-    heads = list(chosen.values())
-    fig, ax = plt.subplots(figsize=(5.4, 0.34 * len(att.tokens[0]) + 1.2))
-    plot_line_view(att[0], att.tokens[0], layer, heads, ax=ax,
-                   title=f"{text!r}: layer {layer + 1}, one head per pattern")
-    ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=f"H{h + 1}: {name}")
-                       for name, h in chosen.items()],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -3,6 +3,9 @@
 Code indices are 0-based; titles use the source article's 1-based "layer 1,
 head 7" (see :func:`head_label`). Every function takes an optional ``ax`` and
 returns the matplotlib objects it drew, so lessons can compose figures.
+
+``matplotlib.pyplot`` is imported inside the functions: this module is part of
+``import attnlab``, which should stay quick for code that never draws.
 """
 
 from __future__ import annotations
@@ -483,20 +486,28 @@ def plot_layer_head_map(
 ):
     """One number per head as a ``layers x heads`` heatmap, numbered 1-based like the article.
 
+    The one per-head map of the course (importance, sensitivity, change without
+    positions, ...), with a colour bar.
+
     Args:
         values: ``[L, H]`` array (importance, sensitivity, fixedness ...).
         ax: axes to draw into (a new figure when None).
+        title: axes title.
+        vmin, vmax: colour scale (None: the data's range).
         label: colour-bar label.
         marks: optional ``[L, H]`` strings written in the cells (e.g. "P"/"C").
 
     Returns:
-        The axes (``ax.figure`` is the figure).
+        Always the axes it drew into (``ax.figure`` is the figure).
     """
     import matplotlib.pyplot as plt
 
     v = _as_numpy(values)
     if v.ndim != 2:
         raise ValueError(f"values must be [layers, heads], got shape {v.shape}")
+    if marks is not None and np.shape(np.asarray(marks, dtype=object)) != v.shape:
+        raise ValueError(f"marks must be [layers, heads] like values {v.shape}, "
+                         f"got shape {np.shape(np.asarray(marks, dtype=object))}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
     im = ax.imshow(v, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")

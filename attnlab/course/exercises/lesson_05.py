@@ -15,8 +15,11 @@ import random
 from collections import Counter
 from typing import Any
 
+from attnlab.analysis.taxonomy import LABELS, HeadLabels, classify_heads, default_survey
+from attnlab.core.extract import attention
+from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
-from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
+
 from . import NOT_YET as _NOT_YET, Feedback, check_number
 
 __all__ = [
@@ -26,15 +29,14 @@ __all__ = [
 ]
 
 
-
-def _labels(m: Any):
+def _labels(m: LoadedModel) -> HeadLabels:
     return classify_heads(default_survey(m))
 
 
 # --------------------------------------------------------------------------- 1. predict a label
 
 
-def quiz_head(m: Any, seed: int = 0, *, show: bool = True) -> tuple[int, int]:
+def quiz_head(m: LoadedModel, seed: int = 0, *, show: bool = True) -> tuple[int, int]:
     """Pick a head for the quiz and print its statistics (not its label).
 
     A label present in the model is drawn first, then a head with that label,
@@ -57,15 +59,15 @@ def quiz_head(m: Any, seed: int = 0, *, show: bool = True) -> tuple[int, int]:
     return layer, head
 
 
-def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Feedback:
+def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feedback:
     """Is ``answer`` the label the lesson's rules give head ``(layer, head)``?
 
     Args:
         answer: one of ``"self"``, ``"previous"``, ``"next"``, ``"vertical"``,
             ``"block"``, ``"broad"``, ``"heterogeneous"`` (or None).
     """
-    m.check_layer(layer)
-    m.check_head(head)
+    layer = m.check_layer(layer)
+    head = m.check_head(head)
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
@@ -79,24 +81,24 @@ def check_head_label(m: Any, answer: Any, layer: int, head: int) -> Feedback:
                    "own-sentence mass, then entropy relative to uniform (>= 0.8).", None)
 
 
-def solution_head_label(m: Any, layer: int, head: int) -> tuple[str, str]:
+def solution_head_label(m: LoadedModel, layer: int, head: int) -> tuple[str, str]:
     """``(label, reason)`` of the head: classify the survey statistics with the default thresholds."""
-    labels = classify_heads(default_survey(m))
+    labels = _labels(m)
     return labels[layer, head], str(labels.reasons[layer, head])
 
 
 # --------------------------------------------------------------------------- 2. [CLS] mass by hand
 
 
-def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None = None) -> Feedback:
+def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str | None = None) -> Feedback:
     """The head's weight on [CLS], averaged over all query rows of the example query.
 
     Args:
         answer: a number between 0 and 1 (or None).
         text: the text (default: the course's example query).
     """
-    m.check_layer(layer)
-    m.check_head(head)
+    layer = m.check_layer(layer)
+    head = m.check_head(head)
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     expected = solution_cls_mass(m, layer, head, text)
@@ -108,10 +110,8 @@ def check_cls_mass(m: Any, answer: Any, layer: int, head: int, text: str | None 
     return verdict
 
 
-def solution_cls_mass(m: Any, layer: int, head: int, text: str | None = None) -> float:
+def solution_cls_mass(m: LoadedModel, layer: int, head: int, text: str | None = None) -> float:
     """Mean over query rows of the weight in the [CLS] column (position 0)."""
-    from attnlab.core.extract import attention
-
     att = attention(m, [text or example_for(m)])
     weights = att.head(0, layer, head)  # (n, n): rows are queries
     cls_col = [t for t, tok in enumerate(att.tokens[0]) if tok == m.cls_token]
@@ -121,9 +121,9 @@ def solution_cls_mass(m: Any, layer: int, head: int, text: str | None = None) ->
 # --------------------------------------------------------------------------- 3. majority in a layer
 
 
-def check_layer_majority(m: Any, answer: Any, layer: int) -> Feedback:
+def check_layer_majority(m: LoadedModel, answer: Any, layer: int) -> Feedback:
     """Which label do most heads of ``layer`` (0-based) have? Ties: any of the tied labels counts."""
-    m.check_layer(layer)
+    layer = m.check_layer(layer)
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
@@ -137,8 +137,8 @@ def check_layer_majority(m: Any, answer: Any, layer: int) -> Feedback:
                    "count the labels in that row of the taxonomy map.", None)
 
 
-def solution_layer_majority(m: Any, layer: int) -> list[str]:
+def solution_layer_majority(m: LoadedModel, layer: int) -> list[str]:
     """The most common label(s) in the layer's row of the taxonomy map."""
-    counts = Counter(classify_heads(default_survey(m)).labels[layer].tolist())
+    counts = Counter(_labels(m).labels[layer].tolist())
     top = max(counts.values())
     return sorted(name for name, c in counts.items() if c == top)

@@ -11,29 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from attnlab.analysis.compare import PerturbationStudy, perturbation_study
+from attnlab.analysis.perturb import example_perturbations, token_permutation
+from attnlab.core.models import LoadedModel
+from attnlab.data.corpus import queries
 
-from . import NOT_YET as _NOT_YET, check_head, Feedback, check_array, check_choice, check_number
-
-
-
-def _study(m, study, n: int = 30):
-    if study is not None:
-        return study
-    from attnlab.analysis.compare import perturbation_study
-    from attnlab.data.corpus import queries
-
-    return perturbation_study(m, queries(m.language, n))
+from . import NOT_YET as _NOT_YET, Feedback, check_array, check_head, check_number
 
 
-def solution_token_permutation(m, kind: str = "syntactic") -> list[int]:
+def _study(m: LoadedModel, study: PerturbationStudy | None, n: int = 30) -> PerturbationStudy:
+    """The lesson's study when given, else a small one over ``n`` built-in queries."""
+    return study if study is not None else perturbation_study(m, queries(m.language, n))
+
+
+def solution_token_permutation(m: LoadedModel, kind: str = "syntactic") -> list[int]:
     """Worked solution: the permutation the tokenizer confirms for the example."""
-    from attnlab.analysis.perturb import example_perturbations, token_permutation
-
     return token_permutation(m, example_perturbations(m.language)[kind]).tolist()
 
 
-def check_token_permutation(m, answer: Any, kind: str = "syntactic") -> Feedback:
+def check_token_permutation(m: LoadedModel, answer: Any, kind: str = "syntactic") -> Feedback:
     """``answer``: list with ``new_tokens[i] == old_tokens[answer[i]]`` for the example's ``kind``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -43,27 +39,31 @@ def check_token_permutation(m, answer: Any, kind: str = "syntactic") -> Feedback
                             "text holds the old token answer[i].")
 
 
-def solution_most_sensitive_head(m, kind: str = "lexical", study=None) -> tuple[int, int]:
+def solution_most_sensitive_head(m: LoadedModel, kind: str = "lexical",
+                                 study: PerturbationStudy | None = None) -> tuple[int, int]:
     """Worked solution: the 0-based (layer, head) with the largest mean position-space change."""
     top = _study(m, study).top_sensitive(kind, "position", k=1)[0]
     return (top.layer, top.head)
 
 
-def check_most_sensitive_head(m, answer: Any, kind: str = "lexical", study=None) -> Feedback:
+def check_most_sensitive_head(m: LoadedModel, answer: Any, kind: str = "lexical",
+                              study: PerturbationStudy | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_sensitive_head(m, kind, study),
-                      hint="Look for the largest value in study.sensitivity(kind, 'position').mean "
+                      hint="Look for the largest value in study.sensitivity(kind, 'position').estimate "
                            "(indices are 0-based).")
 
 
-def solution_position_follower_share(m, study=None, kind: str = "both") -> float:
+def solution_position_follower_share(m: LoadedModel, study: PerturbationStudy | None = None,
+                                     kind: str = "both") -> float:
     """Worked solution: share of heads labelled position-followers."""
     return _study(m, study).follower_shares(kind)["position"]
 
 
-def check_position_follower_share(m, answer: Any, study=None, kind: str = "both") -> Feedback:
+def check_position_follower_share(m: LoadedModel, answer: Any, study: PerturbationStudy | None = None,
+                                  kind: str = "both") -> Feedback:
     """``answer``: the share (0..1) of heads that follow positions under ``kind``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -71,6 +71,3 @@ def check_position_follower_share(m, answer: Any, study=None, kind: str = "both"
     return check_number(answer, expected, rel=0.0, abs_tol=0.011, what="your share",
                         hint="Count the heads labelled 'position' by study.followers() and divide by "
                              "the number of heads.")
-
-
-

@@ -14,31 +14,35 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import NOT_YET as _NOT_YET, check_head, Feedback, check_array, check_choice
+from attnlab.analysis.perturb import example_perturbations, token_permutation
+from attnlab.analysis.position import PositionStudy, equivariance_gap, position_study
+from attnlab.core.models import LoadedModel
+from attnlab.core.position import no_position
+from attnlab.data.corpus import texts as corpus_texts
+from attnlab.data.examples import example_for
+
+from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_head
+
+#: Largest output difference (after undoing the permutation) still counted as "the same outputs".
+SAME_OUTPUTS = 1e-4
 
 
-
-def solution_embedding_without_positions(m, text: str | None = None) -> np.ndarray:
+def solution_embedding_without_positions(m: LoadedModel, text: str | None = None) -> np.ndarray:
     """Worked solution: ``LayerNorm(word + segment)`` for ``text`` (default: the example), ``[n, e]``."""
-    from attnlab.data.examples import example_for
-
     text = text or example_for(m)
     emb = m.model.base_model.embeddings
     enc = m.encode([text])
     with torch.no_grad():
         x = emb.word_embeddings(enc["input_ids"])  # (1, n, e)
         if "token_type_ids" in enc and getattr(emb, "token_type_embeddings", None) is not None:
-            x = x + emb.token_type_embeddings(enc["token_type_ids"])
-        return emb.LayerNorm(x)[0].numpy()
+            x = x + emb.token_type_embeddings(enc["token_type_ids"])  # (1, n, e)
+        return emb.LayerNorm(x)[0].numpy()  # (n, e)
 
 
-def check_embedding_without_positions(m, answer: Any, text: str | None = None) -> Feedback:
+def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | None = None) -> Feedback:
     """``answer``: ``[n, e]`` embedding output of ``text`` without the position term."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    from attnlab.data.examples import example_for
-    from attnlab.core.position import no_position
-
     text = text or example_for(m)
     emb = m.model.base_model.embeddings
     enc = m.encode([text])
@@ -46,25 +50,21 @@ def check_embedding_without_positions(m, answer: Any, text: str | None = None) -
     if "token_type_ids" in enc:
         kwargs["token_type_ids"] = enc["token_type_ids"]
     with no_position(m), torch.no_grad():
-        expected = emb(**kwargs)[0].numpy()
+        expected = emb(**kwargs)[0].numpy()  # (n, e): the model's own embedding module, positions zeroed
     return check_array(answer, expected, atol=1e-4, what="your embedding output",
                        hint="word_embeddings(ids) + token_type_embeddings(types), then the embedding LayerNorm.")
 
 
-def solution_order_matters(m) -> bool:
+def solution_order_matters(m: LoadedModel) -> bool:
     """Worked solution: False when the permuted example's outputs are the original's,
-    permuted (largest gap below 1e-4), True otherwise."""
-    from attnlab.analysis.perturb import example_perturbations, token_permutation
-    from attnlab.analysis.position import equivariance_gap
-    from attnlab.core.position import no_position
-
+    permuted (largest gap at most :data:`SAME_OUTPUTS`), True otherwise."""
     p = example_perturbations(m.language)["both"]
     with no_position(m):
         gap = equivariance_gap(m, p.source.text, p.text, token_permutation(m, p))
-    return bool(gap > 1e-4)
+    return bool(gap > SAME_OUTPUTS)
 
 
-def check_order_matters(m, answer: Any) -> Feedback:
+def check_order_matters(m: LoadedModel, answer: Any) -> Feedback:
     """``answer``: True or False - without position embeddings, does a reordered query
     give different token outputs (beyond moving them along)?"""
     if answer is None:
@@ -75,21 +75,19 @@ def check_order_matters(m, answer: Any) -> Feedback:
                         hint="Compare equivariance_gap with and without no_position.")
 
 
-def solution_most_position_dependent_head(m, study=None, n: int = 30) -> tuple[int, int]:
+def solution_most_position_dependent_head(m: LoadedModel, study: PositionStudy | None = None,
+                                          n: int = 30) -> tuple[int, int]:
     """Worked solution: 0-based (layer, head) with the largest change without positions."""
     if study is None:
-        from attnlab.data.corpus import texts
-        from attnlab.analysis.position import position_change
-
-        study = position_change(m, texts(m.language, n))
-    change = study.change().mean
+        study = position_study(m, corpus_texts(m.language, n))
+    change = 1.0 - study.similarity.mean(axis=0)  # (L, H)
     layer, head = np.unravel_index(int(np.argmax(change)), change.shape)
     return (int(layer), int(head))
 
 
-def check_most_position_dependent_head(m, answer: Any, study=None) -> Feedback:
+def check_most_position_dependent_head(m: LoadedModel, answer: Any, study: PositionStudy | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_position_dependent_head(m, study),
-                      hint="np.unravel_index(argmax) of study.change().mean.")
+                      hint="np.unravel_index(argmax) of study.change().estimate.")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from attnlab.analysis.taxonomy import HeadLabels, classify_heads, sample_texts, survey_stats, survey_texts
+from attnlab.viz.pattern_plots import plot_example_lines, plot_pattern_zoo, plot_taxonomy
+
 from . import FigureContext, figure
 
 LESSON = "05_reading_heatmaps.ipynb"
 
 
-def _labels(ctx: FigureContext):
+def _labels(ctx: FigureContext) -> HeadLabels:
     """Survey + labels of ``ctx.model``, computed once per figure run."""
     if "05_labels" not in ctx.cache:
-        from attnlab.analysis.taxonomy import classify_heads, sample_texts, survey_stats, survey_texts
-
         m = ctx.model
         n_texts = ctx.pick(300, 30)
         n_pairs = min(ctx.pick(100, 10), len(sample_texts(m.language)) - 1)
@@ -24,20 +25,16 @@ def _labels(ctx: FigureContext):
         caption="Every head of the model labelled with its attention pattern, decided by its statistics")
 def taxonomy_map(ctx: FigureContext):
     labels = _labels(ctx)
-    return labels.plot(title=f"Head taxonomy of {ctx.model.name} ({labels.stats.n_texts} inputs)")
+    return plot_taxonomy(labels, title=f"Head taxonomy of {ctx.model.name} ({labels.stats.n_texts} inputs)")
 
 
 @figure("pattern_zoo", lesson=LESSON,
         caption="The clearest head of each pattern type, as a heatmap and as a line view")
 def pattern_zoo(ctx: FigureContext):
-    from attnlab.analysis.taxonomy import plot_pattern_zoo
-
     return plot_pattern_zoo(ctx.model, _labels(ctx))
 
 
 @figure("example_line_view", lesson=LESSON,
         caption="Line view of the example query: one head of each pattern in one layer")
 def example_line_view(ctx: FigureContext):
-    from attnlab.analysis.taxonomy import plot_example_lines
-
     return plot_example_lines(ctx.model, _labels(ctx))
