@@ -25,7 +25,8 @@ import time
 
 import attnlab as al
 from attnlab.data import corpus
-from attnlab.analysis.importance import ablation_effects, head_importance, make_objective, rank_correlation
+from attnlab.analysis.importance import ablation_effects, head_importance, make_objective
+from attnlab.analysis.stats import correlation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     effects, base = ablation_effects(m, objective, threads=args.threads, progress=True)
     t_ablate = time.perf_counter() - start
 
-    rho = rank_correlation(scores, effects)
-    rho_norm = rank_correlation(head_importance(m, objective, threads=args.threads), effects)
+    rho = correlation(scores, effects, "spearman")
+    rho_norm = correlation(head_importance(m, objective, threads=args.threads), effects, "spearman")
     print()
     print(f"(a) gradient importance, one backward per batch : {t_grad:8.2f} s (best of {args.repeats})")
     print(f"(b) ablation, {m.n_layers * m.n_heads} masked forward passes       : {t_ablate:8.2f} s")

@@ -1,117 +1,165 @@
-"""Lesson 12's verdicts are computed from the evidence, not written in advance."""
+"""Lesson 12's verdicts are computed from the saved evidence, not written in advance."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import conclusions as c
 from attnlab.course import results
+from attnlab.course.claims import conclusions as claims
 from attnlab.course.exercises import lesson_12 as ex12
-from attnlab.course.verdicts import ClaimVerdict, combine, from_tests
+from attnlab.course.lesson_results import (
+    RESULT_NAMES,
+    AveragingResult,
+    ConclusionsResult,
+    DiversityResult,
+    PerturbationResult,
+)
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
+
+LABELS = [["content", "position", "position", "neither"], ["content"] * 4]
 
 
-def _evidence(fixed_share=0.8, content_share=0.1, dispersion=(3.0, 2.0, 1.0), single=0.01, prune_max=0.5,
-              prunable=0.3, ppl=None, labels=None, effects=None) -> c.Evidence:
-    L, H = 2, 4
-    n_fixed = int(round(fixed_share * L * H))
-    fixed = [[i // H, i % H] for i in range(n_fixed)]
-    labels = labels if labels is not None else [["content", "position", "position", "neither"]] * L
-    effects = effects if effects is not None else np.full((L, H), single / 2).tolist()
-    effects = np.asarray(effects, dtype=float)
-    effects.flat[0] = single
-    ppl = ppl or {1: (5.3, 0.01), 8: (4.9, 0.01), 32: (5.0, 0.01)}
-    slope = float(np.polyfit(range(len(dispersion)), dispersion, 1)[0])
-    data = {
-        "08_layer_averaging": {"fixedness": np.ones((L, H)).tolist(), "fixed_heads": fixed,
-                               "verdicts": {"patterns more fixed with depth": "holds"}},
-        "06_perturbation": {"content_follower_share": content_share, "position_follower_share": 0.5,
-                            "follower_labels": labels},
-        "09_head_diversity": {"dispersion": list(dispersion), "slope": slope, "slope_ci": [slope - 0.1, slope + 0.1],
-                              "spearman": -1.0, "verdict": "holds" if slope + 0.1 < 0 else "does not hold"},
-        "10_how_many_heads": {"collapse_verdict": "holds", "collapse_numbers": {"focus": "0.9"},
-                              "perplexity": {str(h): {"ppl_mean": m, "ppl_sd": s, "seeds": 3} for h, (m, s) in ppl.items()},
-                              "head_count_verdict": "holds"},
-        "11_pruning_heads": {"base_loss": 1.0, "ablation": effects.tolist(),
-                             "curves": {"importance": [1.0, 1.0 + prune_max], "random": [[1.0, 1.0 + prune_max / 2]]},
-                             "prunable": {"importance": prunable}, "objective": "test"},
-    }
-    return c.Evidence(data, {k: "saved" for k in data})
+def test_conclusion_1_can_hold():
+    v = claims.conclusion_1(rec.averaging(0.8), rec.perturbation(0.1), rec.patterns(0.6))
+    assert v.verdict == HOLDS
+    assert v.numbers["fixed heads (lesson 08)"] == pytest.approx(0.75)  # round(0.8 * 8) = 6 of 8 heads
+    assert v.numbers["fixed-pattern labels (lesson 05)"] == pytest.approx(0.6)
 
 
-def test_conclusion_1_needs_both_parts():
-    assert c.conclusion_1(_evidence(0.8, 0.1)).verdict == "holds"
-    assert c.conclusion_1(_evidence(0.8, 0.6)).verdict == "does not hold"   # many content heads
-    assert c.conclusion_1(_evidence(0.25, 0.1)).verdict == "does not hold"  # few fixed heads
+def test_conclusion_1_can_fail():
+    assert claims.conclusion_1(rec.averaging(0.8), rec.perturbation(0.6)).verdict == FAILS  # many content heads
+    assert claims.conclusion_1(rec.averaging(0.25), rec.perturbation(0.1)).verdict == FAILS  # few fixed heads
+    assert claims.conclusion_1(rec.averaging(0.5), rec.perturbation(0.1)).verdict == FAILS  # half is not most
 
 
-def test_conclusion_2_follows_the_dispersion_trend():
-    assert c.conclusion_2(_evidence(dispersion=(3.0, 2.0, 1.0))).verdict == "holds"
-    assert c.conclusion_2(_evidence(dispersion=(1.0, 2.0, 3.0))).verdict == "does not hold"
+def test_conclusion_2_can_hold():
+    v = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0)), rec.averaging(slope=0.2))
+    assert v.verdict == HOLDS
+    assert v.numbers["slope per layer"] == pytest.approx(-1.0)
+    assert v.numbers["fixedness slope per layer (lesson 08)"] == pytest.approx(0.2)
 
 
-def test_conclusion_4_weak_heads_strong_ensemble():
-    assert c.conclusion_4(_evidence(single=0.05, prune_max=0.5)).verdict == "holds"
-    assert c.conclusion_4(_evidence(single=0.4, prune_max=0.5)).verdict == "does not hold"  # one head does most
-    assert c.conclusion_4(_evidence(single=0.001, prune_max=0.01)).verdict == "does not hold"  # heads barely matter
+def test_conclusion_2_can_fail():
+    assert claims.conclusion_2(rec.diversity((1.0, 2.0, 3.0))).verdict == FAILS
+    assert claims.conclusion_2(rec.diversity((1.0, 1.0, 1.0))).verdict == UNSURE  # interval straddles 0
 
 
-def test_conclusion_5_uses_the_seed_spread():
-    assert c.conclusion_5(_evidence(ppl={1: (5.3, .01), 8: (4.9, .01), 32: (5.0, .01)})).verdict == "holds"
-    assert c.conclusion_5(_evidence(ppl={1: (5.3, .01), 8: (5.0, .01), 32: (4.5, .01)})).verdict == "does not hold"
-    assert c.conclusion_5(_evidence(ppl={1: (5.0, .5), 8: (4.9, .5), 32: (5.0, .5)})).verdict == "cannot tell"
+def test_conclusion_3_can_hold():
+    v = claims.conclusion_3(rec.head_count())
+    assert v.verdict == HOLDS and v.numbers["focus token at 2"] == "self"
 
 
-def test_conclusion_6_looks_for_non_content_heads_among_the_useful():
-    labels = [["content", "position", "position", "neither"], ["content"] * 4]
-    useful_content = np.array([[0.9, 0, 0, 0], [0.8, 0, 0, 0]])
-    assert c.conclusion_6(_evidence(labels=labels, effects=useful_content.tolist(), single=0.9)).verdict == "does not hold"
+def test_conclusion_3_can_fail():
+    flatter = [rec.group(4, 0.2, 0.3, 0.5), rec.group(2, 0.15, 0.2, 0.9)]
+    assert claims.conclusion_3(rec.head_count(regroup=flatter)).verdict == FAILS
+    no_two = [rec.group(4, 0.2, 0.3, 0.5)]
+    assert "missing" in claims.conclusion_3(rec.head_count(regroup=no_two)).numbers
+
+
+def test_conclusion_4_can_hold():
+    v = claims.conclusion_4(rec.pruning(prune_max=0.5))  # every head costs 0.01 alone, all together 0.5
+    assert v.verdict == HOLDS
+    assert v.numbers["largest loss increase when pruning many (D)"] == pytest.approx(0.5)
+    assert v.numbers["single / D"] == pytest.approx(0.02)
+
+
+def test_conclusion_4_can_fail():
+    one_strong = np.full((2, 4), 0.01)
+    one_strong[1, 2] = 0.4
+    assert claims.conclusion_4(rec.pruning(effects=one_strong, prune_max=0.5)).verdict == FAILS
+    barely = np.full((2, 4), 0.0001)
+    assert claims.conclusion_4(rec.pruning(effects=barely, prune_max=0.01)).verdict == FAILS  # heads barely matter
+    middle = np.full((2, 4), 0.01)
+    middle[0, 0] = 0.2  # between weak (0.125) and strong (0.25) x D = 0.5
+    assert claims.conclusion_4(rec.pruning(effects=middle, prune_max=0.5)).verdict == UNSURE
+
+
+def test_conclusion_5_can_hold():
+    v = claims.conclusion_5(rec.head_count({1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}))
+    assert v.verdict == HOLDS and v.numbers["best head count"] == 8
+
+
+def test_conclusion_5_can_fail():
+    more_is_better = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 32: [4.5, 4.51, 4.49]}
+    assert claims.conclusion_5(rec.head_count(more_is_better)).verdict == FAILS
+    noisy = {1: [5.0, 4.5, 5.5], 8: [4.9, 4.4, 5.4], 32: [5.0, 4.5, 5.5]}
+    assert claims.conclusion_5(rec.head_count(noisy)).verdict == UNSURE
+
+
+def test_conclusion_6_can_hold():
     useful_positional = np.array([[0, 0.9, 0, 0], [0, 0, 0, 0]])
-    ev = _evidence(labels=labels, effects=useful_positional.tolist(), single=0.0)
-    assert c.conclusion_6(ev).verdict == "holds"
+    v = claims.conclusion_6(rec.perturbation(labels=LABELS), rec.pruning(effects=useful_positional))
+    assert v.verdict == HOLDS and v.numbers["examples"].startswith("L1 H2")
+
+
+def test_conclusion_6_can_fail():
+    useful_content = np.array([[0.9, 0, 0, 0], [0.8, 0, 0, 0]])
+    assert claims.conclusion_6(rec.perturbation(labels=LABELS), rec.pruning(effects=useful_content)).verdict == FAILS
+    all_content = [["content"] * 4] * 2
+    assert claims.conclusion_6(rec.perturbation(labels=all_content), rec.pruning()).verdict == UNSURE
+    other_shape = claims.conclusion_6(rec.perturbation(n_layers=3), rec.pruning())
+    assert "missing" in other_shape.numbers
 
 
 def test_missing_evidence_cannot_tell():
-    ev = c.Evidence({name: None for name in c.SOURCES}, {name: "missing" for name in c.SOURCES})
-    verdicts = c.all_conclusions(ev)
-    assert [v.verdict for v in verdicts] == ["cannot tell"] * 6
-    assert all("missing evidence" in v.numbers for v in verdicts)
+    verdicts = c.all_conclusions(c.Evidence())
+    assert [v.verdict for v in verdicts] == [UNSURE] * 6
+    assert all("missing" in v.numbers for v in verdicts)
+    assert RESULT_NAMES[AveragingResult] in verdicts[0].numbers["missing"]
 
 
-def test_gather_reads_saved_results_and_reruns_missing(tmp_path, monkeypatch, tiny_en):
+def test_all_conclusions_judge_the_full_evidence():
+    verdicts = c.all_conclusions(rec.evidence())
+    assert [v.verdict for v in verdicts] == [HOLDS] * 6
+    assert [v.claim for v in verdicts] == [claims.CLAIMS[i] for i in range(1, 7)]
+
+
+def test_gather_reads_saved_records_and_reruns_missing(tmp_path, monkeypatch, tiny_en):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     monkeypatch.delenv("ATTNLAB_SMOKE", raising=False)
-    results.save("06_perturbation", {"x": 1}, model=tiny_en.name)
-    results.save("08_layer_averaging", {"x": 2}, model="another model")  # must not be used
+    shape = {"n_layers": tiny_en.n_layers, "n_heads": tiny_en.n_heads}
+    results.save(RESULT_NAMES[PerturbationResult], rec.perturbation(0.2, **shape), model=tiny_en)
+    results.save(RESULT_NAMES[AveragingResult], rec.averaging(**shape), model="another model")  # not used
     ran = []
 
     def runner(name, m):
         ran.append(name)
-        if name == "08_layer_averaging":
-            results.save(name, {"x": 3}, model=m.name)
+        if name == RESULT_NAMES[AveragingResult]:
+            results.save(name, rec.averaging(0.5, **shape), model=m)
 
-    ev = c.gather(tiny_en, ("06_perturbation", "08_layer_averaging", "09_head_diversity"), runner=runner,
-                  progress=False)
-    assert ran == ["08_layer_averaging", "09_head_diversity"]
-    assert ev.origin == {"06_perturbation": "saved", "08_layer_averaging": "recomputed", "09_head_diversity": "missing"}
-    assert ev.get("08_layer_averaging") == {"x": 3}
+    ev = c.gather(tiny_en, runner=runner, progress=False)
+    assert ran == [RESULT_NAMES[k] for k in c.SOURCES if k is not PerturbationResult]
+    assert ev.origin[RESULT_NAMES[PerturbationResult]] == "saved"
+    assert ev.origin[RESULT_NAMES[AveragingResult]] == "recomputed"
+    assert ev.origin[RESULT_NAMES[DiversityResult]] == "missing"
+    assert isinstance(ev.perturbation, PerturbationResult) and ev.perturbation.content_follower_share == 0.2
+    assert len(ev.averaging.fixed_heads) == round(0.5 * tiny_en.n_layers * tiny_en.n_heads)
+    assert ev.diversity is None and "missing" in ev.table()
+    read_only = c.gather(tiny_en, progress=False)  # no runner: nothing is re-run
+    assert read_only.origin[RESULT_NAMES[DiversityResult]] == "missing" and len(ran) == 5
 
 
-def test_verdict_words_are_checked():
-    with pytest.raises(ValueError):
-        ClaimVerdict("x", "maybe", {})
-    assert combine(["holds", "holds"]) == "holds"
-    assert combine(["holds", "cannot tell"]) == "cannot tell"
-    assert combine(["cannot tell", "does not hold"]) == "does not hold"
-    assert from_tests(False, True) == "does not hold"
+def test_conclusions_result_round_trips(tmp_path, monkeypatch, tiny_en):
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    record = ConclusionsResult(verdicts=c.all_conclusions(rec.evidence()), evidence_origin={"x": "saved"})
+    results.save(RESULT_NAMES[ConclusionsResult], record, model=tiny_en)
+    back = results.load(RESULT_NAMES[ConclusionsResult], ConclusionsResult, model=tiny_en)
+    assert [v.verdict for v in back.verdicts] == [HOLDS] * 6 and back.evidence_origin == {"x": "saved"}
 
 
 def test_lesson_12_exercises():
-    ev = _evidence(0.75, 0.4)
+    ev = rec.evidence(averaging=rec.averaging(0.75), perturbation=rec.perturbation(0.4),
+                      diversity=rec.diversity((3.0, 2.0, 1.0)))
     assert ex12.check_fixed_share(ev, ex12.solution_fixed_share(ev))
+    assert ex12.solution_fixed_share(ev) == pytest.approx(0.75)
     assert not ex12.check_fixed_share(ev, 0.5)
-    assert ex12.solution_rejudge(ev) == "holds"  # 40% content heads is "at most half"
-    assert ex12.check_rejudge(ev, "holds") and not ex12.check_rejudge(ev, "does not hold")
+    assert ex12.solution_rejudge(ev) == HOLDS  # 40% content heads is "at most half"
+    assert ex12.check_rejudge(ev, HOLDS) and not ex12.check_rejudge(ev, FAILS)
     assert ex12.solution_most_diverse_layer(ev) == 1
     assert not ex12.check_most_diverse_layer(ev, 3)
     assert not ex12.check_fixed_share(ev, None)
+    with pytest.raises(ValueError, match="08_layer_averaging"):
+        ex12.solution_fixed_share(c.Evidence())

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.course.exercises import lesson_10 as ex10
-from attnlab.course.exercises import lesson_11 as ex11
+from attnlab.analysis.head_stats import head_stats_of
 from attnlab.analysis.importance import make_objective
 from attnlab.analysis.pruning import pruning_study
 from attnlab.analysis.regroup import regroup_attention
+from attnlab.course.exercises import lesson_10 as ex10
+from attnlab.course.exercises import lesson_11 as ex11
 from attnlab.scratch.head_count_training import LookupLanguage, TrainConfig, head_count_study
 
 
@@ -26,15 +27,14 @@ def test_group_width(tiny_en):
     assert ex10.solution_group_width(tiny_en, 12) == tiny_en.head_dim
     with pytest.raises(ValueError):
         ex10.solution_group_width(tiny_en, 5)
+    assert ex10.solution_group_width(tiny_en, np.int64(4)) == 12
 
 
 def test_most_focused_group_count(tiny_en):
-    from attnlab.analysis.head_stats import head_stats
-
     text = "how do you play chess"
     focus = {}
-    for g in (12, 6, 4, 3, 2, 1):  # brute force with head_stats directly
-        s = head_stats(regroup_attention(tiny_en, [text], g))
+    for g in (12, 6, 4, 3, 2, 1):  # brute force with head_stats_of directly
+        s = head_stats_of(regroup_attention(tiny_en, [text], g))
         focus[g] = max(s.self_mass.mean(), s.cls_mass.mean(), s.sep_mass.mean())
     best = max(focus, key=focus.get)
     assert ex10.check_most_focused_group_count(tiny_en, best, texts=[text])

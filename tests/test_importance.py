@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.core.gates import gate_heads
+from attnlab.analysis import importance
 from attnlab.analysis.importance import (
     ablation_effects,
     gate_gradients,
@@ -18,8 +19,9 @@ from attnlab.analysis.importance import (
     make_objective,
     mlm_model,
     perturbed_view,
-    rank_correlation,
+    torch_threads,
 )
+from attnlab.core.gates import gate_heads
 from attnlab.tools.testing import save_tiny_model
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
@@ -141,9 +143,26 @@ def test_perturbed_view_drops_one_word():
     assert len(perturbed_view("王者荣耀怎么玩", rng)) == 6
 
 
-def test_rank_correlation():
-    a = np.arange(12).reshape(3, 4)
-    assert rank_correlation(a, a ** 3) == pytest.approx(1.0)
-    assert rank_correlation(a, -a) == pytest.approx(-1.0)
+def test_mlm_model_is_found_once_and_leaves_the_model_untouched(tmp_path):
+    folder = save_tiny_model(tmp_path / "mlm", n_layers=1, n_heads=2, hidden=8, mlm_head=True, seed=1)
+    m = al.load_model(str(folder), verbose=False)
+    extra_before = dict(m.extra)
+    first = mlm_model(m)
+    assert first is not None and mlm_model(m) is first  # cached, not loaded again
+    assert m.extra == extra_before  # the cache is not kept on the model
+    assert getattr(first, first.base_model_prefix) is m.model  # the encoder is shared, so gates apply
+    key = id(m)
+    assert key in importance._MLM_MODELS
+    del m, first
+    gc.collect()
+    assert key not in importance._MLM_MODELS  # released with its model
+
+
+def test_torch_threads_restores_the_setting():
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
     with pytest.raises(ValueError):
-        rank_correlation(a, np.arange(5))
+        with torch_threads(0):
+            pass

@@ -1,4 +1,11 @@
-"""Every lesson runs top to bottom in smoke mode, and is committed clean."""
+"""Every lesson runs top to bottom in smoke mode, and is committed clean.
+
+Each lesson runs with its own empty results folder, so no test depends on
+another having run first. Lesson 12 reads what lessons 05-11 saved: its
+folder is seeded with hand-made records of those lessons for the model the
+notebook will load (tests/lesson_records.py), so it judges all six
+conclusions without re-running any lesson.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import attnlab as al
+import lesson_records as rec  # tests/lesson_records.py
+from attnlab.course import results
+from attnlab.course.lesson_results import RESULT_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -33,28 +45,42 @@ def test_clean_check_catches_outputs(tmp_path):
     assert any("outputs" in p for p in nb.problems(path))
 
 
-@pytest.fixture(scope="session")
-def shared_results(tmp_path_factory):
-    """One results folder for the whole run: lessons execute in order, so lesson 12
-    reads what lessons 05-11 saved, as it does for a student going through the course."""
-    return tmp_path_factory.mktemp("results")
+def seed_earlier_lessons(folder: Path) -> None:
+    """Save records of lessons 05-11 for the model ``"auto"`` loads here, in smoke mode."""
+    m = al.load_model("auto", verbose=False)
+    shape = {"n_layers": m.n_layers, "n_heads": m.n_heads}
+    regroup = [rec.group(m.n_heads, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
+    records = [rec.patterns(**shape), rec.perturbation(**shape), rec.averaging(**shape), rec.diversity(),
+               rec.head_count(regroup=regroup), rec.pruning(**shape)]
+    before = os.environ.get("ATTNLAB_RESULTS")
+    os.environ["ATTNLAB_RESULTS"] = str(folder)
+    try:
+        for record in records:
+            results.save(RESULT_NAMES[type(record)], record, model=m)
+    finally:
+        if before is None:
+            os.environ.pop("ATTNLAB_RESULTS", None)
+        else:
+            os.environ["ATTNLAB_RESULTS"] = before
 
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, shared_results):
+def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
     import nbformat
     from nbclient import NotebookClient
 
+    results_dir = tmp_path / "results"  # this lesson's own, empty at the start
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # inline backend, as in Jupyter
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(results_dir))
+    if path.stem == "12_conclusions":
+        seed_earlier_lessons(results_dir)
     book = nbformat.read(str(path), as_version=4)
-    env_before = dict(os.environ)
-    os.environ["ATTNLAB_SMOKE"] = "1"
-    os.environ.pop("MPLBACKEND", None)  # inline backend, as in Jupyter
-    os.environ["ATTNLAB_RESULTS"] = str(shared_results)
-    try:
-        client = NotebookClient(book, timeout=900, kernel_name="python3",
-                                resources={"metadata": {"path": str(ROOT / "notebooks")}})
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+    client = NotebookClient(book, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client.execute()
+    if path.stem == "12_conclusions":
+        saved = [c for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source]
+        text = "".join(o.get("text", "") for c in saved for o in c.outputs)
+        assert "recomputed" not in text and "missing" not in text  # judged on the seeded records only

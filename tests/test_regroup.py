@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 import attnlab as al
-from attnlab.analysis.regroup import regroup_attention, valid_group_counts
+from attnlab.analysis.head_stats import head_stats_of
+from attnlab.analysis.regroup import (
+    GroupSummary,
+    check_group_count,
+    focus_by_layer,
+    group_summary,
+    regroup_attention,
+    regroup_summaries,
+    valid_group_counts,
+)
 
 TEXTS = ["how do you play chess", "what is the best way to learn the rules of a new game", "hi"]
 
@@ -74,53 +84,42 @@ def test_regrouping_changes_the_maps(tiny_en):
 
 def test_bad_group_counts(tiny_en):
     assert valid_group_counts(12) == [12, 6, 4, 3, 2, 1]
-    for bad in (5, 0, 24, -2):
+    for bad in (5, 24):
         with pytest.raises(ValueError, match="divide"):
             regroup_attention(tiny_en, TEXTS, bad)
-    with pytest.raises(TypeError):
-        regroup_attention(tiny_en, TEXTS, 2.0)
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="at least 1"):
+            regroup_attention(tiny_en, TEXTS, bad)
+    for bad in (2.0, True):
+        with pytest.raises(TypeError):
+            regroup_attention(tiny_en, TEXTS, bad)
     with pytest.raises(ValueError):
         regroup_attention(tiny_en, [], 2)
-
-
-def _summary(self_mass, cls_mass, entropy_ratio):
-    s = {"self_mass": self_mass, "cls_mass": cls_mass, "sep_mass": 0.0, "entropy_ratio": entropy_ratio,
-         "confidence": 0.5}
-    s["focus_on"] = "self" if self_mass >= cls_mass else "[CLS]"
-    s["focus"] = max(self_mass, cls_mass)
-    return s
-
-
-def test_collapse_verdict():
-    from attnlab.analysis.regroup import verdict_fewer_heads_collapse
-
-    onto_self = {12: _summary(0.2, 0.3, 0.6), 2: _summary(0.7, 0.1, 0.3)}
-    v = verdict_fewer_heads_collapse(onto_self, n_heads=12)
-    assert v.verdict == "holds" and v.numbers["focus token at 2"] == "self"
-    flatter = {12: _summary(0.2, 0.3, 0.5), 2: _summary(0.15, 0.2, 0.9)}
-    assert verdict_fewer_heads_collapse(flatter, n_heads=12).verdict == "does not hold"
-    same = {12: _summary(0.2, 0.3, 0.5), 2: _summary(0.21, 0.31, 0.5)}
-    assert verdict_fewer_heads_collapse(same, n_heads=12).verdict == "cannot tell"
-    with pytest.raises(ValueError):
-        verdict_fewer_heads_collapse(same, n_heads=12, target=3)
+    with pytest.raises(ValueError, match="batch_size"):
+        regroup_attention(tiny_en, TEXTS, 2, batch_size=0)
+    assert check_group_count(tiny_en, np.int64(4)) == 4  # numpy integers are counts too
 
 
 def test_group_summary_uses_head_stats(tiny_en):
-    from attnlab.analysis.head_stats import head_stats
-    from attnlab.analysis.regroup import group_summary
-
     att = regroup_attention(tiny_en, TEXTS, 4)
-    s, stats = group_summary(att), head_stats(att)
-    assert s["self_mass"] == pytest.approx(float(stats.self_mass.mean()))
-    assert s["focus"] == pytest.approx(max(s["self_mass"], s["cls_mass"], s["sep_mass"]))
+    s, stats = group_summary(att), head_stats_of(att)
+    assert s.n_groups == 4
+    assert s.self_mass == pytest.approx(float(stats.self_mass.mean()))
+    assert s.entropy_ratio == pytest.approx(float(stats.entropy.mean() / stats.uniform_entropy.mean()))
+    assert s.focus == pytest.approx(max(s.self_mass, s.cls_mass, s.sep_mass))
+    assert s.masses[s.focus_on] == s.focus
+    assert GroupSummary.from_record(s.to_record()) == s
+
+
+def test_regroup_summaries_cover_every_count(tiny_en):
+    summaries = regroup_summaries(tiny_en, TEXTS, [12, 3])
+    assert list(summaries) == [12, 3]
+    assert summaries[3] == group_summary(regroup_attention(tiny_en, TEXTS, 3))
 
 
 def test_focus_by_layer(tiny_en):
-    from attnlab.analysis.head_stats import head_stats
-    from attnlab.analysis.regroup import focus_by_layer
-
     att = regroup_attention(tiny_en, TEXTS, 2)
-    stats = head_stats(att)
+    stats = head_stats_of(att)
     focus = focus_by_layer(att)
     assert len(focus) == tiny_en.n_layers
     for layer, (token, mass) in enumerate(focus):

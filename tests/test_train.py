@@ -85,11 +85,16 @@ def test_study_summary():
     assert s[1]["ppl_mean"] == pytest.approx(ppl.mean())
     assert s[1]["ppl_sd"] == pytest.approx(np.std(ppl, ddof=1))
     assert "±" in study.table()
+    by_heads = study.perplexities_by_heads()
+    assert list(by_heads) == [1, 2]
+    np.testing.assert_array_equal(by_heads[1], [r.val_perplexity for r in study.runs if r.n_heads == 1])
 
 
 def test_bad_settings():
     with pytest.raises(ValueError, match="divide"):
         train_one(3, seed=0, language=LANG, config=SMALL)
+    with pytest.raises(TypeError):
+        train_one(2.0, seed=0, language=LANG, config=SMALL)
     with pytest.raises(ValueError):
         LookupLanguage(offsets=(1, 1))
     with pytest.raises(ValueError):
@@ -98,25 +103,3 @@ def test_bad_settings():
         TrainConfig(steps=0)
     with pytest.raises(ValueError):
         head_count_study((), seeds=(0,))
-
-
-def _fake_study(ppl_by_h: dict[int, list[float]]):
-    from attnlab.scratch.head_count_training import HeadCountStudy, RunResult
-
-    runs = [RunResult(h, s, [1], [0.0], [0.0], p, 0.5, 100, 0.0)
-            for h, values in ppl_by_h.items() for s, p in enumerate(values)]
-    return HeadCountStudy(runs, LookupLanguage(), TrainConfig(), list(ppl_by_h))
-
-
-def test_verdict_reads_the_seed_spread():
-    from attnlab.scratch.head_count_training import verdict_head_count
-
-    vaswani_like = {1: [5.3, 5.31, 5.29], 4: [5.0, 5.01, 4.99], 8: [4.92, 4.93, 4.91], 32: [5.01, 5.02, 5.0]}
-    assert verdict_head_count(_fake_study(vaswani_like)).verdict == "holds"
-    noisy = {1: [5.3, 4.0, 6.0], 4: [5.0, 6.0, 4.0], 8: [4.9, 5.9, 4.1], 32: [5.0, 4.0, 6.1]}
-    assert verdict_head_count(_fake_study(noisy)).verdict == "cannot tell"
-    more_is_better = {1: [5.3, 5.31, 5.29], 4: [5.0, 5.01, 4.99], 8: [4.8, 4.81, 4.79], 32: [4.5, 4.51, 4.49]}
-    v = verdict_head_count(_fake_study(more_is_better))
-    assert v.verdict == "does not hold" and v.numbers["best h"] == 32
-    one_seed = {1: [5.3], 4: [5.0], 32: [5.1]}
-    assert verdict_head_count(_fake_study(one_seed)).verdict == "cannot tell"

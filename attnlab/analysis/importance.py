@@ -43,15 +43,18 @@ from __future__ import annotations
 
 import contextlib
 import random
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
-from attnlab.core.extract import check_texts
+from attnlab.core.checks import check_positive_int
+from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
-from attnlab.core.models import LoadedModel
+from attnlab.core.models import LoadedModel, quiet_transformers
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -66,8 +69,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    if n < 1:
-        raise ValueError(f"threads must be >= 1 or None, got {n}")
+    n = check_positive_int(n, "threads")
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
@@ -129,38 +131,46 @@ class Objective:
         return total / self.n_texts
 
 
+#: masked-LM model of each loaded model, found once: ``id(m)`` -> model or None.
+#: An entry is dropped when its :class:`LoadedModel` is garbage-collected.
+_MLM_MODELS: dict[int, Any] = {}
+
+
 def mlm_model(m: LoadedModel) -> Any | None:
     """A masked-LM model whose encoder *is* ``m.model`` (so gates apply), or None.
 
     Loads ``AutoModelForMaskedLM`` from the model's folder and keeps it only
     when the checkpoint really contains the MLM head (no freshly initialised
-    head weights), then swaps its encoder for ``m.model``. Cached in ``m.extra``.
+    head weights), then swaps its encoder for ``m.model``. Found once per
+    loaded model and kept in this module's cache while ``m`` lives (``m``
+    itself is not modified).
     """
-    if "mlm_model" in m.extra:
-        return m.extra["mlm_model"]
-    found = None
+    key = id(m)
+    if key not in _MLM_MODELS:
+        _MLM_MODELS[key] = _find_mlm_model(m)
+        weakref.finalize(m, _MLM_MODELS.pop, key, None)
+    return _MLM_MODELS[key]
+
+
+def _find_mlm_model(m: LoadedModel) -> Any | None:
     output_embeddings = getattr(m.model, "get_output_embeddings", lambda: None)()
     if output_embeddings is not None:
-        found = m.model  # the caller wrapped a ...ForMaskedLM itself
-    elif m.path:
-        found = _load_mlm_head(m)
-    m.extra["mlm_model"] = found
-    return found
+        return m.model  # the caller wrapped a ...ForMaskedLM itself
+    return _load_mlm_head(m) if m.path else None
 
 
 def _load_mlm_head(m: LoadedModel) -> Any | None:
+    # transformers is imported here, when a checkpoint is read: importing it costs seconds
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
-
-    from attnlab.core.models import quiet_transformers
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
         with quiet_transformers():
             mlm, info = AutoModelForMaskedLM.from_pretrained(
-            m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
-        )
+                m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
+            )
     except (OSError, ValueError, KeyError):
         return None
     finally:
@@ -229,8 +239,7 @@ def make_objective(
     texts, _ = check_texts(m, texts)
     if kind not in ("auto", "mlm", "contrastive"):
         raise ValueError(f"kind must be 'auto', 'mlm' or 'contrastive', got {kind!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = check_positive_int(batch_size, "batch_size")
     mlm = mlm_model(m) if kind in ("auto", "mlm") else None
     if kind == "mlm" and mlm is None:
         raise ValueError(
@@ -289,8 +298,6 @@ def gate_gradients(m: LoadedModel, data: Sequence[str] | Objective, *, gates: to
     try:
         iterator = objective.losses()
         if progress:
-            from tqdm.auto import tqdm
-
             iterator = tqdm(iterator, total=len(objective.batches), desc="importance", unit="batch")
         with gate_heads(m, base), torch_threads(threads):
             for loss, _size in iterator:
@@ -335,11 +342,7 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
     objective = _as_objective(m, texts, **objective_kw)
     effects = np.zeros((m.n_layers, m.n_heads))
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = pairs
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(pairs, desc="ablating heads", unit="head")
+    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
     with torch_threads(threads):
         base = objective.evaluate()
         for layer, head in iterator:
@@ -353,8 +356,6 @@ def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: i
 
     Averaged over all real query rows of all texts (padding excluded).
     """
-    from attnlab.core.extract import iter_attention_batches
-
     total = torch.zeros(m.n_layers, m.n_heads, dtype=torch.float64)
     rows = 0
     for batch in iter_attention_batches(m, texts, batch_size=batch_size):
@@ -362,20 +363,3 @@ def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: i
         total += peak.sum(dim=(0, 3))
         rows += int(batch.lengths.sum())
     return (total / rows).numpy()
-
-
-def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rank correlation of two ``[layers, heads]`` score maps (scipy)."""
-    from scipy.stats import spearmanr
-
-    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
-    if a.shape != b.shape:
-        raise ValueError(f"score maps differ in size: {a.size} vs {b.size}")
-    return float(spearmanr(a, b).statistic)
-
-
-def plot_head_scores(scores: np.ndarray, *, title: str = "", ax=None, cmap: str = "magma", label: str = ""):
-    """Heatmap of a ``[layers, heads]`` score map; axes numbered 1-based like the article."""
-    from attnlab.viz.plot import plot_layer_head_map
-
-    return plot_layer_head_map(scores, ax=ax, title=title, cmap=cmap, label=label, fontsize=8)

@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from attnlab.core.gates import mask_heads
 from attnlab.analysis.importance import Objective, head_importance, make_objective, torch_threads
+from attnlab.core.checks import check_fraction, check_positive_int
+from attnlab.core.gates import mask_heads
 from attnlab.core.models import LoadedModel
+from attnlab.core.records import Record
 
 DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
 
@@ -47,8 +50,10 @@ def random_order(n_layers: int, n_heads: int, seed: int) -> list[tuple[int, int]
 
 def heads_masked_at(fraction: float, total: int) -> int:
     """How many of ``total`` heads are masked at ``fraction`` (rounded to the nearest head)."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fractions must lie in [0, 1], got {fraction}")
+    try:
+        fraction = check_fraction(fraction, "fraction")
+    except ValueError as exc:
+        raise ValueError(f"fractions must lie in [0, 1]: {exc}") from None
     return int(round(fraction * total))
 
 
@@ -72,11 +77,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
     if sorted(order) != [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]:
         raise ValueError(f"order must list each of the {total} (layer, head) pairs exactly once")
     counts = [heads_masked_at(f, total) for f in fractions]
-    iterator = counts
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(counts, desc="pruning", unit="step", leave=False)
+    iterator = tqdm(counts, desc="pruning", unit="step", leave=False) if progress else counts
     losses = []
     with torch_threads(threads):
         for k in iterator:
@@ -93,6 +94,7 @@ def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, to
     """
     fractions = list(fractions)
     losses = np.asarray(losses, dtype=float)
+    tolerance = _check_tolerance(tolerance)
     if not fractions or fractions[0] != 0:
         raise ValueError("fractions must start at 0 (the unpruned model)")
     if len(fractions) != len(losses):
@@ -106,6 +108,11 @@ def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, to
     return best
 
 
+def _check_tolerance(tolerance: float) -> float:
+    """A relative loss increase in [0, 1] (0.01 = 1%)."""
+    return check_fraction(tolerance, "tolerance")
+
+
 def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
                    tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = 1) -> int:
     """How many heads of ``order`` can be masked, one head at a time, before the loss
@@ -115,6 +122,7 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
     costs one forward pass over the texts per head that passes, plus one.
     """
     order = [tuple(p) for p in order]
+    tolerance = _check_tolerance(tolerance)
     with torch_threads(threads):
         base = objective.evaluate() if base_loss is None else base_loss
         limit = base + tolerance * abs(base)
@@ -126,8 +134,8 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
 
 
 @dataclass
-class PruningStudy:
-    """Pruning curves of one model.
+class PruningStudy(Record):
+    """Pruning curves of one model (a :class:`~attnlab.core.records.Record`: lesson 11 saves it).
 
     Attributes:
         fractions: ``(F,)`` fractions of heads masked.
@@ -190,8 +198,7 @@ def pruning_study(
         A :class:`PruningStudy`.
     """
     objective = texts if isinstance(texts, Objective) else make_objective(m, texts, **objective_kw)
-    if n_random < 1:
-        raise ValueError(f"n_random must be >= 1, got {n_random}")
+    n_random = check_positive_int(n_random, "n_random")
     if importance is None:
         importance = head_importance(m, objective, threads=threads)
     importance = np.asarray(importance, dtype=float)
@@ -218,49 +225,27 @@ def pruning_study(
                         n_ok)
 
 
-# --------------------------------------------------------------------------- verdict, lesson 06, figure
-
-#: Michel et al. 2019: share of heads pruned "without noticeable loss" (BERT on MNLI; WMT)
-MICHEL_BERT_FRACTION = 0.40
-MICHEL_WMT_FRACTION = 0.20
+# --------------------------------------------------------------------------- survivors and sensitivity
 
 
-def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None = None):
-    """The claim the source article cites (Michel et al., Voita et al.): some heads can be removed.
+@dataclass
+class SurvivorOverlap:
+    """How many of the ``k`` heads pruned last are also among the ``k`` most sensitive heads.
 
-    Measured as the share of heads that can be masked *together* in importance
-    order with the loss rising by at most ``study.tolerance`` (one-head
-    resolution when available, else the grid), and, with ``effects`` (single
-    head ablation, :func:`attnlab.analysis.importance.ablation_effects`), the share of
-    heads that can be removed *alone* within the same tolerance.
-    Holds when at least 10% of the heads can go together; does not hold when
-    not even one head can go, alone or together; "cannot tell" in between.
+    Attributes:
+        overlap: heads in both top-``k`` lists.
+        expected_by_chance: ``k * k / (layers * heads)``, the mean overlap of two random choices.
+        top_survivors, top_sensitive: the two lists, 0-based ``(layer, head)``.
     """
-    from attnlab.course.verdicts import ClaimVerdict
 
-    total = study.importance.size
-    together = (study.prunable_heads / total) if study.prunable_heads is not None else study.prunable["importance"]
-    alone = None
-    if effects is not None:
-        alone = float(np.mean(np.asarray(effects) <= study.tolerance * abs(study.base_loss)))
-    if together >= 0.1 - 1e-9:
-        verdict = "holds"
-    elif together == 0 and not alone:
-        verdict = "does not hold"
-    else:
-        verdict = "cannot tell"
-    numbers = {
-        "prunable together (importance order)": round(together, 3),
-        "grid: importance / random (median) / reverse": (f"{study.prunable['importance']:.0%} / "
-                                                          f"{study.prunable['random']:.0%} / {study.prunable['reverse']:.0%}"),
-        "tolerance": f"{study.tolerance:.0%} loss increase", "Michel et al. BERT": MICHEL_BERT_FRACTION,
-    }
-    if alone is not None:
-        numbers["removable alone"] = round(alone, 3)
-    return ClaimVerdict("some heads can be pruned with almost no loss", verdict, numbers)
+    k: int
+    overlap: int
+    expected_by_chance: float
+    top_survivors: list[tuple[int, int]]
+    top_sensitive: list[tuple[int, int]]
 
 
-def compare_with_sensitivity(survivors: Sequence[tuple[int, int]], sensitivity: np.ndarray, k: int) -> dict:
+def compare_with_sensitivity(survivors: Sequence[tuple[int, int]], sensitivity: np.ndarray, k: int) -> SurvivorOverlap:
     """Do the last-pruned heads coincide with the heads most changed by perturbations?
 
     Args:
@@ -268,64 +253,13 @@ def compare_with_sensitivity(survivors: Sequence[tuple[int, int]], sensitivity: 
             (:attr:`PruningStudy.survivors`).
         sensitivity: ``[layers, heads]`` sensitivity from lesson 06 (or a proxy).
         k: how many heads to compare from each side.
-
-    Returns:
-        ``{"overlap": int, "expected_by_chance": float, "top_survivors": [...], "top_sensitive": [...]}``;
-        the chance level is ``k * k / (layers * heads)``.
     """
     sensitivity = np.asarray(sensitivity, dtype=float)
     total = sensitivity.size
-    if not 1 <= k <= total:
+    k = check_positive_int(k, "k")
+    if k > total:
         raise ValueError(f"k must be between 1 and {total}, got {k}")
-    top_survivors = [tuple(p) for p in survivors[:k]]
+    top_survivors = [(int(l), int(h)) for l, h in survivors[:k]]
     top_sensitive = order_by_score(sensitivity, ascending=False)[:k]
     overlap = len(set(top_survivors) & set(top_sensitive))
-    return {"overlap": overlap, "expected_by_chance": k * k / total,
-            "top_survivors": top_survivors, "top_sensitive": top_sensitive, "k": k}
-
-
-def plot_pruning_curves(study: PruningStudy, *, ax=None, relative: bool = True):
-    """Loss (relative to the unpruned model, by default) against the fraction of heads masked."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.8))
-    scale = study.base_loss if relative and study.base_loss else 1.0
-    x = study.fractions * 100
-    rand = study.curves["random"] / scale
-    ax.plot(x, study.curves["importance"] / scale, marker="o", label="least important first")
-    ax.plot(x, rand.mean(0), marker="s", label=f"random order (mean of {len(rand)})")
-    ax.fill_between(x, rand.min(0), rand.max(0), alpha=0.2, color="C1")
-    ax.plot(x, study.curves["reverse"] / scale, marker="^", label="most important first")
-    if relative:
-        ax.axhline(1 + study.tolerance, color="grey", linestyle=":", label=f"+{study.tolerance:.0%}")
-    ax.axvline(study.prunable["importance"] * 100, color="C0", linestyle="--", alpha=0.6)
-    ax.set_xlabel("heads masked (%)")
-    ax.set_ylabel("loss / unpruned loss" if relative else "loss")
-    ax.set_title("Pruning heads")
-    ax.legend(fontsize=8)
-    return ax
-
-
-def perturbation_sensitivity(m: LoadedModel, *, n_queries: int = 30, seed: int = 0) -> tuple[dict[str, np.ndarray], str]:
-    """Per-head sensitivity to lexical and syntactic damage, ``{kind: [layers, heads]}``.
-
-    Read from lesson 06's saved results when they exist for this model and run
-    mode; otherwise measured here on ``n_queries`` built-in queries with
-    :func:`attnlab.analysis.compare.perturbation_study` (a small, cheaper stand-in for
-    lesson 06). Returns the arrays and a line saying where they came from.
-    """
-    from attnlab.course import results
-
-    saved = results.load("06_perturbation", model=m.name)
-    keys = {"lexical": "lexical_position", "syntactic": "syntactic_position"}
-    if saved and all(k in saved.get("sensitivity", {}) for k in keys.values()):
-        out = {kind: np.asarray(saved["sensitivity"][key]["mean"], dtype=float) for kind, key in keys.items()}
-        return out, f"lesson 06's saved results ({saved.get('n_queries', '?')} queries)"
-    from attnlab.analysis.compare import perturbation_study
-    from attnlab.data.corpus import queries
-
-    study = perturbation_study(m, queries(m.language, n_queries, seed=seed), kinds=("lexical", "syntactic"), seed=seed)
-    out = {kind: np.nanmean(1.0 - study.values(kind, "position"), axis=0) for kind in keys}
-    return out, (f"measured here on {study.n_queries} queries, because lesson 06 has not been run for this "
-                 "model and mode (run it first for the full comparison)")
+    return SurvivorOverlap(k, overlap, k * k / total, top_survivors, top_sensitive)

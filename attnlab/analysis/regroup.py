@@ -24,13 +24,18 @@ heads" means.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
+from attnlab.analysis.head_stats import head_stats_of
+from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import Attention, check_texts
 from attnlab.core.models import LoadedModel
+from attnlab.core.records import Record
 
 
 def valid_group_counts(n_heads: int) -> list[int]:
@@ -38,15 +43,20 @@ def valid_group_counts(n_heads: int) -> list[int]:
     return [g for g in range(n_heads, 0, -1) if n_heads % g == 0]
 
 
-def _check_groups(m: LoadedModel, n_groups: int) -> int:
-    if isinstance(n_groups, bool) or not isinstance(n_groups, int):
-        raise TypeError(f"n_groups must be an int, got {type(n_groups).__name__}")
-    if n_groups < 1 or m.n_heads % n_groups:
+def check_group_count(m: LoadedModel, n_groups: int) -> int:
+    """``n_groups`` as an ``int`` when it divides ``m.n_heads`` (numpy ints accepted), else a clear error."""
+    n_groups = check_positive_int(n_groups, "n_groups")
+    if m.n_heads % n_groups:
         raise ValueError(
             f"n_groups={n_groups} does not divide this model's {m.n_heads} heads; "
             f"choose one of {valid_group_counts(m.n_heads)}."
         )
     return n_groups
+
+
+def group_width(m: LoadedModel, n_groups: int) -> int:
+    """Dimensions of Q and K in one head after regrouping: ``d_model / h'``."""
+    return m.hidden_size // check_group_count(m, n_groups)
 
 
 def capture_queries_keys(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -134,13 +144,12 @@ def regroup_attention(
         ``[texts, layers, n_groups, T, T]`` (zeros outside each text), with
         tokens and lengths, so every head statistic works on it unchanged.
     """
-    n_groups = _check_groups(m, n_groups)
+    n_groups = check_group_count(m, n_groups)
+    batch_size = check_positive_int(batch_size, "batch_size")
     texts, _ = check_texts(m, texts)
     if getattr(m.model.config, "position_embedding_type", "absolute") not in ("absolute", None):
         raise ValueError("regrouping supports absolute position embeddings only "
                          "(relative-position scores are not part of Q K^T).")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     enc = m.tokenizer(texts)
     lengths = [len(ids) for ids in enc["input_ids"]]
     t_max = max(lengths)
@@ -166,43 +175,64 @@ def regroup_all(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequen
     return {g: regroup_attention(m, texts, g, batch_size=batch_size) for g in counts}
 
 
-# --------------------------------------------------------------------------- statistics and verdict
-
-#: statistics reported per h' (names of :class:`attnlab.analysis.head_stats.HeadStats` fields, plus "focus")
-SUMMARY_FIELDS = ("self_mass", "cls_mass", "sep_mass", "entropy_ratio", "confidence")
+# --------------------------------------------------------------------------- statistics
 
 
-def group_summary(att: Attention) -> dict[str, float]:
-    """Statistics of regrouped maps, averaged over layers and groups.
+@dataclass
+class GroupSummary(Record):
+    """Where regrouped attention goes, averaged over layers, groups and query rows.
 
-    Uses :func:`attnlab.analysis.head_stats.head_stats` and reports ``self_mass``,
-    ``cls_mass``, ``sep_mass``, ``confidence`` (mean largest weight per row),
-    ``entropy_ratio`` (row entropy / entropy of uniform attention: 1 = flat)
-    and ``focus``: the largest of the self, [CLS] and [SEP] masses, with
-    ``focus_on`` naming which one it is.
+    Attributes:
+        n_groups: ``h'``, the number of heads after regrouping.
+        self_mass, cls_mass, sep_mass: mean weight on the token itself, on [CLS], on [SEP].
+        entropy_ratio: mean row entropy / entropy of uniform attention (1 = flat).
+        confidence: mean largest weight of a row.
     """
-    from attnlab.analysis.head_stats import head_stats
 
-    stats = head_stats(att)
-    out = {
-        "self_mass": float(np.mean(stats.self_mass)),
-        "cls_mass": float(np.mean(stats.cls_mass)),
-        "sep_mass": float(np.mean(stats.sep_mass)),
-        "entropy_ratio": float(np.mean(stats.entropy) / np.mean(stats.uniform_entropy)),
-        "confidence": float(np.mean(stats.confidence)),
-    }
-    masses = {"self": out["self_mass"], "[CLS]": out["cls_mass"], "[SEP]": out["sep_mass"]}
-    out["focus_on"] = max(masses, key=masses.get)
-    out["focus"] = masses[out["focus_on"]]
-    return out
+    n_groups: int
+    self_mass: float
+    cls_mass: float
+    sep_mass: float
+    entropy_ratio: float
+    confidence: float
+
+    @property
+    def masses(self) -> dict[str, float]:
+        """The three single-token masses by name: ``"self"``, ``"[CLS]"``, ``"[SEP]"``."""
+        return {"self": self.self_mass, "[CLS]": self.cls_mass, "[SEP]": self.sep_mass}
+
+    @property
+    def focus_on(self) -> str:
+        """Which single token gets the most attention: ``"self"``, ``"[CLS]"`` or ``"[SEP]"``."""
+        masses = self.masses
+        return max(masses, key=masses.get)
+
+    @property
+    def focus(self) -> float:
+        """The largest of the self, [CLS] and [SEP] masses."""
+        return self.masses[self.focus_on]
+
+
+def group_summary(att: Attention) -> GroupSummary:
+    """Statistics of regrouped maps ``[texts, layers, h', T, T]``, averaged over layers and groups.
+
+    Uses lesson 05's :func:`attnlab.analysis.head_stats.head_stats_of` (``[layers, h']`` per statistic).
+    """
+    stats = head_stats_of(att)
+    return GroupSummary(
+        n_groups=int(att.tensor.shape[2]),
+        self_mass=float(np.mean(stats.self_mass)),
+        cls_mass=float(np.mean(stats.cls_mass)),
+        sep_mass=float(np.mean(stats.sep_mass)),
+        entropy_ratio=float(np.mean(stats.entropy) / np.mean(stats.uniform_entropy)),
+        confidence=float(np.mean(stats.confidence)),
+    )
 
 
 def focus_by_layer(att: Attention) -> list[tuple[str, float]]:
     """Per layer: which single token gets the most attention (self, [CLS] or [SEP]) and how much,
-    averaged over the layer's heads and all rows (:func:`attnlab.analysis.head_stats.head_stats`)."""
-    from attnlab.analysis.head_stats import head_stats
-
-    stats = head_stats(att)
+    averaged over the layer's heads and all rows (:func:`attnlab.analysis.head_stats.head_stats_of`)."""
+    stats = head_stats_of(att)
     out = []
     for layer in range(stats.self_mass.shape[0]):
         masses = {"self": float(stats.self_mass[layer].mean()), "[CLS]": float(stats.cls_mass[layer].mean()),
@@ -213,115 +243,17 @@ def focus_by_layer(att: Attention) -> list[tuple[str, float]]:
 
 
 def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequence[int] | None = None,
-                      *, batch_size: int = 32, progress: bool = False) -> dict[int, dict[str, float]]:
+                      *, batch_size: int = 32, progress: bool = False) -> dict[int, GroupSummary]:
     """:func:`group_summary` for each ``h'`` (default: every divisor of ``H``), over ``texts``."""
     counts = list(group_counts) if group_counts is not None else valid_group_counts(m.n_heads)
-    iterator = counts
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(counts, desc="regrouping", unit="h'")
-    return {g: group_summary(regroup_attention(m, texts, g, batch_size=batch_size)) for g in iterator}
+    iterator = tqdm(counts, desc="regrouping", unit="h'") if progress else counts
+    return {int(g): group_summary(regroup_attention(m, texts, g, batch_size=batch_size)) for g in iterator}
 
 
-def summary_table(summaries: dict[int, dict[str, float]]) -> str:
-    """One row per h': the statistics of :func:`group_summary`."""
+def summary_table(summaries: dict[int, GroupSummary]) -> str:
+    """One row per h': the statistics of :class:`GroupSummary`."""
     lines = [f"{'heads':>5} {'self':>6} {'[CLS]':>6} {'[SEP]':>6} {'entropy/uniform':>15} {'confidence':>10}  most attended"]
     for g, s in summaries.items():
-        lines.append(f"{g:>5} {s['self_mass']:>6.3f} {s['cls_mass']:>6.3f} {s['sep_mass']:>6.3f} "
-                     f"{s['entropy_ratio']:>15.3f} {s['confidence']:>10.3f}  {s['focus_on']}")
+        lines.append(f"{g:>5} {s.self_mass:>6.3f} {s.cls_mass:>6.3f} {s.sep_mass:>6.3f} "
+                     f"{s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {s.focus_on}")
     return "\n".join(lines)
-
-
-def verdict_fewer_heads_collapse(summaries: dict[int, dict[str, float]], *, n_heads: int, target: int = 2,
-                                 margin: float = 0.05):
-    """The source article's claim: forcing the heads into fewer (``target``, 2 in the article)
-    makes attention collapse onto a single token, itself (or e.g. [CLS]/[SEP]).
-
-    Measured as the change from ``h' = n_heads`` to ``h' = target`` of ``focus``
-    (the largest of the self, [CLS] and [SEP] masses) and of ``self_mass``.
-    Holds when the focus rises by at least ``margin`` and the maps get sharper
-    (entropy ratio does not rise by more than ``margin``); does not hold when
-    the focus falls by more than ``margin`` or the maps flatten instead
-    (entropy ratio up by more than ``margin`` with no rise in focus);
-    otherwise "cannot tell".
-    """
-    from attnlab.course.verdicts import ClaimVerdict
-
-    if n_heads not in summaries or target not in summaries:
-        raise ValueError(f"summaries must include h' = {n_heads} and h' = {target}")
-    full, few = summaries[n_heads], summaries[target]
-    d_focus = few["focus"] - full["focus"]
-    d_self = few["self_mass"] - full["self_mass"]
-    d_entropy = few["entropy_ratio"] - full["entropy_ratio"]
-    if d_focus >= margin and d_entropy <= margin:
-        verdict = "holds"
-    elif d_focus <= -margin or (d_entropy > margin and d_focus < margin):
-        verdict = "does not hold"
-    else:
-        verdict = "cannot tell"
-    numbers = {
-        f"focus at {n_heads} heads": full["focus"], f"focus at {target}": few["focus"],
-        f"focus token at {target}": few["focus_on"],
-        f"self mass {n_heads} -> {target}": f"{full['self_mass']:.3f} -> {few['self_mass']:.3f} ({d_self:+.3f})",
-        f"entropy/uniform {n_heads} -> {target}": f"{full['entropy_ratio']:.3f} -> {few['entropy_ratio']:.3f}",
-        "margin": margin,
-    }
-    return ClaimVerdict(f"forcing {n_heads} heads into {target} makes tokens attend to themselves "
-                        "(or to one special token)", verdict, numbers)
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def plot_regrouped(regrouped: dict[int, Attention], text_index: int = 0, layer: int = 0, *, cell: float = 1.1):
-    """One layer of one text, one row per ``h'``: the ``h'`` maps side by side.
-
-    Args:
-        regrouped: ``{h': Attention}`` from :func:`regroup_all`.
-        text_index: which text.
-        layer: 0-based layer (titles are 1-based).
-    """
-    import matplotlib.pyplot as plt
-
-    counts = sorted(regrouped, reverse=True)
-    width = max(counts)
-    tokens = regrouped[counts[0]].tokens[text_index]
-    fig, axes = plt.subplots(len(counts), width, figsize=(cell * width + 1.2, cell * len(counts) + 0.8), squeeze=False)
-    for r, g in enumerate(counts):
-        maps = regrouped[g][text_index][layer]  # (h', n, n)
-        for c in range(width):
-            ax = axes[r, c]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if c >= g:
-                ax.axis("off")
-                continue
-            ax.imshow(maps[c].numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
-            if c == 0:
-                ax.set_ylabel(f"{g} head{'s' if g > 1 else ''}", fontsize=8)
-    fig.suptitle(f"Layer {layer + 1}, '{regrouped[counts[0]].texts[text_index]}' ({len(tokens)} tokens): "
-                 "the same Q and K cut into fewer, wider heads", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_summaries(summaries: dict[int, dict[str, float]], *, ax=None):
-    """Self, [CLS], [SEP] mass and the entropy ratio against the number of heads h'."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.5))
-    counts = sorted(summaries)
-    for key, label in (("self_mass", "self"), ("cls_mass", "[CLS]"), ("sep_mass", "[SEP]"),
-                       ("entropy_ratio", "entropy / uniform"), ("confidence", "confidence")):
-        ax.plot(counts, [summaries[g][key] for g in counts], marker="o", label=label,
-                linestyle="--" if key in ("entropy_ratio", "confidence") else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(counts)
-    ax.set_xticklabels([str(g) for g in counts])
-    ax.set_xlabel("heads after regrouping (h')")
-    ax.set_ylabel("mean over layers, heads, rows")
-    ax.legend(fontsize=8)
-    ax.set_title("Where attention goes as heads are merged")
-    return ax

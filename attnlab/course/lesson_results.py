@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attnlab.analysis.pruning import PruningStudy
+from attnlab.analysis.regroup import GroupSummary
+from attnlab.analysis.stats import Interval
 from attnlab.core.records import Record
 from attnlab.course.verdicts import ClaimVerdict
 
@@ -33,9 +36,12 @@ class HeadPatternsResult(Record):
     verdict: ClaimVerdict  # "most heads follow a fixed pattern"
     fixed_share_by_layer: np.ndarray  # (L,)
     depth_spearman: float
-    thresholds: dict = field(default_factory=dict)
-    sensitivity: dict = field(default_factory=dict)  # threshold setting -> verdict word
-    stats: dict = field(default_factory=dict)  # statistic name -> (L, H) lists
+    heterogeneous_share: float = float("nan")
+    broad_share: float = float("nan")
+    thresholds: dict[str, float] = field(default_factory=dict)
+    threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "positional=0.4 special=0.5" -> verdict word
+    zoo: dict[str, list[int]] = field(default_factory=dict)  # label -> [layer, head] of its clearest head
+    stats: dict[str, np.ndarray] = field(default_factory=dict)  # statistic name -> (L, H)
 
 
 @dataclass
@@ -44,13 +50,14 @@ class PerturbationResult(Record):
 
     n_queries: int
     chosen_layer: int
-    verdict: ClaimVerdict  # "in one layer, most heads barely change"
-    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "unclear"
+    verdict: ClaimVerdict  # "most heads keep their pattern; only a few follow the content"
+    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "neither"
     position_follower_share: float
     content_follower_share: float
-    unchanged: np.ndarray  # (L, H): mean similarity over the perturbation kinds
+    unchanged: np.ndarray  # (L, H): mean position-space similarity over the perturbation kinds
     sensitivity: dict[str, np.ndarray] = field(default_factory=dict)  # "<kind>_<space>" -> (L, H) mean change
-    follower_gap: np.ndarray | None = None  # (L, H)
+    follower_gap: np.ndarray | None = None  # (L, H): position - token similarity under "both"
+    n_skipped: int = 0  # (query, kind) pairs skipped: nothing to break or move, or tokens changed
 
 
 @dataclass
@@ -61,7 +68,12 @@ class PositionResult(Record):
     chosen_layer: int
     change: np.ndarray  # (L, H): 1 - similarity with and without positions
     verdict: ClaimVerdict  # "heads unchanged by perturbation are the ones positions drive"
-    correlation: dict = field(default_factory=dict)
+    correlation: Interval  # spearman r across heads of lesson 06's "unchanged" and ``change``
+    change_low: np.ndarray | None = None  # (L, H): 95% bootstrap interval of ``change``
+    change_high: np.ndarray | None = None
+    unchanged_source: str = ""  # where lesson 06's "unchanged" came from
+    follower_gap_correlation: Interval | None = None  # the same with lesson 06's follower gap
+    follower_gap_verdict: ClaimVerdict | None = None
     output_cosine_mean: float = float("nan")
     equivariance_gap_with: float = float("nan")
     equivariance_gap_without: float = float("nan")
@@ -72,19 +84,18 @@ class AveragingResult(Record):
     """Lesson 08: mean maps over many same-length queries and each head's fixedness."""
 
     n_queries: int
-    n_tokens: int
-    fixedness: np.ndarray  # (L', H) for the averaged layers
-    sharpness: np.ndarray  # (L', H)
-    fixedness_per_layer: np.ndarray  # (L',)
-    per_layer_low: np.ndarray
-    per_layer_high: np.ndarray
-    slope: float
-    slope_low: float
-    slope_high: float
-    fixed_heads: list[list[int]]  # [(layer, head), ...] called fixed
-    verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
-    layers: list[int] = field(default_factory=list)
+    n_tokens: int  # tokens per query, [CLS] and [SEP] not counted
+    layers: list[int]  # the averaged model layers (0-based), the first axis below
+    fixedness: np.ndarray  # (L', H)
+    sharpness: np.ndarray  # (L', H): how far each mean map is from uniform
+    fixedness_per_layer: Interval  # (L',) with a bootstrap interval over query shards
+    slope: Interval  # of fixedness_per_layer against depth, per layer
+    fixed_heads: list[tuple[int, int]]  # (layer, head) with fixedness >= fixed_threshold
+    fixed_threshold: float
+    verdicts: dict[str, ClaimVerdict]  # keyed as attnlab.course.claims.averaging.verdicts
     seconds: float = float("nan")
+    tolerance: float = float("nan")  # largest standard error asked of the early-stopping run
+    queries_for_tolerance: int = 0  # queries that run needed
 
 
 @dataclass
@@ -92,50 +103,54 @@ class DiversityResult(Record):
     """Lesson 09: within-layer dispersion of heads and its trend with depth."""
 
     n_queries: int
-    dispersion: np.ndarray  # (L,)
-    dispersion_low: np.ndarray
-    dispersion_high: np.ndarray
-    slope: float
-    slope_low: float
-    slope_high: float
+    layers: list[int]  # 0-based model layers
+    dispersion: Interval  # (L,) mean JS distance among each layer's heads, interval over queries
+    slope: Interval  # of dispersion against depth, per layer
+    spearman: float  # rank correlation of dispersion with depth
     verdict: ClaimVerdict  # "heads within a layer become more alike with depth"
-    clustering_verdict: ClaimVerdict | None = None  # "heads of one layer cluster"
-    within_layer: float = float("nan")
-    between_layers: float = float("nan")
-    cls_mass_per_layer: np.ndarray | None = None
-    sep_mass_per_layer: np.ndarray | None = None
+    clustering_verdict: ClaimVerdict  # "heads of the same layer attend more alike ..."
+    within_layer: float  # mean distance between heads of one layer
+    between_layers: float  # mean distance between heads of different layers
+    cls_mass_per_layer: np.ndarray | None = None  # (L,)
+    sep_mass_per_layer: np.ndarray | None = None  # (L,)
 
 
 @dataclass
 class HeadCountResult(Record):
     """Lesson 10: regrouping the heads into fewer, and training with different head counts."""
 
-    regroup_counts: list[int]
+    n_texts: int  # queries the regrouping statistics average over
+    regroup: list[GroupSummary]  # one per h', largest first
     collapse: ClaimVerdict  # "with fewer heads, attention collapses onto one token"
-    focus_by_layer: dict = field(default_factory=dict)  # groups -> per-layer focus summary
-    head_counts: list[int] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=list)
-    perplexity: dict = field(default_factory=dict)  # heads -> {"ppl_mean", "ppl_sd", "seeds"}
-    head_count: ClaimVerdict | None = None  # "more heads is not always better"
+    head_counts: list[int]
+    seeds: list[int]
+    perplexity: list[list[float]]  # [head count][seed]: validation perplexity of each trained model
+    head_count: ClaimVerdict  # Vaswani et al.'s row (A) pattern: 1 head worst, a middle count best
     language: str = ""
     train_seconds: float = float("nan")
+
+    def summaries(self) -> dict[int, GroupSummary]:
+        """``{h': GroupSummary}`` of the regrouping study."""
+        return {s.n_groups: s for s in self.regroup}
+
+    def perplexities(self) -> dict[int, np.ndarray]:
+        """``{h: (seeds,) validation perplexities}`` of the training study."""
+        return {h: np.asarray(p, dtype=float) for h, p in zip(self.head_counts, self.perplexity)}
 
 
 @dataclass
 class PruningResult(Record):
     """Lesson 11: head importance, single-head ablation and pruning curves."""
 
-    objective: str
-    base_loss: float
-    importance: np.ndarray  # (L, H)
+    study: PruningStudy  # importance (L, H), curves, base loss, prunable fractions, survivors
     ablation: np.ndarray  # (L, H): loss change when the head alone is removed
-    fractions: list[float]
-    curves: dict  # order name -> losses per fraction ("random": a list of curves)
-    prunable: dict[str, float]
-    verdict: ClaimVerdict  # "some heads can be removed"
-    removable_alone: float = float("nan")
+    verdict: ClaimVerdict  # "some heads can be pruned with almost no loss"
+    removable_alone: float = float("nan")  # share of heads removable alone within the tolerance
     spearman_importance_ablation: float = float("nan")
-    survivors: dict = field(default_factory=dict)
+    confidence: np.ndarray | None = None  # (L, H): Voita et al.'s confidence
+    sensitivity_source: str = ""  # where the perturbation sensitivity came from
+    survivor_overlap: dict[str, int] = field(default_factory=dict)  # kind -> overlap of the top-k lists
+    overlap_chance: float = float("nan")  # the overlap two random top-k lists would have
 
 
 @dataclass
@@ -143,7 +158,7 @@ class ConclusionsResult(Record):
     """Lesson 12: the six conclusions with their verdicts, and where the evidence came from."""
 
     verdicts: list[ClaimVerdict]
-    evidence_origin: dict[str, str]
+    evidence_origin: dict[str, str]  # result name -> "saved", "recomputed" or "missing"
 
 
 #: saved name of each lesson result

@@ -1,9 +1,11 @@
 """How many heads? Small transformers trained from scratch, on a CPU.
 
-Vaswani et al. (2017, Table 3 row (A)) varied the number of heads ``h`` at a
-fixed model width (``d_k = d_model / h``, same parameter count): one head was
-clearly worst, 8 and 16 best, 32 worse again. This module repeats the
-experiment in miniature, in minutes on a laptop CPU.
+Vaswani et al. (2017, Table 3 row (A)) varied the number of heads ``h`` of a
+translation Transformer (English-German) at a fixed model width
+(``d_k = d_model / h``, same parameter count): one head was clearly worst, 8
+and 16 best, 32 worse again. This module repeats the design in miniature, on
+a small language model, in minutes on a laptop CPU. Their numbers, and the
+verdicts on this study, are in :mod:`attnlab.course.claims.head_count`.
 
 **The data: a lookup language** (:class:`LookupLanguage`). A synthetic
 language whose structure is known exactly, so the best possible perplexity
@@ -43,9 +45,9 @@ from typing import Sequence
 import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
-#: Vaswani et al. 2017, Table 3 row (A): heads -> (dev perplexity, dev BLEU); base model h = 8.
-VASWANI_ROW_A = {1: (5.29, 24.9), 4: (5.00, 25.5), 8: (4.92, 25.8), 16: (4.91, 25.8), 32: (5.01, 25.4)}
+from attnlab.core.checks import check_positive_int
 
 HEAD_COUNTS = (1, 2, 4, 8, 16, 32)
 
@@ -267,6 +269,7 @@ def train_one(n_heads: int, seed: int, language: LookupLanguage | None = None,
     ``seed`` fixes the initial weights and the order of the batches. Runs on
     ``config.threads`` CPU threads (restored afterwards).
     """
+    n_heads = check_positive_int(n_heads, "n_heads")
     config = config or TrainConfig()
     previous = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -339,6 +342,10 @@ class HeadCountStudy:
     def accuracies(self, h: int) -> np.ndarray:
         return np.array([r.val_accuracy for r in self.runs if r.n_heads == h])
 
+    def perplexities_by_heads(self) -> dict[int, np.ndarray]:
+        """``{h: (seeds,) validation perplexities}`` for every head count, in study order."""
+        return {h: self.perplexities(h) for h in self.head_counts}
+
     def summary(self) -> dict[int, dict[str, float]]:
         """Per ``h``: mean, standard deviation, min and max of perplexity; mean accuracy."""
         out = {}
@@ -370,142 +377,9 @@ def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[i
     if not head_counts or not seeds:
         raise ValueError("give at least one head count and one seed")
     jobs = [(h, s) for h in head_counts for s in seeds]
-    iterator = jobs
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(jobs, desc="training", unit="model")
+    iterator = tqdm(jobs, desc="training", unit="model") if progress else jobs
     runs = [train_one(h, s, language, config) for h, s in iterator]
     return HeadCountStudy(runs, language, config, list(head_counts))
-
-
-# --------------------------------------------------------------------------- verdict and figure
-
-
-def _clearly_above(a: np.ndarray, b: np.ndarray) -> bool:
-    """Mean of ``a`` exceeds mean of ``b`` by more than two standard errors of the difference."""
-    se = math.sqrt((a.var(ddof=1) / len(a) if len(a) > 1 else 0.0) + (b.var(ddof=1) / len(b) if len(b) > 1 else 0.0))
-    if se == 0.0:  # one seed: no spread to judge by
-        return False
-    return float(a.mean() - b.mean()) > 2 * se
-
-
-def verdict_head_count(study: HeadCountStudy):
-    """Vaswani et al.'s row (A), as the source article reads it: one head is worst, a middle
-    head count is best, too many heads are worse again.
-
-    Each part is judged with the seed spread: "clearly" means a difference of
-    mean perplexities larger than two standard errors. The verdict holds when
-    all three parts hold clearly, does not hold when one is clearly
-    contradicted, and is "cannot tell" otherwise (also with a single seed).
-    """
-    from attnlab.course.verdicts import ClaimVerdict
-
-    hs = sorted(study.head_counts)
-    if len(hs) < 3:
-        raise ValueError("the claim needs at least three head counts")
-    ppl = {h: study.perplexities(h) for h in hs}
-    means = {h: float(ppl[h].mean()) for h in hs}
-    best = min(means, key=means.get)
-    few, many = hs[0], hs[-1]
-    others = [h for h in hs if h != few]
-    # (a) one head is worst
-    if all(_clearly_above(ppl[few], ppl[h]) for h in others):
-        part_a = "holds"
-    elif any(_clearly_above(ppl[h], ppl[few]) for h in others):
-        part_a = "does not hold"
-    else:
-        part_a = "cannot tell"
-    # (b) the best is in the middle
-    if best not in (few, many) and _clearly_above(ppl[few], ppl[best]) and _clearly_above(ppl[many], ppl[best]):
-        part_b = "holds"
-    elif best in (few, many) and all(_clearly_above(ppl[h], ppl[best]) for h in hs if h != best):
-        part_b = "does not hold"
-    else:
-        part_b = "cannot tell"
-    # (c) too many heads are worse than the best
-    if _clearly_above(ppl[many], ppl[best]):
-        part_c = "holds"
-    elif best == many and all(_clearly_above(ppl[h], ppl[many]) for h in hs if h != many):
-        part_c = "does not hold"
-    else:
-        part_c = "cannot tell"
-    parts = (part_a, part_b, part_c)
-    if all(p == "holds" for p in parts):
-        verdict = "holds"
-    elif any(p == "does not hold" for p in parts):
-        verdict = "does not hold"
-    else:
-        verdict = "cannot tell"
-    numbers = {
-        "mean perplexity": {h: round(means[h], 3) for h in hs},
-        "best h": best,
-        f"1 head worst ({few})": part_a,
-        "middle best": part_b,
-        f"too many heads worse ({many})": part_c,
-        "seeds": len(ppl[few]),
-    }
-    return ClaimVerdict("one head is worst, a middle number of heads is best, too many heads are worse again",
-                        verdict, numbers)
-
-
-def what_this_can_show(study: HeadCountStudy) -> str:
-    """A plain statement of what this small run can and cannot tell, from its own numbers."""
-    s = study.summary()
-    spread = max(v["ppl_sd"] for v in s.values())
-    means = [v["ppl_mean"] for v in s.values()]
-    gap = max(means) - min(means)
-    best = math.exp(study.language.best_loss())
-    lines = [
-        f"Largest seed spread (sd) of perplexity: {spread:.3f}; range of the means over h: {gap:.3f}.",
-        f"Best possible perplexity on this language: {best:.3f}; best mean reached: {min(means):.3f}.",
-    ]
-    if s[study.head_counts[0]]["seeds"] < 2:
-        lines.append("One seed per head count: there is no spread, so no difference can be called clear.")
-    elif gap < 2 * spread:
-        lines.append("The differences between head counts are within about two seed spreads: "
-                     "this run cannot separate them.")
-    else:
-        lines.append("Some differences are several seed spreads wide: those are real for this setup.")
-    lines.append("This is a 2-layer model on a synthetic language trained for minutes, not a translation "
-                 "model trained for days: it can show how the head count interacts with a task that needs "
-                 "several lookups at once, not whether the same numbers hold for BERT or WMT.")
-    return "\n".join(lines)
-
-
-def plot_head_count(study: HeadCountStudy, *, axes=None):
-    """Two panels: this run's perplexity per h (mean, seed range, each seed) and Vaswani et al.'s row (A)."""
-    import matplotlib.pyplot as plt
-
-    if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    ax, ref = axes
-    s = study.summary()
-    hs = list(s)
-    means = [s[h]["ppl_mean"] for h in hs]
-    ax.errorbar(hs, means, yerr=[[s[h]["ppl_mean"] - s[h]["ppl_min"] for h in hs],
-                                 [s[h]["ppl_max"] - s[h]["ppl_mean"] for h in hs]],
-                marker="o", capsize=4, label="mean (bars: seed range)")
-    for h in hs:
-        ax.scatter([h] * len(study.perplexities(h)), study.perplexities(h), color="grey", s=10, zorder=3)
-    ax.axhline(math.exp(study.language.best_loss()), color="green", linestyle=":", label="best possible")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(hs)
-    ax.set_xticklabels([str(h) for h in hs])
-    ax.set_xlabel(f"heads h (d_model = {study.config.d_model}, d_k = d_model / h)")
-    ax.set_ylabel("validation perplexity")
-    ax.set_title("This run: tiny transformer, lookup language")
-    ax.legend(fontsize=8)
-    vh = sorted(VASWANI_ROW_A)
-    ref.plot(vh, [VASWANI_ROW_A[h][0] for h in vh], marker="s", color="C1")
-    ref.set_xscale("log", base=2)
-    ref.set_xticks(vh)
-    ref.set_xticklabels([str(h) for h in vh])
-    ref.set_xlabel("heads h (d_model = 512)")
-    ref.set_ylabel("dev perplexity (EN-DE)")
-    ref.set_title("Vaswani et al. 2017, Table 3 row (A)")
-    ax.figure.tight_layout()
-    return ax.figure
 
 
 def smoke_config() -> TrainConfig:

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from attnlab.analysis.regroup import group_width, regroup_summaries
+from attnlab.core.models import LoadedModel
+from attnlab.data.examples import example_for
+from attnlab.scratch.head_count_training import HeadCountStudy
+
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 
-
-def solution_group_width(m, n_groups: int = 3) -> int:
+def solution_group_width(m: LoadedModel, n_groups: int = 3) -> int:
     """Worked solution: ``d_model / h'`` (every group keeps all the dimensions of its heads)."""
-    from attnlab.analysis.regroup import _check_groups
-
-    return m.hidden_size // _check_groups(m, n_groups)
+    return group_width(m, n_groups)
 
 
-def check_group_width(m, answer: Any, n_groups: int = 3) -> Feedback:
+def check_group_width(m: LoadedModel, answer: Any, n_groups: int = 3) -> Feedback:
     """``answer``: the width (dimensions of Q and K) of one head after regrouping into ``n_groups``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -28,31 +30,28 @@ def check_group_width(m, answer: Any, n_groups: int = 3) -> Feedback:
                         hint=f"{m.n_heads} heads of {m.head_dim} dimensions are cut into {n_groups} groups.")
 
 
-def solution_most_focused_group_count(m, texts: Sequence[str] | None = None) -> int:
+def solution_most_focused_group_count(m: LoadedModel, texts: Sequence[str] | None = None) -> int:
     """Worked solution: the h' with the largest ``focus`` (largest of self/[CLS]/[SEP] mass)."""
-    from attnlab.data.examples import example_for
-    from attnlab.analysis.regroup import regroup_summaries
-
     summaries = regroup_summaries(m, list(texts) if texts else [example_for(m)])
-    return max(summaries, key=lambda g: summaries[g]["focus"])
+    return max(summaries, key=lambda g: summaries[g].focus)
 
 
-def check_most_focused_group_count(m, answer: Any, texts: Sequence[str] | None = None) -> Feedback:
+def check_most_focused_group_count(m: LoadedModel, answer: Any, texts: Sequence[str] | None = None) -> Feedback:
     """``answer``: the number of heads h' (a divisor of H) at which attention is most focused
     on a single token (self, [CLS] or [SEP]) for ``texts`` (default: the example)."""
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_most_focused_group_count(m, texts), what="your h'",
-                        hint="regroup_summaries(m, texts) gives 'focus' per h'; take the largest.")
+                        hint="regroup_summaries(m, texts)[g].focus is the focus at h' = g; take the largest.")
 
 
-def solution_best_head_count(study) -> int:
+def solution_best_head_count(study: HeadCountStudy) -> int:
     """Worked solution: the head count with the lowest mean validation perplexity."""
     summary = study.summary()
     return min(summary, key=lambda h: summary[h]["ppl_mean"])
 
 
-def check_best_head_count(m, answer: Any, study=None) -> Feedback:
+def check_best_head_count(m: LoadedModel, answer: Any, study: HeadCountStudy | None = None) -> Feedback:
     """``answer``: the head count with the lowest mean validation perplexity in ``study``."""
     if answer is None:
         return Feedback(False, _NOT_YET)

@@ -11,18 +11,19 @@ from typing import Any
 
 import numpy as np
 
+from attnlab.analysis.pruning import PruningStudy, heads_masked_at
+from attnlab.core.models import LoadedModel
+from attnlab.viz.plot import head_label
+
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
 
-
-def solution_heads_masked(m, fraction: float = 0.3) -> int:
+def solution_heads_masked(m: LoadedModel, fraction: float = 0.3) -> int:
     """Worked solution: ``round(fraction * layers * heads)``."""
-    from attnlab.analysis.pruning import heads_masked_at
-
     return heads_masked_at(fraction, m.n_layers * m.n_heads)
 
 
-def check_heads_masked(m, answer: Any, fraction: float = 0.3) -> Feedback:
+def check_heads_masked(m: LoadedModel, answer: Any, fraction: float = 0.3) -> Feedback:
     """``answer``: how many heads of this model are masked when ``fraction`` of them are pruned."""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -36,7 +37,7 @@ def solution_most_important_head(importance: np.ndarray) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def check_most_important_head(m, answer: Any, importance: np.ndarray | None = None) -> Feedback:
+def check_most_important_head(m: LoadedModel, answer: Any, importance: np.ndarray | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` with the largest score in ``importance [layers, heads]``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
@@ -47,14 +48,12 @@ def check_most_important_head(m, answer: Any, importance: np.ndarray | None = No
         answer = (int(layer), int(head))
     except (TypeError, ValueError):
         return Feedback(False, f"answer with a (layer, head) pair, e.g. (0, 6); got {answer!r}.")
-    from attnlab.viz.plot import head_label
-
     expected = solution_most_important_head(importance)
     return check_choice(answer, expected, what=f"your head {head_label(*answer)}",
                         hint="np.unravel_index(np.argmax(importance), importance.shape); remember 0-based.")
 
 
-def check_prunable_fraction(m, answer: Any, study=None) -> Feedback:
+def check_prunable_fraction(m: LoadedModel, answer: Any, study: PruningStudy | None = None) -> Feedback:
     """``answer``: the largest fraction of heads masked in importance order before the loss
     rose by more than 1% (read from ``study.curves['importance']``)."""
     if answer is None:

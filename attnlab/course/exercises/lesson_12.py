@@ -14,26 +14,29 @@ from typing import Any
 
 import numpy as np
 
-from attnlab.course.conclusions import Evidence, conclusion_1
+from attnlab.course.claims.conclusions import conclusion_1, fixed_share
+from attnlab.course.conclusions import Evidence
+from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, DiversityResult
+
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
 
+#: "a few" in exercise 2: at most half of the heads
+HALF = 0.5
 
 
-def _need(ev: Evidence, name: str) -> dict:
-    data = ev.get(name)
-    if data is None:
-        raise ValueError(f"this exercise needs the results of {name}: run that lesson first")
-    return data
+def _need(record: Any, kind: type) -> Any:
+    if record is None:
+        raise ValueError(f"this exercise needs the results of {RESULT_NAMES[kind]}: run that lesson first")
+    return record
 
 
 def solution_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
     """Share of heads whose fixedness (lesson 08) reaches the threshold lesson 08 used
     (the heads it listed as fixed), or ``threshold`` when given."""
-    avg = _need(ev, "08_layer_averaging")
-    fixedness = np.asarray(avg["fixedness"], dtype=float)
+    avg: AveragingResult = _need(ev.averaging, AveragingResult)
     if threshold is None:
-        return len(avg["fixed_heads"]) / fixedness.size
-    return float((fixedness >= threshold).mean())
+        return fixed_share(avg)
+    return float((np.asarray(avg.fixedness, dtype=float) >= threshold).mean())
 
 
 def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None) -> Feedback:
@@ -41,29 +44,30 @@ def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None)
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_number(answer, solution_fixed_share(ev, threshold), rel=0.0, abs_tol=0.01,
-                        hint="count the (layer, head) pairs in ev.get('08_layer_averaging')['fixed_heads'] "
-                             "and divide by layers x heads.", what="fixed share")
+                        hint="count the (layer, head) pairs in evidence.averaging.fixed_heads "
+                             "and divide by the number of heads in evidence.averaging.fixedness.",
+                        what="fixed share")
 
 
 def solution_rejudge(ev: Evidence) -> str:
-    """Conclusion 1's verdict when "a few content heads" means at most 50% of the heads."""
-    return conclusion_1(ev, few=0.5).verdict
+    """Conclusion 1's verdict when "a few content heads" means at most half of the heads."""
+    return conclusion_1(ev.averaging, ev.perturbation, ev.patterns, few=HALF).verdict
 
 
 def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     """Predict conclusion 1's verdict if "a few" meant "at most half of the heads"
-    ("holds", "does not hold" or "cannot tell")."""
+    (one of the three verdict words)."""
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_rejudge(ev),
-                        hint="compare the content-follower share with 0.5, and remember part A must hold too.",
-                        what="verdict")
+                        hint="compare the content-follower share with 0.5, and remember the fixed share must "
+                             "still be a majority.", what="verdict")
 
 
 def solution_most_diverse_layer(ev: Evidence) -> int:
     """1-based number of the layer with the largest within-layer dispersion (lesson 09)."""
-    div = _need(ev, "09_head_diversity")
-    return int(np.argmax(np.asarray(div["dispersion"], dtype=float))) + 1
+    div: DiversityResult = _need(ev.diversity, DiversityResult)
+    return int(np.argmax(np.asarray(div.dispersion.estimate, dtype=float))) + 1
 
 
 def check_most_diverse_layer(ev: Evidence, answer: Any) -> Feedback:
@@ -71,5 +75,5 @@ def check_most_diverse_layer(ev: Evidence, answer: Any) -> Feedback:
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_most_diverse_layer(ev),
-                        hint="look for the largest value in ev.get('09_head_diversity')['dispersion'] "
+                        hint="look for the largest value in evidence.diversity.dispersion.estimate "
                              "and add 1 to its index.", what="layer")

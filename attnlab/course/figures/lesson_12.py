@@ -1,6 +1,10 @@
-"""Lesson 12's figure: the six conclusions with their computed verdicts."""
+"""Lesson 12's figure: the six conclusions with their computed verdicts (from the saved results;
+lessons that have not been run for this model are not re-run, and their conclusions say so)."""
 
 from __future__ import annotations
+
+from attnlab.course.conclusions import VERDICT_COLOURS, all_conclusions, gather
+from attnlab.viz.conclusions_plots import plot_verdicts
 
 from . import FigureContext, figure
 
@@ -8,7 +12,5 @@ from . import FigureContext, figure
 @figure("conclusions", lesson="12_conclusions.ipynb",
         caption="The source article's six conclusions, with the verdict computed from the run")
 def conclusions_figure(ctx: FigureContext):
-    from attnlab.course.conclusions import all_conclusions, gather, plot_verdicts
-
     evidence = gather(ctx.model, progress=False)
-    return plot_verdicts(all_conclusions(evidence), model_name=ctx.model.name)
+    return plot_verdicts(all_conclusions(evidence), VERDICT_COLOURS, model_name=ctx.model.name)

@@ -1,0 +1,98 @@
+"""Records of lessons 05-11 built by hand, so that lesson 12 can be tested on evidence
+whose verdicts are known in advance (no lesson has to run first)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.analysis.pruning import PruningStudy
+from attnlab.analysis.regroup import GroupSummary
+from attnlab.analysis.stats import Interval
+from attnlab.course.conclusions import Evidence
+from attnlab.course.lesson_results import (
+    AveragingResult,
+    DiversityResult,
+    HeadCountResult,
+    HeadPatternsResult,
+    PerturbationResult,
+    PruningResult,
+)
+from attnlab.course.verdicts import ClaimVerdict
+
+L, H = 2, 4  # layers x heads of the hand-made evidence
+ANY = ClaimVerdict.missing("a claim of an earlier lesson", "not judged in this test")
+
+
+def patterns(fixed_share: float = 0.5, n_layers: int = L, n_heads: int = H) -> HeadPatternsResult:
+    labels = [["positional"] * n_heads for _ in range(n_layers)]
+    return HeadPatternsResult(n_inputs=10, labels=labels, label_counts={"positional": n_layers * n_heads},
+                              fixed_share=fixed_share, verdict=ANY, fixed_share_by_layer=np.full(n_layers, fixed_share),
+                              depth_spearman=0.0)
+
+
+def perturbation(content_share: float = 0.1, labels=None, n_layers: int = L, n_heads: int = H) -> PerturbationResult:
+    if labels is None:
+        labels = [["content", "position", "position", "neither"][:n_heads] + ["position"] * (n_heads - 4)
+                  for _ in range(n_layers)]
+    zeros = np.zeros((n_layers, n_heads))
+    return PerturbationResult(n_queries=10, chosen_layer=0, verdict=ANY, follower_labels=labels,
+                              position_follower_share=0.5, content_follower_share=content_share,
+                              unchanged=zeros + 0.9,
+                              sensitivity={"lexical_position": zeros + 0.1, "syntactic_position": zeros + 0.2},
+                              follower_gap=zeros)
+
+
+def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slope: float = 0.1) -> AveragingResult:
+    n_fixed = int(round(fixed_share * n_layers * n_heads))
+    per_layer = np.full(n_layers, 0.5)
+    return AveragingResult(n_queries=10, n_tokens=5, layers=list(range(n_layers)),
+                           fixedness=np.ones((n_layers, n_heads)), sharpness=np.ones((n_layers, n_heads)),
+                           fixedness_per_layer=Interval(per_layer, per_layer - 0.1, per_layer + 0.1, 0.95, 10),
+                           slope=Interval(slope, slope - 0.05, slope + 0.05, 0.95, 10),
+                           fixed_heads=[(i // n_heads, i % n_heads) for i in range(n_fixed)],
+                           fixed_threshold=0.8, verdicts={})
+
+
+def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1) -> DiversityResult:
+    disp = np.asarray(dispersion, dtype=float)
+    slope = float(np.polyfit(np.arange(len(disp)), disp, 1)[0])
+    return DiversityResult(n_queries=10, layers=list(range(len(disp))),
+                           dispersion=Interval(disp, disp - 0.1, disp + 0.1, 0.95, 10),
+                           slope=Interval(slope, slope - half_width, slope + half_width, 0.95, 10),
+                           spearman=-1.0, verdict=ANY, clustering_verdict=ANY, within_layer=0.2, between_layers=0.3)
+
+
+def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float) -> GroupSummary:
+    return GroupSummary(n_groups=n_groups, self_mass=self_mass, cls_mass=cls_mass, sep_mass=0.0,
+                        entropy_ratio=entropy_ratio, confidence=0.5)
+
+
+def head_count(ppl=None, regroup=None) -> HeadCountResult:
+    """``ppl``: ``{heads: per-seed perplexities}``; ``regroup``: GroupSummary list (default: a collapse)."""
+    ppl = ppl or {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}
+    regroup = regroup or [group(H, 0.2, 0.3, 0.6), group(2, 0.7, 0.1, 0.3)]
+    counts = sorted(ppl)
+    return HeadCountResult(n_texts=10, regroup=regroup, collapse=ANY, head_counts=counts, seeds=[0, 1, 2],
+                           perplexity=[list(ppl[h]) for h in counts], head_count=ANY, language="test")
+
+
+def pruning(effects=None, prune_max: float = 0.5, base: float = 1.0, n_layers: int = L,
+            n_heads: int = H) -> PruningResult:
+    """Single-head effects ``effects`` (default 0.01 each) and pruning curves that rise to ``base + prune_max``."""
+    effects = np.full((n_layers, n_heads), 0.01) if effects is None else np.asarray(effects, dtype=float)
+    fractions = np.array([0.0, 0.5, 1.0])
+    study = PruningStudy(fractions=fractions, importance=np.ones((n_layers, n_heads)),
+                         curves={"importance": base + np.array([0.0, 0.0, prune_max]),
+                                 "reverse": base + np.array([0.0, prune_max / 2, prune_max]),
+                                 "random": base + np.array([[0.0, prune_max / 4, prune_max / 2]])},
+                         base_loss=base, prunable={"importance": 0.5, "random": 0.0, "reverse": 0.0},
+                         tolerance=0.01, objective="test objective")
+    return PruningResult(study=study, ablation=effects, verdict=ANY)
+
+
+def evidence(**records) -> Evidence:
+    """Every lesson's record (defaults above), with ``records`` replacing some of them."""
+    parts = {"patterns": patterns(), "perturbation": perturbation(), "averaging": averaging(),
+             "diversity": diversity(), "head_count": head_count(), "pruning": pruning()}
+    parts.update(records)
+    return Evidence(**parts)
