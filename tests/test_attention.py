@@ -21,7 +21,7 @@ from attnlab.scratch.self_attention import (
     attention_steps,
     find_pattern_heads,
     head_contributions,
-    head_spread,
+    head_spread_rows,
     hidden_states,
     merge_heads,
     padding_mask,
@@ -29,6 +29,7 @@ from attnlab.scratch.self_attention import (
     project_per_head,
     recompute_layer_attention,
     scaled_dot_product_attention,
+    shuffle_keys,
     split_heads,
     tiny_example,
 )
@@ -325,16 +326,60 @@ def test_head_contributions_sum_to_output_projection():
         head_contributions(torch.randn(1, 2, 4, 4), out)
 
 
-def test_head_spread():
+def test_head_spread_of_identical_and_disjoint_heads():
     from scipy.spatial.distance import jensenshannon
 
     n = 4
     same = torch.softmax(torch.randn(n, n), -1).expand(3, n, n)
-    assert head_spread(same) == pytest.approx(0.0, abs=1e-12)
+    assert float(head_spread_rows(same).max()) == pytest.approx(0.0, abs=1e-12)
     a, b = torch.eye(n), torch.roll(torch.eye(n), 1, dims=1)
-    got = head_spread(torch.stack([a, b]))
+    got = float(head_spread_rows(torch.stack([a, b])).mean())
     pa, pb = 0.999 * a + 0.001 / n, 0.999 * b + 0.001 / n
     ref = sum(jensenshannon(pa[r].numpy(), pb[r].numpy()) ** 2 for r in range(n)) / n  # scipy: sqrt of JS, nats
     assert got == pytest.approx(ref, rel=1e-6)
     with pytest.raises(ValueError):
-        head_spread(torch.eye(3)[None])
+        head_spread_rows(torch.eye(3)[None])
+
+
+def test_head_spread_rows_are_the_per_token_divergences():
+    from scipy.spatial.distance import jensenshannon
+
+    n = 5
+    maps = torch.softmax(torch.randn(3, n, n, generator=torch.Generator().manual_seed(3)), -1)  # (H, n, n)
+    rows = head_spread_rows(maps)
+    assert rows.shape == (n,)
+    p = (0.999 * maps + 0.001 / n).double()
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    for r in range(n):
+        ref = np.mean([jensenshannon(p[i, r].numpy(), p[j, r].numpy()) ** 2 for i, j in pairs])
+        assert float(rows[r]) == pytest.approx(ref, rel=1e-6)
+
+
+def test_shuffle_keys_moves_weights_within_each_row_only():
+    maps = torch.softmax(torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(0)), -1)
+    mixed = shuffle_keys(maps, torch.Generator().manual_seed(1))
+    assert mixed.shape == maps.shape
+    # every row holds the same weights, in another order
+    assert torch.equal(mixed.sort(dim=-1).values, maps.sort(dim=-1).values)
+    assert not torch.equal(mixed, maps)
+    again = shuffle_keys(maps, torch.Generator().manual_seed(1))
+    assert torch.equal(mixed, again)  # a seeded generator gives the same control
+    with pytest.raises(ValueError):
+        shuffle_keys(torch.zeros(3, 4))
+
+
+def test_layer_heads_figure_has_one_scale_a_colourbar_and_named_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.viz.multi_head_plots import plot_layer_heads_with_scale
+
+    maps = torch.softmax(torch.randn(5, 4, 4, generator=torch.Generator().manual_seed(2)), -1)  # (H, n, n)
+    fig = plot_layer_heads_with_scale(maps, ["a", "b", "c", "d"], layer=0, ncols=3)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 5 and len(fig.axes) == 5 + 1  # five heads, then the colourbar
+    limits = [ax.images[0].get_clim() for ax in panels]
+    assert limits == [(0.0, pytest.approx(float(maps.max())))] * 5  # one shared scale
+    colourbar = fig.axes[-1]
+    assert colourbar.get_ylabel() == "attention weight"
+    assert fig.get_supxlabel().startswith("key token") and fig.get_supylabel().startswith("query token")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -72,16 +73,26 @@ def test_make_layer_shapes_and_errors():
 def test_lstm_forgets_first_token_attention_does_not():
     inf = first_token_influence([4, 40], width=16, seeds=(0, 1))
     assert inf.share["lstm"][1] < 0.1 * inf.share["lstm"][0]
+    # the mean share is the mean of the per-seed shares; one row per seed
+    assert inf.seed_shares("lstm").shape == (2, 2)
+    assert inf.share["bilstm"] == pytest.approx(inf.seed_shares("bilstm").mean(axis=0).tolist())
     assert 0.5 < inf.share["attention"][1] < 2.0
     assert Influence.from_record(inf.to_record()) == inf
 
 
 def test_timing_structure_and_growth_exponent():
     threads = torch.get_num_threads()
-    t = time_layers([8, 16], width=16, batch=2, repeats=1)
-    assert set(t.seconds) == {"lstm", "attention"}
+    t = time_layers([8, 16], width=16, batch=2, repeats=3)
+    assert set(t.seconds) == set(t.samples) == {"lstm", "attention"}
     assert all(len(v) == 2 and all(s > 0 for s in v) for v in t.seconds.values())
+    # every repeat is kept, and the reported time is their median
+    for kind in ("lstm", "attention"):
+        assert [len(r) for r in t.samples[kind]] == [3, 3]
+        assert t.seconds[kind] == pytest.approx([float(np.median(r)) for r in t.samples[kind]])
+        assert t.repeats(kind).shape == (3, 2)
+    assert Timing.from_record(t.to_record()) == t
     assert torch.get_num_threads() == threads  # restored after timing on one thread
+    assert Timing([8], 1, 4, {"lstm": [2.0]}).repeats("lstm").tolist() == [[2.0]]  # no samples: the one value
     ns = [10, 20, 40, 80]
     assert growth_exponent(ns, [3e-6 * n**2 for n in ns]) == pytest.approx(2.0)
     assert growth_exponent(ns, [5e-4 * n for n in ns]) == pytest.approx(1.0)
@@ -103,12 +114,22 @@ def test_plots_draw_the_measurements():
     import matplotlib
 
     matplotlib.use("Agg")
-    t = Timing([16, 32], 4, 64, {"lstm": [0.002, 0.003], "attention": [0.001, 0.004]})
+    t = Timing([16, 32], 4, 64, {"lstm": [0.002, 0.003], "attention": [0.001, 0.004]},
+               samples={"lstm": [[0.001, 0.002, 0.005], [0.003, 0.003, 0.003]],
+                        "attention": [[0.001, 0.001, 0.001], [0.002, 0.004, 0.006]]})
     ax = plot_timing(t)
     lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines() if not line.get_label().startswith("_")}
     assert set(lines) == {"lstm", "attention"}
     assert lines["lstm"] == pytest.approx([2.0, 3.0]) and lines["attention"] == pytest.approx([1.0, 4.0])  # ms
+    # one bar per kind and length, from the fastest to the slowest repeat
+    bars = [c for c in ax.containers if c.has_yerr]
+    assert len(bars) == 2
+    segments = bars[0].lines[2][0].get_segments()  # the lstm's vertical bars
+    assert [(seg[0][1], seg[1][1]) for seg in segments] == [pytest.approx((1.0, 5.0)), pytest.approx((3.0, 3.0))]
     inf = Influence([4, 64], [0], 16, share={"lstm": [0.5, 0.0], "attention": [1.0, 1.0]})
     ax = plot_first_token_share(inf)
     ys = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
     assert ys["lstm"] == [0.5, SHARE_FLOOR] and ys["attention"] == [1.0, 1.0]  # an underflowed share stays on the log axis
+    assert any(label.startswith("0 (underflow)") for label in ys)  # and the floor is marked as such
+    kept = Influence([4, 64], [0], 16, share={"lstm": [0.5, 0.1], "attention": [1.0, 1.0]})
+    assert not any(line.get_label().startswith("0 (underflow)") for line in plot_first_token_share(kept).get_lines())

@@ -95,5 +95,5 @@ class ClaimVerdict:
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return f"{v:.3f}"
+        return f"{v:.3g}"
     return str(v)

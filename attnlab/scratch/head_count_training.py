@@ -1,45 +1,61 @@
 """How many heads? Small transformers trained from scratch, on a CPU.
 
 Vaswani et al. (2017, Table 3 row (A)) varied the number of heads ``h`` of a
-translation Transformer (English-German) at a fixed model width
+translation Transformer (English-German, not BERT) at a fixed model width
 (``d_k = d_model / h``, same parameter count): one head was clearly worst, 8
 and 16 best, 32 worse again. This module repeats the design in miniature, on
-a small language model, in minutes on a laptop CPU. Their numbers, and the
+a small language model, in minutes on a laptop CPU, and adds a second design
+that separates "more heads" from "narrower heads". Their numbers, and the
 verdicts on this study, are in :mod:`attnlab.course.claims.head_count`.
 
 **The data: a lookup language** (:class:`LookupLanguage`). A synthetic
 language whose structure is known exactly, so the best possible perplexity
 is known too. Sequences of ``vocab`` symbols; the first ``max(offsets)``
 symbols are random; after that each symbol is, with probability
-``1 - noise``, a fixed random function of the symbols at four earlier
-offsets (default 1, 3, 6 and 10 positions back)::
+``1 - noise``, a fixed random function of the symbols at a few earlier
+offsets (default 1, 3 and 6 positions back)::
 
-    x[t] = table[x[t-1], x[t-3], x[t-6], x[t-10]]   (else a uniformly random symbol)
+    x[t] = table[x[t-1], x[t-3], x[t-6]]   (else a uniformly random symbol)
 
-Predicting ``x[t]`` needs four lookups at once, each *bound* to its offset
-(``table`` is not symmetric): a head can average several positions but then
-loses which symbol came from where, so several heads (or a detour through
-more layers) are needed; the task is a clean case of "attending to several
-specific earlier positions at the same time". Nothing is downloaded: the
-corpus is generated from a seed, identical on every machine.
+Predicting ``x[t]`` needs three lookups, each *bound* to its offset
+(``table`` is not symmetric): a head that averages several positions loses
+which symbol came from where, so the model needs several heads, or a detour
+through its second layer. What the task favours: a few heads that each find
+one offset; it gives nothing to heads beyond the number of offsets, and it
+punishes heads too narrow to pick out one position among ``seq_len``.
+Nothing is downloaded: the corpus is generated from a seed, identical on
+every machine.
 
 **The model** (:class:`TinyTransformer`): a decoder-only (causal) transformer
 with learned positions, pre-LayerNorm blocks and the multi-head attention
-written out below. Its parameter count does not depend on ``h``: the Q, K, V
-and output projections are ``d_model x d_model`` whatever the split.
+written out below. Two ways to vary ``h`` (:class:`TrainConfig`'s ``d_head``):
+
+* **fixed width** (``d_head=None``, Vaswani et al.'s design): the Q, K, V and
+  output projections are ``d_model x d_model`` whatever ``h``; each head gets
+  ``d_k = d_model / h``, so more heads means narrower heads, and the parameter
+  count does not depend on ``h``;
+* **fixed head size** (``d_head`` an int): every head has ``d_head``
+  dimensions, so the attention's inner width ``h * d_head`` grows with ``h``
+  (the residual stream, ``d_model``, and the MLP stay the same). More heads
+  here also means more attention parameters.
+
+With ``d_model = 64`` and ``d_head = 8`` the two designs build the same model
+at ``h = 8``.
 
 **The protocol** (:func:`head_count_study`): for each ``h`` and each seed,
 the same data, the same number of steps and the same optimiser; the seed
 fixes the initial weights and the batch order, so the same seed gives the same
 curve. Reported: validation perplexity and next-symbol accuracy on the
-predictable positions, mean and spread over seeds.
+predictable positions, mean and spread over seeds. The budget is small
+(minutes for all models), so the study measures what each head count reaches
+*in a fixed small budget*, learning speed included.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -49,7 +65,10 @@ from tqdm.auto import tqdm
 
 from attnlab.core.checks import check_positive_int
 
-HEAD_COUNTS = (1, 2, 4, 8, 16, 32)
+#: Vaswani et al.'s row (A) head counts
+HEAD_COUNTS = (1, 4, 8, 16, 32)
+#: the head size of the fixed-head-size design (the fixed-width design's head size at h = 8)
+FIXED_D_HEAD = 8
 
 
 # --------------------------------------------------------------------------- data
@@ -68,9 +87,9 @@ class LookupLanguage:
     """
 
     vocab: int = 4
-    offsets: tuple[int, ...] = (1, 3, 6, 10)
+    offsets: tuple[int, ...] = (1, 3, 6)
     noise: float = 0.1
-    seq_len: int = 32
+    seq_len: int = 16
     seed: int = 1234
 
     def __post_init__(self) -> None:
@@ -125,38 +144,46 @@ class LookupLanguage:
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention with a causal mask; ``h`` heads of width ``d_model / h``."""
+    """Multi-head self-attention with a causal mask: ``h`` heads of ``d_head`` dimensions.
 
-    def __init__(self, d_model: int, n_heads: int):
+    ``d_head=None`` gives the fixed-width split, ``d_head = d_model / h``
+    (projections ``d_model x d_model`` for every ``h``); an int gives heads of
+    that size whatever ``h`` (inner width ``h * d_head``).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_head: int | None = None):
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)  # same size for every h
-        self.out = nn.Linear(d_model, d_model)
+        if d_head is None:
+            if d_model % n_heads:
+                raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+            d_head = d_model // n_heads
+        self.n_heads, self.d_head = n_heads, d_head
+        inner = n_heads * d_head
+        self.qkv = nn.Linear(d_model, 3 * inner)
+        self.out = nn.Linear(inner, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        d_k = d // self.n_heads
-        q, k, v = self.qkv(x).split(d, dim=-1)  # 3 x (B, T, D)
-        # 1. split the width into h heads
-        q, k, v = (z.view(b, t, self.n_heads, d_k).transpose(1, 2) for z in (q, k, v))  # (B, h, T, d_k)
+        b, t, _ = x.shape
+        inner = self.n_heads * self.d_head
+        q, k, v = self.qkv(x).split(inner, dim=-1)  # 3 x (B, T, h * d_head)
+        # 1. split the inner width into h heads
+        q, k, v = (z.view(b, t, self.n_heads, self.d_head).transpose(1, 2) for z in (q, k, v))  # (B, h, T, d_head)
         # 2. scaled dot products, future positions blocked
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d_k)  # (B, h, T, T)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)  # (B, h, T, T)
         future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)  # (T, T)
         weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)  # (B, h, T, T)
         # 3. mix the values, concatenate the heads, project
-        context = (weights @ v).transpose(1, 2).reshape(b, t, d)  # (B, T, D)
+        context = (weights @ v).transpose(1, 2).reshape(b, t, inner)  # (B, T, h * d_head)
         return self.out(context)
 
 
 class Block(nn.Module):
     """Pre-LayerNorm transformer block: attention then a 4x MLP, each with a residual."""
 
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, d_head: int | None = None):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads)
+        self.attn = CausalSelfAttention(d_model, n_heads, d_head)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
@@ -168,11 +195,12 @@ class Block(nn.Module):
 class TinyTransformer(nn.Module):
     """A small causal transformer language model: ``(B, T)`` symbols -> ``(B, T, vocab)`` logits."""
 
-    def __init__(self, vocab: int, seq_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4):
+    def __init__(self, vocab: int, seq_len: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
+                 d_head: int | None = None):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_head) for _ in range(n_layers))
         self.ln = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
@@ -193,25 +221,41 @@ def count_parameters(model: nn.Module) -> int:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything that stays fixed across head counts."""
+    """Everything that stays fixed across head counts.
+
+    ``d_head``: None for the fixed-width design (``d_k = d_model / h``), or the
+    size of every head in the fixed-head-size design (see the module docstring).
+    """
 
     d_model: int = 64
     n_layers: int = 2
-    steps: int = 400
-    batch_size: int = 64
-    lr: float = 3e-3
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 5e-3
     weight_decay: float = 0.01
-    warmup: int = 50
-    n_train: int = 8192
-    n_val: int = 1024
+    warmup: int = 20
+    n_train: int = 4096
+    n_val: int = 512
     data_seed: int = 0
-    eval_every: int = 100
+    eval_every: int = 50
     threads: int = 1  # models this small train fastest on one CPU thread (no thread synchronisation)
+    d_head: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "steps", "batch_size", "n_train", "n_val", "eval_every", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.d_head is not None and self.d_head < 1:
+            raise ValueError(f"d_head must be None or >= 1, got {self.d_head}")
+
+    @property
+    def design(self) -> str:
+        """``"fixed width"`` or ``"fixed head size"``: how ``h`` is varied."""
+        return "fixed width" if self.d_head is None else "fixed head size"
+
+    def head_size(self, n_heads: int) -> int:
+        """``d_k`` of one head when the model has ``n_heads`` heads."""
+        return self.d_model // n_heads if self.d_head is None else self.d_head
 
 
 @dataclass
@@ -225,6 +269,7 @@ class RunResult:
         val_loss: validation loss at those steps.
         val_perplexity, val_accuracy: at the end, on the predictable positions.
         parameters: parameter count; seconds: wall time.
+        d_k: the size of each head.
     """
 
     n_heads: int
@@ -236,6 +281,7 @@ class RunResult:
     val_accuracy: float
     parameters: int
     seconds: float
+    d_k: int = 0
 
 
 def _ruled_loss(model: nn.Module, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -280,13 +326,15 @@ def train_one(n_heads: int, seed: int, language: LookupLanguage | None = None,
 
 
 def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainConfig) -> RunResult:
-    if config.d_model % n_heads:
+    if config.d_head is None and config.d_model % n_heads:
         raise ValueError(f"n_heads={n_heads} does not divide d_model={config.d_model}")
     train = language.sample(config.n_train, seed=config.data_seed)  # (N, T)
     val = language.sample(config.n_val, seed=config.data_seed + 10_000)
     torch.manual_seed(seed)
-    model = TinyTransformer(language.vocab, language.seq_len, config.d_model, config.n_layers, n_heads)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    model = TinyTransformer(language.vocab, language.seq_len, config.d_model, config.n_layers, n_heads,
+                            config.d_head)
+    # foreach: one fused update for all parameters (the per-tensor loop dominates at this size)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, foreach=True)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, config))
     gen = torch.Generator().manual_seed(seed)
     steps, train_curve, val_curve, running = [], [], [], []
@@ -297,7 +345,7 @@ def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainC
         loss, _ = _ruled_loss(model, train[idx], language.start)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
         opt.step()
         schedule.step()
         running.append(float(loss.detach()))
@@ -308,7 +356,7 @@ def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainC
             val_curve.append(evaluate(model, val, language.start)[0])
     val_loss, val_acc = evaluate(model, val, language.start)
     return RunResult(n_heads, seed, steps, train_curve, val_curve, math.exp(val_loss), val_acc,
-                     count_parameters(model), time.time() - start_time)
+                     count_parameters(model), time.time() - start_time, config.head_size(n_heads))
 
 
 def _lr_factor(step: int, config: TrainConfig) -> float:
@@ -324,11 +372,11 @@ def _lr_factor(step: int, config: TrainConfig) -> float:
 
 @dataclass
 class HeadCountStudy:
-    """Results for every head count and seed.
+    """Results for every head count and seed, in one design.
 
     Attributes:
         runs: all :class:`RunResult` objects.
-        language, config: what was held fixed.
+        language, config: what was held fixed (``config.design`` says how ``h`` varied).
     """
 
     runs: list[RunResult]
@@ -347,39 +395,66 @@ class HeadCountStudy:
         return {h: self.perplexities(h) for h in self.head_counts}
 
     def summary(self) -> dict[int, dict[str, float]]:
-        """Per ``h``: mean, standard deviation, min and max of perplexity; mean accuracy."""
+        """Per ``h``: mean, standard deviation, min and max of perplexity; mean accuracy; d_k; parameters."""
         out = {}
         for h in self.head_counts:
             p, a = self.perplexities(h), self.accuracies(h)
+            params = [r.parameters for r in self.runs if r.n_heads == h]
             out[h] = {"ppl_mean": float(p.mean()), "ppl_sd": float(p.std(ddof=1)) if len(p) > 1 else 0.0,
                       "ppl_min": float(p.min()), "ppl_max": float(p.max()),
                       "acc_mean": float(a.mean()), "acc_sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
-                      "d_k": self.config.d_model // h, "seeds": len(p)}
+                      "d_k": self.config.head_size(h), "parameters": params[0], "seeds": len(p)}
         return out
 
     def table(self) -> str:
-        """Perplexity (mean ± sd over seeds, range) and accuracy per head count."""
-        lines = [f"{'heads':>5} {'d_k':>4} {'perplexity (mean ± sd)':>24} {'range':>15} {'accuracy':>16}"]
+        """Perplexity (mean ± sd over seeds, range), accuracy, head size and parameters per head count."""
+        lines = [f"{self.config.design}:",
+                 f"{'heads':>5} {'d_k':>4} {'params':>7} {'perplexity (mean ± sd)':>24} {'range':>15} {'accuracy':>16}"]
         for h, s in self.summary().items():
-            lines.append(f"{h:>5} {s['d_k']:>4} {s['ppl_mean']:>15.3f} ± {s['ppl_sd']:<6.3f} "
+            lines.append(f"{h:>5} {s['d_k']:>4} {s['parameters']:>7} {s['ppl_mean']:>15.3f} ± {s['ppl_sd']:<6.3f} "
                          f"{s['ppl_min']:>6.3f}-{s['ppl_max']:<6.3f} {s['acc_mean']:>8.3f} ± {s['acc_sd']:.3f}")
         lines.append(f"(best possible perplexity {math.exp(self.language.best_loss()):.3f}; "
-                     f"chance {self.language.vocab}; {self.runs[0].parameters} parameters for every h)")
+                     f"chance {self.language.vocab})")
         return "\n".join(lines)
 
 
-def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[int] = (0, 1, 2), *,
+def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
                      language: LookupLanguage | None = None, config: TrainConfig | None = None,
-                     progress: bool = False) -> HeadCountStudy:
-    """Train one model per (head count, seed) with everything else fixed."""
+                     progress: bool = False, reuse: HeadCountStudy | None = None) -> HeadCountStudy:
+    """Train one model per (head count, seed) with everything else fixed.
+
+    ``reuse``: a study of the other design on the same language; where it
+    trained the identical model (same ``h``, seed, head size and settings,
+    :func:`same_model`) its run is taken as it is instead of training again
+    (training is deterministic, so the numbers are the same).
+    """
     language = language or LookupLanguage()
     config = config or TrainConfig()
     if not head_counts or not seeds:
         raise ValueError("give at least one head count and one seed")
     jobs = [(h, s) for h in head_counts for s in seeds]
-    iterator = tqdm(jobs, desc="training", unit="model") if progress else jobs
-    runs = [train_one(h, s, language, config) for h, s in iterator]
+    iterator = tqdm(jobs, desc=f"training ({config.design})", unit="model") if progress else jobs
+    runs = [_reused(reuse, language, config, h, s) or train_one(h, s, language, config) for h, s in iterator]
     return HeadCountStudy(runs, language, config, list(head_counts))
+
+
+def same_model(a: TrainConfig, b: TrainConfig, n_heads: int) -> bool:
+    """Do the two configurations build and train the identical model with ``n_heads`` heads?"""
+    fields_a = {k: v for k, v in vars(a).items() if k != "d_head"}
+    fields_b = {k: v for k, v in vars(b).items() if k != "d_head"}
+    return fields_a == fields_b and a.head_size(n_heads) == b.head_size(n_heads)
+
+
+def _reused(study: HeadCountStudy | None, language: LookupLanguage, config: TrainConfig, n_heads: int,
+            seed: int) -> RunResult | None:
+    if study is None or study.language != language or not same_model(study.config, config, n_heads):
+        return None
+    return next((r for r in study.runs if r.n_heads == n_heads and r.seed == seed), None)
+
+
+def fixed_head_size(config: TrainConfig, d_head: int = FIXED_D_HEAD) -> TrainConfig:
+    """The same configuration in the fixed-head-size design (every head ``d_head`` wide)."""
+    return replace(config, d_head=d_head)
 
 
 def smoke_config() -> TrainConfig:

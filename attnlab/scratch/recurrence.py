@@ -7,10 +7,10 @@ This module states that table (:data:`COMPLEXITY`) and measures two of its
 consequences on the machine that runs it:
 
 * :func:`time_layers` -- wall time of an LSTM and a self-attention layer of the
-  same width, batched, for several sequence lengths;
+  same width, batched, for several sequence lengths, every repeat kept;
 * :func:`first_token_influence` -- how strongly the output at the last
   position depends on the first token (the norm of the Jacobian block
-  ``d y_last / d x_first``), for random initialisations.
+  ``d y_last / d x_first``), for random (untrained) initialisations.
 
 Layers compared (:func:`make_layer`): ``"lstm"`` (left to right),
 ``"bilstm"`` (ELMo-style: a forward and a backward LSTM, outputs
@@ -119,54 +119,77 @@ def make_layer(kind: str, width: int = 32, *, n_heads: int = 4, seed: int = 0) -
 
 @dataclass
 class Timing(Record):
-    """Wall time (seconds, fastest of the repeats) per forward pass, per kind and length."""
+    """Wall time per forward pass, per kind and length.
+
+    Attributes:
+        lengths: the sequence lengths ``n``.
+        batch, width: the batch size and the layers' width ``d``.
+        seconds: kind -> the median over repeats, one per length.
+        samples: kind -> one list per length with every repeat's seconds. Repeat
+            ``r`` of every kind ran back to back, so ``samples[a][i][r]`` and
+            ``samples[b][i][r]`` saw the same load on the machine (a pair).
+    """
 
     lengths: list[int]
     batch: int
     width: int
     seconds: dict[str, list[float]] = field(default_factory=dict)
+    samples: dict[str, list[list[float]]] = field(default_factory=dict)
+
+    def repeats(self, kind: str) -> np.ndarray:
+        """``[repeats, lengths]`` seconds of ``kind`` (one row of medians when no samples were kept)."""
+        if kind in self.samples:
+            return np.asarray(self.samples[kind], dtype=float).T
+        return np.asarray(self.seconds[kind], dtype=float)[None, :]
 
 
 def time_layers(
     lengths: Sequence[int], *, kinds: Sequence[str] = ("lstm", "attention"), width: int = 64,
-    batch: int = 16, repeats: int = 5, seed: int = 0, threads: int = 1, progress: bool = False,
+    batch: int = 16, repeats: int = 15, seed: int = 0, threads: int = 1, progress: bool = False,
 ) -> Timing:
-    """Fastest forward time of each layer kind for batched random inputs ``(batch, n, width)``.
+    """Forward time of each layer kind for batched random inputs ``(batch, n, width)``,
+    ``repeats`` times each; :class:`Timing` keeps every repeat and the median.
 
-    Runs on ``threads`` CPU threads (1 by default: the comparison is per core,
-    and a single thread is not disturbed by other programs' load the way a
-    thread pool is).
+    The kinds take turns within each repeat (in alternating order), so a burst
+    of load from other programs hits both sides of a comparison alike. Runs on
+    ``threads`` CPU threads (1 by default: the comparison is per core).
     """
     batch = check_positive_int(batch, "batch")
     repeats = check_positive_int(repeats, "repeats")
     threads = check_positive_int(threads, "threads")
     timing = Timing(list(lengths), batch, width)
     gen = torch.Generator().manual_seed(seed)
-    jobs = [(k, n) for k in kinds for n in lengths]
+    jobs = list(lengths)
     if progress:
-        jobs = tqdm(jobs, desc="timing", unit="run")
+        jobs = tqdm(jobs, desc="timing", unit="length")
     layers = {k: make_layer(k, width, seed=seed) for k in kinds}
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)  # one core: fair, and steady on a busy machine
     try:
-        _time_jobs(jobs, layers, timing, batch, width, repeats, gen)
+        for n in jobs:
+            x = torch.randn(batch, n, width, generator=gen)  # (B, T, width)
+            times = _time_one_length(layers, x, repeats)
+            for kind in kinds:
+                timing.samples.setdefault(kind, []).append(times[kind])
+                timing.seconds.setdefault(kind, []).append(statistics.median(times[kind]))
     finally:
         torch.set_num_threads(threads_before)
     return timing
 
 
-def _time_jobs(jobs, layers, timing: Timing, batch: int, width: int, repeats: int, gen) -> None:
-    for kind, n in jobs:
-        x = torch.randn(batch, n, width, generator=gen)  # (B, T, width)
-        times = []
-        with torch.no_grad():
+def _time_one_length(layers: dict[str, nn.Module], x: torch.Tensor, repeats: int) -> dict[str, list[float]]:
+    """Every repeat's seconds per kind for one input; the kinds alternate who goes first."""
+    order = list(layers)
+    times: dict[str, list[float]] = {k: [] for k in order}
+    with torch.no_grad():
+        for kind in order:
             layers[kind](x)  # warm-up
-            for _ in range(repeats):
+        for r in range(repeats):
+            for kind in (order if r % 2 == 0 else order[::-1]):
                 start = time.perf_counter()
                 layers[kind](x)
-                times.append(time.perf_counter() - start)
-        # the fastest repeat: other programs on the machine only ever add time
-        timing.seconds.setdefault(kind, []).append(min(times))
+                times[kind].append(time.perf_counter() - start)
+    return times
 
 
 def growth_exponent(lengths: Sequence[int], seconds: Sequence[float]) -> float:
@@ -207,8 +230,10 @@ class Influence(Record):
     """Dependence of the last output on the first token, per kind and length.
 
     ``first``: mean over seeds of ``||d y_last / d x_first||``.
-    ``share``: the same divided by the mean norm over all positions (1 = the
-    first token counts as much as an average token; 0 = it is forgotten).
+    ``share``: the mean over seeds of the same divided by the mean norm over all
+    positions (1 = the first token counts as much as an average token; 0 = it is
+    forgotten). ``share_per_seed``: kind -> one list per length with the share
+    of each seed (each seed is a fresh random layer and input).
     """
 
     lengths: list[int]
@@ -216,6 +241,13 @@ class Influence(Record):
     width: int
     first: dict[str, list[float]] = field(default_factory=dict)
     share: dict[str, list[float]] = field(default_factory=dict)
+    share_per_seed: dict[str, list[list[float]]] = field(default_factory=dict)
+
+    def seed_shares(self, kind: str) -> np.ndarray:
+        """``[seeds, lengths]`` shares of ``kind`` (one row of means when no per-seed values were kept)."""
+        if kind in self.share_per_seed:
+            return np.asarray(self.share_per_seed[kind], dtype=float).T
+        return np.asarray(self.share[kind], dtype=float)[None, :]
 
 
 def first_token_influence(
@@ -238,6 +270,7 @@ def first_token_influence(
             shares.append(float(norms[0] / norms.mean()))
         result.first.setdefault(kind, []).append(statistics.fmean(firsts))
         result.share.setdefault(kind, []).append(statistics.fmean(shares))
+        result.share_per_seed.setdefault(kind, []).append(shares)
     return result
 
 

@@ -3,7 +3,8 @@
 Three measurable claims, each a small function:
 
 1. :func:`dot_product_variance` -- for random vectors with independent
-   unit-variance entries, ``var(q . k)`` grows like ``d_k``.
+   unit-variance entries, ``var(q . k)`` grows like ``d_k``
+   (:func:`variance_interval` adds a bootstrap interval over the pairs).
 2. :func:`saturation_curve` -- without the ``1 / sqrt(d_k)`` factor the
    softmax saturates as ``d_k`` grows: entropy falls, the largest weight
    approaches 1.
@@ -24,6 +25,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import entropy
 from attnlab.core.models import LoadedModel
@@ -31,16 +33,13 @@ from attnlab.core.records import Record
 from attnlab.scratch.self_attention import hidden_states, split_heads
 
 
-def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> float:
-    """Measured variance of ``q . k`` for ``q, k`` with i.i.d. N(0, 1) entries.
+def dot_products(d_k: int, n_samples: int = 20_000, seed: int = 0) -> torch.Tensor:
+    """``(n_samples,)`` dot products ``q . k`` of random pairs with i.i.d. N(0, 1) entries.
 
     Args:
         d_k: vector width.
         n_samples: number of (q, k) pairs drawn.
         seed: random seed (the result is reproducible).
-
-    Theory: each product ``q_i k_i`` has mean 0 and variance 1, and the
-    ``d_k`` products are independent, so ``var(q . k) = d_k``.
     """
     d_k = check_positive_int(d_k, "d_k")
     if check_positive_int(n_samples, "n_samples") < 2:
@@ -52,7 +51,27 @@ def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> fl
         q = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
         k = torch.randn(n, d_k, generator=gen, dtype=torch.float64)  # (n, d_k)
         dots.append((q * k).sum(dim=-1))  # (n,): one dot product per pair
-    return float(torch.cat(dots).var())
+    return torch.cat(dots)  # (n_samples,)
+
+
+def dot_product_variance(d_k: int, n_samples: int = 20_000, seed: int = 0) -> float:
+    """Measured variance of ``q . k`` for ``q, k`` with i.i.d. N(0, 1) entries.
+
+    Theory: each product ``q_i k_i`` has mean 0 and variance 1, and the
+    ``d_k`` products are independent, so ``var(q . k) = d_k``.
+    """
+    return float(dot_products(d_k, n_samples, seed).var())
+
+
+def variance_interval(d_k: int, n_samples: int = 20_000, seed: int = 0, *, n_boot: int = 1000,
+                      level: float = 0.95) -> Interval:
+    """:func:`dot_product_variance` with a bootstrap interval over the sampled pairs.
+
+    The estimate equals ``dot_product_variance(d_k, n_samples, seed)``; the
+    interval says how far another draw of as many pairs could land.
+    """
+    dots = dot_products(d_k, n_samples, seed).numpy()  # (n_samples,)
+    return bootstrap(dots, lambda v: v.var(ddof=1), n_boot=n_boot, level=level, seed=seed)
 
 
 def softmax_jacobian_norm(scores: torch.Tensor) -> torch.Tensor:
@@ -83,6 +102,9 @@ class SaturationCurve(Record):
         grad_norm: mean Frobenius norm of the softmax Jacobian.
         score_std: standard deviation of the scores fed to the softmax.
         n_keys: keys per row.
+        intervals: measure name (``"entropy"``, ``"max_weight"``, ``"grad_norm"``)
+            -> one bootstrap :class:`~attnlab.analysis.stats.Interval` of the
+            mean over rows per ``d_k`` (empty for curves built by hand).
     """
 
     d_ks: list[int]
@@ -92,6 +114,16 @@ class SaturationCurve(Record):
     grad_norm: list[float] = field(default_factory=list)
     score_std: list[float] = field(default_factory=list)
     n_keys: int = 0
+    intervals: dict[str, list[Interval]] = field(default_factory=dict)
+
+    def bounds(self, measure: str) -> tuple[list[float], list[float]]:
+        """``(lows, highs)`` of ``measure`` per ``d_k``: its intervals, or the
+        values themselves when the curve has no intervals."""
+        values = getattr(self, measure)
+        if measure not in self.intervals:
+            return list(values), list(values)
+        ivs = self.intervals[measure]
+        return [float(iv.low) for iv in ivs], [float(iv.high) for iv in ivs]
 
 
 def saturation_curve(
@@ -101,7 +133,8 @@ def saturation_curve(
 
     For each ``d_k``: draw ``n_rows`` queries and ``n_keys`` keys per query,
     compute the scores (divided by ``sqrt(d_k)`` when ``scaled``), and
-    measure entropy, largest weight and the softmax Jacobian norm.
+    measure entropy, largest weight and the softmax Jacobian norm, each the
+    mean over rows with a bootstrap interval (rows are the resampled units).
     """
     if check_positive_int(n_keys, "n_keys") < 2:
         raise ValueError("n_keys must be at least 2")
@@ -115,9 +148,11 @@ def saturation_curve(
         if scaled:
             scores = scores / math.sqrt(d_k)
         p = torch.softmax(scores, dim=-1)  # (N, n)
-        curve.entropy.append(float(entropy(p).mean()))
-        curve.max_weight.append(float(p.max(dim=-1).values.mean()))
-        curve.grad_norm.append(float(softmax_jacobian_norm(scores).mean()))
+        per_row = {"entropy": entropy(p), "max_weight": p.max(dim=-1).values,
+                   "grad_norm": softmax_jacobian_norm(scores)}  # each (N,)
+        for name, values in per_row.items():
+            getattr(curve, name).append(float(values.mean()))
+            curve.intervals.setdefault(name, []).append(bootstrap_mean(values.double().numpy(), seed=seed))
         curve.score_std.append(float(scores.std()))
     return curve
 
@@ -130,7 +165,9 @@ class ModelScalingStats(Record):
     ``scaled_var``: the same after dividing by sqrt(d_h); ``entropy_*``,
     ``max_weight_*``, ``grad_norm_*``: softmax statistics with the model's
     scaling (``scaled``) and without it (``unscaled``, i.e. scores multiplied
-    back by sqrt(d_h)); ``q_var``/``k_var``: mean per-feature variance of q and k.
+    back by sqrt(d_h)); ``q_var``/``k_var``: mean per-feature variance of q and k;
+    ``grad_norm_change``: per layer, one value per text: the text's mean Jacobian
+    norm without the division minus with it (below 0: less gradient without it).
     """
 
     head_dim: int
@@ -145,6 +182,7 @@ class ModelScalingStats(Record):
     max_weight_unscaled: list[float] = field(default_factory=list)
     grad_norm_scaled: list[float] = field(default_factory=list)
     grad_norm_unscaled: list[float] = field(default_factory=list)
+    grad_norm_change: list[list[float]] = field(default_factory=list)
 
 
 def model_scaling_stats(m: LoadedModel, texts: Sequence[str], *, progress: bool = False) -> ModelScalingStats:
@@ -180,6 +218,8 @@ def model_scaling_stats(m: LoadedModel, texts: Sequence[str], *, progress: bool 
                 acc.setdefault("max_" + tag, []).append(p.max(dim=-1).values)
                 acc.setdefault("grad_" + tag, []).append(softmax_jacobian_norm(rows))
     for acc in per_layer:
+        stats.grad_norm_change.append([float(u.mean() - s.mean())
+                                       for u, s in zip(acc["grad_unscaled"], acc["grad_scaled"])])
         raw = torch.cat(acc["raw"])
         stats.raw_var.append(float(raw.var()))
         stats.scaled_var.append(float((raw / sqrt_d).var()))

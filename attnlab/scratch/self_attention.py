@@ -16,7 +16,9 @@ there is nothing scary inside a Transformer's attention:
 
 Plus small helpers for the lessons: the tiny hand-sized example of lesson 01
 (:func:`tiny_example`, :func:`attention_steps`), the three classic shapes of
-an attention matrix (:func:`pattern_scores`, :func:`find_pattern_heads`) and
+an attention matrix (:func:`pattern_scores`, :func:`find_pattern_heads`, and
+the shuffled control :func:`pattern_chance`), how much the heads of a layer
+differ (:func:`head_spread_rows`) and
 "one big projection vs H small ones" (:func:`project_per_head`).
 
 Shapes: ``B`` batch, ``T`` tokens, ``d`` model width, ``H`` heads, ``d_h``
@@ -430,6 +432,52 @@ def find_pattern_heads(maps: torch.Tensor) -> dict[str, tuple[int, int, float]]:
     return found
 
 
+def shuffle_keys(maps: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The control for :func:`find_pattern_heads`: every row's weights put on the keys
+    in a random order, independently per row.
+
+    Each row keeps its weights (so a sharp head stays exactly as sharp) but loses
+    *where* they sit, so any diagonal, stripe or band left is there by chance.
+
+    Args:
+        maps: ``(..., n, n)``.
+
+    Returns:
+        ``(..., n, n)``, every row a permutation of the same row of ``maps``.
+    """
+    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError(f"maps must be (..., n, n), got shape {tuple(maps.shape)}")
+    order = torch.rand(maps.shape, generator=generator).argsort(dim=-1)  # (..., n, n): a permutation per row
+    return maps.gather(-1, order.to(maps.device))
+
+
+def pattern_chance(maps: torch.Tensor, n_shuffles: int = 200, seed: int = 0) -> dict[str, list[float]]:
+    """What the strongest head of each shape scores when the shapes are destroyed.
+
+    Scores ``n_shuffles`` copies of ``maps`` passed through :func:`shuffle_keys`
+    the way :func:`find_pattern_heads` scores the maps themselves.
+
+    Args:
+        maps: one text's maps ``(L, H, n, n)``.
+
+    Returns:
+        shape (``diagonal``, ``vertical``, ``band``) -> ``n_shuffles`` best scores
+        over all heads, one per shuffled copy.
+    """
+    n_shuffles = check_positive_int(n_shuffles, "n_shuffles")
+    if maps.ndim != 4:
+        raise ValueError(f"maps must be (layers, heads, n, n), got shape {tuple(maps.shape)}")
+    gen = torch.Generator().manual_seed(seed)
+    best: dict[str, list[float]] = {"diagonal": [], "vertical": [], "band": []}
+    for start in range(0, n_shuffles, 50):  # 50 copies at a time keep memory small for long texts
+        copies = maps.float().cpu().expand(min(50, n_shuffles - start), *maps.shape)  # (S, L, H, n, n)
+        s = pattern_scores(shuffle_keys(copies, gen))  # dict of (S, L, H)
+        band = torch.maximum(s["previous"], s["next"])  # (S, L, H)
+        for name, score in (("diagonal", s["diagonal"]), ("vertical", s["vertical"]), ("band", band)):
+            best[name] += score.flatten(1).max(dim=1).values.tolist()  # (S,): the best head of each copy
+    return best
+
+
 # --------------------------------------------------------------------------- lesson 04 helpers
 
 
@@ -455,15 +503,18 @@ def head_contributions(context: torch.Tensor, output: nn.Linear) -> torch.Tensor
     return torch.einsum("bhte,dhe->bhtd", context, w)  # (B, H, T, d)
 
 
-def head_spread(maps: torch.Tensor, eps: float = 1e-3) -> float:
-    """How different the heads of one layer are, for one text.
+def head_spread_rows(maps: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+    """How different the heads of one layer are, per query token of one text.
 
-    The mean over all pairs of heads of the Jensen-Shannon divergence between
-    their rows (each row smoothed by ``eps`` as in Clark et al. 2019), averaged
-    over query tokens. 0 when all heads are identical; at most ``ln 2``.
+    For each query row: the mean over all pairs of heads of the Jensen-Shannon
+    divergence between their rows (each row smoothed by ``eps`` as in Clark et
+    al. 2019). 0 when all heads agree; at most ``ln 2``.
 
     Args:
         maps: ``(H, n, n)``, one layer of one text.
+
+    Returns:
+        ``(n,)``, one value per query token.
     """
     if maps.ndim != 3 or maps.shape[-1] != maps.shape[-2]:
         raise ValueError(f"maps must be (heads, n, n), got shape {tuple(maps.shape)}")
@@ -472,4 +523,4 @@ def head_spread(maps: torch.Tensor, eps: float = 1e-3) -> float:
         raise ValueError("need at least 2 heads to compare")
     p = smooth(maps.double(), eps)  # (H, n, n)
     i, j = torch.triu_indices(H, H, offset=1)  # every pair once
-    return float(js_divergence(p[i], p[j]).mean())  # mean over pairs and rows
+    return js_divergence(p[i], p[j]).mean(dim=0)  # (pairs, n) -> (n,)

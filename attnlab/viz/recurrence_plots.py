@@ -6,6 +6,8 @@ returns the axes, so the lesson and the ``attnlab figures`` command share one dr
 
 from __future__ import annotations
 
+import numpy as np
+
 from attnlab.scratch.recurrence import Influence, Timing
 from attnlab.viz.plot import plot_curves
 
@@ -15,14 +17,22 @@ SHARE_FLOOR = 1e-30
 
 def plot_timing(timing: Timing, *, ax=None, title: str | None = None):
     """Milliseconds per forward pass against the sequence length ``n`` (log-log), one
-    line per layer kind, with a dotted vertical line at ``n = d`` (the layers' width).
+    line per layer kind through the medians, bars from the fastest to the slowest
+    repeat, and a dotted vertical line at ``n = d`` (the layers' width).
 
     Returns:
         The axes.
     """
     ax = plot_curves(timing.lengths, {k: [1000 * s for s in v] for k, v in timing.seconds.items()},
-                     xlabel="sequence length n", ylabel="ms per forward pass", logx=True, logy=True, ax=ax,
+                     xlabel="sequence length n", ylabel="ms per forward pass (median)", logx=True, logy=True, ax=ax,
                      title=title or f"wall time, width d = {timing.width}")
+    for line in list(ax.get_lines()):
+        kind = line.get_label()
+        if kind in timing.samples:
+            ms = 1000 * timing.repeats(kind)  # (R, K)
+            mid = np.asarray(line.get_ydata(), dtype=float)
+            ax.errorbar(timing.lengths, mid, yerr=[mid - ms.min(axis=0), ms.max(axis=0) - mid], fmt="none",
+                        ecolor=line.get_color(), elinewidth=1, capsize=3)
     ax.axvline(timing.width, color="grey", ls=":", lw=1)
     return ax
 
@@ -35,6 +45,10 @@ def plot_first_token_share(influence: Influence, *, ax=None, title: str | None =
         The axes.
     """
     series = {k: [max(v, SHARE_FLOOR) for v in vals] for k, vals in influence.share.items()}
-    return plot_curves(influence.lengths, series, xlabel="sequence length n",
-                       ylabel="first token's share of the gradient", logx=True, logy=True, ax=ax,
-                       title=title or f"dependence of the last output on the first token ({len(influence.seeds)} seeds)")
+    ax = plot_curves(influence.lengths, series, xlabel="sequence length n",
+                     ylabel="first token's share of the gradient", logx=True, logy=True, ax=ax,
+                     title=title or f"dependence of the last output on the first token ({len(influence.seeds)} seeds)")
+    if any(v <= 0 for vals in influence.share.values() for v in vals):
+        ax.axhline(SHARE_FLOOR, color="grey", ls=":", lw=1, label=f"0 (underflow), drawn at {SHARE_FLOOR:g}")
+        ax.legend(fontsize=8)
+    return ax

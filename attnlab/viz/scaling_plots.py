@@ -11,7 +11,9 @@ import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 
+from attnlab.analysis.stats import Interval
 from attnlab.scratch.scaling import ModelScalingStats, SaturationCurve
 from attnlab.viz.plot import plot_curves
 
@@ -23,15 +25,56 @@ SOFTMAX_MEASURES = (
 )
 
 
-def plot_variance(d_ks: Sequence[int], measured: Sequence[float], *, ax=None, title: str | None = None):
-    """Measured ``var(q . k)`` against ``d_k`` next to the theory line ``var = d_k`` (log-log axes).
+def plot_variance(d_ks: Sequence[int], measured: Sequence["Interval | float"], *, tolerance: float | None = None,
+                  title: str | None = None):
+    """Measured ``var(q . k)`` against ``d_k``, next to the theory ``var = d_k``.
+
+    Left: both on log-log axes (theory a dashed line, measurements hollow
+    markers with their interval, so neither hides the other). Right: measured
+    divided by ``d_k``, where the theory is the line at 1 and any deviation is
+    visible; with ``tolerance``, the band ``1 +- tolerance`` is shaded.
+
+    Args:
+        measured: one :class:`~attnlab.analysis.stats.Interval` (or bare number) per width.
 
     Returns:
-        The axes.
+        The figure (two axes).
     """
-    return plot_curves(list(d_ks), {"measured var(q.k)": list(measured), "theory: var = d_k": [float(d) for d in d_ks]},
-                       xlabel="d_k", ylabel="variance of q.k", logx=True, logy=True, ax=ax,
-                       title=title or "variance of q.k against d_k")
+    if len(measured) != len(d_ks) or not d_ks:
+        raise ValueError(f"need one measured variance per d_k, got {len(measured)} for {len(d_ks)} widths")
+    d = np.asarray(d_ks, dtype=float)
+    est, low, high = (np.asarray(v, dtype=float) for v in zip(*(_bounds(m) for m in measured)))
+    fig, (ax, ratio_ax) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+    ax.plot(d, d, ls="--", color="0.35", lw=1.5, label="theory: var = d_k", zorder=1)
+    ax.errorbar(d, est, yerr=[est - low, high - est], fmt="o", ms=8, mfc="none", mew=1.8, color="C3",
+                capsize=3, label="measured var(q.k)", zorder=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("d_k")
+    ax.set_ylabel("variance of q.k")
+    ax.set_title(title or "variance of q.k against d_k", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ratio_ax.axhline(1.0, ls="--", color="0.35", lw=1.5, label="theory: ratio = 1", zorder=1)
+    if tolerance is not None:
+        ratio_ax.axhspan(1 - tolerance, 1 + tolerance, color="0.85", zorder=0, label=f"within {tolerance:.0%} of d_k")
+    ratio_ax.errorbar(d, est / d, yerr=[(est - low) / d, (high - est) / d], fmt="o", ms=7, color="C3", capsize=3,
+                      label="measured / d_k (95% interval)", zorder=3)
+    ratio_ax.set_xscale("log", base=2)
+    ratio_ax.set_xlabel("d_k")
+    ratio_ax.set_ylabel("measured var(q.k) / d_k")
+    ratio_ax.set_title("the same, divided by the theory", fontsize=10)
+    ratio_ax.grid(True, alpha=0.3)
+    ratio_ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _bounds(value: "Interval | float") -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of an interval; a bare number is its own interval."""
+    if isinstance(value, Interval):
+        return float(value.estimate), float(value.low), float(value.high)
+    return float(value), float(value), float(value)
 
 
 def plot_saturation(unscaled: SaturationCurve, scaled: SaturationCurve,

@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import numpy as np
+
+from attnlab.analysis.stats import Interval, bootstrap_mean
 from attnlab.course.verdicts import ClaimVerdict
 from attnlab.scratch.scaling import ModelScalingStats, SaturationCurve
 
-#: Each measured var(q . k) must lie within this fraction of d_k.
+#: Each measured var(q . k) must lie within this fraction of d_k (its whole interval, to hold).
 VARIANCE_TOLERANCE = 0.10
 #: Saturation: the unscaled largest weight must rise by more than this from the smallest to the largest d_k ...
 SATURATION_RISE = 0.1
@@ -41,74 +44,132 @@ CLAIM_GRADIENT = "without 1/sqrt(d_k) the gradient through the softmax vanishes 
 CLAIM_MODEL = "on this model, dropping 1/sqrt(d_h) would shrink the gradient through the softmax in every layer"
 
 
-def is_flat(values: Sequence[float], tolerance: float = FLAT_TOLERANCE) -> bool:
-    """True when ``max - min`` of ``values`` is at most ``tolerance`` times their maximum."""
-    return (max(values) - min(values)) <= tolerance * max(values)
+def _as_interval(value: "Interval | float") -> Interval:
+    """An :class:`Interval` as it is; a bare number as an interval of width 0."""
+    if isinstance(value, Interval):
+        return value
+    return Interval(float(value), float(value), float(value), n=1)
 
 
-def verdict_variance(d_ks: Sequence[int], measured: Sequence[float],
+def flatness(lows: Sequence[float], highs: Sequence[float], values: Sequence[float],
+             tolerance: float = FLAT_TOLERANCE) -> tuple[bool, bool]:
+    """``(surely_flat, surely_not_flat)`` for a curve with an interval at each point.
+
+    Flat means ``max - min`` at most ``tolerance`` times the largest value. It
+    is surely flat when even the interval ends furthest apart are that close,
+    and surely not flat when even the nearest ends are further apart.
+    """
+    top = max(values)
+    widest = max(highs) - min(lows)
+    narrowest = max(max(lows) - min(highs), 0.0)
+    return widest <= tolerance * top, narrowest > tolerance * top
+
+
+def verdict_variance(d_ks: Sequence[int], measured: Sequence["Interval | float"],
                      tolerance: float = VARIANCE_TOLERANCE) -> ClaimVerdict:
-    """Holds when every measured variance is within ``tolerance`` (relative) of its ``d_k``.
+    """Holds when every measured variance's interval lies within ``tolerance``
+    (relative) of its ``d_k``; does not hold when some width's whole interval lies
+    outside that band; cannot tell when an interval straddles the band's edge.
 
     Args:
         d_ks: the widths.
-        measured: ``var(q . k)`` measured at each width (same length).
+        measured: ``var(q . k)`` at each width (same length), as intervals
+            (:func:`attnlab.scratch.scaling.variance_interval`) or bare numbers.
     """
     if len(d_ks) != len(measured) or not d_ks:
         raise ValueError(f"need one measured variance per d_k, got {len(measured)} for {len(d_ks)} widths")
-    errors = [abs(v - d) / d for d, v in zip(d_ks, measured)]
+    ivs = [_as_interval(v) for v in measured]
+    inside = [iv.low >= d * (1 - tolerance) and iv.high <= d * (1 + tolerance) for d, iv in zip(d_ks, ivs)]
+    outside = [iv.high < d * (1 - tolerance) or iv.low > d * (1 + tolerance) for d, iv in zip(d_ks, ivs)]
+    errors = [abs(iv.estimate - d) / d for d, iv in zip(d_ks, ivs)]
     worst = max(range(len(errors)), key=errors.__getitem__)
     return ClaimVerdict.decide(
-        CLAIM_VARIANCE, holds=errors[worst] <= tolerance, fails=errors[worst] > tolerance,
-        worst_d_k=int(d_ks[worst]), its_variance=float(measured[worst]),
+        CLAIM_VARIANCE, holds=all(inside), fails=any(outside),
+        worst_d_k=int(d_ks[worst]), its_variance=float(ivs[worst].estimate),
+        its_low=float(ivs[worst].low), its_high=float(ivs[worst].high),
         worst_relative_error=errors[worst], tolerance=tolerance, widths=len(d_ks),
+        widths_inside=sum(inside), widths_outside=sum(outside),
     )
 
 
-def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve) -> ClaimVerdict:
-    """Holds when, from the smallest to the largest ``d_k``, the unscaled largest weight
-    rises by more than :data:`SATURATION_RISE` and its entropy falls below
-    :data:`ENTROPY_FALL` of its first value, while the scaled entropy stays flat."""
-    rises = unscaled.max_weight[-1] > unscaled.max_weight[0] + SATURATION_RISE
-    falls = unscaled.entropy[-1] < ENTROPY_FALL * unscaled.entropy[0]
-    flat = is_flat(scaled.entropy)
-    ok = rises and falls and flat
+def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve, *, rise: float = SATURATION_RISE,
+                       fall: float = ENTROPY_FALL, flat: float = FLAT_TOLERANCE) -> ClaimVerdict:
+    """From the smallest to the largest ``d_k``, the unscaled largest weight must rise by
+    more than ``rise`` and the unscaled entropy fall below ``fall`` times its first
+    value, while the scaled entropy stays flat (within ``flat``).
+
+    Each part is decided on the curves' intervals (:meth:`SaturationCurve.bounds`):
+    the claim holds when every part holds even at the unfavourable interval ends,
+    does not hold when some part fails even at the favourable ends, and otherwise
+    cannot tell.
+    """
+    mw_low, mw_high = unscaled.bounds("max_weight")
+    en_low, en_high = unscaled.bounds("entropy")
+    sc_low, sc_high = scaled.bounds("entropy")
+    rises = mw_low[-1] - mw_high[0] > rise
+    surely_no_rise = mw_high[-1] - mw_low[0] <= rise
+    falls = en_high[-1] < fall * en_low[0]
+    surely_no_fall = en_low[-1] >= fall * en_high[0]
+    flat_yes, flat_no = flatness(sc_low, sc_high, scaled.entropy, flat)
     return ClaimVerdict.decide(
-        CLAIM_SATURATION, holds=ok, fails=not ok,
+        CLAIM_SATURATION, holds=rises and falls and flat_yes, fails=surely_no_rise or surely_no_fall or flat_no,
         d_k_first=unscaled.d_ks[0], d_k_last=unscaled.d_ks[-1],
         unscaled_max_weight_first=unscaled.max_weight[0], unscaled_max_weight_last=unscaled.max_weight[-1],
         unscaled_entropy_first=unscaled.entropy[0], unscaled_entropy_last=unscaled.entropy[-1],
         scaled_entropy_min=min(scaled.entropy), scaled_entropy_max=max(scaled.entropy),
-        uniform_entropy=math.log(unscaled.n_keys),
+        uniform_entropy=math.log(unscaled.n_keys) if unscaled.n_keys > 0 else float("nan"),
+        rise=rise, fall=fall, flat=flat,
     )
 
 
-def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve) -> ClaimVerdict:
-    """Holds when the unscaled softmax Jacobian norm falls below :data:`GRADIENT_FALL`
-    of its first value as ``d_k`` grows while the scaled one stays flat."""
-    falls = unscaled.grad_norm[-1] < GRADIENT_FALL * unscaled.grad_norm[0]
-    ok = falls and is_flat(scaled.grad_norm)
+def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve, *, fall: float = GRADIENT_FALL,
+                     flat: float = FLAT_TOLERANCE) -> ClaimVerdict:
+    """The unscaled softmax Jacobian norm must fall below ``fall`` times its first
+    value as ``d_k`` grows while the scaled one stays flat (within ``flat``),
+    decided on the curves' intervals like :func:`verdict_saturation`."""
+    g_low, g_high = unscaled.bounds("grad_norm")
+    sc_low, sc_high = scaled.bounds("grad_norm")
+    falls = g_high[-1] < fall * g_low[0]
+    surely_no_fall = g_low[-1] >= fall * g_high[0]
+    flat_yes, flat_no = flatness(sc_low, sc_high, scaled.grad_norm, flat)
     return ClaimVerdict.decide(
-        CLAIM_GRADIENT, holds=ok, fails=not ok,
+        CLAIM_GRADIENT, holds=falls and flat_yes, fails=surely_no_fall or flat_no,
         d_k_first=unscaled.d_ks[0], d_k_last=unscaled.d_ks[-1],
         unscaled_grad_norm_first=unscaled.grad_norm[0], unscaled_grad_norm_last=unscaled.grad_norm[-1],
         shrinks_by=unscaled.grad_norm[0] / max(unscaled.grad_norm[-1], 1e-30),
         scaled_grad_norm_min=min(scaled.grad_norm), scaled_grad_norm_max=max(scaled.grad_norm),
+        fall=fall, flat=flat,
     )
 
 
+def gradient_change_intervals(stats: ModelScalingStats, *, seed: int = 0) -> list[Interval]:
+    """Per layer: the mean over texts of (Jacobian norm without the division minus
+    with it), with a bootstrap interval over texts. Stats without per-text values
+    give intervals of width 0 around ``grad_norm_unscaled - grad_norm_scaled``."""
+    if stats.grad_norm_change:
+        return [bootstrap_mean(np.asarray(per_text, dtype=float), seed=seed) for per_text in stats.grad_norm_change]
+    return [_as_interval(u - s) for u, s in zip(stats.grad_norm_unscaled, stats.grad_norm_scaled)]
+
+
 def verdict_model(stats: ModelScalingStats) -> ClaimVerdict:
-    """Holds when every layer's mean softmax Jacobian norm would be smaller without
-    the ``1 / sqrt(d_h)`` factor; does not hold when some layer's would be larger
-    (a sharper softmax is not always a flatter one: concentrating a row from 16
-    keys onto 2 makes its Jacobian larger)."""
+    """Holds when in every layer the interval of the mean change of the softmax
+    Jacobian norm (without minus with the ``1 / sqrt(d_h)`` factor, over texts)
+    lies below 0; does not hold when some layer's lies above 0 (a sharper softmax
+    is not always a flatter one: concentrating a row from 16 keys onto 2 makes its
+    Jacobian larger); cannot tell otherwise."""
     n = len(stats.grad_norm_scaled)
     if n == 0:
         return ClaimVerdict.missing(CLAIM_MODEL, "no layers were measured")
-    less = [gu < gs for gu, gs in zip(stats.grad_norm_unscaled, stats.grad_norm_scaled)]
+    changes = gradient_change_intervals(stats)
+    less = [bool(iv.below(0.0)) for iv in changes]
+    more = [bool(iv.above(0.0)) for iv in changes]
+    weakest = max(range(n), key=lambda i: float(changes[i].high))
     return ClaimVerdict.decide(
-        CLAIM_MODEL, holds=all(less), fails=not all(less),
-        layers_with_less_gradient=sum(less), layers=n,
+        CLAIM_MODEL, holds=all(less), fails=any(more),
+        layers_with_less_gradient=sum(less), layers_with_more_gradient=sum(more), layers=n,
+        texts=stats.n_texts, weakest_layer_index=weakest,
+        its_change=float(changes[weakest].estimate), its_change_low=float(changes[weakest].low),
+        its_change_high=float(changes[weakest].high),
         mean_grad_norm_scaled=sum(stats.grad_norm_scaled) / n,
         mean_grad_norm_unscaled=sum(stats.grad_norm_unscaled) / n,
     )

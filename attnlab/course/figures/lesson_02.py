@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from attnlab.course.figures import FigureContext, figure
-from attnlab.scratch.scaling import dot_product_variance, saturation_curve
+from attnlab.course.claims.scaling import VARIANCE_TOLERANCE
+from attnlab.scratch.scaling import saturation_curve, variance_interval
 from attnlab.viz.scaling_plots import plot_saturation, plot_variance
 
 LESSON = "02_why_scale.ipynb"
@@ -11,12 +12,14 @@ D_KS = [4, 16, 64, 256, 1024]
 
 
 @figure("qk_variance", lesson=LESSON,
-        caption="Measured variance of q.k for random unit-variance vectors against d_k, with the line var = d_k")
+        caption="Measured variance of q.k for random unit-variance vectors against d_k (hollow markers, 95% "
+                "bootstrap intervals) with the theory var = d_k (dashed); right: measured / d_k with the "
+                "lesson's 10% band")
 def qk_variance(ctx: FigureContext):
     n = ctx.pick(20_000, 3_000)
-    measured = [dot_product_variance(d, n_samples=n) for d in D_KS]
-    ax = plot_variance(D_KS, measured, title=f"var(q.k) grows like d_k ({n} pairs each)")
-    return ax.figure
+    measured = [variance_interval(d, n_samples=n, n_boot=ctx.pick(1000, 200)) for d in D_KS]
+    return plot_variance(D_KS, measured, tolerance=VARIANCE_TOLERANCE,
+                         title=f"var(q.k) grows like d_k ({n} pairs each)")
 
 
 @figure("softmax_saturation", lesson=LESSON,
