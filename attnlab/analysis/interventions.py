@@ -1,0 +1,228 @@
+"""Interventions inside attention: zero value vectors, replace attention maps.
+
+Reading attention weights says where a head *looks*; an intervention says
+what the model *needs*. Two context managers change one part of the forward
+pass and put the model back on exit, also when the body raises (no weight is
+touched; the hooks are removed in a ``finally``):
+
+* :func:`zero_values` sets the value vectors of chosen tokens to zero, in
+  chosen layers and heads. The attention weights are unchanged; whatever a
+  query row gave to those tokens now brings nothing back. This is the "value
+  zeroing" of Mohebbi et al. (2023) and the sink test of lesson 13.
+* :func:`replace_maps` makes chosen heads use another attention map (a mean
+  map, another query's map) instead of their own: the head's output becomes
+  ``M @ V_h`` (Hassid et al. 2022 replace maps by constant averages).
+
+How, for every architecture (see :meth:`attnlab.core.models.LoadedModel.layer_parts`):
+a forward hook on each layer's value projection sees ``V`` ``(B, T, H * d_head)``
+(head ``h`` owns the slice ``[h * d_head, (h + 1) * d_head)``) and may change it;
+a forward pre-hook on the output projection sees the context ``A @ V`` of every
+head before the heads are mixed and may replace a head's slice. ALBERT shares
+its modules between layers: the hooks count their calls, reset by a pre-hook on
+the whole model, so the k-th call is layer k (as in :mod:`attnlab.core.gates`).
+
+The maps the model returns with ``output_attentions=True`` are its own,
+computed before any replacement.
+
+Shapes: ``B`` texts, ``T`` tokens, ``L`` layers, ``H`` heads, ``d`` width.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterable, Iterator, Mapping
+
+import torch
+
+from attnlab.core.models import LoadedModel
+
+Hook = Callable[[int, torch.Tensor], torch.Tensor | None]
+
+
+# --------------------------------------------------------------------------- hooks by layer
+
+
+@contextlib.contextmanager
+def layer_hooks(m: LoadedModel, *, value: Hook | None = None, context: Hook | None = None) -> Iterator[None]:
+    """Call ``value(layer, V)`` on every layer's value output and ``context(layer, C)`` on every
+    layer's context (the output projection's input), inside the ``with`` block.
+
+    ``V`` and ``C`` are ``(B, T, H * d_head)``; a hook returns a replacement tensor of the
+    same shape, or None to leave it. Hooks are removed on exit, also after an exception.
+    """
+    parts = m.layer_parts()
+    handles: list[torch.utils.hooks.RemovableHandle] = []
+    counters: list[dict[int, int]] = []
+
+    def attach(modules: list[torch.nn.Module], fn: Hook, pre: bool) -> None:
+        layers_of: dict[int, list[int]] = {}
+        module_of: dict[int, torch.nn.Module] = {}
+        for layer, module in enumerate(modules):
+            layers_of.setdefault(id(module), []).append(layer)
+            module_of[id(module)] = module
+        calls = {key: 0 for key in layers_of}
+        counters.append(calls)
+        for key, module in module_of.items():
+            if pre:
+                handles.append(module.register_forward_pre_hook(_pre_hook(fn, layers_of[key], calls, key)))
+            else:
+                handles.append(module.register_forward_hook(_post_hook(fn, layers_of[key], calls, key)))
+
+    def reset(_module, _args) -> None:
+        for calls in counters:
+            for key in calls:
+                calls[key] = 0
+
+    try:
+        handles.append(m.model.register_forward_pre_hook(reset))
+        if value is not None:
+            attach([p.value for p in parts], value, pre=False)
+        if context is not None:
+            attach([p.output for p in parts], context, pre=True)
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _layer_of(layers: list[int], calls: dict[int, int], key: int) -> int:
+    layer = layers[calls[key] % len(layers)]
+    calls[key] += 1
+    return layer
+
+
+def _post_hook(fn: Hook, layers: list[int], calls: dict[int, int], key: int):
+    def hook(_module, _args, output):
+        return fn(_layer_of(layers, calls, key), output)
+
+    return hook
+
+
+def _pre_hook(fn: Hook, layers: list[int], calls: dict[int, int], key: int):
+    def hook(_module, args):
+        new = fn(_layer_of(layers, calls, key), args[0])
+        return None if new is None else (new, *args[1:])
+
+    return hook
+
+
+# --------------------------------------------------------------------------- value zeroing
+
+
+def _check_layers(m: LoadedModel, layers: Iterable[int] | None) -> set[int]:
+    return set(range(m.n_layers)) if layers is None else {m.check_layer(l) for l in layers}
+
+
+def _head_mask(m: LoadedModel, heads: Iterable[int] | None) -> torch.Tensor:
+    mask = torch.zeros(m.n_heads, dtype=torch.bool)  # (H,): True where the intervention applies
+    for h in range(m.n_heads) if heads is None else heads:
+        mask[m.check_head(h)] = True
+    return mask
+
+
+@contextlib.contextmanager
+def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int] | None = None,
+                heads: Iterable[int] | None = None) -> Iterator[None]:
+    """Zero the value vectors of chosen tokens inside the ``with`` block.
+
+    Args:
+        m: the loaded model.
+        positions: ``(B, T)`` bool, True for the tokens (of each text of the batch that
+            the next forward pass runs) whose value vectors become 0, bias included.
+        layers: 0-based layers where this happens (default: every layer).
+        heads: 0-based heads where this happens (default: every head).
+
+    Example::
+
+        where = torch.zeros_like(inputs["input_ids"], dtype=torch.bool)
+        where[:, -1] = True                       # the last token, [SEP] or </s>
+        with zero_values(m, where, layers=[3]):
+            out = m.model(**inputs)
+    """
+    positions = torch.as_tensor(positions)
+    if positions.dtype != torch.bool or positions.dim() != 2:
+        raise ValueError(f"positions must be a (batch, tokens) bool tensor, got {positions.dtype} "
+                         f"{tuple(positions.shape)}")
+    chosen = _check_layers(m, layers)
+    heads_on = _head_mask(m, heads)
+    d_head = m.head_dim
+
+    def on_value(layer: int, v: torch.Tensor) -> torch.Tensor | None:
+        if layer not in chosen:
+            return None
+        if tuple(v.shape[:2]) != tuple(positions.shape):
+            raise ValueError(f"positions are {tuple(positions.shape)} but the batch is {tuple(v.shape[:2])} "
+                             "(batch, tokens): build them from the inputs of this forward pass")
+        hit = positions.to(v.device)[:, :, None] & heads_on.to(v.device)[None, None, :]  # (B, T, H)
+        keep = (~hit).to(v.dtype)  # (B, T, H)
+        per_head = v.view(*v.shape[:2], -1, d_head)  # (B, T, H, d_head)
+        return (per_head * keep[..., None]).view(v.shape)
+
+    with layer_hooks(m, value=on_value):
+        yield
+
+
+# --------------------------------------------------------------------------- map replacement
+
+
+@contextlib.contextmanager
+def replace_maps(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tensor]) -> Iterator[None]:
+    """Make each listed head use the given attention map instead of its own.
+
+    Head ``h`` of layer ``l`` normally outputs ``A @ V_h``; inside the block it outputs
+    ``M @ V_h`` with ``M = maps[(l, h)]``. Nothing else changes: the other heads, the
+    residual stream and every later layer run as usual (on the changed input).
+
+    Args:
+        m: the loaded model.
+        maps: ``{(layer, head): M}`` with ``M`` ``(T, T)`` (the same map for every text) or
+            ``(B, T, T)`` (one per text); rows are queries. The texts must all have ``T``
+            tokens (no padding: a replaced map would otherwise reach padding tokens).
+    """
+    by_layer: dict[int, dict[int, torch.Tensor]] = {}
+    for key, value in maps.items():
+        layer, head = key
+        by_layer.setdefault(m.check_layer(layer), {})[m.check_head(head)] = torch.as_tensor(value)
+    d_head = m.head_dim
+    values: dict[int, torch.Tensor] = {}
+
+    def on_value(layer: int, v: torch.Tensor) -> None:
+        if layer in by_layer:
+            values[layer] = v  # (B, T, H * d_head), kept for the context hook of this layer
+        return None
+
+    def on_context(layer: int, context: torch.Tensor) -> torch.Tensor | None:
+        if layer not in by_layer:
+            return None
+        v = values.pop(layer).view(*context.shape[:2], -1, d_head)  # (B, T, H, d_head)
+        out = context.view(*context.shape[:2], -1, d_head).clone()  # (B, T, H, d_head)
+        for head, amap in by_layer[layer].items():
+            amap = amap.to(device=v.device, dtype=v.dtype)
+            if amap.shape[-1] != v.shape[1] or amap.shape[-2] != v.shape[1]:
+                raise ValueError(f"the map for layer {layer}, head {head} is {tuple(amap.shape)} but the texts "
+                                 f"have {v.shape[1]} tokens")
+            if amap.dim() == 2:
+                out[:, :, head] = torch.einsum("ij,bjd->bid", amap, v[:, :, head])  # (B, T, d_head)
+            else:
+                out[:, :, head] = torch.einsum("bij,bjd->bid", amap, v[:, :, head])  # (B, T, d_head)
+        return out.view(context.shape)
+
+    with layer_hooks(m, value=on_value, context=on_context):
+        yield
+
+
+# --------------------------------------------------------------------------- measuring a change
+
+
+def sentence_vectors(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(B, d)``: the mean of the last hidden states over each text's real tokens (the
+    sentence representation of sentence-embedding models such as MiniLM)."""
+    with torch.no_grad():
+        hidden = m.model(**inputs).last_hidden_state  # (B, T, d)
+    mask = inputs["attention_mask"].to(hidden.dtype)[..., None]  # (B, T, 1)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1)
+
+
+def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``1 - cos(a, b)`` along the last axis: 0 for the same direction, up to 2."""
+    return 1.0 - torch.nn.functional.cosine_similarity(a, b, dim=-1)

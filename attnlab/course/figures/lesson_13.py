@@ -1,0 +1,82 @@
+"""Figures of lesson 13: sink mass by layer, raw vs norm-based maps, the faithfulness
+scoreboard, and mean-map replacement cost against fixedness."""
+
+from __future__ import annotations
+
+from attnlab.analysis.faithfulness import Scoreboard, scoreboard
+from attnlab.analysis.mean_map_replacement import MapReplacement, mean_map_replacement
+from attnlab.analysis.norm_attention import norm_attention
+from attnlab.analysis.sinks import SinkProfile, sink_profile
+from attnlab.core.models import LoadedModel
+from attnlab.core.streaming import mean_attention
+from attnlab.data.corpus import texts as corpus_texts
+from attnlab.data.examples import example_for
+from attnlab.data.querygen import same_length_queries
+from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost, plot_scoreboard,
+                                                plot_sink_mass)
+
+from . import FigureContext, figure
+
+LESSON = "13_attention_limits.ipynb"
+
+
+def with_question_mark(m: LoadedModel, texts: list[str]) -> list[str]:
+    """Search queries end without punctuation; a question mark gives the punctuation sink a token."""
+    mark = "？" if m.language == "zh" else " ?"
+    return [t + mark for t in texts]
+
+
+def shared_profile(ctx: FigureContext) -> SinkProfile:
+    m = ctx.model
+    texts = with_question_mark(m, corpus_texts(m.language, ctx.pick(200, 16)))
+    return ctx.memo("sinks13", lambda: sink_profile(m, texts))
+
+
+def shared_board(ctx: FigureContext) -> Scoreboard:
+    m = ctx.model
+    return ctx.memo("board13", lambda: scoreboard(m, corpus_texts(m.language, ctx.pick(100, 8), seed=1)))
+
+
+def shared_replacement(ctx: FigureContext) -> MapReplacement:
+    m = ctx.model
+    layers = ctx.pick(None, [m.n_layers - 1])
+
+    def compute() -> MapReplacement:
+        n_mean, n_held_out = ctx.pick(2000, 100), ctx.pick(32, 4)
+        queries = list(same_length_queries(m, n_mean + n_held_out))  # distinct: the held-out ones are new
+        mean = mean_attention(m, queries[:n_mean], layers=layers, progress=False)
+        return mean_map_replacement(m, queries[n_mean:], mean)
+
+    return ctx.memo("papa13", compute)
+
+
+@figure("sink_mass_by_layer", lesson=LESSON,
+        caption="Share of attention on [CLS]/[SEP] (or <s>/</s>), punctuation and words per layer, raw and "
+                "norm-based, beside the size of what each kind of token contributes")
+def sink_mass_by_layer(ctx: FigureContext):
+    return plot_sink_mass(shared_profile(ctx))
+
+
+@figure("raw_vs_norm_maps", lesson=LESSON,
+        caption="The example query in the layer with the most attention on special tokens: raw weights "
+                "beside norm-based weights (Kobayashi et al. 2020), heads combined")
+def raw_vs_norm_maps(ctx: FigureContext):
+    m = ctx.model
+    layer = shared_profile(ctx).sink_layer()
+    na = norm_attention(m, with_question_mark(m, [example_for(m)]))
+    return plot_raw_vs_norm(na.weights[0, layer].mean(dim=0).numpy(), na.combined[0, layer].numpy(), na.tokens[0],
+                            title=f"layer {layer + 1}, heads combined")
+
+
+@figure("faithfulness_scoreboard", lesson=LESSON,
+        caption="Spearman correlation of raw attention, norm-based attention, rollout and value zeroing with "
+                "the effect of removing each token, per query, with 95% intervals over queries")
+def faithfulness_scoreboard(ctx: FigureContext):
+    return plot_scoreboard(shared_board(ctx))
+
+
+@figure("mean_map_replacement_cost", lesson=LESSON,
+        caption="Cost of replacing one head's map by its mean map (and, as a control, by another query's map) "
+                "against the head's fixedness")
+def mean_map_replacement_cost(ctx: FigureContext):
+    return plot_replacement_cost(shared_replacement(ctx))

@@ -1,0 +1,227 @@
+"""Lesson 13's claims decided on constructed evidence (each can hold and each can fail), the
+sensitivity tables, the saved record and the plots."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attnlab.analysis.faithfulness import VIEWS, Scoreboard  # noqa: E402
+from attnlab.analysis.mean_map_replacement import MapReplacement  # noqa: E402
+from attnlab.analysis.sinks import SinkIntervention, SinkProfile  # noqa: E402
+from attnlab.course import results  # noqa: E402
+from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
+from attnlab.course.claims import attention_limits as lim  # noqa: E402
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
+from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost,  # noqa: E402
+                                                plot_scoreboard, plot_sink_mass)
+
+N_TEXTS, N_LAYERS, N_HEADS = 40, 4, 6
+
+
+def noise(shape, scale, seed=0):
+    return np.random.default_rng(seed).normal(0.0, scale, shape)
+
+
+def profile(special=(0.3, 0.7, 0.6, 0.3), kept=0.3, spread=0.02) -> SinkProfile:
+    """Raw share on the special tokens per layer (all on the first one); the norm-based view keeps
+    ``kept`` of it and gives the rest to words."""
+    special = np.clip(np.asarray(special)[None, :] + noise((N_TEXTS, N_LAYERS), spread), 0.0, 0.95)  # (N, L)
+    punct = np.full((N_TEXTS, N_LAYERS), 0.05)
+    raw = {"start": special, "end": np.zeros_like(special), "punct": punct, "word": 1.0 - special - punct}
+    norm_special = kept * special
+    norm = {"start": norm_special, "end": np.zeros_like(special), "punct": punct,
+            "word": 1.0 - norm_special - punct}
+    value_norm = {"start": np.full_like(special, 0.5), "end": np.full_like(special, 1.0),
+                  "punct": np.full_like(special, 2.0), "word": np.full_like(special, 4.0)}
+    return SinkProfile(raw=raw, norm=norm, value_norm=value_norm, start_token="[CLS]", end_token="[SEP]",
+                       n_texts=N_TEXTS)
+
+
+def intervention(sink=0.001, control=0.01, sink_mass=0.6, control_mass=0.05) -> SinkIntervention:
+    shape = (N_TEXTS, N_LAYERS)
+    return SinkIntervention(
+        sink_effect=np.abs(sink + noise(shape, 0.0005, 1)), control_effect=np.abs(control + noise(shape, 0.0005, 2)),
+        sink_mass=np.full(shape, sink_mass), control_mass=np.full(shape, control_mass),
+        sink_is_start=np.ones(shape, dtype=bool), n_texts=N_TEXTS,
+    )
+
+
+def board(means: dict[str, float], spread=0.1) -> Scoreboard:
+    return Scoreboard(rho={v: np.clip(means[v] + noise(N_TEXTS, spread, k), -1, 1)
+                           for k, v in enumerate(VIEWS)})
+
+
+def replacement(slope=-1.0, control_extra=0.01, spread=0.002) -> MapReplacement:
+    """Cost = 0.02 + slope * 0.01 * (fixedness - 0.9) per head, plus noise; the control adds ``control_extra``."""
+    fixed = np.linspace(0.7, 1.0, N_LAYERS * N_HEADS).reshape(N_LAYERS, N_HEADS)
+    fixed = fixed.ravel()[np.random.default_rng(3).permutation(fixed.size)].reshape(N_LAYERS, N_HEADS)
+    per_head = 0.02 + slope * 0.05 * (fixed - 0.9)  # (L, H)
+    cost = np.abs(per_head[None] + noise((N_TEXTS, N_LAYERS, N_HEADS), spread, 4))
+    control = np.abs(per_head[None] + control_extra + noise((N_TEXTS, N_LAYERS, N_HEADS), spread, 5))
+    return MapReplacement(layers=list(range(N_LAYERS)), cost=cost, control=control, fixedness=fixed, mean_count=500)
+
+
+GOOD_BOARD = {"raw": 0.7, "norm": 0.85, "rollout": 0.75, "value_zeroing": 0.95}
+BAD_BOARD = {"raw": 0.2, "norm": 0.05, "rollout": -0.1, "value_zeroing": 0.1}
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+def test_sink_mass_can_hold():
+    v = lim.verdict_sink_mass(profile())
+    assert v.verdict == HOLDS
+    assert v.numbers["top_layer"] == 2 and v.numbers["layers_above"] == [2, 3]
+    assert v.numbers["top_share"] == pytest.approx(0.7, abs=0.01)
+
+
+def test_sink_mass_can_fail():
+    assert lim.verdict_sink_mass(profile(special=(0.2, 0.3, 0.35, 0.1))).verdict == FAILS
+    near = lim.verdict_sink_mass(profile(special=(0.2, 0.5, 0.3, 0.1), spread=0.2))
+    assert near.verdict == UNSURE  # the interval straddles one half
+
+
+def test_sink_mass_sensitivity_table():
+    table = lim.sink_mass_sensitivity(profile())
+    assert list(table) == list(lim.SINK_SHARE_GRID)
+    assert table[0.3] == HOLDS and table[0.5] == HOLDS and table[0.7] != HOLDS
+    assert lim.sink_mass_sensitivity(profile(), [0.9])[0.9] == FAILS
+
+
+def test_sink_no_op_can_hold():
+    v = lim.verdict_sink_no_op(intervention())
+    assert v.verdict == HOLDS
+    assert v.numbers["difference"] == pytest.approx(-0.009, abs=0.001) and v.numbers["high"] < 0
+
+
+def test_sink_no_op_can_fail():
+    assert lim.verdict_sink_no_op(intervention(sink=0.02, control=0.01)).verdict == FAILS
+    no_sink = lim.verdict_sink_no_op(intervention(sink_mass=0.05, control_mass=0.2))
+    assert no_sink.verdict == UNSURE and "no more attention" in no_sink.numbers["missing"]
+
+
+def test_norms_discount_sinks_can_hold():
+    v = lim.verdict_norms_discount_sinks(profile(kept=0.3))
+    assert v.verdict == HOLDS and v.numbers["removed"] == pytest.approx(0.7, abs=0.01)
+
+
+def test_norms_discount_sinks_can_fail():
+    assert lim.verdict_norms_discount_sinks(profile(kept=0.8)).verdict == FAILS
+    table = lim.norms_sensitivity(profile(kept=0.4))
+    assert table == {0.25: HOLDS, 0.5: HOLDS, 0.75: FAILS}
+
+
+# --------------------------------------------------------------------------- the scoreboard
+
+
+def test_raw_tracks_effect_can_hold():
+    v = lim.verdict_raw_tracks_effect(board(GOOD_BOARD))
+    assert v.verdict == HOLDS and v.numbers["mean_rho"] == pytest.approx(0.7, abs=0.05)
+
+
+def test_raw_tracks_effect_can_fail():
+    assert lim.verdict_raw_tracks_effect(board(BAD_BOARD)).verdict == FAILS
+    table = lim.tracking_sensitivity(board(GOOD_BOARD))
+    assert table[0.3] == HOLDS and table[0.9] == FAILS
+
+
+def test_norm_beats_raw_can_hold():
+    v = lim.verdict_norm_beats_raw(board(GOOD_BOARD))
+    assert v.verdict == HOLDS and v.numbers["minus_raw"][1] > 0
+    assert v.numbers["ranking"][0] == "value zeroing"
+
+
+def test_norm_beats_raw_can_fail():
+    assert lim.verdict_norm_beats_raw(board(BAD_BOARD)).verdict == FAILS
+    tied = lim.verdict_norm_beats_raw(board({**GOOD_BOARD, "norm": 0.7}, spread=0.3))
+    assert tied.verdict == UNSURE
+
+
+def test_rollout_beats_raw_can_hold():
+    assert lim.verdict_rollout_beats_raw(board(GOOD_BOARD)).verdict == HOLDS
+
+
+def test_rollout_beats_raw_can_fail():
+    assert lim.verdict_rollout_beats_raw(board(BAD_BOARD)).verdict == FAILS
+
+
+def test_value_zeroing_best_can_hold():
+    v = lim.verdict_value_zeroing_best(board(GOOD_BOARD))
+    assert v.verdict == HOLDS
+    assert set(v.numbers) >= {"minus_raw", "minus_norm", "minus_rollout"}
+
+
+def test_value_zeroing_best_can_fail():
+    assert lim.verdict_value_zeroing_best(board({**GOOD_BOARD, "norm": 0.99}, spread=0.02)).verdict == FAILS
+    close = lim.verdict_value_zeroing_best(board({**GOOD_BOARD, "norm": 0.95}, spread=0.3))
+    assert close.verdict == UNSURE
+
+
+# --------------------------------------------------------------------------- mean maps
+
+
+def test_fixed_heads_cheap_can_hold():
+    v = lim.verdict_fixed_heads_cheap(replacement(slope=-1.0))
+    assert v.verdict == HOLDS and v.numbers["spearman_rho"] < -0.5 and v.numbers["heads"] == N_LAYERS * N_HEADS
+    assert v.numbers["within_layer_rho"] < -0.5
+
+
+def test_fixed_heads_cheap_can_fail():
+    assert lim.verdict_fixed_heads_cheap(replacement(slope=1.0)).verdict == FAILS
+    flat = lim.verdict_fixed_heads_cheap(replacement(slope=0.0, spread=0.005))
+    assert flat.verdict == UNSURE
+
+
+def test_mean_map_stands_in_can_hold():
+    v = lim.verdict_mean_map_stands_in(replacement(control_extra=0.01))
+    assert v.verdict == HOLDS and v.numbers["difference"] == pytest.approx(-0.01, abs=0.002)
+
+
+def test_mean_map_stands_in_can_fail():
+    assert lim.verdict_mean_map_stands_in(replacement(control_extra=-0.01)).verdict == FAILS
+
+
+def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    monkeypatch.delenv("ATTNLAB_SMOKE", raising=False)
+    evidence = (profile(), intervention(), board(GOOD_BOARD), replacement())
+    verdicts = lim.verdicts(*evidence)
+    assert list(verdicts) == [lim.SINK_MASS, lim.SINK_NO_OP, lim.NORMS_DISCOUNT_SINKS, lim.RAW_TRACKS_EFFECT,
+                              lim.NORM_BEATS_RAW, lim.ROLLOUT_BEATS_RAW, lim.VALUE_ZEROING_BEST,
+                              lim.FIXED_HEADS_CHEAP, lim.MEAN_MAP_STANDS_IN]
+    assert all(v.verdict == HOLDS for v in verdicts.values())
+    record = AttentionLimitsResult.from_run(*evidence)
+    assert record.view_ranking[0] == "value_zeroing" and record.removed_share == pytest.approx(0.7, abs=0.01)
+    assert record.sensitivity[lim.SINK_MASS]["0.5"] == HOLDS
+    results.save(RESULT_NAME, record, model="tiny")
+    back = results.load(RESULT_NAME, AttentionLimitsResult, model="tiny")
+    assert back is not None
+    assert np.allclose(back.papa_cost, record.papa_cost) and back.papa_cost.shape == (N_LAYERS, N_HEADS)
+    assert np.allclose(back.special_share_raw.estimate, record.special_share_raw.estimate)
+    assert back.papa_rho.estimate == pytest.approx(record.papa_rho.estimate)
+    assert back.view_rho["norm"].low == pytest.approx(record.view_rho["norm"].low)
+    assert back.verdicts[lim.FIXED_HEADS_CHEAP].verdict == HOLDS
+    assert back.verdicts[lim.SINK_MASS].numbers["top_layer"] == 2
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def test_plots_draw_the_evidence():
+    figs = [plot_sink_mass(profile()), plot_scoreboard(board(GOOD_BOARD)), plot_replacement_cost(replacement()),
+            plot_raw_vs_norm(np.eye(3), np.ones((3, 3)), ["[CLS]", "chess", "[SEP]"], title="layer 1")]
+    assert len(figs[0].axes) == 2 and len(figs[0].axes[0].lines) == 8  # raw and norm-based line per kind
+    assert len(figs[1].axes[0].patches) == len(VIEWS)
+    assert "rho" in figs[2].axes[0].get_title()
+    norm_panel = figs[3].axes[1].images[0].get_array()
+    assert np.allclose(np.asarray(norm_panel).sum(axis=1), 1.0)  # rows rescaled to shares
+    for fig in figs:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="len\\(tokens\\)"):
+        plot_raw_vs_norm(np.eye(3), np.eye(3), ["a", "b"])
