@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.analysis.compare import PerturbationStudy
+from attnlab.analysis.compare import PerturbationStudy, displacement_control
+from attnlab.analysis.position import PositionStudy, correlation_by_layer
 from attnlab.analysis.stats import Interval, bootstrap_correlation
 from attnlab.analysis.taxonomy import HeadLabels
 from attnlab.course import results
@@ -39,7 +40,7 @@ def test_verdict_most_heads_fixed_can_fail():
     assert v.verdict == FAILS and v.numbers["fixed_share"] == pytest.approx(0.25)
 
 
-def test_verdict_most_heads_fixed_near_one_half_cannot_tell():
+def test_verdict_most_heads_fixed_cannot_tell():
     assert head_patterns.verdict_most_heads_fixed(_labels(6, 6)).verdict == UNSURE
     # 6.5 / 12 would be 0.54: inside the margin too; a wider margin makes 9 / 12 undecided
     assert head_patterns.verdict_most_heads_fixed(_labels(9, 2), margin=0.3).verdict == UNSURE
@@ -59,6 +60,19 @@ def _study(change_pos: np.ndarray, change_tok: np.ndarray, n: int = 40, seed: in
                        for k in ("lexical", "syntactic", "both")}
     return PerturbationStudy(sims["position"], sims["token"], ["q"] * n,
                              {k: ["q"] * n for k in ("lexical", "syntactic", "both")})
+
+
+def _kinds_study(lexical: np.ndarray, syntactic: np.ndarray, n: int = 40, model_name: str = "",
+                 seed: int = 0) -> PerturbationStudy:
+    """One layer; per head, a typical position-space change under lexical and under syntactic
+    damage (combined damage: the larger of the two), with small noise; token space unchanged."""
+    rng = np.random.default_rng(seed)
+    change = {"lexical": np.asarray(lexical), "syntactic": np.asarray(syntactic),
+              "both": np.maximum(lexical, syntactic)}
+    pos = {k: np.clip(1 - c[None, None, :] + rng.normal(0, 0.01, size=(n, 1, len(c))), 0, 1)
+           for k, c in change.items()}
+    tok = {k: np.ones_like(v) for k, v in pos.items()}
+    return PerturbationStudy(pos, tok, ["q"] * n, {k: ["q"] * n for k in pos}, model_name=model_name)
 
 
 def test_changing_heads():
@@ -91,7 +105,7 @@ def test_verdict_few_heads_change_can_fail():
     assert v.numbers["share_content_followers"] == pytest.approx(1.0)
 
 
-def test_verdict_few_heads_change_in_between_or_missing():
+def test_verdict_few_heads_change_cannot_tell():
     pos = np.full(8, 0.02)
     pos[:3] = 0.4  # 3 of 8 heads = 0.375: more than a few, not a majority
     v = perturbation.verdict_few_heads_change(_study(pos, np.full(8, 0.02)), n_boot=200)
@@ -101,35 +115,169 @@ def test_verdict_few_heads_change_in_between_or_missing():
     assert missing.verdict == UNSURE and "missing" in missing.numbers
 
 
+def test_verdict_lexical_only_heads_exist_can_hold():
+    # head 2 changes with lexical damage only; the others with both or neither
+    study = _kinds_study(np.array([0.02, 0.4, 0.4, 0.02]), np.array([0.02, 0.4, 0.02, 0.02]))
+    v = perturbation.verdict_lexical_only_heads_exist(study, n_boot=200)
+    assert v.verdict == HOLDS
+    assert v.numbers["clear_heads"] == 1 and v.numbers["first_clear"] == "L1 H3"
+    clear, possible = perturbation.lexical_only_heads(study, n_boot=200)
+    np.testing.assert_array_equal(clear, [[False, False, True, False]])
+    assert (possible >= clear).all()
+
+
+def test_verdict_lexical_only_heads_exist_can_fail():
+    # every head that lexical damage changes is changed by syntactic damage too
+    study = _kinds_study(np.array([0.02, 0.4, 0.5, 0.02]), np.array([0.02, 0.4, 0.3, 0.3]))
+    v = perturbation.verdict_lexical_only_heads_exist(study, n_boot=200)
+    assert v.verdict == FAILS and v.numbers["possible_heads"] == 0
+
+
+def test_verdict_lexical_only_heads_exist_cannot_tell():
+    # head 2's syntactic change sits right on the threshold: it may or may not be lexical-only
+    study = _kinds_study(np.array([0.02, 0.4, 0.4]), np.array([0.02, 0.4, perturbation.CHANGE_THRESHOLD]))
+    assert perturbation.verdict_lexical_only_heads_exist(study, n_boot=200).verdict == UNSURE
+    only_lexical = PerturbationStudy({"lexical": np.ones((3, 1, 2))}, {"lexical": np.ones((3, 1, 2))}, ["q"] * 3, {})
+    assert "missing" in perturbation.verdict_lexical_only_heads_exist(only_lexical, n_boot=50).numbers
+
+
+def _article_study(head7: tuple[float, float], head9: tuple[float, float], model_name: str = "bert-base-chinese"):
+    lex, syn = np.full(12, 0.02), np.full(12, 0.02)
+    lex[6], syn[6] = head7
+    lex[8], syn[8] = head9
+    return _kinds_study(lex, syn, model_name=model_name)
+
+
+def test_verdict_article_heads_can_hold():
+    v = perturbation.verdict_article_heads(_article_study((0.4, 0.4), (0.4, 0.02)), 0, n_boot=200)
+    assert v.verdict == HOLDS and v.numbers["layer"] == 1
+    assert v.numbers["head9_syntactic"] == pytest.approx(0.02, abs=0.01)
+    # a hub path of the same model counts as the article's model
+    hub = _article_study((0.4, 0.4), (0.4, 0.02), model_name="google-bert/bert-base-chinese")
+    assert perturbation.verdict_article_heads(hub, 0, n_boot=200).verdict == HOLDS
+
+
+def test_verdict_article_heads_can_fail():
+    # head 9 changes with syntactic damage as much as with lexical damage
+    v = perturbation.verdict_article_heads(_article_study((0.4, 0.4), (0.4, 0.4)), 0, n_boot=200)
+    assert v.verdict == FAILS
+
+
+def test_verdict_article_heads_cannot_tell():
+    # on the threshold: undecided; on another model: not applicable, whatever the numbers
+    edge = _article_study((0.4, 0.4), (0.4, perturbation.CHANGE_THRESHOLD))
+    assert perturbation.verdict_article_heads(edge, 0, n_boot=200).verdict == UNSURE
+    other = perturbation.verdict_article_heads(_article_study((0.4, 0.4), (0.4, 0.02), model_name="tiny-zh"), 0)
+    assert other.verdict == UNSURE and other.numbers["missing"].startswith("not applicable")
+
+
+def _displacement_study(lexical_extra: float, n: int = 60, seed: int = 0) -> PerturbationStudy:
+    """Change = 0.05 per token of displacement, plus ``lexical_extra`` for lexical damage (head 0 only)."""
+    rng = np.random.default_rng(seed)
+    moved = {"lexical": rng.uniform(0.5, 2.5, n), "syntactic": rng.uniform(1.5, 4.0, n)}
+    pos = {}
+    for k, d in moved.items():
+        change = 0.05 * d[:, None, None] + rng.normal(0, 0.005, size=(n, 1, 3))  # (N, 1, 3)
+        if k == "lexical":
+            change[:, 0, 0] += lexical_extra
+        pos[k] = 1 - change
+    return PerturbationStudy(pos, {k: v.copy() for k, v in pos.items()}, ["q"] * n, {}, displacement=moved)
+
+
+def test_verdict_lexical_beyond_displacement_can_hold():
+    control = displacement_control(_displacement_study(0.2), n_boot=200)
+    # the plain difference is below 0 for the heads without an extra (syntactic moves tokens further) ...
+    assert (control.raw_gap.estimate[0, 1:] < 0).all()
+    # ... the fit recovers the 0.05 per token and the extra of head 0
+    np.testing.assert_allclose(control.slope.estimate, 0.05, atol=0.005)
+    assert control.gap.estimate[0, 0] == pytest.approx(0.2, abs=0.01)
+    v = perturbation.verdict_lexical_beyond_displacement(control)
+    assert v.verdict == HOLDS and v.numbers["heads_above"] == 1
+
+
+def test_verdict_lexical_beyond_displacement_can_fail():
+    v = perturbation.verdict_lexical_beyond_displacement(displacement_control(_displacement_study(0.0), n_boot=200))
+    assert v.verdict == FAILS and v.numbers["heads_below"] == 3
+
+
+def test_verdict_lexical_beyond_displacement_cannot_tell():
+    control = displacement_control(_displacement_study(perturbation.GAP_MARGIN), n_boot=200)
+    assert perturbation.verdict_lexical_beyond_displacement(control).verdict == UNSURE
+    reversed_kinds = displacement_control(_displacement_study(0.2), "syntactic", "lexical", n_boot=50)
+    assert "missing" in perturbation.verdict_lexical_beyond_displacement(reversed_kinds).numbers
+
+
+def test_few_heads_change_sensitivity_table():
+    from attnlab.course.claims.sensitivity import sensitivity_rows, verdicts_seen
+
+    pos = np.full(8, 0.02)
+    pos[:2] = 0.15  # 2 of 8 heads change by 0.15 (and follow the content): a few at threshold 0.1, none at 0.2
+    study = _study(pos, np.full(8, 0.02))
+    rows = sensitivity_rows(lambda st, **t: perturbation.verdict_few_heads_change(st, n_boot=100, **t), study,
+                            {"threshold": [0.1, 0.2], "few": [0.1, 0.25]}, numbers=["share_changing_lexical"])
+    assert rows[0] == ["threshold", "few", "verdict", "share_changing_lexical"]
+    assert [r[:3] for r in rows[1:]] == [[0.1, 0.1, UNSURE], [0.1, 0.25, HOLDS], [0.2, 0.1, UNSURE], [0.2, 0.25, HOLDS]]
+    assert verdicts_seen(rows) == [UNSURE, HOLDS]
+    assert [r[3] for r in rows[1:]] == [0.25, 0.25, 0.0, 0.0]  # share changing at each threshold
+
+
 # --------------------------------------------------------------------------- lesson 07
+
+
+def _per_layer(r: list[float], low: list[float], high: list[float]) -> Interval:
+    return Interval(np.array(r), np.array(low), np.array(high), 0.95, 12)
 
 
 def test_verdict_invariant_heads_are_positional_can_hold():
     rng = np.random.default_rng(0)
     unchanged = rng.uniform(0.5, 1.0, size=(4, 12))
     change = 0.8 * unchanged + rng.normal(0, 0.03, size=(4, 12))  # the steadier, the more positional
-    corr = bootstrap_correlation(unchanged, change, n_boot=500)
-    v = position.verdict_invariant_heads_are_positional(corr)
+    per_layer = correlation_by_layer(unchanged, change, n_boot=300)
+    v = position.verdict_invariant_heads_are_positional(per_layer, intervention="zero")
     assert v.verdict == HOLDS
-    assert v.numbers["r"] == pytest.approx(corr.estimate) and v.numbers["heads"] == 48
-    assert v.numbers["low"] > 0
+    assert v.numbers["layers_supporting"] == 4 and v.numbers["heads_per_layer"] == 12
+    assert v.numbers["median_r"] == pytest.approx(np.median(per_layer.estimate))
 
 
 def test_verdict_invariant_heads_are_positional_can_fail():
     rng = np.random.default_rng(1)
     unchanged = rng.uniform(0.5, 1.0, size=(4, 12))
-    change = -unchanged + rng.normal(0, 0.03, size=(4, 12))  # the opposite link
-    v = position.verdict_invariant_heads_are_positional(bootstrap_correlation(unchanged, change, n_boot=500))
-    assert v.verdict == FAILS and v.numbers["r"] < 0
+    change = -unchanged + rng.normal(0, 0.03, size=(4, 12))  # the opposite link in every layer
+    v = position.verdict_invariant_heads_are_positional(correlation_by_layer(unchanged, change, n_boot=300))
+    assert v.verdict == FAILS and v.numbers["median_r"] < 0 and v.numbers["layers_opposite"] == 4
 
 
-def test_verdict_invariant_heads_are_positional_weak_evidence_cannot_tell():
-    # strong enough but the interval reaches below 0; or above 0 but weaker than STRONG, with room above it
-    for estimate, low, high in ((0.35, -0.1, 0.7), (0.2, 0.05, 0.5)):
-        corr = Interval(estimate, low, high, 0.95, 48)
-        assert position.verdict_invariant_heads_are_positional(corr).verdict == UNSURE
-    assert position.verdict_invariant_heads_are_positional(Interval(0.2, 0.05, 0.5, 0.95, 48),
-                                                           strong=0.1).verdict == HOLDS
+def test_verdict_invariant_heads_are_positional_cannot_tell():
+    # strong in 3 of 4 layers, but one layer clearly the other way
+    mixed = _per_layer([0.6, 0.6, 0.6, -0.6], [0.2, 0.2, 0.2, -0.9], [0.9, 0.9, 0.9, -0.2])
+    assert position.verdict_invariant_heads_are_positional(mixed).verdict == UNSURE
+    # wide intervals everywhere: 12 heads a layer cannot decide
+    wide = _per_layer([0.35] * 4, [-0.2] * 4, [0.8] * 4)
+    assert position.verdict_invariant_heads_are_positional(wide).verdict == UNSURE
+    # a link pooled across layers is not evidence: between-layer differences only
+    x = np.repeat(np.arange(4.0)[:, None], 12, axis=1) + np.random.default_rng(2).normal(0, 0.01, (4, 12))
+    y = np.repeat(np.arange(4.0)[:, None], 12, axis=1) + np.random.default_rng(3).normal(0, 0.01, (4, 12))
+    assert bootstrap_correlation(x, y, n_boot=200).estimate > 0.8  # pooled: looks strong
+    within = position.verdict_invariant_heads_are_positional(correlation_by_layer(x, y, n_boot=200))
+    assert within.verdict != HOLDS
+    assert "missing" in position.verdict_invariant_heads_are_positional(_per_layer([], [], [])).numbers
+
+
+def _position_study(zero: np.ndarray, mean: np.ndarray, shuffle: np.ndarray, n: int = 30) -> PositionStudy:
+    rng = np.random.default_rng(0)
+    sims = {how: np.clip(1 - np.asarray(c)[None, None, :] + rng.normal(0, 0.01, (n, 1, len(c))), 0, 1)
+            for how, c in (("zero", zero), ("mean", mean), ("shuffle", shuffle))}
+    special = {how: np.zeros((n, 1, len(zero))) for how in ("normal", "zero", "mean", "shuffle")}
+    return PositionStudy(sims, special, {k: np.ones((n, 1, len(zero))) for k in sims}, ["q"] * n)
+
+
+def test_position_dependent_and_disrupted_heads():
+    # head 0: every intervention changes it (reads positions); head 1: only zeroing (disrupted);
+    # head 2: nothing changes it; head 3: the mean changes it, the shuffle does not
+    study = _position_study(np.array([0.4, 0.4, 0.02, 0.3]), np.array([0.4, 0.02, 0.02, 0.3]),
+                            np.array([0.4, 0.02, 0.02, 0.02]))
+    np.testing.assert_array_equal(position.position_dependent_heads(study, n_boot=200), [[True, False, False, False]])
+    np.testing.assert_array_equal(position.disrupted_heads(study, n_boot=200), [[False, True, False, False]])
 
 
 def test_article_heads_are_the_articles_numbers():
@@ -163,9 +311,11 @@ def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
                              position_follower_share=0.0, content_follower_share=0.0,
                              unchanged=study.unchanged(),
                              sensitivity={"lexical_position": study.sensitivity("lexical", n_boot=50).estimate})
-    corr = bootstrap_correlation(np.arange(5.0), np.arange(5.0) ** 2, n_boot=50)
+    per_layer = correlation_by_layer(np.arange(10.0).reshape(2, 5), (np.arange(10.0) ** 2).reshape(2, 5), n_boot=50)
     r07 = PositionResult(n_queries=40, chosen_layer=0, change=np.ones((1, 4)),
-                         verdict=position.verdict_invariant_heads_are_positional(corr), correlation=corr)
+                         verdict=position.verdict_invariant_heads_are_positional(per_layer), correlation=per_layer,
+                         change_mean=np.zeros((1, 4)), verdicts_by_intervention={
+                             "zero": position.verdict_invariant_heads_are_positional(per_layer)})
     for record in (r05, r06, r07):
         name = f"result_{type(record).__name__}"
         results.save(name, record, model=tiny_en)
@@ -178,5 +328,7 @@ def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
     np.testing.assert_allclose(back06.unchanged, study.unchanged())
     np.testing.assert_allclose(back06.sensitivity["lexical_position"], r06.sensitivity["lexical_position"])
     back07 = results.load("result_PositionResult", PositionResult, model=tiny_en)
-    assert back07.correlation.estimate == pytest.approx(1.0) and back07.correlation.n == 5
+    np.testing.assert_allclose(back07.correlation.estimate, [1.0, 1.0]) and back07.correlation.n == 5
     assert back07.follower_gap_correlation is None and back07.change_low is None
+    np.testing.assert_array_equal(back07.change_mean, np.zeros((1, 4)))
+    assert back07.verdicts_by_intervention["zero"].verdict == r07.verdict.verdict

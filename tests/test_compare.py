@@ -160,8 +160,67 @@ def test_study_on_tiny_model_matches_direct_computation(tiny_zh):
     expect_tok = _scipy_similarity(a[layer, head][np.ix_(perm, perm)], b[layer, head])
     assert study.values("syntactic", "position")[3, layer, head] == pytest.approx(expect_pos, abs=1e-5)
     assert study.values("syntactic", "token")[3, layer, head] == pytest.approx(expect_tok, abs=1e-5)
+    assert study.displacement["syntactic"][3] == pytest.approx(np.abs(perm[1:-1] - np.arange(1, len(perm) - 1)).mean())
     with pytest.raises(ValueError, match="chunk"):
         compare.perturbation_study(tiny_zh, qs, chunk=0)
+
+
+def test_group_maps_matches_loops():
+    a = _random_maps((2, 6, 6), 7)  # (H, n, n)
+    groups = [[0], [1, 2], [3], [4, 5]]
+    got = compare.group_maps(a, groups)
+    assert got.shape == (2, 4, 4)
+    for h in range(2):
+        for g, rows in enumerate(groups):
+            for k, cols in enumerate(groups):
+                want = np.mean([a[h, i, cols].sum().item() for i in rows])
+                assert got[h, g, k].item() == pytest.approx(want, abs=1e-12)
+    assert torch.allclose(got.sum(-1), torch.ones(2, 4, dtype=torch.float64))
+    assert torch.equal(compare.group_maps(a, [[i] for i in range(6)]), a)  # one token a group: unchanged
+    with pytest.raises(ValueError, match="cover"):
+        compare.group_maps(a, [[0], [1, 2]])
+
+
+def test_respelled_words_are_compared_word_by_word(tiny_en):
+    # English lexical damage respells words into new pieces; the study compares them word by word
+    qs = [q for q in corpus.queries("en", 8, seed=3) if perturb.breakable(q)][:4]
+    study = compare.perturbation_study(tiny_en, qs, kinds=("lexical",))
+    assert study.skipped == [] and not np.isnan(study.values("lexical")).any()
+    q = qs[0]
+    p = perturb.lexical(q, seed=0)
+    aligned = perturb.unit_alignment(tiny_en, p)
+    a = al.attention(tiny_en, [q.text])[0].double()
+    b = al.attention(tiny_en, [p.text])[0].double()
+    pos, tok = compare.compare_one(a, b, aligned)
+    np.testing.assert_allclose(study.values("lexical", "position")[0], pos, atol=1e-6)
+    np.testing.assert_allclose(study.values("lexical", "token")[0], tok, atol=1e-6)
+    # words stay in place, so both spaces agree; displacement counts the extra pieces pushing words right
+    np.testing.assert_allclose(pos, tok, atol=1e-12)
+    assert study.displacement["lexical"][0] == pytest.approx(aligned.displacement)
+    pos2, tok2, typed = compare.compare_texts(tiny_en, q, p.text)
+    np.testing.assert_allclose(pos2, pos, atol=1e-6) and typed.respelled == p.respelled
+
+
+def test_displacement_control_is_least_squares():
+    rng = np.random.default_rng(4)
+    n = 25
+    moved = {"lexical": rng.uniform(0, 2, n), "syntactic": rng.uniform(1, 4, n)}
+    pos = {k: rng.uniform(0.5, 1.0, size=(n, 2, 3)) for k in moved}
+    study = compare.PerturbationStudy(pos, pos, ["q"] * n, {}, displacement=moved)
+    control = compare.displacement_control(study, n_boot=50)
+    # independent: the normal equations for change = a + b * displacement + c * [lexical], head (1, 2)
+    y = np.concatenate([1 - pos["lexical"][:, 1, 2], 1 - pos["syntactic"][:, 1, 2]])
+    x = np.column_stack([np.ones(2 * n), np.concatenate([moved["lexical"], moved["syntactic"]]),
+                         np.repeat([1.0, 0.0], n)])
+    a, b, c = np.linalg.solve(x.T @ x, x.T @ y)
+    assert control.gap.estimate[1, 2] == pytest.approx(c) and control.slope.estimate[1, 2] == pytest.approx(b)
+    assert control.raw_gap.estimate[1, 2] == pytest.approx(y[:n].mean() - y[n:].mean())
+    assert control.mean_displacement["lexical"] == pytest.approx(moved["lexical"].mean())
+    assert (control.gap.low <= control.gap.estimate + 1e-12).all()
+    flat = compare.PerturbationStudy(pos, pos, ["q"] * n, {}, displacement={k: np.ones(n) for k in moved})
+    assert np.isnan(compare.displacement_control(flat, n_boot=20).gap.estimate).all()  # not identifiable
+    with pytest.raises(ValueError, match="displacement"):
+        compare.displacement_control(compare.PerturbationStudy(pos, pos, ["q"] * n, {}), n_boot=20)
 
 
 def test_example_maps_and_chosen_layer(tiny_en):

@@ -42,18 +42,48 @@ def _word_of_unit(q):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("q", ZH[:40] + EN[:40], ids=lambda q: q.text)
 def test_multiset_preserved_and_never_a_no_op(q, kind):
+    if kind != "syntactic" and not perturb.breakable(q):  # e.g. "why is my dog so sad": no long word
+        with pytest.raises(perturb.PerturbationError, match="no word to break"):
+            perturb.perturb(q, kind, seed=1)
+        return
     p = perturb.perturb(q, kind, seed=1)
-    assert Counter(_units(p.text, q.language)) == Counter(_units(q.text, q.language))
+    assert Counter(p.text.replace(" ", "")) == Counter(q.text.replace(" ", ""))  # same characters
+    assert len(_units(p.text, q.language)) == len(_units(q.text, q.language))
     assert p.text != q.text
-    # unit_order really rebuilds the text
-    old = _units(q.text, q.language)
-    assert [old[i] for i in p.unit_order] == _units(p.text, q.language)
+    # unit_order really rebuilds the text: each unit as it was, or respelled with its own letters
+    old, new = _units(q.text, q.language), _units(p.text, q.language)
+    for i, j in enumerate(p.unit_order):
+        if j in p.respelled:
+            assert sorted(new[i]) == sorted(old[j]) and new[i] != old[j]
+        else:
+            assert new[i] == old[j]
+    assert (kind == "syntactic" or q.language == "zh") == (not p.respelled)
+
+
+@given(seed=st.integers(0, 10_000), index=st.integers(0, len(EN) - 1))
+@settings(max_examples=100, deadline=None)
+def test_english_lexical_breaks_long_words_into_non_words(seed, index):
+    q = EN[index]
+    if not perturb.breakable(q):
+        return
+    p = perturb.lexical(q, seed)
+    old, new = q.text.split(" "), p.text.split(" ")
+    assert p.unit_order == tuple(range(len(old)))  # no word moves
+    real = {w for unit in corpus.lexicon("en") for w in unit.split(" ")}
+    for i, (a, b) in enumerate(zip(old, new)):
+        if len(a) >= perturb.MIN_LETTERS and len(set(a)) >= 2:
+            assert i in p.respelled and b != a and sorted(b) == sorted(a)
+            assert b not in real  # a non-word, not another word of the course
+        else:
+            assert b == a and i not in p.respelled  # short words (how, do, you, the) stay
 
 
 @given(seed=st.integers(0, 10_000), index=st.integers(0, len(ZH) + len(EN) - 1))
 @settings(max_examples=150, deadline=None)
 def test_lexical_moves_stay_inside_words(seed, index):
     q = (ZH + EN)[index]
+    if not perturb.breakable(q):
+        return
     p = perturb.lexical(q, seed)
     word = _word_of_unit(q)
     # the unit now at position i came from the same word that occupies position i
@@ -99,10 +129,40 @@ def _chunk_spans(new_words, q):
 
 
 def test_both_is_lexical_plus_syntactic():
-    for q in ZH[:20] + EN[:20]:
+    for q in [q for q in ZH[:20] + EN[:20] if perturb.breakable(q)]:
         lex, syn, bth = (perturb.perturb(q, k, seed=5) for k in KINDS)
         assert sorted(bth.words) == sorted(lex.words)  # same broken words
         assert bth.text != syn.text and bth.text != lex.text
+        # "both" is the move applied to the lexical version: same chunks moved, same spellings
+        lex_q = corpus.Query(lex.text, lex.words, q.chunks, q.language)
+        assert perturb.apply_plan(lex_q, "both", {}, perturb.plan(q, 5)[1]).text == bth.text
+
+
+@given(seed=st.integers(0, 10_000), index=st.integers(0, len(ZH) - 1))
+@settings(max_examples=100, deadline=None)
+def test_both_breaks_every_breakable_word(seed, index):
+    q = ZH[index]
+    bth = perturb.perturb(q, "both", seed)
+    for w in perturb.breakable(q):
+        assert q.words[w] not in bth.text  # no breakable word survives whole
+
+
+def test_the_example_queries_follow_the_rules():
+    ex = perturb.example_perturbations("zh")
+    texts = {k: p.text for k, p in ex.items()}
+    assert texts == {"original": "王者荣耀怎么玩", "lexical": "王荣者耀么怎玩",
+                     "syntactic": "怎么玩王者荣耀", "both": "么怎玩王荣者耀"}
+    # lexical: 王者荣耀 broken as the article breaks it, 怎么 broken too, nothing moves
+    assert ex["lexical"].words == ("王荣者耀", "么怎", "玩")
+    # syntactic: whole words, the question phrase in front
+    assert ex["syntactic"].words == ("怎么", "玩", "王者荣耀")
+    # both: the lexical breaks moved like the syntactic move; no breakable word is left whole
+    assert sorted(ex["both"].words) == sorted(ex["lexical"].words)
+    assert "怎么" not in texts["both"] and "王者荣耀" not in texts["both"]
+    # the article's own "both" keeps 怎么 whole, which the rule forbids
+    assert "怎么" in perturb.ARTICLE_QUERIES["both"]
+    for k in ("original", "syntactic"):
+        assert texts[k] == perturb.ARTICLE_QUERIES[k]
 
 
 def test_same_seed_same_output_and_seeds_matter():
@@ -151,11 +211,12 @@ def test_jieba_is_optional_but_works():
     assert "".join(perturb.segment("王者荣耀怎么玩", method="jieba")) == "王者荣耀怎么玩"
 
 
-def test_article_queries():
-    ex = perturb.example_perturbations("zh")
-    assert {k: p.text for k, p in ex.items()} == perturb.ARTICLE_QUERIES
+def test_english_example():
     ex_en = perturb.example_perturbations("en")
     assert ex_en["syntactic"].text == "chess how do you play"
+    lex = ex_en["lexical"].text.split(" ")
+    assert lex[:3] == ["how", "do", "you"] and sorted(lex[3]) == sorted("play") and sorted(lex[4]) == sorted("chess")
+    assert ex_en["both"].text.split(" ") == [lex[4]] + lex[:4]
 
 
 # ----------------------------------------------------------------- token permutations
@@ -171,10 +232,52 @@ def _check_perm_with_tokenizer(tok, p):
     return perm
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_permutation_reindexes_real_english_tokens(en_tok, kind):
+def test_permutation_reindexes_real_english_tokens(en_tok):
     for q in EN[:60]:
-        _check_perm_with_tokenizer(en_tok.tokenizer, perturb.perturb(q, kind, seed=2))
+        _check_perm_with_tokenizer(en_tok.tokenizer, perturb.perturb(q, "syntactic", seed=2))
+        if perturb.breakable(q):
+            with pytest.raises(perturb.TokenizationChanged, match="respell"):
+                perturb.token_permutation(en_tok, perturb.perturb(q, "lexical", seed=2))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unit_alignment_groups_each_words_pieces(en_tok, kind):
+    tok = en_tok.tokenizer
+    for q in [q for q in EN[:40] if kind == "syntactic" or perturb.breakable(q)]:
+        p = perturb.perturb(q, kind, seed=2)
+        aligned = perturb.unit_alignment(en_tok, p)
+        old = tok.convert_ids_to_tokens(tok(q.text)["input_ids"])
+        new = tok.convert_ids_to_tokens(tok(p.text)["input_ids"])
+        assert sorted(t for g in aligned.old_groups for t in g) == list(range(len(old)))
+        assert sorted(t for g in aligned.new_groups for t in g) == list(range(len(new)))
+        words_old = ["[CLS]"] + q.text.split(" ") + ["[SEP]"]
+        words_new = ["[CLS]"] + p.text.split(" ") + ["[SEP]"]
+        for g, toks in enumerate(aligned.new_groups):  # the pieces of each group spell its word
+            assert "".join(new[t].replace("##", "") for t in toks) == words_new[g]
+            source = words_old[aligned.perm[g]]
+            assert sorted(source) == sorted(words_new[g])
+
+
+def test_displacement_by_hand(tiny_zh):
+    ex = perturb.example_perturbations("zh")
+    # 怎么玩王者荣耀: 怎么玩 (3 characters) move 4 to the left, 王者荣耀 (4) move 3 to the right
+    assert perturb.unit_alignment(tiny_zh, ex["syntactic"]).displacement == pytest.approx((3 * 4 + 4 * 3) / 7)
+    # 王荣者耀么怎玩: 荣, 者, 么, 怎 each move by one
+    lex = perturb.unit_alignment(tiny_zh, ex["lexical"])
+    assert lex.shift.tolist() == [0, -1, 1, 0, -1, 1, 0] and lex.displacement == pytest.approx(4 / 7)
+    assert perturb.unit_alignment(tiny_zh, ex["original"]).displacement == 0.0
+
+
+def test_from_texts_accepts_moves_and_respellings():
+    q = corpus.example("en")
+    moved = perturb.from_texts(q, "how you do play chess")
+    assert moved.unit_order == (0, 2, 1, 3, 4) and moved.respelled == ()
+    spelled = perturb.from_texts(q, "how do you paly chess")
+    assert spelled.unit_order == (0, 1, 2, 3, 4) and spelled.respelled == (3,)
+    with pytest.raises(ValueError, match="neither"):
+        perturb.from_texts(q, "how do you eat chess")
+    with pytest.raises(ValueError, match="rearrangement"):
+        perturb.from_texts(q, "how do you play")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -185,10 +288,11 @@ def test_permutation_reindexes_real_chinese_tokens(tiny_zh, kind):
 
 
 def test_article_example_permutation(tiny_zh):
-    p = perturb.example_perturbations("zh")["both"]  # 怎么玩王荣者耀
+    p = perturb.example_perturbations("zh")["both"]  # 么怎玩王荣者耀
     perm = perturb.token_permutation(tiny_zh, p)
-    # written out by hand: 怎(5) 么(6) 玩(7) 王(1) 荣(3) 者(2) 耀(4)
-    assert perm.tolist() == [0, 5, 6, 7, 1, 3, 2, 4, 8]
+    # written out by hand: 么(6) 怎(5) 玩(7) 王(1) 荣(3) 者(2) 耀(4)
+    assert perm.tolist() == [0, 6, 5, 7, 1, 3, 2, 4, 8]
+    assert perturb.unit_alignment(tiny_zh, p).perm.tolist() == perm.tolist()
 
 
 def test_tokenization_change_is_reported(en_tok):

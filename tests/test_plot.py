@@ -151,6 +151,12 @@ def test_sensitivity_maps_show_one_minus_similarity():
     assert [ax.get_title() for ax in maps] == ["lexical, position space", "both, position space",
                                               "lexical, token space", "both, token space"]
     np.testing.assert_allclose(maps[3].images[0].get_array(), 1 - study.token["both"].mean(axis=0))
+    # one colour scale for every panel, and one labelled colour bar
+    top = max(float((1 - v).mean(axis=0).max()) for table in (study.position, study.token) for v in table.values())
+    for ax in maps:
+        assert ax.images[0].get_clim() == (0.0, pytest.approx(top))
+    bars = [ax for ax in fig.axes if not ax.images]
+    assert len(bars) == 1 and "1 - similarity" in bars[0].get_ylabel()
 
 
 def test_follower_map_marks_clear_followers():
@@ -164,6 +170,10 @@ def test_follower_map_marks_clear_followers():
     ax = next(a for a in fig.axes if a.images)
     np.testing.assert_allclose(ax.images[0].get_array(), [[0.4, -0.4, 0.0]])
     assert sorted(t.get_text() for t in ax.texts) == ["C", "P"]
+    bar = next(a for a in fig.axes if not a.images)
+    assert "minus token-space similarity" in bar.get_ylabel()
+    assert sorted(round(line.get_ydata()[0], 3) for line in bar.lines) == [-0.05, 0.05]  # the band, drawn
+    assert "band" in bar.get_ylabel()
 
 
 def test_example_rows_grid():
@@ -171,26 +181,70 @@ def test_example_rows_grid():
     sims = {k: np.full((2, 3), 0.5) for k in maps}
     ex = ExampleMaps(maps, {k: TOKENS[:4] for k in maps}, {k: k for k in maps}, {}, sims, sims)
     fig = perturbation_plots.plot_example_rows(ex, np.int64(1), heads=[0, 2])
-    assert len(fig.axes) == 4
+    assert len(fig.axes) == 5  # four maps and one colour bar
     np.testing.assert_allclose(fig.axes[3].images[0].get_array(), maps["lexical"][1, 2].numpy())
     assert fig.axes[3].get_title() == "p0.50 t0.50" and fig.axes[0].get_title() == "H1"
+    # the first map of each row is labelled with its tokens
+    for ax in (fig.axes[0], fig.axes[2]):
+        assert [t.get_text() for t in ax.get_xticklabels()] == TOKENS[:4]
+        assert [t.get_text() for t in ax.get_yticklabels()] == TOKENS[:4]
+    assert fig.axes[1].get_xticklabels() == [] or not fig.axes[1].get_xticks().size
+    assert fig.axes[4].get_ylabel() == "attention weight"
     with pytest.raises(ValueError, match="out of range"):
         perturbation_plots.plot_example_rows(ex, 2)
 
 
 def test_with_without_and_correlation_plots():
     a, b = _maps(2, 3, 5, 5, seed=1), _maps(2, 3, 5, 5, seed=2)
-    fig = position_plots.plot_with_without(a, b, 1, text="how do chess")
-    assert len(fig.axes) == 6
+    tokens = ["[CLS]", "王", "者", "荣", "[SEP]"]
+    fig = position_plots.plot_with_without(a, b, 1, text="王者荣", tokens=tokens)
+    assert len(fig.axes) == 7  # six maps and one colour bar
     np.testing.assert_allclose(fig.axes[4].images[0].get_array(), b[1, 1].numpy())
     assert fig.axes[0].get_title().startswith("H1\nsim ")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == tokens
+    assert [t.get_text() for t in fig.axes[3].get_xticklabels()] == tokens
+    assert fig.axes[3].get_ylabel() == "positions zeroed" and fig.axes[6].get_ylabel() == "attention weight"
     with pytest.raises(ValueError, match="one shape"):
         position_plots.plot_with_without(a, b[:, :, :4, :4], 0)
+    with pytest.raises(ValueError, match="labels"):
+        position_plots.plot_with_without(a, b, 0, tokens=tokens[:3])
     x = np.arange(6.0).reshape(2, 3)
-    fig = position_plots.plot_correlation(x, 2 * x, Interval(1.0, 0.9, 1.0, 0.95, 6))
-    ax = fig.axes[0]
-    np.testing.assert_allclose(ax.collections[0].get_offsets(), np.stack([x.ravel(), 2 * x.ravel()], axis=1))
-    assert ax.get_title() == "spearman r = 1.00 [0.90, 1.00] over 6 heads"
+    per_layer = Interval(np.array([1.0, 0.5]), np.array([0.9, -0.2]), np.array([1.0, 0.8]), 0.95, 3)
+    fig = position_plots.plot_correlation(x, 2 * x, per_layer, Interval(1.0, 0.9, 1.0, 0.95, 6), strong=0.3)
+    left, right = fig.axes[0], fig.axes[1]
+    np.testing.assert_allclose(left.collections[0].get_offsets(), np.stack([x.ravel(), 2 * x.ravel()], axis=1))
+    np.testing.assert_allclose(right.lines[0].get_ydata(), [1.0, 0.5])  # one point per layer
+    labels = right.get_legend_handles_labels()[1]
+    assert any(l.startswith("pooled over all 6 heads: 1.00") for l in labels) and "strong = 0.3" in labels
+
+
+def test_controls_plot_shares_one_scale():
+    from attnlab.analysis.position import PositionStudy
+
+    n = 10
+    sims = {how: np.full((n, 2, 3), s) for how, s in (("zero", 0.8), ("mean", 0.6), ("shuffle", 0.9))}
+    special = {"normal": np.zeros((n, 2, 3)), "zero": np.full((n, 2, 3), 0.1), "mean": np.zeros((n, 2, 3)),
+               "shuffle": np.zeros((n, 2, 3))}
+    moved = {how: np.full((n, 2, 3), 0.2) for how in sims}
+    fig = position_plots.plot_controls(PositionStudy(sims, special, moved, ["q"] * n), n_boot=20)
+    maps = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in maps[:3]] == ["positions zeroed", "mean position vector", "positions shuffled"]
+    for ax in maps[:3]:
+        assert ax.images[0].get_clim() == (0.0, pytest.approx(0.4))
+    np.testing.assert_allclose(maps[3].images[0].get_array(), 0.5)  # 0.1 of the 0.2 moved lands on [CLS]/[SEP]
+
+
+def test_displacement_plot_marks_clear_gaps():
+    from attnlab.analysis.compare import DisplacementControl
+
+    est = np.array([[0.2, -0.2, 0.0]])
+    iv = Interval(est, est - 0.05, est + 0.05, 0.95, 30)
+    control = DisplacementControl(iv, iv, iv, {"lexical": 1.0, "syntactic": 3.0}, ("lexical", "syntactic"),
+                                  "position", 30)
+    fig = perturbation_plots.plot_displacement_control(control)
+    maps = [ax for ax in fig.axes if ax.images]
+    assert len(maps) == 2 and sorted(t.get_text() for t in maps[1].texts) == ["+", "-"]
+    assert any("lexical minus syntactic" in ax.get_ylabel() for ax in fig.axes if not ax.images)
 
 
 def test_taxonomy_plots_colour_each_label():

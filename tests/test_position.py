@@ -1,4 +1,5 @@
-"""no_position: the embedding sum without its position term, restored exactly afterwards."""
+"""no_position and its controls (mean position vector, shuffled positions): the embedding sum
+they give, restored exactly afterwards; and the position study built on them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
+from scipy.stats import spearmanr
 
 import attnlab as al
 from attnlab.analysis import perturb, position
@@ -73,13 +75,14 @@ def test_embedding_module_output_on_every_architecture(tiny_factory, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-def test_model_restored_exactly(tiny_factory, arch):
+@pytest.mark.parametrize("how", core_position.REPLACEMENTS)
+def test_model_restored_exactly(tiny_factory, arch, how):
     m = tiny_factory(arch, "en")
     enc = m.encode([TEXT["en"]])
     before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
     with torch.no_grad():
         before = m.model(**enc, output_attentions=True)
-        with al.no_position(m):
+        with core_position.replace_positions(m, how):
             inside = m.model(**enc, output_attentions=True)
             assert _hook_count(m.model) == before_hooks + 1
         after = m.model(**enc, output_attentions=True)
@@ -91,20 +94,46 @@ def test_model_restored_exactly(tiny_factory, arch):
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta", "albert"])
-def test_model_restored_after_exception(tiny_factory, arch):
+@pytest.mark.parametrize("how", core_position.REPLACEMENTS)
+def test_model_restored_after_exception(tiny_factory, arch, how):
     m = tiny_factory(arch, "zh")
     enc = m.encode([TEXT["zh"]])
     before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
     with torch.no_grad():
         before = m.model(**enc).last_hidden_state
         with pytest.raises(RuntimeError, match="boom"):
-            with al.no_position(m):
+            with core_position.replace_positions(m, how):
                 m.model(**enc)
                 raise RuntimeError("boom")
         after = m.model(**enc).last_hidden_state
     assert torch.equal(before, after)
     assert _same_state(before_state, m.model)
     assert _hook_count(m.model) == before_hooks
+
+
+def test_mean_and_shuffle_controls_by_hand(tiny_en):
+    emb = tiny_en.model.base_model.embeddings
+    enc = tiny_en.encode([TEXT["en"]])
+    ids, types = enc["input_ids"], enc["token_type_ids"]
+    n = ids.shape[1]
+    table = emb.position_embeddings.weight[:n]  # (n, e): the positions of this input
+    word = emb.word_embeddings.weight[ids] + emb.token_type_embeddings.weight[types]  # (1, n, e)
+    order = core_position.shuffled_order(n, seed=3)
+    expected = {"mean": word + table.mean(dim=0), "shuffle": word + table[order]}
+    with torch.no_grad():
+        for how, x in expected.items():
+            with core_position.replace_positions(tiny_en, how, seed=3):
+                got = emb(input_ids=ids, token_type_ids=types)
+            want = torch.nn.functional.layer_norm(x, x.shape[-1:], emb.LayerNorm.weight, emb.LayerNorm.bias,
+                                                  emb.LayerNorm.eps)
+            assert torch.allclose(got, want, atol=1e-5), how
+    # the shuffle is seeded, a real permutation, and never the identity
+    assert torch.equal(order, core_position.shuffled_order(n, seed=3))
+    assert sorted(order.tolist()) == list(range(n)) and order.tolist() != list(range(n))
+    assert core_position.shuffled_order(2, seed=0).tolist() == [1, 0]
+    with pytest.raises(ValueError, match="how"):
+        with core_position.replace_positions(tiny_en, "random"):
+            pass
 
 
 def test_attention_changes_and_stays_valid(tiny_factory):
@@ -118,7 +147,7 @@ def test_attention_changes_and_stays_valid(tiny_factory):
 
 
 def test_without_positions_the_model_is_permutation_equivariant(tiny_zh):
-    p = perturb.example_perturbations("zh")["both"]
+    p = perturb.example_perturbations("zh")["both"]  # 么怎玩王荣者耀
     perm = perturb.token_permutation(tiny_zh, p)
     with al.no_position(tiny_zh):
         gap_without = position.equivariance_gap(tiny_zh, p.source.text, p.text, perm)
@@ -127,22 +156,63 @@ def test_without_positions_the_model_is_permutation_equivariant(tiny_zh):
     assert gap_with > 1e-3
 
 
+def _js_similarity(a, b):
+    """Independent: 1 - mean row JS / ln 2 with scipy's Jensen-Shannon distance."""
+    return 1 - np.mean([jensenshannon(a[i], b[i]) ** 2 for i in range(a.shape[0])]) / math.log(2)
+
+
 def test_position_study_matches_a_direct_computation(tiny_en):
-    texts = ["how do you play chess", "where can i buy ice cream", "why is my phone so slow"]
-    study = position.position_study(tiny_en, texts)
-    assert study.similarity.shape == (3, tiny_en.n_layers, tiny_en.n_heads) and study.n_texts == 3
-    assert ((study.similarity > 0) & (study.similarity <= 1 + 1e-9)).all()
-    # one entry recomputed independently: separate extraction, scipy's Jensen-Shannon distance
-    a = al.attention(tiny_en, [texts[1]])[0].double().numpy()
-    with al.no_position(tiny_en):
-        b = al.attention(tiny_en, [texts[1]])[0].double().numpy()
-    rows = [jensenshannon(a[1, 2, i], b[1, 2, i]) ** 2 for i in range(a.shape[-1])]
-    assert study.similarity[1, 1, 2] == pytest.approx(1 - np.mean(rows) / math.log(2), abs=1e-5)
-    change = study.change(n_boot=100)
-    np.testing.assert_allclose(change.estimate, 1 - study.similarity.mean(axis=0))
+    texts = ["how do you play chess", "where can i buy ice cream", "why is my phone so slow", "how do you play golf"]
+    study = position.position_study(tiny_en, texts, seed=1)
+    assert study.interventions == list(core_position.REPLACEMENTS) and study.n_texts == 4
+    for how in study.interventions:
+        sim = study.similarity[how]
+        assert sim.shape == (4, tiny_en.n_layers, tiny_en.n_heads)
+        assert ((sim > 0) & (sim <= 1 + 1e-9)).all()
+    # entries recomputed independently, one text at a time: separate extraction, scipy's JS distance
+    a = al.attention(tiny_en, [texts[1]])[0].double().numpy()  # (L, H, n, n)
+    for how in study.interventions:
+        with core_position.replace_positions(tiny_en, how, seed=1):
+            b = al.attention(tiny_en, [texts[1]])[0].double().numpy()
+        assert study.similarity[how][1, 1, 2] == pytest.approx(_js_similarity(a[1, 2], b[1, 2]), abs=1e-5)
+        special = a[..., [0, -1]].sum(-1).mean(-1)  # (L, H): weight on [CLS] and [SEP]
+        np.testing.assert_allclose(study.special_mass["normal"][1], special, atol=1e-6)
+        np.testing.assert_allclose(study.special_mass[how][1], b[..., [0, -1]].sum(-1).mean(-1), atol=1e-6)
+        np.testing.assert_allclose(study.moved_mass[how][1], 0.5 * np.abs(a - b).sum(-1).mean(-1), atol=1e-6)
+    change = study.change("zero", n_boot=100)
+    np.testing.assert_allclose(change.estimate, 1 - study.similarity["zero"].mean(axis=0))
     assert (change.low <= change.estimate + 1e-12).all() and (change.estimate <= change.high + 1e-12).all()
+    excess = study.excess("zero", "mean", n_boot=100).estimate
+    np.testing.assert_allclose(excess, study.change("zero").estimate - study.change("mean").estimate, atol=1e-12)
+    gain = study.special_mass["zero"] - study.special_mass["normal"]  # (N, L, H)
+    share = study.special_share_of_moved("zero", n_boot=100).estimate
+    np.testing.assert_allclose(share, gain.mean(0) / study.moved_mass["zero"].mean(0), rtol=1e-9)
     with pytest.raises(ValueError, match="empty"):
         position.position_study(tiny_en, [])
+    with pytest.raises(ValueError, match="intervention"):
+        position.position_study(tiny_en, texts, interventions=("swap",))
+
+
+def test_position_study_does_not_depend_on_the_other_texts(tiny_en):
+    # texts of other lengths in the same call never pad this one's positions
+    alone = position.position_study(tiny_en, ["how do you play chess"])
+    mixed = position.position_study(tiny_en, ["why", "how do you play chess", "where can i buy ice cream today"])
+    for how in alone.interventions:
+        np.testing.assert_allclose(mixed.similarity[how][1], alone.similarity[how][0], atol=1e-6)
+
+
+def test_correlation_by_layer_is_one_correlation_per_layer():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 12))
+    y = np.stack([x[0], -x[1], rng.normal(size=12)])  # +1, -1 and nothing
+    per_layer = position.correlation_by_layer(x, y, n_boot=300)
+    assert per_layer.n == 12 and np.shape(per_layer.estimate) == (3,)
+    for l in range(3):
+        assert per_layer.estimate[l] == pytest.approx(spearmanr(x[l], y[l])[0])
+    assert per_layer.low[0] == pytest.approx(1.0) and per_layer.high[1] == pytest.approx(-1.0)
+    assert per_layer.low[2] < 0 < per_layer.high[2]
+    with pytest.raises(ValueError, match="layers, heads"):
+        position.correlation_by_layer(x.ravel(), y.ravel())
 
 
 def test_output_vectors_and_their_similarity(tiny_en):
@@ -165,6 +235,10 @@ def test_with_and_without_maps(tiny_en):
     assert a.shape == a0.shape == (tiny_en.n_layers, tiny_en.n_heads, len(tokens), len(tokens))
     assert torch.equal(a, al.attention(tiny_en, ["how do you play chess"])[0])
     assert not torch.allclose(a, a0, atol=1e-4)
+    with al.no_position(tiny_en):
+        assert torch.equal(a0, al.attention(tiny_en, ["how do you play chess"])[0])
+    _, shuffled, _ = position.with_and_without(tiny_en, "how do you play chess", how="shuffle")
+    assert not torch.allclose(a0, shuffled, atol=1e-4)
 
 
 def test_no_absolute_positions_is_a_clear_error():

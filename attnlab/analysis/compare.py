@@ -7,9 +7,10 @@ two ways, and the difference is the point of lesson 06:
   position ``i``) against row ``i`` of B (whatever token now sits there). A
   head whose pattern is tied to *positions* (attend to the previous position,
   to [CLS], ...) scores high here whatever the perturbation did.
-* **token space** - A against B re-indexed by the perturbation's token
-  permutation ``perm`` (``new_tokens[i] == old_tokens[perm[i]]``), so that the
-  same *token* is compared with itself, wherever it moved. A head that follows
+* **token space** - A against B re-indexed by the perturbation's permutation
+  ``perm`` (``new_tokens[i] == old_tokens[perm[i]]``; of units when words are
+  merged, see below), so that the same *token* is compared with itself,
+  wherever it moved. A head that follows
   the *content* (this character attends to that one) scores high here.
 
 Similarity of two maps (the same definition everywhere in the course)::
@@ -21,8 +22,15 @@ with JS the Jensen-Shannon divergence of row ``i`` in nats
 0 for maps whose rows have disjoint support. Every row counts, special tokens
 ([CLS], [SEP]) included; they never move.
 
+Maps are compared **unit by unit** (:func:`group_maps`): the rows and columns of
+a unit's word pieces are merged, so that a respelled English word (new pieces,
+maybe more of them) is still compared with the word it was. With one token per
+unit (Chinese characters, most English words) this changes nothing.
+
 :func:`perturbation_study` runs the experiment over many queries and keeps one
-similarity per query, head, kind and space; :class:`PerturbationStudy` turns
+similarity per query, head, kind and space, and how far the perturbation moved
+the tokens (:attr:`attnlab.analysis.perturb.UnitAlignment.displacement`);
+:func:`displacement_control` compares two kinds at equal displacement; :class:`PerturbationStudy` turns
 those into means with bootstrap confidence intervals
 (:class:`attnlab.analysis.stats.Interval`), sensitivity maps (``1 - similarity``),
 head rankings and position/content-follower labels. The figures are in
@@ -44,12 +52,14 @@ from attnlab.analysis.perturb import (
     KINDS,
     PerturbationError,
     Perturbed,
+    UnitAlignment,
     as_query,
+    from_texts,
     perturb,
-    token_permutation,
-    try_token_permutation,
+    try_unit_alignment,
+    unit_alignment,
 )
-from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
 from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.distributions import js_divergence
 from attnlab.core.extract import attention
@@ -116,6 +126,31 @@ def reindex_batch(maps: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:
     rows = perms.reshape(view + (n, 1)).expand(maps.shape)  # (J, ..., n, n)
     cols = perms.reshape(view + (1, n)).expand(maps.shape)
     return maps.gather(-2, rows).gather(-1, cols)
+
+
+def group_maps(maps, groups: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Merge the rows and columns of token groups: ``[..., n, n] -> [..., G, G]``.
+
+    ``out[..., a, b]`` is the weight that a token of group ``a`` gives to the
+    tokens of group ``b`` (summed over ``b``'s tokens), averaged over ``a``'s
+    tokens. Rows still sum to 1.
+
+    Args:
+        maps: ``[..., n, n]`` attention maps.
+        groups: token positions of each group; together they cover ``0..n-1`` once.
+    """
+    m = _as_tensor(maps)
+    n = m.shape[-1]
+    flat = sorted(t for g in groups for t in g)
+    if flat != list(range(n)) or any(len(g) == 0 for g in groups):
+        raise ValueError(f"groups must cover the {n} tokens once, each group non-empty; got {list(groups)}")
+    if all(len(g) == 1 for g in groups) and [g[0] for g in groups] == list(range(n)):
+        return m  # one token per group, in order: nothing to merge
+    member = torch.zeros(len(groups), n, dtype=m.dtype)  # (G, n): 1 where token t is in group g
+    for g, tokens in enumerate(groups):
+        member[g, list(tokens)] = 1.0
+    average = member / member.sum(dim=1, keepdim=True)  # (G, n): rows average a group's tokens
+    return average @ m @ member.T  # (..., G, G)
 
 
 def compare_maps(original, perturbed, perm) -> tuple[torch.Tensor, torch.Tensor]:
@@ -203,6 +238,8 @@ class PerturbationStudy:
             NaN where a query's perturbation was skipped.
         texts: the N original texts; ``perturbed``: ``{kind: [N texts]}``.
         skipped: ``(text, kind, reason)`` for every skipped pair.
+        displacement: ``{kind: array [N]}`` mean distance the units moved, in
+            token positions (NaN where skipped).
     """
 
     position: dict[str, np.ndarray]
@@ -212,6 +249,7 @@ class PerturbationStudy:
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
     model_name: str = ""
     seed: int = 0
+    displacement: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def kinds(self) -> list[str]:
@@ -286,8 +324,8 @@ def _mean_over_queries(values: np.ndarray) -> np.ndarray:
 
 def _planned_pairs(m: LoadedModel, qs: list[Query], block: list[int], kinds: Sequence[str], seed: int,
                    new_texts: dict[str, list[str]], skipped: list[tuple[str, str, str]]):
-    """The perturbed texts of one block of queries, and ``(query index, kind, perm)`` per pair."""
-    jobs: list[tuple[int, str, np.ndarray]] = []
+    """The perturbed texts of one block of queries, and ``(query index, kind, alignment)`` per pair."""
+    jobs: list[tuple[int, str, UnitAlignment]] = []
     texts: list[str] = []
     for i in block:
         for k in kinds:
@@ -297,11 +335,11 @@ def _planned_pairs(m: LoadedModel, qs: list[Query], block: list[int], kinds: Seq
                 skipped.append((qs[i].text, k, str(exc)))
                 continue
             new_texts[k][i] = p.text
-            perm, why = try_token_permutation(m, p)
-            if perm is None:
+            aligned, why = try_unit_alignment(m, p)
+            if aligned is None:
                 skipped.append((qs[i].text, k, why))
                 continue
-            jobs.append((i, k, perm))
+            jobs.append((i, k, aligned))
             texts.append(p.text)
     return jobs, texts
 
@@ -318,10 +356,11 @@ def perturbation_study(
 ) -> PerturbationStudy:
     """Run the perturbation experiment over many queries.
 
-    For each query: perturb it (seeded), get the token permutation (skipping,
-    with the reason, a perturbation whose tokens do not line up), extract the
-    attention of the original and of each perturbed text, and store the
-    position- and token-space similarity of every head.
+    For each query: perturb it (seeded), line its tokens up with the
+    original's unit by unit (skipping, with the reason, a pair that cannot be
+    lined up), extract the attention of the original and of each perturbed
+    text, merge each unit's word pieces (:func:`group_maps`) and store the
+    position- and token-space similarity of every head, and the displacement.
 
     Args:
         m: a loaded model.
@@ -347,6 +386,7 @@ def perturbation_study(
     n, shape = len(qs), (m.n_layers, m.n_heads)
     pos = {k: np.full((n,) + shape, np.nan) for k in kinds}  # (N, L, H) per kind
     tok = {k: np.full((n,) + shape, np.nan) for k in kinds}
+    moved = {k: np.full(n, np.nan) for k in kinds}  # (N,) per kind
     new_texts = {k: [""] * n for k in kinds}
     skipped: list[tuple[str, str, str]] = []
 
@@ -356,21 +396,98 @@ def perturbation_study(
         jobs, perturbed_texts = _planned_pairs(m, qs, block, kinds, seed, new_texts, skipped)
         # originals first, then one perturbed text per job
         att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size)
-        # compare all pairs of one token length at once
-        by_length: dict[int, list[int]] = {}
-        for j, (i, _, _) in enumerate(jobs):
-            by_length.setdefault(att.lengths[i - s], []).append(j)
-        for js in by_length.values():
-            a = torch.stack([att[jobs[j][0] - s] for j in js]).double()  # (J, L, H, n, n)
-            b = torch.stack([att[len(block) + j] for j in js]).double()  # (J, L, H, n, n)
-            perms = torch.as_tensor(np.stack([jobs[j][2] for j in js]))  # (J, n)
+        by_size: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
+        for j, (i, _, aligned) in enumerate(jobs):
+            a = group_maps(att[i - s].double(), aligned.old_groups)  # (L, H, G, G)
+            b = group_maps(att[len(block) + j].double(), aligned.new_groups)  # (L, H, G, G)
+            by_size.setdefault(a.shape[-1], []).append((j, a, b))
+        for items in by_size.values():  # compare all pairs with one group count at once
+            a = torch.stack([x[1] for x in items])  # (J, L, H, G, G)
+            b = torch.stack([x[2] for x in items])  # (J, L, H, G, G)
+            perms = torch.as_tensor(np.stack([jobs[x[0]][2].perm for x in items]))  # (J, G)
             p_sim = similarity(a, b).numpy()  # (J, L, H)
             t_sim = similarity(reindex_batch(a, perms), b).numpy()  # (J, L, H)
-            for r, j in enumerate(js):
-                i, k, _ = jobs[j]
-                pos[k][i] = p_sim[r]
-                tok[k][i] = t_sim[r]
-    return PerturbationStudy(pos, tok, [q.text for q in qs], new_texts, skipped, m.name, seed)
+            for r, (j, _, _) in enumerate(items):
+                i, k, aligned = jobs[j]
+                pos[k][i], tok[k][i] = p_sim[r], t_sim[r]
+                moved[k][i] = aligned.displacement
+    return PerturbationStudy(pos, tok, [q.text for q in qs], new_texts, skipped, m.name, seed, moved)
+
+
+# --------------------------------------------------------------------------- displacement
+
+
+@dataclass
+class DisplacementControl:
+    """Two kinds of damage compared at equal token displacement, per head.
+
+    For every head, the change ``1 - similarity`` of each query under both kinds
+    is fitted as ``change = a + slope * displacement + gap * [kind is first]``
+    (least squares over the queries' two pairs); the intervals resample queries.
+
+    Attributes:
+        gap: ``[L, H]`` first-kind minus second-kind change at equal displacement.
+        slope: ``[L, H]`` change per token position of displacement.
+        raw_gap: ``[L, H]`` the plain difference of the mean changes.
+        mean_displacement: ``{kind: mean displacement}`` over the queries used.
+        kinds: ``(first, second)``; ``space``: the space of the change.
+    """
+
+    gap: Interval
+    slope: Interval
+    raw_gap: Interval
+    mean_displacement: dict[str, float]
+    kinds: tuple[str, str]
+    space: str
+    n_queries: int
+
+
+def _fit_gap_and_slope(rows: np.ndarray) -> np.ndarray:
+    """``rows [N, 2, K + 1]`` (changes of K heads, then the displacement, for both kinds)
+    -> ``[2, K]``: the gap and the slope of the least-squares fit, NaN when not identifiable."""
+    k = rows.shape[-1] - 1
+    y = rows[:, :, :k].reshape(-1, k)  # (2N, K)
+    d = rows[:, :, k].reshape(-1)  # (2N,)
+    first = np.tile([1.0, 0.0], rows.shape[0])  # (2N,): 1 for the first kind
+    x = np.stack([np.ones_like(d), d, first], axis=1)  # (2N, 3)
+    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)  # (3, K)
+    if rank < 3:
+        return np.full((2, k), np.nan)
+    return np.stack([coef[2], coef[1]])
+
+
+def _part(fit: Interval, index: int, shape: tuple[int, ...]) -> Interval:
+    """Block ``index`` of a flat interval holding blocks of ``prod(shape)`` values, reshaped to ``shape``."""
+    k = int(np.prod(shape))
+    pick = slice(index * k, (index + 1) * k)
+    return Interval(np.asarray(fit.estimate)[pick].reshape(shape), np.asarray(fit.low)[pick].reshape(shape),
+                    np.asarray(fit.high)[pick].reshape(shape), fit.level, fit.n)
+
+
+def displacement_control(study: PerturbationStudy, first: str = "lexical", second: str = "syntactic",
+                         space: str = "position", **boot) -> DisplacementControl:
+    """Does ``first`` change heads more than ``second`` once displacement is accounted for?
+
+    Uses the queries where both kinds were run. Returns a :class:`DisplacementControl`.
+    """
+    for k in (first, second):
+        if k not in study.displacement:
+            raise ValueError(f"kind {k!r} has no displacement in this study (have {list(study.displacement)})")
+    a, b = 1.0 - study.values(first, space), 1.0 - study.values(second, space)  # (N, L, H) each
+    da, db = study.displacement[first], study.displacement[second]  # (N,) each
+    keep = ~(np.isnan(a).any(axis=(1, 2)) | np.isnan(b).any(axis=(1, 2)) | np.isnan(da) | np.isnan(db))
+    if keep.sum() < 4:
+        raise ValueError(f"only {int(keep.sum())} queries have both {first!r} and {second!r}: too few to fit")
+    shape = a.shape[1:]
+    rows = np.stack([np.concatenate([a[keep].reshape(int(keep.sum()), -1), da[keep, None]], axis=1),
+                     np.concatenate([b[keep].reshape(int(keep.sum()), -1), db[keep, None]], axis=1)],
+                    axis=1)  # (N', 2, K + 1)
+    fit = bootstrap(rows, lambda r: _fit_gap_and_slope(r).ravel(), **boot)  # (2K,) each field
+    return DisplacementControl(
+        gap=_part(fit, 0, shape), slope=_part(fit, 1, shape), raw_gap=bootstrap_mean(a[keep] - b[keep], **boot),
+        mean_displacement={first: float(da[keep].mean()), second: float(db[keep].mean())},
+        kinds=(first, second), space=space, n_queries=int(keep.sum()),
+    )
 
 
 # --------------------------------------------------------------------------- the example
@@ -381,16 +498,18 @@ class ExampleMaps:
     """Attention of the four example queries.
 
     Attributes:
-        maps: ``{kind: [L, H, n, n]}`` for ``original``, ``lexical``, ``syntactic``, ``both``.
+        maps: ``{kind: [L, H, n, n]}`` token maps for ``original``, ``lexical``,
+            ``syntactic``, ``both`` (``n`` may differ when words are respelled).
         tokens: ``{kind: tokens}``; ``texts``: ``{kind: text}``.
-        perms: ``{kind: perm}`` token permutations (identity for the original).
-        position, token: ``{kind: [L, H]}`` similarity to the original in each space.
+        alignments: ``{kind: UnitAlignment}`` with the original.
+        position, token: ``{kind: [L, H]}`` similarity to the original in each
+            space, compared unit by unit (:func:`group_maps`).
     """
 
     maps: dict
     tokens: dict
     texts: dict
-    perms: dict
+    alignments: dict
     position: dict
     token: dict
 
@@ -405,6 +524,15 @@ class ExampleMaps:
         return int(np.argmax(self.sensitivity().std(axis=1)))
 
 
+def compare_one(original_maps, perturbed_maps, aligned: UnitAlignment) -> tuple[np.ndarray, np.ndarray]:
+    """``(position, token)`` similarity ``[L, H]`` of one original and one perturbed text's
+    maps (``[L, H, n, n]`` and ``[L, H, n', n']``), compared unit by unit."""
+    a = group_maps(original_maps, aligned.old_groups)  # (L, H, G, G)
+    b = group_maps(perturbed_maps, aligned.new_groups)  # (L, H, G, G)
+    p, t = compare_maps(a, b, aligned.perm)
+    return p.numpy(), t.numpy()
+
+
 def example_maps(m: LoadedModel, perturbed: dict[str, Perturbed]) -> ExampleMaps:
     """Attention and similarities for a dict of :class:`~attnlab.analysis.perturb.Perturbed`
     (e.g. :func:`attnlab.analysis.perturb.example_perturbations`), ``"original"`` included."""
@@ -413,10 +541,22 @@ def example_maps(m: LoadedModel, perturbed: dict[str, Perturbed]) -> ExampleMaps
     kinds = list(perturbed)
     att = attention(m, [perturbed[k].text for k in kinds])
     maps = {k: att[i] for i, k in enumerate(kinds)}  # {kind: (L, H, n, n)}
-    perms = {k: token_permutation(m, perturbed[k]) for k in kinds}
+    aligned = {k: unit_alignment(m, perturbed[k]) for k in kinds}
     pos, tok = {}, {}
     for k in kinds:
-        p, t = compare_maps(maps["original"], maps[k], perms[k])  # (L, H) each
-        pos[k], tok[k] = p.numpy(), t.numpy()
+        pos[k], tok[k] = compare_one(maps["original"], maps[k], aligned[k])  # (L, H) each
     return ExampleMaps(maps, {k: att.tokens[i] for i, k in enumerate(kinds)},
-                       {k: perturbed[k].text for k in kinds}, perms, pos, tok)
+                       {k: perturbed[k].text for k in kinds}, aligned, pos, tok)
+
+
+def compare_texts(m: LoadedModel, original: Query | str, new_text: str) -> tuple[np.ndarray, np.ndarray, Perturbed]:
+    """Every head's similarity between ``original`` and a hand-written perturbation of it.
+
+    ``new_text`` must keep the original's units (see
+    :func:`attnlab.analysis.perturb.from_texts`). Returns ``(position [L, H],
+    token [L, H], the Perturbed)``.
+    """
+    p = from_texts(original, new_text, "custom", language=m.language)
+    att = attention(m, [p.source.text, p.text])
+    position, token = compare_one(att[0], att[1], unit_alignment(m, p))
+    return position, token, p

@@ -1,28 +1,37 @@
-"""Lexical and syntactic perturbations of a query, with the permutation they apply.
+"""Lexical and syntactic perturbations of a query, and how their tokens line up.
 
 The source article damages ``王者荣耀怎么玩`` in three ways and looks at which
 heads change:
 
-* **lexical** - break words: the characters *inside* a multi-character word are
-  shuffled (``王者荣耀`` -> ``王荣者耀``); the words stay in their places.
+* **lexical** - break words from the inside; the words stay in their places.
+  Chinese: the characters *inside* a multi-character word are shuffled
+  (``王者荣耀`` -> ``王荣者耀``). English: the letters inside a word of at least
+  :data:`MIN_LETTERS` letters are shuffled into a non-word (``chess`` -> ``hcses``);
+  shorter words (mostly function words: how, do, the) stay, as one-character
+  Chinese words do.
 * **syntactic** - move a constituent: whole words move, none is broken
-  (``王者荣耀 | 怎么玩`` -> ``怎么玩王者荣耀``).
-* **both** - the same word breaks and the same move together.
+  (``王者荣耀 | 怎么玩`` -> ``怎么玩王者荣耀``, ``how do you play | chess`` ->
+  ``chess how do you play``).
+* **both** - the same breaks and the same move together: every word that
+  lexical damage breaks is broken here too.
 
-English analogue: an English model's tokens are words, so the counterpart of
-a Chinese multi-character word is a multi-token *lexical unit*, a fixed
-expression or compound (``"how do you"``, ``"ice cream"``); breaking it
-shuffles its words (``"do how you"``, ``"cream ice"``). Moves are the same
-(``how do you play | chess`` -> ``chess how do you play``).
+Every perturbation rearranges *units* (characters for Chinese, space-separated
+words for English) and may respell English units with their own letters; it
+comes with ``unit_order`` (new unit ``i`` is old unit ``unit_order[i]``) and
+``respelled`` (the old units whose letters were shuffled).
 
-Every perturbation is a rearrangement of *units* (characters for Chinese,
-space-separated words for English), so it comes with ``unit_order``: new unit
-``i`` is old unit ``unit_order[i]``. :func:`token_permutation` turns that into
-a permutation of the model's tokens, checked against the real tokenizer:
-``new_tokens[i] == old_tokens[perm[i]]``, special tokens fixed. When the
-tokenizer does not cut the new text into the same tokens (a Latin word split
-inside a Chinese query, a BPE word that gains a leading-space marker), it
-raises :class:`TokenizationChanged` instead of pretending.
+Two ways to line the perturbed text's tokens up with the original's:
+
+* :func:`token_permutation` - a permutation of the model's tokens, checked
+  against the real tokenizer (``new_tokens[i] == old_tokens[perm[i]]``). It
+  exists only when the tokens are the original's rearranged: Chinese
+  characters, English moves. A respelled English word has new word pieces, so
+  it raises :class:`TokenizationChanged`.
+* :func:`unit_alignment` - the tokens grouped by unit ([CLS], each unit,
+  [SEP]) in both texts, and the permutation of those groups. It exists for every
+  perturbation; :mod:`attnlab.analysis.compare` compares maps at this level.
+  Its ``displacement`` says how far the units moved, in token positions: the
+  part of a map's change that position alone can explain.
 
 All choices are seeded: the same query, kind and seed give the same output.
 """
@@ -32,7 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -41,6 +50,9 @@ from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import Query, example, lexicon
 
 KINDS = ("lexical", "syntactic", "both")
+
+#: English words shorter than this keep their spelling under lexical damage.
+MIN_LETTERS = 4
 
 
 class PerturbationError(ValueError):
@@ -56,12 +68,13 @@ class Perturbed:
     """A perturbed query.
 
     Attributes:
-        kind: ``"lexical"``, ``"syntactic"``, ``"both"`` (or ``"original"``).
+        kind: ``"lexical"``, ``"syntactic"``, ``"both"`` (or ``"original"``, ``"custom"``).
         text: the new text.
         words: the words in their new order (broken words as they now read).
         unit_order: new unit ``i`` is old unit ``unit_order[i]``; units are the
             characters (Chinese) or space-separated words (English).
         source: the original :class:`~attnlab.data.corpus.Query`.
+        respelled: old unit indices whose letters were shuffled (English lexical damage).
     """
 
     kind: str
@@ -69,6 +82,7 @@ class Perturbed:
     words: tuple[str, ...]
     unit_order: tuple[int, ...]
     source: Query
+    respelled: tuple[int, ...] = field(default=())
 
     @property
     def changed(self) -> bool:
@@ -168,22 +182,39 @@ def _rng(seed: int, q: Query, what: str) -> random.Random:
     return random.Random(f"{seed}|{what}|{q.language}|{q.text}")
 
 
+def _english_words() -> set[str]:
+    return {w for unit in lexicon("en") for w in unit.split(" ")}
+
+
 def breakable(q: Query) -> list[int]:
-    """Indices of words with at least two *different* units (shuffling them changes the text)."""
-    return [i for i, w in enumerate(q.words) if len(set(units_of(w, q.language))) >= 2]
+    """What lexical damage can break.
+
+    Chinese: indices of words with at least two *different* characters.
+    English: indices of units (space-separated words) with at least
+    :data:`MIN_LETTERS` letters, two of them different.
+    """
+    if q.language == "zh":
+        return [i for i, w in enumerate(q.words) if len(set(w)) >= 2]
+    return [i for i, u in enumerate(units_of(q.text, "en")) if len(u) >= MIN_LETTERS and len(set(u)) >= 2]
 
 
-def _word_break(word_units: list[str], rng: random.Random) -> list[int]:
-    """A permutation of ``range(len(word_units))`` that changes the word's spelling."""
-    n = len(word_units)
+def _word_break(items: Sequence[str], rng: random.Random, *, avoid: set[str] = frozenset()) -> list[int]:
+    """A permutation of ``range(len(items))`` that changes the spelling (and avoids the spellings in ``avoid``)."""
+    n = len(items)
+
+    def ok(p) -> bool:
+        spelled = [items[i] for i in p]
+        return spelled != list(items) and "".join(spelled) not in avoid
+
     if n <= 6:
-        options = [p for p in itertools.permutations(range(n))
-                   if [word_units[i] for i in p] != word_units]
+        options = [p for p in itertools.permutations(range(n)) if ok(p)]
+        if not options:  # only real words left: take any other spelling
+            options = [p for p in itertools.permutations(range(n)) if [items[i] for i in p] != list(items)]
         return list(rng.choice(options))
-    while True:  # long words: rejection sampling terminates fast (>= 2 distinct units)
+    while True:  # long words: rejection sampling terminates fast (>= 2 distinct items)
         p = list(range(n))
         rng.shuffle(p)
-        if [word_units[i] for i in p] != word_units:
+        if ok(p):
             return p
 
 
@@ -196,10 +227,11 @@ def plan(q: Query, seed: int = 0, *, fraction: float = 1.0) -> tuple[dict[int, l
         fraction: share of breakable words to break (at least one).
 
     Returns:
-        ``(word_perms, chunk_order)``: ``word_perms[w]`` is the new order of the
-        units of word ``w`` (only for broken words); ``chunk_order`` lists the old
-        chunk indices in their new order (one chunk, chosen by the seed among all
-        but the first, moves to the front).
+        ``(breaks, chunk_order)``. ``breaks[i]`` is the new order of the
+        characters of word ``i`` (Chinese) or of the letters of unit ``i``
+        (English), for the broken ones only (indices as in :func:`breakable`).
+        ``chunk_order`` lists the old chunk indices in their new order (one
+        chunk, chosen by the seed among all but the first, moves to the front).
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
@@ -209,36 +241,49 @@ def plan(q: Query, seed: int = 0, *, fraction: float = 1.0) -> tuple[dict[int, l
     if candidates and fraction < 1:
         k = max(1, math.ceil(fraction * len(candidates)))
         chosen = sorted(rng.sample(candidates, k))
-    word_perms = {w: _word_break(units_of(q.words[w], q.language), rng) for w in chosen}
+    if q.language == "zh":
+        breaks = {w: _word_break(list(q.words[w]), rng) for w in chosen}
+    else:
+        units, real = units_of(q.text, "en"), _english_words()
+        breaks = {u: _word_break(list(units[u]), rng, avoid=real) for u in chosen}
     chunks = q.chunks or _halves(q.words, q.language)
     if len(chunks) >= 2:
         mover = _rng(seed, q, "syntactic").randrange(1, len(chunks))
         chunk_order = [mover] + [c for c in range(len(chunks)) if c != mover]
     else:
         chunk_order = [0]
-    return word_perms, chunk_order
+    return breaks, chunk_order
 
 
-def _apply(q: Query, kind: str, word_perms: dict[int, list[int]], chunk_order: list[int]) -> Perturbed:
-    """Build the perturbed text and its unit order from a plan."""
+def apply_plan(q: Query, kind: str, breaks: dict[int, Sequence[int]], chunk_order: Sequence[int]) -> Perturbed:
+    """Build the perturbed text from a plan (see :func:`plan`): break the words in
+    ``breaks`` and put the chunks in ``chunk_order``. Pass ``{}`` to break nothing
+    and ``range(len(chunks))`` to move nothing."""
     chunks = q.chunks or _halves(q.words, q.language)
-    # old unit index where each word starts
-    starts, pos = [], 0
+    if sorted(chunk_order) != list(range(len(chunks))):
+        raise ValueError(f"chunk_order must be a permutation of the {len(chunks)} chunks, got {list(chunk_order)}")
+    joiner = _joiner(q.language)
+    starts, pos = [], 0  # old unit index where each word starts
     for w in q.words:
         starts.append(pos)
         pos += len(units_of(w, q.language))
     units = units_of(q.text, q.language)
-    word_sequence = [w for c in chunk_order for w in range(*chunks[c])]
+    if q.language == "zh":
+        spelled = list(units)
+        inner = {w: list(p) for w, p in breaks.items()}
+    else:  # English: respell units with their own letters; the units stay in place
+        spelled = [("".join(u[i] for i in breaks[k]) if k in breaks else u) for k, u in enumerate(units)]
+        inner = {}
     order: list[int] = []
     new_words: list[str] = []
-    for w in word_sequence:
+    for w in (w for c in chunk_order for w in range(*chunks[c])):
         n = len(units_of(q.words[w], q.language))
-        inner = word_perms.get(w, list(range(n)))
-        idx = [starts[w] + i for i in inner]
+        idx = [starts[w] + i for i in inner.get(w, range(n))]
         order.extend(idx)
-        new_words.append(_joiner(q.language).join(units[i] for i in idx))
-    text = _joiner(q.language).join(units[i] for i in order)
-    return Perturbed(kind, text, tuple(new_words), tuple(order), q)
+        new_words.append(joiner.join(spelled[i] for i in idx))
+    text = joiner.join(spelled[i] for i in order)
+    respelled = tuple(sorted(breaks)) if q.language == "en" else ()
+    return Perturbed(kind, text, tuple(new_words), tuple(order), q, respelled)
 
 
 def perturb(q: Query | str, kind: str, seed: int = 0, *, language: str | None = None,
@@ -258,24 +303,25 @@ def perturb(q: Query | str, kind: str, seed: int = 0, *, language: str | None = 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     q = as_query(q, language or getattr(q, "language", "zh"))
-    word_perms, chunk_order = plan(q, seed, fraction=fraction)
-    if kind in ("lexical", "both") and not word_perms:
+    breaks, chunk_order = plan(q, seed, fraction=fraction)
+    if kind in ("lexical", "both") and not breaks:
         raise PerturbationError(
-            f"{q.text!r} has no word with two or more different "
-            f"{'characters' if q.language == 'zh' else 'words'} to break "
-            f"(words: {list(q.words)})."
+            f"{q.text!r} has no word to break: "
+            + ("no word with two or more different characters" if q.language == "zh"
+               else f"no word of {MIN_LETTERS} or more letters")
+            + f" (words: {list(q.words)})."
         )
     if kind in ("syntactic", "both") and len(chunk_order) < 2:
         raise PerturbationError(f"{q.text!r} has a single chunk {list(q.chunks)}: nothing to move.")
-    return _apply(
+    return apply_plan(
         q, kind,
-        word_perms if kind != "syntactic" else {},
+        breaks if kind != "syntactic" else {},
         chunk_order if kind != "lexical" else list(range(len(chunk_order))),
     )
 
 
 def lexical(q: Query | str, seed: int = 0, **kw) -> Perturbed:
-    """Break words: shuffle the units inside multi-unit words, words stay in place."""
+    """Break words from the inside (characters or letters shuffled); words stay in place."""
     return perturb(q, "lexical", seed, **kw)
 
 
@@ -284,50 +330,74 @@ def syntactic(q: Query | str, seed: int = 0, **kw) -> Perturbed:
     return perturb(q, "syntactic", seed, **kw)
 
 
+def original(q: Query | str, *, language: str | None = None) -> Perturbed:
+    """The query itself as a :class:`Perturbed` (identity order), to compare against."""
+    q = as_query(q, language or getattr(q, "language", "zh"))
+    return Perturbed("original", q.text, q.words, tuple(range(len(units_of(q.text, q.language)))), q)
+
+
 def perturb_all(q: Query | str, seed: int = 0, **kw) -> dict[str, Perturbed]:
     """``{"original", "lexical", "syntactic", "both"}`` for one query."""
     q = as_query(q, kw.pop("language", None) or getattr(q, "language", "zh"))
-    n = len(units_of(q.text, q.language))
-    out = {"original": Perturbed("original", q.text, q.words, tuple(range(n)), q)}
+    out = {"original": original(q)}
     for kind in KINDS:
         out[kind] = perturb(q, kind, seed, **kw)
     return out
 
 
-def from_texts(q: Query | str, new_text: str, kind: str, *, language: str | None = None) -> Perturbed:
-    """A :class:`Perturbed` for a hand-written rearrangement of ``q`` (e.g. the article's).
+def from_texts(q: Query | str, new_text: str, kind: str = "custom", *, language: str | None = None) -> Perturbed:
+    """A :class:`Perturbed` for a hand-written perturbation of ``q`` (e.g. typed by a student).
 
-    The unit order is found by matching units: the k-th occurrence of a unit
-    in the new text is the k-th occurrence in the old one.
+    The new text must keep every unit: a rearrangement of the characters
+    (Chinese) or words (English); an English word may also be respelled with
+    its own letters (``play`` -> ``paly``). Units are matched in order: the
+    k-th occurrence of a unit in the new text is its k-th occurrence in the old
+    one; a respelled word is matched to the first unused word with its letters.
 
     Raises:
-        ValueError: ``new_text`` does not hold exactly the same units.
+        ValueError: ``new_text`` does not keep the units.
     """
     q = as_query(q, language or getattr(q, "language", "zh"))
     old = units_of(q.text, q.language)
-    new = units_of(new_text, q.language)
-    if sorted(old) != sorted(new):
-        raise ValueError(f"{new_text!r} is not a rearrangement of {q.text!r}: the units differ")
-    order = _match(old, new)
+    new = units_of(" ".join(new_text.split()) if q.language == "en" else new_text, q.language)
+    if len(old) != len(new) or (q.language == "zh" and sorted(old) != sorted(new)):
+        raise ValueError(f"{new_text!r} is not a rearrangement of {q.text!r}: the units differ "
+                         f"({'characters' if q.language == 'zh' else 'words'} must be kept"
+                         f"{'' if q.language == 'zh' else ', each word spelled with its own letters'})")
+    order, respelled = _match(old, new)
     words = (new_text,) if q.language == "zh" else tuple(new)
-    return Perturbed(kind, new_text, words, tuple(order), q)
+    return Perturbed(kind, _joiner(q.language).join(new), words, tuple(order), q, tuple(sorted(respelled)))
 
 
-def _match(old: Sequence, new: Sequence) -> list[int]:
-    """Positions in ``old`` of each item of ``new`` (occurrences matched in order)."""
-    slots: dict = {}
+def _match(old: Sequence[str], new: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions in ``old`` of each item of ``new``, and the old positions matched by
+    their letters only (respelled). Exact occurrences are matched first, in order."""
+    slots: dict[str, list[int]] = {}
     for i, u in enumerate(old):
         slots.setdefault(u, []).append(i)
-    taken: dict = {}
-    order = []
+    order: list[int | None] = []
+    used: set[int] = set()
     for u in new:
-        k = taken.get(u, 0)
-        order.append(slots[u][k])
-        taken[u] = k + 1
-    return order
+        free = slots.get(u, [])
+        order.append(free.pop(0) if free else None)
+        if order[-1] is not None:
+            used.add(order[-1])
+    respelled = []
+    for j, u in enumerate(new):
+        if order[j] is not None:
+            continue
+        match = next((i for i, o in enumerate(old) if i not in used and sorted(o) == sorted(u)), None)
+        if match is None:
+            raise ValueError(f"{u!r} is neither a word of the original nor one of its words respelled")
+        order[j] = match
+        used.add(match)
+        respelled.append(match)
+    return [int(i) for i in order], respelled
 
 
-#: The source article's four queries (its lexical and combined damage, written out).
+#: The source article's four queries as it prints them. Its combined damage
+#: (``怎么玩王荣者耀``) breaks only ``王者荣耀`` and leaves ``怎么`` whole, so it is not
+#: its lexical damage plus its move; the lesson uses :func:`example_perturbations`.
 ARTICLE_QUERIES = {
     "original": "王者荣耀怎么玩",
     "lexical": "王荣者耀怎玩么",
@@ -335,19 +405,27 @@ ARTICLE_QUERIES = {
     "both": "怎么玩王荣者耀",
 }
 
+#: The article's break of ``王者荣耀`` (word 0 of the example): its 2nd and 3rd characters swap.
+ARTICLE_BREAK = {0: (0, 2, 1, 3)}
+
 
 def example_perturbations(language: str, seed: int = 0) -> dict[str, Perturbed]:
-    """The four queries of the lesson's example figure.
+    """The four queries of the lesson's example figure, made by the generator.
 
-    Chinese: the source article's own four queries (:data:`ARTICLE_QUERIES`).
-    English: :func:`perturb_all` of ``how do you play chess`` (units
-    ``how do you | play | chess``).
+    Chinese: ``王者荣耀怎么玩`` (``王者荣耀 | 怎么 玩``) with every breakable word
+    broken, ``王者荣耀`` as the article breaks it (``王荣者耀``), and the question
+    phrase moved to the front: ``王荣者耀么怎玩``, ``怎么玩王者荣耀`` and, for both,
+    the same breaks moved: ``么怎玩王荣者耀``. English: :func:`perturb_all` of
+    ``how do you play chess``.
     """
     q = example(language)
-    if language == "zh":
-        return {k: (from_texts(q, t, k) if k != "original" else from_texts(q, t, "original"))
-                for k, t in ARTICLE_QUERIES.items()}
-    return perturb_all(q, seed)
+    if language != "zh":
+        return perturb_all(q, seed)
+    breaks, _ = plan(q, seed)
+    breaks.update({w: list(p) for w, p in ARTICLE_BREAK.items()})
+    keep, move = list(range(len(q.chunks))), [1, 0]
+    return {"original": original(q), "lexical": apply_plan(q, "lexical", breaks, keep),
+            "syntactic": apply_plan(q, "syntactic", {}, move), "both": apply_plan(q, "both", breaks, move)}
 
 
 # --------------------------------------------------------------------------- tokens
@@ -405,8 +483,14 @@ def token_permutation(m: LoadedModel, p: Perturbed) -> np.ndarray:
 
     Raises:
         TokenizationChanged: the perturbed text does not tokenize into the
-            original tokens rearranged (token count or pieces differ).
+            original tokens rearranged (token count or pieces differ, or a word
+            was respelled).
     """
+    if p.respelled:
+        raise TokenizationChanged(
+            f"{p.kind} perturbation {p.text!r} respells words, so it has new word pieces: no token "
+            "permutation exists (use unit_alignment, which groups each word's pieces)."
+        )
     language = p.source.language
     old_ids, old_special, per_unit = _tokens_per_unit(m, p.source.text, language)
     new_ids = list(m.tokenizer(p.text)["input_ids"])
@@ -441,5 +525,74 @@ def try_token_permutation(m: LoadedModel, p: Perturbed) -> tuple[np.ndarray | No
     """:func:`token_permutation`, returning ``(None, reason)`` instead of raising."""
     try:
         return token_permutation(m, p), ""
+    except TokenizationChanged as exc:
+        return None, str(exc)
+
+
+# --------------------------------------------------------------------------- unit alignment
+
+
+@dataclass(frozen=True)
+class UnitAlignment:
+    """The tokens of an original and a perturbed text, grouped by unit.
+
+    Attributes:
+        old_groups, new_groups: token positions of each group, in token order:
+            every special token ([CLS], [SEP]) is a group of its own, every unit
+            (character or word) a group of its word pieces.
+        perm: ``(G,)`` new group ``i`` holds old group ``perm[i]``.
+        shift: ``(U,)`` for each unit of the new text, how far its first token
+            moved (new position - old position, in tokens).
+    """
+
+    old_groups: tuple[tuple[int, ...], ...]
+    new_groups: tuple[tuple[int, ...], ...]
+    perm: np.ndarray
+    shift: np.ndarray
+
+    @property
+    def displacement(self) -> float:
+        """Mean absolute shift of the units, in token positions (0 when nothing moved)."""
+        return float(np.abs(self.shift).mean()) if self.shift.size else 0.0
+
+
+def _groups(special: list[int], per_unit: list[list[int]]) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
+    """Groups in token order, and the group index of each special token and of each unit."""
+    items = [("s", k, (t,)) for k, t in enumerate(special)] + [("u", k, tuple(ts)) for k, ts in enumerate(per_unit)]
+    items.sort(key=lambda it: it[2][0])
+    special_at, unit_at = [0] * len(special), [0] * len(per_unit)
+    for g, (what, k, _) in enumerate(items):
+        (special_at if what == "s" else unit_at)[k] = g
+    return [it[2] for it in items], special_at, unit_at
+
+
+def unit_alignment(m: LoadedModel, p: Perturbed) -> UnitAlignment:
+    """Line the perturbed text's tokens up with the original's, unit by unit.
+
+    Raises:
+        TokenizationChanged: a unit has no token, or the texts have different
+            numbers of special tokens.
+    """
+    language = p.source.language
+    _, old_special, old_units = _tokens_per_unit(m, p.source.text, language)
+    _, new_special, new_units = _tokens_per_unit(m, p.text, language)
+    if len(old_special) != len(new_special) or any(not ts for ts in old_units + new_units):
+        raise TokenizationChanged(f"the tokens of {p.text!r} cannot be grouped unit by unit like "
+                                  f"those of {p.source.text!r}")
+    old_groups, old_special_at, old_unit_at = _groups(old_special, old_units)
+    new_groups, new_special_at, new_unit_at = _groups(new_special, new_units)
+    perm = np.empty(len(new_groups), dtype=np.int64)
+    for k in range(len(new_special)):
+        perm[new_special_at[k]] = old_special_at[k]
+    for i, old in enumerate(p.unit_order):
+        perm[new_unit_at[i]] = old_unit_at[old]
+    shift = np.array([new_units[i][0] - old_units[old][0] for i, old in enumerate(p.unit_order)], dtype=float)
+    return UnitAlignment(tuple(old_groups), tuple(new_groups), perm, shift)
+
+
+def try_unit_alignment(m: LoadedModel, p: Perturbed) -> tuple[UnitAlignment | None, str]:
+    """:func:`unit_alignment`, returning ``(None, reason)`` instead of raising."""
+    try:
+        return unit_alignment(m, p), ""
     except TokenizationChanged as exc:
         return None, str(exc)

@@ -1,10 +1,15 @@
-"""What removing the position embeddings does to each head (the study of lesson 07).
+"""What removing or scrambling the position embeddings does to each head (lesson 07).
 
-The intervention itself is :func:`attnlab.core.position.no_position`; here are
-the measurements made with it:
+The interventions are :func:`attnlab.core.position.replace_positions`
+(``"zero"``: the article's removal; ``"mean"`` and ``"shuffle"``: controls that
+remove or scramble the order while keeping inputs like those of training).
+Here are the measurements made with them:
 
-* :func:`position_study` - how much every head's map changes without
-  positions, one similarity per text and head (:class:`PositionStudy`).
+* :func:`position_study` - for every text, head and intervention: how much the
+  map changes, how much of the weight lands on [CLS]/[SEP], and how much
+  weight moves at all (:class:`PositionStudy`).
+* :func:`correlation_by_layer` - a rank correlation across the heads of each
+  layer, with intervals (heads of different layers are never pooled into one).
 * :func:`output_vectors`, :func:`output_similarity` - the model's last-layer
   output vectors with and without positions.
 * :func:`equivariance_gap` - whether reordering the input only reorders the
@@ -21,13 +26,14 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from attnlab.analysis.compare import similarity
-from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_correlation, bootstrap_mean
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
-from attnlab.core.position import no_position
+from attnlab.core.position import REPLACEMENTS, no_position, replace_positions
 from attnlab.data.corpus import Query
 
 
@@ -43,15 +49,22 @@ def _texts(texts: Sequence[str | Query]) -> list[str]:
 
 @dataclass
 class PositionStudy:
-    """Similarity of every head's map with and without position embeddings.
+    """Every head's map under each position intervention, compared with the normal map.
 
     Attributes:
-        similarity: ``[N, L, H]`` - ``sim(with, without)`` per text and head
-            (see :func:`attnlab.analysis.compare.similarity`).
+        similarity: ``{how: [N, L, H]}`` - ``sim(normal, intervened)`` per text and
+            head (see :func:`attnlab.analysis.compare.similarity`), for ``how`` in
+            ``"zero"``, ``"mean"``, ``"shuffle"``.
+        special_mass: ``{"normal" or how: [N, L, H]}`` - mean over query rows of the
+            weight on [CLS] and [SEP].
+        moved_mass: ``{how: [N, L, H]}`` - mean over query rows of the weight that
+            moves (total variation distance between the two rows).
         texts: the N texts.
     """
 
-    similarity: np.ndarray
+    similarity: dict[str, np.ndarray]
+    special_mass: dict[str, np.ndarray]
+    moved_mass: dict[str, np.ndarray]
     texts: list[str]
     model_name: str = ""
 
@@ -59,40 +72,118 @@ class PositionStudy:
     def n_texts(self) -> int:
         return len(self.texts)
 
-    def change(self, **boot) -> Interval:
+    @property
+    def interventions(self) -> list[str]:
+        return list(self.similarity)
+
+    def _values(self, how: str) -> np.ndarray:
+        if how not in self.similarity:
+            raise ValueError(f"intervention {how!r} was not run; have {self.interventions}")
+        return self.similarity[how]
+
+    def change(self, how: str = "zero", **boot) -> Interval:
         """``1 - similarity`` per head (arrays ``[L, H]``) with a bootstrap interval over texts."""
-        return bootstrap_mean(1.0 - self.similarity, **boot)
+        return bootstrap_mean(1.0 - self._values(how), **boot)
+
+    def excess(self, how: str = "zero", control: str = "mean", **boot) -> Interval:
+        """How much more ``how`` changes each head than ``control`` (arrays ``[L, H]``),
+        paired by text, with a bootstrap interval over texts."""
+        return bootstrap_mean(self._values(control) - self._values(how), **boot)
+
+    def special_gain(self, how: str = "zero", **boot) -> Interval:
+        """Weight on [CLS]/[SEP] under ``how`` minus normally (arrays ``[L, H]``)."""
+        self._values(how)
+        return bootstrap_mean(self.special_mass[how] - self.special_mass["normal"], **boot)
+
+    def special_share_of_moved(self, how: str = "zero", **boot) -> Interval:
+        """Of the weight that moves under ``how``, the share that lands on [CLS]/[SEP]
+        (arrays ``[L, H]``): mean gain on the special tokens / mean moved weight. Near 1:
+        the head falls back to the special tokens (a disruption, not a new pattern)."""
+        self._values(how)
+        gain = self.special_mass[how] - self.special_mass["normal"]  # (N, L, H)
+        pairs = np.stack([gain, self.moved_mass[how]], axis=1)  # (N, 2, L, H)
+        return bootstrap(pairs, lambda v: v[:, 0].mean(axis=0) / np.maximum(v[:, 1].mean(axis=0), 1e-12), **boot)
 
 
-def position_study(m: LoadedModel, texts: Sequence[str | Query], *, batch_size: int = 64,
-                   progress: bool = False) -> PositionStudy:
-    """How much each head's map changes when the position embeddings are removed.
+def _lengths(m: LoadedModel, texts: list[str]) -> list[int]:
+    return [len(m.tokenizer(t)["input_ids"]) for t in texts]
 
-    The tokens are the same with and without positions, so the maps are
-    compared position by position (position and token space coincide).
+
+def _special_columns(m: LoadedModel, tokens: list[str]) -> torch.Tensor:
+    """``(n,)`` 1.0 where a token is [CLS]/[SEP]-like (a special token of the tokenizer)."""
+    special = set(m.tokenizer.all_special_tokens)
+    return torch.tensor([1.0 if t in special else 0.0 for t in tokens], dtype=torch.float64)
+
+
+def position_study(m: LoadedModel, texts: Sequence[str | Query], *, interventions: Sequence[str] = REPLACEMENTS,
+                   seed: int = 0, batch_size: int = 64, progress: bool = False) -> PositionStudy:
+    """How much each head's map changes when the position embeddings are replaced.
+
+    Texts are run in groups of one token length, so no padding enters the mean
+    vector or the shuffle. The tokens are the same with and without the
+    intervention, so the maps are compared position by position (position and
+    token space coincide).
 
     Args:
         m: a loaded model.
         texts: the queries (strings or :class:`~attnlab.data.corpus.Query`).
+        interventions: some of ``"zero"``, ``"mean"``, ``"shuffle"``.
+        seed: the shuffle's seed.
         batch_size: texts per forward pass.
 
     Returns:
-        :class:`PositionStudy` with ``similarity`` ``[N, L, H]``.
+        :class:`PositionStudy` with arrays ``[N, L, H]``.
     """
     texts = _texts(texts)
     batch_size = check_positive_int(batch_size, "batch_size")
-    with_pos = attention(m, texts, batch_size=batch_size, progress=progress)
-    with no_position(m):
-        without = attention(m, texts, batch_size=batch_size, progress=progress)
-    sims = [similarity(with_pos[i], without[i]).numpy() for i in range(len(texts))]  # N x (L, H)
-    return PositionStudy(np.stack(sims), texts, m.name)  # (N, L, H)
+    for how in interventions:
+        if how not in REPLACEMENTS:
+            raise ValueError(f"unknown intervention {how!r}; use some of {REPLACEMENTS}")
+    n, shape = len(texts), (m.n_layers, m.n_heads)
+    sims = {how: np.zeros((n,) + shape) for how in interventions}  # (N, L, H) each
+    special = {how: np.zeros((n,) + shape) for how in ("normal", *interventions)}
+    moved = {how: np.zeros((n,) + shape) for how in interventions}
+    by_length: dict[int, list[int]] = {}
+    for i, length in enumerate(_lengths(m, texts)):
+        by_length.setdefault(length, []).append(i)
+    for idx in tqdm(list(by_length.values()), desc="position study", unit="length", disable=not progress):
+        group = [texts[i] for i in idx]
+        normal = attention(m, group, batch_size=batch_size)
+        a = torch.stack([normal[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)
+        cols = torch.stack([_special_columns(m, normal.tokens[j]) for j in range(len(idx))])  # (J, n)
+        special["normal"][idx] = (a * cols[:, None, None, None, :]).sum(-1).mean(-1).numpy()  # (J, L, H)
+        for how in interventions:
+            with replace_positions(m, how, seed=seed):
+                changed = attention(m, group, batch_size=batch_size)
+            b = torch.stack([changed[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)
+            sims[how][idx] = similarity(a, b).numpy()
+            special[how][idx] = (b * cols[:, None, None, None, :]).sum(-1).mean(-1).numpy()
+            moved[how][idx] = (0.5 * (a - b).abs().sum(-1)).mean(-1).numpy()  # (J, L, H)
+    return PositionStudy(sims, special, moved, texts, m.name)
 
 
-def with_and_without(m: LoadedModel, text: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """``(with [L, H, n, n], without [L, H, n, n], tokens)``: one text's maps with
-    and without position embeddings."""
+def correlation_by_layer(x, y, *, method: str = "spearman", n_boot: int = 2000, level: float = 0.95,
+                         seed: int = 0) -> Interval:
+    """The correlation of ``x`` and ``y`` (``[L, H]``) across the heads of each layer.
+
+    Returns:
+        :class:`~attnlab.analysis.stats.Interval` with arrays ``(L,)``, from
+        :func:`attnlab.analysis.stats.bootstrap_correlation` per layer (``n`` = heads per layer).
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"x and y must both be [layers, heads], got {x.shape} and {y.shape}")
+    rows = [bootstrap_correlation(x[l], y[l], method=method, n_boot=n_boot, level=level, seed=seed + l)
+            for l in range(x.shape[0])]
+    return Interval(np.array([r.estimate for r in rows]), np.array([r.low for r in rows]),
+                    np.array([r.high for r in rows]), level, x.shape[1])
+
+
+def with_and_without(m: LoadedModel, text: str, how: str = "zero") -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """``(normal [L, H, n, n], intervened [L, H, n, n], tokens)``: one text's maps
+    normally and under the position intervention ``how``."""
     att = attention(m, [text])
-    with no_position(m):
+    with replace_positions(m, how):
         att0 = attention(m, [text])
     return att[0], att0[0], att.tokens[0]
 

@@ -1,12 +1,28 @@
-"""Removing the absolute position embeddings, and what that does to each head.
+"""Removing (or scrambling) the absolute position embeddings of a model.
 
 A BERT-family model builds its input as ``LayerNorm(word + position + segment)``
-(ALBERT and ELECTRA then project it to the hidden size). :func:`no_position`
-removes the position term, as if every position vector were zero, by a
-forward hook that replaces the output of ``embeddings.position_embeddings``
-with zeros. No weight is touched, so leaving the ``with`` block (normally or
-through an exception) restores the model exactly: the hook is removed and the
-parameters were never changed.
+(ALBERT and ELECTRA then project it to the hidden size). :func:`replace_positions`
+swaps the position term for something else inside a ``with`` block, by a
+forward hook on ``embeddings.position_embeddings`` that rewrites the module's
+output ``[B or 1, T, d]``:
+
+* ``"zero"`` - every position vector becomes zero (:func:`no_position`, the
+  source article's intervention). The model never saw such inputs in training.
+* ``"mean"`` - every position gets the same vector: the mean of the input's
+  ``T`` position vectors. No order information is left, but the part the
+  position vectors share (most of their length for short inputs) stays as in
+  training: a control for "zero", whose inputs the model never saw.
+* ``"shuffle"`` - the input's ``T`` position vectors in a seeded random order
+  (never the identity when ``T > 1``): every vector is a real one, only the
+  order is wrong.
+
+``"mean"`` and ``"shuffle"`` are taken over the ``T`` positions of the batch the
+hook sees, so run texts of one token length per forward pass (no padding), as
+:func:`attnlab.analysis.position.position_study` does.
+
+No weight is touched, so leaving the ``with`` block (normally or through an
+exception) restores the model exactly: the hook is removed and the parameters
+were never changed.
 
 Why a hook and not ``position_ids``: RoBERTa's positions start after its
 ``padding_idx`` and its padding row is a real vector in some checkpoints; a
@@ -14,7 +30,7 @@ hook on the embedding's *output* is the same for every architecture.
 
 Without positions, self-attention cannot tell where a token is: the model
 becomes *permutation-equivariant* (permute the input tokens, the outputs are
-permuted the same way). :func:`equivariance_gap` measures that.
+permuted the same way). :func:`attnlab.analysis.position.equivariance_gap` measures that.
 """
 
 from __future__ import annotations
@@ -56,8 +72,57 @@ def position_embedding_module(m: LoadedModel | torch.nn.Module) -> torch.nn.Embe
     return emb
 
 
-def _zeros(module: torch.nn.Module, inputs, output: torch.Tensor) -> torch.Tensor:
+#: The replacements :func:`replace_positions` knows.
+REPLACEMENTS = ("zero", "mean", "shuffle")
+
+
+def _zeros(output: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(output)
+
+
+def _mean_vector(output: torch.Tensor) -> torch.Tensor:
+    """``[B, T, d] -> [B, T, d]``: every position gets the mean of the ``T`` vectors."""
+    return output.mean(dim=-2, keepdim=True).expand_as(output)
+
+
+def shuffled_order(length: int, seed: int = 0) -> torch.Tensor:
+    """The seeded order ``(T,)`` in which ``"shuffle"`` hands out ``T`` position vectors:
+    position ``i`` receives the vector of position ``order[i]``. Never the identity for ``T > 1``."""
+    g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(length))
+    order = torch.randperm(length, generator=g)
+    if length > 1 and torch.equal(order, torch.arange(length)):
+        order = torch.roll(order, 1)
+    return order
+
+
+def _replacement(how: str, seed: int):
+    if how == "zero":
+        return _zeros
+    if how == "mean":
+        return _mean_vector
+    return lambda output: output[..., shuffled_order(output.shape[-2], seed).to(output.device), :]
+
+
+@contextlib.contextmanager
+def replace_positions(m: LoadedModel | torch.nn.Module, how: str = "zero", *, seed: int = 0) -> Iterator[None]:
+    """Run ``m`` with its position term replaced inside a ``with`` block.
+
+    Args:
+        m: a :class:`~attnlab.core.models.LoadedModel` or a transformers model.
+        how: ``"zero"``, ``"mean"`` or ``"shuffle"`` (see the module documentation).
+        seed: the shuffle's seed (the same seed and length give the same order).
+
+    The model is restored on exit, also after an exception: no weight is
+    modified and the hook is removed.
+    """
+    if how not in REPLACEMENTS:
+        raise ValueError(f"how must be one of {REPLACEMENTS}, got {how!r}")
+    replace = _replacement(how, seed)
+    handle = position_embedding_module(m).register_forward_hook(lambda module, inputs, output: replace(output))
+    try:
+        yield m
+    finally:
+        handle.remove()
 
 
 @contextlib.contextmanager
@@ -67,15 +132,12 @@ def no_position(m: LoadedModel | torch.nn.Module) -> Iterator[None]:
     The position term of the embedding sum becomes zero; word and segment
     embeddings, the LayerNorm and every later layer are unchanged. The model is
     restored on exit, also after an exception: no weight is modified and the
-    hook is removed.
+    hook is removed. The same as ``replace_positions(m, "zero")``.
 
     Example::
 
         with al.no_position(m):
             att = al.attention(m, ["how do you play chess"])
     """
-    handle = position_embedding_module(m).register_forward_hook(_zeros)
-    try:
+    with replace_positions(m, "zero"):
         yield m
-    finally:
-        handle.remove()

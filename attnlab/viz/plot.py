@@ -483,6 +483,7 @@ def plot_layer_head_map(
     label: str = "",
     marks=None,
     fontsize: int = 7,
+    colorbar: bool = True,
 ):
     """One number per head as a ``layers x heads`` heatmap, numbered 1-based like the article.
 
@@ -496,6 +497,8 @@ def plot_layer_head_map(
         vmin, vmax: colour scale (None: the data's range).
         label: colour-bar label.
         marks: optional ``[L, H]`` strings written in the cells (e.g. "P"/"C").
+        colorbar: draw the colour bar (off when several panels share one;
+            ``ax.images[0]`` is the image to give it).
 
     Returns:
         Always the axes it drew into (``ax.figure`` is the figure).
@@ -524,5 +527,6 @@ def plot_layer_head_map(
                     ax.text(h, l, marks[l][h], ha="center", va="center", fontsize=fontsize)
     if title:
         ax.set_title(title, fontsize=9)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
     return ax

@@ -1,6 +1,6 @@
 """Figures of lesson 07: one layer's heads with and without position embeddings,
-and one point per head for "unchanged under perturbation" against "changed
-without positions".
+every head's change under the removal and its controls, and "unchanged under
+perturbation" against "changed without positions", layer by layer.
 
 The numbers come from :mod:`attnlab.analysis.position`; layers and heads are
 labelled 1-based like the article.
@@ -8,27 +8,36 @@ labelled 1-based like the article.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
 from attnlab.analysis.compare import similarity
+from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
 from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.plot import plot_layer_head_map
+
+#: How each intervention is named in titles.
+NAMES = {"zero": "positions zeroed", "mean": "mean position vector", "shuffle": "positions shuffled"}
 
 
 def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer: int, *, text: str = "",
-                      cell: float = 1.25) -> Figure:
-    """Every head of one layer: with position embeddings (top row) and without
-    (bottom), each column titled with the similarity of the two maps.
+                      tokens: Sequence[str] | None = None, how: str = "zero", cell: float = 1.45) -> Figure:
+    """Every head of one layer: with position embeddings (top row) and under the
+    intervention ``how`` (bottom), each column titled with the similarity of the two maps.
 
     Args:
         with_maps, without_maps: ``[L, H, n, n]`` of one text (e.g. from
             :func:`attnlab.analysis.position.with_and_without`).
         layer: 0-based layer.
         text: the text, for the title.
+        tokens: the ``n`` tokens, written on the first column's axes.
+        how: the intervention, for the row label.
 
     Returns:
         The figure.
@@ -37,51 +46,105 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
         raise ValueError(f"need two [L, H, n, n] maps of one shape, got {tuple(with_maps.shape)} "
                          f"and {tuple(without_maps.shape)}")
     layer = check_index(layer, with_maps.shape[0], "layer")
+    n = with_maps.shape[-1]
+    if tokens is not None and len(tokens) != n:
+        raise ValueError(f"tokens has {len(tokens)} labels for maps of {n} tokens")
     sims = similarity(with_maps[layer], without_maps[layer]).numpy()  # (H,)
-    if any(ord(c) > 0x2E80 for c in text):
+    if any(ord(c) > 0x2E80 for c in text + "".join(tokens or [])):
         use_cjk_font()
     heads = with_maps.shape[1]
-    fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 1.2, cell * 2 + 1.0), squeeze=False)
+    fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 2.4, cell * 2 + 1.6), squeeze=False,
+                             layout="constrained")
+    rows = ((with_maps, "with positions"), (without_maps, NAMES.get(how, how)))
     for h in range(heads):
-        for r, (maps, name) in enumerate(((with_maps, "with positions"), (without_maps, "without"))):
+        for r, (maps, name) in enumerate(rows):
             ax = axes[r, h]
             ax.imshow(maps[layer, h].numpy(), vmin=0, vmax=1, cmap="viridis")
-            ax.set_xticks([])
-            ax.set_yticks([])
+            show = tokens is not None and h == 0
+            ax.set_xticks(range(n) if show else [])
+            ax.set_yticks(range(n) if show else [])
+            if show:
+                ax.set_xticklabels(tokens, rotation=90, fontsize=5)
+                ax.set_yticklabels(tokens, fontsize=5)
             if r == 0:
                 ax.set_title(f"H{h + 1}\nsim {sims[h]:.2f}", fontsize=7)
             if h == 0:
                 ax.set_ylabel(name, fontsize=8)
+    fig.colorbar(axes[0, 0].images[0], ax=list(axes.ravel()), fraction=0.025, pad=0.02, label="attention weight")
     shown = f", {text!r}" if text else ""
-    fig.suptitle(f"Layer {layer + 1}{shown}: with and without position embeddings", fontsize=9)
-    fig.tight_layout()
+    fig.suptitle(f"Layer {layer + 1}{shown}: with positions and {NAMES.get(how, how)}", fontsize=9)
     return fig
 
 
-def plot_correlation(unchanged, changed, corr: Interval | None = None, *, method: str = "spearman") -> Figure:
-    """Scatter, one point per head: similarity under perturbation (x) against change
-    without position embeddings (y), coloured by layer.
+def plot_controls(study: PositionStudy, **boot) -> Figure:
+    """Per-head change (1 - similarity) under each intervention on one colour
+    scale, and the share of the moved weight that lands on [CLS]/[SEP] when the
+    positions are zeroed. Returns the figure."""
+    hows = study.interventions
+    changes = {how: study.change(how, **boot).estimate for how in hows}  # (L, H) each
+    top = max(0.05, max(float(np.nanmax(v)) for v in changes.values()))
+    fig, axes = plt.subplots(1, len(hows) + 1, figsize=(4.0 * (len(hows) + 1) + 1.0, 3.6), squeeze=False,
+                             layout="constrained")
+    for ax, how in zip(axes[0], hows):
+        plot_layer_head_map(changes[how], ax=ax, vmin=0, vmax=top, title=NAMES.get(how, how), fontsize=6,
+                            colorbar=False)
+    fig.colorbar(axes[0, 0].images[0], ax=list(axes[0, :len(hows)]), fraction=0.03, pad=0.02,
+                 label="change of the map (1 - similarity)")
+    if "zero" in hows:
+        share = study.special_share_of_moved("zero", **boot).estimate  # (L, H)
+        plot_layer_head_map(np.clip(share, -1, 1), ax=axes[0, -1], cmap="PuOr_r", vmin=-1, vmax=1, fontsize=6,
+                            title="positions zeroed: moved weight\nthat lands on [CLS]/[SEP]",
+                            label="share of the moved weight (< 0: leaves them)")
+    else:
+        axes[0, -1].axis("off")
+    fig.suptitle(f"What each head does without its positions, {study.n_texts} queries", fontsize=10)
+    return fig
+
+
+def plot_correlation(unchanged, changed, per_layer: Interval, pooled: Interval | None = None, *,
+                     method: str = "spearman", strong: float | None = None, what: str = "positions zeroed") -> Figure:
+    """Left: one point per head, similarity under perturbation (x) against change
+    under the intervention (y), coloured by layer. Right: the correlation across
+    the heads of each layer with its interval (the pooled one, over all heads,
+    only as a dashed reference).
 
     Args:
         unchanged, changed: ``[L, H]`` per-head values.
-        corr: their correlation with its interval (e.g. from
-            :func:`attnlab.analysis.stats.bootstrap_correlation`), shown in the title.
-        method: the correlation's name, for the title.
+        per_layer: correlation per layer, arrays ``(L,)`` (e.g. from
+            :func:`attnlab.analysis.position.correlation_by_layer`).
+        pooled: the correlation over all heads together, for reference.
+        strong: a threshold line to draw (e.g. the claim's).
+        what: the intervention, for the axis label.
 
     Returns:
         The figure.
     """
     x, y = np.asarray(unchanged, dtype=float), np.asarray(changed, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"unchanged and changed need one shape, got {x.shape} and {y.shape}")
-    layers = np.repeat(np.arange(x.shape[0]), x.shape[1]) if x.ndim == 2 else np.zeros(x.size)  # (L * H,)
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    sc = ax.scatter(x.ravel(), y.ravel(), c=layers + 1, cmap="viridis", s=22)
-    fig.colorbar(sc, ax=ax, label="layer")
-    ax.set_xlabel("unchanged under perturbation (position-space similarity)")
-    ax.set_ylabel("changed without position embeddings (1 - similarity)")
-    if corr is not None:
-        ax.set_title(f"{method} r = {float(corr.estimate):.2f} "
-                     f"[{float(corr.low):.2f}, {float(corr.high):.2f}] over {corr.n} heads", fontsize=9)
-    fig.tight_layout()
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"unchanged and changed need one [L, H] shape, got {x.shape} and {y.shape}")
+    layers = np.repeat(np.arange(x.shape[0]), x.shape[1])  # (L * H,)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
+    sc = left.scatter(x.ravel(), y.ravel(), c=layers + 1, cmap="viridis", s=22)
+    fig.colorbar(sc, ax=left, label="layer")
+    left.set_xlabel("unchanged under perturbation (position-space similarity)")
+    left.set_ylabel(f"change with {what} (1 - similarity)")
+    left.set_title("one point per head", fontsize=9)
+    r = np.asarray(per_layer.estimate, dtype=float)
+    low, high = np.asarray(per_layer.low, dtype=float), np.asarray(per_layer.high, dtype=float)
+    ticks = np.arange(1, r.size + 1)
+    right.errorbar(ticks, r, yerr=[r - low, high - r], fmt="o", capsize=3, color="tab:blue",
+                   label=f"within each layer ({per_layer.n} heads, {per_layer.level:.0%} interval)")
+    right.axhline(0.0, color="grey", linewidth=0.8)
+    if strong is not None:
+        right.axhline(strong, color="tab:green", linestyle=":", label=f"strong = {strong:g}")
+    if pooled is not None:
+        right.axhline(float(pooled.estimate), color="tab:red", linestyle="--",
+                      label=f"pooled over all {pooled.n} heads: {float(pooled.estimate):.2f} "
+                            f"[{float(pooled.low):.2f}, {float(pooled.high):.2f}]")
+    right.set_xticks(ticks)
+    right.set_xlabel("layer")
+    right.set_ylabel(f"{method} correlation across the layer's heads")
+    right.set_ylim(-1.05, 1.05)
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    right.set_title("the link, layer by layer", fontsize=9)
     return fig

@@ -1,24 +1,47 @@
-"""Lesson 07's claim: the heads that keep their pattern under perturbation are
-the position-driven ones.
+"""Lesson 07's claims: which heads depend on positions, and whether the heads that
+keep their pattern under perturbation are the position-driven ones.
 
-The source article removes the position embeddings and looks again at the
-layer of lesson 06: the heads that had followed the words (its heads 7 and 9)
-barely change, heads 5 and 12 do not change either, and most of the other
-"unchanging" heads change drastically. Its argument, measured over all heads:
-"unchanged under perturbation" and "changed without positions" go together.
-:func:`verdict_invariant_heads_are_positional` decides it from their correlation
-across heads (:func:`attnlab.analysis.stats.bootstrap_correlation`).
+The source article removes the position embeddings (sets them to zero) and
+looks again at the layer of lesson 06: the heads that had followed the words
+(its heads 7 and 9) barely change, heads 5 and 12 do not change either, and
+most of the other "unchanging" heads change drastically. Zero position vectors
+are an input the model never saw in training, so a head can change because it
+reads positions *or* because the input is strange. The course therefore also
+replaces the positions by their mean vector (no order, the usual scale) and
+shuffles them (every vector real, the order wrong)
+(:func:`attnlab.core.position.replace_positions`):
+
+* :func:`position_dependent_heads` -- heads whose map changes clearly under
+  *both* order-free controls (mean and shuffle): they read where tokens are;
+* :func:`disrupted_heads` -- heads that zeroing changes clearly more than the
+  mean-vector control: the extra change comes from the strange input, not
+  from the lost order;
+* :func:`verdict_invariant_heads_are_positional` -- the article's argument,
+  decided layer by layer from the rank correlation across one layer's heads
+  (:func:`attnlab.analysis.position.correlation_by_layer`), never from one
+  correlation pooling heads of different layers.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import Interval
 from attnlab.course.verdicts import ClaimVerdict
 
 #: The link must be at least this strong (a moderate rank correlation) ...
 STRONG = 0.3
-#: ... with the whole interval above this.
+#: ... with the whole interval above this ...
 ABOVE = 0.0
+#: ... in more than this share of the layers.
+LAYER_MAJORITY = 0.5
+#: A head's map "changes clearly" under an intervention when the lower end of its
+#: change interval (1 - similarity) exceeds this (as in lesson 06).
+CHANGE_THRESHOLD = 0.1
+#: Zeroing "disrupts" a head when its change exceeds the mean-vector control's by
+#: more than this (the whole interval of the difference).
+DISRUPTION_MARGIN = 0.05
 
 #: The source article's heads (0-based) of its chosen layer that barely change without
 #: positions: heads 7 and 9 (those that followed the words under perturbation) ...
@@ -28,24 +51,52 @@ ARTICLE_STEADY_HEADS = (4, 11)
 ARTICLE_HEADS = tuple(sorted(ARTICLE_WORD_HEADS + ARTICLE_STEADY_HEADS))
 
 CLAIM_INVARIANT_POSITIONAL = ("heads that keep their pattern under perturbation are position-dominated "
-                              "(they change most when position embeddings are removed)")
+                              "(within a layer, they change most when the positions are taken away)")
 
 
-def verdict_invariant_heads_are_positional(corr: Interval, *, strong: float = STRONG,
-                                           method: str = "spearman") -> ClaimVerdict:
-    """Holds when the correlation across heads (between "unchanged under perturbation"
-    and "changed without positions") is at least ``strong`` with its whole interval
-    above 0; does not hold when it and the upper end of its interval are below
-    ``strong`` (at most a weak link, or the opposite); cannot tell otherwise.
+def position_dependent_heads(study: PositionStudy, *, threshold: float = CHANGE_THRESHOLD, **boot) -> np.ndarray:
+    """``[L, H]`` bool: the change interval lies above ``threshold`` under the
+    mean-vector control *and* under the shuffle."""
+    return np.asarray(study.change("mean", **boot).above(threshold)) & \
+        np.asarray(study.change("shuffle", **boot).above(threshold))
+
+
+def disrupted_heads(study: PositionStudy, *, margin: float = DISRUPTION_MARGIN, **boot) -> np.ndarray:
+    """``[L, H]`` bool: zeroing changes the head clearly more than the mean-vector
+    control (the interval of the difference of changes lies above ``margin``)."""
+    return np.asarray(study.excess("zero", "mean", **boot).above(margin))
+
+
+def verdict_invariant_heads_are_positional(per_layer: Interval, *, strong: float = STRONG,
+                                           majority: float = LAYER_MAJORITY, method: str = "spearman",
+                                           intervention: str = "") -> ClaimVerdict:
+    """Decide the argument from one correlation per layer.
+
+    Holds when in more than ``majority`` of the layers the correlation (between
+    "unchanged under perturbation" and "changed without positions", across that
+    layer's heads) is at least ``strong`` with its whole interval above 0, and
+    no layer's interval lies wholly below 0; does not hold when in more than
+    ``majority`` of the layers the upper end is below ``strong`` (at most a weak
+    link, or the opposite); cannot tell otherwise.
 
     Args:
-        corr: the correlation with its interval, from
-            :func:`attnlab.analysis.stats.bootstrap_correlation`.
-        method: its name, for the numbers.
+        per_layer: arrays ``(L,)`` from
+            :func:`attnlab.analysis.position.correlation_by_layer`.
+        method, intervention: names, for the numbers.
     """
-    r, low, high = float(corr.estimate), float(corr.low), float(corr.high)
+    r = np.asarray(per_layer.estimate, dtype=float).ravel()  # (L,)
+    low = np.asarray(per_layer.low, dtype=float).ravel()
+    high = np.asarray(per_layer.high, dtype=float).ravel()
+    if r.size == 0:
+        return ClaimVerdict.missing(CLAIM_INVARIANT_POSITIONAL, "no layer to correlate")
+    supporting = (r >= strong) & (low > ABOVE)  # (L,)
+    weak = high < strong
+    opposite = high < ABOVE
     return ClaimVerdict.decide(
         CLAIM_INVARIANT_POSITIONAL,
-        holds=low > ABOVE and r >= strong, fails=high < strong and r < strong,
-        method=method, r=r, low=low, high=high, level=corr.level, heads=corr.n, strong=strong,
+        holds=supporting.mean() > majority and not opposite.any(),
+        fails=weak.mean() > majority,
+        method=method, intervention=intervention, layers=int(r.size),
+        layers_supporting=int(supporting.sum()), layers_weak=int(weak.sum()), layers_opposite=int(opposite.sum()),
+        median_r=float(np.nanmedian(r)), strong=strong, heads_per_layer=per_layer.n,
     )

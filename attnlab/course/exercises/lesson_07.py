@@ -56,9 +56,9 @@ def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | N
 
 
 def solution_order_matters(m: LoadedModel) -> bool:
-    """Worked solution: False when the permuted example's outputs are the original's,
-    permuted (largest gap at most :data:`SAME_OUTPUTS`), True otherwise."""
-    p = example_perturbations(m.language)["both"]
+    """Worked solution: False when the reordered example's outputs (its syntactic move)
+    are the original's, permuted (largest gap at most :data:`SAME_OUTPUTS`), True otherwise."""
+    p = example_perturbations(m.language)["syntactic"]
     with no_position(m):
         gap = equivariance_gap(m, p.source.text, p.text, token_permutation(m, p))
     return bool(gap > SAME_OUTPUTS)
@@ -77,10 +77,10 @@ def check_order_matters(m: LoadedModel, answer: Any) -> Feedback:
 
 def solution_most_position_dependent_head(m: LoadedModel, study: PositionStudy | None = None,
                                           n: int = 30) -> tuple[int, int]:
-    """Worked solution: 0-based (layer, head) with the largest change without positions."""
+    """Worked solution: 0-based (layer, head) with the largest change when the positions are zeroed."""
     if study is None:
-        study = position_study(m, corpus_texts(m.language, n))
-    change = 1.0 - study.similarity.mean(axis=0)  # (L, H)
+        study = position_study(m, corpus_texts(m.language, n), interventions=("zero",))
+    change = 1.0 - study.similarity["zero"].mean(axis=0)  # (L, H)
     layer, head = np.unravel_index(int(np.argmax(change)), change.shape)
     return (int(layer), int(head))
 
@@ -90,4 +90,4 @@ def check_most_position_dependent_head(m: LoadedModel, answer: Any, study: Posit
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_position_dependent_head(m, study),
-                      hint="np.unravel_index(argmax) of study.change().estimate.")
+                      hint="np.unravel_index(argmax) of study.change('zero').estimate.")
