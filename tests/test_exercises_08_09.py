@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.analysis.diversity import depth_trend, head_distances
+from attnlab.analysis.diversity import depth_trend, head_distances, shuffled_baseline
 from attnlab.course.exercises import lesson_08 as ex08
 from attnlab.course.exercises import lesson_09 as ex09
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
@@ -92,6 +92,19 @@ def test_trend_verdict(hd):
     for other in set(WORDS) - {truth}:
         assert not ex09.check_trend_verdict(m, other, trend)
     assert not ex09.check_trend_verdict(m, None, trend)
+
+
+def test_trend_verdict_with_the_baseline(hd):
+    m, dist = hd
+    trend, base = depth_trend(dist, n_boot=100), shuffled_baseline(dist, n_perm=200)
+    s = trend.slope
+    holds = s.high < 0 and base.p_value < 0.05  # the rule, applied by hand
+    fails = s.low > 0 or base.p_value > 0.95
+    truth = HOLDS if holds else (FAILS if fails else UNSURE)
+    assert ex09.solution_trend_verdict(m, trend, base) == truth
+    assert ex09.check_trend_verdict(m, truth, trend, base)
+    for other in set(WORDS) - {truth}:
+        assert not ex09.check_trend_verdict(m, other, trend, base)
 
 
 def test_layers_outside_the_result_are_clear_errors(tiny_en, result, hd):

@@ -12,10 +12,28 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from attnlab.analysis.fixedness import FixednessReport, bootstrap_fixedness, fixedness_report
-from attnlab.analysis.stats import Interval, resample_counts
-from attnlab.core.streaming import MeanAttention, merge_all
-from attnlab.viz.fixedness_plots import plot_fixedness, plot_mean_maps, position_labels
+import attnlab as al
+from attnlab.analysis.fixedness import (
+    FixednessReport,
+    bootstrap_fixedness,
+    decades,
+    fixedness_curve,
+    fixedness_report,
+    leading_pieces,
+)
+from attnlab.analysis.stats import resample_counts
+from attnlab.core.streaming import MeanAttention, merge_all, sharded_mean_attention
+from attnlab.viz.fixedness_plots import (
+    fitted_range,
+    plot_fixed_at,
+    plot_fixedness,
+    plot_fixedness_curve,
+    plot_mean_maps,
+    position_labels,
+    threshold_slider,
+)
+
+from same_length import same_length_texts
 
 
 def synthetic_shards(n_shards=6, per_shard=60, vary=(0.8, 0.4, 0.0), seed=0, heads=12):
@@ -74,15 +92,6 @@ def test_report_numbers_match_an_independent_computation():
     assert "Slope against depth" in rep.summary()
 
 
-def test_heads_at_least_uses_model_layers():
-    rep = FixednessReport(layers=[3, 5], fixedness=np.array([[0.95, 0.2], [0.5, 0.9]]),
-                          sharpness=np.zeros((2, 2)), per_layer=Interval(np.zeros(2), np.zeros(2), np.zeros(2)),
-                          slope=Interval(0.0, 0.0, 0.0), depth_rho=float("nan"), sharp_fixed_rho=0.0,
-                          last_is_most_fixed_share=0.5, count=10, n_shards=2)
-    assert rep.heads_at_least(0.9) == [(3, 0), (5, 1)]
-    assert rep.heads_at_least(0.99) == []
-
-
 def test_one_accumulator_gives_point_intervals():
     whole = merge_all(synthetic_shards(n_shards=2))
     rep = fixedness_report(whole)
@@ -91,13 +100,101 @@ def test_one_accumulator_gives_point_intervals():
     assert rep.slope.low == pytest.approx(rep.slope.estimate)
 
 
+def test_control_fields_against_an_independent_computation():
+    real, control = synthetic_shards(), synthetic_shards(vary=(0.0, 0.0, 0.0), seed=3)
+    rep = fixedness_report(real, control=control, n_boot=200)
+    c = merge_all(control).fixedness().numpy()
+    np.testing.assert_allclose(rep.control, c, atol=1e-12)
+    np.testing.assert_allclose(rep.control_per_layer.estimate, c.mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(rep.difference.estimate, rep.fixedness - c, atol=1e-12)
+    assert np.all(rep.difference.low <= rep.difference.estimate + 1e-12)
+    assert np.all(rep.difference.estimate <= rep.difference.high + 1e-12)
+    assert rep.control_count == 360
+    # the control never varies; layer 1 of the real run varies most: clearly below its control
+    assert np.all(rep.difference.high[0] < 0) and "Control" in rep.summary()
+    assert fixedness_report(real).control is None and "Control" not in fixedness_report(real).summary()
+    with pytest.raises(ValueError, match="control averaged layers"):
+        fixedness_report(real, control=[_one_layer(s) for s in control])
+
+
+def _one_layer(acc: MeanAttention) -> MeanAttention:
+    return MeanAttention(acc.total[:1], acc.total_sq[:1], acc.entropy_total[:1], acc.count, [0], acc.length)
+
+
+def test_share_most_fixed_counts_resamples():
+    rep = fixedness_report(synthetic_shards(), n_boot=200)
+    assert rep.share_most_fixed(2) == pytest.approx(rep.last_is_most_fixed_share)
+    per_layer = rep.head_boots.mean(axis=2)  # (B, 3)
+    assert rep.share_most_fixed(1, among=[0, 1]) == pytest.approx(float((per_layer[:, 1] > per_layer[:, 0]).mean()))
+    with pytest.raises(ValueError, match="among the averaged layers"):
+        rep.share_most_fixed(5)
+
+
+def test_curve_is_the_fixedness_of_each_prefix(tiny_en):
+    texts = same_length_texts(60, seed=21)
+    it = iter(texts)
+    pieces = leading_pieces(tiny_en, it, [5, 20])
+    rest = sharded_mean_attention(tiny_en, it, 20, progress=False)
+    assert [p.count for p in pieces] == [5, 15] and [r.count for r in rest] == [20, 20]
+    curve = fixedness_curve(pieces + rest, [5, 40, 60])
+    assert curve.counts == [5, 40, 60] and curve.fixedness.shape == (3, 2, 12)
+    for k, n in enumerate(curve.counts):  # each point: an independent mean over the first n texts
+        direct = al.mean_attention(tiny_en, texts[:n], progress=False).fixedness().numpy()
+        np.testing.assert_allclose(curve.fixedness[k], direct, atol=1e-9)
+    np.testing.assert_allclose(curve.per_layer(), curve.fixedness.mean(axis=2))
+    with pytest.raises(ValueError, match="do not fall between parts"):
+        fixedness_curve(pieces + rest, [10])
+    with pytest.raises(ValueError, match="ran out"):
+        leading_pieces(tiny_en, iter(texts[:8]), [5, 20])
+    with pytest.raises(ValueError, match="increase"):
+        leading_pieces(tiny_en, iter(texts), [20, 5])
+
+
+def test_decades():
+    assert decades(100_000) == [10, 100, 1000, 10_000, 100_000]
+    assert decades(200) == [10, 100, 200]
+    assert decades(7) == [7]
+
+
+def test_fitted_range_fits_the_data_not_zero_to_one():
+    assert fitted_range(np.array([0.72, 0.99]), np.array([0.81])) == pytest.approx((0.70, 1.0))
+    assert fitted_range(np.array([0.5, 0.5])) == pytest.approx((0.45, 0.55))
+
+
 def test_plots_of_mean_maps_and_fixedness():
     acc = merge_all(synthetic_shards(n_shards=2))
     assert position_labels(acc) == ["[CLS]", "1", "2", "3", "4", "[SEP]"]
     fig = plot_mean_maps(acc, layers=range(2), heads=[0, 5, 11])
     assert len(fig.axes) == 6
-    fig = plot_fixedness(acc, threshold=0.9)
-    stars = sum(t.get_text().endswith("*") for t in fig.axes[0].texts)
-    assert stars == int((acc.fixedness() >= 0.9).sum())
-    assert not any(t.get_text().endswith("*") for t in plot_fixedness(acc).axes[0].texts)
+    rep = fixedness_report(synthetic_shards(n_shards=2), control=synthetic_shards(n_shards=2, seed=4), n_boot=50)
+    fixed = rep.fixedness >= 0.9
+    fig = plot_fixedness(rep, threshold=0.9, fixed=fixed, below_control=rep.difference.high < 0)
+    heat = fig.axes[0]
+    assert sum(t.get_text().endswith("*") for t in heat.texts) == int(fixed.sum())
+    low, high = heat.images[0].get_clim()
+    assert low == pytest.approx(fitted_range(rep.fixedness, rep.control, np.array([0.9]))[0]) and high <= 1.0
+    assert low > 0  # not the 0-1 scale on which every head looks the same
+    bar = fig.axes[-4]  # the colourbar of the real panel: the threshold and the control's level marked
+    marked = sorted(round(float(line.get_ydata()[0]), 6) for line in bar.lines)
+    assert marked == sorted([0.9, round(float(rep.control.mean()), 6)])
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()][:3] == [
+        "fixedness on 120 real queries", "fixedness on 120 strings of random tokens (control)",
+        "real - control (< 0: less fixed on real queries)"]
+    no_control = plot_fixedness(fixedness_report(synthetic_shards(n_shards=2)))
+    assert not any(t.get_text().endswith("*") for t in no_control.axes[0].texts) and len(no_control.axes) == 4
+    plt.close("all")
+
+
+def test_curve_and_threshold_plots():
+    fig = plot_fixedness_curve([10, 100, 1000], np.full((3, 2), 0.9), [0.5, 0.6, 0.7], [0, 1],
+                               control_per_layer=[0.95, 0.96])
+    left, right = fig.axes
+    assert left.get_xscale() == "log" and len(left.get_lines()) == 4  # 2 layers + 2 control levels
+    np.testing.assert_allclose(right.get_lines()[0].get_ydata(), [0.5, 0.6, 0.7])
+    fixed = np.array([[True, False], [False, False]])
+    fig = plot_fixed_at(np.full((2, 2), 0.9), fixed, [0, 1], 0.9)
+    assert "1 of 4 heads fixed" in fig.axes[0].get_title()
+    box = threshold_slider(np.full((2, 2), 0.9), lambda t: np.full((2, 2), t < 0.95), [0, 1])
+    if box is not None:  # ipywidgets installed: the slider redraws at a new threshold without error
+        box.children[0].value = 0.97
     plt.close("all")

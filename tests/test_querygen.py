@@ -7,7 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-from attnlab.data.querygen import QueryGenerator, same_length_queries
+from attnlab.data.querygen import (
+    QueryGenerator,
+    VariedQueryGenerator,
+    random_token_queries,
+    same_length_queries,
+    vocabulary_pieces,
+)
 
 
 @pytest.mark.parametrize("n_tokens", [8, 10, 12])
@@ -75,3 +81,75 @@ def test_bad_arguments(kwargs, error):
 
 def test_numpy_lengths_are_accepted():
     assert QueryGenerator("zh", np.int64(10)).take(5) == QueryGenerator("zh", 10).take(5)
+
+
+# --------------------------------------------------------------------------- the varied corpus and the control
+
+
+@pytest.mark.parametrize("n_tokens", [8, 10, 12])
+def test_varied_english_queries_have_exact_length_with_the_real_tokenizer(bundled, n_tokens):
+    gen = VariedQueryGenerator("en", n_tokens, tokenizer=bundled.tokenizer, seed=1)
+    texts = gen.take(500)
+    assert {len(ids) for ids in bundled.tokenizer(texts, add_special_tokens=False)["input_ids"]} == {n_tokens}
+    assert len(set(texts)) == 500 and gen.produced == 500
+
+
+def test_varied_chinese_queries_have_exact_length(tiny_zh, bundled):
+    gen = VariedQueryGenerator("zh", 10, tokenizer=tiny_zh.tokenizer, seed=2)
+    texts = gen.take(300)
+    assert all(len(t) == 10 for t in texts)
+    for tok in (tiny_zh.tokenizer, bundled.tokenizer):
+        assert {len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]} == {10}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_in_the_varied_corpus_no_position_keeps_one_role(language):
+    varied = VariedQueryGenerator(language, 10, seed=0)
+    varied.take(3000)
+    shares = varied.role_shares()
+    assert len(shares) == 10 and max(shares) < 0.6  # at every position the commonest role is a minority or near
+    assert sum(s < 0.4 for s in shares) >= 7
+    if language == "en":  # the template corpus opens with a handful of words (please, quick, how, what, ...)
+        assert len({q.split()[0] for q in QueryGenerator(language, 10).take(3000)}) < 25
+
+
+def test_varied_queries_are_distinct_and_deterministic():
+    a = VariedQueryGenerator("zh", 11, seed=3).take(2000)
+    assert a == VariedQueryGenerator("zh", 11, seed=3).take(2000)
+    assert a != VariedQueryGenerator("zh", 11, seed=4).take(2000)
+    assert len(set(a)) == len(a)
+    gen = VariedQueryGenerator("en", 10)
+    assert len(set(gen.take(100_000))) == 100_000 and "100000 distinct" in gen.report()
+
+
+def test_varied_generator_keeps_to_the_vocabulary_and_says_when_it_runs_dry(tiny_en):
+    vocab = set(tiny_en.tokenizer.get_vocab())
+    few = VariedQueryGenerator("en", 6, tokenizer=tiny_en.tokenizer, seed=1).take(20)
+    assert all(set(q.split()) <= vocab for q in few)
+    with pytest.raises(ValueError, match="could be made"):
+        VariedQueryGenerator("en", 40, tokenizer=tiny_en.tokenizer, max_tries=500).take(10)
+    with pytest.raises(ValueError, match="language"):
+        VariedQueryGenerator("fr", 10)
+
+
+def test_same_length_queries_picks_the_corpus(bundled):
+    varied = list(same_length_queries(bundled, 20, 10))
+    templates = list(same_length_queries(bundled, 20, 10, corpus="templates"))
+    assert varied == VariedQueryGenerator("en", 10, tokenizer=bundled.tokenizer).take(20)
+    assert templates == QueryGenerator("en", 10, tokenizer=bundled.tokenizer).take(20)
+    with pytest.raises(ValueError, match="corpus"):
+        next(same_length_queries(bundled, 5, corpus="news"))
+
+
+def test_the_control_is_random_vocabulary_pieces_of_exact_length(bundled, tiny_zh):
+    pieces = set(vocabulary_pieces(bundled.tokenizer))
+    assert len(pieces) > 10_000 and not any(p.startswith("##") or p.startswith("[") for p in pieces)
+    texts = list(random_token_queries(bundled, 300, 10, seed=5))
+    assert len(texts) == 300 and len(set(texts)) == 300
+    assert {len(ids) for ids in bundled.tokenizer(texts, add_special_tokens=False)["input_ids"]} == {10}
+    assert all(set(t.split()) <= pieces for t in texts)
+    assert texts == list(random_token_queries(bundled, 300, 10, seed=5))
+    zh = list(random_token_queries(tiny_zh, 50, 8))
+    assert {len(ids) for ids in tiny_zh.tokenizer(zh, add_special_tokens=False)["input_ids"]} == {8}
+    with pytest.raises(ValueError, match="n_tokens"):
+        next(random_token_queries(bundled, 5, 0))

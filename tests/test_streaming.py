@@ -201,6 +201,29 @@ def test_save_and_load_round_trip(tiny_en, tmp_path):
     torch.testing.assert_close(back.var, res.var)
 
 
+def test_an_interrupted_save_keeps_the_old_file(tiny_en, tmp_path, monkeypatch):
+    path = tmp_path / "m.pt"
+    old = al.mean_attention(tiny_en, same_length_texts(5), progress=False)
+    old.save(path)
+    before = path.read_bytes()
+    new = al.mean_attention(tiny_en, same_length_texts(7, seed=3), progress=False)
+
+    def half_then_crash(state, target):  # writes part of a file, then the machine "dies"
+        with open(target, "wb") as fh:
+            fh.write(b"PK\x03\x04 half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", half_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        new.save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert MeanAttention.load(path).count == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]  # no temporary file left behind
+    new.save(path)
+    assert MeanAttention.load(path).count == 7
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(texts=[]), ValueError, "texts is empty"),
     (dict(texts="how do you play chess"), TypeError, "not one string"),

@@ -17,6 +17,10 @@ with depth"; :func:`depth_trend` measures that claim.
 * :func:`depth_trend` bootstraps texts to give intervals for the dispersion
   of each layer and for the slope of dispersion against depth, plus the
   Spearman correlation.
+* :func:`shuffled_baseline` is the trend's baseline: the heads dealt to
+  layers at random (whole heads shuffled), so every "layer" is a random
+  group of heads; the dispersion and slope such groups give show what no
+  layer structure looks like, and where the observed slope falls among them.
 * :func:`layer_clustering` compares distances within and between layers
   with a permutation test over the layer labels.
 
@@ -34,7 +38,14 @@ import torch
 from sklearn.manifold import MDS
 from tqdm.auto import tqdm
 
-from attnlab.analysis.stats import Interval, bootstrap_mean, bootstrap_slope, correlation
+from attnlab.analysis.stats import (
+    Interval,
+    bootstrap_mean,
+    bootstrap_slope,
+    correlation,
+    interval_from_samples,
+    slope,
+)
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import js_divergence, smooth
 from attnlab.core.fast import check_layers, encode_same_length, forward_maps
@@ -235,6 +246,68 @@ def depth_trend(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
         layers=list(hd.layers), dispersion=dispersion,
         slope=bootstrap_slope(depth, per_text, n_boot=n_boot, level=level, seed=seed),
         spearman=correlation(depth, dispersion.estimate), n_boot=n_boot,
+    )
+
+
+# --------------------------------------------------------------------------- the baseline: no layer structure
+
+
+@dataclass
+class ShuffledBaseline:
+    """Within-layer dispersion and its slope when heads are dealt to layers at random.
+
+    Attributes:
+        dispersion: ``[layers]`` mean over shuffles of each pseudo-layer's
+            dispersion, with the middle ``level`` band of the shuffles.
+        slope: the slopes of the shuffles: their mean (about 0) and middle band.
+        observed_slope: the slope with the true layers (from the mean distance matrix).
+        p_value: share of shuffles whose slope is at most the observed one (the
+            observed labelling counts, so never 0): small = a fall with depth that
+            random groups of heads rarely show.
+        n_perm: shuffles.
+    """
+
+    dispersion: Interval  # (L,)
+    slope: Interval
+    observed_slope: float
+    p_value: float
+    n_perm: int
+
+    def summary(self) -> str:
+        s = self.slope
+        return (f"heads dealt to layers at random ({self.n_perm} shuffles): dispersion about "
+                f"{float(np.mean(self.dispersion.estimate)):.3f} in every layer, slope {s.estimate:+.4f} "
+                f"[{s.low:+.4f}, {s.high:+.4f}]; observed slope {self.observed_slope:+.4f}, "
+                f"share of shuffles at or below it p = {self.p_value:.3g}")
+
+
+def shuffled_baseline(hd: HeadDistances, *, n_perm: int = 2000, level: float = 0.95, seed: int = 0,
+                      chunk: int = 100) -> ShuffledBaseline:
+    """Dispersion per layer and its slope against depth over random deals of the heads to layers.
+
+    Each shuffle permutes the ``K`` heads (rows and columns of ``hd.distance``
+    together), cuts them into groups of ``n_heads`` in layer order and measures
+    each group's dispersion, exactly as :func:`layer_dispersion` does for the
+    true layers.
+    """
+    n_perm = check_positive_int(n_perm, "n_perm")
+    d = hd.distance.double()  # (K, K)
+    k, n_layers = d.shape[0], len(hd.layers)
+    depth = np.asarray(hd.layers, dtype=float)  # (L,)
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for start in range(0, n_perm, chunk):
+        perms = torch.stack([torch.randperm(k, generator=gen) for _ in range(min(chunk, n_perm - start))])  # (P, K)
+        shuffled = d[perms[:, :, None], perms[:, None, :]]  # (P, K, K)
+        rows.append(layer_dispersion(shuffled, n_layers, hd.n_heads).numpy())  # (P, L)
+    null = np.concatenate(rows)  # (n_perm, L)
+    null_slopes = slope(depth, null)  # (n_perm,)
+    observed = slope(depth, layer_dispersion(d, n_layers, hd.n_heads).numpy())
+    p = float(((null_slopes <= observed + 1e-12).sum() + 1) / (n_perm + 1))
+    return ShuffledBaseline(
+        dispersion=interval_from_samples(null.mean(axis=0), null, level=level, n=n_perm),
+        slope=interval_from_samples(float(null_slopes.mean()), null_slopes, level=level, n=n_perm),
+        observed_slope=float(observed), p_value=p, n_perm=n_perm,
     )
 
 

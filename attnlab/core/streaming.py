@@ -38,6 +38,7 @@ from typing import Iterable, Iterator, Sequence
 import torch
 from tqdm.auto import tqdm
 
+from attnlab.core.atomic import atomic_path
 from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.fast import PRECISIONS, check_layers, encode_same_length, forward_maps
@@ -234,10 +235,11 @@ class MeanAttention:
         return cls(**state)
 
     def save(self, path: str | Path) -> Path:
-        """Write the accumulator to ``path`` (torch format)."""
+        """Write the accumulator to ``path`` (torch format), atomically: an interrupted
+        save leaves the previous file as it was."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), path)
+        with atomic_path(path) as tmp:
+            torch.save(self.state_dict(), tmp)
         return path
 
     @classmethod

@@ -1,34 +1,42 @@
-"""Many distinct, natural-looking search queries of one exact token length.
+"""Many distinct, natural-looking search queries of one exact token length, and a control set.
 
 Averaging attention maps cell by cell needs queries that all have the same
 number of tokens: the source article used 100,000 of them. No data set can be
-downloaded in a classroom, so :class:`QueryGenerator` writes them from
-templates and a lexicon made for this course (search-box style: weather,
-recipes, games, travel, health, pets, shopping, study, apps).
+downloaded in a classroom, so this module writes them:
+
+* :class:`VariedQueryGenerator` (the lessons' default) expands a phrase
+  grammar over word lists tagged by part of speech
+  (:mod:`attnlab.data.wordlists`): many sentence shapes and optional parts,
+  so a token position holds a noun in one query and a verb or a function word
+  in the next. Without that, a head that follows one role looks "fixed".
+* :class:`QueryGenerator` fills about 30 templates with a lexicon made for
+  this course (search-box style: weather, recipes, games, travel, health,
+  pets, shopping, study, apps); each slot always holds the same role.
+* :func:`random_token_queries` is the **control**: strings of random
+  vocabulary pieces of the same length, with no content at all.
 
 * Chinese (``bert-base-chinese`` is character level): token count =
   character count, so a query of ``n_tokens`` tokens has ``n_tokens``
   characters.
-* English: every lexicon word is meant to be one word piece; with a
-  tokenizer the lexicon is filtered to words that really are one token, and
-  every query is re-tokenised and dropped unless it has exactly
-  ``n_tokens`` tokens.
+* English: every word is meant to be one word piece; with a tokenizer the
+  word lists are filtered to words that really are one token, and every
+  query is re-tokenised and dropped unless it has exactly ``n_tokens`` tokens.
 
 ``n_tokens`` counts the query's own tokens; the model adds ``[CLS]`` and
 ``[SEP]``, so its maps are ``(n_tokens + 2) x (n_tokens + 2)``.
 
-Generation is deterministic: a seeded random walk over the templates; the
-same seed gives the same queries in the same order on every machine.
-Repeats are skipped and counted (:attr:`QueryGenerator.duplicates`), as are
-candidates of the wrong length (:attr:`QueryGenerator.wrong_length`).
+Generation is deterministic: the same seed gives the same queries in the
+same order on every machine. Repeats are skipped and counted
+(``duplicates``), as are candidates of the wrong length (``wrong_length``).
 
 Typical use::
 
-    from attnlab.data.querygen import QueryGenerator, same_length_queries
-    gen = QueryGenerator("zh", n_tokens=10, seed=0)
+    from attnlab.data.querygen import VariedQueryGenerator, random_token_queries, same_length_queries
+    gen = VariedQueryGenerator("zh", n_tokens=10, seed=0)
     queries = gen.take(100_000)
-    print(gen.report())
+    print(gen.report(), gen.role_shares())
     al.mean_attention(m, same_length_queries(m, 100_000, n_tokens=10))   # streamed
+    al.mean_attention(m, random_token_queries(m, 20_000, n_tokens=10))   # the control
 """
 
 from __future__ import annotations
@@ -37,11 +45,13 @@ import bisect
 import itertools
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from attnlab.core.checks import check_positive_int
 from attnlab.core.models import LoadedModel
+from attnlab.data.wordlists import EN_GRAMMAR, EN_WORDS, ZH_GRAMMAR, ZH_WORDS
 
 LANGUAGES = ("zh", "en")
 
@@ -377,7 +387,198 @@ def _good_lengths(language: str) -> str:
     return "9 and 14" if language == "zh" else "7 and 13"
 
 
-def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
+# --------------------------------------------------------------------------- varied word order
+
+#: Probability that an optional part of a grammar rule is used (longer queries above 1/2).
+KEEP_OPTIONAL = 0.65
+
+
+class VariedQueryGenerator:
+    """Distinct queries of exactly ``n_tokens`` tokens from a phrase grammar, deterministic for a seed.
+
+    The template corpus above puts the same role in the same slot (position
+    1 is almost always a question word, the object sits at the same place).
+    Here :mod:`attnlab.data.wordlists`'s grammar is expanded at random: many
+    sentence shapes, optional parts, words of different lengths, so a token
+    position holds different parts of speech from one query to the next
+    (:meth:`role_shares` measures it). A draw of the wrong length, or one
+    already yielded, is skipped and counted.
+
+    Args:
+        language: ``"zh"`` or ``"en"``.
+        n_tokens: tokens per query, special tokens *not* counted.
+        seed: the random seed; same seed, same sequence.
+        tokenizer: optional tokenizer to verify lengths with (``m.tokenizer``).
+            English words that are not one token are left out of the word lists;
+            every query is re-tokenised and kept only with exactly ``n_tokens``.
+        max_tries: stop after this many misses in a row (the space is used up).
+
+    Attributes:
+        produced: queries yielded so far.
+        duplicates: draws skipped because the text was already yielded.
+        wrong_length: draws skipped for another token count.
+    """
+
+    def __init__(self, language: str = "zh", n_tokens: int = DEFAULT_N_TOKENS, *, seed: int = 0,
+                 tokenizer: Any = None, max_tries: int = 20_000) -> None:
+        if language not in LANGUAGES:
+            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+        self.n_tokens = check_positive_int(n_tokens, "n_tokens (tokens per query, without [CLS]/[SEP])")
+        self.language, self.seed, self.tokenizer, self.max_tries = language, seed, tokenizer, max_tries
+        self.produced = self.duplicates = self.wrong_length = 0
+        self.grammar = ZH_GRAMMAR if language == "zh" else EN_GRAMMAR
+        words = ZH_WORDS if language == "zh" else EN_WORDS
+        self.words = {name: (tag, list(dict.fromkeys(ws))) for name, (tag, ws) in words.items()}
+        if tokenizer is not None and language == "en":
+            self.words = {name: (tag, [w for w in ws if len(tokenizer.tokenize(w)) == 1])
+                          for name, (tag, ws) in self.words.items()}
+        #: per token position, how many produced queries hold each tag there
+        self.roles: list[Counter] = [Counter() for _ in range(self.n_tokens)]
+
+    def draw(self, rng: random.Random) -> list[tuple[str, str]] | None:
+        """One expansion of the grammar: ``[(word, tag), ...]``; None when it needs an empty word list."""
+        out: list[tuple[str, str]] = []
+        return out if self._expand("Q", rng, out) else None
+
+    def _expand(self, symbol: str, rng: random.Random, out: list[tuple[str, str]]) -> bool:
+        for item in rng.choice(self.grammar[symbol]).split():
+            if item.endswith("?"):
+                item = item[:-1]
+                if rng.random() >= KEEP_OPTIONAL:
+                    continue
+            if "/" in item:
+                word, tag = item.split("/")
+                out.append((word, tag))
+            elif item in self.grammar:
+                if not self._expand(item, rng, out):
+                    return False
+            else:
+                tag, words = self.words[item]
+                if not words:
+                    return False
+                out.append((rng.choice(words), tag))
+        return True
+
+    def _text(self, words: list[tuple[str, str]]) -> str:
+        return ("" if self.language == "zh" else " ").join(w for w, _ in words)
+
+    def _tags(self, words: list[tuple[str, str]]) -> list[str]:
+        """One tag per token: per word in English, per character in Chinese."""
+        if self.language == "en":
+            return [t for _, t in words]
+        return [t for w, t in words for _ in w]
+
+    def __iter__(self) -> Iterator[str]:
+        """Yield distinct queries of the right length until ``max_tries`` misses in a row."""
+        rng = random.Random(self.seed)
+        seen: set[str] = set()
+        misses = 0
+        batch: list[tuple[str, list[str]]] = []
+        while misses < self.max_tries:
+            words = self.draw(rng)
+            tags = self._tags(words) if words else []
+            if len(tags) != self.n_tokens:
+                misses += 1
+                continue
+            text = self._text(words)
+            if text in seen:
+                self.duplicates += 1
+                misses += 1
+                continue
+            misses = 0
+            seen.add(text)
+            batch.append((text, tags))
+            if len(batch) >= 256:
+                yield from self._verified(batch)
+                batch = []
+        yield from self._verified(batch)
+
+    def _verified(self, batch: list[tuple[str, list[str]]]) -> Iterator[str]:
+        texts = [t for t, _ in batch]
+        if self.tokenizer is not None and texts:
+            lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        else:
+            lengths = [self.n_tokens] * len(texts)
+        for (text, tags), n in zip(batch, lengths):
+            if n != self.n_tokens:
+                self.wrong_length += 1
+                continue
+            for counter, tag in zip(self.roles, tags):
+                counter[tag] += 1
+            self.produced += 1
+            yield text
+
+    def take(self, n: int) -> list[str]:
+        """The first ``n`` queries as a list; ValueError if fewer exist at this length."""
+        out = list(itertools.islice(iter(self), check_positive_int(n, "n")))
+        if len(out) < n:
+            raise ValueError(f"only {len(out)} distinct {self.language} queries of {self.n_tokens} tokens "
+                             f"could be made ({n} asked): try another length or a larger vocabulary")
+        return out
+
+    def role_shares(self) -> list[float]:
+        """Per token position, the share of produced queries holding the most common tag there.
+
+        1.0 at a position means every query has the same part of speech there;
+        the template corpus comes close to that, this one should not.
+        """
+        return [max(c.values()) / sum(c.values()) if c else float("nan") for c in self.roles]
+
+    def report(self) -> str:
+        """One line: how many queries, repeats skipped and wrong lengths dropped."""
+        return (f"{self.produced} distinct {self.language} queries of {self.n_tokens} tokens from the phrase "
+                f"grammar ({self.duplicates} repeats and {self.wrong_length} wrong lengths skipped)")
+
+
+# --------------------------------------------------------------------------- the control: no content
+
+
+def vocabulary_pieces(tokenizer: Any) -> list[str]:
+    """Pieces of ``tokenizer``'s vocabulary that stand alone as one token.
+
+    Special tokens, ``[unused...]`` slots, continuation pieces (``##ing``),
+    punctuation and anything that does not tokenise back to itself are left out.
+    """
+    specials = set(getattr(tokenizer, "all_special_tokens", []))
+    pieces = [p for p in tokenizer.get_vocab()
+              if p not in specials and not p.startswith(("##", "[", "<")) and p.isalnum() and p.strip() == p]
+    pieces.sort()
+    ids = tokenizer(pieces, add_special_tokens=False)["input_ids"]
+    return [p for p, row in zip(pieces, ids) if len(row) == 1]
+
+
+def random_token_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
+    """The control set: ``n`` strings of ``n_tokens`` random vocabulary pieces, no content at all.
+
+    Each piece is drawn uniformly from :func:`vocabulary_pieces` of ``m``'s
+    tokenizer, pieces separated by spaces (a character-level Chinese
+    tokenizer ignores them); every string is re-tokenised and kept only with
+    exactly ``n_tokens`` tokens. Averaged like the real queries, they show
+    how "fixed" a head looks when nothing in the input means anything.
+    """
+    n = check_positive_int(n, "n (number of strings)")
+    n_tokens = check_positive_int(DEFAULT_N_TOKENS if n_tokens is None else n_tokens, "n_tokens")
+    pieces = vocabulary_pieces(m.tokenizer)
+    if len(pieces) < 2:
+        raise ValueError(f"{m.name}'s vocabulary has fewer than 2 stand-alone pieces: no control set")
+    rng = random.Random(seed)
+    made = 0
+    while made < n:
+        batch = [" ".join(rng.choice(pieces) for _ in range(n_tokens)) for _ in range(min(256, n - made))]
+        for text, ids in zip(batch, m.tokenizer(batch, add_special_tokens=False)["input_ids"]):
+            if len(ids) == n_tokens and made < n:
+                made += 1
+                yield text
+
+
+# --------------------------------------------------------------------------- the lessons' entry point
+
+#: Corpora of :func:`same_length_queries`.
+CORPORA = ("varied", "templates")
+
+
+def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, seed: int = 0,
+                        corpus: str = "varied") -> Iterator[str]:
     """A generator of ``n`` distinct queries in ``m``'s language, verified with its tokenizer.
 
     Args:
@@ -385,13 +586,18 @@ def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, 
         n: how many queries.
         n_tokens: tokens per query without [CLS]/[SEP] (default :data:`DEFAULT_N_TOKENS`).
         seed: the generator's seed.
+        corpus: ``"varied"`` (:class:`VariedQueryGenerator`, roles move between
+            positions) or ``"templates"`` (:class:`QueryGenerator`, one role per slot).
 
     Lazy: nothing is materialised, so it can feed :func:`attnlab.mean_attention`
     directly. Raises ValueError (when exhausted) if fewer than ``n`` exist.
     """
     n = check_positive_int(n, "n (number of queries)")
+    if corpus not in CORPORA:
+        raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
     n_tokens = DEFAULT_N_TOKENS if n_tokens is None else n_tokens
-    gen = QueryGenerator(m.language, n_tokens, seed=seed, tokenizer=m.tokenizer)
+    make = VariedQueryGenerator if corpus == "varied" else QueryGenerator
+    gen = make(m.language, n_tokens, seed=seed, tokenizer=m.tokenizer)
     count = 0
     for text in itertools.islice(iter(gen), n):
         count += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlab.analysis.diversity import DepthTrend, HeadDistances
+from attnlab.analysis.diversity import DepthTrend, HeadDistances, ShuffledBaseline
 
 
 def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
@@ -30,22 +30,32 @@ def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
     return fig
 
 
-def plot_dispersion(trend: DepthTrend):
-    """Within-layer dispersion per layer with its bootstrap interval, and the fitted slope."""
+def plot_dispersion(trend: DepthTrend, baseline: ShuffledBaseline | None = None):
+    """Within-layer dispersion per layer with its bootstrap interval, the fitted slope, and (when
+    given) the band that heads dealt to layers at random give.
+
+    The title asks the question; the answer is the claim's verdict, printed beside the figure.
+    """
     x = np.asarray(trend.layers) + 1  # 1-based layers
     d = trend.dispersion
     estimate = np.asarray(d.estimate)
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.errorbar(x, estimate, yerr=[estimate - d.low, d.high - estimate],
-                fmt="o-", capsize=3, label=f"dispersion ({d.level:.0%} bootstrap interval)")
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    if baseline is not None:
+        b = baseline.dispersion
+        ax.fill_between(x, b.low, b.high, color="grey", alpha=0.25, lw=0,
+                        label=f"heads dealt to layers at random ({b.level:.0%} of {baseline.n_perm} shuffles)")
+        ax.plot(x, b.estimate, color="grey", lw=1)
+    yerr = np.clip([estimate - d.low, d.high - estimate], 0.0, None)  # (2, L); rounding can dip below 0
+    ax.errorbar(x, estimate, yerr=yerr,
+                fmt="o-", capsize=3, label=f"dispersion ({d.level:.0%} bootstrap interval over queries)")
     s = trend.slope
     fit = estimate.mean() + s.estimate * (x - x.mean())
-    ax.plot(x, fit, "--", color="grey",
+    ax.plot(x, fit, "--", color="black", lw=1,
             label=f"slope {s.estimate:+.3f} per layer [{s.low:+.3f}, {s.high:+.3f}]")
     ax.set_xlabel("layer")
     ax.set_ylabel("mean JS distance between heads of the layer")
     ax.set_xticks(x)
-    ax.set_title("Do heads of a layer become more alike with depth?", fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(f"Within-layer dispersion of the heads by depth ({trend.n_texts:,} queries)", fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     return fig

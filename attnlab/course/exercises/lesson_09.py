@@ -14,7 +14,14 @@ from typing import Any
 
 import torch
 
-from attnlab.analysis.diversity import DepthTrend, HeadDistances, depth_trend, head_distances
+from attnlab.analysis.diversity import (
+    DepthTrend,
+    HeadDistances,
+    ShuffledBaseline,
+    depth_trend,
+    head_distances,
+    shuffled_baseline,
+)
 from attnlab.core.config import pick
 from attnlab.core.models import LoadedModel
 from attnlab.course.claims.diversity import verdict_more_alike_with_depth
@@ -93,18 +100,24 @@ def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances 
 # --------------------------------------------------------------------------- 3. the verdict
 
 
-def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None) -> str:
-    """The verdict word of :func:`attnlab.course.claims.diversity.verdict_more_alike_with_depth`."""
+def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None,
+                           baseline: ShuffledBaseline | None = None) -> str:
+    """The verdict word of :func:`attnlab.course.claims.diversity.verdict_more_alike_with_depth`
+    (with the shuffled baseline when given; both computed here when ``trend`` is None)."""
     if trend is None:
-        trend = depth_trend(_default_distances(m), n_boot=300)
-    return verdict_more_alike_with_depth(trend).verdict
+        hd = _default_distances(m)
+        trend = depth_trend(hd, n_boot=300)
+        baseline = shuffled_baseline(hd, n_perm=500) if baseline is None else baseline
+    return verdict_more_alike_with_depth(trend, baseline).verdict
 
 
-def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = None) -> Feedback:
+def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = None,
+                        baseline: ShuffledBaseline | None = None) -> Feedback:
     """Is ``answer`` ("holds", "does not hold" or "cannot tell") the verdict of this run?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_trend_verdict(m, trend)
+    truth = solution_trend_verdict(m, trend, baseline)
     return check_choice(answer, truth, what="verdict",
-                        hint="look at the slope's bootstrap interval: below 0 holds, above 0 does not "
-                             "hold, across 0 cannot tell.")
+                        hint="look at the slope's bootstrap interval and at the baseline's p: interval below 0 "
+                             "and p below 0.05 holds; interval above 0 or p above 0.95 does not hold; "
+                             "anything else cannot tell.")

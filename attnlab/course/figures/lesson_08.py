@@ -1,31 +1,83 @@
-"""Figures of lesson 08: the article's mean maps of layers 1-4 and the fixedness map."""
+"""Figures of lesson 08: the article's mean maps of layers 1-4, fixedness beside the control,
+and how the answer settles with the number of queries."""
 
 from __future__ import annotations
 
-from attnlab.core.streaming import MeanAttention, mean_attention
-from attnlab.course.claims.averaging import ARTICLE_LAYERS, ARTICLE_QUERIES, FIXED_THRESHOLD
+from dataclasses import dataclass
+
+from attnlab.analysis.fixedness import (
+    FixednessCurve,
+    FixednessReport,
+    decades,
+    fixedness_curve,
+    fixedness_report,
+    leading_pieces,
+)
+from attnlab.core.streaming import MeanAttention, merge_all, sharded_mean_attention
+from attnlab.course.claims import averaging as claims
 from attnlab.course.figures import FigureContext, figure
-from attnlab.data.querygen import same_length_queries
-from attnlab.viz.fixedness_plots import plot_fixedness, plot_mean_maps
+from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
+from attnlab.viz.fixedness_plots import plot_fixedness, plot_fixedness_curve, plot_mean_maps
 
 LESSON = "08_layer_averaging.ipynb"
 
+#: Strings of random vocabulary pieces in the control run (full mode).
+CONTROL_QUERIES = 20_000
 
-def shared_mean(ctx: FigureContext) -> MeanAttention:
-    """Mean attention of every layer over same-length queries, computed once per build."""
-    queries = lambda: same_length_queries(ctx.model, ctx.pick(ARTICLE_QUERIES, 200))  # noqa: E731
-    return ctx.memo("mean08", lambda: mean_attention(ctx.model, queries(), progress=False))
+
+@dataclass
+class Run:
+    """Lesson 08's run: the merged mean, the report with its control, and the curve."""
+
+    whole: MeanAttention
+    report: FixednessReport
+    curve: FixednessCurve
+
+
+def lesson_run(ctx: FigureContext) -> Run:
+    """Real queries (the first shard cut at 10, 100, ...) and the control, computed once per build."""
+
+    def compute() -> Run:
+        m = ctx.model
+        total, shard = ctx.pick(claims.ARTICLE_QUERIES, 200), ctx.pick(1000, 50)
+        queries = same_length_queries(m, total, DEFAULT_N_TOKENS)
+        pieces = leading_pieces(m, queries, [c for c in decades(shard) if c <= shard])
+        rest = sharded_mean_attention(m, queries, shard, progress=False)
+        control = sharded_mean_attention(m, random_token_queries(m, ctx.pick(CONTROL_QUERIES, 100), DEFAULT_N_TOKENS),
+                                         shard, progress=False)
+        shards = [merge_all(pieces)] + rest
+        report = fixedness_report(shards, control=control, n_boot=ctx.pick(1000, 100))
+        return Run(merge_all(shards), report, fixedness_curve(pieces + rest, decades(total)))
+
+    return ctx.memo("run08", compute)
 
 
 @figure("mean_maps_layers_1_4", lesson=LESSON,
         caption="Mean attention maps of layers 1-4 x all heads over many same-length queries "
                 "(the source article's figure, one colour scale)")
 def mean_maps_layers_1_4(ctx: FigureContext):
-    acc = shared_mean(ctx)
-    return plot_mean_maps(acc, layers=range(min(ARTICLE_LAYERS, len(acc.layers))))
+    acc = lesson_run(ctx).whole
+    return plot_mean_maps(acc, layers=range(min(claims.ARTICLE_LAYERS, len(acc.layers))))
 
 
 @figure("fixedness_map", lesson=LESSON,
-        caption="Per-head fixedness (1 = every query gets the same map) beside the sharpness of the mean map")
+        caption="Per-head fixedness on real queries and on random tokens (the control), their difference, "
+                "and the sharpness of the mean map; colour scale fitted to the data, threshold on the colourbar")
 def fixedness_map(ctx: FigureContext):
-    return plot_fixedness(shared_mean(ctx), threshold=FIXED_THRESHOLD)
+    report = lesson_run(ctx).report
+    return plot_fixedness(report, threshold=claims.FIXED_THRESHOLD, fixed=claims.fixed_mask(report),
+                          below_control=claims.below_control(report))
+
+
+@figure("fixedness_vs_queries", lesson=LESSON,
+        caption="Per-layer fixedness and the share of heads called fixed against the number of queries averaged")
+def fixedness_vs_queries(ctx: FigureContext):
+    run = lesson_run(ctx)
+    return plot_fixedness_curve(run.curve.counts, run.curve.per_layer(), fixed_share_curve(run),
+                                run.curve.layers, control_per_layer=run.report.control_per_layer.estimate)
+
+
+def fixed_share_curve(run: Run) -> list[float]:
+    """Share of heads called fixed after each count of the curve (the control's final values as reference)."""
+    gap = run.curve.fixedness - run.report.control[None]  # (K, L, H): point differences
+    return [float(m.mean()) for m in claims.fixed_rule(run.curve.fixedness, gap)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distances
+from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distances, shuffled_baseline
 from attnlab.course.figures import FigureContext, figure
 from attnlab.data.querygen import same_length_queries
 from attnlab.viz.diversity_plots import plot_dispersion, plot_mds
@@ -23,6 +23,9 @@ def head_mds(ctx: FigureContext):
 
 
 @figure("layer_dispersion", lesson=LESSON,
-        caption="Mean distance between the heads of each layer, with bootstrap intervals over queries")
+        caption="Mean distance between the heads of each layer, with bootstrap intervals over queries, "
+                "beside heads dealt to layers at random")
 def layer_dispersion(ctx: FigureContext):
-    return plot_dispersion(depth_trend(shared_distances(ctx), n_boot=ctx.pick(1000, 200)))
+    hd = shared_distances(ctx)
+    return plot_dispersion(depth_trend(hd, n_boot=ctx.pick(1000, 200)),
+                           shuffled_baseline(hd, n_perm=ctx.pick(2000, 200)))
