@@ -305,3 +305,36 @@ def test_fixedness_from_sums_broadcasts_over_leading_axes():
                                   torch.tensor([10.0, 10.0, 10.0], dtype=torch.float64))  # (3, 1, 2)
     for g, acc in enumerate(accs):
         torch.testing.assert_close(stacked[g], acc.fixedness(), atol=1e-12, rtol=0)
+
+
+def test_auto_precision_takes_bf16_only_where_it_is_native(tiny_en, monkeypatch):
+    from attnlab.core import fast
+
+    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "fma"})
+    assert fast.choose_precision(tiny_en, "auto")[0] == "fp32"
+    assert "emulated" in fast.choose_precision(tiny_en, "auto")[1]
+    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "avx512_bf16"})
+    assert fast.choose_precision(tiny_en, "auto")[0] == "bf16"
+    assert fast.choose_precision(tiny_en, "int8") == ("int8", "asked for")
+    with pytest.raises(ValueError, match="precision"):
+        fast.choose_precision(tiny_en, "fp8")
+
+
+def test_auto_precision_on_this_machine_matches_fp32_where_bf16_is_not_native(tiny_en):
+    from attnlab.core import fast
+
+    if fast.native_bf16(tiny_en.device):
+        pytest.skip("this machine runs bf16 natively")
+    texts = same_length_texts(12)
+    auto = al.mean_attention(tiny_en, texts, progress=False, precision="auto")
+    exact = al.mean_attention(tiny_en, texts, progress=False)
+    assert auto.precision == "fp32"
+    torch.testing.assert_close(auto.mean, exact.mean, atol=0, rtol=0)
+
+
+def test_caches_live_with_the_model_not_in_loaded_model(tiny_en):
+    from attnlab.core import fast
+
+    ids = tiny_en.tokenizer(["hello world"])["input_ids"]
+    fast.forward_maps(tiny_en, fast.encode_same_length(tiny_en, ids), [0])
+    assert tiny_en.model in fast._PATHS

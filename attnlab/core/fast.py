@@ -18,7 +18,10 @@ does three things the general :func:`attnlab.attention` does not:
    quantised per batch). ``"bf16"``: bfloat16 autocast of the fp32 model.
    Both change the numbers slightly; :func:`attnlab.core.streaming.mean_attention`
    measures by how much against fp32 and reports it. ``"fp32"`` is exact and
-   the default.
+   the default. ``"auto"`` (:func:`choose_precision`) takes bf16 only where
+   the hardware runs it natively (a CUDA GPU with bf16, or a CPU with
+   AVX512-BF16 / AMX): on an AVX2-only CPU bf16 is emulated and about 6x
+   *slower* than fp32, so ``"auto"`` keeps fp32 there.
 
 Typical use::
 
@@ -33,7 +36,9 @@ import contextlib
 import copy
 import numbers
 import warnings
+import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import torch
@@ -41,6 +46,10 @@ import torch
 from attnlab.core.models import LoadedModel, NoAttentionError
 
 PRECISIONS = ("fp32", "int8", "bf16")
+
+#: per-model caches (int8 copies, attention module paths), dropped with the model
+_INT8_COPIES: "weakref.WeakKeyDictionary[torch.nn.Module, torch.nn.Module]" = weakref.WeakKeyDictionary()
+_PATHS: "weakref.WeakKeyDictionary[torch.nn.Module, list[str]]" = weakref.WeakKeyDictionary()
 
 
 class _StopForward(Exception):
@@ -139,7 +148,7 @@ def model_for(m: LoadedModel, precision: str = "fp32") -> torch.nn.Module:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision != "int8":
         return m.model
-    cached = m.extra.get("_int8_model")
+    cached = _INT8_COPIES.get(m.model)
     if cached is None:
         if m.device.type != "cpu":
             raise ValueError("precision='int8' (dynamic quantisation) runs on CPU only; use 'bf16' on a GPU")
@@ -149,8 +158,41 @@ def model_for(m: LoadedModel, precision: str = "fp32") -> torch.nn.Module:
                 copy.deepcopy(m.model), {torch.nn.Linear}, dtype=torch.qint8
             )
         cached.eval()
-        m.extra["_int8_model"] = cached
+        _INT8_COPIES[m.model] = cached
     return cached
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="ignore")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def native_bf16(device: torch.device) -> bool:
+    """True when ``device`` computes bfloat16 natively (not emulated)."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        return bool({"avx512_bf16", "amx_bf16"} & _cpu_flags())
+    return False
+
+
+def choose_precision(m: LoadedModel, precision: str = "auto") -> tuple[str, str]:
+    """``(precision, why)``: ``"auto"`` becomes ``"bf16"`` where it is native, else ``"fp32"``;
+    any other value is checked and returned as asked."""
+    if precision == "auto":
+        if native_bf16(m.device):
+            return "bf16", f"{m.device.type} runs bfloat16 natively"
+        return "fp32", (f"{m.device.type} has no native bfloat16 (it would be emulated and slower), "
+                        "so the exact fp32 is used")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be 'auto' or one of {PRECISIONS}, got {precision!r}")
+    return precision, "asked for"
 
 
 def _autocast(precision: str, device: torch.device):
@@ -209,9 +251,9 @@ def forward_maps(
     """
     layers = check_layers(m, layers)
     model = model_for(m, precision)
-    paths = m.extra.get("_attention_paths")
+    paths = _PATHS.get(m.model)
     if paths is None:
-        paths = m.extra["_attention_paths"] = attention_module_paths(m)
+        paths = _PATHS[m.model] = attention_module_paths(m)
     with _recording(model, paths, layers) as rec, torch.inference_mode(), _autocast(precision, m.device):
         try:
             model(**inputs)

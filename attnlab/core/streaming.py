@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from attnlab.core.atomic import atomic_path
 from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
-from attnlab.core.fast import PRECISIONS, check_layers, encode_same_length, forward_maps
+from attnlab.core.fast import check_layers, choose_precision, encode_same_length, forward_maps
 from attnlab.core.models import LoadedModel
 
 #: Clark et al.'s smoothing for entropies (0.9999 * a + 0.0001 / n).
@@ -330,7 +330,8 @@ def mean_attention(
         tolerance: stop once the largest standard error of any cell of the
             mean is below this; ``result.count`` says after how many texts
             (``result.stopped_early`` whether it stopped before the end).
-        precision: ``"fp32"`` (exact, default), ``"int8"`` (dynamic
+        precision: ``"auto"`` (bf16 where the hardware runs it natively, else
+            fp32: see :func:`attnlab.core.fast.choose_precision`), ``"fp32"`` (exact, default), ``"int8"`` (dynamic
             quantisation of the linear layers, CPU) or ``"bf16"`` (autocast).
             For the latter two, the first queries also run in fp32 and
             ``result.deviation`` is the largest difference of the mean maps.
@@ -351,8 +352,7 @@ def mean_attention(
     if isinstance(texts, str):
         raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
     batch_size = check_positive_int(batch_size, "batch_size")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    precision, _ = choose_precision(m, precision)  # "auto": bf16 only where it is native
     if tolerance is not None:
         tolerance = check_positive_number(tolerance, "tolerance")
     if tolerance is not None and bucket:

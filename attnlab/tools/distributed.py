@@ -260,8 +260,8 @@ def distributed_mean_attention(
     """
     rank, world_size = world()
     batch_size = check_positive_int(batch_size, "--batch-size")
-    if precision not in PRECISIONS:
-        raise ValueError(f"--precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision != "auto" and precision not in PRECISIONS:
+        raise ValueError(f"--precision must be 'auto' or one of {PRECISIONS}, got {precision!r}")
     layers = check_layer_list(layers)
     check_queries_file(queries)
     out = check_out(out)
@@ -328,6 +328,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--out", required=True, help="output file (.pt), read with MeanAttention.load")
     p.add_argument("--layers", default=None, help="0-based layers, e.g. 0-3 or 0,2,5 (default: all)")
     p.add_argument("--batch-size", type=int, default=256, help="queries per forward pass (at least 1)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "int8"])
+    p.add_argument("--precision", default="fp32", choices=["auto", "fp32", "bf16", "int8"],
+                   help="fp32 is exact; auto takes bf16 only where the hardware runs it natively")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
