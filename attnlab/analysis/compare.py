@@ -22,10 +22,15 @@ with JS the Jensen-Shannon divergence of row ``i`` in nats
 0 for maps whose rows have disjoint support. Every row counts, special tokens
 ([CLS], [SEP]) included; they never move.
 
-Maps are compared **unit by unit** (:func:`group_maps`): the rows and columns of
-a unit's word pieces are merged, so that a respelled English word (new pieces,
-maybe more of them) is still compared with the word it was. With one token per
-unit (Chinese characters, most English words) this changes nothing.
+Maps are compared **unit by unit** (:func:`group_maps`): characters for
+Chinese, words for English. Attention to a unit sums the columns of the pieces
+that cover it, attention from a unit averages their rows, so that a respelled
+English word (new pieces, maybe more of them) is still compared with the word
+it was, and a multilingual model whose pieces span several Chinese characters
+(``▁王 者 荣耀 怎么 玩``) is compared character by character: a piece's column
+mass is split equally over the characters it covers, and a bare ``▁`` piece
+counts with the character after it. With one token per unit (a character-level
+Chinese tokenizer, most English words) this changes nothing.
 
 :func:`perturbation_study` runs the experiment over many queries and keeps one
 similarity per query, head, kind and space, and how far the perturbation moved
@@ -62,7 +67,7 @@ from attnlab.analysis.perturb import (
 from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
 from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.distributions import js_divergence
-from attnlab.core.extract import attention
+from attnlab.core.extract import attention, to_word_level
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import Query
 
@@ -129,28 +134,31 @@ def reindex_batch(maps: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:
 
 
 def group_maps(maps, groups: Sequence[Sequence[int]]) -> torch.Tensor:
-    """Merge the rows and columns of token groups: ``[..., n, n] -> [..., G, G]``.
+    """Pool token maps into unit maps: ``[..., n, n] -> [..., G, G]``.
 
-    ``out[..., a, b]`` is the weight that a token of group ``a`` gives to the
-    tokens of group ``b`` (summed over ``b``'s tokens), averaged over ``a``'s
-    tokens. Rows still sum to 1.
+    The rule (:func:`attnlab.core.extract.to_word_level`): attention *to* a unit
+    is the SUM of the columns of the pieces that cover it, attention *from* a
+    unit is the MEAN of their rows. A piece that covers several units (an
+    XLM-R piece such as ``荣耀`` covers the characters 荣 and 耀) is in each of
+    their groups and its column mass is split equally over them, so
+    ``out[..., a, :]`` still sums to 1; a bare ``▁`` piece is in the group of the
+    unit after it (:func:`attnlab.analysis.perturb.unit_alignment`). With one
+    token per group, in order (a character-level tokenizer), the maps come back
+    unchanged.
 
     Args:
         maps: ``[..., n, n]`` attention maps.
-        groups: token positions of each group; together they cover ``0..n-1`` once.
+        groups: token positions of each group; every token is in at least one
+            group, every group is non-empty.
     """
     m = _as_tensor(maps)
     n = m.shape[-1]
-    flat = sorted(t for g in groups for t in g)
-    if flat != list(range(n)) or any(len(g) == 0 for g in groups):
-        raise ValueError(f"groups must cover the {n} tokens once, each group non-empty; got {list(groups)}")
+    covered = {t for g in groups for t in g}
+    if covered != set(range(n)) or any(len(g) == 0 for g in groups):
+        raise ValueError(f"groups must cover each of the {n} tokens, each group non-empty; got {list(groups)}")
     if all(len(g) == 1 for g in groups) and [g[0] for g in groups] == list(range(n)):
         return m  # one token per group, in order: nothing to merge
-    member = torch.zeros(len(groups), n, dtype=m.dtype)  # (G, n): 1 where token t is in group g
-    for g, tokens in enumerate(groups):
-        member[g, list(tokens)] = 1.0
-    average = member / member.sum(dim=1, keepdim=True)  # (G, n): rows average a group's tokens
-    return average @ m @ member.T  # (..., G, G)
+    return to_word_level(m, [list(g) for g in groups])  # (..., G, G)
 
 
 def compare_maps(original, perturbed, perm) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,7 +29,10 @@ Two ways to line the perturbed text's tokens up with the original's:
   it raises :class:`TokenizationChanged`.
 * :func:`unit_alignment` - the tokens grouped by unit ([CLS], each unit,
   [SEP]) in both texts, and the permutation of those groups. It exists for every
-  perturbation; :mod:`attnlab.analysis.compare` compares maps at this level.
+  perturbation, also when the pieces differ: a multilingual (XLM-R) tokenizer
+  cuts ``王者荣耀怎么玩`` as ``▁王 者 荣耀 怎么 玩`` but ``怎么玩王者荣耀`` as
+  ``▁ 怎么 玩 王 者 荣耀``; a piece that covers several characters is in each
+  of their groups; :mod:`attnlab.analysis.compare` compares maps at this level.
   Its ``displacement`` says how far the units moved, in token positions: the
   part of a map's change that position alone can explain.
 
@@ -455,13 +458,12 @@ def _tokens_per_unit(m: LoadedModel, text: str, language: str) -> tuple[list[int
             if e <= s and ids[t] in special_ids:
                 special.append(t)
                 continue
-            # the unit holding the token's first non-space character
-            for u, (us, ue) in enumerate(spans):
-                if us <= s < ue or (s < us < e):
-                    per_unit[u].append(t)
-                    break
-            else:
-                special.append(t)
+            # every unit the piece overlaps: one, or several for a piece like 荣耀
+            covered = [u for u, (us, ue) in enumerate(spans) if us < e and s < ue]
+            if not covered:  # a piece of spaces only (a bare ▁): it goes with the next unit
+                covered = [next((u for u, (us, _) in enumerate(spans) if us >= s), len(spans) - 1)]
+            for u in covered:
+                per_unit[u].append(t)
         return ids, special, per_unit
     # slow tokenizers: tokenize unit by unit (WordPiece-style vocabularies)
     content = [t for t, i in enumerate(ids) if i not in special_ids]
@@ -502,7 +504,7 @@ def token_permutation(m: LoadedModel, p: Perturbed) -> np.ndarray:
             "query whose moved words are single tokens (see attnlab.data.corpus)."
         )
     content_new = [t for t in range(len(old_ids)) if t not in set(old_special)]
-    moved = [t for u in p.unit_order for t in per_unit[u]]
+    moved = list(dict.fromkeys(t for u in p.unit_order for t in per_unit[u]))  # a piece of two units once
     perm = np.arange(len(old_ids))
     if len(moved) != len(content_new):
         raise TokenizationChanged(
@@ -539,7 +541,11 @@ class UnitAlignment:
     Attributes:
         old_groups, new_groups: token positions of each group, in token order:
             every special token ([CLS], [SEP]) is a group of its own, every unit
-            (character or word) a group of its word pieces.
+            (character or word) a group of the pieces that cover it. Groups
+            overlap when a piece covers several units (``荣耀`` is in the groups
+            of 荣 and of 耀); a bare ``▁`` piece is in the group of the unit
+            after it. :func:`attnlab.analysis.compare.group_maps` pools maps
+            over these groups.
         perm: ``(G,)`` new group ``i`` holds old group ``perm[i]``.
         shift: ``(U,)`` for each unit of the new text, how far its first token
             moved (new position - old position, in tokens).
@@ -559,7 +565,7 @@ class UnitAlignment:
 def _groups(special: list[int], per_unit: list[list[int]]) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
     """Groups in token order, and the group index of each special token and of each unit."""
     items = [("s", k, (t,)) for k, t in enumerate(special)] + [("u", k, tuple(ts)) for k, ts in enumerate(per_unit)]
-    items.sort(key=lambda it: it[2][0])
+    items.sort(key=lambda it: (it[2][0], it[0] == "u", it[1]))  # units sharing a piece stay in text order
     special_at, unit_at = [0] * len(special), [0] * len(per_unit)
     for g, (what, k, _) in enumerate(items):
         (special_at if what == "s" else unit_at)[k] = g

@@ -316,16 +316,21 @@ class Attention:
 
 
 def to_word_level(maps: torch.Tensor, groups: list[list[int]]) -> torch.Tensor:
-    """Pool token maps ``[..., n, n]`` into word maps ``[..., W, W]``.
+    """Pool token maps ``[..., n, n]`` into word (or character) maps ``[..., W, W]``.
 
-    Columns of a word's pieces are summed (attention *to* the word); rows are
-    averaged (attention *from* the word).
+    Attention *to* a word is the sum of the columns of its pieces; attention
+    *from* a word is the mean of the rows of its pieces. Groups may overlap: a
+    piece that covers several units (``荣耀`` covers 荣 and 耀) belongs to each of
+    them, and its column mass is split equally over them, so every row still
+    sums to 1 when each token is in at least one group. With groups that
+    partition the tokens this is the plain sum / mean.
     """
     n = maps.shape[-1]
-    assign = torch.zeros(n, len(groups), dtype=maps.dtype)  # (n, W)
+    assign = torch.zeros(n, len(groups), dtype=maps.dtype)  # (n, W): 1 where token t is in group w
     for w, g in enumerate(groups):
-        assign[g, w] = 1.0
-    to_words = maps @ assign  # (..., n, W): column sums
+        assign[list(g), w] = 1.0
+    share = assign / assign.sum(dim=1, keepdim=True).clamp(min=1.0)  # (n, W): a token's mass split over its groups
+    to_words = maps @ share  # (..., n, W): column sums
     sizes = assign.sum(dim=0)  # (W,)
     return (assign.T @ to_words) / sizes[:, None]  # (..., W, W): row means
 
