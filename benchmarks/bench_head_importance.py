@@ -1,8 +1,10 @@
 """Head importance: one backward pass per batch against masking every head in turn.
 
 Side by side, in one run, on the same texts and the same objective
-(:func:`attnlab.analysis.importance.make_objective`: masked-LM loss when the model has
-an MLM head, else the contrastive loss of the bundled sentence encoder):
+(:func:`attnlab.analysis.importance.make_objective`: by default the masked-LM loss when
+the model has an MLM head, else the contrastive loss of the bundled sentence encoder;
+``--kind`` picks another, but the representation objectives "sentence" and "token" are
+at their minimum for the full model, so their gradient is 0 and only (b) is meaningful):
 
 (a) gradient importance ``|dL/dxi|`` (Michel et al. 2019): one forward and one
     backward pass per batch, all heads at once;
@@ -16,6 +18,7 @@ removing a head). Both run on the same number of CPU threads.
     python benchmarks/bench_head_importance.py                 # bundled model, 128 texts
     python benchmarks/bench_head_importance.py --texts 32      # quicker
     python benchmarks/bench_head_importance.py --model DIR --threads 2
+    python benchmarks/bench_head_importance.py --kind contrastive
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 
 import attnlab as al
 from attnlab.data import corpus
-from attnlab.analysis.importance import ablation_effects, head_importance, make_objective
+from attnlab.analysis.importance import KINDS, ablation_effects, head_importance, make_objective
 from attnlab.analysis.stats import correlation
 
 
@@ -34,13 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="bundled", help="model name or folder (default: bundled)")
     parser.add_argument("--texts", type=int, default=128, help="built-in queries to average over")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--kind", default="auto", choices=KINDS, help="the objective (default: auto)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for both methods")
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats of the gradient method (best is kept)")
     args = parser.parse_args(argv)
 
     m = al.load_model(args.model)
     texts = corpus.texts(m.language, args.texts, seed=1)
-    objective = make_objective(m, texts, batch_size=args.batch_size)
+    objective = make_objective(m, texts, kind=args.kind, batch_size=args.batch_size)
     print(f"model: {m.describe()}")
     print(f"objective: {objective.description}")
     print(f"threads: {args.threads}; {m.n_layers * m.n_heads} heads; {len(objective.batches)} batches")

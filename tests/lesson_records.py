@@ -31,9 +31,11 @@ def patterns(fixed_share: float = 0.5, n_layers: int = L, n_heads: int = H) -> H
 
 
 def perturbation(content_share: float = 0.1, labels=None, n_layers: int = L, n_heads: int = H) -> PerturbationResult:
-    if labels is None:
-        labels = [["content", "position", "position", "neither"][:n_heads] + ["position"] * (n_heads - 4)
-                  for _ in range(n_layers)]
+    if labels is None:  # the first round(content_share * heads) heads follow content, the rest alternate
+        n_content = int(round(content_share * n_layers * n_heads))
+        flat = ["content" if i < n_content else ("position" if i % 2 else "neither")
+                for i in range(n_layers * n_heads)]
+        labels = [flat[l * n_heads:(l + 1) * n_heads] for l in range(n_layers)]
     zeros = np.zeros((n_layers, n_heads))
     return PerturbationResult(n_queries=10, chosen_layer=0, verdict=ANY, follower_labels=labels,
                               position_follower_share=0.5, content_follower_share=content_share,
@@ -62,32 +64,53 @@ def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1) -> DiversityR
                            spearman=-1.0, verdict=ANY, clustering_verdict=ANY, within_layer=0.2, between_layers=0.3)
 
 
-def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float) -> GroupSummary:
-    return GroupSummary(n_groups=n_groups, self_mass=self_mass, cls_mass=cls_mass, sep_mass=0.0,
-                        entropy_ratio=entropy_ratio, confidence=0.5)
+def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float, *, n_texts: int = 20,
+          n_layers: int = L, spread: float = 0.01) -> GroupSummary:
+    """A regrouping summary whose texts scatter by ``spread`` around the given masses."""
+    rng = np.random.default_rng(n_groups)
+    rest = 1.0 - self_mass - cls_mass
+    mean = np.array([self_mass, rest / 4, rest / 4, cls_mass, 0.0, rest / 2])  # self, prev, next, [CLS], [SEP], other
+    per_text = mean + rng.normal(0, spread, size=(n_texts, 6))
+    return GroupSummary(n_groups=n_groups, per_text=per_text, per_layer=np.tile(mean, (n_layers, 1)),
+                        entropy_per_text=entropy_ratio + rng.normal(0, spread, size=n_texts), confidence=0.5)
 
 
-def head_count(ppl=None, regroup=None) -> HeadCountResult:
-    """``ppl``: ``{heads: per-seed perplexities}``; ``regroup``: GroupSummary list (default: a collapse)."""
+def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
+    """``ppl``: ``{heads: per-seed perplexities}`` at a fixed width (``ppl_fixed_head``: at a fixed
+    head size, default the same); ``regroup``: GroupSummary list (default: a collapse onto self)."""
     ppl = ppl or {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}
+    ppl_fixed_head = ppl_fixed_head or ppl
     regroup = regroup or [group(H, 0.2, 0.3, 0.6), group(2, 0.7, 0.1, 0.3)]
     counts = sorted(ppl)
     return HeadCountResult(n_texts=10, regroup=regroup, collapse=ANY, head_counts=counts, seeds=[0, 1, 2],
-                           perplexity=[list(ppl[h]) for h in counts], head_count=ANY, language="test")
+                           perplexity=[list(ppl[h]) for h in counts], head_count=ANY, language="test",
+                           perplexity_fixed_head=[list(ppl_fixed_head[h]) for h in counts], d_head=8, d_model=64)
 
 
-def pruning(effects=None, prune_max: float = 0.5, base: float = 1.0, n_layers: int = L,
-            n_heads: int = H) -> PruningResult:
-    """Single-head effects ``effects`` (default 0.01 each) and pruning curves that rise to ``base + prune_max``."""
+def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: int = L, n_heads: int = H,
+            n_texts: int = 30, noise: float = 0.002, agreement: float = 0.3, stable: float = 0.95) -> PruningResult:
+    """A representation-objective pruning record: single-head effects ``effects`` (default 0.01 each,
+    each text scattered by ``noise``), curves rising to ``base + prune_max``, the two objectives'
+    rankings agreeing at ``agreement`` and each stable at ``stable`` (split-half)."""
     effects = np.full((n_layers, n_heads), 0.01) if effects is None else np.asarray(effects, dtype=float)
-    fractions = np.array([0.0, 0.5, 1.0])
+    rng = np.random.default_rng(0)
+    per_text_effects = effects + rng.normal(0, noise, size=(n_texts,) + effects.shape)  # (N, L, H)
+    per_text_effects -= per_text_effects.mean(axis=0) - effects  # exact means
+    fractions = np.array([0.0, 0.1, 0.5, 1.0])
+    rise = {"importance": np.array([0.0, prune_max / 100, prune_max / 10, prune_max]),
+            "reverse": np.array([0.0, prune_max / 2, prune_max * 0.8, prune_max])}
+    per_text = {name: base + r[:, None] + np.outer(r, rng.normal(0, 0.05, n_texts)) for name, r in rise.items()}
     study = PruningStudy(fractions=fractions, importance=np.ones((n_layers, n_heads)),
-                         curves={"importance": base + np.array([0.0, 0.0, prune_max]),
-                                 "reverse": base + np.array([0.0, prune_max / 2, prune_max]),
-                                 "random": base + np.array([[0.0, prune_max / 4, prune_max / 2]])},
+                         curves={name: v.mean(axis=1) for name, v in per_text.items()} | {
+                             "random": base + np.array([[0.0, prune_max / 4, prune_max / 2, prune_max]] * 5)},
                          base_loss=base, prunable={"importance": 0.5, "random": 0.0, "reverse": 0.0},
-                         tolerance=0.01, objective="test objective")
-    return PruningResult(study=study, ablation=effects, verdict=ANY)
+                         tolerance=0.01, objective="test objective", relative=False, per_text=per_text)
+    return PruningResult(study=study, ablation=effects, verdict=ANY, ablation_per_text=per_text_effects,
+                         objective_importance={"sentence": effects, "token": effects},
+                         split_half={"sentence": Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts),
+                                     "token": Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts)},
+                         objective_agreement=Interval(agreement, agreement - 0.05, agreement + 0.05, 0.95, n_texts),
+                         n_importance_texts=n_texts, n_eval_texts=n_texts)
 
 
 def evidence(**records) -> Evidence:

@@ -7,9 +7,11 @@ import pytest
 
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.course.claims.head_count import (
+    COLLAPSE_MARGIN,
     VASWANI_ROW_A,
     clearly_above,
     verdict_fewer_heads_collapse,
+    verdict_self_collapse,
     verdict_head_count,
     verdict_more_heads_not_always_better,
     what_this_can_show,
@@ -18,15 +20,47 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.scratch.head_count_training import HeadCountStudy, LookupLanguage, RunResult, TrainConfig
 
 
-def _summary(n_groups, self_mass, cls_mass, entropy_ratio) -> GroupSummary:
-    return GroupSummary(n_groups, self_mass, cls_mass, 0.0, entropy_ratio, 0.5)
+def _summary(n_groups, self_mass, cls_mass, entropy_ratio, *, spread=0.01, n_texts=30) -> GroupSummary:
+    """Per-text masses scattered by ``spread`` around the given self and [CLS] masses."""
+    rng = np.random.default_rng(n_groups)
+    rest = 1.0 - self_mass - cls_mass
+    mean = np.array([self_mass, rest / 4, rest / 4, cls_mass, 0.0, rest / 2])
+    return GroupSummary(n_groups, mean + rng.normal(0, spread, (n_texts, 6)), np.tile(mean, (2, 1)),
+                        entropy_ratio + rng.normal(0, spread, n_texts), 0.5)
+
+
+def test_self_collapse_can_hold():
+    v = verdict_self_collapse({12: _summary(12, 0.2, 0.3, 0.6), 2: _summary(2, 0.7, 0.1, 0.3)}, n_heads=12)
+    assert v.verdict == HOLDS and v.numbers["change"] == pytest.approx(0.5, abs=0.02)
+    assert v.numbers["where the mass goes at 2"]["self"] == pytest.approx(0.7, abs=0.01)
+
+
+def test_self_collapse_can_fail():
+    onto_cls = {12: _summary(12, 0.3, 0.2, 0.6), 2: _summary(2, 0.1, 0.7, 0.3)}
+    v = verdict_self_collapse(onto_cls, n_heads=12)
+    assert v.verdict == FAILS and v.numbers["change high"] < 0
+    small_rise = {12: _summary(12, 0.2, 0.2, 0.6), 2: _summary(2, 0.22, 0.2, 0.6)}  # clearly below the margin
+    assert verdict_self_collapse(small_rise, n_heads=12).verdict == FAILS
+    assert verdict_self_collapse(small_rise, n_heads=12, margin=0.0).verdict == HOLDS  # any rise counts
+
+
+def test_self_collapse_cannot_tell():
+    noisy = {12: _summary(12, 0.2, 0.2, 0.6, spread=0.3), 2: _summary(2, 0.25, 0.2, 0.6, spread=0.3)}
+    v = verdict_self_collapse(noisy, n_heads=12)
+    assert v.verdict == UNSURE and v.numbers["change low"] < COLLAPSE_MARGIN < v.numbers["change high"]
+    assert "missing" in verdict_self_collapse(noisy, n_heads=12, target=3).numbers
+    other_texts = {12: _summary(12, 0.2, 0.2, 0.6), 2: _summary(2, 0.7, 0.1, 0.3, n_texts=5)}
+    assert "missing" in verdict_self_collapse(other_texts, n_heads=12).numbers
 
 
 def test_fewer_heads_collapse_can_hold():
     onto_self = {12: _summary(12, 0.2, 0.3, 0.6), 2: _summary(2, 0.7, 0.1, 0.3)}
     v = verdict_fewer_heads_collapse(onto_self, n_heads=12)
     assert v.verdict == HOLDS and v.numbers["focus token at 2"] == "self"
-    assert v.numbers["focus at 12 heads"] == pytest.approx(0.3) and v.numbers["focus at 2"] == pytest.approx(0.7)
+    assert v.numbers["its mass at 12 heads"] == pytest.approx(0.2, abs=0.01)
+    onto_cls = {12: _summary(12, 0.3, 0.2, 0.6), 2: _summary(2, 0.1, 0.7, 0.3)}
+    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).numbers["focus token at 2"] == "[CLS]"
+    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).verdict == HOLDS
 
 
 def test_fewer_heads_collapse_can_fail():
@@ -34,9 +68,12 @@ def test_fewer_heads_collapse_can_fail():
     assert verdict_fewer_heads_collapse(flatter, n_heads=12).verdict == FAILS
     less_focused = {12: _summary(12, 0.2, 0.5, 0.5), 2: _summary(2, 0.2, 0.3, 0.5)}
     assert verdict_fewer_heads_collapse(less_focused, n_heads=12).verdict == FAILS
-    same = {12: _summary(12, 0.2, 0.3, 0.5), 2: _summary(2, 0.21, 0.31, 0.5)}
-    assert verdict_fewer_heads_collapse(same, n_heads=12).verdict == UNSURE
-    assert "missing" in verdict_fewer_heads_collapse(same, n_heads=12, target=3).numbers
+
+
+def test_fewer_heads_collapse_cannot_tell():
+    noisy = {12: _summary(12, 0.2, 0.3, 0.5, spread=0.3), 2: _summary(2, 0.21, 0.36, 0.5, spread=0.3)}
+    assert verdict_fewer_heads_collapse(noisy, n_heads=12).verdict == UNSURE
+    assert "missing" in verdict_fewer_heads_collapse(noisy, n_heads=12, target=3).numbers
 
 
 VASWANI_LIKE = {1: [5.3, 5.31, 5.29], 4: [5.0, 5.01, 4.99], 8: [4.92, 4.93, 4.91], 32: [5.01, 5.02, 5.0]}
@@ -54,11 +91,18 @@ def test_head_count_can_hold():
 
 
 def test_head_count_can_fail():
-    v = verdict_head_count(MORE_IS_BETTER)
-    assert v.verdict == FAILS and v.numbers["best h"] == 32
+    v = verdict_head_count(MORE_IS_BETTER, design="fixed head size")
+    assert v.verdict == FAILS and v.numbers["best h"] == 32 and v.numbers["design"] == "fixed head size"
+
+
+def test_head_count_cannot_tell():
     assert verdict_head_count(NOISY).verdict == UNSURE
     assert verdict_head_count({1: [5.3], 4: [5.0], 32: [5.1]}).verdict == UNSURE  # one seed: no spread
     assert "missing" in verdict_head_count({1: [5.0, 5.1], 2: [4.0, 4.1]}).numbers
+    # 32 heads worse than 8 by about 2.4 standard errors: clear at 2, not at 3
+    close = {1: [5.3, 5.31, 5.29], 8: [4.90, 4.92, 4.88], 32: [4.94, 4.96, 4.92]}
+    assert verdict_head_count(close, n_se=2.0).verdict == HOLDS
+    assert verdict_head_count(close, n_se=3.0).verdict == UNSURE
 
 
 def test_more_heads_not_always_better_can_hold():
@@ -68,7 +112,11 @@ def test_more_heads_not_always_better_can_hold():
 
 def test_more_heads_not_always_better_can_fail():
     assert verdict_more_heads_not_always_better(MORE_IS_BETTER).verdict == FAILS
+
+
+def test_more_heads_not_always_better_cannot_tell():
     assert verdict_more_heads_not_always_better(NOISY).verdict == UNSURE
+    assert "missing" in verdict_more_heads_not_always_better({8: [4.0, 4.1]}).numbers
 
 
 def test_clearly_above_is_two_standard_errors():

@@ -13,14 +13,18 @@ import attnlab as al
 from attnlab.analysis import importance
 from attnlab.analysis.importance import (
     ablation_effects,
+    ablation_per_text,
     gate_gradients,
     head_confidence,
     head_importance,
+    importance_agreement,
     make_objective,
     mlm_model,
     perturbed_view,
+    split_half_agreement,
     torch_threads,
 )
+from attnlab.analysis.stats import correlation
 from attnlab.core.gates import gate_heads
 from attnlab.tools.testing import save_tiny_model
 
@@ -166,3 +170,68 @@ def test_torch_threads_restores_the_setting():
     with pytest.raises(ValueError):
         with torch_threads(0):
             pass
+
+
+def test_representation_losses_against_an_independent_computation(tiny_plain64):
+    m = tiny_plain64
+    objective = make_objective(m, TEXTS, kind="token", batch_size=2)
+    assert objective.absolute and objective.kind == "token"
+    np.testing.assert_allclose(objective.per_text()["sentence"], 0.0, atol=1e-12)  # the full model itself
+    masked = [(0, 1), (1, 3)]
+    with al.mask_heads(m, masked):
+        got = objective.per_text()
+        loss = objective.evaluate()
+    for i, text in enumerate(TEXTS):  # one text at a time, no padding
+        enc = m.tokenizer([text], return_tensors="pt")
+        with torch.no_grad():
+            full = m.model(**enc).last_hidden_state[0].double()  # (T, D)
+            with al.mask_heads(m, masked):
+                pruned = m.model(**enc).last_hidden_state[0].double()
+        sentence = 1 - torch.nn.functional.cosine_similarity(pruned.mean(0), full.mean(0), dim=0)
+        token = (1 - torch.nn.functional.cosine_similarity(pruned, full, dim=-1)).mean()
+        assert got["sentence"][i] == pytest.approx(float(sentence), abs=1e-9)
+        assert got["token"][i] == pytest.approx(float(token), abs=1e-9)
+    assert got["sentence"].max() > 1e-6  # masking really moved the vectors
+    assert loss == pytest.approx(got["token"].mean(), abs=1e-12)
+
+
+def test_representation_gradient_is_zero_at_the_full_model(tiny_plain64):
+    objective = make_objective(tiny_plain64, TEXTS, kind="sentence")
+    grad = gate_gradients(tiny_plain64, objective, gates=torch.ones(2, 4, dtype=torch.float64))
+    assert float(grad.abs().max()) < 1e-6  # at its minimum: the gradient says nothing, ablation must be used
+
+
+def test_ablation_per_text_matches_masking_each_head(tiny_plain64):
+    m = tiny_plain64
+    objective = make_objective(m, TEXTS, kind="sentence", batch_size=3)
+    effects = ablation_per_text(m, objective)
+    assert set(effects) == {"sentence", "token"} and effects["sentence"].shape == (len(TEXTS), 2, 4)
+    with al.mask_heads(m, [(1, 2)]):
+        direct = objective.per_text()
+    np.testing.assert_allclose(effects["sentence"][:, 1, 2], direct["sentence"], atol=1e-12)
+    np.testing.assert_allclose(effects["token"][:, 1, 2], direct["token"], atol=1e-12)
+    mean_effects, _ = ablation_effects(m, objective)
+    np.testing.assert_allclose(effects["sentence"].mean(axis=0), mean_effects, atol=1e-12)
+    with pytest.raises(ValueError, match="representation"):
+        ablation_per_text(m, make_objective(m, TEXTS, kind="contrastive"))
+
+
+def test_importance_agreement_and_split_half():
+    rng = np.random.default_rng(0)
+    truth = rng.uniform(0, 1, (3, 4))  # (L, H) the real importance
+    stable = truth + rng.normal(0, 0.02, (40, 3, 4))  # 40 texts, little noise
+    noisy = truth + rng.normal(0, 3.0, (40, 3, 4))  # 40 texts, noise far above the signal
+    high = split_half_agreement(stable)
+    low = split_half_agreement(noisy)
+    assert high.low > 0.9 and low.high < high.low
+    assert low.low < 0.5
+    same = importance_agreement(stable, stable + 1e-3 * rng.normal(size=stable.shape), paired=True)
+    assert same.estimate > 0.98
+    other = importance_agreement(stable, -stable, paired=True)  # reversed ranking
+    assert other.estimate == pytest.approx(-1.0) and other.high < 0
+    expected = correlation(stable[:20].mean(0), stable[20:].mean(0), "spearman")
+    assert importance_agreement(stable[:20], stable[20:], paired=False).estimate == pytest.approx(expected)
+    with pytest.raises(ValueError, match="same texts"):
+        importance_agreement(stable[:5], stable[:6], paired=True)
+    with pytest.raises(ValueError, match="at least 4"):
+        split_half_agreement(stable[:3])

@@ -8,13 +8,16 @@ import torch
 
 from attnlab.analysis.importance import make_objective
 from attnlab.analysis.pruning import (
+    RANDOM_BAND,
     PruningStudy,
     compare_with_sensitivity,
     heads_masked_at,
+    loss_limit,
     order_by_score,
     prunable_fraction,
     prunable_heads,
     pruning_curve,
+    pruning_curve_per_text,
     pruning_study,
     random_order,
 )
@@ -147,3 +150,48 @@ def test_prunable_heads_at_one_head_resolution(tiny_factory):
     expected = next((k - 1 for k in range(1, m.n_heads + 1) if curve[k] > limit), m.n_heads)
     assert 0 < expected < m.n_heads
     assert prunable_heads(m, energy, order, tolerance=tol) == expected
+
+
+def test_representation_study_is_per_text_with_absolute_tolerance(tiny_en):
+    objective = make_objective(tiny_en, TEXTS, kind="sentence", batch_size=2)
+    order = random_order(2, 12, seed=3)
+    fractions = [0.0, 0.25, 0.5, 1.0]
+    per_text = pruning_curve_per_text(tiny_en, objective, order, fractions)
+    assert per_text.shape == (4, len(TEXTS))
+    np.testing.assert_allclose(per_text.mean(axis=1), pruning_curve(tiny_en, objective, order, fractions), atol=1e-9)
+    np.testing.assert_allclose(per_text[0], 0.0, atol=1e-6)  # nothing masked: the full model
+    scores = np.arange(24.0).reshape(2, 12)
+    study = pruning_study(tiny_en, objective, importance=scores, fractions=fractions, n_random=4, tolerance=0.05)
+    assert not study.relative and set(study.per_text) == {"importance", "reverse"}
+    np.testing.assert_allclose(study.curves["importance"], study.per_text["importance"].mean(axis=1))
+    expected = prunable_fraction(fractions, study.curves["importance"], tolerance=0.05, relative=False)
+    assert study.prunable["importance"] == expected
+    assert study.all_masked == pytest.approx(study.curves["reverse"][-1])
+    low, median, high = study.random_band()
+    rand = study.curves["random"]
+    np.testing.assert_allclose(median, np.median(rand, axis=0))
+    np.testing.assert_allclose(low, np.percentile(rand, RANDOM_BAND[0], axis=0))
+    assert np.all(low <= median) and np.all(median <= high)
+    assert "10-90th pct" in study.table()
+    back = PruningStudy.from_record(study.to_record())
+    np.testing.assert_allclose(back.per_text["reverse"], study.per_text["reverse"])
+    assert not back.relative
+
+
+def test_absolute_and_relative_limits():
+    assert loss_limit(0.0, 0.01, relative=False) == pytest.approx(0.01)
+    assert loss_limit(0.0, 0.01) == 0.0  # relative to a zero loss: nothing is allowed
+    assert loss_limit(2.0, 0.01) == pytest.approx(2.02) and loss_limit(-2.0, 0.01) == pytest.approx(-1.98)
+    f = [0.0, 0.1, 0.2]
+    assert prunable_fraction(f, [0.0, 0.005, 0.02], tolerance=0.01, relative=False) == 0.1
+    assert prunable_fraction(f, [0.0, 0.005, 0.02], tolerance=0.01) == 0.0
+
+
+def test_dips_count_steps_down():
+    study = PruningStudy(np.array([0.0, 0.5, 1.0]), np.zeros((1, 2)),
+                         {"importance": np.array([0.0, 0.3, 0.2]), "reverse": np.array([0.0, 0.1, 0.2]),
+                          "random": np.array([[0.0, 0.4, 0.2], [0.0, 0.5, 0.2], [0.0, 0.1, 0.2]])},
+                         0.0, {}, 0.01, "t")
+    assert study.dips("importance") == 1 and study.dips("reverse") == 0
+    assert study.dips("random") == 1  # the median random curve: 0, 0.4, 0.2
+    assert study.all_masked == pytest.approx(0.2)

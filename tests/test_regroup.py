@@ -9,14 +9,16 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.analysis.head_stats import head_stats_of
 from attnlab.analysis.regroup import (
+    DESTINATIONS,
     GroupSummary,
     check_group_count,
-    focus_by_layer,
+    destination_index,
     group_summary,
     regroup_attention,
     regroup_summaries,
+    summary_table,
+    text_statistics,
     valid_group_counts,
 )
 
@@ -100,29 +102,77 @@ def test_bad_group_counts(tiny_en):
     assert check_group_count(tiny_en, np.int64(4)) == 4  # numpy integers are counts too
 
 
-def test_group_summary_uses_head_stats(tiny_en):
+def _destinations_by_hand(row: np.ndarray, i: int) -> dict[str, float]:
+    """Where one query row's weight goes, with plain loops (first token [CLS], last [SEP])."""
+    n = len(row)
+    out = dict.fromkeys(DESTINATIONS, 0.0)
+    for j, w in enumerate(row):
+        if j == 0:
+            out["[CLS]"] += w
+        elif j == n - 1:
+            out["[SEP]"] += w
+        elif j == i:
+            out["self"] += w
+        elif j == i - 1:
+            out["previous"] += w
+        elif j == i + 1:
+            out["next"] += w
+        else:
+            out["other"] += w
+    return out
+
+
+def test_destinations_partition_every_row():
+    torch.manual_seed(0)
+    maps = torch.rand(2, 3, 6, 6).softmax(dim=-1)  # (L, h', n, n)
+    masses, ratio, confidence = text_statistics(maps)
+    assert masses.shape == (2, 6) and ratio.shape == (2,) and confidence.shape == (2,)
+    np.testing.assert_allclose(masses.sum(axis=1), 1.0, atol=1e-6)
+    for layer in range(2):
+        by_hand = dict.fromkeys(DESTINATIONS, 0.0)
+        for g in range(3):
+            for i in range(6):
+                for k, v in _destinations_by_hand(maps[layer, g, i].numpy(), i).items():
+                    by_hand[k] += v / (3 * 6)
+        np.testing.assert_allclose(masses[layer], [by_hand[k] for k in DESTINATIONS], atol=1e-6)
+        assert confidence[layer] == pytest.approx(float(maps[layer].amax(-1).mean()), abs=1e-6)
+    flat = torch.full((1, 1, 5, 5), 0.2)
+    assert text_statistics(flat)[1][0] == pytest.approx(1.0, abs=1e-6)  # uniform rows: entropy ratio 1
+    assert destination_index(3).tolist() == [[3, 2, 4], [3, 0, 4], [3, 1, 4]]  # [CLS] next [SEP] / ...
+
+
+def test_group_summary_matches_the_per_text_statistics(tiny_en):
     att = regroup_attention(tiny_en, TEXTS, 4)
-    s, stats = group_summary(att), head_stats_of(att)
-    assert s.n_groups == 4
-    assert s.self_mass == pytest.approx(float(stats.self_mass.mean()))
-    assert s.entropy_ratio == pytest.approx(float(stats.entropy.mean() / stats.uniform_entropy.mean()))
-    assert s.focus == pytest.approx(max(s.self_mass, s.cls_mass, s.sep_mass))
-    assert s.masses[s.focus_on] == s.focus
-    assert GroupSummary.from_record(s.to_record()) == s
+    s = group_summary(att)
+    assert s.n_groups == 4 and s.per_text.shape == (len(TEXTS), 6) and s.per_layer.shape == (tiny_en.n_layers, 6)
+    for i, n in enumerate(att.lengths):
+        masses, ratio, _ = text_statistics(att.tensor[i, :, :, :n, :n])
+        np.testing.assert_allclose(s.per_text[i], masses.mean(axis=0), atol=1e-9)
+        assert s.entropy_per_text[i] == pytest.approx(ratio.mean())
+    np.testing.assert_allclose(s.per_text.sum(axis=1), 1.0, atol=1e-5)
+    assert s.self_mass == pytest.approx(s.per_text[:, 0].mean())
+    assert s.focus == pytest.approx(max(s.masses[k] for k in DESTINATIONS[:5]))
+    assert s.focus_on != "other" and s.masses[s.focus_on] == s.focus
+    back = GroupSummary.from_record(s.to_record())
+    np.testing.assert_allclose(back.per_text, s.per_text)
+    assert back.n_groups == s.n_groups and back.confidence == pytest.approx(s.confidence)
 
 
 def test_regroup_summaries_cover_every_count(tiny_en):
-    summaries = regroup_summaries(tiny_en, TEXTS, [12, 3])
+    summaries = regroup_summaries(tiny_en, TEXTS, [12, 3], batch_size=2)  # one forward pass serves both
     assert list(summaries) == [12, 3]
-    assert summaries[3] == group_summary(regroup_attention(tiny_en, TEXTS, 3))
+    for g in (12, 3):
+        expected = group_summary(regroup_attention(tiny_en, TEXTS, g))
+        np.testing.assert_allclose(summaries[g].per_text, expected.per_text, atol=1e-6)
+        np.testing.assert_allclose(summaries[g].entropy_per_text, expected.entropy_per_text, atol=1e-6)
+        assert summaries[g].confidence == pytest.approx(expected.confidence, abs=1e-6)
+    assert "[CLS]" in summary_table(summaries)
 
 
 def test_focus_by_layer(tiny_en):
-    att = regroup_attention(tiny_en, TEXTS, 2)
-    stats = head_stats_of(att)
-    focus = focus_by_layer(att)
+    s = group_summary(regroup_attention(tiny_en, TEXTS, 2))
+    focus = s.focus_by_layer()
     assert len(focus) == tiny_en.n_layers
     for layer, (token, mass) in enumerate(focus):
-        masses = {"self": stats.self_mass[layer].mean(), "[CLS]": stats.cls_mass[layer].mean(),
-                  "[SEP]": stats.sep_mass[layer].mean()}
-        assert token == max(masses, key=masses.get) and mass == pytest.approx(masses[token])
+        masses = dict(zip(DESTINATIONS, s.per_layer[layer]))
+        assert token == max(DESTINATIONS[:5], key=masses.get) and mass == pytest.approx(masses[token])

@@ -14,7 +14,9 @@ from attnlab.scratch.head_count_training import (
     TinyTransformer,
     TrainConfig,
     count_parameters,
+    fixed_head_size,
     head_count_study,
+    same_model,
     train_one,
 )
 
@@ -44,21 +46,49 @@ def test_best_loss_is_the_entropy_of_the_true_distribution():
     assert LookupLanguage(noise=0.0).best_loss() == 0.0
 
 
-@pytest.mark.parametrize("n_heads", [1, 4, 16])
-def test_attention_matches_torch(n_heads):
+@pytest.mark.parametrize("n_heads,d_head", [(1, None), (4, None), (16, None), (1, 8), (4, 8), (16, 3)])
+def test_attention_matches_torch(n_heads, d_head):
     torch.manual_seed(0)
-    attn = CausalSelfAttention(32, n_heads)
+    attn = CausalSelfAttention(32, n_heads, d_head)
+    size = 32 // n_heads if d_head is None else d_head
+    inner = n_heads * size
     x = torch.randn(3, 7, 32)
-    q, k, v = attn.qkv(x).split(32, dim=-1)
-    split = lambda z: z.view(3, 7, n_heads, 32 // n_heads).transpose(1, 2)  # noqa: E731
+    q, k, v = attn.qkv(x).split(inner, dim=-1)
+    split = lambda z: z.view(3, 7, n_heads, size).transpose(1, 2)  # noqa: E731
     ref = torch.nn.functional.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
-    expected = attn.out(ref.transpose(1, 2).reshape(3, 7, 32))
+    expected = attn.out(ref.transpose(1, 2).reshape(3, 7, inner))
     torch.testing.assert_close(attn(x), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_parameter_count_does_not_depend_on_heads():
     counts = {count_parameters(TinyTransformer(4, 16, 64, 2, h)) for h in (1, 2, 4, 8, 16, 32)}
     assert len(counts) == 1
+
+
+def test_fixed_head_size_design():
+    config = fixed_head_size(TrainConfig(), d_head=8)
+    assert config.design == "fixed head size" and TrainConfig().design == "fixed width"
+    assert [config.head_size(h) for h in (1, 32)] == [8, 8]
+    assert [TrainConfig().head_size(h) for h in (1, 32)] == [64, 2]
+    counts = [count_parameters(TinyTransformer(4, 16, 64, 2, h, 8)) for h in (1, 4, 8, 32)]
+    assert counts == sorted(counts) and len(set(counts)) == 4  # more heads, more attention parameters
+    attention_per_head = 2 * (64 * 3 * 8 + 3 * 8 + 8 * 64)  # 2 layers: Q, K, V (with biases) and the output rows
+    assert counts[1] - counts[0] == 3 * attention_per_head
+    # h = 8 with heads of 8 is the fixed-width model of width 64
+    assert count_parameters(TinyTransformer(4, 16, 64, 2, 8, 8)) == count_parameters(TinyTransformer(4, 16, 64, 2, 8))
+    assert same_model(TrainConfig(), config, 8) and not same_model(TrainConfig(), config, 4)
+
+
+def test_reuse_takes_only_identical_models():
+    width = head_count_study((2, 4), seeds=(0,), language=LANG, config=SMALL)
+    size = head_count_study((2, 4), seeds=(0,), language=LANG, config=fixed_head_size(SMALL, d_head=16), reuse=width)
+    assert size.runs[0] is width.runs[0]  # h = 2: 32 / 2 = 16, the same model
+    assert size.runs[1] is not width.runs[1] and size.runs[1].d_k == 16 and width.runs[1].d_k == 8
+    fresh = train_one(2, seed=0, language=LANG, config=fixed_head_size(SMALL, d_head=16))
+    assert fresh.val_perplexity == width.runs[0].val_perplexity  # reusing changes no number
+    other = head_count_study((2,), seeds=(0,), language=LookupLanguage(vocab=3, offsets=(1, 3), seq_len=10),
+                             config=fixed_head_size(SMALL, d_head=16), reuse=width)
+    assert other.runs[0] is not width.runs[0]  # another language: trained again
 
 
 def test_training_lowers_the_loss():
@@ -81,6 +111,7 @@ def test_study_summary():
     study = head_count_study((1, 2), seeds=(0, 1), language=LANG, config=SMALL)
     s = study.summary()
     assert set(s) == {1, 2} and s[2]["d_k"] == 16 and s[1]["seeds"] == 2
+    assert s[1]["parameters"] == s[2]["parameters"] == study.runs[0].parameters
     ppl = study.perplexities(1)
     assert s[1]["ppl_mean"] == pytest.approx(ppl.mean())
     assert s[1]["ppl_sd"] == pytest.approx(np.std(ppl, ddof=1))

@@ -14,6 +14,17 @@ The loss ``L`` is an :class:`Objective`, built once by :func:`make_objective`
 so that every measure (and every pruning step in :mod:`attnlab.analysis.pruning`) sees
 exactly the same texts, masks and batches:
 
+``"sentence"`` and ``"token"`` (representation preservation)
+    How far the pruned model's final hidden states move away from the full
+    model's on the same text, ``1 - cos``: of the mean-pooled sentence vector
+    (``"sentence"``), or of each token's vector averaged over the text's real
+    tokens (``"token"``). Both are 0 for the unmodified model and at most 2, so
+    a tolerance is an absolute number (0.01: the cosine with the full model
+    stays above 0.99), and every text has its own value (:meth:`Objective.per_text`).
+    One forward pass gives both. Their gradient at the unmodified model is
+    exactly 0 (it is their minimum), so their head importance is measured by
+    removing heads (:func:`ablation_per_text`), not by gradients.
+
 ``"mlm"``
     Masked-language-model cross-entropy, when the checkpoint has an MLM head
     (bert-base-chinese does). About 15% of each text's ordinary tokens (at
@@ -30,7 +41,10 @@ exactly the same texts, masks and batches:
     between the gated and the ungated embedding, whose gradient at ``xi = 1``
     is exactly zero (it is at its minimum), this loss has a real gradient at
     the unmodified model and rises when heads that tell queries apart are
-    removed.
+    removed. On the bundled model the unpruned loss is close to 0 (dropping
+    one word hardly moves a sentence embedding), so relative thresholds on it
+    sit at the noise level: use it to see the gradient method at work, and the
+    representation objectives to prune.
 
 CPU threads. These measures run many small forward passes. By default they
 run on one CPU thread (``threads=1``, restored afterwards): on a busy
@@ -51,6 +65,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
@@ -58,6 +73,9 @@ from attnlab.core.models import LoadedModel, quiet_transformers
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
+#: the objectives whose loss is how far the final hidden states move (0 for the full model)
+REPRESENTATION_KINDS = ("sentence", "token")
+KINDS = ("auto", "mlm", "contrastive") + REPRESENTATION_KINDS
 
 
 # --------------------------------------------------------------------------- objectives
@@ -83,8 +101,9 @@ class Objective:
     """A fixed loss over fixed texts: ``loss(batch)`` for each prepared batch.
 
     Attributes:
-        kind: ``"mlm"`` or ``"contrastive"``.
-        batches: prepared model inputs (tensors), one dict per batch.
+        kind: ``"mlm"``, ``"contrastive"``, ``"sentence"`` or ``"token"``.
+        batches: prepared model inputs (tensors), one dict per batch (for the
+            representation kinds also the full model's outputs, ``"reference"``).
         sizes: number of texts in each batch (for weighted means).
         description: one line saying what the loss is.
     """
@@ -100,8 +119,39 @@ class Objective:
     def n_texts(self) -> int:
         return int(sum(self.sizes))
 
+    @property
+    def absolute(self) -> bool:
+        """True when the loss is 0 for the full model and tolerances are absolute numbers."""
+        return self.kind in REPRESENTATION_KINDS
+
+    def text_losses(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Representation kinds: ``{"sentence": (B,), "token": (B,)}``, the loss of each text."""
+        if not self.absolute:
+            raise ValueError(f"per-text losses are defined for {REPRESENTATION_KINDS}, not {self.kind!r}")
+        hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (B, T, D)
+        ref = batch["reference"]  # the full model's (B, T, D)
+        mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (B, T)
+        n = mask.sum(1)  # (B,) real tokens
+        pooled = (hidden * mask[..., None]).sum(1) / n[:, None]  # (B, D)
+        ref_pooled = (ref * mask[..., None]).sum(1) / n[:, None]  # (B, D)
+        sentence = 1 - torch.nn.functional.cosine_similarity(pooled, ref_pooled, dim=-1)  # (B,)
+        per_token = 1 - torch.nn.functional.cosine_similarity(hidden, ref, dim=-1)  # (B, T)
+        token = (per_token * mask).sum(1) / n  # (B,)
+        return {"sentence": sentence, "token": token}
+
+    def per_text(self) -> dict[str, np.ndarray]:
+        """Representation kinds: ``{"sentence": (N,), "token": (N,)}`` over all texts, no gradients."""
+        out: dict[str, list[np.ndarray]] = {kind: [] for kind in REPRESENTATION_KINDS}
+        with torch.no_grad():
+            for batch in self.batches:
+                for kind, values in self.text_losses(batch).items():
+                    out[kind].append(values.double().cpu().numpy())
+        return {kind: np.concatenate(parts) for kind, parts in out.items()}
+
     def batch_loss(self, batch: dict[str, Any]) -> torch.Tensor:
         """Scalar loss of one prepared batch (graph kept: call ``backward`` on it)."""
+        if self.absolute:
+            return self.text_losses(batch)[self.kind].mean()
         if self.kind == "mlm":
             out = self._mlm(**batch["inputs"])
             logits = out.logits  # (B, T, V)
@@ -228,7 +278,8 @@ def make_objective(
         m: the loaded model.
         texts: the texts to average over.
         kind: ``"auto"`` (MLM when the checkpoint has an MLM head, else
-            contrastive), ``"mlm"`` or ``"contrastive"``.
+            contrastive), ``"mlm"``, ``"contrastive"``, or a representation
+            objective, ``"sentence"`` or ``"token"`` (see the module docstring).
         batch_size: texts per batch. For ``"contrastive"`` this is also the
             number of candidates each query is told apart from (at least 2).
         seed: fixes the masked positions / dropped words.
@@ -237,9 +288,11 @@ def make_objective(
         An :class:`Objective`.
     """
     texts, _ = check_texts(m, texts)
-    if kind not in ("auto", "mlm", "contrastive"):
-        raise ValueError(f"kind must be 'auto', 'mlm' or 'contrastive', got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     batch_size = check_positive_int(batch_size, "batch_size")
+    if kind in REPRESENTATION_KINDS:
+        return _representation_objective(m, texts, kind, batch_size)
     mlm = mlm_model(m) if kind in ("auto", "mlm") else None
     if kind == "mlm" and mlm is None:
         raise ValueError(
@@ -272,6 +325,22 @@ def make_objective(
             f"with one word dropped, against the other {min(batch_size, len(texts)) - 1} in its batch "
             f"(scale {CONTRASTIVE_SCALE:g}, seed {seed})")
     return Objective("contrastive", batches, sizes, desc, _m=m)
+
+
+def _representation_objective(m: LoadedModel, texts: list[str], kind: str, batch_size: int) -> Objective:
+    """The full model's final hidden states are recorded now, as the reference: build the
+    objective outside any ``mask_heads`` block."""
+    batches, sizes = [], []
+    with torch.no_grad():
+        for s in range(0, len(texts), batch_size):
+            chunk = texts[s : s + batch_size]
+            inputs = m.encode(chunk)
+            reference = m.model(**inputs).last_hidden_state.detach()  # (B, T, D): the full model
+            batches.append({"inputs": inputs, "reference": reference})
+            sizes.append(len(chunk))
+    what = "mean-pooled sentence vector" if kind == "sentence" else "token vectors (mean over real tokens)"
+    desc = f"1 - cos between the pruned and the full model's {what}, on {len(texts)} texts"
+    return Objective(kind, batches, sizes, desc, _m=m)
 
 
 def _as_objective(m: LoadedModel, data: Sequence[str] | str | Objective, **kw) -> Objective:
@@ -349,6 +418,72 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
             with mask_heads(m, [(layer, head)]):
                 effects[layer, head] = objective.evaluate() - base
     return effects, base
+
+
+def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
+                      threads: int | None = 1) -> dict[str, np.ndarray]:
+    """Loss change of every text when each head alone is masked, for both representation losses.
+
+    One forward pass over the texts per head gives the ``"sentence"`` and the
+    ``"token"`` loss at once.
+
+    Returns:
+        ``{"sentence": (N, L, H), "token": (N, L, H)}``: ``L_text(without head) - L_text``.
+    """
+    if not objective.absolute:
+        raise ValueError(f"per-text ablation needs a representation objective {REPRESENTATION_KINDS}")
+    pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
+    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
+    with torch_threads(threads):
+        base = objective.per_text()  # {kind: (N,)}, 0 up to rounding
+        out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}
+        for layer, head in iterator:
+            with mask_heads(m, [(layer, head)]):
+                for kind, values in objective.per_text().items():
+                    out[kind][:, layer, head] = values - base[kind]
+    return out
+
+
+def importance_agreement(a: np.ndarray, b: np.ndarray, *, paired: bool, n_boot: int = 1000, level: float = 0.95,
+                         seed: int = 0) -> Interval:
+    """Spearman correlation across heads of two importance maps, each a mean over texts.
+
+    Args:
+        a, b: ``(N_a, L, H)`` and ``(N_b, L, H)`` per-text effects.
+        paired: the same texts on both sides (e.g. two objectives): each
+            resample draws the same texts for both. Otherwise (e.g. the two
+            halves of a split) each side is resampled on its own.
+
+    Returns:
+        The correlation of ``a.mean(0)`` and ``b.mean(0)`` with a bootstrap
+        interval over texts (:func:`attnlab.analysis.stats.resample_counts`).
+    """
+    a = np.asarray(a, dtype=float).reshape(len(a), -1)  # (N_a, L*H)
+    b = np.asarray(b, dtype=float).reshape(len(b), -1)  # (N_b, L*H)
+    if paired and len(a) != len(b):
+        raise ValueError(f"paired maps need the same texts, got {len(a)} and {len(b)}")
+    estimate = correlation(a.mean(0), b.mean(0), "spearman")
+    weights_a = resample_counts(len(a), n_boot, seed) / len(a)  # (B, N_a)
+    weights_b = weights_a if paired else resample_counts(len(b), n_boot, seed + 1) / len(b)
+    means_a, means_b = weights_a @ a, weights_b @ b  # (B, L*H) each
+    boots = np.array([correlation(x, y, "spearman") for x, y in zip(means_a, means_b)])
+    return interval_from_samples(estimate, boots, level=level, n=min(len(a), len(b)))
+
+
+def split_half_agreement(effects: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> Interval:
+    """How stable an importance ranking is: the rank correlation of the importance measured
+    on two random halves of the texts (``effects``: ``(N, L, H)`` per-text effects).
+
+    The halves are fixed by ``seed``; the interval comes from resampling the
+    texts within each half (:func:`importance_agreement`).
+    """
+    effects = np.asarray(effects, dtype=float)
+    if len(effects) < 4:
+        raise ValueError("a split-half comparison needs at least 4 texts")
+    order = np.random.default_rng(seed).permutation(len(effects))
+    half = len(effects) // 2
+    return importance_agreement(effects[order[:half]], effects[order[half:]], paired=False, n_boot=n_boot,
+                                seed=seed)
 
 
 def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: int = 32) -> np.ndarray:

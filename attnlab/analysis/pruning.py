@@ -7,10 +7,26 @@ measured (:class:`attnlab.analysis.importance.Objective`). Three orders are comp
 
 * ``"importance"``: least important first (the pruning strategy);
 * ``"reverse"``: most important first (should hurt fastest);
-* ``"random"``: a random order, several seeds (the baseline).
+* ``"random"``: a random order, many seeds (the baseline), reported as the
+  median and a percentile band (:data:`RANDOM_BAND`) over the seeds.
 
 Heads are ranked once, at the unpruned model, as in Michel et al.'s Figure;
 their code can also re-rank after each step, which this module does not do.
+Rank the heads on other texts than the ones the curves are measured on
+(:func:`pruning_study` takes the ranking as ``importance``), or the curves
+reward the ranking for fitting those very texts.
+
+Every curve ends at the same point, all heads masked. A curve need not rise
+at every step: masking a head changes what the later layers receive, and
+LayerNorm rescales what is left, so removing one more head can bring the
+output a little closer to the full model's again. :meth:`PruningStudy.dips`
+counts such steps, and the table shows where the all-masked end point lies.
+
+Tolerances. With a representation objective (0 for the full model,
+:attr:`attnlab.analysis.importance.Objective.absolute`) a tolerance is an
+absolute number (0.01: the cosine with the full model stays above 0.99);
+with the masked-LM or contrastive loss it is relative to the unpruned loss
+(0.01 = 1%).
 """
 
 from __future__ import annotations
@@ -28,6 +44,8 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
 DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
+#: percentiles of the random orders drawn as a band around their median
+RANDOM_BAND = (10.0, 90.0)
 
 
 def order_by_score(scores: np.ndarray, *, ascending: bool = True) -> list[tuple[int, int]]:
@@ -72,11 +90,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
     Returns:
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
     """
-    total = m.n_layers * m.n_heads
-    order = [tuple(p) for p in order]
-    if sorted(order) != [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]:
-        raise ValueError(f"order must list each of the {total} (layer, head) pairs exactly once")
-    counts = [heads_masked_at(f, total) for f in fractions]
+    counts = _checked_counts(m, order, fractions)
     iterator = tqdm(counts, desc="pruning", unit="step", leave=False) if progress else counts
     losses = []
     with torch_threads(threads):
@@ -86,8 +100,42 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
     return np.array(losses)
 
 
-def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, tolerance: float = 0.01) -> float:
-    """Largest fraction reached before the loss first exceeds ``(1 + tolerance) * losses[0]``.
+def pruning_curve_per_text(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
+                           fractions: Sequence[float] = DEFAULT_FRACTIONS, *,
+                           threads: int | None = 1) -> np.ndarray:
+    """Like :func:`pruning_curve`, text by text, for a representation objective.
+
+    Returns:
+        ``(len(fractions), N)``: the objective's loss of each text (its
+        ``kind``) after masking the first ``fraction`` of ``order``; the mean
+        over texts is :func:`pruning_curve`.
+    """
+    counts = _checked_counts(m, order, fractions)
+    rows = []
+    with torch_threads(threads):
+        for k in counts:
+            with mask_heads(m, order[:k]):
+                rows.append(objective.per_text()[objective.kind])
+    return np.stack(rows)
+
+
+def _checked_counts(m: LoadedModel, order: Sequence[tuple[int, int]], fractions: Sequence[float]) -> list[int]:
+    total = m.n_layers * m.n_heads
+    order = [tuple(p) for p in order]
+    if sorted(order) != [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]:
+        raise ValueError(f"order must list each of the {total} (layer, head) pairs exactly once")
+    return [heads_masked_at(f, total) for f in fractions]
+
+
+def loss_limit(base: float, tolerance: float, *, relative: bool = True) -> float:
+    """The highest loss still "within the tolerance": ``base + tolerance * |base|`` (relative)
+    or ``base + tolerance`` (absolute, for objectives that are 0 at the full model)."""
+    return base + tolerance * (abs(base) if relative else 1.0)
+
+
+def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, tolerance: float = 0.01,
+                      relative: bool = True) -> float:
+    """Largest fraction reached before the loss first exceeds :func:`loss_limit` of ``losses[0]``.
 
     The curve is read from the left: a fraction counts only if every smaller
     fraction also stayed within the tolerance. ``fractions[0]`` must be 0.
@@ -99,7 +147,7 @@ def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, to
         raise ValueError("fractions must start at 0 (the unpruned model)")
     if len(fractions) != len(losses):
         raise ValueError(f"{len(fractions)} fractions but {len(losses)} losses")
-    limit = losses[0] + tolerance * abs(losses[0])
+    limit = loss_limit(losses[0], tolerance, relative=relative)
     best = 0.0
     for f, value in zip(fractions, losses):
         if value > limit:
@@ -109,28 +157,34 @@ def prunable_fraction(fractions: Sequence[float], losses: Sequence[float], *, to
 
 
 def _check_tolerance(tolerance: float) -> float:
-    """A relative loss increase in [0, 1] (0.01 = 1%)."""
+    """A loss increase in [0, 1] (0.01 = 1%, or 0.01 of cosine)."""
     return check_fraction(tolerance, "tolerance")
 
 
 def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
                    tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = 1) -> int:
     """How many heads of ``order`` can be masked, one head at a time, before the loss
-    first exceeds ``(1 + tolerance)`` times the unpruned loss (the 10% grid at one-head resolution).
+    first exceeds :func:`loss_limit` (the 10% grid at one-head resolution).
 
     Masks the first 1, 2, 3, ... heads and stops at the first crossing, so it
-    costs one forward pass over the texts per head that passes, plus one.
+    costs one forward pass over the texts per head that passes, plus one. The
+    tolerance is absolute for a representation objective, relative otherwise.
     """
     order = [tuple(p) for p in order]
     tolerance = _check_tolerance(tolerance)
     with torch_threads(threads):
         base = objective.evaluate() if base_loss is None else base_loss
-        limit = base + tolerance * abs(base)
+        limit = loss_limit(base, tolerance, relative=not is_absolute(objective))
         for k in range(1, len(order) + 1):
             with mask_heads(m, order[:k]):
                 if objective.evaluate() > limit:
                     return k - 1
     return len(order)
+
+
+def is_absolute(objective) -> bool:
+    """Is the objective 0 at the full model, with absolute tolerances? (False for any other loss.)"""
+    return bool(getattr(objective, "absolute", False))
 
 
 @dataclass
@@ -146,8 +200,12 @@ class PruningStudy(Record):
             (``"random"``: the median over seeds).
         prunable_heads: the same for the importance order at one-head resolution
             (:func:`prunable_heads`), a number of heads.
-        tolerance: relative loss increase allowed (0.01 = 1%).
+        tolerance: loss increase allowed: relative (0.01 = 1%) or, when
+            ``relative`` is False, absolute (0.01 of ``1 - cos``).
         objective: the description of the loss.
+        relative: whether ``tolerance`` is relative to the unpruned loss.
+        per_text: ``"importance"`` and ``"reverse"`` ``(F, N)``: each text's loss
+            (representation objectives only; empty otherwise).
     """
 
     fractions: np.ndarray
@@ -159,14 +217,39 @@ class PruningStudy(Record):
     objective: str
     survivors: list[tuple[int, int]] = field(default_factory=list)
     prunable_heads: int | None = None
+    relative: bool = True
+    per_text: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def random_band(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(low, median, high)``, each ``(F,)``: the :data:`RANDOM_BAND` percentiles and the
+        median of the random orders at each fraction."""
+        rand = np.atleast_2d(self.curves["random"])  # (seeds, F)
+        low, high = np.percentile(rand, RANDOM_BAND, axis=0)
+        return low, np.median(rand, axis=0), high
+
+    @property
+    def all_masked(self) -> float:
+        """The loss with every head masked (the last point when the fractions end at 1)."""
+        if float(self.fractions[-1]) != 1.0:
+            return float("nan")
+        return float(self.curves["importance"][-1])
+
+    def dips(self, name: str = "importance") -> int:
+        """How many steps of a mean curve go *down* (more heads masked, lower loss)."""
+        curve = np.asarray(self.curves[name], dtype=float)
+        if curve.ndim == 2:
+            curve = np.median(curve, axis=0)
+        return int(np.sum(np.diff(curve) < 0))
 
     def table(self) -> str:
         """The curves as a small text table (loss per fraction and order)."""
-        rand = self.curves["random"]
-        lines = [f"{'pruned':>7} {'importance':>11} {'random (mean ± sd)':>20} {'reverse':>9}"]
+        low, median, high = self.random_band()
+        n = np.atleast_2d(self.curves["random"]).shape[0]
+        band = f"random: median [{RANDOM_BAND[0]:g}-{RANDOM_BAND[1]:g}th pct] of {n}"
+        lines = [f"{'pruned':>7} {'importance':>11} {band:>38} {'reverse':>9}"]
         for i, f in enumerate(self.fractions):
             lines.append(f"{f:>7.0%} {self.curves['importance'][i]:>11.4f} "
-                         f"{rand[:, i].mean():>12.4f} ± {rand[:, i].std():<6.4f} {self.curves['reverse'][i]:>9.4f}")
+                         f"{median[i]:>19.4f} [{low[i]:.4f}, {high[i]:.4f}] {self.curves['reverse'][i]:>9.4f}")
         return "\n".join(lines)
 
 
@@ -176,7 +259,7 @@ def pruning_study(
     *,
     importance: np.ndarray | None = None,
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
-    n_random: int = 3,
+    n_random: int = 20,
     seed: int = 0,
     tolerance: float = 0.01,
     progress: bool = False,
@@ -192,13 +275,15 @@ def pruning_study(
             on the same objective).
         fractions: must start at 0.
         n_random: random orders (seeds ``seed, seed + 1, ...``).
-        tolerance: relative loss increase counted as "no noticeable loss".
+        tolerance: loss increase counted as "no noticeable loss" (absolute for a
+            representation objective, relative otherwise).
 
     Returns:
         A :class:`PruningStudy`.
     """
     objective = texts if isinstance(texts, Objective) else make_objective(m, texts, **objective_kw)
     n_random = check_positive_int(n_random, "n_random")
+    relative = not is_absolute(objective)
     if importance is None:
         importance = head_importance(m, objective, threads=threads)
     importance = np.asarray(importance, dtype=float)
@@ -206,23 +291,32 @@ def pruning_study(
         raise ValueError(f"importance must be [{m.n_layers}, {m.n_heads}], got {importance.shape}")
     fractions = np.asarray(fractions, dtype=float)
     orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
-    curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads)
-              for name, order in orders.items()}
+    per_text = {}
+    if relative:
+        curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads)
+                  for name, order in orders.items()}
+    else:
+        per_text = {name: pruning_curve_per_text(m, objective, order, fractions, threads=threads)
+                    for name, order in orders.items()}  # (F, N) each
+        curves = {name: values.mean(axis=1) for name, values in per_text.items()}
     curves["random"] = np.stack([
         pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions,
                       progress=progress, threads=threads)
         for s in range(n_random)
     ])
     base = float(curves["importance"][0])
+    def prunable_at(curve: np.ndarray) -> float:
+        return prunable_fraction(fractions, curve, tolerance=tolerance, relative=relative)
+
     prunable = {
-        "importance": prunable_fraction(fractions, curves["importance"], tolerance=tolerance),
-        "reverse": prunable_fraction(fractions, curves["reverse"], tolerance=tolerance),
-        "random": float(np.median([prunable_fraction(fractions, c, tolerance=tolerance) for c in curves["random"]])),
+        "importance": prunable_at(curves["importance"]),
+        "reverse": prunable_at(curves["reverse"]),
+        "random": float(np.median([prunable_at(c) for c in curves["random"]])),
     }
     survivors = orders["importance"][::-1]  # pruned last first
     n_ok = prunable_heads(m, objective, orders["importance"], tolerance=tolerance, base_loss=base, threads=threads)
     return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors,
-                        n_ok)
+                        n_ok, relative, per_text)
 
 
 # --------------------------------------------------------------------------- survivors and sensitivity

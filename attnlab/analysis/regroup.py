@@ -17,6 +17,12 @@ scaling), so when most members prefer "self", the sum prefers "self" too:
 that is the article's explanation, and :func:`regroup_attention` lets you
 measure it. With ``h' = H`` the result is the model's own attention.
 
+Where the attention goes (:func:`regroup_summaries`): every weight of a row
+lands on exactly one of six destinations, the token itself, the previous
+token, the next token, [CLS], [SEP], or any other token
+(:data:`DESTINATIONS`), so a collapse onto the neighbours is seen as well as
+one onto the token itself or onto a special token.
+
 Only the maps are regrouped; nothing downstream is recomputed (each layer's
 input is the unmodified model's), which is what "the same Q and K, fewer
 heads" means.
@@ -24,6 +30,7 @@ heads" means.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -31,8 +38,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from attnlab.analysis.head_stats import head_stats_of
+from attnlab.analysis.head_stats import ENTROPY_EPS
 from attnlab.core.checks import check_positive_int
+from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, check_texts
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
@@ -52,6 +60,13 @@ def check_group_count(m: LoadedModel, n_groups: int) -> int:
             f"choose one of {valid_group_counts(m.n_heads)}."
         )
     return n_groups
+
+
+def check_absolute_positions(m: LoadedModel) -> None:
+    """Regrouping needs scores that are exactly ``Q K^T``: absolute position embeddings only."""
+    if getattr(m.model.config, "position_embedding_type", "absolute") not in ("absolute", None):
+        raise ValueError("regrouping supports absolute position embeddings only "
+                         "(relative-position scores are not part of Q K^T).")
 
 
 def group_width(m: LoadedModel, n_groups: int) -> int:
@@ -147,9 +162,7 @@ def regroup_attention(
     n_groups = check_group_count(m, n_groups)
     batch_size = check_positive_int(batch_size, "batch_size")
     texts, _ = check_texts(m, texts)
-    if getattr(m.model.config, "position_embedding_type", "absolute") not in ("absolute", None):
-        raise ValueError("regrouping supports absolute position embeddings only "
-                         "(relative-position scores are not part of Q K^T).")
+    check_absolute_positions(m)
     enc = m.tokenizer(texts)
     lengths = [len(ids) for ids in enc["input_ids"]]
     t_max = max(lengths)
@@ -175,85 +188,171 @@ def regroup_all(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequen
     return {g: regroup_attention(m, texts, g, batch_size=batch_size) for g in counts}
 
 
-# --------------------------------------------------------------------------- statistics
+# --------------------------------------------------------------------------- where the attention goes
+
+
+#: where a weight can land, one name per kind of key; every weight lands in exactly one
+DESTINATIONS = ("self", "previous", "next", "[CLS]", "[SEP]", "other")
+#: the destinations that are one single token (all but "other")
+SINGLE_TOKENS = DESTINATIONS[:5]
+
+
+def destination_index(n: int) -> torch.Tensor:
+    """``(n, n)`` ints: which of :data:`DESTINATIONS` key ``j`` is for query ``i``.
+
+    A partition, so the masses of a row add up to 1: the first position is
+    [CLS] and the last is [SEP] (for every query, the query's own row
+    included); among the other keys, ``j = i`` is "self", ``j = i - 1``
+    "previous", ``j = i + 1`` "next", and the rest "other".
+    """
+    i = torch.arange(n)[:, None]  # (n, 1) query positions
+    j = torch.arange(n)[None, :]  # (1, n) key positions
+    index = torch.full((n, n), DESTINATIONS.index("other"), dtype=torch.long)
+    index[(j == i + 1).expand(n, n)] = DESTINATIONS.index("next")
+    index[(j == i - 1).expand(n, n)] = DESTINATIONS.index("previous")
+    index[(j == i).expand(n, n)] = DESTINATIONS.index("self")
+    index[:, n - 1] = DESTINATIONS.index("[SEP]")
+    index[:, 0] = DESTINATIONS.index("[CLS]")
+    return index
+
+
+def text_statistics(maps: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where one text's attention goes, per layer, averaged over heads and query rows.
+
+    Args:
+        maps: ``(L, h', n, n)`` attention of one text (its real tokens only).
+
+    Returns:
+        ``(masses (L, 6), entropy_ratio (L,), confidence (L,))``: the mass on each of
+        :data:`DESTINATIONS`; the mean row entropy divided by ``ln n`` (1 = flat
+        rows; rows smoothed as in lesson 05); the mean largest weight of a row.
+    """
+    n = maps.shape[-1]
+    onehot = torch.nn.functional.one_hot(destination_index(n), len(DESTINATIONS)).to(maps.dtype)  # (n, n, 6)
+    masses = torch.einsum("lgij,ijc->lc", maps, onehot) / (maps.shape[1] * n)  # (L, 6)
+    rows_entropy = entropy(smooth(maps.double(), ENTROPY_EPS))  # (L, h', n)
+    ratio = rows_entropy.mean(dim=(1, 2)) / math.log(n) if n > 1 else torch.zeros(maps.shape[0])
+    confidence = maps.amax(dim=-1).mean(dim=(1, 2))  # (L,)
+    return masses.double().numpy(), ratio.double().numpy(), confidence.double().numpy()
 
 
 @dataclass
 class GroupSummary(Record):
-    """Where regrouped attention goes, averaged over layers, groups and query rows.
+    """Where regrouped attention goes, for one ``h'``.
 
     Attributes:
         n_groups: ``h'``, the number of heads after regrouping.
-        self_mass, cls_mass, sep_mass: mean weight on the token itself, on [CLS], on [SEP].
-        entropy_ratio: mean row entropy / entropy of uniform attention (1 = flat).
+        per_text: ``(N, 6)`` mass on each of :data:`DESTINATIONS` for each text,
+            averaged over layers, heads and query rows (rows add up to 1).
+        per_layer: ``(L, 6)`` the same, averaged over texts instead of layers.
+        entropy_per_text: ``(N,)`` mean row entropy / ``ln n`` (1 = flat).
         confidence: mean largest weight of a row.
     """
 
     n_groups: int
-    self_mass: float
-    cls_mass: float
-    sep_mass: float
-    entropy_ratio: float
+    per_text: np.ndarray
+    per_layer: np.ndarray
+    entropy_per_text: np.ndarray
     confidence: float
 
     @property
     def masses(self) -> dict[str, float]:
-        """The three single-token masses by name: ``"self"``, ``"[CLS]"``, ``"[SEP]"``."""
-        return {"self": self.self_mass, "[CLS]": self.cls_mass, "[SEP]": self.sep_mass}
+        """Mean mass of each of :data:`DESTINATIONS` over texts, by name."""
+        mean = np.asarray(self.per_text, dtype=float).mean(axis=0)  # (6,)
+        return {name: float(v) for name, v in zip(DESTINATIONS, mean)}
+
+    def mass(self, destination: str) -> float:
+        """Mean mass on one destination (one of :data:`DESTINATIONS`)."""
+        return self.masses[destination]
+
+    def mass_per_text(self, destination: str) -> np.ndarray:
+        """``(N,)`` mass on one destination, text by text."""
+        return np.asarray(self.per_text, dtype=float)[:, DESTINATIONS.index(destination)]
+
+    @property
+    def self_mass(self) -> float:
+        return self.mass("self")
+
+    @property
+    def entropy_ratio(self) -> float:
+        """Mean over texts of the row entropy / uniform entropy."""
+        return float(np.mean(self.entropy_per_text))
 
     @property
     def focus_on(self) -> str:
-        """Which single token gets the most attention: ``"self"``, ``"[CLS]"`` or ``"[SEP]"``."""
+        """The single-token destination (:data:`SINGLE_TOKENS`) with the most attention."""
         masses = self.masses
-        return max(masses, key=masses.get)
+        return max(SINGLE_TOKENS, key=masses.get)
 
     @property
     def focus(self) -> float:
-        """The largest of the self, [CLS] and [SEP] masses."""
+        """The mass on :attr:`focus_on`."""
         return self.masses[self.focus_on]
+
+    def focus_by_layer(self) -> list[tuple[str, float]]:
+        """Per layer: the single-token destination with the most attention, and its mass."""
+        out = []
+        for row in np.asarray(self.per_layer, dtype=float):
+            masses = dict(zip(DESTINATIONS, row))
+            top = max(SINGLE_TOKENS, key=masses.get)
+            out.append((top, float(masses[top])))
+        return out
 
 
 def group_summary(att: Attention) -> GroupSummary:
-    """Statistics of regrouped maps ``[texts, layers, h', T, T]``, averaged over layers and groups.
-
-    Uses lesson 05's :func:`attnlab.analysis.head_stats.head_stats_of` (``[layers, h']`` per statistic).
-    """
-    stats = head_stats_of(att)
-    return GroupSummary(
-        n_groups=int(att.tensor.shape[2]),
-        self_mass=float(np.mean(stats.self_mass)),
-        cls_mass=float(np.mean(stats.cls_mass)),
-        sep_mass=float(np.mean(stats.sep_mass)),
-        entropy_ratio=float(np.mean(stats.entropy) / np.mean(stats.uniform_entropy)),
-        confidence=float(np.mean(stats.confidence)),
-    )
-
-
-def focus_by_layer(att: Attention) -> list[tuple[str, float]]:
-    """Per layer: which single token gets the most attention (self, [CLS] or [SEP]) and how much,
-    averaged over the layer's heads and all rows (:func:`attnlab.analysis.head_stats.head_stats_of`)."""
-    stats = head_stats_of(att)
-    out = []
-    for layer in range(stats.self_mass.shape[0]):
-        masses = {"self": float(stats.self_mass[layer].mean()), "[CLS]": float(stats.cls_mass[layer].mean()),
-                  "[SEP]": float(stats.sep_mass[layer].mean())}
-        top = max(masses, key=masses.get)
-        out.append((top, masses[top]))
-    return out
+    """:class:`GroupSummary` of maps ``[texts, layers, h', T, T]`` (each text's real tokens only)."""
+    per_text, entropy_ratio, confidence = [], [], []
+    for i, n in enumerate(att.lengths):
+        masses, ratio, conf = text_statistics(att.tensor[i, :, :, :n, :n])  # (L, 6), (L,), (L,)
+        per_text.append(masses)
+        entropy_ratio.append(ratio.mean())
+        confidence.append(conf.mean())
+    stacked = np.stack(per_text)  # (N, L, 6)
+    return GroupSummary(n_groups=int(att.tensor.shape[2]), per_text=stacked.mean(axis=1),
+                        per_layer=stacked.mean(axis=0), entropy_per_text=np.asarray(entropy_ratio),
+                        confidence=float(np.mean(confidence)))
 
 
 def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequence[int] | None = None,
                       *, batch_size: int = 32, progress: bool = False) -> dict[int, GroupSummary]:
-    """:func:`group_summary` for each ``h'`` (default: every divisor of ``H``), over ``texts``."""
-    counts = list(group_counts) if group_counts is not None else valid_group_counts(m.n_heads)
-    iterator = tqdm(counts, desc="regrouping", unit="h'") if progress else counts
-    return {int(g): group_summary(regroup_attention(m, texts, g, batch_size=batch_size)) for g in iterator}
+    """:func:`group_summary` for each ``h'`` (default: every divisor of ``H``), over ``texts``.
+
+    One forward pass per batch serves every ``h'`` (the queries and keys are
+    the same; only the cut differs), so this costs what one
+    :func:`regroup_attention` costs, not one per ``h'``.
+    """
+    counts = [check_group_count(m, g) for g in (group_counts if group_counts is not None
+                                                 else valid_group_counts(m.n_heads))]
+    batch_size = check_positive_int(batch_size, "batch_size")
+    texts, _ = check_texts(m, texts)
+    check_absolute_positions(m)
+    starts = range(0, len(texts), batch_size)
+    collected: dict[int, list[tuple[np.ndarray, float, float]]] = {g: [] for g in counts}
+    for start in tqdm(starts, desc="regrouping", unit="batch") if progress else starts:
+        inputs = m.encode(texts[start : start + batch_size])
+        mask = inputs["attention_mask"]  # (B, T)
+        queries, keys = capture_queries_keys(m, inputs)
+        lengths = mask.sum(dim=1).tolist()
+        for g in counts:
+            maps = torch.stack([grouped_attention(q.float(), k.float(), g, mask) for q, k in zip(queries, keys)],
+                               dim=1)  # (B, L, h', T, T)
+            for b, n in enumerate(lengths):
+                masses, ratio, conf = text_statistics(maps[b, :, :, :n, :n])
+                collected[g].append((masses, float(ratio.mean()), float(conf.mean())))
+    out = {}
+    for g in counts:
+        stacked = np.stack([c[0] for c in collected[g]])  # (N, L, 6)
+        out[g] = GroupSummary(n_groups=g, per_text=stacked.mean(axis=1), per_layer=stacked.mean(axis=0),
+                              entropy_per_text=np.array([c[1] for c in collected[g]]),
+                              confidence=float(np.mean([c[2] for c in collected[g]])))
+    return out
 
 
 def summary_table(summaries: dict[int, GroupSummary]) -> str:
-    """One row per h': the statistics of :class:`GroupSummary`."""
-    lines = [f"{'heads':>5} {'self':>6} {'[CLS]':>6} {'[SEP]':>6} {'entropy/uniform':>15} {'confidence':>10}  most attended"]
+    """One row per h': the mass on each destination, the entropy ratio, the confidence, the focus."""
+    header = " ".join(f"{name:>8}" for name in DESTINATIONS)
+    lines = [f"{'heads':>5} {header} {'entropy/uniform':>15} {'confidence':>10}  most attended single token"]
     for g, s in summaries.items():
-        lines.append(f"{g:>5} {s.self_mass:>6.3f} {s.cls_mass:>6.3f} {s.sep_mass:>6.3f} "
-                     f"{s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {s.focus_on}")
+        masses = " ".join(f"{s.masses[name]:>8.3f}" for name in DESTINATIONS)
+        lines.append(f"{g:>5} {masses} {s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {s.focus_on}")
     return "\n".join(lines)

@@ -103,13 +103,32 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     return ev
 
 
-def all_conclusions(ev: Evidence) -> list[ClaimVerdict]:
-    """The six verdicts, in the article's order."""
-    return [
-        claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns),
-        claims.conclusion_2(ev.diversity, ev.averaging),
-        claims.conclusion_3(ev.head_count),
-        claims.conclusion_4(ev.pruning),
-        claims.conclusion_5(ev.head_count),
-        claims.conclusion_6(ev.perturbation, ev.pruning),
-    ]
+#: one row per verdict of lesson 12: conclusions 3 and 5 are judged in two readings each
+LABELS = ("1", "2", "3a", "3b", "4", "5a", "5b", "6")
+#: what each two-reading row reads the conclusion as
+READINGS = {"3a": "onto itself", "3b": "onto one token", "5a": "fixed width", "5b": "fixed head size"}
+
+
+def row_titles(labels) -> list[str]:
+    """Labels with their reading, for a figure or a table: ``"5a"`` -> ``"5a (fixed width)"``."""
+    return [f"{label} ({READINGS[label]})" if label in READINGS else str(label) for label in labels]
+
+
+def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
+    """The verdicts in the article's order, keyed by :data:`LABELS`.
+
+    3a is the article's picture (onto the token itself), 3b the general
+    collapse onto one token; 5a varies the heads at a fixed width (Vaswani et
+    al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
+    will join conclusion 1 when it saves its result.
+    """
+    return {
+        "1": claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns),
+        "2": claims.conclusion_2(ev.diversity, ev.averaging),
+        "3a": claims.conclusion_3_self(ev.head_count),
+        "3b": claims.conclusion_3(ev.head_count),
+        "4": claims.conclusion_4(ev.pruning),
+        "5a": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
+        "5b": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
+        "6": claims.conclusion_6(ev.perturbation, ev.pruning),
+    }

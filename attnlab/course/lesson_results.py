@@ -58,6 +58,12 @@ class PerturbationResult(Record):
     sensitivity: dict[str, np.ndarray] = field(default_factory=dict)  # "<kind>_<space>" -> (L, H) mean change
     follower_gap: np.ndarray | None = None  # (L, H): position - token similarity under "both"
     n_skipped: int = 0  # (query, kind) pairs skipped: nothing to break or move, or tokens changed
+    mean_displacement: dict[str, float] = field(default_factory=dict)  # kind -> mean token displacement
+    lexical_gap_at_equal_displacement: np.ndarray | None = None  # (L, H): lexical - syntactic change
+    displacement_verdict: ClaimVerdict | None = None  # "lexical beyond displacement" for some heads
+    lexical_only_verdict: ClaimVerdict | None = None  # "some heads change with lexical damage only"
+    article_heads_verdict: ClaimVerdict | None = None  # the article's heads 7 and 9 (its model only)
+    threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "threshold=0.1 few=0.25" -> verdict word
 
 
 @dataclass
@@ -68,15 +74,22 @@ class PositionResult(Record):
     chosen_layer: int
     change: np.ndarray  # (L, H): 1 - similarity with and without positions
     verdict: ClaimVerdict  # "heads unchanged by perturbation are the ones positions drive"
-    correlation: Interval  # spearman r across heads of lesson 06's "unchanged" and ``change``
+    correlation: Interval  # (L,): spearman r across each layer's heads of lesson 06's "unchanged" and ``change``
     change_low: np.ndarray | None = None  # (L, H): 95% bootstrap interval of ``change``
     change_high: np.ndarray | None = None
     unchanged_source: str = ""  # where lesson 06's "unchanged" came from
-    follower_gap_correlation: Interval | None = None  # the same with lesson 06's follower gap
+    follower_gap_correlation: Interval | None = None  # (L,): the same with lesson 06's follower gap
     follower_gap_verdict: ClaimVerdict | None = None
     output_cosine_mean: float = float("nan")
     equivariance_gap_with: float = float("nan")
     equivariance_gap_without: float = float("nan")
+    pooled_correlation: Interval | None = None  # over all heads together, for reference only
+    change_mean: np.ndarray | None = None  # (L, H): change with every position the mean position vector
+    change_shuffle: np.ndarray | None = None  # (L, H): change with the position vectors shuffled
+    position_dependent_share: float = float("nan")  # heads changed clearly by both mean and shuffle
+    disrupted_share: float = float("nan")  # heads zeroing changes clearly more than the mean control
+    special_share_zero_by_layer: np.ndarray | None = None  # (L,): moved weight landing on [CLS]/[SEP], zeroed
+    verdicts_by_intervention: dict[str, ClaimVerdict] = field(default_factory=dict)  # "zero"/"mean"/"shuffle"
 
 
 @dataclass
@@ -96,6 +109,12 @@ class AveragingResult(Record):
     seconds: float = float("nan")
     tolerance: float = float("nan")  # largest standard error asked of the early-stopping run
     queries_for_tolerance: int = 0  # queries that run needed
+    corpus: str = ""  # which same-length queries ("varied": roles move between positions)
+    control_fixedness: np.ndarray | None = None  # (L', H) on strings of random vocabulary pieces
+    control_queries: int = 0
+    control_margin: float = float("nan")  # "fixed" also needs real >= control - margin (interval's upper end)
+    curve_counts: list[int] = field(default_factory=list)  # queries averaged at each point of the curve
+    curve_fixed_share: list[float] = field(default_factory=list)  # share of heads called fixed at each count
 
 
 @dataclass
@@ -113,44 +132,58 @@ class DiversityResult(Record):
     between_layers: float  # mean distance between heads of different layers
     cls_mass_per_layer: np.ndarray | None = None  # (L,)
     sep_mass_per_layer: np.ndarray | None = None  # (L,)
+    baseline_slope: Interval | None = None  # slopes when heads are dealt to layers at random (middle 95%)
+    baseline_p: float = float("nan")  # share of those shuffles with a slope at or below the observed one
 
 
 @dataclass
 class HeadCountResult(Record):
-    """Lesson 10: regrouping the heads into fewer, and training with different head counts."""
+    """Lesson 10: regrouping the heads into fewer, and training with different head counts in two designs."""
 
     n_texts: int  # queries the regrouping statistics average over
-    regroup: list[GroupSummary]  # one per h', largest first
-    collapse: ClaimVerdict  # "with fewer heads, attention collapses onto one token"
+    regroup: list[GroupSummary]  # one per h', largest first; per-text masses on self/prev/next/[CLS]/[SEP]/other
+    collapse: ClaimVerdict  # general: "with fewer heads, attention collapses onto one token"
     head_counts: list[int]
     seeds: list[int]
-    perplexity: list[list[float]]  # [head count][seed]: validation perplexity of each trained model
-    head_count: ClaimVerdict  # Vaswani et al.'s row (A) pattern: 1 head worst, a middle count best
+    perplexity: list[list[float]]  # [head count][seed]: fixed width (d_k = d_model / h)
+    head_count: ClaimVerdict  # Vaswani et al.'s row (A) pattern at fixed width
     language: str = ""
     train_seconds: float = float("nan")
+    self_collapse: ClaimVerdict | None = None  # specific: "every token attends to itself"
+    perplexity_fixed_head: list[list[float]] = field(default_factory=list)  # [head count][seed]: fixed d_head
+    d_head: int = 0  # the head size of the fixed-head-size design
+    d_model: int = 0
+    more_heads: dict[str, ClaimVerdict] = field(default_factory=dict)  # design -> "more heads is not always better"
 
     def summaries(self) -> dict[int, GroupSummary]:
         """``{h': GroupSummary}`` of the regrouping study."""
         return {s.n_groups: s for s in self.regroup}
 
-    def perplexities(self) -> dict[int, np.ndarray]:
-        """``{h: (seeds,) validation perplexities}`` of the training study."""
-        return {h: np.asarray(p, dtype=float) for h, p in zip(self.head_counts, self.perplexity)}
+    def perplexities(self, design: str = "fixed width") -> dict[int, np.ndarray]:
+        """``{h: (seeds,) validation perplexities}`` of one design (``"fixed width"`` or ``"fixed head size"``)."""
+        table = self.perplexity if design == "fixed width" else self.perplexity_fixed_head
+        return {h: np.asarray(p, dtype=float) for h, p in zip(self.head_counts, table)}
 
 
 @dataclass
 class PruningResult(Record):
-    """Lesson 11: head importance, single-head ablation and pruning curves."""
+    """Lesson 11: head importance on one set of texts, pruning curves and ablation on another."""
 
-    study: PruningStudy  # importance (L, H), curves, base loss, prunable fractions, survivors
-    ablation: np.ndarray  # (L, H): loss change when the head alone is removed
+    study: PruningStudy  # ranking (L, H) from the importance texts; curves on the evaluation texts
+    ablation: np.ndarray  # (L, H): mean loss change on the evaluation texts when the head alone is removed
     verdict: ClaimVerdict  # "some heads can be pruned with almost no loss"
     removable_alone: float = float("nan")  # share of heads removable alone within the tolerance
-    spearman_importance_ablation: float = float("nan")
+    spearman_importance_ablation: float = float("nan")  # gradient importance vs ablation, one objective
     confidence: np.ndarray | None = None  # (L, H): Voita et al.'s confidence
     sensitivity_source: str = ""  # where the perturbation sensitivity came from
     survivor_overlap: dict[str, int] = field(default_factory=dict)  # kind -> overlap of the top-k lists
     overlap_chance: float = float("nan")  # the overlap two random top-k lists would have
+    ablation_per_text: np.ndarray | None = None  # (N, L, H): ``ablation`` text by text (evaluation texts)
+    objective_importance: dict[str, np.ndarray] = field(default_factory=dict)  # objective -> (L, H), importance texts
+    split_half: dict[str, Interval] = field(default_factory=dict)  # objective -> split-half rank agreement
+    objective_agreement: Interval | None = None  # rank agreement of the two objectives' importance
+    n_importance_texts: int = 0
+    n_eval_texts: int = 0
 
 
 @dataclass
@@ -159,6 +192,7 @@ class ConclusionsResult(Record):
 
     verdicts: list[ClaimVerdict]
     evidence_origin: dict[str, str]  # result name -> "saved", "recomputed" or "missing"
+    labels: list[str] = field(default_factory=list)  # one per verdict, e.g. "3a" (conclusion 3, first reading)
 
 
 #: saved name of each lesson result

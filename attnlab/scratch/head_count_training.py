@@ -229,7 +229,7 @@ class TrainConfig:
 
     d_model: int = 64
     n_layers: int = 2
-    steps: int = 200
+    steps: int = 180
     batch_size: int = 32
     lr: float = 5e-3
     weight_decay: float = 0.01
@@ -237,7 +237,7 @@ class TrainConfig:
     n_train: int = 4096
     n_val: int = 512
     data_seed: int = 0
-    eval_every: int = 50
+    eval_every: int = 100
     threads: int = 1  # models this small train fastest on one CPU thread (no thread synchronisation)
     d_head: int | None = None
 
@@ -353,8 +353,8 @@ def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainC
             steps.append(step)
             train_curve.append(float(np.mean(running)))
             running = []
-            val_curve.append(evaluate(model, val, language.start)[0])
-    val_loss, val_acc = evaluate(model, val, language.start)
+            val_loss, val_acc = evaluate(model, val, language.start)
+            val_curve.append(val_loss)
     return RunResult(n_heads, seed, steps, train_curve, val_curve, math.exp(val_loss), val_acc,
                      count_parameters(model), time.time() - start_time, config.head_size(n_heads))
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 
-from attnlab.analysis.regroup import GroupSummary
+from attnlab.analysis.regroup import DESTINATIONS, GroupSummary
 from attnlab.core.checks import check_index
 from attnlab.core.extract import Attention
-from attnlab.scratch.head_count_training import HeadCountStudy
 
 
 def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, layer: int = 0, *, cell: float = 1.1):
@@ -41,79 +40,96 @@ def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, laye
             if c >= g:
                 ax.axis("off")
                 continue
-            ax.imshow(maps[c].numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+            image = ax.imshow(maps[c].numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
             if c == 0:
-                ax.set_ylabel(f"{g} head{'s' if g > 1 else ''}", fontsize=8)
+                ax.set_ylabel(f"{g} head{'s' if g > 1 else ''}\nquery", fontsize=8)
+            if r == len(counts) - 1 or c >= regrouped[counts[r + 1]].tensor.shape[2]:
+                ax.set_xlabel("key", fontsize=7)
     fig.suptitle(f"Layer {layer + 1}, '{first.texts[text_index]}' ({n_tokens} tokens): "
-                 "the same Q and K cut into fewer, wider heads", fontsize=9)
-    fig.tight_layout()
+                 "the same Q and K cut into fewer, wider heads (rows: queries, columns: keys)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.93, 1))
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.01)
+    bar.set_label("attention weight", fontsize=8)
     return fig
 
 
 def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
-    """Self, [CLS], [SEP] mass, entropy ratio and confidence against the number of heads h'.
+    """Where attention goes (self, previous, next, [CLS], [SEP], other), the entropy ratio and
+    the confidence, against the number of heads h' after regrouping.
 
     Returns:
         The axes.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.5))
+        _, ax = plt.subplots(figsize=(6.5, 3.8))
     counts = sorted(summaries)
-    series = {"self": "self_mass", "[CLS]": "cls_mass", "[SEP]": "sep_mass",
-              "entropy / uniform": "entropy_ratio", "confidence": "confidence"}
-    for label, name in series.items():
-        dashed = name in ("entropy_ratio", "confidence")
-        ax.plot(counts, [getattr(summaries[g], name) for g in counts], marker="o", label=label,
-                linestyle="--" if dashed else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(counts)
-    ax.set_xticklabels([str(g) for g in counts])
+    for name in DESTINATIONS:
+        ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=name)
+    ax.plot(counts, [summaries[g].entropy_ratio for g in counts], marker="s", linestyle="--", color="black",
+            label="entropy / uniform")
+    ax.plot(counts, [summaries[g].confidence for g in counts], marker="^", linestyle=":", color="grey",
+            label="confidence (largest weight)")
+    _log2_axis(ax, counts)
     ax.set_xlabel("heads after regrouping (h')")
-    ax.set_ylabel("mean over layers, heads, rows")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("share of attention weight\n(mean over texts, layers, heads, rows)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, ncol=2)
     ax.set_title("Where attention goes as heads are merged")
     return ax
 
 
-def plot_head_count(study: HeadCountStudy, *, reference: Mapping[int, float] | None = None,
+def plot_head_count(perplexities: Mapping[str, Mapping[int, Sequence[float]]], *, best_possible: float | None = None,
+                    head_sizes: Mapping[str, str] | None = None, reference: Mapping[int, float] | None = None,
                     reference_title: str = "", reference_label: str = "", axes=None):
-    """This run's perplexity per h (mean, seed range, each seed), and beside it a reference curve.
+    """This run's validation perplexity per head count, one line per design, and beside it a reference curve.
 
     Args:
-        study: from :func:`attnlab.scratch.head_count_training.head_count_study`.
+        perplexities: design name -> ``{heads: per-seed perplexities}`` (e.g.
+            ``{"fixed width": ..., "fixed head size": ...}``).
+        best_possible: the task's best possible perplexity (a dotted line).
+        head_sizes: design name -> a short note for the legend (e.g. ``"d_k = 64 / h"``).
         reference: ``{heads: perplexity}`` of a published run (e.g. Vaswani et
             al.'s Table 3 row (A), a translation model); None draws one panel.
         reference_title, reference_label: title and y label of the reference panel.
+
+    Each design is drawn as its mean over seeds with the seed range as bars,
+    and every seed as a dot.
 
     Returns:
         The figure.
     """
     if axes is None:
-        _, axes = plt.subplots(1, 2 if reference else 1, figsize=(10 if reference else 5.5, 3.6), squeeze=False)
+        _, axes = plt.subplots(1, 2 if reference else 1, figsize=(11 if reference else 6, 3.8), squeeze=False)
         axes = axes[0]
     ax = axes[0]
-    s = study.summary()
-    hs = list(s)
-    means = [s[h]["ppl_mean"] for h in hs]
-    ax.errorbar(hs, means, yerr=[[s[h]["ppl_mean"] - s[h]["ppl_min"] for h in hs],
-                                 [s[h]["ppl_max"] - s[h]["ppl_mean"] for h in hs]],
-                marker="o", capsize=4, label="mean (bars: seed range)")
-    for h in hs:
-        ax.scatter([h] * len(study.perplexities(h)), study.perplexities(h), color="grey", s=10, zorder=3)
-    ax.axhline(math.exp(study.language.best_loss()), color="green", linestyle=":", label="best possible")
-    _log2_axis(ax, hs)
-    ax.set_xlabel(f"heads h (d_model = {study.config.d_model}, d_k = d_model / h)")
-    ax.set_ylabel("validation perplexity")
-    ax.set_title("This run: tiny transformer, lookup language")
-    ax.legend(fontsize=8)
+    all_heads: set[int] = set()
+    for i, (design, by_heads) in enumerate(perplexities.items()):
+        hs = sorted(by_heads)
+        all_heads.update(hs)
+        values = [np.asarray(by_heads[h], dtype=float) for h in hs]
+        means = np.array([v.mean() for v in values])
+        shift = 1.0 + 0.04 * (i - (len(perplexities) - 1) / 2)  # side by side on the log axis
+        x = [h * shift for h in hs]
+        note = f" ({head_sizes[design]})" if head_sizes and design in head_sizes else ""
+        ax.errorbar(x, means, yerr=[means - [v.min() for v in values], [v.max() for v in values] - means],
+                    marker="o", capsize=4, color=f"C{i}", label=f"{design}{note}: mean, bars = seed range")
+        for xi, v in zip(x, values):
+            ax.scatter([xi] * len(v), v, color=f"C{i}", s=9, alpha=0.5, zorder=3)
+    if best_possible is not None:
+        ax.axhline(best_possible, color="green", linestyle=":", label="best possible")
+    _log2_axis(ax, sorted(all_heads))
+    ax.set_xlabel("heads h")
+    ax.set_ylabel("validation perplexity (lower is better)")
+    ax.set_title("This run: tiny transformers, lookup language")
+    ax.legend(fontsize=7)
     if reference:
         ref = axes[1]
         vh = sorted(reference)
-        ref.plot(vh, [reference[h] for h in vh], marker="s", color="C1")
+        ref.plot(vh, [reference[h] for h in vh], marker="s", color="C3")
         _log2_axis(ref, vh)
         ref.set_xlabel("heads h")
         ref.set_ylabel(reference_label or "perplexity")
-        ref.set_title(reference_title)
+        ref.set_title(reference_title, fontsize=9)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -122,3 +138,4 @@ def _log2_axis(ax, ticks) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(ticks))
     ax.set_xticklabels([str(t) for t in ticks])
+    ax.minorticks_off()

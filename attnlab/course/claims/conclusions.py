@@ -5,24 +5,32 @@
 3. Fewer heads make attention collapse onto the token itself (or onto [CLS]).
 4. Multi-head attention works like an ensemble of weak learners (a random forest).
 5. More heads is not always better.
-6. Heads without visible lexical or syntactic structure may still help the task.
+6. Heads without visible lexical or syntactic structure may still help, depending on the task.
 
 Each ``conclusion_N`` takes the saved records it needs (types of
 :mod:`attnlab.course.lesson_results`; None when a lesson has not been run) and
-returns a :class:`~attnlab.course.verdicts.ClaimVerdict`. The thresholds are
-the named constants below.
+returns a :class:`~attnlab.course.verdicts.ClaimVerdict`. Conclusions 3 and 5
+are judged in two readings each (3: onto the token *itself*, the article's
+picture, and onto *one* token of any kind; 5: heads varied at a fixed width,
+Vaswani et al.'s design, and at a fixed head size); conclusion 6 has two
+halves that must both hold. Every threshold is a named constant below and a
+keyword argument of its function, so a sensitivity table can move it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from attnlab.analysis.pruning import loss_limit
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, permutation_test
 from attnlab.course.claims.head_count import (
     COLLAPSE_CLAIM,
     COLLAPSE_TARGET,
     MORE_HEADS_CLAIM,
+    SELF_CLAIM,
     verdict_fewer_heads_collapse,
     verdict_more_heads_not_always_better,
+    verdict_self_collapse,
 )
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
@@ -33,7 +41,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import FAILS, HOLDS, ClaimVerdict, combine
 
 CLAIMS = {
     1: "most heads learn a fixed pattern; only a few capture lexical or syntactic information",
@@ -41,23 +49,42 @@ CLAIMS = {
     3: COLLAPSE_CLAIM,
     4: "multi-head attention is an ensemble of weak learners: no single head matters much, together they do",
     5: MORE_HEADS_CLAIM,
-    6: "heads without visible lexical/syntactic structure may still help the task",
+    6: "heads without visible lexical/syntactic structure are not useless, and what they are used for "
+       "depends on the task",
 }
+#: the two halves of conclusion 6
+USEFUL_CLAIM = "heads that do not follow the content are not the useless ones"
+TASK_CLAIM = "which heads matter depends on the task (objective)"
+#: the two designs of lesson 10's training study
+DESIGNS = ("fixed width", "fixed head size")
 
 #: conclusion 1: "most heads" means more than this share is fixed (lesson 08) ...
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
 #: conclusion 4: each head is weak when the largest single-head loss increase is at most
-#: WEAK_SHARE x the largest increase from pruning many heads; one head is strong from STRONG_SHARE
+#: WEAK_SHARE x the largest increase from pruning many heads (D); one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
-#: conclusion 4: together the heads matter when pruning many raises the loss by this share of the unpruned loss
+#: conclusion 4: together the heads matter when D is at least this (absolute for a representation
+#: objective: 1 - cos with the full model; relative to the unpruned loss otherwise)
 ENSEMBLE_MATTERS = 0.1
-#: conclusion 6: "the most useful heads" are this share with the largest single-head ablation effect
-TOP_USEFUL_SHARE = 0.25
+#: conclusion 6a: the permutation test's level, and the share of their fair share of importance
+#: the non-content heads must carry for "not useless"
+ALPHA = 0.05
+FAIR_SHARE = 0.8
+#: conclusion 6b: two importance rankings "agree" from this Spearman correlation on
+AGREEMENT = 0.8
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
+
+#: the thresholds of each conclusion's sensitivity table
+SENSITIVITY = {
+    1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
+    4: {"weak": [0.15, 0.25, 0.35, 0.5]},
+    "6a": {"fair_share": [0.6, 0.8, 1.0], "alpha": [0.01, 0.05, 0.1]},
+    "6b": {"agreement": [0.6, 0.7, 0.8, 0.9]},
+}
 
 
 def _missing(number: int, *kinds: type) -> ClaimVerdict:
@@ -65,9 +92,45 @@ def _missing(number: int, *kinds: type) -> ClaimVerdict:
     return ClaimVerdict.missing(CLAIMS[number], f"{names} (run those lessons first)")
 
 
+# --------------------------------------------------------------------------- 1
+
+
 def fixed_share(averaging: AveragingResult) -> float:
     """Share of the averaged heads that lesson 08 called fixed."""
     return len(averaging.fixed_heads) / np.asarray(averaging.fixedness).size
+
+
+def fixed_flags(averaging: AveragingResult) -> np.ndarray:
+    """``(L', H)`` booleans: lesson 08 called the head fixed (rows: ``averaging.layers``)."""
+    flags = np.zeros(np.shape(averaging.fixedness), dtype=bool)
+    row = {layer: i for i, layer in enumerate(averaging.layers)}
+    for layer, head in averaging.fixed_heads:
+        flags[row[int(layer)], int(head)] = True
+    return flags
+
+
+def share_interval(flags: np.ndarray, *, seed: int = 0) -> Interval:
+    """Share of True among heads, with a bootstrap interval over heads."""
+    return bootstrap_mean(np.asarray(flags, dtype=float).ravel(), seed=seed)
+
+
+def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationResult) -> dict[str, dict[str, int]]:
+    """Head by head, lesson 08's call (fixed or not) against lesson 06's label, on the layers both measured.
+
+    Returns:
+        ``{"fixed": {label: count}, "not fixed": {label: count}}`` over lesson 06's
+        labels (``"position"``, ``"content"``, ``"neither"``).
+    """
+    labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
+    fixed = fixed_flags(averaging)  # (L', H)
+    names = sorted(set(labels.ravel().tolist()))
+    table = {"fixed": dict.fromkeys(names, 0), "not fixed": dict.fromkeys(names, 0)}
+    for i, layer in enumerate(averaging.layers):
+        if layer >= labels.shape[0]:
+            continue
+        for head in range(min(fixed.shape[1], labels.shape[1])):
+            table["fixed" if fixed[i, head] else "not fixed"][labels[layer, head]] += 1
+    return table
 
 
 def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationResult | None,
@@ -75,22 +138,39 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                  few: float = FEW_CONTENT) -> ClaimVerdict:
     """Fixed patterns dominate and few heads follow content.
 
-    Holds when the share of fixed heads (lesson 08) exceeds ``most`` **and** the
-    share of content-following heads (lesson 06) is at most ``few``; does not
-    hold otherwise. Lesson 05's share of fixed-pattern labels is shown beside.
+    The share of fixed heads (lesson 08) and the share of content-following
+    heads (lesson 06) each get a bootstrap interval over heads. Holds when the
+    fixed share's interval lies above ``most`` **and** the content share's
+    below ``few``; does not hold when the fixed share's interval lies below
+    ``most`` or the content share's above ``few``; otherwise "cannot tell".
+    The head-by-head cross-tab of the two lessons (:func:`fixed_vs_followers`)
+    and lesson 05's share of fixed-pattern labels are shown beside.
+
+    Lesson 13 (replacing each head's map by its mean map) measures the same
+    conclusion by what the model loses; its result joins this function as a
+    third piece of evidence once that lesson saves it.
     """
     if averaging is None or perturbation is None:
         return _missing(1, *[k for k, r in ((AveragingResult, averaging), (PerturbationResult, perturbation))
                              if r is None])
-    fixed = fixed_share(averaging)
-    content = float(perturbation.content_follower_share)
-    both = fixed > most and content <= few
-    numbers = {"fixed heads (lesson 08)": fixed, "most means more than": most,
-               "content followers (lesson 06)": content, "a few means at most": few,
-               "position followers (lesson 06)": float(perturbation.position_follower_share)}
+    fixed = share_interval(fixed_flags(averaging))
+    labels = np.asarray(perturbation.follower_labels, dtype=object)
+    content = share_interval(labels == CONTENT_LABEL)
+    table = fixed_vs_followers(averaging, perturbation)
+    numbers = {"fixed heads (lesson 08)": fixed.estimate, "fixed low": fixed.low, "fixed high": fixed.high,
+               "most means more than": most,
+               "content followers (lesson 06)": content.estimate, "content low": content.low,
+               "content high": content.high, "a few means at most": few,
+               "fixed and content-following (same heads)": table["fixed"].get(CONTENT_LABEL, 0),
+               "cross-tab 08 x 06": table}
     if patterns is not None:
         numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
-    return ClaimVerdict.decide(CLAIMS[1], holds=both, fails=not both, **numbers)
+    holds = fixed.above(most) and content.below(few)
+    fails = fixed.below(most) or content.above(few)
+    return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
+
+
+# --------------------------------------------------------------------------- 2
 
 
 def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None) -> ClaimVerdict:
@@ -112,79 +192,178 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     return ClaimVerdict.decide(CLAIMS[2], holds=slope.below(0.0), fails=slope.above(0.0), **numbers)
 
 
+# --------------------------------------------------------------------------- 3
+
+
+def conclusion_3_self(head_count: HeadCountResult | None, *, target: int = COLLAPSE_TARGET) -> ClaimVerdict:
+    """The article's reading: merged into ``target`` heads, every token attends to *itself* (lesson 10)."""
+    if head_count is None:
+        return ClaimVerdict.missing(SELF_CLAIM, f"{RESULT_NAMES[HeadCountResult]} (run that lesson first)")
+    summaries = head_count.summaries()
+    return verdict_self_collapse(summaries, n_heads=max(summaries), target=target)
+
+
 def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_TARGET) -> ClaimVerdict:
-    """Lesson 10's regrouping: the model's heads merged into ``target`` (the largest h' is the model's own)."""
+    """The general reading: merged into ``target`` heads, attention collapses onto *one* token (lesson 10)."""
     if head_count is None:
         return _missing(3, HeadCountResult)
     summaries = head_count.summaries()
     return verdict_fewer_heads_collapse(summaries, n_heads=max(summaries), target=target)
 
 
+# --------------------------------------------------------------------------- 4
+
+
 def largest_pruning_increase(pruning: PruningResult) -> float:
-    """``D``: the largest loss increase over the unpruned loss on any pruning curve of lesson 11."""
+    """``D``: the largest mean loss increase over the unpruned loss on the importance or reverse curve."""
     curves = pruning.study.curves
-    highest = max(float(np.max(curves["importance"])), float(np.max(curves["reverse"])),
-                  float(np.max(curves["random"])))
+    highest = max(float(np.max(curves["importance"])), float(np.max(curves["reverse"])))
     return highest - pruning.study.base_loss
+
+
+def single_over_d(pruning: PruningResult, *, seed: int = 0) -> tuple[Interval, Interval]:
+    """``(top / D, D)`` with bootstrap intervals over the evaluation texts.
+
+    ``top`` is the ablation effect of the head with the largest mean effect
+    (chosen once, on all texts: a maximum taken again in every resample would
+    be biased upwards) and ``D`` the loss increase at the point of the
+    importance or reverse curve where the mean increase is largest; each
+    resample draws texts and recomputes both on the same texts.
+    """
+    study = pruning.study
+    effects = np.asarray(pruning.ablation_per_text, dtype=float)  # (N, L, H)
+    curves = {name: np.asarray(study.per_text[name], dtype=float) for name in ("importance", "reverse")}  # (F, N)
+    name, point = max(((n, int(np.argmax(c.mean(axis=1)))) for n, c in curves.items()),
+                      key=lambda p: curves[p[0]][p[1]].mean())
+    d_text = curves[name][point] - curves[name][0]  # (N,)
+    flat = effects.reshape(len(effects), -1)  # (N, L*H)
+    top_text = flat[:, int(np.argmax(flat.mean(axis=0)))]  # (N,): the top head on each text
+    values = np.stack([top_text, d_text], axis=1)  # (N, 2)
+
+    def ratio(v: np.ndarray) -> float:
+        top, d = v.mean(axis=0)
+        return float(top / d) if d > 0 else float("nan")
+
+    return bootstrap(values, ratio, seed=seed), bootstrap_mean(d_text, seed=seed)
 
 
 def conclusion_4(pruning: PruningResult | None, *, weak: float = WEAK_SHARE, strong: float = STRONG_SHARE,
                  matters: float = ENSEMBLE_MATTERS) -> ClaimVerdict:
     """No single head matters much, yet together the heads do (lesson 11).
 
-    With ``D`` = :func:`largest_pruning_increase` and ``top`` = the largest
-    single-head ablation effect: holds when ``top <= weak x D`` and
-    ``D >= matters x`` the unpruned loss; does not hold when one head alone costs
-    ``strong x D`` or more, or when pruning many heads costs less than
-    ``matters x`` the unpruned loss; otherwise (also when ``D <= 0``) "cannot tell".
+    With ``D`` the largest loss increase when many heads are pruned and
+    ``top`` the largest single-head ablation effect, both on the evaluation
+    texts with bootstrap intervals over texts (:func:`single_over_d`): holds
+    when the interval of ``top / D`` lies below ``weak`` and the interval of
+    ``D`` above ``matters``; does not hold when the interval of ``top / D``
+    lies above ``strong`` (one head alone does most of the damage) or the
+    interval of ``D`` below ``matters`` (the heads barely matter even
+    together); otherwise "cannot tell".
     """
     if pruning is None:
         return _missing(4, PruningResult)
-    base = pruning.study.base_loss
-    d = largest_pruning_increase(pruning)
-    top = float(np.max(pruning.ablation))
-    numbers = {"unpruned loss": base, "largest single-head effect": top,
-               "largest loss increase when pruning many (D)": d,
-               "prunable at the tolerance (importance order)": float(pruning.study.prunable["importance"])}
-    if d <= 0:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, **numbers)
-    numbers["single / D"] = top / d
-    every_head_weak, one_head_strong = top <= weak * d, top >= strong * d
-    together_matter = d >= matters * abs(base)
-    return ClaimVerdict.decide(CLAIMS[4], holds=every_head_weak and together_matter,
-                               fails=one_head_strong or not together_matter, **numbers)
+    study = pruning.study
+    if pruning.ablation_per_text is None or "reverse" not in study.per_text:
+        return ClaimVerdict.missing(CLAIMS[4], "lesson 11 saved no per-text losses: run it again")
+    ratio, d = single_over_d(pruning)
+    needed = loss_limit(study.base_loss, matters, relative=study.relative) - study.base_loss
+    numbers = {"unpruned loss": study.base_loss, "largest single-head effect": float(np.max(pruning.ablation)),
+               "largest loss increase when pruning many (D)": d.estimate, "D low": d.low, "D high": d.high,
+               "single / D": ratio.estimate, "single / D low": ratio.low, "single / D high": ratio.high,
+               "weak means below": weak, "D needed": needed}
+    together_matter, barely = d.above(needed), d.below(needed)
+    holds = ratio.below(weak) and together_matter
+    fails = ratio.above(strong) or barely
+    return ClaimVerdict.decide(CLAIMS[4], holds=holds, fails=fails, **numbers)
 
 
-def conclusion_5(head_count: HeadCountResult | None) -> ClaimVerdict:
-    """Lesson 10's training study: is the largest head count the best?"""
+# --------------------------------------------------------------------------- 5
+
+
+def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]) -> ClaimVerdict:
+    """Lesson 10's training study in one design: is the largest head count the best?"""
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     if head_count is None:
         return _missing(5, HeadCountResult)
-    return verdict_more_heads_not_always_better(head_count.perplexities())
+    ppl = head_count.perplexities(design)
+    if not ppl:
+        return ClaimVerdict.missing(MORE_HEADS_CLAIM, f"lesson 10 saved no {design} runs: run it again")
+    return verdict_more_heads_not_always_better(ppl, design=design)
 
 
-def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
-                 top_share: float = TOP_USEFUL_SHARE) -> ClaimVerdict:
-    """Among the most useful heads (the ``top_share`` with the largest single-head
-    ablation effect, lesson 11), are there heads that do not follow content (lesson 06)?
+# --------------------------------------------------------------------------- 6
 
-    Holds when at least one is; does not hold when none is although such heads
-    exist; "cannot tell" when every head follows content.
+
+def non_content_importance(perturbation: PerturbationResult, pruning: PruningResult) -> tuple[float, float, float]:
+    """``(share, base rate, p)``: the non-content heads' share of all importance (single-head
+    ablation effects on the evaluation texts, negatives counted as 0), their share of the
+    heads, and the permutation test's p that they hold *less* than that base rate."""
+    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
+    importance = np.clip(np.asarray(pruning.ablation, dtype=float).ravel(), 0.0, None)
+    other = labels != CONTENT_LABEL
+    share = float(importance[other].sum() / importance.sum()) if importance.sum() > 0 else float("nan")
+    _diff, p_less = permutation_test(importance[other], importance[~other], alternative="less")
+    return share, float(other.mean()), p_less
+
+
+def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
+                  fair_share: float = FAIR_SHARE, alpha: float = ALPHA) -> ClaimVerdict:
+    """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11).
+
+    Their share of the total importance is compared with their share of the
+    heads (the base rate, the share they would get if importance ignored the
+    labels), with a permutation test over head labels. Does not hold when the
+    test says they hold clearly less than the base rate (p < ``alpha``: usefulness
+    goes with visible structure); holds when it does not and they hold at least
+    ``fair_share`` of their base rate; otherwise "cannot tell".
     """
     if perturbation is None or pruning is None:
-        return _missing(6, *[k for k, r in ((PerturbationResult, perturbation), (PruningResult, pruning))
-                             if r is None])
-    labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
-    effects = np.asarray(pruning.ablation, dtype=float)  # (L, H)
-    if labels.shape != effects.shape:
-        return ClaimVerdict.missing(CLAIMS[6], "lessons 06 and 11 ran on models of different shapes")
-    k = max(1, int(round(top_share * effects.size)))
-    top = np.argsort(effects.ravel())[::-1][:k]  # flat indices of the k most useful heads
-    non_content = [int(i) for i in top if labels.ravel()[i] != CONTENT_LABEL]
-    share_all = float(np.mean(labels != CONTENT_LABEL))
-    n_heads = labels.shape[1]
-    examples = ", ".join(f"L{i // n_heads + 1} H{i % n_heads + 1}" for i in non_content[:4]) or "none"
-    return ClaimVerdict.decide(CLAIMS[6], holds=bool(non_content), fails=not non_content and share_all > 0, **{
-        "most useful heads (k)": k, "non-content heads among them": len(non_content),
-        "non-content heads overall": share_all, "examples": examples,
-        "objective": pruning.study.objective[:60],
+        return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 (run those lessons first)")
+    labels = np.asarray(perturbation.follower_labels, dtype=object)
+    if labels.shape != np.shape(pruning.ablation):
+        return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
+    if np.all(labels == CONTENT_LABEL) or not np.any(labels == CONTENT_LABEL):
+        return ClaimVerdict.missing(USEFUL_CLAIM, "all heads carry one label: nothing to compare")
+    share, base, p_less = non_content_importance(perturbation, pruning)
+    ratio = share / base
+    fails = p_less < alpha
+    holds = not fails and ratio >= fair_share
+    return ClaimVerdict.decide(USEFUL_CLAIM, holds=holds, fails=fails, **{
+        "non-content heads' share of importance": share, "their share of heads (base rate)": base,
+        "share / base rate": ratio, "fair share needed": fair_share,
+        "p (less than base rate, label shuffles)": p_less, "alpha": alpha,
+    })
+
+
+def conclusion_6b(pruning: PruningResult | None, *, agreement: float = AGREEMENT) -> ClaimVerdict:
+    """Which heads matter changes with the objective (lesson 11's two objectives).
+
+    Holds when the interval of the rank correlation between the two
+    objectives' head importance lies below ``agreement`` while each
+    objective's own ranking is stable (split-half correlation at least
+    ``agreement``), so that the disagreement is not noise; does not hold when
+    the interval lies above ``agreement`` (both objectives rank the heads
+    alike); otherwise "cannot tell".
+    """
+    if pruning is None or pruning.objective_agreement is None or len(pruning.split_half) < 2:
+        return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} with two objectives "
+                                                "(run that lesson again)")
+    across = pruning.objective_agreement
+    stable = {kind: float(iv.estimate) for kind, iv in pruning.split_half.items()}
+    holds = across.below(agreement) and min(stable.values()) >= agreement
+    return ClaimVerdict.decide(TASK_CLAIM, holds=holds, fails=across.above(agreement), **{
+        "rank correlation between objectives": across.estimate, "low": across.low, "high": across.high,
+        "agreement level": agreement, "split-half correlation per objective": stable,
+        "objectives": ", ".join(pruning.objective_importance),
+    })
+
+
+def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:
+    """Both halves of the sixth conclusion (:func:`conclusion_6a` and :func:`conclusion_6b`) must hold."""
+    a, b = conclusion_6a(perturbation, pruning), conclusion_6b(pruning)
+    word = combine([a.verdict, b.verdict])
+    return ClaimVerdict.decide(CLAIMS[6], holds=word == HOLDS, fails=word == FAILS, **{
+        "not useless (6a)": a.verdict, "depends on the task (6b)": b.verdict,
+        **{f"6a: {k}": v for k, v in a.numbers.items()}, **{f"6b: {k}": v for k, v in b.numbers.items()},
     })

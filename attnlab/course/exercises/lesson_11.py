@@ -54,11 +54,14 @@ def check_most_important_head(m: LoadedModel, answer: Any, importance: np.ndarra
 
 
 def check_prunable_fraction(m: LoadedModel, answer: Any, study: PruningStudy | None = None) -> Feedback:
-    """``answer``: the largest fraction of heads masked in importance order before the loss
-    rose by more than 1% (read from ``study.curves['importance']``)."""
+    """``answer``: the largest fraction of heads masked in importance order before the loss first
+    rose above the tolerance line (read from ``study.curves['importance']``; the line is
+    :func:`attnlab.analysis.pruning.loss_limit` of the unpruned loss)."""
     if answer is None:
         return Feedback(False, _NOT_YET)
     if study is None:
         return Feedback(False, "pass the pruning study: check_prunable_fraction(m, answer, study=study).")
     return check_number(answer, study.prunable["importance"], rel=0, abs_tol=1e-6, what="your fraction",
-                        hint="walk the importance curve from 0%; stop before the first loss above 1.01 x the first.")
+                        hint="walk the importance curve from 0%; stop before the first loss above the tolerance line "
+                             "(study.base_loss + study.tolerance for a representation objective, "
+                             "(1 + study.tolerance) x study.base_loss otherwise).")

@@ -60,8 +60,8 @@ def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_choice(answer, solution_rejudge(ev),
-                        hint="compare the content-follower share with 0.5, and remember the fixed share must "
-                             "still be a majority.", what="verdict")
+                        hint="compare the content-follower share's interval with 0.5, and remember the fixed "
+                             "share's interval must still lie above one half.", what="verdict")
 
 
 def solution_most_diverse_layer(ev: Evidence) -> int:

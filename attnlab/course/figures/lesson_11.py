@@ -1,9 +1,12 @@
-"""Figures of lesson 11: the head-importance map and the pruning curves."""
+"""Figures of lesson 11: the head-importance map and the pruning curves (heads ranked on one set
+of texts, pruned on another; lesson 11's saved result when it exists)."""
 
 from __future__ import annotations
 
-from attnlab.analysis.importance import Objective, head_importance, make_objective
+from attnlab.analysis.importance import ablation_per_text, make_objective
 from attnlab.analysis.pruning import pruning_study
+from attnlab.course import results
+from attnlab.course.lesson_results import RESULT_NAMES, PruningResult
 from attnlab.data.corpus import texts
 from attnlab.viz.pruning_plots import plot_head_scores, plot_pruning_curves
 
@@ -12,25 +15,36 @@ from . import FigureContext, figure
 LESSON = "11_pruning_heads.ipynb"
 
 
-def _objective(ctx: FigureContext) -> Objective:
+def _study(ctx: FigureContext):
     m = ctx.model
-    return ctx.memo("objective_11", lambda: make_objective(m, texts(m.language, ctx.pick(192, 16), seed=1),
-                                                           batch_size=ctx.pick(32, 8)))
 
+    def compute():
+        saved = results.load(RESULT_NAMES[PruningResult], PruningResult, model=m)
+        if saved is not None and saved.study.per_text:
+            return saved.study
+        n_importance, n_eval = ctx.pick(128, 12), ctx.pick(128, 12)
+        pool = texts(m.language, n_importance + n_eval, seed=1)  # distinct queries: the two sets are disjoint
+        ranking = make_objective(m, pool[:n_importance], kind="sentence", batch_size=64)
+        importance = ablation_per_text(m, ranking)["sentence"].mean(axis=0)  # (L, H)
+        held_out = make_objective(m, pool[n_importance:], kind="sentence", batch_size=64)
+        return pruning_study(m, held_out, importance=importance, n_random=ctx.pick(20, 3), tolerance=0.01)
 
-def _importance(ctx: FigureContext):
-    return ctx.memo("importance_11", lambda: head_importance(ctx.model, _objective(ctx)))
+    return ctx.memo("pruning_study_11", compute)
 
 
 @figure("head_importance_map", lesson=LESSON,
-        caption="Head importance |dL/dxi| (Michel et al. 2019), layers x heads, normalised per layer")
+        caption="Head importance: how far the sentence vector moves (1 - cos) when the head alone is masked, "
+                "layers x heads, on the texts used for ranking")
 def head_importance_map(ctx: FigureContext):
-    ax = plot_head_scores(_importance(ctx), title="Head importance (normalised per layer)", label="importance")
+    ax = plot_head_scores(_study(ctx).importance, title="Head importance: 1 - cos when the head alone is masked",
+                          label="1 - cos with the full model's sentence vector")
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
     return ax.figure
 
 
 @figure("pruning_curves", lesson=LESSON,
-        caption="Loss as heads are masked: least important first, random orders, most important first")
+        caption="1 - cos with the full model as heads are masked: least important first, random orders "
+                "(median and 10th-90th percentile band), most important first")
 def pruning_curves(ctx: FigureContext):
-    study = pruning_study(ctx.model, _objective(ctx), importance=_importance(ctx), n_random=ctx.pick(3, 2))
-    return plot_pruning_curves(study).figure
+    return plot_pruning_curves(_study(ctx)).figure
