@@ -41,6 +41,23 @@ def test_conclusion_1_cannot_tell():
     assert claims.conclusion_1(rec.averaging(0.8), rec.perturbation(0.1)).verdict == UNSURE  # 8 heads: too few
 
 
+def test_conclusion_1_cites_the_mean_map_replacement_of_lesson_13():
+    from types import SimpleNamespace
+
+    from attnlab.analysis.stats import Interval
+    from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
+    from attnlab.course.verdicts import ClaimVerdict
+
+    papa = SimpleNamespace(papa_rho=Interval(-0.8, -0.89, -0.65),
+                           verdicts={FIXED_HEADS_CHEAP: ClaimVerdict.decide("cheap", holds=True, fails=False)})
+    without = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG))
+    cited = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG), None, papa)
+    assert without.numbers["mean-map replacement (lesson 13)"] == "not run yet"
+    assert cited.numbers["fixed heads cheap to replace (lesson 13)"] == HOLDS
+    assert "-0.80" in cited.numbers["fixedness vs cost of mean-map replacement (lesson 13)"]
+    assert cited.verdict == without.verdict  # cited beside the verdict, which stays about how many heads
+
+
 def test_fixed_vs_followers_counts_head_by_head():
     avg = rec.averaging(0.5)  # the first 4 of 8 heads (layer 0) are fixed
     labels = [["content", "position", "position", "neither"], ["content", "content", "position", "neither"]]

@@ -150,10 +150,10 @@ def test_perturbed_view_drops_one_word():
 def test_mlm_model_is_found_once_and_leaves_the_model_untouched(tmp_path):
     folder = save_tiny_model(tmp_path / "mlm", n_layers=1, n_heads=2, hidden=8, mlm_head=True, seed=1)
     m = al.load_model(str(folder), verbose=False)
-    extra_before = dict(m.extra)
+    fields_before = dict(vars(m))
     first = mlm_model(m)
     assert first is not None and mlm_model(m) is first  # cached, not loaded again
-    assert m.extra == extra_before  # the cache is not kept on the model
+    assert vars(m) == fields_before  # the cache is not kept on the model
     assert getattr(first, first.base_model_prefix) is m.model  # the encoder is shared, so gates apply
     key = id(m)
     assert key in importance._MLM_MODELS

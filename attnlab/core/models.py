@@ -28,7 +28,7 @@ import os
 import socket
 import threading
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,6 @@ class LoadedModel:
     pad_token: str
     reason: str = ""
     path: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def special_tokens(self) -> set[str]:

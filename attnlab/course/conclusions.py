@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
+from attnlab.course.attention_limits_result import RESULT_NAME as ATTENTION_LIMITS, AttentionLimitsResult
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
@@ -61,6 +62,7 @@ class Evidence:
     diversity: DiversityResult | None = None  # lesson 09
     head_count: HeadCountResult | None = None  # lesson 10
     pruning: PruningResult | None = None  # lesson 11
+    attention_limits: AttentionLimitsResult | None = None  # lesson 13 (read when saved, never re-run)
     origin: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> str:
@@ -87,6 +89,7 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
         ev.origin[name] = "saved" if found is not None else "missing"
         if found is None:
             missing.append(kind)
+    ev.attention_limits = results.load(ATTENTION_LIMITS, AttentionLimitsResult, model=m)
     if runner is None or not missing:
         return ev
     for kind in tqdm(missing, desc="re-running lessons", unit="lesson") if progress else missing:
@@ -120,10 +123,10 @@ def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
     3a is the article's picture (onto the token itself), 3b the general
     collapse onto one token; 5a varies the heads at a fixed width (Vaswani et
     al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
-    will join conclusion 1 when it saves its result.
+    is cited under conclusion 1 when it has saved its result.
     """
     return {
-        "1": claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns),
+        "1": claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
         "2": claims.conclusion_2(ev.diversity, ev.averaging),
         "3a": claims.conclusion_3_self(ev.head_count),
         "3b": claims.conclusion_3(ev.head_count),

@@ -1,7 +1,7 @@
 """What each lesson saves for later lessons: one record type per lesson result.
 
 Lesson 12 judges the article's six conclusions from the results of lessons
-05-11, lesson 07 and the pruning study reuse lesson 06's perturbation
+05-11 (and cites lesson 13's mean-map replacement under the first), lesson 07 and the pruning study reuse lesson 06's perturbation
 sensitivity. Those hand-offs go through the types below, saved and loaded
 with :mod:`attnlab.course.results`::
 
@@ -22,6 +22,7 @@ from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
 from attnlab.core.records import Record
+from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.verdicts import ClaimVerdict
 
 
@@ -205,5 +206,6 @@ RESULT_NAMES: dict[type, str] = {
     HeadCountResult: "10_how_many_heads",
     PruningResult: "11_pruning_heads",
     ConclusionsResult: "12_conclusions",
+    AttentionLimitsResult: "13_attention_limits",  # defined in attnlab.course.attention_limits_result
 }
 RESULT_KINDS: dict[str, type] = {name: kind for kind, name in RESULT_NAMES.items()}

@@ -32,6 +32,8 @@ from attnlab.course.claims.head_count import (
     verdict_more_heads_not_always_better,
     verdict_self_collapse,
 )
+from attnlab.course.attention_limits_result import AttentionLimitsResult
+from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
     AveragingResult,
@@ -134,7 +136,8 @@ def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationRes
 
 
 def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationResult | None,
-                 patterns: HeadPatternsResult | None = None, *, most: float = MOST_FIXED,
+                 patterns: HeadPatternsResult | None = None,
+                 attention_limits: AttentionLimitsResult | None = None, *, most: float = MOST_FIXED,
                  few: float = FEW_CONTENT) -> ClaimVerdict:
     """Fixed patterns dominate and few heads follow content.
 
@@ -146,9 +149,11 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     The head-by-head cross-tab of the two lessons (:func:`fixed_vs_followers`)
     and lesson 05's share of fixed-pattern labels are shown beside.
 
-    Lesson 13 (replacing each head's map by its mean map) measures the same
-    conclusion by what the model loses; its result joins this function as a
-    third piece of evidence once that lesson saves it.
+    Lesson 13 (replacing each head's map by its mean map, Hassid et al.'s
+    PAPA test) measures the same conclusion by what the model loses: when its
+    result is saved, the rank correlation of fixedness with replacement cost
+    and the saving over another query's map are cited beside the verdict
+    (evidence about *which* heads are fixed, not about how many).
     """
     if averaging is None or perturbation is None:
         return _missing(1, *[k for k, r in ((AveragingResult, averaging), (PerturbationResult, perturbation))
@@ -165,6 +170,14 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                "cross-tab 08 x 06": table}
     if patterns is not None:
         numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
+    if attention_limits is not None:
+        rho = attention_limits.papa_rho
+        numbers["fixedness vs cost of mean-map replacement (lesson 13)"] = (
+            f"rho {float(rho.estimate):+.2f} [{float(rho.low):+.2f}, {float(rho.high):+.2f}]")
+        cheap = attention_limits.verdicts.get(FIXED_HEADS_CHEAP)
+        numbers["fixed heads cheap to replace (lesson 13)"] = cheap.verdict if cheap is not None else "not judged"
+    else:
+        numbers["mean-map replacement (lesson 13)"] = "not run yet"
     holds = fixed.above(most) and content.below(few)
     fails = fixed.below(most) or content.above(few)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
