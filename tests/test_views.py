@@ -161,3 +161,16 @@ def test_explorer_figure_views(att):
     assert explorer_figure(att, 1, 0, "lines").axes[0].collections
     with pytest.raises(ValueError, match="heatmap"):
         explorer_figure(att, 0, 0, "bars")
+
+
+def test_the_cdn_is_probed_once_for_many_views(monkeypatch):
+    from attnlab.core import models
+
+    calls = []
+    monkeypatch.delenv("ATTNLAB_OFFLINE", raising=False)
+    monkeypatch.setattr(views, "_probes", {})
+    monkeypatch.setattr(views, "tcp_reachable", lambda *a, **k: calls.append(a) or False)
+    for _ in range(5):
+        assert views._reachable(*views.BERTVIZ_CDN) is False
+    assert len(calls) == 1
+    assert models.tcp_reachable.__module__ == "attnlab.core.models"

@@ -219,7 +219,8 @@ def _load_mlm_head(m: LoadedModel) -> Any | None:
     try:
         with quiet_transformers():
             mlm, info = AutoModelForMaskedLM.from_pretrained(
-                m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True
+                m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True,
+                trust_remote_code=False, use_safetensors=True,  # never code or pickles from a folder
             )
     except (OSError, ValueError, KeyError):
         return None

@@ -32,6 +32,7 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.colors import to_rgba
 
+from attnlab.core.atomic import write_text_atomic
 from attnlab.core.checks import check_index
 from attnlab.viz.fonts import use_cjk_font
 from attnlab.viz.plot import head_label
@@ -121,10 +122,7 @@ class _View:
 
     def save(self, path: str | Path) -> Path:
         """Write the page to ``path`` (UTF-8); return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.html(), encoding="utf-8")
-        return path
+        return write_text_atomic(Path(path), self.html())
 
     def _repr_html_(self) -> str:
         return self.fragment()

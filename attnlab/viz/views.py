@@ -16,10 +16,11 @@ with one printed line saying why.
 
 from __future__ import annotations
 
-import os
+import time
 from typing import Any, Sequence
 
 from attnlab.core.checks import check_index
+from attnlab.core.config import is_offline
 from attnlab.core.extract import Attention
 from attnlab.core.models import tcp_reachable
 from attnlab.viz.offline_views import HeadView, ModelView
@@ -27,17 +28,28 @@ from attnlab.viz.offline_views import HeadView, ModelView
 #: The host bertviz loads require.js, d3 and jQuery from.
 BERTVIZ_CDN = ("cdnjs.cloudflare.com", 443)
 
-_TRUE = {"1", "true", "yes", "on"}
+
+
+#: seconds a CDN probe's answer is reused, so a lesson does not probe on every view
+PROBE_TTL = 300.0
+_probes: dict[tuple[str, int], tuple[float, bool]] = {}
 
 
 def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
-    """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds."""
-    return tcp_reachable(host, port, timeout)
+    """True when a TCP connection to ``host:port`` opens within ``timeout`` seconds
+    (the answer is remembered for :data:`PROBE_TTL` seconds)."""
+    now = time.monotonic()
+    known = _probes.get((host, port))
+    if known is not None and now - known[0] < PROBE_TTL:
+        return known[1]
+    answer = tcp_reachable(host, port, timeout)
+    _probes[(host, port)] = (now, answer)
+    return answer
 
 
 def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
     """``(usable, reason)``: whether bertviz can render here, and why not."""
-    if os.environ.get("ATTNLAB_OFFLINE", "").strip().lower() in _TRUE:
+    if is_offline():
         return False, "ATTNLAB_OFFLINE is set"
     try:
         import bertviz  # noqa: F401
