@@ -59,7 +59,9 @@ def test_online_hands_the_example_to_bertviz(att, monkeypatch):
     torch.testing.assert_close(seen["attention"][1][0], att[1][1])  # (1, H, n, n) per layer
 
 
-def test_reachability_probe_uses_a_real_socket():
+def test_reachability_probe_uses_a_real_socket(monkeypatch):
+    monkeypatch.setattr(views, "_probes", {})
+    monkeypatch.delenv("ATTNLAB_OFFLINE", raising=False)
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -68,6 +70,8 @@ def test_reachability_probe_uses_a_real_socket():
         assert views._reachable("127.0.0.1", port, timeout=1.0)
     finally:
         server.close()
+    assert views._reachable("127.0.0.1", port, timeout=1.0)  # the answer is remembered for a while
+    monkeypatch.setattr(views, "_probes", {})
     assert not views._reachable("127.0.0.1", port, timeout=1.0)  # closed now: refused
 
 
