@@ -19,7 +19,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import MeanAttention, mean_attention
 from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
 
 __all__ = [
     "check_mean_cell", "solution_mean_cell",
@@ -27,14 +27,10 @@ __all__ = [
     "check_most_fixed_layer", "solution_most_fixed_layer",
 ]
 
-_DEFAULT: dict[str, MeanAttention] = {}
-
 
 def _default_result(m: LoadedModel) -> MeanAttention:
-    """A small mean over same-length queries, cached per model (when the notebook passes none)."""
-    if m.name not in _DEFAULT:
-        _DEFAULT[m.name] = mean_attention(m, same_length_queries(m, pick(2000, 150)), progress=False)
-    return _DEFAULT[m.name]
+    """A small mean over same-length queries (when the notebook passes none)."""
+    return per_model(m, "lesson_08", lambda: mean_attention(m, same_length_queries(m, pick(2000, 150)), progress=False))
 
 
 # --------------------------------------------------------------------------- 1. one cell by brute force

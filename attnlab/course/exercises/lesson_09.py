@@ -27,7 +27,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.course.claims.diversity import verdict_more_alike_with_depth
 from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
 
 __all__ = [
     "check_closest_pair", "solution_closest_pair",
@@ -35,14 +35,10 @@ __all__ = [
     "check_trend_verdict", "solution_trend_verdict",
 ]
 
-_DEFAULT: dict[str, HeadDistances] = {}
-
 
 def _default_distances(m: LoadedModel) -> HeadDistances:
-    """Head distances over a few same-length queries, cached per model (when the notebook passes none)."""
-    if m.name not in _DEFAULT:
-        _DEFAULT[m.name] = head_distances(m, same_length_queries(m, pick(500, 40)), progress=False)
-    return _DEFAULT[m.name]
+    """Head distances over a few same-length queries (when the notebook passes none)."""
+    return per_model(m, "lesson_09", lambda: head_distances(m, same_length_queries(m, pick(500, 40)), progress=False))
 
 
 # --------------------------------------------------------------------------- 1. closest pair
