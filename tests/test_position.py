@@ -150,10 +150,17 @@ def test_without_positions_the_model_is_permutation_equivariant(tiny_zh):
     p = perturb.example_perturbations("zh")["both"]  # 么怎玩王荣者耀
     perm = perturb.token_permutation(tiny_zh, p)
     with al.no_position(tiny_zh):
-        gap_without = position.equivariance_gap(tiny_zh, p.source.text, p.text, perm)
-    gap_with = position.equivariance_gap(tiny_zh, p.source.text, p.text, perm)
+        gap_without = position.equivariance_gap(tiny_zh, p.source.text, perm)
+    gap_with = position.equivariance_gap(tiny_zh, p.source.text, perm)
     assert gap_without < 1e-5
     assert gap_with > 1e-3
+    # permuting the tokens is tokenizing the perturbed text, where the tokenizer allows it
+    ids = tiny_zh.tokenizer(p.source.text)["input_ids"]
+    assert [ids[i] for i in perm] == tiny_zh.tokenizer(p.text)["input_ids"]
+    rev = position.content_reversal(tiny_zh, p.source.text)
+    assert rev[0] == 0 and rev[-1] == len(ids) - 1 and sorted(rev) == list(range(len(ids)))
+    with pytest.raises(ValueError, match="permutation"):
+        position.equivariance_gap(tiny_zh, p.source.text, [0, 0, 1])
 
 
 def _js_similarity(a, b):

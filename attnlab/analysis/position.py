@@ -215,19 +215,35 @@ def output_similarity(m: LoadedModel, texts: Sequence[str | Query]) -> np.ndarra
     return np.asarray(out)
 
 
-def equivariance_gap(m: LoadedModel, original: str, permuted: str, perm) -> float:
-    """Largest difference between the permuted text's output vectors and the
-    original's output vectors permuted the same way.
+def equivariance_gap(m: LoadedModel, text: str, perm) -> float:
+    """Largest difference between the outputs of ``text``'s tokens put in another
+    order and its original outputs put in that same order.
 
-    Zero (up to rounding) means the model only saw a bag of tokens: the output
-    of each token does not depend on where it stands.
+    The tokens themselves are permuted (``input_ids[perm]``), not the text, so
+    this works for any tokenizer: a word-piece tokenizer may cut rearranged
+    *text* into other pieces. Zero (up to rounding) means the model only saw a
+    bag of tokens: the output of each token does not depend on where it stands.
 
     Args:
-        perm: token permutation, ``new_tokens[i] == old_tokens[perm[i]]``.
+        perm: token permutation ``[n]`` of ``text``'s tokens (special tokens
+            included), ``new_tokens[i] == old_tokens[perm[i]]``.
     """
-    h_old = output_vectors(m, original)  # (n, d)
-    h_new = output_vectors(m, permuted)  # (n, d)
-    if h_old.shape != h_new.shape:
-        raise ValueError(f"the texts have {h_old.shape[0]} and {h_new.shape[0]} tokens: not a permutation")
+    inputs = m.encode([text])  # each (1, n)
+    n = inputs["input_ids"].shape[1]
     p = torch.as_tensor(np.asarray(perm), dtype=torch.long)  # (n,)
+    if p.shape != (n,) or sorted(p.tolist()) != list(range(n)):
+        raise ValueError(f"perm must be a permutation of the text's {n} tokens, got {np.asarray(perm).tolist()}")
+    moved = {k: v[:, p.to(v.device)] for k, v in inputs.items()}  # the same tokens, reordered
+    with torch.no_grad():
+        h_old = m.model(**inputs).last_hidden_state[0].float().cpu()  # (n, d)
+        h_new = m.model(**moved).last_hidden_state[0].float().cpu()  # (n, d)
     return float((h_new - h_old[p]).abs().max())
+
+
+def content_reversal(m: LoadedModel, text: str) -> np.ndarray:
+    """The permutation ``[n]`` that reverses ``text``'s tokens between the first and the last
+    (special) token: a reordering every tokenizer allows."""
+    n = len(m.tokenizer(text)["input_ids"])
+    return np.array([0] + list(range(n - 2, 0, -1)) + [n - 1])
+
+

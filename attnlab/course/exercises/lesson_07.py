@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.analysis.perturb import example_perturbations, token_permutation
-from attnlab.analysis.position import PositionStudy, equivariance_gap, position_study
+from attnlab.analysis.perturb import example_perturbations, try_token_permutation
+from attnlab.analysis.position import PositionStudy, content_reversal, equivariance_gap, position_study
 from attnlab.core.models import LoadedModel
 from attnlab.core.position import no_position
 from attnlab.data.corpus import texts as corpus_texts
@@ -59,8 +59,10 @@ def solution_order_matters(m: LoadedModel) -> bool:
     """Worked solution: False when the reordered example's outputs (its syntactic move)
     are the original's, permuted (largest gap at most :data:`SAME_OUTPUTS`), True otherwise."""
     p = example_perturbations(m.language)["syntactic"]
+    perm, _ = try_token_permutation(m, p)
+    perm = perm if perm is not None else content_reversal(m, p.source.text)
     with no_position(m):
-        gap = equivariance_gap(m, p.source.text, p.text, token_permutation(m, p))
+        gap = equivariance_gap(m, p.source.text, perm)
     return bool(gap > SAME_OUTPUTS)
 
 
