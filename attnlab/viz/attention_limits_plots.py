@@ -73,7 +73,9 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
         ax.set_xticks(range(n), tokens, rotation=90, fontsize=8)
         ax.set_yticks(range(n), tokens, fontsize=8)
         ax.set_title(name, fontsize=10)
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        ax.set_xlabel("key token (the token looked at)", fontsize=9)
+        ax.set_ylabel("query token (the row's owner)", fontsize=9)
+        fig.colorbar(im, ax=ax, shrink=0.8).set_label("share of the row", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
