@@ -42,6 +42,7 @@ from attnlab.core.atomic import atomic_path
 from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.fast import check_layers, choose_precision, encode_same_length, forward_maps
+from attnlab.core.extract import check_text
 from attnlab.core.models import LoadedModel
 
 #: Clark et al.'s smoothing for entropies (0.9999 * a + 0.0001 / n).
@@ -266,14 +267,6 @@ def text_batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _check_text(text: object, index: int) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"text {index} is {type(text).__name__}, not a string")
-    if not text.strip():
-        raise ValueError(f"text {index} is empty or only whitespace: remove it from the queries")
-    return text
-
-
 def checked_token_ids(m: LoadedModel, texts: list[str], start: int = 0) -> list[list[int]]:
     """Token ids (special tokens included, no padding) of a batch of texts, checked one by one.
 
@@ -287,10 +280,10 @@ def checked_token_ids(m: LoadedModel, texts: list[str], start: int = 0) -> list[
 
     Raises:
         TypeError: a text is not a string.
-        ValueError: a text is empty or longer than the model's limit.
+        ValueError: a text has nothing visible, holds a lone surrogate, or is longer than the model's limit.
     """
     for k, t in enumerate(texts):
-        _check_text(t, start + k)
+        check_text(t, f"text {start + k}")  # the one text check of core.extract
     ids = m.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
     for k, row in enumerate(ids):
         if len(row) > m.max_tokens:
