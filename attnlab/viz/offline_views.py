@@ -34,7 +34,7 @@ from matplotlib.colors import to_rgba
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.checks import check_index
-from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import head_label
 
 #: One colour per head (cycled beyond 16); shared by the HTML and matplotlib views.
@@ -212,8 +212,7 @@ def plot_line_view(
     elif isinstance(heads, (int, np.integer)):
         heads = [int(heads)]
     heads = [check_index(h, a.shape[1], "head") for h in heads]
-    if any(any(ord(ch) > 0x2E80 for ch in t) for t in tokens):
-        use_cjk_font()
+    cjk_font_for(tokens)
     n = len(tokens)
     if ax is None:
         _, ax = plt.subplots(figsize=(3.6, 0.32 * n + 0.9))

@@ -16,12 +16,8 @@ from matplotlib.figure import Figure
 
 from attnlab.analysis.compare import FOLLOWER_MARGIN, SPACES, DisplacementControl, ExampleMaps, PerturbationStudy
 from attnlab.core.checks import check_index
-from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
-
-
-def _has_cjk(texts) -> bool:
-    return any(any(ord(c) > 0x2E80 for c in t) for t in texts)
 
 
 def _shared_colorbar(fig: Figure, axes, label: str) -> None:
@@ -42,8 +38,7 @@ def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | Non
     first = ex.maps[kinds[0]]  # (L, H, n, n)
     layer = check_index(layer, first.shape[0], "layer")
     heads = list(range(first.shape[1])) if heads is None else [check_index(h, first.shape[1], "head") for h in heads]
-    if _has_cjk(list(ex.texts.values()) + [t for toks in ex.tokens.values() for t in toks]):
-        use_cjk_font()
+    cjk_font_for(list(ex.texts.values()) + [t for toks in ex.tokens.values() for t in toks])
     fig, axes = plt.subplots(len(kinds), len(heads), figsize=(cell * len(heads) + 2.4, cell * len(kinds) + 1.8),
                              squeeze=False, layout="constrained")
     for r, k in enumerate(kinds):

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.fonts import cjk_font_for
 
 
 def head_label(layer: int, head: int) -> str:
@@ -28,10 +28,6 @@ def _as_numpy(a) -> np.ndarray:
     if isinstance(a, torch.Tensor):
         return a.detach().cpu().float().numpy()
     return np.asarray(a, dtype=float)
-
-
-def _needs_cjk(labels: Sequence[str]) -> bool:
-    return any(any(ord(ch) > 0x2E80 for ch in str(t)) for t in labels)
 
 
 def plot_head(
@@ -66,8 +62,7 @@ def plot_head(
     if w.ndim != 2 or w.shape[0] != len(tokens):
         raise ValueError(f"weights must be [n, n] with n = len(tokens) = {len(tokens)}, got {w.shape}")
     cols = list(key_tokens) if key_tokens is not None else list(tokens)
-    if _needs_cjk(list(tokens) + cols):
-        use_cjk_font()
+    cjk_font_for(list(tokens) + cols)
     if ax is None:
         size = max(3.0, 0.45 * len(tokens) + 1.5)
         _, ax = plt.subplots(figsize=(size + (1.0 if colorbar else 0.0), size))
@@ -130,8 +125,8 @@ def plot_heads_grid(
             raise ValueError(f"head {h} out of range 0..{a.shape[1] - 1}")
     if show_labels is None:
         show_labels = len(tokens) <= 14
-    if show_labels and _needs_cjk(tokens):
-        use_cjk_font()
+    if show_labels:
+        cjk_font_for(tokens)
     fig, axes = plt.subplots(
         len(layers), len(heads), figsize=(cell * len(heads) + 0.6, cell * len(layers) + 0.6),
         squeeze=False,
@@ -178,11 +173,6 @@ def _check_square(a: np.ndarray, n: int, what: str) -> None:
         raise ValueError(f"{what} must be [n, n] with n = len(tokens) = {n}, got shape {a.shape}")
 
 
-def _cjk_if_needed(labels: Sequence[str]) -> None:
-    if _needs_cjk([str(t) for t in labels]):
-        use_cjk_font()
-
-
 def plot_matrices(
     matrices: Sequence[tuple[str, object]],
     row_labels: Sequence[str],
@@ -216,7 +206,7 @@ def plot_matrices(
             raise ValueError(f"matrix {title!r} must be [{n}, cols] (one row per label), got shape {a.shape}")
     if col_labels is not None and len(col_labels) != len(arrays):
         raise ValueError(f"col_labels needs one entry per matrix ({len(arrays)}), got {len(col_labels)}")
-    _cjk_if_needed(row_labels)
+    cjk_font_for(row_labels)
     widths = [max(a.shape[1], 1) for _, a in arrays]
     fig, axes = plt.subplots(1, len(arrays), figsize=(cell * sum(widths) + 1.2 * len(arrays), cell * n + 1.2),
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
@@ -304,7 +294,7 @@ def plot_layer_heads(
         raise ValueError(f"maps must be [heads, n, n] with n = len(tokens) = {len(tokens)}, got shape {a.shape}")
     if ncols < 1:
         raise ValueError(f"ncols must be >= 1, got {ncols}")
-    _cjk_if_needed(tokens)
+    cjk_font_for(tokens)
     n_heads = a.shape[0]
     nrows = -(-n_heads // ncols)
     if fig is None:
@@ -432,7 +422,7 @@ def plot_elmo_vs_attention(tokens: Sequence[str], weights_row, position: int):
         raise ValueError(f"weights_row must be a vector of length len(tokens) = {n}, got shape {w.shape}")
     if not 0 <= position < n:
         raise ValueError(f"position {position} out of range 0..{n - 1} (0-based)")
-    _cjk_if_needed(tokens)
+    cjk_font_for(tokens)
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 1.5 * n + 2), 3.8))
     xs = np.arange(n)
     # left: forward (y=1) and backward (y=2) chains above the tokens (y=0)

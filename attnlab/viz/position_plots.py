@@ -19,7 +19,7 @@ from attnlab.analysis.compare import similarity
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
-from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
 
 #: How each intervention is named in titles.
@@ -50,8 +50,7 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
     if tokens is not None and len(tokens) != n:
         raise ValueError(f"tokens has {len(tokens)} labels for maps of {n} tokens")
     sims = similarity(with_maps[layer], without_maps[layer]).numpy()  # (H,)
-    if any(ord(c) > 0x2E80 for c in text + "".join(tokens or [])):
-        use_cjk_font()
+    cjk_font_for([text, *(tokens or [])])
     heads = with_maps.shape[1]
     fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 2.4, cell * 2 + 1.6), squeeze=False,
                              layout="constrained")
