@@ -68,3 +68,13 @@ def test_smoke_build_regenerates_the_committed_figures(tmp_path, monkeypatch):
     assert {e["file"] for e in manifest} == made
     assert all(e["smoke"] and e["lesson"].endswith(".ipynb") for e in manifest)
     assert all((out / name).stat().st_size > 5_000 for name in made)  # real images, not empty canvases
+
+
+def test_committed_figures_come_from_a_full_run_on_the_offline_default():
+    """The gallery shows what a newcomer's offline run shows: the Chinese-reading default, full mode."""
+    from attnlab.core.models import MULTILINGUAL
+
+    manifest = json.loads((ROOT / "figures" / "manifest.json").read_text(encoding="utf-8"))
+    assert {e["model"] for e in manifest} == {MULTILINGUAL}
+    assert not any(e["smoke"] for e in manifest)
+    assert {e["file"] for e in manifest} == {p.name for p in (ROOT / "figures").glob("*.png")}

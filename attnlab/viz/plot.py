@@ -149,7 +149,10 @@ def plot_heads_grid(
                 ax.set_yticklabels(tokens, fontsize=6)
     if suptitle:
         fig.suptitle(suptitle)
-    fig.tight_layout()
+        height = fig.get_figheight()
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / height))  # keep 0.35 inch above the head titles
+    else:
+        fig.tight_layout()
     return fig
 
 
