@@ -72,6 +72,18 @@ def test_one_resample_is_the_fixedness_of_the_drawn_shards():
     torch.testing.assert_close(bootstrap_fixedness(shards, n_boot=1, seed=5)[0], expected, atol=1e-9, rtol=0)
 
 
+def test_every_resample_is_the_fixedness_of_its_drawn_shards(monkeypatch):
+    """Resamples are computed a few at a time; each must still be its own drawn shards' fixedness."""
+    import attnlab.analysis.fixedness as fx
+
+    monkeypatch.setattr(fx, "RESAMPLES_AT_ONCE", 3)
+    shards = synthetic_shards(n_shards=4, per_shard=20)
+    boots = bootstrap_fixedness(shards, n_boot=7, seed=2)  # 3 + 3 + 1
+    for b, counts in enumerate(resample_counts(4, 7, seed=2)):
+        drawn = [s for s, k in zip(shards, counts) for _ in range(k)]
+        torch.testing.assert_close(boots[b], merge_all(drawn).fixedness(), atol=1e-9, rtol=0)
+
+
 def test_report_numbers_match_an_independent_computation():
     shards = synthetic_shards()
     rep = fixedness_report(shards, n_boot=300)

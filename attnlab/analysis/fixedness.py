@@ -32,20 +32,27 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import MeanAttention, fixedness_from_sums, mean_attention, merge_all
 
 
+#: bootstrap resamples computed together in :func:`bootstrap_fixedness`
+RESAMPLES_AT_ONCE = 50
+
+
 def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed: int = 0) -> torch.Tensor:
     """Fixedness ``[n_boot, L, H]`` of resamples of the shards (drawn with replacement).
 
     A resample weights each shard by how often it was drawn
     (:func:`attnlab.analysis.stats.resample_counts`); the weighted sums are the
-    sums of the resampled queries, so fixedness follows exactly.
+    sums of the resampled queries, so fixedness follows exactly. Resamples are
+    handled :data:`RESAMPLES_AT_ONCE` at a time, so memory does not grow with
+    ``n_boot`` (1,000 resampled maps of a 12 x 12 model are 230 MB each step).
     """
     total = torch.stack([s.total for s in shards])  # (S, L, H, n, n)
     ent = torch.stack([s.entropy_total for s in shards])  # (S, L, H, n)
     count = torch.tensor([float(s.count) for s in shards], dtype=torch.float64)  # (S,)
     weights = torch.from_numpy(resample_counts(len(shards), n_boot, seed)).double()  # (B, S)
-    return fixedness_from_sums(torch.einsum("bs,s...->b...", weights, total),  # (B, L, H, n, n)
-                               torch.einsum("bs,s...->b...", weights, ent),  # (B, L, H, n)
-                               weights @ count)  # (B,) -> (B, L, H)
+    return torch.cat([fixedness_from_sums(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
+                                          torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
+                                          w @ count)  # (b,) -> (b, L, H)
+                      for w in weights.split(RESAMPLES_AT_ONCE)])  # (B, L, H)
 
 
 @dataclass
