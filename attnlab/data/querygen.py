@@ -471,9 +471,9 @@ class VariedQueryGenerator:
     def __iter__(self) -> Iterator[str]:
         """Yield distinct queries of the right length until ``max_tries`` misses in a row."""
         rng = random.Random(self.seed)
-        seen: set[str] = set()
+        seen: set[str] = set()   # the queries yielded (not every draw: most can be the wrong length)
         misses = 0
-        batch: list[tuple[str, list[str]]] = []
+        batch: dict[str, list[str]] = {}   # text -> tags, waiting for the tokenizer
         while misses < self.max_tries:
             words = self.draw(rng)
             tags = self._tags(words) if words else []
@@ -481,28 +481,28 @@ class VariedQueryGenerator:
                 misses += 1
                 continue
             text = self._text(words)
-            if text in seen:
+            if text in seen or text in batch:
                 self.duplicates += 1
                 misses += 1
                 continue
             misses = 0
-            seen.add(text)
-            batch.append((text, tags))
+            batch[text] = tags
             if len(batch) >= 256:
-                yield from self._verified(batch)
-                batch = []
-        yield from self._verified(batch)
+                yield from self._verified(batch, seen)
+                batch = {}
+        yield from self._verified(batch, seen)
 
-    def _verified(self, batch: list[tuple[str, list[str]]]) -> Iterator[str]:
-        texts = [t for t, _ in batch]
+    def _verified(self, batch: dict[str, list[str]], seen: set[str]) -> Iterator[str]:
+        texts = list(batch)
         if self.tokenizer is not None and texts:
             lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         else:
             lengths = [self.n_tokens] * len(texts)
-        for (text, tags), n in zip(batch, lengths):
+        for (text, tags), n in zip(batch.items(), lengths):
             if n != self.n_tokens:
                 self.wrong_length += 1
                 continue
+            seen.add(text)
             for counter, tag in zip(self.roles, tags):
                 counter[tag] += 1
             self.produced += 1
