@@ -146,9 +146,6 @@ ZH_WORDS: dict[str, tuple[str, list[str]]] = {
     "A": ("ADJ", _words(
         "好吃 好玩 便宜 安全 干净 简单 方便 健康 新鲜 有名 安静 热闹 舒服 实用 贵 快 慢 好 "
         "冷 热 大 小 新 旧 甜 辣 软 嫩")),
-    "PA": ("ADJ", _words(
-        "safe warm cold hot dry wet soft slow loud quiet clean broken expensive busy crowded noisy dirty "
-        "sticky heavy open closed free healthy fresh")),
     "ADV": ("ADV", _words("总是 一直 经常 突然 还 又 最 很 太 特别 真的 已经")),
     "PRON": ("PRON", _words("我 我们 你 他 她 大家 自己")),
     "DEM": ("DET", _words("这个 那个 这种 哪个 每个")),
