@@ -217,15 +217,22 @@ def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
             missing, or its file is not the known one.
     """
     options = ConversionOptions(word_dtype, None if keep_pieces is None else frozenset(keep_pieces))
-    sha = expected_sha256()
-    folder = cache_root() / options.folder_name()
-    if is_converted(folder, options.describe(sha)):
+    folder, done = cached_folder(options)
+    if done:
         return folder                              # no need for the package any more
+    sha = expected_sha256()
     source = source_path()
     check_source(source, sha)
     if verbose:
         print(f"Converting {NAME} from {PACKAGE} {PACKAGE_VERSION} (once) into {folder}", file=sys.stderr)
     return convert_atomically(source, folder, options, source_line=options.describe(sha), verbose=verbose)
+
+
+def cached_folder(options: ConversionOptions = ConversionOptions()) -> tuple[Path, bool]:
+    """Where :func:`converted_folder` keeps the model for ``options``, and whether a finished
+    conversion is there already (nothing is converted or imported)."""
+    folder = cache_root() / options.folder_name()
+    return folder, is_converted(folder, options.describe(expected_sha256()))
 
 
 def is_converted(folder: Path, source_line: str) -> bool:

