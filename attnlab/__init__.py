@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "head_label": "attnlab.viz.plot",
     "use_cjk_font": "attnlab.viz.fonts",
     "doctor": "attnlab.tools.doctor",
+    "set_language": "attnlab.core.language",
+    "current_language": "attnlab.core.language",
 }
 
 _SUBPACKAGES = ("core", "data", "analysis", "scratch", "viz", "course", "tools")
