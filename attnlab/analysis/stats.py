@@ -221,3 +221,31 @@ def permutation_test(group_a, group_b, *, n_perm: int = 5000, seed: int = 0,
     else:
         extreme = np.abs(null) >= abs(diff) - 1e-12
     return float(diff), float((extreme.sum() + 1) / (n_perm + 1))
+
+
+#: the fewest resampled units (queries, texts, shards, seeds) a bootstrap interval
+#: may rest on before a verdict built on it must say "cannot tell"
+MIN_UNITS = 8
+
+
+def too_few_units(interval: Interval, need: int = MIN_UNITS) -> str | None:
+    """Why a verdict resting on ``interval`` must be "cannot tell", or None when it has enough units.
+
+    A percentile interval from a handful of units (smoke mode's 4 shards, say) is far
+    too narrow to decide anything: its resamples repeat the same few values.
+    """
+    if interval.n < need:
+        return f"the interval rests on {interval.n} resampled units; deciding needs at least {need}"
+    return None
+
+
+def too_small_groups(group_a, group_b, need: int = 2) -> str | None:
+    """Why two groups cannot be compared (one has fewer than ``need`` values), or None when both can.
+
+    Every claim that compares two groups asks this first and answers "cannot tell"
+    with the reason, instead of calling :func:`permutation_test` on an empty group.
+    """
+    sizes = (np.asarray(group_a).size, np.asarray(group_b).size)
+    if min(sizes) < need:
+        return f"one group is too small to compare (sizes {sizes[0]} and {sizes[1]}; each needs at least {need})"
+    return None
