@@ -137,7 +137,7 @@ def test_labels_need_enough_shards():
     assert label == claims.UNSURE_LABEL and rep.fixedness[0, 0] == pytest.approx(1.0, abs=1e-6)
 
 
-def _numpy_fixedness(rows: np.ndarray) -> tuple[float, float]:
+def numpy_fixedness(rows: np.ndarray) -> tuple[float, float]:
     """The information share and the null term, written out with numpy from every query's rows."""
     q, n, _ = rows.shape
     p = (1 - ENTROPY_EPS) * rows + ENTROPY_EPS / n  # smoothed like the package
@@ -156,7 +156,7 @@ def test_fixedness_matches_an_independent_numpy_computation():
     pattern = rng.dirichlet(np.full(N_KEYS, 0.5), size=N_KEYS)
     rows = 0.5 * pattern + 0.5 * dirichlet_rows(0.7, queries=300, seed=9)
     acc = MeanAttention.empty(1, 1, N_KEYS).add(torch.from_numpy(rows)[:, None, None])
-    expected, null = _numpy_fixedness(rows)
+    expected, null = numpy_fixedness(rows)
     assert float(acc.fixedness()[0, 0]) == pytest.approx(expected, abs=1e-9)
     fixed, _, null_share = head_numbers(acc)
     assert fixed[0, 0] == pytest.approx(expected, abs=1e-9)

@@ -125,6 +125,13 @@ def point_labels(fixedness: np.ndarray, information: np.ndarray, *, threshold: f
     return out
 
 
+def point_fixed_share(fixedness: np.ndarray, uniform: np.ndarray, *, threshold: float = FIXED_THRESHOLD) -> list[float]:
+    """``[K]``: share of heads whose point fixedness reaches ``threshold`` in each of ``fixedness``
+    ``[K, L, H]`` (e.g. after more and more queries), heads ``uniform`` ``[L, H]`` never counted."""
+    reached = (np.nan_to_num(np.asarray(fixedness, dtype=float), nan=-np.inf) >= threshold) & ~np.asarray(uniform)
+    return [float(r.mean()) for r in reached]
+
+
 def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, need: int = MIN_UNITS) -> np.ndarray:
     """``[L, H]`` labels ``"fixed"`` / ``"varying"`` / ``"cannot tell"`` / ``"uniform"`` from each head's
     interval over query shards (see the module docstring); all "cannot tell" below ``need`` shards."""
