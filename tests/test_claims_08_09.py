@@ -85,6 +85,13 @@ def test_label_share_counts_cannot_tell_and_resamples_shards():
     assert [row[1:5] for row in table[1:]] == [[4, 0, 0, 0], [2, 1, 1, 0], [0, 4, 0, 0]]
 
 
+def test_the_uniform_level_has_a_sensitivity_table():
+    rep = report([[0.8, 0.3, 0.8]], information=[[0.004, 0.015, 0.5]])
+    table = avg.uniform_table(rep, levels=(0.001, 0.01, 0.1))
+    assert table[0] == ["uniform below", "fixed", "varying", "cannot tell", "uniform"]
+    assert [row[1:] for row in table[1:]] == [[2, 1, 0, 0], [1, 1, 0, 1], [1, 0, 0, 2]]
+
+
 def test_flat_means_varying_can_hold():
     fixed = np.array([[0.1, 0.05, 0.9, 0.8]])  # the two flat heads vary
     sharp = np.array([[0.1, 0.05, 0.6, 0.1]])  # ... and one flat head is fixed: 2 of 3 flat heads vary

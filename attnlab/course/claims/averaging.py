@@ -67,6 +67,8 @@ from attnlab.course.verdicts import ClaimVerdict
 FIXED_THRESHOLD = 0.5
 #: Thresholds of the sensitivity tables (around the default).
 SENSITIVITY_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+#: Levels of "uniform" (rows' information over ln n) of :func:`uniform_table`, around UNIFORM_INFO.
+SENSITIVITY_UNIFORM = (0.005, 0.01, 0.02, 0.05)
 #: A mean map counts as "flat" (the article's washed-out look) when its sharpness is below this.
 FLAT_THRESHOLD = 0.25
 #: "A flat mean map means a varying head" holds when at least this share of flat-looking heads vary ...
@@ -113,7 +115,8 @@ FIGURE_LAST_LAYER_ALL_FIXED = "figure_last_layer_all_fixed"
 # --------------------------------------------------------------------------- which heads are fixed
 
 
-def point_labels(fixedness: np.ndarray, information: np.ndarray, *, threshold: float = FIXED_THRESHOLD) -> np.ndarray:
+def point_labels(fixedness: np.ndarray, information: np.ndarray, *, threshold: float = FIXED_THRESHOLD,
+                 uniform: float = UNIFORM_INFO) -> np.ndarray:
     """The rule on point estimates (no interval): ``[..., L, H]`` of ``"fixed"``, ``"varying"``, ``"uniform"``.
 
     Used inside each bootstrap resample and for the curve over query counts; a
@@ -121,7 +124,7 @@ def point_labels(fixedness: np.ndarray, information: np.ndarray, *, threshold: f
     """
     fixedness, information = np.asarray(fixedness, dtype=float), np.asarray(information, dtype=float)
     out = np.where(fixedness >= threshold, FIXED, VARYING).astype(object)
-    out[~(information >= UNIFORM_INFO) | np.isnan(fixedness)] = UNIFORM
+    out[~(information >= uniform) | np.isnan(fixedness)] = UNIFORM
     return out
 
 
@@ -132,7 +135,8 @@ def point_fixed_share(fixedness: np.ndarray, uniform: np.ndarray, *, threshold: 
     return [float(r.mean()) for r in reached]
 
 
-def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, need: int = MIN_UNITS) -> np.ndarray:
+def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, need: int = MIN_UNITS,
+                uniform: float = UNIFORM_INFO) -> np.ndarray:
     """``[L, H]`` labels ``"fixed"`` / ``"varying"`` / ``"cannot tell"`` / ``"uniform"`` from each head's
     interval over query shards (see the module docstring); all "cannot tell" below ``need`` shards."""
     shape = report.fixedness.shape
@@ -143,7 +147,7 @@ def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, 
     low, high = np.asarray(share.low, dtype=float), np.asarray(share.high, dtype=float)
     labels[low >= threshold] = FIXED
     labels[high < threshold] = VARYING
-    labels[np.asarray(info.high, dtype=float) < UNIFORM_INFO] = UNIFORM
+    labels[np.asarray(info.high, dtype=float) < uniform] = UNIFORM
     return labels
 
 
@@ -225,6 +229,16 @@ def fixed_share_table(report: FixednessReport, thresholds=SENSITIVITY_THRESHOLDS
         real = float(np.mean(np.nan_to_num(report.fixedness, nan=-1.0) >= t))
         rows.append([t, counts[FIXED], counts[VARYING], counts[UNSURE_LABEL], counts[UNIFORM],
                      round(real, 3), round(control, 3)])
+    return rows
+
+
+def uniform_table(report: FixednessReport, levels=SENSITIVITY_UNIFORM) -> list[list]:
+    """Rows ``[level, fixed, varying, cannot tell, uniform]``, header first: how the labels move with
+    the level of information below which a head counts as uniform."""
+    rows: list[list] = [["uniform below", FIXED, VARYING, UNSURE_LABEL, UNIFORM]]
+    for level in levels:
+        counts = label_counts(head_labels(report, uniform=level))
+        rows.append([level, counts[FIXED], counts[VARYING], counts[UNSURE_LABEL], counts[UNIFORM]])
     return rows
 
 
