@@ -44,15 +44,25 @@ def perturbation(content_share: float = 0.1, labels=None, n_layers: int = L, n_h
                               follower_gap=zeros)
 
 
-def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slope: float = 0.1) -> AveragingResult:
-    n_fixed = int(round(fixed_share * n_layers * n_heads))
+def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slope: float = 0.1, *,
+              unsure: float = 0.0, half_width: float = 0.03, shards: int = 20) -> AveragingResult:
+    """Lesson 08's record: the first ``fixed_share`` of the heads labelled fixed, the next ``unsure``
+    share "cannot tell", the rest varying; the fixed share's interval over ``shards`` shards is the
+    point +- ``half_width``, widened to hold the unsure heads either way (as ``label_share`` does)."""
+    total = n_layers * n_heads
+    n_fixed, n_unsure = int(round(fixed_share * total)), int(round(unsure * total))
+    flat = ["fixed"] * n_fixed + ["cannot tell"] * n_unsure + ["varying"] * (total - n_fixed - n_unsure)
+    labels = [flat[l * n_heads:(l + 1) * n_heads] for l in range(n_layers)]
+    point = n_fixed / total
+    share = Interval(point, min(point - half_width, point), max(point + half_width, (n_fixed + n_unsure) / total),
+                     0.95, shards)
     per_layer = np.full(n_layers, 0.5)
     return AveragingResult(n_queries=10, n_tokens=5, layers=list(range(n_layers)),
                            fixedness=np.ones((n_layers, n_heads)), sharpness=np.ones((n_layers, n_heads)),
                            fixedness_per_layer=Interval(per_layer, per_layer - 0.1, per_layer + 0.1, 0.95, 10),
                            slope=Interval(slope, slope - 0.05, slope + 0.05, 0.95, 10),
                            fixed_heads=[(i // n_heads, i % n_heads) for i in range(n_fixed)],
-                           fixed_threshold=0.8, verdicts={})
+                           fixed_threshold=0.5, verdicts={}, labels=labels, fixed_share=share, n_shards=shards)
 
 
 def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1) -> DiversityResult:

@@ -19,26 +19,54 @@ from attnlab.course.lesson_results import (
 )
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 
-BIG = {"n_layers": 6, "n_heads": 12}  # enough heads for an interval over heads to decide
+BIG = {"n_layers": 6, "n_heads": 12}
 
 
 def test_conclusion_1_can_hold():
     v = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG), rec.patterns(0.6))
     assert v.verdict == HOLDS
-    assert v.numbers["fixed heads (lesson 08)"] == pytest.approx(65 / 72)  # round(0.9 * 72) = 65 heads
-    assert v.numbers["fixed low"] > claims.MOST_FIXED and v.numbers["content high"] < claims.FEW_CONTENT
+    assert v.numbers["estimate"] == pytest.approx(65 / 72)  # round(0.9 * 72) = 65 heads
+    assert v.numbers["low"] == pytest.approx(65 / 72 - 0.03) and v.numbers["high"] == pytest.approx(65 / 72 + 0.03)
+    assert v.numbers["low"] > claims.MOST_FIXED and v.numbers["content high"] < claims.FEW_CONTENT
+    assert v.numbers["fixed (lesson 08 heads)"] == 65 and v.numbers["cannot tell (lesson 08 heads)"] == 0
+    assert v.numbers["query shards"] == 20
     assert v.numbers["fixed-pattern labels (lesson 05)"] == pytest.approx(0.6)
 
 
 def test_conclusion_1_can_fail():
     assert claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.6, **BIG)).verdict == FAILS
     assert claims.conclusion_1(rec.averaging(0.2, **BIG), rec.perturbation(0.05, **BIG)).verdict == FAILS
+    unsure_but_few = rec.averaging(0.2, unsure=0.2, **BIG)  # even with every unsure head fixed: 40%
+    assert claims.conclusion_1(unsure_but_few, rec.perturbation(0.05, **BIG)).verdict == FAILS
 
 
 def test_conclusion_1_cannot_tell():
-    near = claims.conclusion_1(rec.averaging(0.55, **BIG), rec.perturbation(0.05, **BIG))  # 55% is not clearly most
-    assert near.verdict == UNSURE and near.numbers["fixed low"] < claims.MOST_FIXED < near.numbers["fixed high"]
-    assert claims.conclusion_1(rec.averaging(0.8), rec.perturbation(0.1)).verdict == UNSURE  # 8 heads: too few
+    near = claims.conclusion_1(rec.averaging(0.55, half_width=0.1, **BIG), rec.perturbation(0.05, **BIG))
+    assert near.verdict == UNSURE and near.numbers["low"] < claims.MOST_FIXED < near.numbers["high"]
+    unsure = claims.conclusion_1(rec.averaging(0.4, unsure=0.3, **BIG), rec.perturbation(0.05, **BIG))
+    assert unsure.verdict == UNSURE and unsure.numbers["cannot tell (lesson 08 heads)"] == 22
+    assert unsure.numbers["high"] == pytest.approx((29 + 22) / 72)  # the unsure heads may all be fixed
+    few = claims.conclusion_1(rec.averaging(0.9, shards=4, **BIG), rec.perturbation(0.05, **BIG))
+    assert few.verdict == UNSURE and "4 resampled units" in few.numbers["why"]
+    old = rec.averaging(0.9, **BIG)
+    old.labels, old.fixed_share = [], None  # saved before the three-way labels
+    assert "run lesson 08 again" in claims.conclusion_1(old, rec.perturbation(0.05, **BIG)).numbers["missing"]
+
+
+def test_conclusion_1_does_not_depend_on_the_number_of_heads():
+    """8 heads decide as well as 72: the uncertainty is in each head's label, not in how many heads there are."""
+    small = claims.conclusion_1(rec.averaging(0.9), rec.perturbation(0.1))  # 2 layers x 4 heads
+    assert small.verdict == HOLDS and small.numbers["estimate"] == pytest.approx(7 / 8)
+    assert claims.conclusion_1(rec.averaging(0.25), rec.perturbation(0.1)).verdict == FAILS
+
+
+def test_share_interval_resamples_no_heads():
+    flags = np.array([[True, True, False, False]])
+    unsure = np.array([[False, False, True, False]])
+    whole = claims.share_interval(flags)
+    assert (whole.estimate, whole.low, whole.high) == (0.5, 0.5, 0.5)  # a count over the population
+    widened = claims.share_interval(flags, unsure)
+    assert (widened.estimate, widened.low, widened.high) == (0.5, 0.5, 0.75)
 
 
 def test_conclusion_1_cites_the_mean_map_replacement_of_lesson_13():
@@ -282,7 +310,7 @@ def test_lesson_12_exercises():
     assert ex12.check_fixed_share(ev, ex12.solution_fixed_share(ev))
     assert ex12.solution_fixed_share(ev) == pytest.approx(54 / 72)
     assert not ex12.check_fixed_share(ev, 0.5)
-    assert claims.conclusion_1(ev.averaging, ev.perturbation).verdict == UNSURE  # 30% of 72: near "a few"
+    assert claims.conclusion_1(ev.averaging, ev.perturbation).verdict == FAILS  # 30% of 72 follow content: not "a few"
     assert ex12.solution_rejudge(ev) == HOLDS  # but clearly "at most half"
     assert ex12.check_rejudge(ev, HOLDS) and not ex12.check_rejudge(ev, FAILS)
     assert ex12.solution_most_diverse_layer(ev) == 1

@@ -9,11 +9,13 @@ import torch
 
 import attnlab as al
 from attnlab.analysis.diversity import depth_trend, head_distances, shuffled_baseline
+from attnlab.core.streaming import MeanAttention
 from attnlab.course.exercises import lesson_08 as ex08
 from attnlab.course.exercises import lesson_09 as ex09
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 
 from same_length import same_length_texts
+from test_fixedness import numpy_fixedness
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +37,20 @@ def test_mean_cell(tiny_en, texts):
     assert ex08.solution_mean_cell(tiny_en, texts, 1, 3) == pytest.approx(truth, abs=1e-6)
 
 
-def test_fixedness_by_hand(tiny_en, result):
-    gap = float(result.entropy_of_mean()[1, 5] - result.mean_entropy()[1, 5])
-    value = 1 - gap / math.log(result.length)
-    assert ex08.check_fixedness_by_hand(tiny_en, value, 1, 5, result=result)
-    assert not ex08.check_fixedness_by_hand(tiny_en, value - 0.05, 1, 5, result=result)
+def test_fixedness_by_hand(tiny_en, texts, result):
+    maps = al.attention(tiny_en, texts).tensor.double()  # (N, L, H, n, n): every query's map
+    value, _ = numpy_fixedness(maps[:, 1, 5].numpy())  # written out with numpy from the maps themselves
+    exact = MeanAttention.empty(*maps.shape[1:4]).add(maps)  # float64 entropies: a random head's rows are
+    assert ex08.solution_fixedness_by_hand(tiny_en, 1, 5, exact) == pytest.approx(value, abs=1e-9)  # near uniform
+    assert ex08.check_fixedness_by_hand(tiny_en, value, 1, 5, result=exact)
+    assert not ex08.check_fixedness_by_hand(tiny_en, value - 0.05, 1, 5, result=exact)
     assert not ex08.check_fixedness_by_hand(tiny_en, None, 1, 5, result=result)
     with pytest.raises(ValueError):
         ex08.check_fixedness_by_hand(tiny_en, 0.5, 7, 0, result=result)
 
 
 def test_most_fixed_layer(tiny_en, result):
-    truth = int(result.fixedness().mean(dim=1).argmax())
+    truth = int(result.fixedness().nanmean(dim=1).argmax())
     assert ex08.check_most_fixed_layer(tiny_en, truth, result=result)
     wrong = ex08.check_most_fixed_layer(tiny_en, 1 - truth, result=result)
     assert not wrong

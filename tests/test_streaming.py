@@ -15,7 +15,7 @@ from attnlab.core.streaming import (
     ENTROPY_EPS,
     MeanAttention,
     checked_token_ids,
-    fixedness_from_sums,
+    js_score_from_sums,
     merge_all,
     sharded_mean_attention,
     text_batches,
@@ -57,7 +57,7 @@ def test_merge_of_two_shards_equals_the_whole(tiny_en):
     ref = brute(tiny_en, texts)
     torch.testing.assert_close(merged.mean, ref.mean(dim=0), atol=1e-6, rtol=0)
     torch.testing.assert_close(merged.var, ref.var(dim=0), atol=1e-6, rtol=0)
-    torch.testing.assert_close(merged.fixedness(), whole.fixedness(), atol=1e-9, rtol=0)
+    torch.testing.assert_close(merged.js_score(), whole.js_score(), atol=1e-9, rtol=0)
 
 
 def test_merge_refuses_different_maps(tiny_en):
@@ -118,7 +118,7 @@ def test_truncation_exact_for_other_architectures(tiny_factory, arch):
     torch.testing.assert_close(res.mean, ref[:, [1]].mean(dim=0), atol=1e-7, rtol=0)
 
 
-def test_entropy_and_fixedness_match_an_independent_computation(tiny_en):
+def test_entropy_and_js_score_match_an_independent_computation(tiny_en):
     texts = same_length_texts(12, seed=7)
     maps = brute(tiny_en, texts).numpy()  # (N, L, H, n, n)
     n = maps.shape[-1]
@@ -128,7 +128,7 @@ def test_entropy_and_fixedness_match_an_independent_computation(tiny_en):
     expected = 1 - (mean_h - row_h.mean(0)).mean(-1) / math.log(n)
     res = al.mean_attention(tiny_en, texts, batch_size=5, progress=False)
     np.testing.assert_allclose(res.mean_entropy().numpy(), row_h.mean(axis=(0, 3)), atol=1e-6)
-    np.testing.assert_allclose(res.fixedness().numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(res.js_score().numpy(), expected, atol=1e-6)
     np.testing.assert_allclose(res.sharpness().numpy(), 1 - mean_h.mean(-1) / math.log(n), atol=1e-6)
 
 
@@ -137,24 +137,24 @@ def _synthetic(maps: torch.Tensor) -> MeanAttention:
     return acc.add(maps[:, None, None])
 
 
-def test_fixedness_of_a_constant_head_is_one():
+def test_js_score_of_a_constant_head_is_one():
     torch.manual_seed(0)
     one = torch.softmax(torch.randn(9, 9) * 3, dim=-1)
-    assert _synthetic(one.expand(50, 9, 9)).fixedness().item() == pytest.approx(1.0, abs=1e-6)
+    assert _synthetic(one.expand(50, 9, 9)).js_score().item() == pytest.approx(1.0, abs=1e-6)
     uniform = torch.full((50, 9, 9), 1 / 9)
-    assert _synthetic(uniform).fixedness().item() == pytest.approx(1.0, abs=1e-6)
+    assert _synthetic(uniform).js_score().item() == pytest.approx(1.0, abs=1e-6)
 
 
-def test_fixedness_of_a_random_per_query_head_is_near_zero():
+def test_js_score_of_a_random_per_query_head_is_near_zero():
     torch.manual_seed(0)
     picks = torch.randint(0, 9, (2000, 9))
     one_hot = torch.nn.functional.one_hot(picks, 9).float()  # (N, 9, 9)
-    assert _synthetic(one_hot).fixedness().item() < 0.01
+    assert _synthetic(one_hot).js_score().item() < 0.01
     sharp = torch.softmax(torch.randn(2000, 9, 9) * 8, dim=-1)
-    assert _synthetic(sharp).fixedness().item() < 0.15
+    assert _synthetic(sharp).js_score().item() < 0.15
     # the same head, always the same one-hot row: fixed, however sharp
     same = torch.nn.functional.one_hot(picks[:1].expand(2000, 9), 9).float()
-    assert _synthetic(same).fixedness().item() == pytest.approx(1.0, abs=1e-6)
+    assert _synthetic(same).js_score().item() == pytest.approx(1.0, abs=1e-6)
 
 
 def test_special_mass_is_the_first_and_last_column(tiny_en):
@@ -296,15 +296,15 @@ def test_shards_add_up_to_the_whole(tiny_en):
         merge_all([])
 
 
-def test_fixedness_from_sums_broadcasts_over_leading_axes():
+def test_js_score_from_sums_broadcasts_over_leading_axes():
     gen = torch.Generator().manual_seed(3)
     maps = torch.softmax(torch.randn(3, 10, 1, 2, 5, 5, generator=gen) * 2, dim=-1)  # 3 groups of 10 maps
     accs = [MeanAttention.empty(1, 2, 5).add(maps[g]) for g in range(3)]
-    stacked = fixedness_from_sums(torch.stack([a.total for a in accs]),
+    stacked = js_score_from_sums(torch.stack([a.total for a in accs]),
                                   torch.stack([a.entropy_total for a in accs]),
                                   torch.tensor([10.0, 10.0, 10.0], dtype=torch.float64))  # (3, 1, 2)
     for g, acc in enumerate(accs):
-        torch.testing.assert_close(stacked[g], acc.fixedness(), atol=1e-12, rtol=0)
+        torch.testing.assert_close(stacked[g], acc.js_score(), atol=1e-12, rtol=0)
 
 
 def test_auto_precision_takes_bf16_only_where_it_is_native(tiny_en, monkeypatch):

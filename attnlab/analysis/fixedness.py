@@ -1,26 +1,65 @@
-"""Fixedness per head and per layer, with intervals over queries.
+"""Fixedness per head and per layer, against a null of each head's own, with intervals over queries.
 
-Reads the sums of :class:`attnlab.core.streaming.MeanAttention` (mean map and
-mean row entropy, see :meth:`~attnlab.core.streaming.MeanAttention.fixedness`)
-and measures, from query shards:
+**The measure.** For one query row ``r`` of one head let ``p_i`` be text
+``i``'s attention row (``n`` keys), ``p̄`` their mean and ``u`` the uniform
+row. ``KL(q || u) = ln n - H(q)`` says how much a row tells about where the
+head looks. Averaging over texts can only lose information
+(``KL(p̄ || u) <= mean_i KL(p_i || u)``); what it keeps is the part every text
+shares. So
 
-* each head's fixedness ``[L, H]`` and the sharpness of its mean map;
-* the mean fixedness of every layer with a bootstrap interval over shards;
-* the slope of that per-layer fixedness against depth, with its interval;
-* how often, over the resamples, the last layer is the most fixed one;
+    fixedness = (KL(p̄ || u) - b) / (mean_i KL(p_i || u) - b),
+
+summed over query rows before dividing (rows that say little weigh little),
+is the **share of a row's information that the mean map explains**: 1 when
+every text gets the same map, sharp or diffuse; about 0 when the rows are
+drawn independently per text, however sharp or diffuse they are (their mean
+tends to ``u``). :meth:`attnlab.core.streaming.MeanAttention.fixedness`
+computes it from the sums the accumulator keeps; the old score
+``1 - JS / ln n`` (:meth:`~attnlab.core.streaming.MeanAttention.js_score`)
+measured diffuseness as much as fixedness (i.i.d. Dirichlet(2) rows: 0.92)
+and is kept only to show that.
+
+**The null, per head.** Even rows with no pattern keep some information in a
+finite mean: shuffle each text's row over its key positions independently
+(the head's own rows, any pattern destroyed); the mean of ``N`` shuffled
+rows has ``E[KL(p̄ || u)] = b = (n mean_i ||p_i||^2 - 1) / (2N)`` nats to
+second order (each cell of a shuffled row has variance ``(||p||^2 - 1/n) / n``,
+and ``KL(q || u) ~ n/2 sum_j (q_j - 1/n)^2``): ``(n - 1) / (2N)`` for one-hot
+rows. ``b`` comes from the sums of squared maps the accumulator already
+keeps, so the null costs nothing and needs no stored rows; it is subtracted
+above (:attr:`FixednessReport.null_share` shows its size, ``b`` over the
+rows' information), and ``tests/test_fixedness.py`` checks it against real
+shuffles. It is exact in the limit of many queries and matters only for
+short runs (a few hundred queries).
+
+**Uniform heads.** A head whose rows carry almost no information (under
+:data:`UNIFORM_INFO` of the maximum ``ln n``) attends evenly every time; the
+share is undefined (0 / 0). Such heads are their own kind ("uniform"),
+left out of every per-layer average.
+
+**Intervals** come from resampling query **shards** (never heads): each
+resample weights the shards' sums, so every statistic follows exactly. This
+module measures, from the shards:
+
+* each head's fixedness ``[L, H]`` with its interval, its rows' information,
+  the null's share and the mean map's sharpness;
+* the mean fixedness of every layer, its slope against depth, and how often
+  the last layer is the most fixed one;
 * beside a **control** run (random vocabulary pieces, no content at all):
-  the control's fixedness and the difference real - control per head, with
-  an interval from resampling both runs' shards;
+  the control's fixedness, the difference real - control per head and per
+  layer, and the slope of the per-layer difference against depth, with
+  intervals from resampling both runs' shards independently;
 * how the fixedness settles as more queries are averaged
   (:func:`fixedness_curve`).
 
-Only numbers live here; what they say about the source article's claims is
-:mod:`attnlab.course.claims.averaging`'s job.
+Only numbers live here; which heads count as fixed and what that says about
+the source article's claims is :mod:`attnlab.course.claims.averaging`'s job.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -29,63 +68,110 @@ import torch
 
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts, slope
 from attnlab.core.models import LoadedModel
-from attnlab.core.streaming import MeanAttention, fixedness_from_sums, mean_attention, merge_all
+from attnlab.core.streaming import MeanAttention, information_from_sums, mean_attention, merge_all
 
 
 #: bootstrap resamples computed together in :func:`bootstrap_fixedness`
 RESAMPLES_AT_ONCE = 50
+#: a head whose rows carry less than this share of the maximum information ``ln n`` is "uniform"
+UNIFORM_INFO = 0.01
 
 
-def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed: int = 0) -> torch.Tensor:
-    """Fixedness ``[n_boot, L, H]`` of resamples of the shards (drawn with replacement).
+def head_numbers(acc: MeanAttention) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(fixedness, information, null_share)``, each ``[L, H]``, of one accumulator.
+
+    ``information``: the rows' mean information ``mean_{r,i} KL(p_{i,r} || u) / ln n`` in [0, 1];
+    ``null_share``: ``b / mean_i KL(p_i || u)``, what a pattern-free head with these rows would score
+    before the null is subtracted.
+    """
+    acc._need(1)
+    return _numbers(acc.total, acc.total_sq, acc.entropy_total, torch.tensor(float(acc.count)))
+
+
+def _numbers(total, total_sq, entropy_total, count) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mean_info, row_info, null_info = information_from_sums(total, total_sq, entropy_total, count)  # (..., L, H)
+    n = total.shape[-1]
+    room = row_info - null_info  # (..., L, H)
+    share = torch.where(room > 1e-12, (mean_info - null_info) / room.clamp_min(1e-12), torch.nan)
+    information = row_info / (n * math.log(n))  # (..., L, H): per row, relative to ln n
+    null_share = null_info / row_info.clamp_min(1e-12)
+    return share.numpy(), information.numpy(), null_share.numpy()
+
+
+def bootstrap_numbers(shards: Sequence[MeanAttention], n_boot: int = 500,
+                      seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(fixedness, information)``, each ``[n_boot, L, H]``, of resamples of the shards (with replacement).
 
     A resample weights each shard by how often it was drawn
     (:func:`attnlab.analysis.stats.resample_counts`); the weighted sums are the
-    sums of the resampled queries, so fixedness follows exactly. Resamples are
-    handled :data:`RESAMPLES_AT_ONCE` at a time, so memory does not grow with
-    ``n_boot`` (1,000 resampled maps of a 12 x 12 model are 230 MB each step).
+    sums of the resampled queries, so both numbers follow exactly. Resamples are
+    handled :data:`RESAMPLES_AT_ONCE` at a time, so memory does not grow with ``n_boot``.
     """
     total = torch.stack([s.total for s in shards])  # (S, L, H, n, n)
+    total_sq = torch.stack([s.total_sq for s in shards])  # (S, L, H, n, n)
     ent = torch.stack([s.entropy_total for s in shards])  # (S, L, H, n)
     count = torch.tensor([float(s.count) for s in shards], dtype=torch.float64)  # (S,)
     weights = torch.from_numpy(resample_counts(len(shards), n_boot, seed)).double()  # (B, S)
-    return torch.cat([fixedness_from_sums(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
-                                          torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
-                                          w @ count)  # (b,) -> (b, L, H)
-                      for w in weights.split(RESAMPLES_AT_ONCE)])  # (B, L, H)
+    shares, infos = [], []
+    for w in weights.split(RESAMPLES_AT_ONCE):  # (b, S)
+        share, info, _ = _numbers(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
+                                  torch.einsum("bs,s...->b...", w, total_sq),
+                                  torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
+                                  w @ count)  # (b,)
+        shares.append(share)
+        infos.append(info)
+    return np.concatenate(shares), np.concatenate(infos)  # (B, L, H) each
+
+
+def bootstrap_fixedness(shards: Sequence[MeanAttention], n_boot: int = 500, seed: int = 0) -> torch.Tensor:
+    """Fixedness ``[n_boot, L, H]`` of resamples of the shards (see :func:`bootstrap_numbers`)."""
+    return torch.from_numpy(bootstrap_numbers(shards, n_boot, seed)[0])
 
 
 @dataclass
 class FixednessReport:
     """Fixedness of every head and its trend with depth, measured over query shards.
 
-    Arrays are numpy; layers and heads 0-based (printed 1-based).
+    Arrays are numpy; layers and heads 0-based (printed 1-based). Fixedness is
+    NaN for heads whose rows carry no information beyond the null.
 
     Attributes:
         layers: the model layers of the first axis.
-        fixedness: ``[L, H]``, 1 = every query gets the same map.
+        fixedness: ``[L, H]`` information share, 1 = every query gets the same map, ~0 = no pattern.
+        head_interval: ``[L, H]`` fixedness with its interval over shards.
+        information: ``[L, H]`` with interval: the rows' information ``E KL(row || u) / ln n``
+            (0 = every row uniform, 1 = every row one-hot).
+        uniform: ``[L, H]`` booleans, point information below :data:`UNIFORM_INFO`
+            (left out of the per-layer means).
+        null_share: ``[L, H]``, what the null keeps of the rows' information (subtracted).
+        js_score: ``[L, H]``, the old score ``1 - JS / ln n`` (for comparison only).
         sharpness: ``[L, H]``, how far each mean map is from uniform (0 = flat).
-        per_layer: fixedness averaged over each layer's heads, ``[L]``, with a
-            bootstrap interval over shards.
-        slope: least-squares slope of ``per_layer`` against the layer index,
-            with its bootstrap interval (same resamples).
+        per_layer: mean fixedness of each layer's non-uniform heads, ``[L]``, interval over shards.
+        slope: least-squares slope of ``per_layer`` against the layer index, with its interval.
         depth_rho: Spearman correlation of ``per_layer`` with depth (NaN below 3 layers).
-        sharp_fixed_rho: Spearman correlation over heads of sharpness and fixedness.
-        last_is_most_fixed_share: share of resamples in which the last layer
-            has the highest per-layer fixedness.
+        sharp_fixed_rho: Spearman correlation over non-uniform heads of sharpness and fixedness.
+        last_is_most_fixed_share: share of resamples in which the last layer is the most fixed.
         count: queries; n_shards: shards they were split into (1: no interval).
         model_name: the model that made the maps.
-        head_boots: ``[B, L, H]`` fixedness of each bootstrap resample (``[1, L, H]``
-            with one shard), kept to ask other questions of the same resamples.
+        head_boots: ``[B, L, H]`` fixedness of each resample (``[1, L, H]`` with one shard).
+        info_boots: ``[B, L, H]`` information of the same resamples.
         control: fixedness ``[L, H]`` of the control run (None without one).
+        control_uniform: ``[L, H]`` uniform heads of the control.
         control_per_layer: the control's per-layer fixedness ``[L]`` with its interval.
         difference: real minus control fixedness ``[L, H]``, with an interval from
             resampling the shards of both runs independently.
-        control_count: strings in the control run.
+        difference_per_layer: per-layer mean of the difference over heads uniform in neither run ``[L]``.
+        difference_slope: slope of ``difference_per_layer`` against depth, with its interval.
+        control_count: strings in the control run; control_shards: their shards.
     """
 
     layers: list[int]
     fixedness: np.ndarray  # (L, H)
+    head_interval: Interval  # (L, H)
+    information: Interval  # (L, H)
+    uniform: np.ndarray  # (L, H)
+    null_share: np.ndarray  # (L, H)
+    js_score: np.ndarray  # (L, H)
     sharpness: np.ndarray  # (L, H)
     per_layer: Interval  # (L,)
     slope: Interval
@@ -96,10 +182,15 @@ class FixednessReport:
     n_shards: int
     model_name: str = ""
     head_boots: np.ndarray | None = None  # (B, L, H)
+    info_boots: np.ndarray | None = None  # (B, L, H)
     control: np.ndarray | None = None  # (L, H)
+    control_uniform: np.ndarray | None = None  # (L, H)
     control_per_layer: Interval | None = None  # (L,)
     difference: Interval | None = None  # (L, H)
+    difference_per_layer: Interval | None = None  # (L,)
+    difference_slope: Interval | None = None
     control_count: int = 0
+    control_shards: int = 0
 
     def share_most_fixed(self, layer: int, among: Sequence[int] | None = None) -> float:
         """Share of resamples in which model layer ``layer`` has the highest per-layer
@@ -109,8 +200,8 @@ class FixednessReport:
             raise ValueError(f"layers {among} (with {layer}) must all be among the averaged layers {self.layers}")
         rows = [self.layers.index(l) for l in among]
         boots = self.head_boots if self.head_boots is not None else self.fixedness[None]  # (B, L, H)
-        per_layer = boots[:, rows].mean(axis=2)  # (B, len(among))
-        return float((per_layer.argmax(axis=1) == among.index(layer)).mean())
+        per_layer = layer_means(boots[:, rows], self.uniform[rows])  # (B, len(among))
+        return float((np.nan_to_num(per_layer, nan=-np.inf).argmax(axis=1) == among.index(layer)).mean())
 
     def summary(self) -> str:
         """The numbers in a few lines (layers 1-based)."""
@@ -119,11 +210,13 @@ class FixednessReport:
             for l, x, lo, hi in zip(self.layers, self.per_layer.estimate, self.per_layer.low, self.per_layer.high)
         )
         return (
-            f"{self.count} queries in {self.n_shards} shards.\n"
+            f"{self.count} queries in {self.n_shards} shards; {int(self.uniform.sum())} of {self.uniform.size} "
+            f"heads uniform (rows carry < {UNIFORM_INFO:.0%} of ln n).\n"
             f"Mean fixedness per layer ({self.per_layer.level:.0%} interval over shards): {per_layer}\n"
             f"Slope against depth {self.slope.estimate:+.4f} per layer [{self.slope.low:+.4f}, "
             f"{self.slope.high:+.4f}], Spearman rho with depth {self.depth_rho:+.2f}; the last layer is "
             f"the most fixed in {self.last_is_most_fixed_share:.0%} of resamples.\n"
+            f"Largest share the null keeps (subtracted): {np.nanmax(self.null_share):.4f}; "
             f"Spearman rho of sharpness and fixedness over heads: {self.sharp_fixed_rho:+.2f}"
             + (self._control_summary() if self.control is not None else "")
         )
@@ -131,10 +224,27 @@ class FixednessReport:
     def _control_summary(self) -> str:
         c = self.control_per_layer
         per_layer = ", ".join(f"L{l + 1} {x:.3f}" for l, x in zip(self.layers, c.estimate))
-        below = int((np.asarray(self.difference.high) < 0).sum())
+        d = self.difference_slope
         return (f"\nControl ({self.control_count} strings of random vocabulary pieces), mean fixedness per "
-                f"layer: {per_layer}\nHeads whose interval of real - control lies wholly below 0: "
-                f"{below} of {self.fixedness.size}")
+                f"layer: {per_layer}\nSlope of real - control against depth {d.estimate:+.4f} per layer "
+                f"[{d.low:+.4f}, {d.high:+.4f}]")
+
+
+def layer_means(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """``[..., L]``: mean over heads of ``values`` ``[..., L, H]``, leaving out the heads ``skip`` ``[L, H]``
+    and NaN values (NaN for a layer with no head left)."""
+    kept = np.where(skip, np.nan, values)  # (..., L, H)
+    with np.errstate(invalid="ignore"):
+        counts = np.sum(~np.isnan(kept), axis=-1)  # (..., L)
+        sums = np.nansum(kept, axis=-1)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _slopes(depth: np.ndarray, per_layer: np.ndarray) -> np.ndarray:
+    """Slope of each row of ``per_layer`` ``[..., L]`` against ``depth`` (0 below two layers)."""
+    if len(depth) < 2:
+        return np.zeros(per_layer.shape[:-1]) if per_layer.ndim > 1 else np.float64(0.0)
+    return slope(depth, per_layer)
 
 
 def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot: int = 500,
@@ -151,22 +261,26 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
     """
     parts = _as_parts(shards)
     whole = merge_all(parts)
-    fixed = whole.fixedness().numpy()  # (L, H)
+    fixed, info, null = head_numbers(whole)  # (L, H) each
+    uniform = ~(info >= UNIFORM_INFO)  # (L, H): also True where the information is NaN
     sharp = whole.sharpness().numpy()  # (L, H)
     depth = np.asarray(whole.layers, dtype=float)  # (L,)
-    per_layer = fixed.mean(axis=1)  # (L,)
-    boots = _boots(parts, n_boot, seed)  # (B, L, H)
-    boot_layer = boots.mean(axis=2)  # (B, L)
-    has_depth = len(depth) > 1
-    boot_slopes = slope(depth, boot_layer) if has_depth else np.zeros(len(boot_layer))  # (B,)
+    boots, info_boots = _boots(parts, n_boot, seed)  # (B, L, H) each
+    per_layer = layer_means(fixed, uniform)  # (L,)
+    boot_layer = layer_means(boots, uniform)  # (B, L)
+    shown = ~uniform & ~np.isnan(fixed)
+    n = len(parts)
     report = FixednessReport(
-        layers=list(whole.layers), fixedness=fixed, sharpness=sharp,
-        per_layer=interval_from_samples(per_layer, boot_layer, n=len(parts)),
-        slope=interval_from_samples(slope(depth, per_layer) if has_depth else 0.0, boot_slopes, n=len(parts)),
+        layers=list(whole.layers), fixedness=fixed, head_interval=interval_from_samples(fixed, boots, n=n),
+        information=interval_from_samples(info, info_boots, n=n), uniform=uniform, null_share=null,
+        js_score=whole.js_score().numpy(), sharpness=sharp,
+        per_layer=interval_from_samples(per_layer, boot_layer, n=n),
+        slope=interval_from_samples(_slopes(depth, per_layer), _slopes(depth, boot_layer), n=n),
         depth_rho=correlation(depth, per_layer) if len(depth) > 2 else float("nan"),
-        sharp_fixed_rho=correlation(sharp, fixed),
-        last_is_most_fixed_share=float((boot_layer.argmax(axis=1) == len(depth) - 1).mean()),
-        count=whole.count, n_shards=len(parts), model_name=whole.model_name, head_boots=boots,
+        sharp_fixed_rho=correlation(sharp[shown], fixed[shown]) if shown.sum() > 2 else float("nan"),
+        last_is_most_fixed_share=float((np.nan_to_num(boot_layer, nan=-np.inf).argmax(axis=1)
+                                        == len(depth) - 1).mean()),
+        count=whole.count, n_shards=n, model_name=whole.model_name, head_boots=boots, info_boots=info_boots,
     )
     if control is not None:
         _add_control(report, _as_parts(control), n_boot, seed)
@@ -177,11 +291,12 @@ def _as_parts(shards: Sequence[MeanAttention] | MeanAttention) -> list[MeanAtten
     return [shards] if isinstance(shards, MeanAttention) else list(shards)
 
 
-def _boots(parts: list[MeanAttention], n_boot: int, seed: int) -> np.ndarray:
-    """``[B, L, H]`` resampled fixedness; ``[1, L, H]`` (the point) for a single shard."""
+def _boots(parts: list[MeanAttention], n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``[B, L, H]`` resampled fixedness and information; ``[1, L, H]`` (the point) for a single shard."""
     if len(parts) > 1:
-        return bootstrap_fixedness(parts, n_boot, seed).numpy()
-    return merge_all(parts).fixedness().numpy()[None]
+        return bootstrap_numbers(parts, n_boot, seed)
+    share, info, _ = head_numbers(merge_all(parts))
+    return share[None], info[None]
 
 
 def _add_control(report: FixednessReport, parts: list[MeanAttention], n_boot: int, seed: int) -> None:
@@ -189,18 +304,29 @@ def _add_control(report: FixednessReport, parts: list[MeanAttention], n_boot: in
     whole = merge_all(parts)
     if whole.layers != report.layers:
         raise ValueError(f"the control averaged layers {whole.layers}, the real run {report.layers}")
-    control = whole.fixedness().numpy()  # (L, H)
-    boots = _boots(parts, n_boot, seed + 1)  # (B', L, H): resampled independently of the real run
+    control, info, _ = head_numbers(whole)  # (L, H)
+    c_uniform = ~(info >= UNIFORM_INFO)  # (L, H)
+    boots, _ = _boots(parts, n_boot, seed + 1)  # (B', L, H): resampled independently of the real run
     real_boots = report.head_boots  # (B, L, H)
     k = min(len(boots), len(real_boots))
     if len(boots) == 1 or len(real_boots) == 1:  # one side without resamples: the other side's spread only
         diff_boots = real_boots - boots if len(boots) == 1 else report.fixedness[None] - boots
     else:
         diff_boots = real_boots[:k] - boots[:k]  # (k, L, H)
+    n = min(len(parts), report.n_shards)
+    skip = report.uniform | c_uniform  # (L, H): compared only where both runs have information
+    diff = report.fixedness - control  # (L, H)
+    diff_layer, diff_layer_boots = layer_means(diff, skip), layer_means(diff_boots, skip)  # (L,), (k, L)
+    depth = np.asarray(report.layers, dtype=float)
     report.control = control
-    report.control_per_layer = interval_from_samples(control.mean(axis=1), boots.mean(axis=2), n=len(parts))
-    report.difference = interval_from_samples(report.fixedness - control, diff_boots, n=min(len(parts), report.n_shards))
+    report.control_uniform = c_uniform
+    report.control_per_layer = interval_from_samples(layer_means(control, c_uniform), layer_means(boots, c_uniform),
+                                                     n=len(parts))
+    report.difference = interval_from_samples(diff, diff_boots, n=n)
+    report.difference_per_layer = interval_from_samples(diff_layer, diff_layer_boots, n=n)
+    report.difference_slope = interval_from_samples(_slopes(depth, diff_layer), _slopes(depth, diff_layer_boots), n=n)
     report.control_count = whole.count
+    report.control_shards = len(parts)
 
 
 # --------------------------------------------------------------------------- more queries, steadier answer

@@ -23,8 +23,9 @@ for any number of texts:
 * **Early stopping.** With ``tolerance``, the run stops once the largest
   standard error of any cell of the mean is below it.
 
-Per-head **fixedness** (how much every query gets the same map) comes from
-the same pass: see :meth:`MeanAttention.fixedness`.
+Per-head **fixedness** (how much of what a query's row says its mean map
+already says, against a pattern-free null) comes from the same sums: see
+:meth:`MeanAttention.fixedness` and :mod:`attnlab.analysis.fixedness`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class MeanAttention:
         total_sq: float64 ``[layers, heads, n, n]``, the sum of squared maps.
         entropy_total: float64 ``[layers, heads, n]``, the sum over texts of
             each query row's entropy (smoothed like Clark et al.), for
-            :meth:`fixedness` and :meth:`mean_entropy`.
+            :meth:`fixedness`, :meth:`js_score` and :meth:`mean_entropy`.
         count: number of texts.
         layers: the 0-based model layers of the first axis.
         length: ``n``, tokens per text including special tokens.
@@ -174,35 +175,33 @@ class MeanAttention:
         return entropy(smooth(self.mean, ENTROPY_EPS)).mean(dim=-1)
 
     def fixedness(self) -> torch.Tensor:
-        """Per-head fixedness in [0, 1], ``[layers, heads]``.
+        """``[layers, heads]``: the information share ``(KL(p̄ || u) - b) / (E_i KL(p_i || u) - b)``.
 
-        For every query row ``r`` let ``p_i`` be text ``i``'s attention row and
-        ``p̄`` their mean. Entropy is concave, so ``mean_i H(p_i) <= H(p̄)``; the
-        gap ``JS_r = H(p̄) - mean_i H(p_i)`` is the Jensen-Shannon divergence
-        among all the texts' rows (equal weights): the information the attended
-        position carries about *which text* it was. It lies between 0 and
-        ``ln n`` (``n`` tokens), so
-
-            fixedness = 1 - mean_r JS_r / ln n
-
-        * 1 when every text gets the same map, whatever that map is (sharp or
-          uniform);
-        * 0 when each text's rows are one-hot at positions that vary so much
-          that the mean is uniform: the mean map is flat *because* the maps
-          vary (the source article's "content" head).
-
-        Dividing by the fixed maximum ``ln n`` (rather than by ``H(p̄)``)
-        keeps an almost deterministic head (always the same one-hot row, where
-        both entropies are near 0) at fixedness 1 instead of a noisy ratio of
-        two tiny numbers. Both entropies are sums over texts, so the score
-        streams and merges like the mean. Rows are smoothed like Clark et al.
-
-        A head that attends uniformly in every text scores 1 (it is fixed)
-        although its mean map is flat: there the article's visual reading and
-        this score disagree, see :meth:`sharpness`.
+        ``KL(. || u) = ln n - H(.)`` is how far a row is from uniform, ``p̄`` the
+        mean row and ``b`` what the mean of the same rows would keep if each
+        were shuffled over its key positions (a head with no pattern at all).
+        Summed over query rows before dividing. 1 when every text gets the same
+        map (sharp or diffuse), about 0 for rows drawn independently per text,
+        whatever their sharpness; NaN where the rows carry no information
+        (uniform heads). Derivation, null and labels: :mod:`attnlab.analysis.fixedness`.
         """
         self._need(1)
-        return fixedness_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
+        return fixedness_from_sums(self.total, self.total_sq, self.entropy_total, torch.tensor(float(self.count)))
+
+    def js_score(self) -> torch.Tensor:
+        """``[layers, heads]``: ``1 - mean_r JS_r / ln n`` in [0, 1], where ``JS_r = H(p̄_r) - mean_i H(p_{i,r})``
+        is the Jensen-Shannon divergence among all the texts' rows ``r`` (equal weights).
+
+        1 when every text gets the same map. It is **not** a fixedness: rows
+        drawn independently for every text score high whenever they are diffuse
+        (i.i.d. Dirichlet(2) rows score about 0.92), because ``ln n`` is the
+        wrong yardstick for rows that carry little information. The course's
+        fixedness divides by the rows' own information and compares each head
+        with a null of its own: :meth:`fixedness`.
+        Kept to show why (lesson 08) and as a streaming check.
+        """
+        self._need(1)
+        return js_score_from_sums(self.total, self.entropy_total, torch.tensor(float(self.count)))
 
     def sharpness(self) -> torch.Tensor:
         """``[layers, heads]``: how far the *mean* map is from uniform, ``1 - H(p̄) / ln n``
@@ -469,9 +468,37 @@ def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:
     return total
 
 
-def fixedness_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Fixedness ``[..., L, H]`` from sums of maps ``[..., L, H, n, n]``, sums of row entropies
-    ``[..., L, H, n]`` and counts ``[...]`` (see :meth:`MeanAttention.fixedness`).
+def information_from_sums(total: torch.Tensor, total_sq: torch.Tensor, entropy_total: torch.Tensor,
+                          count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(mean_info, row_info, null_info)``, each ``[..., L, H]`` in nats summed over query rows,
+    from the sums of :class:`MeanAttention` (leading axes ``...``: many accumulators at once).
+
+    ``mean_info``: ``sum_r KL(p̄_r || u)``; ``row_info``: ``sum_r mean_i KL(p_{i,r} || u)``;
+    ``null_info``: the expected ``mean_info`` of the same rows shuffled over their key positions,
+    ``(n mean_i ||p_{i,r}||^2 - 1) / (2N)`` per row (second order; smoothing shrinks it by ``(1 - eps)^2``).
+    """
+    c = count.reshape(*count.shape, 1, 1, 1)  # broadcasts over (L, H, n)
+    n = total.shape[-1]
+    mean = total / c[..., None]  # (..., L, H, n, n)
+    mean_info = math.log(n) - entropy(smooth(mean, ENTROPY_EPS))  # (..., L, H, n)
+    row_info = math.log(n) - entropy_total / c  # (..., L, H, n)
+    square = total_sq.sum(dim=-1) / c  # (..., L, H, n): mean squared length of a row
+    null_info = (1 - ENTROPY_EPS) ** 2 * (n * square - 1.0).clamp_min(0.0) / (2 * c)  # (..., L, H, n)
+    return mean_info.sum(dim=-1), row_info.sum(dim=-1), null_info.sum(dim=-1)
+
+
+def fixedness_from_sums(total: torch.Tensor, total_sq: torch.Tensor, entropy_total: torch.Tensor,
+                        count: torch.Tensor) -> torch.Tensor:
+    """:meth:`MeanAttention.fixedness` ``[..., L, H]`` from the sums (NaN where the rows carry no
+    more information than the null keeps)."""
+    mean_info, row_info, null_info = information_from_sums(total, total_sq, entropy_total, count)
+    room = row_info - null_info  # (..., L, H)
+    return torch.where(room > 1e-12, (mean_info - null_info) / room.clamp_min(1e-12), torch.nan)
+
+
+def js_score_from_sums(total: torch.Tensor, entropy_total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """:meth:`MeanAttention.js_score` ``[..., L, H]`` from sums of maps ``[..., L, H, n, n]``, sums of
+    row entropies ``[..., L, H, n]`` and counts ``[...]``.
 
     The leading axes ``...`` let many accumulators (e.g. bootstrap resamples) go at once.
     """

@@ -95,16 +95,21 @@ class PositionResult(Record):
 
 @dataclass
 class AveragingResult(Record):
-    """Lesson 08: mean maps over many same-length queries and each head's fixedness."""
+    """Lesson 08: mean maps over many same-length queries and each head's fixedness.
+
+    Fixedness is the share of a row's information the mean map explains, against
+    each head's own null (:mod:`attnlab.analysis.fixedness`); labels are three-way
+    from each head's interval over query shards (:func:`attnlab.course.claims.averaging.head_labels`).
+    """
 
     n_queries: int
     n_tokens: int  # tokens per query, [CLS] and [SEP] not counted
     layers: list[int]  # the averaged model layers (0-based), the first axis below
-    fixedness: np.ndarray  # (L', H)
+    fixedness: np.ndarray  # (L', H): information share, NaN for heads whose rows carry no information
     sharpness: np.ndarray  # (L', H): how far each mean map is from uniform
     fixedness_per_layer: Interval  # (L',) with a bootstrap interval over query shards
-    slope: Interval  # of fixedness_per_layer against depth, per layer
-    fixed_heads: list[tuple[int, int]]  # (layer, head) with fixedness >= fixed_threshold
+    slope: Interval  # of fixedness_per_layer against depth, per layer (raw, without the control)
+    fixed_heads: list[tuple[int, int]]  # (layer, head) labelled "fixed" (whole interval >= fixed_threshold)
     fixed_threshold: float
     verdicts: dict[str, ClaimVerdict]  # keyed as attnlab.course.claims.averaging.verdicts
     seconds: float = float("nan")
@@ -113,9 +118,15 @@ class AveragingResult(Record):
     corpus: str = ""  # which same-length queries ("varied": roles move between positions)
     control_fixedness: np.ndarray | None = None  # (L', H) on strings of random vocabulary pieces
     control_queries: int = 0
-    control_margin: float = float("nan")  # "fixed" also needs real >= control - margin (interval's upper end)
+    control_margin: float = float("nan")  # unused since fixedness has its own null (kept for older files)
     curve_counts: list[int] = field(default_factory=list)  # queries averaged at each point of the curve
-    curve_fixed_share: list[float] = field(default_factory=list)  # share of heads called fixed at each count
+    curve_fixed_share: list[float] = field(default_factory=list)  # share of heads fixed (point rule) at each count
+    labels: list[list[str]] = field(default_factory=list)  # [L'][H]: "fixed", "varying", "cannot tell", "uniform"
+    fixed_share: Interval | None = None  # share of heads labelled fixed, interval over query shards
+    n_shards: int = 0  # query shards the intervals resample
+    difference_slope: Interval | None = None  # slope of per-layer (real - control) fixedness against depth
+    js_score: np.ndarray | None = None  # (L', H): the old score 1 - JS / ln n, for comparison only
+    information: np.ndarray | None = None  # (L', H): the rows' information E KL(row || uniform) / ln n
 
 
 @dataclass

@@ -89,8 +89,9 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
     Args:
         report: from :func:`attnlab.analysis.fixedness.fixedness_report` (with or without a control).
         threshold: the "fixed" threshold to mark on the colourbar.
-        fixed: ``[L, H]`` booleans, heads called fixed (starred); e.g. from
-            :func:`attnlab.course.claims.averaging.fixed_mask`.
+        fixed: ``[L, H]`` booleans, heads labelled fixed (starred); e.g. from
+            :func:`attnlab.course.claims.averaging.fixed_mask`. Fixedness is the share of a
+            row's information the mean map explains (NaN, shown "nan": uniform rows).
         below_control: ``[L, H]`` booleans, heads clearly less fixed than on the control (starred
             in the difference panel).
     """
@@ -102,17 +103,18 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
     fig, axes = plt.subplots(rows, 2, figsize=(2 * size[0], rows * size[1]), squeeze=False)
     arrays = (real, report.control) if has_control else (real,)
     low, high = fitted_range(*arrays, *([threshold] if threshold is not None else []))
+    high = min(high, 1.0)  # a share is at most 1 (rounding can put a value a hair above)
     cbar = _heatmap(fig, axes[0, 0], real, report.layers, f"fixedness on {report.count:,} real queries",
                     cmap="magma", vmin=low, vmax=high, marks=fixed)
     if has_control:
         cbar_c = _heatmap(fig, axes[0, 1], report.control, report.layers,
                           f"fixedness on {report.control_count:,} strings of random tokens (control)",
                           cmap="magma", vmin=low, vmax=high)
-        level = float(np.mean(report.control))
+        level = float(np.nanmean(report.control))
         for bar in (cbar, cbar_c):
             _mark_level(bar, level, "--")
         diff = np.asarray(report.difference.estimate)
-        span = max(0.05, float(np.abs(diff).max()))
+        span = max(0.05, float(np.nanmax(np.abs(diff))))
         _heatmap(fig, axes[1, 0], diff, report.layers, "real - control (< 0: less fixed on real queries)",
                  cmap="RdBu", vmin=-span, vmax=span, marks=below_control, fmt="{:+.2f}")
         sharp_ax = axes[1, 1]
@@ -131,7 +133,7 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
              vmin=0.0, vmax=1.0)
     notes = []
     if fixed is not None:
-        notes.append("* top left: called fixed")
+        notes.append("* top left: labelled fixed")
     if below_control is not None and has_control:
         notes.append("* bottom left: clearly below the control")
     fig.suptitle("Fixedness per head (colour scale fitted to the data)" + (f"; {', '.join(notes)}" if notes else ""),

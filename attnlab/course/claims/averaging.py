@@ -9,19 +9,34 @@ reads them. Its claims, decided from a
 2. :func:`verdict_article_head_groups` -- in layers 1-4, heads 1, 3, 4, 5, 11,
    12 are fixed and heads 2, 7, 8, 9, 10 vary (head numbers only mean
    something in ``bert-base-chinese``: on any other model, "cannot tell");
-3. :func:`verdict_more_fixed_with_depth` -- patterns get more fixed with depth;
+3. :func:`verdict_more_fixed_with_depth` -- patterns get more fixed with depth,
+   decided on real queries **minus the control**;
 4. :func:`verdict_last_layer_all_fixed` -- in the last layer (最后一层) every
    head is fixed. The article's figure shows layers 1-4, so its "last layer"
    may be layer 4 of that figure or the model's last layer: both readings are
    decided (``reading="model"`` / ``reading="figure"``).
 
-**Which heads are fixed.** :func:`fixed_mask` is the one rule: a head is
-fixed when its fixedness on real queries reaches ``threshold`` *and* is not
-clearly below its fixedness on the control (strings of random vocabulary
-pieces, where nothing can be read from the content): "clearly below" means
-the upper end of the interval of ``real - control`` is below ``-margin``. A
-head that reacts to real content more than to noise is not called fixed,
-however high its score. Without a control, the threshold alone decides.
+**Which heads are fixed.** Fixedness is the share of a row's information
+that the mean map explains, with each head's own pattern-free null
+subtracted (:mod:`attnlab.analysis.fixedness`): about 0 for rows drawn
+independently per query, however sharp or diffuse. :func:`head_labels` is
+the one rule, three-way from each head's interval over query shards:
+
+* ``"fixed"``: the whole interval lies at or above ``threshold``
+  (:data:`FIXED_THRESHOLD`: the mean map explains at least half of what a
+  row says);
+* ``"varying"``: the whole interval lies below it;
+* ``"cannot tell"``: the interval straddles it, or rests on fewer than
+  :data:`attnlab.analysis.stats.MIN_UNITS` shards (every head then);
+* ``"uniform"``: the rows carry almost no information (the upper end of their
+  information's interval is below :data:`~attnlab.analysis.fixedness.UNIFORM_INFO`):
+  the head attends evenly every time and the share is undefined.
+
+Every share of heads (:func:`label_share`) reports the four counts and an
+interval from resampling query shards (never heads), widened to hold every
+"cannot tell" head going either way. The control (random vocabulary pieces)
+enters the depth trend: a head as fixed on random strings as on real queries
+adds nothing to the difference whose slope decides it.
 
 :func:`verdicts` gives all of them, keyed by :data:`FLAT_MEANS_VARYING`,
 :data:`ARTICLE_HEAD_GROUPS`, :data:`MORE_FIXED_WITH_DEPTH`,
@@ -30,22 +45,30 @@ however high its score. Without a control, the threshold alone decides.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import numpy as np
 
-from attnlab.analysis.fixedness import FixednessReport
-from attnlab.analysis.stats import permutation_test
+from attnlab.analysis.fixedness import UNIFORM_INFO, FixednessReport
+from attnlab.analysis.stats import (
+    MIN_UNITS,
+    Interval,
+    interval_from_samples,
+    permutation_test,
+    too_few_units,
+    too_small_groups,
+)
 from attnlab.core.models import ARTICLE_MODEL
 from attnlab.course.verdicts import ClaimVerdict
 
-#: A head counts as "fixed" when what its attended positions reveal about the query is
-#: at most 10% of the possible maximum (ln n): fixedness >= 0.9 ...
-FIXED_THRESHOLD = 0.9
-#: ... and its fixedness on real queries is not clearly more than this below the control's.
-CONTROL_MARGIN = 0.02
+#: A head counts as "fixed" when the mean map explains at least half of what its rows say
+#: (its whole interval of fixedness at or above this), "varying" when its whole interval is below.
+FIXED_THRESHOLD = 0.5
 #: Thresholds of the sensitivity tables (around the default).
-SENSITIVITY_THRESHOLDS = (0.85, 0.875, 0.9, 0.925, 0.95)
+SENSITIVITY_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+#: Levels of "uniform" (rows' information over ln n) of :func:`uniform_table`, around UNIFORM_INFO.
+SENSITIVITY_UNIFORM = (0.005, 0.01, 0.02, 0.05)
 #: A mean map counts as "flat" (the article's washed-out look) when its sharpness is below this.
 FLAT_THRESHOLD = 0.25
 #: "A flat mean map means a varying head" holds when at least this share of flat-looking heads vary ...
@@ -60,6 +83,10 @@ GROUPS_CLEARLY_NOT = 0.2
 GROUPS_PERMUTATIONS = 5000
 #: "The last layer is the most fixed" must hold in at least this share of resamples (and fail below 1 - it).
 LAST_MOST_FIXED_SHARE = 0.95
+
+#: The per-head labels.
+FIXED, VARYING, UNSURE_LABEL, UNIFORM = "fixed", "varying", "cannot tell", "uniform"
+LABELS = (FIXED, VARYING, UNSURE_LABEL, UNIFORM)
 
 #: The source article's head groups (0-based head indices) in its layers 1-4.
 ARTICLE_FIXED_HEADS = (0, 2, 3, 4, 10, 11)
@@ -88,51 +115,130 @@ FIGURE_LAST_LAYER_ALL_FIXED = "figure_last_layer_all_fixed"
 # --------------------------------------------------------------------------- which heads are fixed
 
 
-def fixed_rule(fixedness: np.ndarray, gap_high: np.ndarray | None, *, threshold: float = FIXED_THRESHOLD,
-               margin: float = CONTROL_MARGIN) -> np.ndarray:
-    """The rule on plain arrays: ``fixedness >= threshold`` and ``gap_high >= -margin``.
+def point_labels(fixedness: np.ndarray, information: np.ndarray, *, threshold: float = FIXED_THRESHOLD,
+                 uniform: float = UNIFORM_INFO) -> np.ndarray:
+    """The rule on point estimates (no interval): ``[..., L, H]`` of ``"fixed"``, ``"varying"``, ``"uniform"``.
 
-    Args:
-        fixedness: ``[..., L, H]`` on real queries.
-        gap_high: upper end of ``real - control`` (same shape), or the point
-            difference where there is no interval; None: no control, threshold only.
+    Used inside each bootstrap resample and for the curve over query counts; a
+    head's own label comes from its interval (:func:`head_labels`).
     """
-    fixed = np.asarray(fixedness) >= threshold
-    if gap_high is None:
-        return fixed
-    return fixed & (np.asarray(gap_high) >= -margin)
+    fixedness, information = np.asarray(fixedness, dtype=float), np.asarray(information, dtype=float)
+    out = np.where(fixedness >= threshold, FIXED, VARYING).astype(object)
+    out[~(information >= uniform) | np.isnan(fixedness)] = UNIFORM
+    return out
 
 
-def fixed_mask(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD,
-               margin: float = CONTROL_MARGIN) -> np.ndarray:
-    """``[L, H]`` booleans: the heads called fixed (see the module docstring)."""
-    gap = None if report.difference is None else report.difference.high
-    return fixed_rule(report.fixedness, gap, threshold=threshold, margin=margin)
+def point_fixed_share(fixedness: np.ndarray, uniform: np.ndarray, *, threshold: float = FIXED_THRESHOLD) -> list[float]:
+    """``[K]``: share of heads whose point fixedness reaches ``threshold`` in each of ``fixedness``
+    ``[K, L, H]`` (e.g. after more and more queries), heads ``uniform`` ``[L, H]`` never counted."""
+    reached = (np.nan_to_num(np.asarray(fixedness, dtype=float), nan=-np.inf) >= threshold) & ~np.asarray(uniform)
+    return [float(r.mean()) for r in reached]
 
 
-def fixed_heads(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD,
-                margin: float = CONTROL_MARGIN) -> list[tuple[int, int]]:
-    """``(layer, head)`` (0-based model layers) called fixed by :func:`fixed_mask`."""
-    mask = fixed_mask(report, threshold=threshold, margin=margin)
+def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, need: int = MIN_UNITS,
+                uniform: float = UNIFORM_INFO) -> np.ndarray:
+    """``[L, H]`` labels ``"fixed"`` / ``"varying"`` / ``"cannot tell"`` / ``"uniform"`` from each head's
+    interval over query shards (see the module docstring); all "cannot tell" below ``need`` shards."""
+    shape = report.fixedness.shape
+    labels = np.full(shape, UNSURE_LABEL, dtype=object)
+    if too_few_units(report.head_interval, need) is not None:
+        return labels
+    share, info = report.head_interval, report.information
+    low, high = np.asarray(share.low, dtype=float), np.asarray(share.high, dtype=float)
+    labels[low >= threshold] = FIXED
+    labels[high < threshold] = VARYING
+    labels[np.asarray(info.high, dtype=float) < uniform] = UNIFORM
+    return labels
+
+
+def label_counts(labels: np.ndarray) -> dict[str, int]:
+    """``{label: count}`` over :data:`LABELS` (zeros included)."""
+    flat = np.asarray(labels, dtype=object).ravel().tolist()
+    return {name: flat.count(name) for name in LABELS}
+
+
+@dataclass
+class LabelShare:
+    """The share of some heads that carry one label, with how many cannot tell.
+
+    Attributes:
+        kind: the label counted (``"fixed"``, ``"varying"`` ...).
+        heads: heads the share is over.
+        counts: ``{label: count}`` among them, from each head's interval.
+        interval: estimate = share with the point label ``kind``; low/high = the
+            percentile interval of that share over resampled query shards, widened
+            to hold ``counts[kind] / heads`` and ``(counts[kind] + counts["cannot tell"]) / heads``
+            (every head that cannot tell going either way). ``n``: shards.
+        why: why no verdict may rest on it (too few shards), or None.
+    """
+
+    kind: str
+    heads: int
+    counts: dict[str, int]
+    interval: Interval
+    why: str | None = None
+
+    def numbers(self) -> dict:
+        """``estimate``, ``low``, ``high`` and the counts, for a verdict's numbers."""
+        return {"estimate": float(self.interval.estimate), "low": float(self.interval.low),
+                "high": float(self.interval.high), "heads": self.heads, "shards": self.interval.n,
+                **{f"{name} heads": c for name, c in self.counts.items()}}
+
+
+def label_share(report: FixednessReport, kind: str = FIXED, among: np.ndarray | None = None, *,
+                threshold: float = FIXED_THRESHOLD) -> LabelShare:
+    """Share of the heads ``among`` (``[L, H]`` booleans, default all) labelled ``kind``, with its interval
+    from resampling query shards (see :class:`LabelShare`)."""
+    among = np.ones(report.fixedness.shape, dtype=bool) if among is None else np.asarray(among, dtype=bool)
+    total = int(among.sum())
+    if total == 0:
+        raise ValueError("the share is over no head")
+    labels = head_labels(report, threshold=threshold)[among]  # (k,)
+    counts = label_counts(labels)
+    point = point_labels(report.fixedness, report.information.estimate, threshold=threshold)[among]  # (k,)
+    boots = report.head_boots if report.head_boots is not None else report.fixedness[None]  # (B, L, H)
+    info_boots = report.info_boots if report.info_boots is not None else np.asarray(report.information.estimate)[None]
+    boot_labels = point_labels(boots, info_boots, threshold=threshold)[:, among]  # (B, k)
+    estimate = float((point == kind).mean())
+    resampled = interval_from_samples(estimate, (boot_labels == kind).mean(axis=1), n=report.n_shards)
+    low = min(float(resampled.low), counts[kind] / total)
+    high = max(float(resampled.high), (counts[kind] + counts[UNSURE_LABEL]) / total)
+    return LabelShare(kind, total, counts, Interval(estimate, low, high, resampled.level, report.n_shards),
+                      too_few_units(resampled))
+
+
+def fixed_mask(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD) -> np.ndarray:
+    """``[L, H]`` booleans: the heads labelled fixed by :func:`head_labels`."""
+    return head_labels(report, threshold=threshold) == FIXED
+
+
+def fixed_heads(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD) -> list[tuple[int, int]]:
+    """``(layer, head)`` (0-based model layers) labelled fixed by :func:`head_labels`."""
+    mask = fixed_mask(report, threshold=threshold)
     return [(report.layers[l], int(h)) for l, h in zip(*np.nonzero(mask))]
 
 
-def below_control(report: FixednessReport, *, margin: float = CONTROL_MARGIN) -> np.ndarray:
-    """``[L, H]``: heads clearly less fixed on real queries than on the control (False without one)."""
-    if report.difference is None:
-        return np.zeros(report.fixedness.shape, dtype=bool)
-    return np.asarray(report.difference.high) < -margin
-
-
-def fixed_share_table(report: FixednessReport, thresholds=SENSITIVITY_THRESHOLDS, *,
-                      margin: float = CONTROL_MARGIN) -> list[list]:
-    """Rows ``[threshold, fixed share (rule), share >= threshold on real, share >= threshold on control]``,
-    header first: how the count of fixed heads moves with the threshold."""
-    rows: list[list] = [["threshold", "fixed (rule)", "real >= t", "control >= t"]]
+def fixed_share_table(report: FixednessReport, thresholds=SENSITIVITY_THRESHOLDS) -> list[list]:
+    """Rows ``[threshold, fixed, varying, cannot tell, uniform, share >= t on real, share >= t on control]``,
+    header first: how the labels move with the threshold (counts of heads; shares of point estimates)."""
+    rows: list[list] = [["threshold", FIXED, VARYING, UNSURE_LABEL, UNIFORM, "real >= t", "control >= t"]]
     for t in thresholds:
-        control = float((report.control >= t).mean()) if report.control is not None else float("nan")
-        rows.append([t, round(float(fixed_mask(report, threshold=t, margin=margin).mean()), 3),
-                     round(float((report.fixedness >= t).mean()), 3), round(control, 3)])
+        counts = label_counts(head_labels(report, threshold=t))
+        control = (float(np.mean(np.nan_to_num(report.control, nan=-1.0) >= t))
+                   if report.control is not None else float("nan"))
+        real = float(np.mean(np.nan_to_num(report.fixedness, nan=-1.0) >= t))
+        rows.append([t, counts[FIXED], counts[VARYING], counts[UNSURE_LABEL], counts[UNIFORM],
+                     round(real, 3), round(control, 3)])
+    return rows
+
+
+def uniform_table(report: FixednessReport, levels=SENSITIVITY_UNIFORM) -> list[list]:
+    """Rows ``[level, fixed, varying, cannot tell, uniform]``, header first: how the labels move with
+    the level of information below which a head counts as uniform."""
+    rows: list[list] = [["uniform below", FIXED, VARYING, UNSURE_LABEL, UNIFORM]]
+    for level in levels:
+        counts = label_counts(head_labels(report, uniform=level))
+        rows.append([level, counts[FIXED], counts[VARYING], counts[UNSURE_LABEL], counts[UNIFORM]])
     return rows
 
 
@@ -143,23 +249,24 @@ def _labels(report: FixednessReport, mask: np.ndarray) -> list[str]:
 # --------------------------------------------------------------------------- the claims
 
 
-def verdict_flat_means_varying(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD,
-                               margin: float = CONTROL_MARGIN) -> ClaimVerdict:
+def verdict_flat_means_varying(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD) -> ClaimVerdict:
     """Among the heads whose mean map is flat (sharpness below :data:`FLAT_THRESHOLD`), the share
-    that vary (not fixed by :func:`fixed_mask`): holds from :data:`MOST_FLAT_VARY`, does not hold
-    up to :data:`FEW_FLAT_VARY`. Without a flat-looking head there is nothing to judge."""
+    labelled varying (:func:`label_share`): holds when its interval lies at or above
+    :data:`MOST_FLAT_VARY`, does not hold when it lies at or below :data:`FEW_FLAT_VARY`.
+    A uniform head counts against the claim (its mean is flat and nothing varies). Without a
+    flat-looking head there is nothing to judge; with too few shards, "cannot tell"."""
     flat = report.sharpness < FLAT_THRESHOLD  # (L, H)
     if not flat.any():
         return ClaimVerdict.missing(CLAIM_FLAT, f"no head has a flat mean map (sharpness < {FLAT_THRESHOLD})")
-    fixed = fixed_mask(report, threshold=threshold, margin=margin)  # (L, H)
-    varying_share = float((~fixed[flat]).mean())
-    flat_but_fixed = _labels(report, flat & fixed)
-    return ClaimVerdict.decide(
-        CLAIM_FLAT, holds=varying_share >= MOST_FLAT_VARY, fails=varying_share <= FEW_FLAT_VARY,
-        flat_heads=int(flat.sum()), varying_share=varying_share, flat_but_fixed=len(flat_but_fixed),
-        flat_but_fixed_examples=flat_but_fixed[:8], sharpness_fixedness_rho=report.sharp_fixed_rho,
-        threshold=threshold,
-    )
+    share = label_share(report, VARYING, flat, threshold=threshold)
+    labels = head_labels(report, threshold=threshold)
+    numbers = dict(share.numbers(), flat_heads=int(flat.sum()), varying_share=share.interval.estimate,
+                   flat_but_fixed_examples=_labels(report, flat & (labels == FIXED))[:8],
+                   sharpness_fixedness_rho=report.sharp_fixed_rho, threshold=threshold)
+    if share.why is not None:
+        return ClaimVerdict.decide(CLAIM_FLAT, holds=False, fails=False, why=share.why, **numbers)
+    return ClaimVerdict.decide(CLAIM_FLAT, holds=share.interval.low >= MOST_FLAT_VARY,
+                               fails=share.interval.high <= FEW_FLAT_VARY, **numbers)
 
 
 def is_article_model(name: str) -> bool:
@@ -188,9 +295,14 @@ def verdict_article_head_groups(report: FixednessReport, *, seed: int = 0) -> Cl
     rows = [i for i, layer in enumerate(report.layers) if layer < ARTICLE_LAYERS]
     if not rows:
         return ClaimVerdict.missing(CLAIM_GROUPS, "none of layers 1-4 was averaged")
-    per_head = report.fixedness[rows].mean(axis=0)  # (H,)
+    kept = np.where(report.uniform[rows], np.nan, report.fixedness[rows])  # (L', H): uniform heads left out
+    per_head = np.array([np.nanmean(c) if (~np.isnan(c)).any() else np.nan for c in kept.T])  # (H,)
     fixed = per_head[list(ARTICLE_FIXED_HEADS)]
     varying = per_head[list(ARTICLE_VARYING_HEADS)]
+    fixed, varying = fixed[~np.isnan(fixed)], varying[~np.isnan(varying)]
+    small = too_small_groups(fixed, varying)
+    if small is not None:
+        return ClaimVerdict.missing(CLAIM_GROUPS, small)
     diff, p = permutation_test(fixed, varying, n_perm=GROUPS_PERMUTATIONS, seed=seed, alternative="greater")
     return ClaimVerdict.decide(
         CLAIM_GROUPS, holds=diff > 0 and p < GROUPS_ALPHA, fails=diff <= 0 or p >= GROUPS_CLEARLY_NOT,
@@ -200,42 +312,46 @@ def verdict_article_head_groups(report: FixednessReport, *, seed: int = 0) -> Cl
 
 
 def verdict_more_fixed_with_depth(report: FixednessReport) -> ClaimVerdict:
-    """Holds when the whole interval of the slope of per-layer fixedness against depth lies above
-    0, does not hold when it lies below 0. Needs two layers and two shards (an interval). The
-    control's per-layer fixedness is shown beside it: a trend the control shares owes nothing to
-    the content of the queries."""
+    """Decided on real queries **minus the control**: holds when the whole interval of the slope of the
+    per-layer difference (real - control fixedness, over heads uniform in neither run) against depth
+    lies above 0, does not hold when it lies below 0. A head as fixed on random strings as on real
+    queries adds 0 to the difference, so a trend the control shares cannot decide the claim. The raw
+    slope is shown beside it. Needs two layers, a control and :data:`~attnlab.analysis.stats.MIN_UNITS`
+    shards in each run."""
     if len(report.layers) < 2:
         return ClaimVerdict.missing(CLAIM_DEPTH, "a trend with depth needs at least two layers")
-    if report.n_shards < 2:
-        return ClaimVerdict.missing(CLAIM_DEPTH, "one shard of queries gives no interval: use several shards")
-    s = report.slope
-    numbers = dict(slope_per_layer=float(s.estimate), slope_low=float(s.low), slope_high=float(s.high),
-                   level=s.level, spearman_rho=report.depth_rho,
-                   first_layer=float(report.per_layer.estimate[0]), last_layer=float(report.per_layer.estimate[-1]))
-    if report.control_per_layer is not None:
-        c = np.asarray(report.control_per_layer.estimate)
-        numbers.update(control_first_layer=float(c[0]), control_last_layer=float(c[-1]))
-    return ClaimVerdict.decide(CLAIM_DEPTH, holds=s.above(0.0), fails=s.below(0.0), **numbers)
+    if report.difference_slope is None:
+        return ClaimVerdict.missing(CLAIM_DEPTH, "the trend is decided against the control: run it too")
+    d, s = report.difference_slope, report.slope
+    numbers = dict(estimate=float(d.estimate), low=float(d.low), high=float(d.high), level=d.level, shards=d.n,
+                   raw_slope=float(s.estimate), raw_slope_low=float(s.low), raw_slope_high=float(s.high),
+                   spearman_rho=report.depth_rho,
+                   first_layer=float(report.per_layer.estimate[0]), last_layer=float(report.per_layer.estimate[-1]),
+                   control_first_layer=float(report.control_per_layer.estimate[0]),
+                   control_last_layer=float(report.control_per_layer.estimate[-1]))
+    why = too_few_units(d)
+    if why is not None:
+        return ClaimVerdict.decide(CLAIM_DEPTH, holds=False, fails=False, why=why, **numbers)
+    return ClaimVerdict.decide(CLAIM_DEPTH, holds=d.above(0.0), fails=d.below(0.0), **numbers)
 
 
 def verdict_last_layer_all_fixed(report: FixednessReport, *, reading: str = "model",
-                                 threshold: float = FIXED_THRESHOLD, margin: float = CONTROL_MARGIN) -> ClaimVerdict:
-    """Every head of "the last layer" fixed (:func:`fixed_mask`), and that layer the most fixed.
+                                 threshold: float = FIXED_THRESHOLD) -> ClaimVerdict:
+    """Every head of "the last layer" labelled fixed (:func:`head_labels`), and that layer the most fixed.
 
     ``reading="model"``: the deepest averaged layer, compared with every averaged
     layer (average every layer to test the model's last layer). ``reading="figure"``:
     layer 4, the last of the article's figure, compared with layers 1-4.
 
-    Holds when all its heads are fixed and it is the most fixed layer in at
-    least :data:`LAST_MOST_FIXED_SHARE` of the resamples; does not hold when
-    one of its heads is not fixed or it is the most fixed layer in at most
-    ``1 - LAST_MOST_FIXED_SHARE`` of them.
+    Holds when all its heads are labelled fixed and it is the most fixed layer in
+    at least :data:`LAST_MOST_FIXED_SHARE` of the resamples; does not hold when
+    one of its heads is labelled varying or uniform, or it is the most fixed layer
+    in at most ``1 - LAST_MOST_FIXED_SHARE`` of them; "cannot tell" otherwise and
+    with fewer than :data:`~attnlab.analysis.stats.MIN_UNITS` shards.
     """
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
     claim = CLAIM_LAST if reading == "model" else CLAIM_FIGURE_LAST
-    if report.n_shards < 2:
-        return ClaimVerdict.missing(claim, "one shard of queries gives no interval: use several shards")
     if reading == "model":
         layer, among = report.layers[-1], list(report.layers)
     else:
@@ -243,16 +359,20 @@ def verdict_last_layer_all_fixed(report: FixednessReport, *, reading: str = "mod
         if any(l not in report.layers for l in among):
             return ClaimVerdict.missing(claim, f"layers 1-{ARTICLE_LAYERS} were not all averaged")
     row = report.layers.index(layer)
-    fixed = fixed_mask(report, threshold=threshold, margin=margin)[row]  # (H,)
-    share = report.share_most_fixed(layer, among)
-    all_fixed = bool(fixed.all())
-    return ClaimVerdict.decide(
-        claim, holds=all_fixed and share >= LAST_MOST_FIXED_SHARE,
-        fails=not all_fixed or share <= 1 - LAST_MOST_FIXED_SHARE,
-        layer=layer + 1, fixed_heads=int(fixed.sum()), heads=int(fixed.size),
-        least_fixed=float(report.fixedness[row].min()), most_fixed_layer_share=share, threshold=threshold,
-        below_control=int(below_control(report, margin=margin)[row].sum()),
-    )
+    in_layer = np.zeros(report.fixedness.shape, dtype=bool)
+    in_layer[row] = True
+    share = label_share(report, FIXED, in_layer, threshold=threshold)
+    counts = share.counts
+    most = report.share_most_fixed(layer, among)
+    numbers = dict(share.numbers(), layer=layer + 1, fixed_heads=counts[FIXED], most_fixed_layer_share=most,
+                   least_fixed=float(np.nanmin(report.fixedness[row])) if not np.isnan(report.fixedness[row]).all()
+                   else float("nan"), threshold=threshold)
+    if share.why is not None:
+        return ClaimVerdict.decide(claim, holds=False, fails=False, why=share.why, **numbers)
+    all_fixed = counts[FIXED] == share.heads
+    clearly_not = counts[VARYING] + counts[UNIFORM] > 0
+    return ClaimVerdict.decide(claim, holds=all_fixed and most >= LAST_MOST_FIXED_SHARE,
+                               fails=clearly_not or most <= 1 - LAST_MOST_FIXED_SHARE, **numbers)
 
 
 def verdicts(report: FixednessReport) -> dict[str, ClaimVerdict]:

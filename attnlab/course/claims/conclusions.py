@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.pruning import loss_limit
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, permutation_test
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, permutation_test, too_few_units
 from attnlab.course.claims.head_count import (
     COLLAPSE_CLAIM,
     COLLAPSE_TARGET,
@@ -98,12 +98,12 @@ def _missing(number: int, *kinds: type) -> ClaimVerdict:
 
 
 def fixed_share(averaging: AveragingResult) -> float:
-    """Share of the averaged heads that lesson 08 called fixed."""
+    """Share of the averaged heads that lesson 08 labelled fixed (whole interval above its threshold)."""
     return len(averaging.fixed_heads) / np.asarray(averaging.fixedness).size
 
 
 def fixed_flags(averaging: AveragingResult) -> np.ndarray:
-    """``(L', H)`` booleans: lesson 08 called the head fixed (rows: ``averaging.layers``)."""
+    """``(L', H)`` booleans: lesson 08 labelled the head fixed (rows: ``averaging.layers``)."""
     flags = np.zeros(np.shape(averaging.fixedness), dtype=bool)
     row = {layer: i for i, layer in enumerate(averaging.layers)}
     for layer, head in averaging.fixed_heads:
@@ -111,9 +111,17 @@ def fixed_flags(averaging: AveragingResult) -> np.ndarray:
     return flags
 
 
-def share_interval(flags: np.ndarray, *, seed: int = 0) -> Interval:
-    """Share of True among heads, with a bootstrap interval over heads."""
-    return bootstrap_mean(np.asarray(flags, dtype=float).ravel(), seed=seed)
+def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None) -> Interval:
+    """Share of True among heads, from ``flags/N`` (no unsure head counted) to ``(flags | unsure)/N``
+    (every unsure head counted).
+
+    The heads are the whole population, not a sample, so nothing is resampled over them: the only
+    uncertainty is in each head's label, which ``unsure`` (heads whose label "cannot tell") carries.
+    """
+    flags = np.asarray(flags, dtype=bool)
+    unsure = np.zeros_like(flags) if unsure is None else np.asarray(unsure, dtype=bool)
+    point = float(flags.mean())
+    return Interval(point, point, float((flags | unsure).mean()), 0.95, 0)
 
 
 def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationResult) -> dict[str, dict[str, int]]:
@@ -121,7 +129,7 @@ def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationRes
 
     Returns:
         ``{"fixed": {label: count}, "not fixed": {label: count}}`` over lesson 06's
-        labels (``"position"``, ``"content"``, ``"neither"``).
+        labels (``"position"``, ``"content"``, ``"neither"`` ...).
     """
     labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
     fixed = fixed_flags(averaging)  # (L', H)
@@ -141,13 +149,20 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                  few: float = FEW_CONTENT) -> ClaimVerdict:
     """Fixed patterns dominate and few heads follow content.
 
-    The share of fixed heads (lesson 08) and the share of content-following
-    heads (lesson 06) each get a bootstrap interval over heads. Holds when the
-    fixed share's interval lies above ``most`` **and** the content share's
-    below ``few``; does not hold when the fixed share's interval lies below
-    ``most`` or the content share's above ``few``; otherwise "cannot tell".
-    The head-by-head cross-tab of the two lessons (:func:`fixed_vs_followers`)
-    and lesson 05's share of fixed-pattern labels are shown beside.
+    Decided on lesson 08's share of heads **labelled** fixed (each head's whole
+    interval of fixedness over query shards above lesson 08's threshold; a
+    head with i.i.d. rows is never fixed), whose interval comes from
+    resampling query shards and is widened to hold every "cannot tell" head
+    going either way (``numbers["estimate"]``, ``["low"]``, ``["high"]``), and
+    on lesson 06's share of content-following heads (from its labels; heads
+    whose label cannot tell widen it). Heads are never resampled: they are the
+    whole population. Holds when the fixed share's interval lies above
+    ``most`` **and** the content share's below ``few``; does not hold when the
+    fixed share's interval lies below ``most`` or the content share's above
+    ``few``; "cannot tell" otherwise, and when the fixed share rests on fewer
+    than :data:`~attnlab.analysis.stats.MIN_UNITS` shards. The head-by-head
+    cross-tab of the two lessons (:func:`fixed_vs_followers`) and lesson 05's
+    share of fixed-pattern labels are shown beside.
 
     Lesson 13 (replacing each head's map by its mean map, Hassid et al.'s
     PAPA test) measures the same conclusion by what the model loses: when its
@@ -158,11 +173,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     if averaging is None or perturbation is None:
         return _missing(1, *[k for k, r in ((AveragingResult, averaging), (PerturbationResult, perturbation))
                              if r is None])
-    fixed = share_interval(fixed_flags(averaging))
+    if averaging.fixed_share is None or not averaging.labels:
+        return ClaimVerdict.missing(CLAIMS[1], f"{RESULT_NAMES[AveragingResult]} was saved before heads had "
+                                               "three-way labels (run lesson 08 again)")
+    fixed = averaging.fixed_share
     labels = np.asarray(perturbation.follower_labels, dtype=object)
-    content = share_interval(labels == CONTENT_LABEL)
+    content = share_interval(labels == CONTENT_LABEL, labels == "cannot tell")
+    kinds = np.asarray(averaging.labels, dtype=object).ravel().tolist()
     table = fixed_vs_followers(averaging, perturbation)
-    numbers = {"fixed heads (lesson 08)": fixed.estimate, "fixed low": fixed.low, "fixed high": fixed.high,
+    numbers = {"estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
+               "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
+               **{f"{kind} (lesson 08 heads)": kinds.count(kind) for kind in ("fixed", "varying", "cannot tell",
+                                                                               "uniform")},
                "most means more than": most,
                "content followers (lesson 06)": content.estimate, "content low": content.low,
                "content high": content.high, "a few means at most": few,
@@ -178,6 +200,9 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers["fixed heads cheap to replace (lesson 13)"] = cheap.verdict if cheap is not None else "not judged"
     else:
         numbers["mean-map replacement (lesson 13)"] = "not run yet"
+    why = too_few_units(fixed)
+    if why is not None:
+        return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = fixed.above(most) and content.below(few)
     fails = fixed.below(most) or content.above(few)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)

@@ -1,7 +1,7 @@
 """Exercises for lesson 08 (averaging attention over many same-length queries).
 
 * :func:`check_mean_cell` — average one cell of one head's map by brute force.
-* :func:`check_fixedness_by_hand` — fixedness from two entropies.
+* :func:`check_fixedness_by_hand` — fixedness from two entropies and the null.
 * :func:`check_most_fixed_layer` — which layer is the most fixed?
 
 Truths are computed from the running model (and from the lesson's own result
@@ -15,8 +15,9 @@ from typing import Any, Sequence
 
 from attnlab.core.config import pick
 from attnlab.core.extract import attention
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.core.streaming import MeanAttention, mean_attention
+from attnlab.core.streaming import ENTROPY_EPS, MeanAttention, mean_attention
 from attnlab.data.querygen import same_length_queries
 
 from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
@@ -63,12 +64,18 @@ def _position_of(res: MeanAttention, layer: int) -> int:
 
 
 def solution_fixedness_by_hand(m: LoadedModel, layer: int, head: int, result: MeanAttention | None = None) -> float:
-    """``1 - (H(mean map) - mean H(individual maps)) / ln n``, entropies averaged over rows."""
+    """``(KL(mean) - b) / (KL(rows) - b)``, with ``KL(mean) = ln n - H(mean map)``, ``KL(rows) = ln n -
+    mean H(individual maps)`` (entropies averaged over rows) and the null
+    ``b = (1 - eps)^2 (n * mean_r sum_k total_sq[r, k] / N - 1) / (2N)``."""
     res = result if result is not None else _default_result(m)
     l = _position_of(res, m.check_layer(layer))
     head = m.check_head(head)
-    gap = res.entropy_of_mean()[l, head] - res.mean_entropy()[l, head]
-    return float(1 - gap / math.log(res.length))
+    n, count = res.length, res.count
+    kl_mean = math.log(n) - float(res.entropy_of_mean()[l, head])
+    kl_rows = math.log(n) - float(res.mean_entropy()[l, head])
+    square = float(res.total_sq[l, head].sum(dim=-1).mean()) / count  # mean over rows of E ||p||^2
+    null = (1 - ENTROPY_EPS) ** 2 * (n * square - 1) / (2 * count)
+    return (kl_mean - null) / (kl_rows - null)
 
 
 def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
@@ -79,9 +86,11 @@ def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
     res = result if result is not None else _default_result(m)
     l = _position_of(res, m.check_layer(layer))
     truth = float(res.fixedness()[l, m.check_head(head)])
-    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your fixedness",
-                        hint="1 - (result.entropy_of_mean() - result.mean_entropy()) / ln(n) for that head, "
-                             "with n = result.length.")
+    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what=_("your fixedness"),
+                        hint=_("(KL(mean) - b) / (KL(rows) - b) for that head: KL(mean) = ln n - "
+                               "result.entropy_of_mean(), KL(rows) = ln n - result.mean_entropy(), and the "
+                               "null b = (n * E||p||^2 - 1) / (2N), where E||p||^2 is "
+                               "result.total_sq[l, h].sum(-1).mean() / N and N = result.count."))
 
 
 # --------------------------------------------------------------------------- 3. the most fixed layer
@@ -90,8 +99,8 @@ def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
 def solution_most_fixed_layer(m: LoadedModel, result: MeanAttention | None = None) -> int:
     """0-based layer with the highest mean fixedness over its heads."""
     res = result if result is not None else _default_result(m)
-    per_layer = res.fixedness().mean(dim=1)
-    return int(res.layers[int(per_layer.argmax())])
+    per_layer = res.fixedness().nanmean(dim=1)  # uniform heads (NaN) left out
+    return int(res.layers[int(per_layer.nan_to_num(nan=-math.inf).argmax())])
 
 
 def check_most_fixed_layer(m: LoadedModel, answer: Any, result: MeanAttention | None = None) -> Feedback:
@@ -100,8 +109,8 @@ def check_most_fixed_layer(m: LoadedModel, answer: Any, result: MeanAttention | 
         return Feedback(False, _NOT_YET)
     truth = solution_most_fixed_layer(m, result)
     verdict = check_choice(answer, truth, what="layer",
-                           hint="average result.fixedness() over heads (dim=1) and take the argmax; "
-                                "answer 0-based.")
+                           hint=_("average result.fixedness() over heads (dim=1, nanmean: uniform heads "
+                                   "are NaN) and take the argmax; answer 0-based."))
     if not verdict and answer == truth + 1:
         verdict.message += " (Did you answer 1-based? Code indices are 0-based.)"
     return verdict

@@ -61,16 +61,17 @@ def mean_maps_layers_1_4(ctx: FigureContext):
 
 
 @figure("fixedness_map", lesson=LESSON,
-        caption="Per-head fixedness on real queries and on random tokens (the control), their difference, "
-                "and the sharpness of the mean map; colour scale fitted to the data, threshold on the colourbar")
+        caption="Per-head fixedness (share of a row's information the mean map explains, against each head's "
+                "null) on real queries and on random tokens (the control), their difference, and the sharpness "
+                "of the mean map; stars: heads labelled fixed from their interval")
 def fixedness_map(ctx: FigureContext):
     report = lesson_run(ctx).report
-    return plot_fixedness(report, threshold=claims.FIXED_THRESHOLD, fixed=claims.fixed_mask(report),
-                          below_control=claims.below_control(report))
+    return plot_fixedness(report, threshold=claims.FIXED_THRESHOLD, fixed=claims.fixed_mask(report))
 
 
 @figure("fixedness_vs_queries", lesson=LESSON,
-        caption="Per-layer fixedness and the share of heads called fixed against the number of queries averaged")
+        caption="Per-layer fixedness and the share of heads whose point estimate reaches the threshold against "
+                "the number of queries averaged")
 def fixedness_vs_queries(ctx: FigureContext):
     run = lesson_run(ctx)
     return plot_fixedness_curve(run.curve.counts, run.curve.per_layer(), fixed_share_curve(run),
@@ -78,6 +79,6 @@ def fixedness_vs_queries(ctx: FigureContext):
 
 
 def fixed_share_curve(run: Run) -> list[float]:
-    """Share of heads called fixed after each count of the curve (the control's final values as reference)."""
-    gap = run.curve.fixedness - run.report.control[None]  # (K, L, H): point differences
-    return [float(m.mean()) for m in claims.fixed_rule(run.curve.fixedness, gap)]
+    """Share of heads whose point fixedness reaches the threshold after each count of the curve
+    (uniform heads of the whole run never count)."""
+    return claims.point_fixed_share(run.curve.fixedness, run.report.uniform)
