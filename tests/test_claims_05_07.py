@@ -115,6 +115,55 @@ def test_verdict_few_heads_change_cannot_tell():
     assert missing.verdict == UNSURE and "missing" in missing.numbers
 
 
+def test_verdict_few_heads_change_cannot_tell_on_too_few_queries():
+    # the evidence that holds on 40 queries is "cannot tell" on 4, and says why
+    pos = np.full(12, 0.02)
+    pos[3] = 0.4
+    v = perturbation.verdict_few_heads_change(_study(pos, np.full(12, 0.02), n=4), n_boot=200)
+    assert v.verdict == UNSURE and "4 resampled units" in v.numbers["too_few_units"]
+
+
+def _noisy_study(mean_change: np.ndarray, sd: float, n: int = 40, seed: int = 1) -> PerturbationStudy:
+    """One layer; each head's change is its mean plus per-query noise of ``sd`` (token space unchanged)."""
+    rng = np.random.default_rng(seed)
+    kinds = ("lexical", "syntactic", "both")
+    pos = {k: 1 - (np.asarray(mean_change)[None, None, :] + rng.normal(0, sd, size=(n, 1, len(mean_change))))
+           for k in kinds}
+    return PerturbationStudy(pos, {k: np.ones_like(v) for k, v in pos.items()}, ["q"] * n, {k: ["q"] * n for k in kinds})
+
+
+def test_change_labels_are_three_way_from_the_intervals():
+    # far above, far below, and right on the threshold with noise between queries
+    study = _noisy_study(np.array([0.4, 0.0, perturbation.CHANGE_THRESHOLD]), sd=0.05)
+    labels = perturbation.change_labels(study, "lexical", n_boot=300)
+    np.testing.assert_array_equal(labels, [[perturbation.CHANGES, perturbation.BARELY_CHANGES,
+                                            perturbation.CANNOT_TELL]])
+    assert perturbation.word_counts(labels) == {"changes": 1, "barely changes": 1, "cannot tell": 1}
+    v = perturbation.verdict_few_heads_change(study, n_boot=300)
+    assert v.numbers["heads_cannot_tell_lexical"] == 1 and v.numbers["heads_changing_lexical"] == 1
+
+
+def test_changing_share_separates_a_pattern_free_null_from_planted_changers():
+    null = _noisy_study(np.zeros(12), sd=0.03)  # maps that only jitter from query to query
+    assert perturbation.changing_share(null, "lexical", n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    assert perturbation.verdict_few_heads_change(null, n_boot=200).verdict == HOLDS
+    planted = np.zeros(12)
+    planted[:9] = 0.4  # nine of twelve heads change
+    iv = perturbation.changing_share(_noisy_study(planted, sd=0.03), "lexical", n_boot=200)
+    assert iv.low == pytest.approx(0.75) and iv.high == pytest.approx(0.75)
+    assert perturbation.verdict_few_heads_change(_noisy_study(planted, sd=0.03), n_boot=200).verdict == FAILS
+
+
+def test_a_share_on_the_threshold_has_a_wide_interval_over_queries():
+    # every head sits on the threshold: each resample of the queries labels them anew
+    study = _noisy_study(np.full(8, perturbation.CHANGE_THRESHOLD), sd=0.05)
+    iv = perturbation.changing_share(study, "lexical", n_boot=300)
+    assert iv.high - iv.low >= 0.25
+    # the per-head labels say the same: most of these heads are "cannot tell"
+    labels = perturbation.change_labels(study, "lexical", n_boot=300)
+    assert perturbation.word_counts(labels)["cannot tell"] >= 6
+
+
 def test_verdict_lexical_only_heads_exist_can_hold():
     # head 2 changes with lexical damage only; the others with both or neither
     study = _kinds_study(np.array([0.02, 0.4, 0.4, 0.02]), np.array([0.02, 0.4, 0.02, 0.02]))
@@ -169,6 +218,62 @@ def test_verdict_article_heads_cannot_tell():
     assert perturbation.verdict_article_heads(edge, 0, n_boot=200).verdict == UNSURE
     other = perturbation.verdict_article_heads(_article_study((0.4, 0.4), (0.4, 0.02), model_name="tiny-zh"), 0)
     assert other.verdict == UNSURE and other.numbers["missing"].startswith("not applicable")
+
+
+def _two_layer_study(last: tuple[np.ndarray, np.ndarray], first: tuple[np.ndarray, np.ndarray], n: int = 40,
+                     model_name: str = "", seed: int = 0) -> PerturbationStudy:
+    """Two layers; per layer, each head's typical lexical and syntactic change, small noise."""
+    rng = np.random.default_rng(seed)
+    change = {"lexical": np.stack([first[0], last[0]]), "syntactic": np.stack([first[1], last[1]])}  # (2, H)
+    change["both"] = np.maximum(change["lexical"], change["syntactic"])
+    pos = {k: np.clip(1 - c[None] + rng.normal(0, 0.01, size=(n,) + c.shape), 0, 1) for k, c in change.items()}
+    return PerturbationStudy(pos, {k: np.ones_like(v) for k, v in pos.items()}, ["q"] * n, {k: ["q"] * n for k in pos},
+                             model_name=model_name)
+
+
+def _pattern_layer(pattern: bool) -> tuple[np.ndarray, np.ndarray]:
+    lex, syn = np.full(12, 0.02), np.full(12, 0.02)
+    if pattern:
+        lex[6], syn[6] = 0.4, 0.4  # changes with both kinds
+        lex[8] = 0.4  # lexical only
+    return lex, syn
+
+
+def test_verdict_layer_pattern_can_hold():
+    v = perturbation.verdict_layer_pattern(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 1,
+                                           reading="last", n_boot=200)
+    assert v.verdict == HOLDS and v.numbers["heads_lexical_only"] == 1 and v.numbers["layer"] == 2
+    assert v.claim == perturbation.CLAIM_LAYER_PATTERN_LAST
+
+
+def test_verdict_layer_pattern_can_fail():
+    v = perturbation.verdict_layer_pattern(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 0,
+                                           n_boot=200)
+    assert v.verdict == FAILS and v.numbers["heads_possibly_lexical_only"] == 0
+
+
+def test_verdict_layer_pattern_cannot_tell():
+    lex, syn = _pattern_layer(True)
+    syn[8] = perturbation.CHANGE_THRESHOLD  # the lexical-only head sits on the line
+    study = _two_layer_study((lex, syn), _pattern_layer(False))
+    assert perturbation.verdict_layer_pattern(study, 1, n_boot=200).verdict == UNSURE
+    few = _two_layer_study(_pattern_layer(True), _pattern_layer(False), n=4)
+    v = perturbation.verdict_layer_pattern(few, 1, n_boot=200)
+    assert v.verdict == UNSURE and "too_few_units" in v.numbers
+    with pytest.raises(ValueError):
+        perturbation.verdict_layer_pattern(study, 1, reading="middle")
+
+
+def test_article_verdicts_decide_both_readings_of_the_layer():
+    # the article's pattern sits in the last layer; the data-chosen layer (here the first) lacks it
+    study = _two_layer_study(_pattern_layer(True), _pattern_layer(False), model_name="bert-base-chinese")
+    assert perturbation.reading_layers(study, 0) == {"last": 1, "chosen": 0}
+    out = perturbation.article_verdicts(study, 0, n_boot=200)
+    assert out["heads_last"].verdict == HOLDS and out["heads_chosen"].verdict == FAILS
+    assert out["pattern_last"].verdict == HOLDS and out["pattern_chosen"].verdict == FAILS
+    assert out["heads_last"].claim == perturbation.CLAIM_ARTICLE_HEADS_LAST
+    other = perturbation.article_verdicts(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 0, n_boot=50)
+    assert other["heads_last"].verdict == UNSURE and other["pattern_last"].verdict == HOLDS
 
 
 def _displacement_study(lexical_extra: float, n: int = 60, seed: int = 0) -> PerturbationStudy:

@@ -249,3 +249,42 @@ def too_small_groups(group_a, group_b, need: int = 2) -> str | None:
     if min(sizes) < need:
         return f"one group is too small to compare (sizes {sizes[0]} and {sizes[1]}; each needs at least {need})"
     return None
+
+
+#: the three sides of a threshold an interval can be on: wholly above, wholly below, straddling it
+ABOVE, BELOW, STRADDLES = 1, -1, 0
+
+
+def side_of(interval: Interval, threshold: float) -> "np.ndarray | int":
+    """Per unit of the interval (e.g. each head ``[L, H]``): :data:`ABOVE` when the
+    whole interval lies above ``threshold``, :data:`BELOW` when it lies below, and
+    :data:`STRADDLES` when it reaches both sides (the data cannot tell)."""
+    low, high = np.asarray(interval.low, dtype=float), np.asarray(interval.high, dtype=float)
+    out = np.where(low > threshold, ABOVE, np.where(high < threshold, BELOW, STRADDLES)).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
+def bootstrap_share_above(values, threshold: float, *, n_boot: int = 1000, level: float = 0.95,
+                          seed: int = 0) -> Interval:
+    """Share of the columns (e.g. heads) whose mean over units lies above ``threshold``,
+    with an interval from resampling the *units* (rows: queries, texts), never the columns.
+
+    Args:
+        values: ``[N, ...]``: one row per unit, one column per head (any trailing
+            shape); rows with NaN are dropped.
+
+    Returns:
+        scalar :class:`Interval`: the share on all rows, and how far it moves when
+        the rows are resampled (each resample labels every head anew).
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim < 2 or v.shape[0] == 0:
+        raise ValueError(f"need values [N, ...] with at least one unit and one column, got shape {v.shape}")
+    flat = v.reshape(v.shape[0], -1)
+    flat = flat[~np.isnan(flat).any(axis=1)]  # (N', K)
+    if flat.shape[0] == 0:
+        raise ValueError("every unit has a NaN: nothing to average")
+    n = flat.shape[0]
+    means = resample_counts(n, n_boot, seed) / n @ flat  # (B, K): every head's mean in each resample
+    boots = (means > threshold).mean(axis=1)  # (B,): the share of heads above in each resample
+    return interval_from_samples(float((flat.mean(axis=0) > threshold).mean()), boots, level=level, n=n)
