@@ -385,6 +385,40 @@ def test_position_dependent_and_disrupted_heads():
     np.testing.assert_array_equal(position.disrupted_heads(study, n_boot=200), [[False, True, False, False]])
 
 
+def _noisy_position_study(zero, mean, shuffle, sd: float, n: int = 40, seed: int = 2) -> PositionStudy:
+    """One layer; each head's change under each intervention plus per-query noise of ``sd``."""
+    rng = np.random.default_rng(seed)
+    sims = {how: 1 - (np.asarray(c, dtype=float)[None, None, :] + rng.normal(0, sd, (n, 1, len(c))))
+            for how, c in (("zero", zero), ("mean", mean), ("shuffle", shuffle))}
+    special = {how: np.zeros((n, 1, len(zero))) for how in ("normal", "zero", "mean", "shuffle")}
+    return PositionStudy(sims, special, {k: np.ones((n, 1, len(zero))) for k in sims}, ["q"] * n)
+
+
+def test_position_labels_are_three_way_from_the_intervals():
+    t = position.CHANGE_THRESHOLD
+    # head 0 reads positions; head 1 only the mean changes it; head 2 sits on the line under both controls
+    study = _noisy_position_study([0.4, 0.3, t], [0.4, 0.3, t], [0.4, 0.0, t], sd=0.05)
+    np.testing.assert_array_equal(position.position_labels(study, n_boot=300),
+                                  [[position.DEPENDENT, position.NOT_DEPENDENT, position.CANNOT_TELL]])
+    m = position.DISRUPTION_MARGIN
+    # zeroing adds 0.3, nothing, or exactly the margin to the mean vector's change
+    zeroed = _noisy_position_study([0.5, 0.2, 0.2 + m], [0.2, 0.2, 0.2], [0.2, 0.2, 0.2], sd=0.05)
+    np.testing.assert_array_equal(position.disruption_labels(zeroed, n_boot=300),
+                                  [[position.DISRUPTED, position.NOT_DISRUPTED, position.CANNOT_TELL]])
+
+
+def test_position_dependent_share_separates_a_null_from_planted_heads():
+    null = _noisy_position_study(np.zeros(12), np.zeros(12), np.zeros(12), sd=0.03)  # positions change nothing
+    assert position.position_dependent_share(null, n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    assert position.disrupted_share(null, n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    planted = np.zeros(12)
+    planted[:4] = 0.4  # four heads read positions: both controls change them
+    half = planted.copy()
+    half[2:4] = 0.0  # ... but the shuffle changes only two of them
+    iv = position.position_dependent_share(_noisy_position_study(planted, planted, half, sd=0.03), n_boot=200)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((2 / 12, 2 / 12, 2 / 12))
+
+
 def test_article_heads_are_the_articles_numbers():
     # the article's 1-based heads 7 and 9 (lesson 06), and 5, 7, 9, 12 (lesson 07)
     assert [h + 1 for h in perturbation.ARTICLE_HEADS] == [7, 9]

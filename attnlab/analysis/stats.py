@@ -277,14 +277,31 @@ def bootstrap_share_above(values, threshold: float, *, n_boot: int = 1000, level
         scalar :class:`Interval`: the share on all rows, and how far it moves when
         the rows are resampled (each resample labels every head anew).
     """
-    v = np.asarray(values, dtype=float)
-    if v.ndim < 2 or v.shape[0] == 0:
-        raise ValueError(f"need values [N, ...] with at least one unit and one column, got shape {v.shape}")
-    flat = v.reshape(v.shape[0], -1)
-    flat = flat[~np.isnan(flat).any(axis=1)]  # (N', K)
-    if flat.shape[0] == 0:
+    return bootstrap_share_all_above([(values, threshold)], n_boot=n_boot, level=level, seed=seed)
+
+
+def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Like :func:`bootstrap_share_above` for a head that must pass several tests at once.
+
+    Args:
+        pairs: ``[(values, threshold), ...]``, every ``values`` ``[N, ...]`` of one
+            shape over the same N units; a head counts when the mean of each lies
+            above its threshold. The units are resampled together (a unit with a
+            NaN in any of them is dropped).
+    """
+    arrays = [np.asarray(v, dtype=float) for v, _ in pairs]
+    if not arrays or arrays[0].ndim < 2 or arrays[0].shape[0] == 0:
+        raise ValueError("need values [N, ...] with at least one unit and one column")
+    if any(a.shape != arrays[0].shape for a in arrays):
+        raise ValueError(f"every value array needs the same shape, got {[a.shape for a in arrays]}")
+    flat = np.stack([a.reshape(a.shape[0], -1) for a in arrays])  # (Q, N, K)
+    flat = flat[:, ~np.isnan(flat).any(axis=(0, 2))]  # (Q, N', K)
+    n = flat.shape[1]
+    if n == 0:
         raise ValueError("every unit has a NaN: nothing to average")
-    n = flat.shape[0]
-    means = resample_counts(n, n_boot, seed) / n @ flat  # (B, K): every head's mean in each resample
-    boots = (means > threshold).mean(axis=1)  # (B,): the share of heads above in each resample
-    return interval_from_samples(float((flat.mean(axis=0) > threshold).mean()), boots, level=level, n=n)
+    thresholds = np.array([float(t) for _, t in pairs])[:, None, None]  # (Q, 1, 1)
+    weights = resample_counts(n, n_boot, seed) / n  # (B, N)
+    means = np.einsum("bn,qnk->qbk", weights, flat)  # (Q, B, K): each quantity's mean per resample
+    boots = (means > thresholds).all(axis=0).mean(axis=1)  # (B,): share of heads passing every test
+    point = (flat.mean(axis=1) > thresholds[:, 0]).all(axis=0).mean()
+    return interval_from_samples(float(point), boots, level=level, n=n)

@@ -65,6 +65,12 @@ class PerturbationResult(Record):
     lexical_only_verdict: ClaimVerdict | None = None  # "some heads change with lexical damage only"
     article_heads_verdict: ClaimVerdict | None = None  # the article's heads 7 and 9 (its model only)
     threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "threshold=0.1 few=0.25" -> verdict word
+    # kind -> [L][H] "changes" / "barely changes" / "cannot tell" (the head's interval over queries vs the threshold)
+    change_labels: dict[str, list[list[str]]] = field(default_factory=dict)
+    # "lexical" / "syntactic": share of changing heads; "content": share of content-followers; intervals over queries
+    change_shares: dict[str, Interval] = field(default_factory=dict)
+    # "heads_last" / "heads_chosen" / "pattern_last" / "pattern_chosen": the article's layer in both readings
+    article_verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
 
 
 @dataclass
