@@ -97,6 +97,11 @@ class PositionResult(Record):
     disrupted_share: float = float("nan")  # heads zeroing changes clearly more than the mean control
     special_share_zero_by_layer: np.ndarray | None = None  # (L,): moved weight landing on [CLS]/[SEP], zeroed
     verdicts_by_intervention: dict[str, ClaimVerdict] = field(default_factory=dict)  # "zero"/"mean"/"shuffle"
+    # [L][H] "position-dependent" / "not position-dependent" / "cannot tell", from the intervals over queries
+    position_labels: list[list[str]] = field(default_factory=list)
+    disruption_labels: list[list[str]] = field(default_factory=list)  # "disrupted" / "not disrupted" / "cannot tell"
+    position_dependent_share_interval: Interval | None = None  # over queries (each resample labels the heads anew)
+    disrupted_share_interval: Interval | None = None
 
 
 @dataclass
