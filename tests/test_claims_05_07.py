@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control
 from attnlab.analysis.position import PositionStudy, correlation_by_layer
 from attnlab.analysis.stats import Interval, bootstrap_correlation
-from attnlab.analysis.taxonomy import HeadLabels
+from attnlab.analysis.head_stats import head_sums
+from attnlab.analysis.pattern_shares import PatternShares, pattern_shares
 from attnlab.course import results
 from attnlab.course.claims import head_patterns, perturbation, position
 from attnlab.course.lesson_results import HeadPatternsResult, PerturbationResult, PositionResult
@@ -18,32 +20,73 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 # --------------------------------------------------------------------------- lesson 05
 
 
-def _labels(n_fixed: int, n_hetero: int, n_heads: int = 12) -> HeadLabels:
-    """One layer of ``n_heads`` heads: ``n_fixed`` fixed-pattern, ``n_hetero`` heterogeneous, the rest broad."""
-    fixed = ["self", "previous", "next", "vertical"]
-    names = [fixed[i % 4] for i in range(n_fixed)] + ["heterogeneous"] * n_hetero
-    names += ["broad"] * (n_heads - len(names))
-    arr = np.array([names])
-    return HeadLabels(labels=arr, reasons=np.full(arr.shape, ""), stats=None)  # type: ignore[arg-type]
+def _shares(fixed: tuple[float, float, float], hetero: tuple[float, float, float] = (0.1, 0.05, 0.15),
+            n: int = 30, words: tuple[int, int, int] = (9, 2, 1)) -> PatternShares:
+    """Lesson 05's evidence built by hand: share intervals ``(estimate, low, high)`` over ``n``
+    inputs, and ``words`` = how many heads are fixed / not fixed / cannot tell."""
+    names = ["fixed"] * words[0] + ["not fixed"] * words[1] + ["cannot tell"] * words[2]
+    arr = np.array([names], dtype=object)
+    strength = Interval(np.ones(arr.shape), np.ones(arr.shape), np.ones(arr.shape), 0.95, n)
+    return PatternShares(strength, arr, Interval(*fixed, 0.95, n), Interval(*hetero, 0.95, n),
+                         Interval(0.05, 0.0, 0.1, 0.95, n))
 
 
 def test_verdict_most_heads_fixed_can_hold():
-    v = head_patterns.verdict_most_heads_fixed(_labels(9, 2))
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.65, 0.8)))
     assert v.verdict == HOLDS
-    assert v.numbers["fixed_share"] == pytest.approx(9 / 12)
-    assert v.numbers["heterogeneous_share"] == pytest.approx(2 / 12)
-    assert v.numbers["broad_share"] == pytest.approx(1 / 12) and v.numbers["heads"] == 12
+    assert v.numbers["fixed_share_low"] == pytest.approx(0.65) and v.numbers["heterogeneous_share"] == 0.1
+    assert v.numbers["heads_cannot_tell"] == 1 and v.numbers["heads"] == 12 and v.numbers["inputs"] == 30
 
 
 def test_verdict_most_heads_fixed_can_fail():
-    v = head_patterns.verdict_most_heads_fixed(_labels(3, 8))
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.25, 0.2, 0.3), hetero=(0.6, 0.5, 0.7)))
     assert v.verdict == FAILS and v.numbers["fixed_share"] == pytest.approx(0.25)
 
 
 def test_verdict_most_heads_fixed_cannot_tell():
-    assert head_patterns.verdict_most_heads_fixed(_labels(6, 6)).verdict == UNSURE
-    # 6.5 / 12 would be 0.54: inside the margin too; a wider margin makes 9 / 12 undecided
-    assert head_patterns.verdict_most_heads_fixed(_labels(9, 2), margin=0.3).verdict == UNSURE
+    # the estimate is clearly a majority but the interval over inputs reaches below 0.55
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.7, 0.5, 0.8))).verdict == UNSURE
+    # as many heterogeneous heads as fixed ones could exist
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.7, 0.6, 0.8), hetero=(0.5, 0.4, 0.65))).verdict == UNSURE
+    # a wider margin makes the same evidence undecided
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.65, 0.8)), margin=0.3).verdict == UNSURE
+
+
+def test_verdict_most_heads_fixed_cannot_tell_on_too_few_inputs():
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.74, 0.76), n=4))
+    assert v.verdict == UNSURE and "4 resampled units" in v.numbers["too_few_units"]
+
+
+def _survey(n_fixed: int, n_texts: int = 20, heads: int = 8, seed: int = 0, planted: str = "self"):
+    """Per-input sums of one layer: ``n_fixed`` heads with a planted pattern (0.8 on the diagonal,
+    or on the [CLS] column), the rest sharp i.i.d. rows."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_texts):
+        n = int(rng.integers(10, 16))
+        maps = []
+        for h in range(heads):
+            rows = rng.dirichlet(np.full(n, 0.2), size=n)  # (n, n): no pattern
+            pattern = np.eye(n) if planted == "self" else np.tile(np.eye(n)[0], (n, 1))
+            maps.append(0.8 * pattern + 0.2 * rows if h < n_fixed else rows)
+        out.append(head_sums(torch.as_tensor(np.stack(maps)[None, None]), [n]))
+    return out
+
+
+def test_most_heads_fixed_on_planted_surveys_holds_and_fails():
+    many = pattern_shares(_survey(7), n_boot=200)
+    assert head_patterns.verdict_most_heads_fixed(many).verdict == HOLDS
+    few = pattern_shares(_survey(1), n_boot=200)  # a pattern-free majority
+    v = head_patterns.verdict_most_heads_fixed(few)
+    assert v.verdict == FAILS and v.numbers["heads_fixed"] == 1 and v.numbers["heads_not_fixed"] == 7
+
+
+def test_threshold_sensitivity_rows():
+    survey = _survey(7, planted="cls")  # seven [CLS] heads with mass about 0.8
+    rows = head_patterns.threshold_sensitivity(survey, positional=(0.5,), special=(0.6, 0.95), n_boot=100)
+    assert rows[0][:3] == ["positional", "special", "fixed share"]
+    assert rows[1][2] == pytest.approx(7 / 8) and rows[1][-1] == HOLDS
+    assert rows[2][2] == pytest.approx(0.0, abs=1e-12) and rows[2][-1] == FAILS  # 0.8 < 0.95
 
 
 # --------------------------------------------------------------------------- lesson 06
@@ -436,10 +479,11 @@ def results_dir(tmp_path, monkeypatch):
 
 
 def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
-    labels = _labels(9, 2)
-    v05 = head_patterns.verdict_most_heads_fixed(labels)
-    r05 = HeadPatternsResult(n_inputs=30, labels=labels.labels.tolist(), label_counts=labels.counts(),
-                             fixed_share=0.75, verdict=v05, fixed_share_by_layer=np.array([0.75]),
+    shares = _shares((0.75, 0.65, 0.8))
+    v05 = head_patterns.verdict_most_heads_fixed(shares)
+    r05 = HeadPatternsResult(n_inputs=30, labels=[["self"] * 9 + ["heterogeneous"] * 3], label_counts={"self": 9},
+                             fixed_share=0.75, fixed_share_interval=shares.fixed_share,
+                             fixed_words=shares.words.tolist(), verdict=v05, fixed_share_by_layer=np.array([0.75]),
                              depth_spearman=float("nan"), zoo={"self": [0, 0]},
                              threshold_verdicts={"positional=0.5 special=0.6": v05.verdict},
                              stats={"self_mass": np.eye(2)})

@@ -18,8 +18,6 @@ from attnlab.analysis.taxonomy import (
     survey_stats,
     survey_texts,
 )
-from attnlab.course.claims.head_patterns import threshold_sensitivity, verdict_most_heads_fixed
-from attnlab.course.verdicts import HOLDS
 
 TOKENS = [
     ["[CLS]", "a", "b", "c", "d", "e", "f", "[SEP]"],
@@ -102,8 +100,7 @@ def test_counts_verdict_and_bad_input():
     counts = labels.counts()
     assert set(counts) == set(LABELS) and sum(counts.values()) == 7
     assert labels.heads("vertical") == [(0, 3)]
-    v = verdict_most_heads_fixed(labels)  # 4 of 7 fixed = 0.57 > 0.55, heterogeneous 1/7
-    assert v.holds and v.numbers["fixed_share"] == pytest.approx(4 / 7)
+    assert labels.share(FIXED) == pytest.approx(4 / 7) and labels.share(["heterogeneous"]) == pytest.approx(1 / 7)
     assert "L1 H4" in labels.table() and "vertical" in labels.table()
     with pytest.raises(ValueError, match="unknown label"):
         labels.heads("diagonalish")
@@ -140,11 +137,7 @@ def test_pick_examples_and_sensitivity():
     assert picks["self"] == (0, 0) and picks["previous"] == (0, 1) and picks["next"] == (0, 2)
     assert picks["vertical"] == (0, 3) and picks["heterogeneous"] == (0, 5)
     assert picks["broad"] in [(0, 4), (0, 6)] and "block" not in picks
-    rows = threshold_sensitivity(stats, positional=[0.5], special=[0.6, 1.0])
-    assert rows[0][:3] == ["positional", "special", "fixed share"]
-    assert rows[1][2] == pytest.approx(4 / 7, abs=1e-3)
-    assert rows[2][2] == pytest.approx(4 / 7, abs=1e-3)  # the [CLS] head has mass 1.0 >= 1.0
-    assert rows[1][4] == HOLDS
+    assert classify_heads(stats, special=1.0).share(FIXED) == pytest.approx(4 / 7)  # the [CLS] head has mass 1.0
 
 
 def test_fixed_share_by_depth():

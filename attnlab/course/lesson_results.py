@@ -43,6 +43,9 @@ class HeadPatternsResult(Record):
     threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "positional=0.4 special=0.5" -> verdict word
     zoo: dict[str, list[int]] = field(default_factory=dict)  # label -> [layer, head] of its clearest head
     stats: dict[str, np.ndarray] = field(default_factory=dict)  # statistic name -> (L, H)
+    fixed_share_interval: Interval | None = None  # of fixed_share, over the survey's inputs (never heads)
+    fixed_words: list[list[str]] = field(default_factory=list)  # [L][H] "fixed" / "not fixed" / "cannot tell"
+    heterogeneous_share_interval: Interval | None = None
 
 
 @dataclass
