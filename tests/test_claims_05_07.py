@@ -9,7 +9,7 @@ import torch
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control
 from attnlab.analysis.position import PositionStudy, correlation_by_layer
-from attnlab.analysis.stats import Interval, bootstrap_correlation
+from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, Interval, bootstrap_correlation
 from attnlab.analysis.head_stats import head_sums
 from attnlab.analysis.pattern_shares import PatternShares, pattern_shares
 from attnlab.course import results
@@ -24,8 +24,7 @@ def _shares(fixed: tuple[float, float, float], hetero: tuple[float, float, float
             n: int = 30, words: tuple[int, int, int] = (9, 2, 1)) -> PatternShares:
     """Lesson 05's evidence built by hand: share intervals ``(estimate, low, high)`` over ``n``
     inputs, and ``words`` = how many heads are fixed / not fixed / cannot tell."""
-    names = ["fixed"] * words[0] + ["not fixed"] * words[1] + ["cannot tell"] * words[2]
-    arr = np.array([names], dtype=object)
+    arr = np.array([[ABOVE] * words[0] + [BELOW] * words[1] + [STRADDLES] * words[2]])
     strength = Interval(np.ones(arr.shape), np.ones(arr.shape), np.ones(arr.shape), 0.95, n)
     return PatternShares(strength, arr, Interval(*fixed, 0.95, n), Interval(*hetero, 0.95, n),
                          Interval(0.05, 0.0, 0.1, 0.95, n))
@@ -36,6 +35,7 @@ def test_verdict_most_heads_fixed_can_hold():
     assert v.verdict == HOLDS
     assert v.numbers["fixed_share_low"] == pytest.approx(0.65) and v.numbers["heterogeneous_share"] == 0.1
     assert v.numbers["heads_cannot_tell"] == 1 and v.numbers["heads"] == 12 and v.numbers["inputs"] == 30
+    assert head_patterns.fixed_words(_shares((0.75, 0.65, 0.8))).tolist()[0][-2:] == ["not fixed", UNSURE]
 
 
 def test_verdict_most_heads_fixed_can_fail():
@@ -483,7 +483,7 @@ def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
     v05 = head_patterns.verdict_most_heads_fixed(shares)
     r05 = HeadPatternsResult(n_inputs=30, labels=[["self"] * 9 + ["heterogeneous"] * 3], label_counts={"self": 9},
                              fixed_share=0.75, fixed_share_interval=shares.fixed_share,
-                             fixed_words=shares.words.tolist(), verdict=v05, fixed_share_by_layer=np.array([0.75]),
+                             fixed_words=head_patterns.fixed_words(shares).tolist(), verdict=v05, fixed_share_by_layer=np.array([0.75]),
                              depth_spearman=float("nan"), zoo={"self": [0, 0]},
                              threshold_verdicts={"positional=0.5 special=0.6": v05.verdict},
                              stats={"self_mass": np.eye(2)})

@@ -10,6 +10,7 @@ import torch
 
 from attnlab.analysis import pattern_shares as ps
 from attnlab.analysis.head_stats import head_sums
+from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES
 from attnlab.analysis.taxonomy import FIXED, classify_heads
 
 
@@ -40,7 +41,7 @@ def _per_text(heads, n_texts: int = 30, seed: int = 0):
 def test_iid_rows_are_never_fixed_patterns_in_lesson_05(alpha):
     per_text = _per_text([lambda rng, n, i: _text_maps(rng, n, None, alpha)] * 3)
     shares = ps.pattern_shares(per_text, n_boot=200)
-    assert (shares.words == ps.NOT_FIXED_WORD).all()
+    assert (shares.sides == BELOW).all()
     assert shares.fixed_share.high == pytest.approx(0.0, abs=1e-12)
 
 
@@ -54,8 +55,8 @@ def test_a_planted_self_pattern_is_fixed_and_a_head_on_the_line_cannot_tell():
              lambda rng, n, i: _text_maps(rng, n, 0.7),           # a fixed self pattern plus noise
              cls_on_the_line]
     shares = ps.pattern_shares(_per_text(heads, n_texts=40), n_boot=300)
-    assert shares.words.tolist() == [[ps.NOT_FIXED_WORD, ps.FIXED_WORD, ps.CANNOT_TELL]]
-    assert shares.counts() == {"fixed": 1, "not fixed": 1, "cannot tell": 1}
+    assert shares.sides.tolist() == [[BELOW, ABOVE, STRADDLES]]
+    assert shares.counts() == {ABOVE: 1, BELOW: 1, STRADDLES: 1}
     assert shares.n_texts == 40  # the interval resamples the texts
     assert shares.fixed_share.low <= 1 / 3 <= shares.fixed_share.high
 

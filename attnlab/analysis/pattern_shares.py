@@ -13,9 +13,11 @@ statistics from the resampled texts' :class:`~attnlab.analysis.head_stats.HeadSu
   offset -1, 0 or +1 to ``offset_share``, [CLS]+[SEP] or punctuation mass to
   ``special``). The head has a fixed label exactly when it is at least 1.
 * :func:`pattern_shares` -- per head the interval of that strength over texts
-  and its word (:data:`FIXED_WORD` when the whole interval is at least 1,
-  :data:`NOT_FIXED_WORD` when it is below 1, :data:`CANNOT_TELL` otherwise), and
-  the shares of fixed, heterogeneous and broad heads with intervals over texts.
+  and its side of the line (:data:`attnlab.analysis.stats.ABOVE` when the whole
+  interval is at least 1, ``BELOW`` when it is below 1, ``STRADDLES``
+  otherwise: the words are the course's, in
+  :mod:`attnlab.course.claims.head_patterns`), and the shares of fixed,
+  heterogeneous and broad heads with intervals over texts.
 """
 
 from __future__ import annotations
@@ -26,11 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from attnlab.analysis.head_stats import HeadSums
-from attnlab.analysis.stats import Interval, interval_from_samples, resample_counts
+from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, Interval, interval_from_samples, resample_counts
 from attnlab.analysis.taxonomy import DEFAULTS
-
-FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL = "fixed", "not fixed", "cannot tell"
-WORDS = (FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL)
 
 #: the statistics summed per row that the labels need
 _ROW_SUMS = ("self_mass", "prev_mass", "next_mass", "cls_mass", "sep_mass", "punct_mass", "entropy",
@@ -135,14 +134,15 @@ class PatternShares:
 
     Attributes:
         strength: :func:`fixed_strength` per head (arrays ``[L, H]``), interval over texts.
-        words: ``[L, H]`` strings, one of :data:`WORDS` (the strength's interval against 1).
+        sides: ``[L, H]`` ints: ``ABOVE`` (fixed), ``BELOW`` (not fixed) or
+            ``STRADDLES`` (cannot tell), the strength's interval against 1.
         fixed_share, heterogeneous_share, broad_share: scalar intervals over texts
             (each resample labels every head anew).
         thresholds: the label thresholds used.
     """
 
     strength: Interval
-    words: np.ndarray
+    sides: np.ndarray
     fixed_share: Interval
     heterogeneous_share: Interval
     broad_share: Interval
@@ -152,9 +152,9 @@ class PatternShares:
     def n_texts(self) -> int:
         return int(self.fixed_share.n)
 
-    def counts(self) -> dict[str, int]:
-        """Heads per word of :data:`WORDS` (every word present, possibly 0)."""
-        return {w: int((self.words == w).sum()) for w in WORDS}
+    def counts(self) -> dict[int, int]:
+        """Heads per side: ``{ABOVE: fixed, BELOW: not fixed, STRADDLES: cannot tell}``."""
+        return {side: int((self.sides == side).sum()) for side in (ABOVE, BELOW, STRADDLES)}
 
 
 def pattern_shares(per_text: "StackedSums | Sequence[HeadSums]", *, n_boot: int = 1000, level: float = 0.95,
@@ -183,7 +183,7 @@ def pattern_shares(per_text: "StackedSums | Sequence[HeadSums]", *, n_boot: int 
     point_kinds = kinds_of(total, **t)
     strength = interval_from_samples(point, np.concatenate(strengths), level=level, n=s.n_texts)
     low, high = np.asarray(strength.low), np.asarray(strength.high)
-    words = np.where(low >= 1.0, FIXED_WORD, np.where(high < 1.0, NOT_FIXED_WORD, CANNOT_TELL)).astype(object)
+    sides = np.where(low >= 1.0, ABOVE, np.where(high < 1.0, BELOW, STRADDLES)).astype(int)  # (L, H)
     share = {k: interval_from_samples(float(point_kinds[k][0].mean()), np.concatenate(v), level=level, n=s.n_texts)
              for k, v in shares.items()}
-    return PatternShares(strength, words, share["fixed"], share["heterogeneous"], share["broad"], t)
+    return PatternShares(strength, sides, share["fixed"], share["heterogeneous"], share["broad"], t)

@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from attnlab.analysis.head_stats import HeadSums
-from attnlab.analysis.pattern_shares import CANNOT_TELL, FIXED_WORD, NOT_FIXED_WORD, PatternShares, StackedSums
-from attnlab.analysis.pattern_shares import pattern_shares, stack_sums
-from attnlab.analysis.stats import too_few_units
-from attnlab.course.verdicts import ClaimVerdict
+import numpy as np
+
+from attnlab.analysis.pattern_shares import PatternShares, StackedSums, pattern_shares, stack_sums
+from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, too_few_units
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: "Most heads": the fixed-pattern share must be above this ...
 MAJORITY = 0.5
@@ -33,8 +34,24 @@ MAJORITY_MARGIN = 0.05
 POSITIONAL_GRID = (0.4, 0.5, 0.6)
 SPECIAL_GRID = (0.5, 0.6, 0.7)
 
+#: The per-head words: the fixed strength's interval over inputs against 1.
+FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL = "fixed", "not fixed", UNSURE
+HEAD_WORDS = (FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL)
+
 CLAIM_FIXED = ("most heads attend to themselves / a neighbour / [CLS] / [SEP]; "
                "few carry lexical or syntactic structure")
+
+
+def fixed_words(shares: PatternShares) -> np.ndarray:
+    """``[L, H]`` strings: :data:`FIXED_WORD`, :data:`NOT_FIXED_WORD` or :data:`CANNOT_TELL` per head."""
+    names = {ABOVE: FIXED_WORD, BELOW: NOT_FIXED_WORD, STRADDLES: CANNOT_TELL}
+    return np.vectorize(names.get, otypes=[object])(shares.sides)
+
+
+def word_counts(shares: PatternShares) -> dict[str, int]:
+    """Heads per word of :data:`HEAD_WORDS` (every word present, possibly 0)."""
+    sides = shares.counts()
+    return {FIXED_WORD: sides[ABOVE], NOT_FIXED_WORD: sides[BELOW], CANNOT_TELL: sides[STRADDLES]}
 
 
 def verdict_most_heads_fixed(shares: PatternShares, *, margin: float = MAJORITY_MARGIN) -> ClaimVerdict:
@@ -46,7 +63,7 @@ def verdict_most_heads_fixed(shares: PatternShares, *, margin: float = MAJORITY_
     :data:`attnlab.analysis.stats.MIN_UNITS`."""
     fixed, hetero = shares.fixed_share, shares.heterogeneous_share
     why = too_few_units(fixed)
-    counts = shares.counts()
+    counts = word_counts(shares)
     numbers = {"too_few_units": why} if why else {}
     return ClaimVerdict.decide(
         CLAIM_FIXED,
@@ -57,7 +74,7 @@ def verdict_most_heads_fixed(shares: PatternShares, *, margin: float = MAJORITY_
         heterogeneous_share=float(hetero.estimate), heterogeneous_share_high=float(hetero.high),
         broad_share=float(shares.broad_share.estimate),
         heads_fixed=counts[FIXED_WORD], heads_not_fixed=counts[NOT_FIXED_WORD], heads_cannot_tell=counts[CANNOT_TELL],
-        heads=int(shares.words.size), inputs=shares.n_texts, margin=margin,
+        heads=int(shares.sides.size), inputs=shares.n_texts, margin=margin,
     )
 
 
@@ -70,15 +87,15 @@ def threshold_sensitivity(per_text: "StackedSums | Sequence[HeadSums]", *,
 
     Returns:
         Rows for :func:`attnlab.analysis.head_stats.format_table`, header first:
-        ``[positional, special, fixed share, low, high, cannot tell, heterogeneous share, verdict]``.
+        ``[positional, special, fixed share, low, high, undecided heads, heterogeneous share, verdict]``.
     """
     stacked = per_text if isinstance(per_text, StackedSums) else stack_sums(per_text)
-    rows: list[list[Any]] = [["positional", "special", "fixed share", "low", "high", "cannot tell",
+    rows: list[list[Any]] = [["positional", "special", "fixed share", "low", "high", "undecided heads",
                               "heterogeneous share", "verdict"]]
     for p in positional:
         for s in special:
             sh = pattern_shares(stacked, n_boot=n_boot, seed=seed, positional=p, special=s)
             rows.append([p, s, round(float(sh.fixed_share.estimate), 3), round(float(sh.fixed_share.low), 3),
-                         round(float(sh.fixed_share.high), 3), sh.counts()[CANNOT_TELL],
+                         round(float(sh.fixed_share.high), 3), word_counts(sh)[CANNOT_TELL],
                          round(float(sh.heterogeneous_share.estimate), 3), verdict_most_heads_fixed(sh).verdict])
     return rows

@@ -36,7 +36,7 @@ import numpy as np
 from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_share_above, side_of, too_few_units
 from attnlab.core.checks import check_index
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head "changes clearly" when the lower end of its position-space sensitivity
 #: interval exceeds this (a mean row Jensen-Shannon divergence of 0.1 ln 2); it
@@ -62,7 +62,7 @@ ARTICLE_HEADS = (ARTICLE_HEAD_LEXICAL_AND_SYNTACTIC, ARTICLE_HEAD_LEXICAL_ONLY)
 ARTICLE_MODEL = "bert-base-chinese"
 
 #: The per-head words of :func:`change_labels`.
-CHANGES, BARELY_CHANGES, CANNOT_TELL = "changes", "barely changes", "cannot tell"
+CHANGES, BARELY_CHANGES, CANNOT_TELL = "changes", "barely changes", UNSURE
 HEAD_WORDS = (CHANGES, BARELY_CHANGES, CANNOT_TELL)
 #: The two readings of "the article's layer": the model's last layer (the article's text), or the layer
 #: :meth:`attnlab.analysis.compare.ExampleMaps.chosen_layer` picks from the data.

@@ -33,7 +33,7 @@ import numpy as np
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import ABOVE as SIDE_ABOVE, BELOW as SIDE_BELOW
 from attnlab.analysis.stats import Interval, bootstrap_share_all_above, side_of
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: The link must be at least this strong (a moderate rank correlation) ...
 STRONG = 0.3
@@ -58,7 +58,7 @@ ARTICLE_HEADS = tuple(sorted(ARTICLE_WORD_HEADS + ARTICLE_STEADY_HEADS))
 #: The per-head words of :func:`position_labels` and :func:`disruption_labels`.
 DEPENDENT, NOT_DEPENDENT = "position-dependent", "not position-dependent"
 DISRUPTED, NOT_DISRUPTED = "disrupted", "not disrupted"
-CANNOT_TELL = "cannot tell"
+CANNOT_TELL = UNSURE
 
 CLAIM_INVARIANT_POSITIONAL = ("heads that keep their pattern under perturbation are position-dominated "
                               "(within a layer, they change most when the positions are taken away)")
