@@ -16,6 +16,7 @@ from attnlab.analysis.taxonomy import (
     pick_examples,
     sample_texts,
     survey_stats,
+    survey_text_sums,
     survey_texts,
 )
 
@@ -170,3 +171,14 @@ def test_lesson_figures_build(tiny_en):
         fig = registry[name].make(ctx)
         assert fig.axes, name
     assert "05_labels" in ctx.cache  # the survey ran once for all three
+
+
+def test_per_input_sums_add_up_to_the_survey(tiny_en):
+    texts = sample_texts("en", 6)
+    per_input = survey_text_sums(tiny_en, texts, n_pairs=3, batch_size=4)
+    assert len(per_input) == 9 and all(s.n_texts == 1 for s in per_input)
+    total = sum(per_input[1:], per_input[0]).finish()
+    whole = survey_stats(tiny_en, texts, n_pairs=3, batch_size=4)
+    for name in ("self_mass", "cls_mass", "entropy", "offset_share", "segment_mass"):
+        np.testing.assert_allclose(getattr(total, name), getattr(whole, name), rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(total.argmax_offset, whole.argmax_offset)
