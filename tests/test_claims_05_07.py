@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control
 from attnlab.analysis.position import PositionStudy, correlation_by_layer
-from attnlab.analysis.stats import Interval, bootstrap_correlation
-from attnlab.analysis.taxonomy import HeadLabels
+from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, Interval, bootstrap_correlation
+from attnlab.analysis.head_stats import head_sums
+from attnlab.analysis.pattern_shares import PatternShares, pattern_shares
 from attnlab.course import results
 from attnlab.course.claims import head_patterns, perturbation, position
 from attnlab.course.lesson_results import HeadPatternsResult, PerturbationResult, PositionResult
@@ -18,32 +20,73 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 # --------------------------------------------------------------------------- lesson 05
 
 
-def _labels(n_fixed: int, n_hetero: int, n_heads: int = 12) -> HeadLabels:
-    """One layer of ``n_heads`` heads: ``n_fixed`` fixed-pattern, ``n_hetero`` heterogeneous, the rest broad."""
-    fixed = ["self", "previous", "next", "vertical"]
-    names = [fixed[i % 4] for i in range(n_fixed)] + ["heterogeneous"] * n_hetero
-    names += ["broad"] * (n_heads - len(names))
-    arr = np.array([names])
-    return HeadLabels(labels=arr, reasons=np.full(arr.shape, ""), stats=None)  # type: ignore[arg-type]
+def _shares(fixed: tuple[float, float, float], hetero: tuple[float, float, float] = (0.1, 0.05, 0.15),
+            n: int = 30, words: tuple[int, int, int] = (9, 2, 1)) -> PatternShares:
+    """Lesson 05's evidence built by hand: share intervals ``(estimate, low, high)`` over ``n``
+    inputs, and ``words`` = how many heads are fixed / not fixed / cannot tell."""
+    arr = np.array([[ABOVE] * words[0] + [BELOW] * words[1] + [STRADDLES] * words[2]])
+    strength = Interval(np.ones(arr.shape), np.ones(arr.shape), np.ones(arr.shape), 0.95, n)
+    return PatternShares(strength, arr, Interval(*fixed, 0.95, n), Interval(*hetero, 0.95, n),
+                         Interval(0.05, 0.0, 0.1, 0.95, n))
 
 
 def test_verdict_most_heads_fixed_can_hold():
-    v = head_patterns.verdict_most_heads_fixed(_labels(9, 2))
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.65, 0.8)))
     assert v.verdict == HOLDS
-    assert v.numbers["fixed_share"] == pytest.approx(9 / 12)
-    assert v.numbers["heterogeneous_share"] == pytest.approx(2 / 12)
-    assert v.numbers["broad_share"] == pytest.approx(1 / 12) and v.numbers["heads"] == 12
+    assert v.numbers["fixed_share_low"] == pytest.approx(0.65) and v.numbers["heterogeneous_share"] == 0.1
+    assert v.numbers["heads_cannot_tell"] == 1 and v.numbers["heads"] == 12 and v.numbers["inputs"] == 30
+    assert head_patterns.fixed_words(_shares((0.75, 0.65, 0.8))).tolist()[0][-2:] == ["not fixed", UNSURE]
 
 
 def test_verdict_most_heads_fixed_can_fail():
-    v = head_patterns.verdict_most_heads_fixed(_labels(3, 8))
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.25, 0.2, 0.3), hetero=(0.6, 0.5, 0.7)))
     assert v.verdict == FAILS and v.numbers["fixed_share"] == pytest.approx(0.25)
 
 
 def test_verdict_most_heads_fixed_cannot_tell():
-    assert head_patterns.verdict_most_heads_fixed(_labels(6, 6)).verdict == UNSURE
-    # 6.5 / 12 would be 0.54: inside the margin too; a wider margin makes 9 / 12 undecided
-    assert head_patterns.verdict_most_heads_fixed(_labels(9, 2), margin=0.3).verdict == UNSURE
+    # the estimate is clearly a majority but the interval over inputs reaches below 0.55
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.7, 0.5, 0.8))).verdict == UNSURE
+    # as many heterogeneous heads as fixed ones could exist
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.7, 0.6, 0.8), hetero=(0.5, 0.4, 0.65))).verdict == UNSURE
+    # a wider margin makes the same evidence undecided
+    assert head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.65, 0.8)), margin=0.3).verdict == UNSURE
+
+
+def test_verdict_most_heads_fixed_cannot_tell_on_too_few_inputs():
+    v = head_patterns.verdict_most_heads_fixed(_shares((0.75, 0.74, 0.76), n=4))
+    assert v.verdict == UNSURE and "4 resampled units" in v.numbers["too_few_units"]
+
+
+def _survey(n_fixed: int, n_texts: int = 20, heads: int = 8, seed: int = 0, planted: str = "self"):
+    """Per-input sums of one layer: ``n_fixed`` heads with a planted pattern (0.8 on the diagonal,
+    or on the [CLS] column), the rest sharp i.i.d. rows."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_texts):
+        n = int(rng.integers(10, 16))
+        maps = []
+        for h in range(heads):
+            rows = rng.dirichlet(np.full(n, 0.2), size=n)  # (n, n): no pattern
+            pattern = np.eye(n) if planted == "self" else np.tile(np.eye(n)[0], (n, 1))
+            maps.append(0.8 * pattern + 0.2 * rows if h < n_fixed else rows)
+        out.append(head_sums(torch.as_tensor(np.stack(maps)[None, None]), [n]))
+    return out
+
+
+def test_most_heads_fixed_on_planted_surveys_holds_and_fails():
+    many = pattern_shares(_survey(7), n_boot=200)
+    assert head_patterns.verdict_most_heads_fixed(many).verdict == HOLDS
+    few = pattern_shares(_survey(1), n_boot=200)  # a pattern-free majority
+    v = head_patterns.verdict_most_heads_fixed(few)
+    assert v.verdict == FAILS and v.numbers["heads_fixed"] == 1 and v.numbers["heads_not_fixed"] == 7
+
+
+def test_threshold_sensitivity_rows():
+    survey = _survey(7, planted="cls")  # seven [CLS] heads with mass about 0.8
+    rows = head_patterns.threshold_sensitivity(survey, positional=(0.5,), special=(0.6, 0.95), n_boot=100)
+    assert rows[0][:3] == ["positional", "special", "fixed share"]
+    assert rows[1][2] == pytest.approx(7 / 8) and rows[1][-1] == HOLDS
+    assert rows[2][2] == pytest.approx(0.0, abs=1e-12) and rows[2][-1] == FAILS  # 0.8 < 0.95
 
 
 # --------------------------------------------------------------------------- lesson 06
@@ -115,6 +158,55 @@ def test_verdict_few_heads_change_cannot_tell():
     assert missing.verdict == UNSURE and "missing" in missing.numbers
 
 
+def test_verdict_few_heads_change_cannot_tell_on_too_few_queries():
+    # the evidence that holds on 40 queries is "cannot tell" on 4, and says why
+    pos = np.full(12, 0.02)
+    pos[3] = 0.4
+    v = perturbation.verdict_few_heads_change(_study(pos, np.full(12, 0.02), n=4), n_boot=200)
+    assert v.verdict == UNSURE and "4 resampled units" in v.numbers["too_few_units"]
+
+
+def _noisy_study(mean_change: np.ndarray, sd: float, n: int = 40, seed: int = 1) -> PerturbationStudy:
+    """One layer; each head's change is its mean plus per-query noise of ``sd`` (token space unchanged)."""
+    rng = np.random.default_rng(seed)
+    kinds = ("lexical", "syntactic", "both")
+    pos = {k: 1 - (np.asarray(mean_change)[None, None, :] + rng.normal(0, sd, size=(n, 1, len(mean_change))))
+           for k in kinds}
+    return PerturbationStudy(pos, {k: np.ones_like(v) for k, v in pos.items()}, ["q"] * n, {k: ["q"] * n for k in kinds})
+
+
+def test_change_labels_are_three_way_from_the_intervals():
+    # far above, far below, and right on the threshold with noise between queries
+    study = _noisy_study(np.array([0.4, 0.0, perturbation.CHANGE_THRESHOLD]), sd=0.05)
+    labels = perturbation.change_labels(study, "lexical", n_boot=300)
+    np.testing.assert_array_equal(labels, [[perturbation.CHANGES, perturbation.BARELY_CHANGES,
+                                            perturbation.CANNOT_TELL]])
+    assert perturbation.word_counts(labels) == {"changes": 1, "barely changes": 1, "cannot tell": 1}
+    v = perturbation.verdict_few_heads_change(study, n_boot=300)
+    assert v.numbers["heads_cannot_tell_lexical"] == 1 and v.numbers["heads_changing_lexical"] == 1
+
+
+def test_changing_share_separates_a_pattern_free_null_from_planted_changers():
+    null = _noisy_study(np.zeros(12), sd=0.03)  # maps that only jitter from query to query
+    assert perturbation.changing_share(null, "lexical", n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    assert perturbation.verdict_few_heads_change(null, n_boot=200).verdict == HOLDS
+    planted = np.zeros(12)
+    planted[:9] = 0.4  # nine of twelve heads change
+    iv = perturbation.changing_share(_noisy_study(planted, sd=0.03), "lexical", n_boot=200)
+    assert iv.low == pytest.approx(0.75) and iv.high == pytest.approx(0.75)
+    assert perturbation.verdict_few_heads_change(_noisy_study(planted, sd=0.03), n_boot=200).verdict == FAILS
+
+
+def test_a_share_on_the_threshold_has_a_wide_interval_over_queries():
+    # every head sits on the threshold: each resample of the queries labels them anew
+    study = _noisy_study(np.full(8, perturbation.CHANGE_THRESHOLD), sd=0.05)
+    iv = perturbation.changing_share(study, "lexical", n_boot=300)
+    assert iv.high - iv.low >= 0.25
+    # the per-head labels say the same: most of these heads are "cannot tell"
+    labels = perturbation.change_labels(study, "lexical", n_boot=300)
+    assert perturbation.word_counts(labels)["cannot tell"] >= 6
+
+
 def test_verdict_lexical_only_heads_exist_can_hold():
     # head 2 changes with lexical damage only; the others with both or neither
     study = _kinds_study(np.array([0.02, 0.4, 0.4, 0.02]), np.array([0.02, 0.4, 0.02, 0.02]))
@@ -169,6 +261,62 @@ def test_verdict_article_heads_cannot_tell():
     assert perturbation.verdict_article_heads(edge, 0, n_boot=200).verdict == UNSURE
     other = perturbation.verdict_article_heads(_article_study((0.4, 0.4), (0.4, 0.02), model_name="tiny-zh"), 0)
     assert other.verdict == UNSURE and other.numbers["missing"].startswith("not applicable")
+
+
+def _two_layer_study(last: tuple[np.ndarray, np.ndarray], first: tuple[np.ndarray, np.ndarray], n: int = 40,
+                     model_name: str = "", seed: int = 0) -> PerturbationStudy:
+    """Two layers; per layer, each head's typical lexical and syntactic change, small noise."""
+    rng = np.random.default_rng(seed)
+    change = {"lexical": np.stack([first[0], last[0]]), "syntactic": np.stack([first[1], last[1]])}  # (2, H)
+    change["both"] = np.maximum(change["lexical"], change["syntactic"])
+    pos = {k: np.clip(1 - c[None] + rng.normal(0, 0.01, size=(n,) + c.shape), 0, 1) for k, c in change.items()}
+    return PerturbationStudy(pos, {k: np.ones_like(v) for k, v in pos.items()}, ["q"] * n, {k: ["q"] * n for k in pos},
+                             model_name=model_name)
+
+
+def _pattern_layer(pattern: bool) -> tuple[np.ndarray, np.ndarray]:
+    lex, syn = np.full(12, 0.02), np.full(12, 0.02)
+    if pattern:
+        lex[6], syn[6] = 0.4, 0.4  # changes with both kinds
+        lex[8] = 0.4  # lexical only
+    return lex, syn
+
+
+def test_verdict_layer_pattern_can_hold():
+    v = perturbation.verdict_layer_pattern(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 1,
+                                           reading="last", n_boot=200)
+    assert v.verdict == HOLDS and v.numbers["heads_lexical_only"] == 1 and v.numbers["layer"] == 2
+    assert v.claim == perturbation.CLAIM_LAYER_PATTERN_LAST
+
+
+def test_verdict_layer_pattern_can_fail():
+    v = perturbation.verdict_layer_pattern(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 0,
+                                           n_boot=200)
+    assert v.verdict == FAILS and v.numbers["heads_possibly_lexical_only"] == 0
+
+
+def test_verdict_layer_pattern_cannot_tell():
+    lex, syn = _pattern_layer(True)
+    syn[8] = perturbation.CHANGE_THRESHOLD  # the lexical-only head sits on the line
+    study = _two_layer_study((lex, syn), _pattern_layer(False))
+    assert perturbation.verdict_layer_pattern(study, 1, n_boot=200).verdict == UNSURE
+    few = _two_layer_study(_pattern_layer(True), _pattern_layer(False), n=4)
+    v = perturbation.verdict_layer_pattern(few, 1, n_boot=200)
+    assert v.verdict == UNSURE and "too_few_units" in v.numbers
+    with pytest.raises(ValueError):
+        perturbation.verdict_layer_pattern(study, 1, reading="middle")
+
+
+def test_article_verdicts_decide_both_readings_of_the_layer():
+    # the article's pattern sits in the last layer; the data-chosen layer (here the first) lacks it
+    study = _two_layer_study(_pattern_layer(True), _pattern_layer(False), model_name="bert-base-chinese")
+    assert perturbation.reading_layers(study, 0) == {"last": 1, "chosen": 0}
+    out = perturbation.article_verdicts(study, 0, n_boot=200)
+    assert out["heads_last"].verdict == HOLDS and out["heads_chosen"].verdict == FAILS
+    assert out["pattern_last"].verdict == HOLDS and out["pattern_chosen"].verdict == FAILS
+    assert out["heads_last"].claim == perturbation.CLAIM_ARTICLE_HEADS_LAST
+    other = perturbation.article_verdicts(_two_layer_study(_pattern_layer(True), _pattern_layer(False)), 0, n_boot=50)
+    assert other["heads_last"].verdict == UNSURE and other["pattern_last"].verdict == HOLDS
 
 
 def _displacement_study(lexical_extra: float, n: int = 60, seed: int = 0) -> PerturbationStudy:
@@ -280,6 +428,40 @@ def test_position_dependent_and_disrupted_heads():
     np.testing.assert_array_equal(position.disrupted_heads(study, n_boot=200), [[False, True, False, False]])
 
 
+def _noisy_position_study(zero, mean, shuffle, sd: float, n: int = 40, seed: int = 2) -> PositionStudy:
+    """One layer; each head's change under each intervention plus per-query noise of ``sd``."""
+    rng = np.random.default_rng(seed)
+    sims = {how: 1 - (np.asarray(c, dtype=float)[None, None, :] + rng.normal(0, sd, (n, 1, len(c))))
+            for how, c in (("zero", zero), ("mean", mean), ("shuffle", shuffle))}
+    special = {how: np.zeros((n, 1, len(zero))) for how in ("normal", "zero", "mean", "shuffle")}
+    return PositionStudy(sims, special, {k: np.ones((n, 1, len(zero))) for k in sims}, ["q"] * n)
+
+
+def test_position_labels_are_three_way_from_the_intervals():
+    t = position.CHANGE_THRESHOLD
+    # head 0 reads positions; head 1 only the mean changes it; head 2 sits on the line under both controls
+    study = _noisy_position_study([0.4, 0.3, t], [0.4, 0.3, t], [0.4, 0.0, t], sd=0.05)
+    np.testing.assert_array_equal(position.position_labels(study, n_boot=300),
+                                  [[position.DEPENDENT, position.NOT_DEPENDENT, position.CANNOT_TELL]])
+    m = position.DISRUPTION_MARGIN
+    # zeroing adds 0.3, nothing, or exactly the margin to the mean vector's change
+    zeroed = _noisy_position_study([0.5, 0.2, 0.2 + m], [0.2, 0.2, 0.2], [0.2, 0.2, 0.2], sd=0.05)
+    np.testing.assert_array_equal(position.disruption_labels(zeroed, n_boot=300),
+                                  [[position.DISRUPTED, position.NOT_DISRUPTED, position.CANNOT_TELL]])
+
+
+def test_position_dependent_share_separates_a_null_from_planted_heads():
+    null = _noisy_position_study(np.zeros(12), np.zeros(12), np.zeros(12), sd=0.03)  # positions change nothing
+    assert position.position_dependent_share(null, n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    assert position.disrupted_share(null, n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    planted = np.zeros(12)
+    planted[:4] = 0.4  # four heads read positions: both controls change them
+    half = planted.copy()
+    half[2:4] = 0.0  # ... but the shuffle changes only two of them
+    iv = position.position_dependent_share(_noisy_position_study(planted, planted, half, sd=0.03), n_boot=200)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((2 / 12, 2 / 12, 2 / 12))
+
+
 def test_article_heads_are_the_articles_numbers():
     # the article's 1-based heads 7 and 9 (lesson 06), and 5, 7, 9, 12 (lesson 07)
     assert [h + 1 for h in perturbation.ARTICLE_HEADS] == [7, 9]
@@ -297,10 +479,11 @@ def results_dir(tmp_path, monkeypatch):
 
 
 def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
-    labels = _labels(9, 2)
-    v05 = head_patterns.verdict_most_heads_fixed(labels)
-    r05 = HeadPatternsResult(n_inputs=30, labels=labels.labels.tolist(), label_counts=labels.counts(),
-                             fixed_share=0.75, verdict=v05, fixed_share_by_layer=np.array([0.75]),
+    shares = _shares((0.75, 0.65, 0.8))
+    v05 = head_patterns.verdict_most_heads_fixed(shares)
+    r05 = HeadPatternsResult(n_inputs=30, labels=[["self"] * 9 + ["heterogeneous"] * 3], label_counts={"self": 9},
+                             fixed_share=0.75, fixed_share_interval=shares.fixed_share,
+                             fixed_words=head_patterns.fixed_words(shares).tolist(), verdict=v05, fixed_share_by_layer=np.array([0.75]),
                              depth_spearman=float("nan"), zoo={"self": [0, 0]},
                              threshold_verdicts={"positional=0.5 special=0.6": v05.verdict},
                              stats={"self_mass": np.eye(2)})

@@ -1,4 +1,4 @@
-"""Lesson 02's claims decide all three ways on constructed evidence, and hold on measured curves."""
+"""Lesson 02: the three checks of the theorems pass and fail on constructed curves; the model claim decides all three ways."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.course.checks import FAILED, PASSED, Check
 from attnlab.course.claims import scaling as claims
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.scratch.scaling import ModelScalingStats, SaturationCurve, saturation_curve, variance_interval
@@ -27,89 +28,79 @@ STEADY = curve([2.4, 2.35, 2.38], [0.25, 0.26, 0.25], [0.24, 0.245, 0.24], scale
 NOT_SATURATING = curve([2.5, 2.4, 2.3], [0.2, 0.22, 0.25], [0.25, 0.24, 0.24])
 
 
-def test_variance_can_hold():
-    v = claims.verdict_variance([16, 64], [Interval(16.5, 16.0, 17.0), Interval(62.0, 60.0, 64.0)])
-    assert v.verdict == HOLDS
-    assert v.numbers["worst_relative_error"] == pytest.approx(2 / 64) and v.numbers["widths_inside"] == 2
-    assert claims.verdict_variance([16, 64], [16.5, 62.0]).verdict == HOLDS  # bare numbers: intervals of width 0
+def test_variance_check_passes_within_the_tolerance():
+    c = claims.check_variance([16, 64], [Interval(16.2, 16.0, 16.4), Interval(62.0, 60.0, 64.0)])
+    assert isinstance(c, Check) and c.passed and c.verdict == PASSED
+    assert c.numbers["worst_relative_error"] == pytest.approx(2 / 64) and c.numbers["widths_within"] == 2
+    assert c.numbers["its_low"] == 60.0 and c.numbers["its_high"] == 64.0  # the interval is shown with it
+    assert claims.check_variance([16, 64], [16.5, 62.0]).passed  # bare numbers work too
+    assert "Check:" in str(c) and "passed" in str(c)
 
 
-def test_variance_can_fail():
-    v = claims.verdict_variance([16, 64], [Interval(16.5, 16.0, 17.0), Interval(80.0, 77.0, 83.0)])
-    assert v.verdict == FAILS and v.numbers["worst_relative_error"] == pytest.approx(0.25)
-    assert v.numbers["worst_d_k"] == 64 and v.numbers["its_variance"] == 80.0 and v.numbers["widths_outside"] == 1
-    # just outside the tolerance fails, just inside holds: the threshold is the named constant
+def test_variance_check_fails_outside_the_tolerance():
+    c = claims.check_variance([16, 64], [Interval(16.5, 16.0, 17.0), Interval(80.0, 77.0, 83.0)])
+    assert not c.passed and c.verdict == FAILED and c.numbers["worst_relative_error"] == pytest.approx(0.25)
+    assert c.numbers["worst_d_k"] == 64 and c.numbers["its_variance"] == 80.0 and c.numbers["widths_within"] == 1
+    # just outside the tolerance fails, just inside passes: the tolerance is the named constant
     edge = 64 * (1 + claims.VARIANCE_TOLERANCE)
-    assert claims.verdict_variance([64], [edge + 0.1]).verdict == FAILS
-    assert claims.verdict_variance([64], [edge - 0.1]).verdict == HOLDS
+    assert not claims.check_variance([64], [edge + 0.1]).passed
+    assert claims.check_variance([64], [edge - 0.1]).passed
     with pytest.raises(ValueError):
-        claims.verdict_variance([16, 64], [16.0])
+        claims.check_variance([16, 64], [16.0])
 
 
-def test_variance_cannot_tell():
-    # the estimate is inside the 10% band but its interval reaches beyond it: too few pairs to say
-    v = claims.verdict_variance([64], [Interval(66.0, 58.0, 74.0)])
-    assert v.verdict == UNSURE and v.numbers["widths_inside"] == 0 and v.numbers["widths_outside"] == 0
-
-
-def test_variance_intervals_from_random_pairs_decide_like_the_theory():
+def test_variance_check_on_random_pairs_agrees_with_the_theory_and_not_with_a_wrong_one():
     measured = [variance_interval(d, n_samples=4000, n_boot=200, seed=1) for d in (4, 64)]
     assert all(iv.contains(d) for iv, d in zip(measured, (4, 64)))
-    assert claims.verdict_variance([4, 64], measured, tolerance=0.2).verdict == HOLDS
+    assert claims.check_variance([4, 64], measured, tolerance=0.2).passed
     # the same draws against a wrong theory (var = 2 d_k) fail
-    assert claims.verdict_variance([8, 128], measured, tolerance=0.2).verdict == FAILS
+    assert not claims.check_variance([8, 128], measured, tolerance=0.2).passed
 
 
-def test_saturation_can_hold():
-    assert claims.verdict_saturation(SATURATING, STEADY).verdict == HOLDS
-    assert claims.verdict_saturation(curve([2.5, 1.2, 0.3], [0.2, 0.6, 0.95], [0.25, 0.15, 0.02], halfwidth=0.02),
-                                     STEADY).verdict == HOLDS
+def test_saturation_check_passes_on_a_saturating_curve():
+    c = claims.check_saturation(SATURATING, STEADY)
+    assert c.passed and c.numbers["unscaled_max_weight_last"] == 0.95
 
 
-def test_saturation_can_fail():
-    assert claims.verdict_saturation(NOT_SATURATING, STEADY).verdict == FAILS
-    # the scaled side must stay flat too: a scaled curve that also collapses sinks the claim
-    assert claims.verdict_saturation(SATURATING, SATURATING).verdict == FAILS
+def test_saturation_check_fails_without_saturation_or_when_the_scaled_side_collapses():
+    assert not claims.check_saturation(NOT_SATURATING, STEADY).passed
+    assert not claims.check_saturation(SATURATING, SATURATING).passed
+    # a rise of 0.15 passes the default line 0.1 and fails a line of 0.2
+    rising_a_little = curve([2.5, 1.2, 0.3], [0.2, 0.3, 0.35], [0.25, 0.15, 0.02])
+    assert claims.check_saturation(rising_a_little, STEADY).passed
+    assert not claims.check_saturation(rising_a_little, STEADY, rise=0.2).passed
 
 
-def test_saturation_cannot_tell():
-    # the largest weight rises by 0.15 > 0.1, but with intervals of +-0.05 the rise could be 0.05
-    rising_a_little = curve([2.5, 1.2, 0.3], [0.2, 0.3, 0.35], [0.25, 0.15, 0.02], halfwidth=0.05)
-    v = claims.verdict_saturation(rising_a_little, STEADY)
-    assert v.verdict == UNSURE
-    # the same evidence against a lower rise threshold holds
-    assert claims.verdict_saturation(rising_a_little, STEADY, rise=0.01).verdict == HOLDS
+def test_gradient_check_passes_and_fails():
+    c = claims.check_gradient(SATURATING, STEADY)
+    assert c.passed and c.numbers["shrinks_by"] == pytest.approx(0.25 / 0.02)
+    assert not claims.check_gradient(NOT_SATURATING, STEADY).passed
+    assert not claims.check_gradient(SATURATING, SATURATING).passed
+    # 0.16 < 0.7 * 0.25 = 0.175 passes; a line of 0.6 (0.15) does not
+    slow = curve([2.5, 1.2, 0.3], [0.2, 0.6, 0.95], [0.25, 0.2, 0.16])
+    assert claims.check_gradient(slow, STEADY).passed and not claims.check_gradient(slow, STEADY, fall=0.6).passed
 
 
-def test_gradient_can_hold():
-    v = claims.verdict_gradient(SATURATING, STEADY)
-    assert v.verdict == HOLDS and v.numbers["shrinks_by"] == pytest.approx(0.25 / 0.02)
+def test_flatness_is_the_spread_against_the_largest_value():
+    assert claims.is_flat([1.0, 1.0]) and claims.is_flat([1.0, 0.92])  # 8% apart
+    assert not claims.is_flat([1.0, 0.5]) and claims.is_flat([1.0, 0.5], tolerance=0.5)
 
 
-def test_gradient_can_fail():
-    assert claims.verdict_gradient(NOT_SATURATING, STEADY).verdict == FAILS
-    assert claims.verdict_gradient(SATURATING, SATURATING).verdict == FAILS
-
-
-def test_gradient_cannot_tell():
-    # 0.16 < 0.7 * 0.25 = 0.175, but intervals of +-0.03 reach 0.19 > 0.7 * 0.22
-    v = claims.verdict_gradient(curve([2.5, 1.2, 0.3], [0.2, 0.6, 0.95], [0.25, 0.2, 0.16], halfwidth=0.03), STEADY)
-    assert v.verdict == UNSURE
-
-
-def test_flatness_needs_the_whole_intervals():
-    assert claims.flatness([1.0, 1.0], [1.0, 1.0], [1.0, 1.0]) == (True, False)
-    assert claims.flatness([0.98, 0.9], [1.02, 0.94], [1.0, 0.92]) == (False, False)  # 8% apart, ends 12%
-    assert claims.flatness([1.0, 0.5], [1.0, 0.5], [1.0, 0.5]) == (False, True)
-
-
-def test_measured_random_curves_support_both_claims():
+def test_measured_random_curves_pass_both_checks():
     unscaled = saturation_curve(D_KS, scaled=False, n_rows=300)
     scaled = saturation_curve(D_KS, scaled=True, n_rows=300)
-    assert claims.verdict_saturation(unscaled, scaled).verdict == HOLDS
-    assert claims.verdict_gradient(unscaled, scaled).verdict == HOLDS
-    # the "scaled" curve is flat; swapping the roles makes both claims fail
-    assert claims.verdict_saturation(scaled, unscaled).verdict == FAILS
+    assert claims.check_saturation(unscaled, scaled).passed
+    assert claims.check_gradient(unscaled, scaled).passed
+    # the "scaled" curve is flat; swapping the roles makes both checks fail
+    assert not claims.check_saturation(scaled, unscaled).passed
+    assert not claims.check_gradient(scaled, unscaled).passed
+
+
+def test_a_check_round_trips_through_its_record():
+    c = claims.check_variance([16], [16.4])
+    back = Check.from_record(c.to_record())
+    assert (back.what, back.passed) == (c.what, c.passed)
+    assert back.numbers["worst_relative_error"] == pytest.approx(0.4 / 16)
 
 
 def stats(grad_scaled, grad_unscaled, per_text=None):

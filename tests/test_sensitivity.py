@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.analysis.stats import Interval
 from attnlab.course.claims import scaling
 from attnlab.course.claims.sensitivity import format_rows, sensitivity_rows, summary, verdicts_seen
 from attnlab.course.verdicts import ClaimVerdict, FAILS, HOLDS, UNSURE
+from attnlab.scratch.scaling import ModelScalingStats
 
 
 def at_most(value: float, limit: float = 1.0) -> ClaimVerdict:
@@ -33,13 +33,27 @@ def test_several_thresholds_give_every_combination():
 
 
 def test_a_real_claim_with_intervals_and_the_same_verdict_everywhere():
-    measured = [Interval(16.2, 15.9, 16.5), Interval(63.0, 62.0, 64.4)]
-    rows = sensitivity_rows(scaling.verdict_variance, ([16, 64], measured), {"tolerance": [0.01, 0.05, 0.1]},
-                            numbers=["worst_relative_error", "absent"])
-    assert [r[1] for r in rows[1:]] == [UNSURE, HOLDS, HOLDS]
-    assert rows[1][2] == pytest.approx(0.0156) and rows[1][3] is None  # rounded; a missing number is None
-    same = sensitivity_rows(scaling.verdict_variance, ([16, 64], measured), {"tolerance": [0.05, 0.1]})
+    stats = ModelScalingStats(head_dim=32, n_texts=4, grad_norm_scaled=[0.3, 0.2], grad_norm_unscaled=[0.1, 0.15],
+                              grad_norm_change=[[-0.2, -0.25, -0.15, -0.2], [-0.1, -0.12, -0.09, -0.11]])
+
+    def with_margin(s, margin=0.0):  # less gradient by more than margin in every layer
+        shifted = ModelScalingStats(head_dim=32, n_texts=4, grad_norm_scaled=s.grad_norm_scaled,
+                                    grad_norm_unscaled=s.grad_norm_unscaled,
+                                    grad_norm_change=[[v + margin for v in t] for t in s.grad_norm_change])
+        return scaling.verdict_model(shifted)
+
+    rows = sensitivity_rows(with_margin, stats, {"margin": [0.0, 0.1, 0.3]},
+                            numbers=["layers_with_less_gradient", "absent"])
+    assert [r[1] for r in rows[1:]] == [HOLDS, UNSURE, FAILS]
+    assert rows[1][2] == 2 and rows[1][3] is None  # a missing number is None
+    same = sensitivity_rows(with_margin, stats, {"margin": [0.0, 0.05]})
     assert summary(same) == f"the verdict is the same at all 2 settings: {HOLDS}"
+
+
+def test_a_check_fills_a_table_like_a_verdict():
+    rows = sensitivity_rows(scaling.check_variance, ([16, 64], [16.2, 63.0]), {"tolerance": [0.01, 0.05]},
+                            numbers=["worst_relative_error"])
+    assert [r[1] for r in rows[1:]] == ["failed", "passed"] and rows[1][2] == pytest.approx(0.0156)
 
 
 def test_format_rows_aligns_columns():

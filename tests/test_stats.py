@@ -96,3 +96,35 @@ def test_permutation_test_agrees_with_exact_enumeration():
     assert p == pytest.approx(exact, abs=0.01)
     _, p_less = stats.permutation_test(a, b, n_perm=2000, alternative="less")
     assert p_less > 0.9
+
+
+def test_side_of_says_above_below_or_straddles():
+    iv = stats.Interval(np.array([0.5, 0.05, 0.1]), np.array([0.3, 0.0, 0.05]), np.array([0.7, 0.08, 0.2]))
+    np.testing.assert_array_equal(stats.side_of(iv, 0.1), [stats.ABOVE, stats.BELOW, stats.STRADDLES])
+    assert stats.side_of(stats.Interval(0.5, 0.4, 0.6), 0.1) == stats.ABOVE
+
+
+def test_bootstrap_share_above_matches_a_brute_force_loop_over_the_units():
+    rng = np.random.default_rng(3)
+    values = rng.normal(0.1, 0.05, size=(12, 2, 3))  # 12 units, 6 heads near the threshold
+    values[:, 0, 0] += 0.5  # one head far above it
+    iv = stats.bootstrap_share_above(values, 0.1, n_boot=300, seed=5)
+    counts = stats.resample_counts(12, 300, seed=5)  # the same resamples, written out
+    flat = values.reshape(12, -1)
+    shares = [((c[:, None] * flat).sum(axis=0) / 12 > 0.1).mean() for c in counts]
+    low, high = np.quantile(shares, [0.025, 0.975])
+    assert iv.estimate == pytest.approx((flat.mean(axis=0) > 0.1).mean())
+    assert (iv.low, iv.high) == pytest.approx((low, high)) and iv.n == 12
+    assert iv.low >= 1 / 6 - 1e-12  # the far head is above in every resample
+
+
+def test_bootstrap_share_above_separates_a_null_from_a_planted_share():
+    rng = np.random.default_rng(0)
+    null = rng.normal(0.0, 0.02, size=(40, 12))  # no head changes: pure noise around 0
+    planted = null.copy()
+    planted[:, :3] += 0.4  # three heads of twelve change by 0.4
+    assert stats.bootstrap_share_above(null, 0.1, n_boot=200).high == pytest.approx(0.0, abs=1e-12)
+    iv = stats.bootstrap_share_above(planted, 0.1, n_boot=200)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((0.25, 0.25, 0.25))
+    with pytest.raises(ValueError):
+        stats.bootstrap_share_above(np.ones(3), 0.1)

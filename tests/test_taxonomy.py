@@ -16,10 +16,9 @@ from attnlab.analysis.taxonomy import (
     pick_examples,
     sample_texts,
     survey_stats,
+    survey_text_sums,
     survey_texts,
 )
-from attnlab.course.claims.head_patterns import threshold_sensitivity, verdict_most_heads_fixed
-from attnlab.course.verdicts import HOLDS
 
 TOKENS = [
     ["[CLS]", "a", "b", "c", "d", "e", "f", "[SEP]"],
@@ -102,8 +101,7 @@ def test_counts_verdict_and_bad_input():
     counts = labels.counts()
     assert set(counts) == set(LABELS) and sum(counts.values()) == 7
     assert labels.heads("vertical") == [(0, 3)]
-    v = verdict_most_heads_fixed(labels)  # 4 of 7 fixed = 0.57 > 0.55, heterogeneous 1/7
-    assert v.holds and v.numbers["fixed_share"] == pytest.approx(4 / 7)
+    assert labels.share(FIXED) == pytest.approx(4 / 7) and labels.share(["heterogeneous"]) == pytest.approx(1 / 7)
     assert "L1 H4" in labels.table() and "vertical" in labels.table()
     with pytest.raises(ValueError, match="unknown label"):
         labels.heads("diagonalish")
@@ -140,11 +138,7 @@ def test_pick_examples_and_sensitivity():
     assert picks["self"] == (0, 0) and picks["previous"] == (0, 1) and picks["next"] == (0, 2)
     assert picks["vertical"] == (0, 3) and picks["heterogeneous"] == (0, 5)
     assert picks["broad"] in [(0, 4), (0, 6)] and "block" not in picks
-    rows = threshold_sensitivity(stats, positional=[0.5], special=[0.6, 1.0])
-    assert rows[0][:3] == ["positional", "special", "fixed share"]
-    assert rows[1][2] == pytest.approx(4 / 7, abs=1e-3)
-    assert rows[2][2] == pytest.approx(4 / 7, abs=1e-3)  # the [CLS] head has mass 1.0 >= 1.0
-    assert rows[1][4] == HOLDS
+    assert classify_heads(stats, special=1.0).share(FIXED) == pytest.approx(4 / 7)  # the [CLS] head has mass 1.0
 
 
 def test_fixed_share_by_depth():
@@ -177,3 +171,14 @@ def test_lesson_figures_build(tiny_en):
         fig = registry[name].make(ctx)
         assert fig.axes, name
     assert "05_labels" in ctx.cache  # the survey ran once for all three
+
+
+def test_per_input_sums_add_up_to_the_survey(tiny_en):
+    texts = sample_texts("en", 6)
+    per_input = survey_text_sums(tiny_en, texts, n_pairs=3, batch_size=4)
+    assert len(per_input) == 9 and all(s.n_texts == 1 for s in per_input)
+    total = sum(per_input[1:], per_input[0]).finish()
+    whole = survey_stats(tiny_en, texts, n_pairs=3, batch_size=4)
+    for name in ("self_mass", "cls_mass", "entropy", "offset_share", "segment_mass"):
+        np.testing.assert_allclose(getattr(total, name), getattr(whole, name), rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(total.argmax_offset, whole.argmax_offset)

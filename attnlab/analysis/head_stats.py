@@ -502,3 +502,21 @@ def batch_sums(m: LoadedModel, batch: Batch) -> HeadSums:
     tokens = [m.tokenizer.convert_ids_to_tokens(batch.input_ids[i, :n].tolist()) for i, n in enumerate(lengths)]
     segments = batch.token_type_ids.tolist() if batch.token_type_ids is not None else None
     return head_sums(batch.maps, lengths, tokens=tokens, segments=segments, special_tokens=m)
+
+
+def text_sums(m: LoadedModel, batch: Batch) -> list[HeadSums]:
+    """One :class:`HeadSums` per text of a batch (their sum is :func:`batch_sums`).
+
+    Per-text sums let an interval resample the *texts*: add the sums of a
+    resample and :meth:`HeadSums.finish` them (see
+    :mod:`attnlab.analysis.pattern_shares`).
+    """
+    lengths = batch.lengths.tolist()
+    segments = batch.token_type_ids.tolist() if batch.token_type_ids is not None else None
+    out = []
+    for i, n in enumerate(lengths):
+        tokens = [m.tokenizer.convert_ids_to_tokens(batch.input_ids[i, :n].tolist())]
+        maps = batch.maps[i:i + 1, :, :, :n, :n]  # (1, L, H, n, n)
+        segs = [segments[i][:n]] if segments is not None else None
+        out.append(head_sums(maps, [n], tokens=tokens, segments=segs, special_tokens=m))
+    return out

@@ -76,6 +76,10 @@ class PositionStudy:
     def interventions(self) -> list[str]:
         return list(self.similarity)
 
+    def values(self, how: str) -> np.ndarray:
+        """``[N, L, H]`` similarities under one intervention, one row per text."""
+        return self._values(how)
+
     def _values(self, how: str) -> np.ndarray:
         if how not in self.similarity:
             raise ValueError(f"intervention {how!r} was not run; have {self.interventions}")

@@ -249,3 +249,59 @@ def too_small_groups(group_a, group_b, need: int = 2) -> str | None:
     if min(sizes) < need:
         return f"one group is too small to compare (sizes {sizes[0]} and {sizes[1]}; each needs at least {need})"
     return None
+
+
+#: the three sides of a threshold an interval can be on: wholly above, wholly below, straddling it
+ABOVE, BELOW, STRADDLES = 1, -1, 0
+
+
+def side_of(interval: Interval, threshold: float) -> "np.ndarray | int":
+    """Per unit of the interval (e.g. each head ``[L, H]``): :data:`ABOVE` when the
+    whole interval lies above ``threshold``, :data:`BELOW` when it lies below, and
+    :data:`STRADDLES` when it reaches both sides (the data cannot tell)."""
+    low, high = np.asarray(interval.low, dtype=float), np.asarray(interval.high, dtype=float)
+    out = np.where(low > threshold, ABOVE, np.where(high < threshold, BELOW, STRADDLES)).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
+def bootstrap_share_above(values, threshold: float, *, n_boot: int = 1000, level: float = 0.95,
+                          seed: int = 0) -> Interval:
+    """Share of the columns (e.g. heads) whose mean over units lies above ``threshold``,
+    with an interval from resampling the *units* (rows: queries, texts), never the columns.
+
+    Args:
+        values: ``[N, ...]``: one row per unit, one column per head (any trailing
+            shape); rows with NaN are dropped.
+
+    Returns:
+        scalar :class:`Interval`: the share on all rows, and how far it moves when
+        the rows are resampled (each resample labels every head anew).
+    """
+    return bootstrap_share_all_above([(values, threshold)], n_boot=n_boot, level=level, seed=seed)
+
+
+def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+    """Like :func:`bootstrap_share_above` for a head that must pass several tests at once.
+
+    Args:
+        pairs: ``[(values, threshold), ...]``, every ``values`` ``[N, ...]`` of one
+            shape over the same N units; a head counts when the mean of each lies
+            above its threshold. The units are resampled together (a unit with a
+            NaN in any of them is dropped).
+    """
+    arrays = [np.asarray(v, dtype=float) for v, _ in pairs]
+    if not arrays or arrays[0].ndim < 2 or arrays[0].shape[0] == 0:
+        raise ValueError("need values [N, ...] with at least one unit and one column")
+    if any(a.shape != arrays[0].shape for a in arrays):
+        raise ValueError(f"every value array needs the same shape, got {[a.shape for a in arrays]}")
+    flat = np.stack([a.reshape(a.shape[0], -1) for a in arrays])  # (Q, N, K)
+    flat = flat[:, ~np.isnan(flat).any(axis=(0, 2))]  # (Q, N', K)
+    n = flat.shape[1]
+    if n == 0:
+        raise ValueError("every unit has a NaN: nothing to average")
+    thresholds = np.array([float(t) for _, t in pairs])[:, None, None]  # (Q, 1, 1)
+    weights = resample_counts(n, n_boot, seed) / n  # (B, N)
+    means = np.einsum("bn,qnk->qbk", weights, flat)  # (Q, B, K): each quantity's mean per resample
+    boots = (means > thresholds).all(axis=0).mean(axis=1)  # (B,): share of heads passing every test
+    point = (flat.mean(axis=1) > thresholds[:, 0]).all(axis=0).mean()
+    return interval_from_samples(float(point), boots, level=level, n=n)

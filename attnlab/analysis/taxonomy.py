@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from attnlab.analysis.head_stats import HeadStats, batch_sums, empty_sums, format_table
+from attnlab.analysis.head_stats import HeadStats, HeadSums, batch_sums, empty_sums, format_table, text_sums
 from attnlab.analysis.stats import correlation
 from attnlab.core.checks import check_positive_int
 from attnlab.core.config import is_smoke, pick
@@ -375,6 +375,34 @@ def survey_stats(
     return total.finish()
 
 
+def survey_text_sums(
+    m: LoadedModel,
+    texts: Sequence[str] | None = None,
+    *,
+    n_texts: int | None = None,
+    n_pairs: int | None = None,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[HeadSums]:
+    """Like :func:`survey_stats`, but one :class:`HeadSums` per input (singles, then pairs).
+
+    Their sum, finished, is :func:`survey_stats`' result; kept apart they let an
+    interval resample the inputs (:func:`attnlab.analysis.pattern_shares.pattern_shares`).
+    """
+    pool = list(texts) if texts is not None else sample_texts(m.language)
+    singles = pool[:n_texts] if n_texts is not None else pool
+    n_pairs = len(singles) if n_pairs is None else n_pairs
+    n_pairs = min(n_pairs, len(pool) - 1)
+    out: list[HeadSums] = []
+    for batch in iter_attention_batches(m, singles, batch_size=batch_size, progress=progress):
+        out += text_sums(m, batch)
+    if n_pairs > 0:
+        firsts, seconds = pool[:n_pairs], pool[1 : n_pairs + 1]
+        for batch in iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress):
+            out += text_sums(m, batch)
+    return out
+
+
 def survey_texts(language: str, n: int) -> list[str]:
     """``n`` texts for a survey: the sample sentences first, then built-in
     search queries from :mod:`attnlab.data.corpus`."""
@@ -392,20 +420,31 @@ def survey_texts(language: str, n: int) -> list[str]:
 #: Survey sizes of lesson 05: (full, smoke).
 SURVEY_SIZES = {"texts": (300, 30), "pairs": (100, 10)}
 
-_SURVEY_CACHE: dict[tuple, HeadStats] = {}
+_SURVEY_CACHE: dict[tuple, list[HeadSums]] = {}
+_STATS_CACHE: dict[tuple, HeadStats] = {}
 
 
-def default_survey(m: LoadedModel, *, progress: bool = False) -> HeadStats:
-    """Lesson 05's survey of ``m``'s heads: 300 texts and 100 sentence pairs
-    (30 and 10 in smoke mode), cached per model so exercises reuse it."""
+def default_survey_sums(m: LoadedModel, *, progress: bool = False) -> list[HeadSums]:
+    """Lesson 05's survey of ``m``'s heads, one :class:`HeadSums` per input: 300 texts
+    and 100 sentence pairs (30 and 10 in smoke mode), cached per model."""
     n_texts = pick(*SURVEY_SIZES["texts"])
     n_pairs = pick(*SURVEY_SIZES["pairs"])
     key = (id(m.model), m.name, is_smoke())
     if key not in _SURVEY_CACHE:
         texts = survey_texts(m.language, n_texts)
-        _SURVEY_CACHE[key] = survey_stats(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
-                                          progress=progress)
+        _SURVEY_CACHE[key] = survey_text_sums(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
+                                              progress=progress)
     return _SURVEY_CACHE[key]
+
+
+def default_survey(m: LoadedModel, *, progress: bool = False) -> HeadStats:
+    """Lesson 05's survey of ``m``'s heads (:func:`default_survey_sums`, added up and
+    averaged), cached per model so exercises reuse it."""
+    key = (id(m.model), m.name, is_smoke())
+    if key not in _STATS_CACHE:
+        per_input = default_survey_sums(m, progress=progress)
+        _STATS_CACHE[key] = sum(per_input[1:], per_input[0]).finish()
+    return _STATS_CACHE[key]
 
 
 # --------------------------------------------------------------------------- pattern zoo

@@ -43,6 +43,9 @@ class HeadPatternsResult(Record):
     threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "positional=0.4 special=0.5" -> verdict word
     zoo: dict[str, list[int]] = field(default_factory=dict)  # label -> [layer, head] of its clearest head
     stats: dict[str, np.ndarray] = field(default_factory=dict)  # statistic name -> (L, H)
+    fixed_share_interval: Interval | None = None  # of fixed_share, over the survey's inputs (never heads)
+    fixed_words: list[list[str]] = field(default_factory=list)  # [L][H] "fixed" / "not fixed" / "cannot tell"
+    heterogeneous_share_interval: Interval | None = None
 
 
 @dataclass
@@ -65,6 +68,12 @@ class PerturbationResult(Record):
     lexical_only_verdict: ClaimVerdict | None = None  # "some heads change with lexical damage only"
     article_heads_verdict: ClaimVerdict | None = None  # the article's heads 7 and 9 (its model only)
     threshold_verdicts: dict[str, str] = field(default_factory=dict)  # "threshold=0.1 few=0.25" -> verdict word
+    # kind -> [L][H] "changes" / "barely changes" / "cannot tell" (the head's interval over queries vs the threshold)
+    change_labels: dict[str, list[list[str]]] = field(default_factory=dict)
+    # "lexical" / "syntactic": share of changing heads; "content": share of content-followers; intervals over queries
+    change_shares: dict[str, Interval] = field(default_factory=dict)
+    # "heads_last" / "heads_chosen" / "pattern_last" / "pattern_chosen": the article's layer in both readings
+    article_verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,6 +100,11 @@ class PositionResult(Record):
     disrupted_share: float = float("nan")  # heads zeroing changes clearly more than the mean control
     special_share_zero_by_layer: np.ndarray | None = None  # (L,): moved weight landing on [CLS]/[SEP], zeroed
     verdicts_by_intervention: dict[str, ClaimVerdict] = field(default_factory=dict)  # "zero"/"mean"/"shuffle"
+    # [L][H] "position-dependent" / "not position-dependent" / "cannot tell", from the intervals over queries
+    position_labels: list[list[str]] = field(default_factory=list)
+    disruption_labels: list[list[str]] = field(default_factory=list)  # "disrupted" / "not disrupted" / "cannot tell"
+    position_dependent_share_interval: Interval | None = None  # over queries (each resample labels the heads anew)
+    disrupted_share_interval: Interval | None = None
 
 
 @dataclass

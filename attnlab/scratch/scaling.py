@@ -1,6 +1,6 @@
 """Why attention divides the scores by sqrt(d_k): measurements for lesson 02.
 
-Three measurable claims, each a small function:
+Three measurable facts (theorems on random vectors), each a small function:
 
 1. :func:`dot_product_variance` -- for random vectors with independent
    unit-variance entries, ``var(q . k)`` grows like ``d_k``
@@ -13,7 +13,8 @@ Three measurable claims, each a small function:
 
 :func:`model_scaling_stats` measures the same quantities on a real model's
 actual queries and keys, layer by layer. This module holds the numbers only;
-the verdicts on them live in :mod:`attnlab.course.claims.scaling`.
+the checks of the theorems and the verdict on the model live in
+:mod:`attnlab.course.claims.scaling`.
 """
 
 from __future__ import annotations

@@ -6,13 +6,23 @@ sees most heads unchanged; its head 7 changes with lexical and syntactic
 damage, its head 9 with lexical damage only. Decided here from a
 :class:`attnlab.analysis.compare.PerturbationStudy` over many queries:
 
-* :func:`changing_heads` -- the heads whose map changes clearly under one kind;
-* :func:`verdict_few_heads_change` -- most heads keep their pattern;
+* :func:`change_labels` -- every head "changes", "barely changes" or "cannot
+  tell" under one kind, from its interval over queries against the threshold;
+* :func:`changing_share` -- the share of changing heads, with an interval from
+  resampling the queries (each resample labels every head anew), never the heads;
+* :func:`verdict_few_heads_change` -- most heads keep their pattern, decided on
+  those share intervals;
 * :func:`verdict_lexical_only_heads_exist` -- some heads change with lexical
   damage and clearly not with syntactic damage (the general form of the
   article's head 9);
 * :func:`verdict_article_heads` -- the article's heads 7 and 9 themselves,
   only for the article's model (head numbers name other heads elsewhere);
+* :func:`verdict_layer_pattern` -- the same pattern with any two heads of one
+  layer (one changes with both kinds, another with lexical damage only), on
+  every model;
+  both are decided in two readings of "the article's layer"
+  (:func:`article_verdicts`): the model's last layer, which the article's text
+  names, and the layer chosen from the data;
 * :func:`verdict_lexical_beyond_displacement` -- some heads change more under
   lexical than under syntactic damage *at equal token displacement*
   (:func:`attnlab.analysis.compare.displacement_control`), so the difference
@@ -24,8 +34,9 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy
+from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_share_above, side_of, too_few_units
 from attnlab.core.checks import check_index
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head "changes clearly" when the lower end of its position-space sensitivity
 #: interval exceeds this (a mean row Jensen-Shannon divergence of 0.1 ln 2); it
@@ -50,10 +61,23 @@ ARTICLE_HEADS = (ARTICLE_HEAD_LEXICAL_AND_SYNTACTIC, ARTICLE_HEAD_LEXICAL_ONLY)
 #: Head numbers only name the same heads in the article's model.
 ARTICLE_MODEL = "bert-base-chinese"
 
+#: The per-head words of :func:`change_labels`.
+CHANGES, BARELY_CHANGES, CANNOT_TELL = "changes", "barely changes", UNSURE
+HEAD_WORDS = (CHANGES, BARELY_CHANGES, CANNOT_TELL)
+#: The two readings of "the article's layer": the model's last layer (the article's text), or the layer
+#: :meth:`attnlab.analysis.compare.ExampleMaps.chosen_layer` picks from the data.
+READINGS = ("last", "chosen")
+
 CLAIM_FEW_CHANGE = "most heads keep their pattern under lexical/syntactic damage; only a few follow the content"
 CLAIM_LEXICAL_ONLY = "some heads change with lexical damage but not with syntactic damage"
-CLAIM_ARTICLE_HEADS = ("in the article's layer, head 7 changes with lexical and syntactic damage, "
+CLAIM_ARTICLE_HEADS = ("in the layer chosen from the data, head 7 changes with lexical and syntactic damage, "
                        "head 9 with lexical damage only")
+CLAIM_ARTICLE_HEADS_LAST = ("in the model's last layer, head 7 changes with lexical and syntactic damage, "
+                            "head 9 with lexical damage only")
+CLAIM_LAYER_PATTERN = ("in the layer chosen from the data, one head changes with lexical and syntactic damage "
+                       "and another with lexical damage only")
+CLAIM_LAYER_PATTERN_LAST = ("in the model's last layer, one head changes with lexical and syntactic damage "
+                            "and another with lexical damage only")
 CLAIM_BEYOND_DISPLACEMENT = ("some heads change more under lexical than under syntactic damage "
                              "at equal token displacement")
 
@@ -65,24 +89,67 @@ def changing_heads(study: PerturbationStudy, kind: str, *, threshold: float = CH
     return np.asarray(study.sensitivity(kind, space, **boot).above(threshold))
 
 
+def change_labels(study: PerturbationStudy, kind: str, *, threshold: float = CHANGE_THRESHOLD,
+                  space: str = "position", **boot) -> np.ndarray:
+    """``[L, H]`` strings: :data:`CHANGES` where the head's sensitivity interval (over
+    queries) lies above ``threshold``, :data:`BARELY_CHANGES` where it lies below,
+    :data:`CANNOT_TELL` where it straddles it."""
+    side = np.asarray(side_of(study.sensitivity(kind, space, **boot), threshold))  # (L, H)
+    return np.where(side == ABOVE, CHANGES, np.where(side == BELOW, BARELY_CHANGES, CANNOT_TELL)).astype(object)
+
+
+def word_counts(labels: np.ndarray, words=HEAD_WORDS) -> dict[str, int]:
+    """How many heads carry each word (every word present, possibly 0)."""
+    return {w: int((np.asarray(labels) == w).sum()) for w in words}
+
+
+def changing_share(study: PerturbationStudy, kind: str, *, threshold: float = CHANGE_THRESHOLD,
+                   space: str = "position", **boot) -> Interval:
+    """Share of heads whose mean change exceeds ``threshold``, with an interval from
+    resampling the queries (every resample labels each head anew)."""
+    return bootstrap_share_above(1.0 - study.values(kind, space), threshold, **boot)
+
+
+def content_share(study: PerturbationStudy, kind: str = "both", *, margin: float = FOLLOWER_MARGIN,
+                  **boot) -> Interval:
+    """Share of content-followers (token-space similarity above position-space
+    similarity by more than ``margin``), with an interval from resampling the queries."""
+    return bootstrap_share_above(study.values(kind, "token") - study.values(kind, "position"), margin, **boot)
+
+
 def verdict_few_heads_change(study: PerturbationStudy, *, threshold: float = CHANGE_THRESHOLD, few: float = FEW,
                              many: float = MANY, margin: float = FOLLOWER_MARGIN, **boot) -> ClaimVerdict:
-    """Holds when the share of heads that change clearly under lexical damage, the share
-    under syntactic damage (:func:`changing_heads`) and the share of content-followers
-    (:meth:`~attnlab.analysis.compare.PerturbationStudy.followers` under ``"both"``) are
-    each at most ``few``; does not hold when one of them is above ``many``;
-    cannot tell in between."""
+    """Holds when the share of heads that change under lexical damage, the share under
+    syntactic damage (:func:`changing_share`) and the share of content-followers
+    (:func:`content_share` under ``"both"``) each have their whole interval (over
+    queries) at most ``few``; does not hold when one of them lies wholly above
+    ``many``; cannot tell in between, and whenever the intervals rest on fewer
+    queries than :data:`attnlab.analysis.stats.MIN_UNITS`.
+
+    The numbers also count the heads per word of :func:`change_labels` (how many
+    "cannot tell"), and, for comparison, the share of heads that change clearly."""
     kinds = [k for k in ("lexical", "syntactic") if k in study.kinds]
     if not kinds:
         return ClaimVerdict.missing(CLAIM_FEW_CHANGE, f"no lexical or syntactic damage was run (have {study.kinds})")
-    changing = {k: float(changing_heads(study, k, threshold=threshold, **boot).mean()) for k in kinds}
-    follow = study.follower_shares("both" if "both" in study.kinds else kinds[-1], margin, **boot)
-    worst = max([*changing.values(), follow["content"]])
+    shares = {k: changing_share(study, k, threshold=threshold, **boot) for k in kinds}
+    shares["content"] = content_share(study, "both" if "both" in study.kinds else kinds[-1], margin=margin, **boot)
+    counts = {k: word_counts(change_labels(study, k, threshold=threshold, **boot)) for k in kinds}
+    why = next((w for w in (too_few_units(iv) for iv in shares.values()) if w), None)
+    numbers = {}
+    for k, iv in shares.items():
+        name = "content_followers" if k == "content" else f"changing_{k}"
+        numbers.update({f"share_{name}": float(iv.estimate), f"share_{name}_low": float(iv.low),
+                        f"share_{name}_high": float(iv.high)})
+    for k, c in counts.items():
+        numbers.update({f"heads_changing_{k}": c[CHANGES], f"heads_barely_changing_{k}": c[BARELY_CHANGES],
+                        f"heads_cannot_tell_{k}": c[CANNOT_TELL]})
+    if why:
+        numbers["too_few_units"] = why
     return ClaimVerdict.decide(
-        CLAIM_FEW_CHANGE, holds=worst <= few, fails=worst > many,
-        **{f"share_changing_{k}": v for k, v in changing.items()},
-        share_content_followers=follow["content"], share_position_followers=follow["position"],
-        threshold=threshold, few=few, many=many, queries=study.n_queries,
+        CLAIM_FEW_CHANGE,
+        holds=why is None and all(float(iv.high) <= few for iv in shares.values()),
+        fails=why is None and any(float(iv.low) > many for iv in shares.values()),
+        **numbers, threshold=threshold, few=few, many=many, queries=study.n_queries,
     )
 
 
@@ -123,8 +190,14 @@ def is_article_model(name: str) -> bool:
     return name.rstrip("/").split("/")[-1].split(" ")[0] == ARTICLE_MODEL
 
 
+def _layer_intervals(study: PerturbationStudy, layer: int, **boot) -> tuple[int, dict[str, Interval]]:
+    """The checked layer index and ``{"lex": ..., "syn": ...}`` sensitivity intervals (position space)."""
+    lex, syn = study.sensitivity("lexical", **boot), study.sensitivity("syntactic", **boot)
+    return check_index(layer, np.shape(lex.estimate)[0], "layer"), {"lex": lex, "syn": syn}
+
+
 def verdict_article_heads(study: PerturbationStudy, layer: int, *, threshold: float = CHANGE_THRESHOLD,
-                          **boot) -> ClaimVerdict:
+                          reading: str = "chosen", **boot) -> ClaimVerdict:
     """The article's heads 7 and 9 (1-based) of ``layer`` in position space.
 
     Holds when head 7 changes clearly under lexical and under syntactic damage
@@ -132,30 +205,90 @@ def verdict_article_heads(study: PerturbationStudy, layer: int, *, threshold: fl
     damage; does not hold when one of these is clearly the other way; cannot
     tell otherwise. Not applicable (cannot tell) for any model but
     :data:`ARTICLE_MODEL`: head numbers are specific to it.
+
+    Args:
+        reading: which reading of "the article's layer" ``layer`` is
+            (:data:`READINGS`); it names the claim.
     """
+    claim = _claim_for(reading, CLAIM_ARTICLE_HEADS, CLAIM_ARTICLE_HEADS_LAST)
     if not is_article_model(study.model_name):
         return ClaimVerdict.missing(
-            CLAIM_ARTICLE_HEADS, f"not applicable: head numbers name the article's heads only in {ARTICLE_MODEL}, "
-                                 f"this run is on {study.model_name or 'an unnamed model'}")
+            claim, f"not applicable: head numbers name the article's heads only in {ARTICLE_MODEL}, "
+                   f"this run is on {study.model_name or 'an unnamed model'}")
     missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
     if missing:
-        return ClaimVerdict.missing(CLAIM_ARTICLE_HEADS, f"{' and '.join(missing)} damage was not run")
-    lex, syn = study.sensitivity("lexical", **boot), study.sensitivity("syntactic", **boot)
-    layer = check_index(layer, np.shape(lex.estimate)[0], "layer")
+        return ClaimVerdict.missing(claim, f"{' and '.join(missing)} damage was not run")
+    layer, ivs = _layer_intervals(study, layer, **boot)
     both, lex_only = ARTICLE_HEAD_LEXICAL_AND_SYNTACTIC, ARTICLE_HEAD_LEXICAL_ONLY
-    low = {k: np.asarray(iv.low)[layer] for k, iv in (("lex", lex), ("syn", syn))}  # (H,) each
-    high = {k: np.asarray(iv.high)[layer] for k, iv in (("lex", lex), ("syn", syn))}
+    low = {k: np.asarray(iv.low)[layer] for k, iv in ivs.items()}  # (H,) each
+    high = {k: np.asarray(iv.high)[layer] for k, iv in ivs.items()}
     holds = (low["lex"][both] > threshold and low["syn"][both] > threshold
              and low["lex"][lex_only] > threshold and high["syn"][lex_only] < threshold)
     fails = (high["lex"][both] < threshold or high["syn"][both] < threshold
              or high["lex"][lex_only] < threshold or low["syn"][lex_only] > threshold)
-    est = {k: np.asarray(iv.estimate)[layer] for k, iv in (("lex", lex), ("syn", syn))}
+    est = {k: np.asarray(iv.estimate)[layer] for k, iv in ivs.items()}
     return ClaimVerdict.decide(
-        CLAIM_ARTICLE_HEADS, holds=holds, fails=fails, layer=layer + 1,
+        claim, holds=holds, fails=fails, layer=layer + 1, reading=reading,
         head7_lexical=float(est["lex"][both]), head7_syntactic=float(est["syn"][both]),
         head9_lexical=float(est["lex"][lex_only]), head9_syntactic=float(est["syn"][lex_only]),
         threshold=threshold, queries=study.n_queries,
     )
+
+
+def _claim_for(reading: str, chosen: str, last: str) -> str:
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    return chosen if reading == "chosen" else last
+
+
+def verdict_layer_pattern(study: PerturbationStudy, layer: int, *, threshold: float = CHANGE_THRESHOLD,
+                          reading: str = "chosen", **boot) -> ClaimVerdict:
+    """The article's pattern with any heads of ``layer``, on any model.
+
+    Holds when the layer has a head that changes clearly under lexical *and*
+    syntactic damage and another head that changes clearly under lexical damage
+    and clearly not under syntactic damage (intervals over queries against
+    ``threshold``); does not hold when no head of the layer can be one of the two
+    (for every head the data rule it out); cannot tell otherwise, and when the
+    intervals rest on fewer queries than :data:`attnlab.analysis.stats.MIN_UNITS`.
+    """
+    claim = _claim_for(reading, CLAIM_LAYER_PATTERN, CLAIM_LAYER_PATTERN_LAST)
+    missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
+    if missing:
+        return ClaimVerdict.missing(claim, f"{' and '.join(missing)} damage was not run")
+    layer, ivs = _layer_intervals(study, layer, **boot)
+    lex = np.asarray(side_of(ivs["lex"], threshold))[layer]  # (H,)
+    syn = np.asarray(side_of(ivs["syn"], threshold))[layer]
+    both_clear, both_possible = (lex == ABOVE) & (syn == ABOVE), (lex != BELOW) & (syn != BELOW)
+    only_clear, only_possible = (lex == ABOVE) & (syn == BELOW), (lex != BELOW) & (syn != ABOVE)
+    two_heads = any(a != b for a in np.flatnonzero(both_clear) for b in np.flatnonzero(only_clear))
+    why = too_few_units(ivs["lex"])
+    numbers = {"too_few_units": why} if why else {}
+    return ClaimVerdict.decide(
+        claim, holds=why is None and two_heads, fails=why is None and not (both_possible.any() and only_possible.any()),
+        **numbers, layer=layer + 1, reading=reading,
+        heads_lexical_and_syntactic=int(both_clear.sum()), heads_lexical_only=int(only_clear.sum()),
+        heads_possibly_lexical_and_syntactic=int(both_possible.sum()),
+        heads_possibly_lexical_only=int(only_possible.sum()),
+        threshold=threshold, queries=study.n_queries,
+    )
+
+
+def reading_layers(study: PerturbationStudy, chosen_layer: int) -> dict[str, int]:
+    """``{"last": the model's last layer, "chosen": chosen_layer}`` (0-based)."""
+    n_layers = np.shape(next(iter(study.position.values())))[1]
+    return {"last": n_layers - 1, "chosen": check_index(chosen_layer, n_layers, "layer")}
+
+
+def article_verdicts(study: PerturbationStudy, chosen_layer: int, *, threshold: float = CHANGE_THRESHOLD,
+                     **boot) -> dict[str, ClaimVerdict]:
+    """The article's heads and its pattern in both readings of its layer:
+    ``"heads_last"``, ``"heads_chosen"``, ``"pattern_last"``, ``"pattern_chosen"``."""
+    out = {}
+    for reading, layer in reading_layers(study, chosen_layer).items():
+        out[f"heads_{reading}"] = verdict_article_heads(study, layer, threshold=threshold, reading=reading, **boot)
+        out[f"pattern_{reading}"] = verdict_layer_pattern(study, layer, threshold=threshold, reading=reading, **boot)
+    return out
 
 
 def verdict_lexical_beyond_displacement(control: DisplacementControl, *, margin: float = GAP_MARGIN) -> ClaimVerdict:

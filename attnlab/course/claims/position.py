@@ -16,6 +16,10 @@ shuffles them (every vector real, the order wrong)
 * :func:`disrupted_heads` -- heads that zeroing changes clearly more than the
   mean-vector control: the extra change comes from the strange input, not
   from the lost order;
+* :func:`position_labels` / :func:`disruption_labels` -- the same, three-way
+  per head from its interval over queries ("cannot tell" where it straddles the
+  line), and :func:`position_dependent_share` / :func:`disrupted_share` -- the
+  shares with intervals from resampling the queries, never the heads;
 * :func:`verdict_invariant_heads_are_positional` -- the article's argument,
   decided layer by layer from the rank correlation across one layer's heads
   (:func:`attnlab.analysis.position.correlation_by_layer`), never from one
@@ -27,8 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.position import PositionStudy
-from attnlab.analysis.stats import Interval
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.analysis.stats import ABOVE as SIDE_ABOVE, BELOW as SIDE_BELOW
+from attnlab.analysis.stats import Interval, bootstrap_share_all_above, side_of
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: The link must be at least this strong (a moderate rank correlation) ...
 STRONG = 0.3
@@ -50,6 +55,11 @@ ARTICLE_WORD_HEADS = (6, 8)
 ARTICLE_STEADY_HEADS = (4, 11)
 ARTICLE_HEADS = tuple(sorted(ARTICLE_WORD_HEADS + ARTICLE_STEADY_HEADS))
 
+#: The per-head words of :func:`position_labels` and :func:`disruption_labels`.
+DEPENDENT, NOT_DEPENDENT = "position-dependent", "not position-dependent"
+DISRUPTED, NOT_DISRUPTED = "disrupted", "not disrupted"
+CANNOT_TELL = UNSURE
+
 CLAIM_INVARIANT_POSITIONAL = ("heads that keep their pattern under perturbation are position-dominated "
                               "(within a layer, they change most when the positions are taken away)")
 
@@ -65,6 +75,40 @@ def disrupted_heads(study: PositionStudy, *, margin: float = DISRUPTION_MARGIN, 
     """``[L, H]`` bool: zeroing changes the head clearly more than the mean-vector
     control (the interval of the difference of changes lies above ``margin``)."""
     return np.asarray(study.excess("zero", "mean", **boot).above(margin))
+
+
+def position_labels(study: PositionStudy, *, threshold: float = CHANGE_THRESHOLD, **boot) -> np.ndarray:
+    """``[L, H]`` strings: :data:`DEPENDENT` where the change interval lies above
+    ``threshold`` under the mean-vector control and under the shuffle,
+    :data:`NOT_DEPENDENT` where one of them lies wholly below it, otherwise
+    :data:`CANNOT_TELL`."""
+    mean = np.asarray(side_of(study.change("mean", **boot), threshold))  # (L, H)
+    shuffle = np.asarray(side_of(study.change("shuffle", **boot), threshold))
+    yes = (mean == SIDE_ABOVE) & (shuffle == SIDE_ABOVE)
+    no = (mean == SIDE_BELOW) | (shuffle == SIDE_BELOW)
+    return np.where(yes, DEPENDENT, np.where(no, NOT_DEPENDENT, CANNOT_TELL)).astype(object)
+
+
+def disruption_labels(study: PositionStudy, *, margin: float = DISRUPTION_MARGIN, **boot) -> np.ndarray:
+    """``[L, H]`` strings: :data:`DISRUPTED` where zeroing's extra change over the
+    mean-vector control lies above ``margin``, :data:`NOT_DISRUPTED` where it lies
+    below, otherwise :data:`CANNOT_TELL`."""
+    side = np.asarray(side_of(study.excess("zero", "mean", **boot), margin))
+    words = np.where(side == SIDE_ABOVE, DISRUPTED, np.where(side == SIDE_BELOW, NOT_DISRUPTED, CANNOT_TELL))
+    return words.astype(object)
+
+
+def position_dependent_share(study: PositionStudy, *, threshold: float = CHANGE_THRESHOLD, **boot) -> Interval:
+    """Share of heads whose mean change exceeds ``threshold`` under both the mean
+    vector and the shuffle, with an interval from resampling the queries."""
+    return bootstrap_share_all_above([(1.0 - study.values("mean"), threshold),
+                                      (1.0 - study.values("shuffle"), threshold)], **boot)
+
+
+def disrupted_share(study: PositionStudy, *, margin: float = DISRUPTION_MARGIN, **boot) -> Interval:
+    """Share of heads whose mean extra change under zeroing (over the mean vector)
+    exceeds ``margin``, with an interval from resampling the queries."""
+    return bootstrap_share_all_above([(study.values("mean") - study.values("zero"), margin)], **boot)
 
 
 def verdict_invariant_heads_are_positional(per_layer: Interval, *, strong: float = STRONG,

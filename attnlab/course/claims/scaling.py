@@ -1,19 +1,21 @@
-"""Lesson 02's claims: why attention divides its scores by sqrt(d_k).
+"""Lesson 02: why attention divides its scores by sqrt(d_k) -- three checks and one claim.
 
-The argument has three steps, each measured on random vectors
-(:mod:`attnlab.scratch.scaling`) and decided here:
+The argument has three steps. On random unit-variance vectors each step is a
+theorem, so measuring it can only agree or be too noisy: these are
+:class:`~attnlab.course.checks.Check` s (measured numbers against a
+tolerance), never verdicts:
 
-1. :func:`verdict_variance` -- ``var(q . k)`` grows like ``d_k``;
-2. :func:`verdict_saturation` -- without the factor the softmax saturates as
+1. :func:`check_variance` -- ``var(q . k)`` equals ``d_k``;
+2. :func:`check_saturation` -- without the factor the softmax saturates as
    ``d_k`` grows, with it the softmax keeps its spread;
-3. :func:`verdict_gradient` -- the saturated softmax passes less and less
+3. :func:`check_gradient` -- the saturated softmax passes less and less
    gradient, the scaled one does not.
 
-:func:`verdict_model` asks the data-dependent question on a real model:
-would its softmax pass less gradient in every layer without the factor?
-(That the unscaled rows would be *sharper* is no finding: multiplying the
-scores by ``sqrt(d_h) > 1`` can only lower a softmax's entropy and raise its
-largest weight, so lesson 02 prints it as a check.)
+:func:`verdict_model` is the claim that could come out the other way, on a
+real model: would its softmax pass less gradient in every layer without the
+factor? (That the unscaled rows would be *sharper* is no finding: multiplying
+the scores by ``sqrt(d_h) > 1`` can only lower a softmax's entropy and raise
+its largest weight, so lesson 02 prints it as a check too.)
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from typing import Sequence
 import numpy as np
 
 from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.course.checks import Check
 from attnlab.course.verdicts import ClaimVerdict
 from attnlab.scratch.scaling import ModelScalingStats, SaturationCurve
 
-#: Each measured var(q . k) must lie within this fraction of d_k (its whole interval, to hold).
+#: Each measured var(q . k) must lie within this fraction of d_k.
 VARIANCE_TOLERANCE = 0.10
 #: Saturation: the unscaled largest weight must rise by more than this from the smallest to the largest d_k ...
 SATURATION_RISE = 0.1
@@ -38,9 +41,9 @@ GRADIENT_FALL = 0.7
 #: "Flat" across d_k: the spread (max - min) of a scaled curve is at most this fraction of its maximum.
 FLAT_TOLERANCE = 0.1
 
-CLAIM_VARIANCE = "for random unit-variance q and k, var(q . k) grows linearly with d_k (equals d_k)"
-CLAIM_SATURATION = "without 1/sqrt(d_k) the softmax saturates as d_k grows; with it, it does not"
-CLAIM_GRADIENT = "without 1/sqrt(d_k) the gradient through the softmax vanishes as d_k grows; with it, it does not"
+CHECK_VARIANCE = "for random unit-variance q and k, var(q . k) equals d_k within the tolerance"
+CHECK_SATURATION = "without 1/sqrt(d_k) the softmax saturates as d_k grows; with it, it keeps its spread"
+CHECK_GRADIENT = "without 1/sqrt(d_k) the gradient through the softmax vanishes as d_k grows; with it, it does not"
 CLAIM_MODEL = "on this model, dropping 1/sqrt(d_h) would shrink the gradient through the softmax in every layer"
 
 
@@ -51,68 +54,45 @@ def _as_interval(value: "Interval | float") -> Interval:
     return Interval(float(value), float(value), float(value), n=1)
 
 
-def flatness(lows: Sequence[float], highs: Sequence[float], values: Sequence[float],
-             tolerance: float = FLAT_TOLERANCE) -> tuple[bool, bool]:
-    """``(surely_flat, surely_not_flat)`` for a curve with an interval at each point.
-
-    Flat means ``max - min`` at most ``tolerance`` times the largest value. It
-    is surely flat when even the interval ends furthest apart are that close,
-    and surely not flat when even the nearest ends are further apart.
-    """
-    top = max(values)
-    widest = max(highs) - min(lows)
-    narrowest = max(max(lows) - min(highs), 0.0)
-    return widest <= tolerance * top, narrowest > tolerance * top
+def is_flat(values: Sequence[float], tolerance: float = FLAT_TOLERANCE) -> bool:
+    """True when ``max - min`` of a curve is at most ``tolerance`` times its largest value."""
+    return max(values) - min(values) <= tolerance * max(values)
 
 
-def verdict_variance(d_ks: Sequence[int], measured: Sequence["Interval | float"],
-                     tolerance: float = VARIANCE_TOLERANCE) -> ClaimVerdict:
-    """Holds when every measured variance's interval lies within ``tolerance``
-    (relative) of its ``d_k``; does not hold when some width's whole interval lies
-    outside that band; cannot tell when an interval straddles the band's edge.
+def check_variance(d_ks: Sequence[int], measured: Sequence["Interval | float"],
+                   tolerance: float = VARIANCE_TOLERANCE) -> Check:
+    """Passes when every measured variance lies within ``tolerance`` (relative) of its ``d_k``.
 
     Args:
         d_ks: the widths.
         measured: ``var(q . k)`` at each width (same length), as intervals
-            (:func:`attnlab.scratch.scaling.variance_interval`) or bare numbers.
+            (:func:`attnlab.scratch.scaling.variance_interval`) or bare numbers;
+            the furthest width's interval is shown with the check.
     """
     if len(d_ks) != len(measured) or not d_ks:
         raise ValueError(f"need one measured variance per d_k, got {len(measured)} for {len(d_ks)} widths")
     ivs = [_as_interval(v) for v in measured]
-    inside = [iv.low >= d * (1 - tolerance) and iv.high <= d * (1 + tolerance) for d, iv in zip(d_ks, ivs)]
-    outside = [iv.high < d * (1 - tolerance) or iv.low > d * (1 + tolerance) for d, iv in zip(d_ks, ivs)]
-    errors = [abs(iv.estimate - d) / d for d, iv in zip(d_ks, ivs)]
+    errors = [abs(float(iv.estimate) - d) / d for d, iv in zip(d_ks, ivs)]
     worst = max(range(len(errors)), key=errors.__getitem__)
-    return ClaimVerdict.decide(
-        CLAIM_VARIANCE, holds=all(inside), fails=any(outside),
+    return Check.of(
+        CHECK_VARIANCE, passed=errors[worst] <= tolerance,
         worst_d_k=int(d_ks[worst]), its_variance=float(ivs[worst].estimate),
         its_low=float(ivs[worst].low), its_high=float(ivs[worst].high),
         worst_relative_error=errors[worst], tolerance=tolerance, widths=len(d_ks),
-        widths_inside=sum(inside), widths_outside=sum(outside),
+        widths_within=sum(e <= tolerance for e in errors),
     )
 
 
-def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve, *, rise: float = SATURATION_RISE,
-                       fall: float = ENTROPY_FALL, flat: float = FLAT_TOLERANCE) -> ClaimVerdict:
-    """From the smallest to the largest ``d_k``, the unscaled largest weight must rise by
-    more than ``rise`` and the unscaled entropy fall below ``fall`` times its first
-    value, while the scaled entropy stays flat (within ``flat``).
-
-    Each part is decided on the curves' intervals (:meth:`SaturationCurve.bounds`):
-    the claim holds when every part holds even at the unfavourable interval ends,
-    does not hold when some part fails even at the favourable ends, and otherwise
-    cannot tell.
-    """
-    mw_low, mw_high = unscaled.bounds("max_weight")
-    en_low, en_high = unscaled.bounds("entropy")
-    sc_low, sc_high = scaled.bounds("entropy")
-    rises = mw_low[-1] - mw_high[0] > rise
-    surely_no_rise = mw_high[-1] - mw_low[0] <= rise
-    falls = en_high[-1] < fall * en_low[0]
-    surely_no_fall = en_low[-1] >= fall * en_high[0]
-    flat_yes, flat_no = flatness(sc_low, sc_high, scaled.entropy, flat)
-    return ClaimVerdict.decide(
-        CLAIM_SATURATION, holds=rises and falls and flat_yes, fails=surely_no_rise or surely_no_fall or flat_no,
+def check_saturation(unscaled: SaturationCurve, scaled: SaturationCurve, *, rise: float = SATURATION_RISE,
+                     fall: float = ENTROPY_FALL, flat: float = FLAT_TOLERANCE) -> Check:
+    """Passes when, from the smallest to the largest ``d_k``, the unscaled largest
+    weight rises by more than ``rise`` and the unscaled entropy falls below ``fall``
+    times its first value, while the scaled entropy stays flat (within ``flat``)."""
+    rises = unscaled.max_weight[-1] - unscaled.max_weight[0] > rise
+    falls = unscaled.entropy[-1] < fall * unscaled.entropy[0]
+    steady = is_flat(scaled.entropy, flat)
+    return Check.of(
+        CHECK_SATURATION, passed=rises and falls and steady,
         d_k_first=unscaled.d_ks[0], d_k_last=unscaled.d_ks[-1],
         unscaled_max_weight_first=unscaled.max_weight[0], unscaled_max_weight_last=unscaled.max_weight[-1],
         unscaled_entropy_first=unscaled.entropy[0], unscaled_entropy_last=unscaled.entropy[-1],
@@ -122,18 +102,13 @@ def verdict_saturation(unscaled: SaturationCurve, scaled: SaturationCurve, *, ri
     )
 
 
-def verdict_gradient(unscaled: SaturationCurve, scaled: SaturationCurve, *, fall: float = GRADIENT_FALL,
-                     flat: float = FLAT_TOLERANCE) -> ClaimVerdict:
-    """The unscaled softmax Jacobian norm must fall below ``fall`` times its first
-    value as ``d_k`` grows while the scaled one stays flat (within ``flat``),
-    decided on the curves' intervals like :func:`verdict_saturation`."""
-    g_low, g_high = unscaled.bounds("grad_norm")
-    sc_low, sc_high = scaled.bounds("grad_norm")
-    falls = g_high[-1] < fall * g_low[0]
-    surely_no_fall = g_low[-1] >= fall * g_high[0]
-    flat_yes, flat_no = flatness(sc_low, sc_high, scaled.grad_norm, flat)
-    return ClaimVerdict.decide(
-        CLAIM_GRADIENT, holds=falls and flat_yes, fails=surely_no_fall or flat_no,
+def check_gradient(unscaled: SaturationCurve, scaled: SaturationCurve, *, fall: float = GRADIENT_FALL,
+                   flat: float = FLAT_TOLERANCE) -> Check:
+    """Passes when the unscaled softmax Jacobian norm falls below ``fall`` times its
+    first value as ``d_k`` grows while the scaled one stays flat (within ``flat``)."""
+    falls = unscaled.grad_norm[-1] < fall * unscaled.grad_norm[0]
+    return Check.of(
+        CHECK_GRADIENT, passed=falls and is_flat(scaled.grad_norm, flat),
         d_k_first=unscaled.d_ks[0], d_k_last=unscaled.d_ks[-1],
         unscaled_grad_norm_first=unscaled.grad_norm[0], unscaled_grad_norm_last=unscaled.grad_norm[-1],
         shrinks_by=unscaled.grad_norm[0] / max(unscaled.grad_norm[-1], 1e-30),

@@ -6,9 +6,9 @@ around the default::
 
     from attnlab.course.claims.sensitivity import format_rows, sensitivity_rows, summary
 
-    rows = sensitivity_rows(claims.verdict_variance, (d_ks, intervals),
-                            {"tolerance": [0.02, 0.05, 0.1, 0.2]},
-                            numbers=["worst_relative_error"])
+    rows = sensitivity_rows(claims.verdict_few_heads_change, study,
+                            {"threshold": [0.05, 0.1, 0.2]},
+                            numbers=["share_changing_lexical"])
     print(format_rows(rows))
     print(summary(rows))
 
@@ -36,7 +36,8 @@ def sensitivity_rows(claim: Callable[..., ClaimVerdict], evidence: Any,
 
     Args:
         claim: a claim function returning a :class:`ClaimVerdict`, e.g.
-            :func:`attnlab.course.claims.scaling.verdict_variance`.
+            :func:`attnlab.course.claims.perturbation.verdict_few_heads_change`
+            (a :class:`~attnlab.course.checks.Check` fills a table the same way).
         evidence: its positional arguments, as a tuple (a single argument that
             is not a tuple may be passed on its own).
         thresholds: keyword name of a threshold -> the values to try. With

@@ -1,0 +1,68 @@
+"""Checks of code and of mathematics: printed as checks, never as verdicts.
+
+A :class:`~attnlab.course.verdicts.ClaimVerdict` is a claim about the data
+that could come out either way. A theorem (``var(q . k) = d_k`` for random
+unit-variance vectors) cannot: a measurement of it can only agree with it or
+be too noisy. Such a measurement is a :class:`Check`: what was checked,
+whether it passed, the measured numbers and the tolerance they were held to::
+
+    from attnlab.course.checks import Check
+
+    c = Check.of("var(q . k) is d_k within the tolerance", passed=err <= 0.1,
+                 worst_relative_error=err, tolerance=0.1)
+    print(c)   # Check: var(q . k) is d_k within the tolerance: passed (worst_relative_error = ..., ...)
+
+``what`` is a constant string (translated when shown); numbers go in
+``numbers``. A check that fails points at a bug or at too few samples, not at
+a finding about the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attnlab.core.language import _
+from attnlab.core.records import to_plain
+
+PASSED = "passed"
+FAILED = "failed"
+
+
+@dataclass
+class Check:
+    """``what`` was checked, whether it ``passed``, and the ``numbers`` measured (tolerances included)."""
+
+    what: str
+    passed: bool
+    numbers: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, what: str, *, passed: bool, **numbers) -> "Check":
+        """The one way to build a check: the test computed from the measurement, and its numbers."""
+        return cls(what, bool(passed), numbers)
+
+    @property
+    def verdict(self) -> str:
+        """``"passed"`` or ``"failed"`` (so a check can fill a threshold table like a verdict)."""
+        return PASSED if self.passed else FAILED
+
+    def to_record(self) -> dict:
+        return {"check": self.what, "passed": self.passed, "numbers": to_plain(self.numbers)}
+
+    @classmethod
+    def from_record(cls, data: dict) -> "Check":
+        return cls(str(data["check"]), bool(data["passed"]), dict(data.get("numbers", {})))
+
+    def __str__(self) -> str:
+        nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
+        result = _("passed") if self.passed else _("FAILED")
+        return _("Check: {what}: {result} ({numbers})").format(what=_(self.what), result=result, numbers=nums)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
