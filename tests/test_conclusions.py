@@ -362,3 +362,26 @@ def test_lesson_12_exercises():
 def test_row_titles_name_the_readings():
     assert c.row_titles(c.LABELS) == ["1", "2", "3a (onto itself)", "3b (onto one token)", "4", "5a (fixed width)",
                                       "5b (fixed head size)", "6"]
+
+
+def test_the_figure_shows_the_number_each_verdict_was_decided_on():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.viz.conclusions_plots import plot_verdicts
+
+    labels = [["content", "position", "position", "neither"] * 3] * 6
+    ev = rec.evidence(perturbation=rec.perturbation(labels=labels, **BIG), pruning=rec.pruning(**BIG))
+    verdicts = c.all_conclusions(ev)
+    four = verdicts["4"].numbers
+    assert c.deciding_number(verdicts["4"]) == (
+        f"together / sum alone {four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
+    six = c.deciding_number(verdicts["6"])
+    assert six.startswith("6a: importance share / head share") and "; 6b: rank correlation" in six
+    assert c.deciding_number(verdicts["3a"]).startswith("change ")  # lesson 10's own key names
+    assert "run those lessons" in c.deciding_number(c.all_conclusions(c.Evidence())["4"])
+    details = [c.deciding_number(v) for v in verdicts.values()]
+    fig = plot_verdicts(list(verdicts.values()), c.VERDICT_COLOURS, labels=c.row_titles(verdicts), details=details)
+    drawn = [t.get_text() for t in fig.axes[0].texts]
+    assert any(c.deciding_number(verdicts["4"]) in t for t in drawn)
+    assert [t for t in drawn if t in (HOLDS, FAILS, UNSURE)] == [v.verdict for v in verdicts.values()]
