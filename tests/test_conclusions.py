@@ -385,3 +385,32 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     drawn = [t.get_text() for t in fig.axes[0].texts]
     assert any(c.deciding_number(verdicts["4"]) in t for t in drawn)
     assert [t for t in drawn if t in (HOLDS, FAILS, UNSURE)] == [v.verdict for v in verdicts.values()]
+
+
+@pytest.mark.notebooks
+def test_lesson_12_runs_when_lesson_06_labels_every_head_alike(tmp_path, monkeypatch):
+    """Lesson 12 on a 12 x 12 model (bert-base-chinese's shape) whose heads lesson 06 labelled all
+    alike: every group comparison says "cannot tell" with its reason, and nothing crashes."""
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    import attnlab as al
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    m = al.load_model("auto", verbose=False)
+    shape = {"n_layers": m.n_layers, "n_heads": m.n_heads}
+    alike = [["neither"] * m.n_heads for _ in range(m.n_layers)]
+    regroup = [rec.group(m.n_heads, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
+    for record in [rec.patterns(**shape), rec.perturbation(labels=alike, **shape), rec.averaging(**shape),
+                   rec.diversity(), rec.head_count(regroup=regroup), rec.pruning(**shape)]:
+        results.save(RESULT_NAMES[type(record)], record, model=m)
+    book = nbformat.read(str(root / "notebooks" / "12_conclusions.ipynb"), as_version=4)
+    NotebookClient(book, timeout=900, kernel_name="python3",
+                   resources={"metadata": {"path": str(root / "notebooks")}}).execute()
+    text = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
+    assert "cannot compare" in text and "too small to compare" in text
+    assert "conclusion 6 (both halves): cannot tell" in text
