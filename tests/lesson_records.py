@@ -65,13 +65,18 @@ def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slo
                            fixed_threshold=0.5, verdicts={}, labels=labels, fixed_share=share, n_shards=shards)
 
 
-def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1) -> DiversityResult:
+def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1, control_slope: float = 0.0,
+              control_p: float = 0.001, n_texts: int = 10, with_control: bool = True) -> DiversityResult:
+    """Lesson 09's record: dispersion per layer, its slope (interval ``half_width`` either side, over
+    ``n_texts`` texts) and the shuffled-layer control's slope ``control_slope`` with its p."""
     disp = np.asarray(dispersion, dtype=float)
     slope = float(np.polyfit(np.arange(len(disp)), disp, 1)[0])
-    return DiversityResult(n_queries=10, layers=list(range(len(disp))),
-                           dispersion=Interval(disp, disp - 0.1, disp + 0.1, 0.95, 10),
-                           slope=Interval(slope, slope - half_width, slope + half_width, 0.95, 10),
-                           spearman=-1.0, verdict=ANY, clustering_verdict=ANY, within_layer=0.2, between_layers=0.3)
+    control = Interval(control_slope, control_slope - 0.05, control_slope + 0.05, 0.95, 200) if with_control else None
+    return DiversityResult(n_queries=n_texts, layers=list(range(len(disp))),
+                           dispersion=Interval(disp, disp - 0.1, disp + 0.1, 0.95, n_texts),
+                           slope=Interval(slope, slope - half_width, slope + half_width, 0.95, n_texts),
+                           spearman=-1.0, verdict=ANY, clustering_verdict=ANY, within_layer=0.2, between_layers=0.3,
+                           baseline_slope=control, baseline_p=control_p if with_control else float("nan"))
 
 
 def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float, *, n_texts: int = 20,
@@ -98,28 +103,44 @@ def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
 
 
 def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: int = L, n_heads: int = H,
-            n_texts: int = 30, noise: float = 0.002, agreement: float = 0.3, stable: float = 0.95) -> PruningResult:
+            n_texts: int = 30, noise: float = 0.002, agreement: float = 0.3, stable: float = 0.95,
+            joint_factor: float = 0.5, n_random: int = 5) -> PruningResult:
     """A representation-objective pruning record: single-head effects ``effects`` (default 0.01 each,
-    each text scattered by ``noise``), curves rising to ``base + prune_max``, the two objectives'
-    rankings agreeing at ``agreement`` and each stable at ``stable`` (split-half)."""
+    each text scattered by ``noise``), curves rising to ``base + prune_max``, random sets whose loss
+    increase on every text is ``joint_factor`` x the sum of their heads' effects alone on that text
+    (< 1: redundant heads, 1: additive, > 1: compounding), and the sentence and contrastive
+    rankings agreeing at ``agreement``, each stable at ``stable`` (split-half)."""
     effects = np.full((n_layers, n_heads), 0.01) if effects is None else np.asarray(effects, dtype=float)
     rng = np.random.default_rng(0)
     per_text_effects = effects + rng.normal(0, noise, size=(n_texts,) + effects.shape)  # (N, L, H)
     per_text_effects -= per_text_effects.mean(axis=0) - effects  # exact means
-    fractions = np.array([0.0, 0.1, 0.5, 1.0])
+    fractions = np.array([0.0, 0.25, 0.5, 1.0])
     rise = {"importance": np.array([0.0, prune_max / 100, prune_max / 10, prune_max]),
             "reverse": np.array([0.0, prune_max / 2, prune_max * 0.8, prune_max])}
     per_text = {name: base + r[:, None] + np.outer(r, rng.normal(0, 0.05, n_texts)) for name, r in rise.items()}
-    study = PruningStudy(fractions=fractions, importance=np.ones((n_layers, n_heads)),
-                         curves={name: v.mean(axis=1) for name, v in per_text.items()} | {
-                             "random": base + np.array([[0.0, prune_max / 4, prune_max / 2, prune_max]] * 5)},
+    total = n_layers * n_heads
+    orders = [[(int(i // n_heads), int(i % n_heads)) for i in rng.permutation(total)] for _ in range(n_random)]
+    random = np.empty((n_random, len(fractions), n_texts))  # (S, F, N)
+    for s, order in enumerate(orders):
+        for i, f in enumerate(fractions):
+            k = int(round(f * total))
+            alone = sum((per_text_effects[:, l, h] for l, h in order[:k]), np.zeros(n_texts))  # (N,)
+            random[s, i] = base + joint_factor * alone
+    per_text["random"] = random
+    curves = {name: v.mean(axis=1) for name, v in per_text.items() if name != "random"}
+    curves["random"] = random.mean(axis=2)
+    study = PruningStudy(fractions=fractions, importance=np.ones((n_layers, n_heads)), curves=curves,
                          base_loss=base, prunable={"importance": 0.5, "random": 0.0, "reverse": 0.0},
-                         tolerance=0.01, objective="test objective", relative=False, per_text=per_text)
+                         tolerance=0.01, objective="test objective", relative=False, per_text=per_text,
+                         random_orders=orders)
+    halves = Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts)
     return PruningResult(study=study, ablation=effects, verdict=ANY, ablation_per_text=per_text_effects,
-                         objective_importance={"sentence": effects, "token": effects},
-                         split_half={"sentence": Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts),
-                                     "token": Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts)},
-                         objective_agreement=Interval(agreement, agreement - 0.05, agreement + 0.05, 0.95, n_texts),
+                         objective_importance={"sentence": effects, "token": effects, "contrastive": effects},
+                         split_half={"sentence": halves, "token": halves, "contrastive": halves},
+                         objective_agreement=Interval(0.99, 0.98, 0.995, 0.95, n_texts),
+                         objective_agreements={"sentence vs token": Interval(0.99, 0.98, 0.995, 0.95, n_texts),
+                                               "sentence vs contrastive": Interval(agreement, agreement - 0.05,
+                                                                                   agreement + 0.05, 0.95, n_texts)},
                          n_importance_texts=n_texts, n_eval_texts=n_texts)
 
 

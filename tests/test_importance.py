@@ -212,8 +212,48 @@ def test_ablation_per_text_matches_masking_each_head(tiny_plain64):
     np.testing.assert_allclose(effects["token"][:, 1, 2], direct["token"], atol=1e-12)
     mean_effects, _ = ablation_effects(m, objective)
     np.testing.assert_allclose(effects["sentence"].mean(axis=0), mean_effects, atol=1e-12)
-    with pytest.raises(ValueError, match="representation"):
-        ablation_per_text(m, make_objective(m, TEXTS, kind="contrastive"))
+
+
+def test_contrastive_per_text_losses_against_an_independent_computation(tiny_plain64):
+    m = tiny_plain64
+    objective = make_objective(m, TEXTS, kind="contrastive", batch_size=5, seed=2)
+    masked = [(0, 3)]
+    with al.mask_heads(m, masked):
+        got = objective.per_text()["contrastive"]  # (N,)
+        loss = objective.evaluate()
+    rng = random.Random(2)
+    views = [perturbed_view(t, rng) for t in TEXTS]
+    with torch.no_grad(), al.mask_heads(m, masked):
+        vectors = []
+        for text in TEXTS + views:  # one text at a time, no padding
+            hidden = m.model(**m.tokenizer([text], return_tensors="pt")).last_hidden_state[0]  # (T, D)
+            vectors.append(torch.nn.functional.normalize(hidden.mean(0).double(), dim=0))
+    a, b = torch.stack(vectors[:5]), torch.stack(vectors[5:])  # (5, D) each
+    logits = importance.CONTRASTIVE_SCALE * a @ b.T  # (5, 5)
+    by_hand = -torch.log_softmax(logits, dim=1).diagonal()  # (5,)
+    np.testing.assert_allclose(got, by_hand.numpy(), atol=1e-9)
+    assert loss == pytest.approx(float(by_hand.mean()), abs=1e-9)
+    effects = ablation_per_text(m, objective)
+    assert set(effects) == {"contrastive"} and effects["contrastive"].shape == (5, 2, 4)
+    with torch.no_grad():
+        base = objective.per_text()["contrastive"]
+    np.testing.assert_allclose(effects["contrastive"][:, 0, 3], got - base, atol=1e-12)
+
+
+def test_mlm_per_text_losses_average_to_the_batch_loss(tiny_mlm64):
+    m = tiny_mlm64
+    objective = make_objective(m, TEXTS, kind="mlm", batch_size=5, seed=1)
+    per_text = objective.per_text()["mlm"]  # (N,)
+    batch = objective.batches[0]
+    labels = batch["labels"]  # (B, T)
+    with torch.no_grad():
+        logits = mlm_model(m)(**batch["inputs"]).logits.double()  # (B, T, V)
+    for i in range(len(TEXTS)):  # each text's masked tokens, by hand
+        where = labels[i] != -100
+        by_hand = -torch.log_softmax(logits[i][where], dim=-1).gather(1, labels[i][where][:, None]).mean()
+        assert per_text[i] == pytest.approx(float(by_hand), abs=1e-9)
+    counts = (labels != -100).sum(1).double().numpy()  # (B,)
+    assert objective.evaluate() == pytest.approx(float((per_text * counts).sum() / counts.sum()), abs=1e-9)
 
 
 def test_importance_agreement_and_split_half():

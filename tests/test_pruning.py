@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import attnlab as al
 from attnlab.analysis.importance import make_objective
 from attnlab.analysis.pruning import (
     RANDOM_BAND,
@@ -162,8 +163,15 @@ def test_representation_study_is_per_text_with_absolute_tolerance(tiny_en):
     np.testing.assert_allclose(per_text[0], 0.0, atol=1e-6)  # nothing masked: the full model
     scores = np.arange(24.0).reshape(2, 12)
     study = pruning_study(tiny_en, objective, importance=scores, fractions=fractions, n_random=4, tolerance=0.05)
-    assert not study.relative and set(study.per_text) == {"importance", "reverse"}
+    assert not study.relative and set(study.per_text) == {"importance", "reverse", "random"}
     np.testing.assert_allclose(study.curves["importance"], study.per_text["importance"].mean(axis=1))
+    assert study.per_text["random"].shape == (4, len(fractions), len(TEXTS))  # (seeds, F, N)
+    np.testing.assert_allclose(study.curves["random"], study.per_text["random"].mean(axis=2))
+    assert study.random_orders[1] == random_order(2, 12, seed=1)  # seeds 0, 1, 2, 3
+    k = heads_masked_at(0.25, 24)
+    with al.mask_heads(tiny_en, study.random_orders[2][:k]):  # the third random set, masked by hand
+        direct = objective.per_text()["sentence"]
+    np.testing.assert_allclose(study.per_text["random"][2, 1], direct, atol=1e-6)
     expected = prunable_fraction(fractions, study.curves["importance"], tolerance=0.05, relative=False)
     assert study.prunable["importance"] == expected
     assert study.all_masked == pytest.approx(study.curves["reverse"][-1])
@@ -175,6 +183,8 @@ def test_representation_study_is_per_text_with_absolute_tolerance(tiny_en):
     assert "10-90th pct" in study.table()
     back = PruningStudy.from_record(study.to_record())
     np.testing.assert_allclose(back.per_text["reverse"], study.per_text["reverse"])
+    np.testing.assert_allclose(back.per_text["random"], study.per_text["random"])
+    assert back.random_orders == study.random_orders and isinstance(back.random_orders[0][0], tuple)
     assert not back.relative
 
 

@@ -125,9 +125,30 @@ class Objective:
         return self.kind in REPRESENTATION_KINDS
 
     def text_losses(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        """Representation kinds: ``{"sentence": (B,), "token": (B,)}``, the loss of each text."""
-        if not self.absolute:
-            raise ValueError(f"per-text losses are defined for {REPRESENTATION_KINDS}, not {self.kind!r}")
+        """The loss of each text of one batch, ``{name: (B,)}``.
+
+        Representation kinds give ``{"sentence": (B,), "token": (B,)}`` (one forward pass);
+        ``"contrastive"`` gives ``{"contrastive": (B,)}``, each query's InfoNCE term; ``"mlm"``
+        gives ``{"mlm": (B,)}``, the mean cross-entropy over each text's masked tokens. The
+        batch loss (:meth:`batch_loss`) is the mean of these (for ``"mlm"``, weighted by the
+        masked tokens of each text).
+        """
+        if self.kind == "mlm":
+            logits = self._mlm(**batch["inputs"]).logits  # (B, T, V)
+            labels = batch["labels"]  # (B, T), -100 where nothing is predicted
+            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
+                                                   reduction="none")  # (B, T), 0 where ignored
+            counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
+            return {"mlm": ce.sum(1) / counts}
+        if self.kind == "contrastive":
+            hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (2B, T, D)
+            mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
+            pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (2B, D)
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+            n = pooled.shape[0] // 2
+            sims = CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (B, B): query i against copy j
+            target = torch.arange(n, device=sims.device)
+            return {"contrastive": torch.nn.functional.cross_entropy(sims, target, reduction="none")}
         hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (B, T, D)
         ref = batch["reference"]  # the full model's (B, T, D)
         mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (B, T)
@@ -140,12 +161,12 @@ class Objective:
         return {"sentence": sentence, "token": token}
 
     def per_text(self) -> dict[str, np.ndarray]:
-        """Representation kinds: ``{"sentence": (N,), "token": (N,)}`` over all texts, no gradients."""
-        out: dict[str, list[np.ndarray]] = {kind: [] for kind in REPRESENTATION_KINDS}
+        """Every text's loss over all batches, ``{name: (N,)}`` (names as :meth:`text_losses`), no gradients."""
+        out: dict[str, list[np.ndarray]] = {}
         with torch.no_grad():
             for batch in self.batches:
                 for kind, values in self.text_losses(batch).items():
-                    out[kind].append(values.double().cpu().numpy())
+                    out.setdefault(kind, []).append(values.double().cpu().numpy())
         return {kind: np.concatenate(parts) for kind, parts in out.items()}
 
     def batch_loss(self, batch: dict[str, Any]) -> torch.Tensor:
@@ -158,14 +179,7 @@ class Objective:
             return torch.nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100
             )
-        # contrastive: anchors and positives in one forward pass
-        hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (2B, T, D)
-        mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
-        pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (2B, D)
-        pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        n = pooled.shape[0] // 2
-        sims = CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (B, B)
-        return torch.nn.functional.cross_entropy(sims, torch.arange(n, device=sims.device))
+        return self.text_losses(batch)["contrastive"].mean()  # anchors and positives in one forward pass
 
     def losses(self) -> Iterator[tuple[torch.Tensor, int]]:
         """Yield ``(loss, batch size)`` for every batch, with gradients enabled."""
@@ -423,20 +437,19 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
 
 def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
                       threads: int | None = 1) -> dict[str, np.ndarray]:
-    """Loss change of every text when each head alone is masked, for both representation losses.
+    """Loss change of every text when each head alone is masked.
 
-    One forward pass over the texts per head gives the ``"sentence"`` and the
-    ``"token"`` loss at once.
+    One forward pass over the texts per head. A representation objective gives the
+    ``"sentence"`` and the ``"token"`` loss at once; ``"contrastive"`` and ``"mlm"`` give
+    their own per-text loss (:meth:`Objective.text_losses`).
 
     Returns:
-        ``{"sentence": (N, L, H), "token": (N, L, H)}``: ``L_text(without head) - L_text``.
+        ``{name: (N, L, H)}``: ``L_text(without head) - L_text``.
     """
-    if not objective.absolute:
-        raise ValueError(f"per-text ablation needs a representation objective {REPRESENTATION_KINDS}")
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
     iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
     with torch_threads(threads):
-        base = objective.per_text()  # {kind: (N,)}, 0 up to rounding
+        base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
         out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}
         for layer, head in iterator:
             with mask_heads(m, [(layer, head)]):

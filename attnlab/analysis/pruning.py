@@ -204,8 +204,10 @@ class PruningStudy(Record):
             ``relative`` is False, absolute (0.01 of ``1 - cos``).
         objective: the description of the loss.
         relative: whether ``tolerance`` is relative to the unpruned loss.
-        per_text: ``"importance"`` and ``"reverse"`` ``(F, N)``: each text's loss
-            (representation objectives only; empty otherwise).
+        per_text: ``"importance"`` and ``"reverse"`` ``(F, N)``: each text's loss, and
+            ``"random"`` ``(seeds, F, N)`` (representation objectives only; empty otherwise).
+        random_orders: the random orders, one list of ``(layer, head)`` per seed, so that
+            the heads masked together at each fraction are known (:func:`set_damage`).
     """
 
     fractions: np.ndarray
@@ -219,6 +221,7 @@ class PruningStudy(Record):
     prunable_heads: int | None = None
     relative: bool = True
     per_text: dict[str, np.ndarray] = field(default_factory=dict)
+    random_orders: list[list[tuple[int, int]]] = field(default_factory=list)
 
     def random_band(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(low, median, high)``, each ``(F,)``: the :data:`RANDOM_BAND` percentiles and the
@@ -299,11 +302,14 @@ def pruning_study(
         per_text = {name: pruning_curve_per_text(m, objective, order, fractions, threads=threads)
                     for name, order in orders.items()}  # (F, N) each
         curves = {name: values.mean(axis=1) for name, values in per_text.items()}
-    curves["random"] = np.stack([
-        pruning_curve(m, objective, random_order(m.n_layers, m.n_heads, seed + s), fractions,
-                      progress=progress, threads=threads)
-        for s in range(n_random)
-    ])
+    random_orders = [random_order(m.n_layers, m.n_heads, seed + s) for s in range(n_random)]
+    if relative:
+        curves["random"] = np.stack([pruning_curve(m, objective, order, fractions, progress=progress,
+                                                   threads=threads) for order in random_orders])  # (S, F)
+    else:  # the same passes, kept text by text
+        per_text["random"] = np.stack([pruning_curve_per_text(m, objective, order, fractions, threads=threads)
+                                       for order in random_orders])  # (S, F, N)
+        curves["random"] = per_text["random"].mean(axis=2)  # (S, F)
     base = float(curves["importance"][0])
     def prunable_at(curve: np.ndarray) -> float:
         return prunable_fraction(fractions, curve, tolerance=tolerance, relative=relative)
@@ -316,7 +322,71 @@ def pruning_study(
     survivors = orders["importance"][::-1]  # pruned last first
     n_ok = prunable_heads(m, objective, orders["importance"], tolerance=tolerance, base_loss=base, threads=threads)
     return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors,
-                        n_ok, relative, per_text)
+                        n_ok, relative, per_text, [[tuple(p) for p in o] for o in random_orders])
+
+
+# --------------------------------------------------------------------------- redundancy
+
+
+@dataclass
+class SetDamage:
+    """What masking sets of heads *together* does, against the sum of what each head does alone.
+
+    On every evaluation text, for the random orders' sets at one fraction (the first ``k``
+    heads of each random order), averaged over the orders:
+
+    Attributes:
+        k: heads in each set.
+        joint: ``(N,)`` loss increase with the set masked together.
+        sum_alone: ``(N,)`` sum over the set's heads of each one's loss increase when masked alone.
+        top_alone: ``(N,)`` loss increase of the head with the largest mean single-head effect.
+        n_sets: random sets averaged (one per random order).
+
+    ``joint`` below ``sum_alone`` (sub-additive) means the heads cover for each other: masking
+    one makes the others matter less. Equal (additive) or above (super-additive) means each
+    head is needed for what it does on its own.
+    """
+
+    k: int
+    joint: np.ndarray
+    sum_alone: np.ndarray
+    top_alone: np.ndarray
+    n_sets: int
+
+
+def set_damage(study: PruningStudy, effects_per_text: np.ndarray, fraction: float) -> SetDamage:
+    """:class:`SetDamage` of the study's random sets at ``fraction`` (a point of its grid).
+
+    Args:
+        study: a representation-objective study with ``per_text["random"]`` ``(S, F, N)`` and
+            its ``random_orders``.
+        effects_per_text: ``(N, L, H)`` single-head ablation effects on the *same* evaluation
+            texts (:func:`attnlab.analysis.importance.ablation_per_text`).
+        fraction: share of the heads in each set; must be one of ``study.fractions`` above 0.
+
+    No forward pass is needed: the joint losses are the random pruning curves' own points.
+    """
+    effects = np.asarray(effects_per_text, dtype=float)  # (N, L, H)
+    per_text = study.per_text.get("random")
+    if per_text is None or not study.random_orders:
+        raise ValueError("the study kept no per-text random curves (run pruning_study with a "
+                         "representation objective)")
+    per_text = np.asarray(per_text, dtype=float)  # (S, F, N)
+    fractions = np.asarray(study.fractions, dtype=float)
+    hits = np.nonzero(np.isclose(fractions, fraction))[0]
+    if len(hits) == 0 or fraction <= 0:
+        raise ValueError(f"fraction must be one of the study's fractions above 0, got {fraction}")
+    i = int(hits[0])
+    if per_text.shape[2] != effects.shape[0]:
+        raise ValueError(f"the curves have {per_text.shape[2]} texts, the effects {effects.shape[0]}")
+    k = heads_masked_at(float(fractions[i]), effects[0].size)
+    if k < 1:
+        raise ValueError(f"{fraction:.0%} of {effects[0].size} heads rounds to no head")
+    joint = per_text[:, i, :] - per_text[:, 0, :]  # (S, N)
+    sums = np.stack([sum(effects[:, l, h] for l, h in order[:k]) for order in study.random_orders])  # (S, N)
+    flat = effects.reshape(len(effects), -1)  # (N, L*H)
+    top = flat[:, int(np.argmax(flat.mean(axis=0)))]  # (N,): chosen once, on all texts
+    return SetDamage(k, joint.mean(axis=0), sums.mean(axis=0), top, len(study.random_orders))
 
 
 # --------------------------------------------------------------------------- survivors and sensitivity

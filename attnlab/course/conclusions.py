@@ -135,3 +135,35 @@ def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
         "5b": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
         "6": claims.conclusion_6(ev.perturbation, ev.pruning),
     }
+
+
+#: where a verdict's deciding number and interval sit in its ``numbers``: the shared keys first,
+#: then the names lesson 10's claims use
+DECIDING_KEYS = (("estimate", "low", "high"), ("change", "change low", "change high"),
+                 ("mass change", "mass change low", "mass change high"))
+#: the parts of a combined verdict (conclusion 6), each with its own deciding number
+PART_PREFIXES = ("", "6a: ", "6b: ")
+
+
+def deciding_number(verdict: ClaimVerdict) -> str:
+    """The number and interval a verdict was decided on, as one short line for a figure or table.
+
+    Read from ``verdict.numbers`` (keys :data:`DECIDING_KEYS`, and for a combined verdict
+    the same keys of each part); a verdict without such a number shows why it could not
+    decide (``"missing"`` or ``"why"``), or nothing.
+    """
+    numbers = verdict.numbers
+    parts = []
+    for prefix in PART_PREFIXES:
+        for keys in DECIDING_KEYS:
+            est, low, high = (numbers.get(prefix + k) for k in keys)
+            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (est, low, high)):
+                measure = numbers.get(prefix + "measure", keys[0])
+                parts.append(f"{prefix}{measure} {est:.3g} [{low:.3g}, {high:.3g}]")
+                break
+    if parts:
+        return "; ".join(parts)
+    for key in ("why", "missing", "6a: why", "6b: missing"):
+        if key in numbers:
+            return str(numbers[key])
+    return ""

@@ -195,7 +195,7 @@ class HeadCountResult(Record):
 class PruningResult(Record):
     """Lesson 11: head importance on one set of texts, pruning curves and ablation on another."""
 
-    study: PruningStudy  # ranking (L, H) from the importance texts; curves on the evaluation texts
+    study: PruningStudy  # ranking (L, H) from the importance texts; curves (random ones per text) on the evaluation texts
     ablation: np.ndarray  # (L, H): mean loss change on the evaluation texts when the head alone is removed
     verdict: ClaimVerdict  # "some heads can be pruned with almost no loss"
     removable_alone: float = float("nan")  # share of heads removable alone within the tolerance
@@ -207,7 +207,8 @@ class PruningResult(Record):
     ablation_per_text: np.ndarray | None = None  # (N, L, H): ``ablation`` text by text (evaluation texts)
     objective_importance: dict[str, np.ndarray] = field(default_factory=dict)  # objective -> (L, H), importance texts
     split_half: dict[str, Interval] = field(default_factory=dict)  # objective -> split-half rank agreement
-    objective_agreement: Interval | None = None  # rank agreement of the two objectives' importance
+    objective_agreement: Interval | None = None  # rank agreement of sentence and token importance (same passes)
+    objective_agreements: dict[str, Interval] = field(default_factory=dict)  # "a vs b" -> rank agreement, same texts
     n_importance_texts: int = 0
     n_eval_texts: int = 0
 

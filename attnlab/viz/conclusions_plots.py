@@ -7,11 +7,13 @@ from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
+from attnlab.core.language import _
+
 GREY = "#9e9e9e"
 
 
 def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name: str = "",
-                  labels: Sequence[str] | None = None):
+                  labels: Sequence[str] | None = None, details: Sequence[str] | None = None):
     """A one-look summary of computed verdicts.
 
     Args:
@@ -20,20 +22,27 @@ def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name:
         colours: verdict word -> colour of its tag (grey for a word not listed).
         model_name: added to the title.
         labels: one label per verdict (e.g. "3a"); default 1, 2, 3, ...
+        details: one line per verdict drawn under its claim, e.g. the number and interval it
+            was decided on (:func:`attnlab.course.conclusions.deciding_number`).
 
     Returns:
         The figure.
     """
-    fig, ax = plt.subplots(figsize=(10, 0.85 * len(verdicts) + 0.8))
+    fig, ax = plt.subplots(figsize=(10, (1.1 if details else 0.85) * len(verdicts) + 0.8))
     ax.set_xlim(0, 1)
     ax.set_ylim(len(verdicts), -0.6)
     ax.axis("off")
     labels = [str(i + 1) for i in range(len(verdicts))] if labels is None else list(labels)
-    for i, (v, label) in enumerate(zip(verdicts, labels)):
+    details = [""] * len(verdicts) if details is None else list(details)
+    for i, (v, label, detail) in enumerate(zip(verdicts, labels, details)):
         ax.add_patch(plt.Rectangle((0.0, i - 0.38), 0.17, 0.76, color=colours.get(v.verdict, GREY)))
-        ax.text(0.085, i, v.verdict, ha="center", va="center", color="white", fontsize=10, weight="bold")
-        ax.text(0.19, i, f"{label}. " + "\n".join(textwrap.wrap(v.claim, 80)), va="center", fontsize=10)
-    title = "The source article's six conclusions, checked"
-    ax.set_title(title + (f" on {model_name}" if model_name else ""), loc="left", fontsize=12)
+        ax.text(0.085, i, _(v.verdict), ha="center", va="center", color="white", fontsize=10, weight="bold")
+        claim = f"{label}. " + "\n".join(textwrap.wrap(_(v.claim), 80))
+        ax.text(0.19, i - (0.12 if detail else 0.0), claim, va="center", fontsize=10)
+        if detail:
+            ax.text(0.19, i + 0.3, "\n".join(textwrap.wrap(detail, 110)), va="center", fontsize=8, color="#424242")
+    title = _("The source article's six conclusions, checked on {model}") if model_name else _(
+        "The source article's six conclusions, checked")
+    ax.set_title(title.format(model=model_name), loc="left", fontsize=12)
     fig.tight_layout()
     return fig

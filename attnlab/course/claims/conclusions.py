@@ -21,8 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.analysis.pruning import loss_limit
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, permutation_test, too_few_units
+from attnlab.analysis.pruning import SetDamage, set_damage
+from attnlab.analysis.stats import (
+    Interval,
+    bootstrap,
+    bootstrap_mean,
+    permutation_test,
+    too_few_units,
+    too_small_groups,
+)
 from attnlab.course.claims.head_count import (
     COLLAPSE_CLAIM,
     COLLAPSE_TARGET,
@@ -34,6 +41,7 @@ from attnlab.course.claims.head_count import (
 )
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
+from attnlab.course.claims.pruning import grid_index
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
     AveragingResult,
@@ -43,13 +51,15 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
+from attnlab.core.language import _
 from attnlab.course.verdicts import FAILS, HOLDS, ClaimVerdict, combine
 
 CLAIMS = {
     1: "most heads learn a fixed pattern; only a few capture lexical or syntactic information",
     2: "lower layers are more diverse; heads of upper layers converge",
     3: COLLAPSE_CLAIM,
-    4: "multi-head attention is an ensemble of weak learners: no single head matters much, together they do",
+    4: "multi-head attention is an ensemble of weak learners: no single head matters much, and the heads "
+       "cover for one another",
     5: MORE_HEADS_CLAIM,
     6: "heads without visible lexical/syntactic structure are not useless, and what they are used for "
        "depends on the task",
@@ -64,28 +74,34 @@ DESIGNS = ("fixed width", "fixed head size")
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
-#: conclusion 4: each head is weak when the largest single-head loss increase is at most
-#: WEAK_SHARE x the largest increase from pruning many heads (D); one head is strong from STRONG_SHARE
+#: conclusion 4: random sets of this share of the heads are masked together (a point of lesson 11's grid)
+REDUNDANCY_SHARE = 0.1
+#: ... the heads are redundant when the set's loss increase is below this share of the sum of its
+#: heads' increases alone (1 would be exactly additive)
+REDUNDANT = 0.9
+#: ... each head is weak when the top single head does at most WEAK_SHARE of what a random set does;
+#: one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
-#: conclusion 4: together the heads matter when D is at least this (absolute for a representation
-#: objective: 1 - cos with the full model; relative to the unpruned loss otherwise)
-ENSEMBLE_MATTERS = 0.1
-#: conclusion 6a: the permutation test's level, and the share of their fair share of importance
-#: the non-content heads must carry for "not useless"
-ALPHA = 0.05
+#: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
+CONTROL_ALPHA = 0.05
+#: conclusion 6a: the share of their fair share of importance the non-content heads must carry
+#: for "not useless" (the interval over texts must lie above it)
 FAIR_SHARE = 0.8
-#: conclusion 6b: two importance rankings "agree" from this Spearman correlation on
-AGREEMENT = 0.8
+#: conclusion 6b: an objective's ranking is stable when its split-half interval lies above this
+STABLE = 0.5
+#: conclusion 6b: objectives read off the same forward passes (not different tasks)
+SAME_PASS_OBJECTIVES = ("sentence", "token")
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
 
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
-    4: {"weak": [0.15, 0.25, 0.35, 0.5]},
-    "6a": {"fair_share": [0.6, 0.8, 1.0], "alpha": [0.01, 0.05, 0.1]},
-    "6b": {"agreement": [0.6, 0.7, 0.8, 0.9]},
+    4: {"redundant": [0.7, 0.8, 0.9, 1.0], "share": [0.1, 0.2, 0.3]},
+    2: {"alpha": [0.01, 0.05, 0.1]},
+    "6a": {"fair_share": [0.6, 0.8, 1.0]},
+    "6b": {"stable": [0.3, 0.5, 0.7]},
 }
 
 
@@ -141,6 +157,26 @@ def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationRes
         for head in range(min(fixed.shape[1], labels.shape[1])):
             table["fixed" if fixed[i, head] else "not fixed"][labels[layer, head]] += 1
     return table
+
+
+def fixed_share_gap(averaging: AveragingResult, perturbation: PerturbationResult) -> tuple[float, float, str | None]:
+    """``(difference, p, why)``: the share of lesson 08's fixed heads among lesson 06's content
+    followers minus among the other heads, on the layers both measured, and a two-sided
+    label-shuffle p. When a group is too small to compare both numbers are NaN and ``why``
+    says so (else ``why`` is None). A description of the two lessons' labels, not a verdict.
+    """
+    labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
+    fixed = fixed_flags(averaging)  # (L', H)
+    rows = [i for i, layer in enumerate(averaging.layers) if layer < labels.shape[0]]
+    heads = min(fixed.shape[1], labels.shape[1])
+    fixed_flat = fixed[rows, :heads].ravel().astype(float)  # (heads compared,)
+    labels_flat = np.asarray([labels[averaging.layers[i], :heads] for i in rows], dtype=object).ravel()
+    content, other = fixed_flat[labels_flat == CONTENT_LABEL], fixed_flat[labels_flat != CONTENT_LABEL]
+    why = too_small_groups(content, other)
+    if why is not None:
+        return float("nan"), float("nan"), why
+    diff, p = permutation_test(content, other, alternative="two-sided")
+    return diff, p, None
 
 
 def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationResult | None,
@@ -211,23 +247,55 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
 # --------------------------------------------------------------------------- 2
 
 
-def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None) -> ClaimVerdict:
-    """Within-layer dispersion of heads shrinks with depth (lesson 09).
+def depth_excess(diversity: DiversityResult) -> Interval:
+    """Lesson 09's slope of dispersion against depth minus its shuffled-layer control's, per layer.
 
-    Holds when the whole interval of the slope of dispersion against depth lies
-    below 0; does not hold when it lies above 0; otherwise "cannot tell".
+    The control (heads dealt to layers at random) has no layer structure; its mean slope is
+    a constant of the run (about 0: every pseudo-layer is a random group of heads), so the
+    interval over texts of the difference is the real slope's interval shifted by it.
+    """
+    real, control = diversity.slope, diversity.baseline_slope
+    offset = float(control.estimate)
+    return Interval(float(real.estimate) - offset, float(real.low) - offset, float(real.high) - offset,
+                    real.level, real.n)
+
+
+def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None, *,
+                 alpha: float = CONTROL_ALPHA) -> ClaimVerdict:
+    """Within-layer dispersion of heads shrinks with depth beyond what random layers give (lesson 09).
+
+    Decided on the real slope of dispersion against depth minus the slope of lesson 09's
+    shuffled-layer control (:func:`depth_excess`, interval over texts). Holds when the whole
+    interval lies below 0 and at most ``alpha`` of the random deals fall as fast; does not
+    hold when it lies above 0 or the real slope sits inside the random deals (more than
+    ``1 - alpha`` of them fall as fast); otherwise "cannot tell". A record without the
+    control, or an interval on too few texts, is "cannot tell" with the reason.
     Lesson 08's slope of fixedness against depth is shown beside it.
     """
     if diversity is None:
         return _missing(2, DiversityResult)
+    if diversity.baseline_slope is None:
+        return ClaimVerdict.missing(CLAIMS[2], _("lesson 09 saved no shuffled-layer control: run it again"))
     disp = np.atleast_1d(np.asarray(diversity.dispersion.estimate, dtype=float))  # (L,)
+    excess = depth_excess(diversity)
     slope = diversity.slope
-    numbers = {"dispersion, first layer": float(disp[0]), "dispersion, last layer": float(disp[-1]),
+    numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
+               "measure": "slope minus shuffled-layer control",
+               "dispersion, first layer": float(disp[0]), "dispersion, last layer": float(disp[-1]),
                "slope per layer": float(slope.estimate), "slope low": float(slope.low),
-               "slope high": float(slope.high)}
+               "slope high": float(slope.high), "control slope": float(diversity.baseline_slope.estimate),
+               "control low": float(diversity.baseline_slope.low),
+               "control high": float(diversity.baseline_slope.high),
+               "share of random deals falling as fast (p)": float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
         numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
-    return ClaimVerdict.decide(CLAIMS[2], holds=slope.below(0.0), fails=slope.above(0.0), **numbers)
+    why = too_few_units(excess)
+    if why is not None:
+        return ClaimVerdict.decide(CLAIMS[2], holds=False, fails=False, why=why, **numbers)
+    p = float(diversity.baseline_p)
+    holds = excess.below(0.0) and p < alpha
+    fails = excess.above(0.0) or p > 1 - alpha
+    return ClaimVerdict.decide(CLAIMS[2], holds=holds, fails=fails, **numbers)
 
 
 # --------------------------------------------------------------------------- 3
@@ -252,66 +320,77 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-def largest_pruning_increase(pruning: PruningResult) -> float:
-    """``D``: the largest mean loss increase over the unpruned loss on the importance or reverse curve."""
-    curves = pruning.study.curves
-    highest = max(float(np.max(curves["importance"])), float(np.max(curves["reverse"])))
-    return highest - pruning.study.base_loss
+class NothingAlone(ValueError):
+    """The heads of the random sets change nothing when masked alone: no ratio to form."""
 
 
-def single_over_d(pruning: PruningResult, *, seed: int = 0) -> tuple[Interval, Interval]:
-    """``(top / D, D)`` with bootstrap intervals over the evaluation texts.
+def redundancy_evidence(pruning: PruningResult, *, share: float = REDUNDANCY_SHARE,
+                        seed: int = 0) -> tuple[Interval, Interval, SetDamage]:
+    """``(together / sum alone, top head / random set, damage)`` with bootstrap intervals over texts.
 
-    ``top`` is the ablation effect of the head with the largest mean effect
-    (chosen once, on all texts: a maximum taken again in every resample would
-    be biased upwards) and ``D`` the loss increase at the point of the
-    importance or reverse curve where the mean increase is largest; each
-    resample draws texts and recomputes both on the same texts.
+    ``damage`` is :func:`attnlab.analysis.pruning.set_damage` of lesson 11's random sets at the
+    grid point at or above ``share``; on each evaluation text it pairs the loss increase of each
+    random set masked together with the sum of its heads' single-head increases, and the top
+    single head's increase. Each resample draws texts and recomputes both ratios of means on
+    the same texts.
     """
     study = pruning.study
-    effects = np.asarray(pruning.ablation_per_text, dtype=float)  # (N, L, H)
-    curves = {name: np.asarray(study.per_text[name], dtype=float) for name in ("importance", "reverse")}  # (F, N)
-    name, point = max(((n, int(np.argmax(c.mean(axis=1)))) for n, c in curves.items()),
-                      key=lambda p: curves[p[0]][p[1]].mean())
-    d_text = curves[name][point] - curves[name][0]  # (N,)
-    flat = effects.reshape(len(effects), -1)  # (N, L*H)
-    top_text = flat[:, int(np.argmax(flat.mean(axis=0)))]  # (N,): the top head on each text
-    values = np.stack([top_text, d_text], axis=1)  # (N, 2)
+    fraction = float(study.fractions[grid_index(study, share)])
+    damage = set_damage(study, pruning.ablation_per_text, fraction)
+    if not damage.sum_alone.mean() > 0:
+        raise NothingAlone(_("the heads alone change nothing: no sum to compare with"))
 
     def ratio(v: np.ndarray) -> float:
-        top, d = v.mean(axis=0)
-        return float(top / d) if d > 0 else float("nan")
+        top, bottom = v.mean(axis=0)
+        return float(top / bottom) if bottom > 0 else float("nan")
 
-    return bootstrap(values, ratio, seed=seed), bootstrap_mean(d_text, seed=seed)
+    together = bootstrap(np.stack([damage.joint, damage.sum_alone], axis=1), ratio, seed=seed)
+    single = bootstrap(np.stack([damage.top_alone, damage.joint], axis=1), ratio, seed=seed)
+    return together, single, damage
 
 
-def conclusion_4(pruning: PruningResult | None, *, weak: float = WEAK_SHARE, strong: float = STRONG_SHARE,
-                 matters: float = ENSEMBLE_MATTERS) -> ClaimVerdict:
-    """No single head matters much, yet together the heads do (lesson 11).
+def conclusion_4(pruning: PruningResult | None, *, share: float = REDUNDANCY_SHARE, redundant: float = REDUNDANT,
+                 weak: float = WEAK_SHARE, strong: float = STRONG_SHARE) -> ClaimVerdict:
+    """Heads are weak one by one and cover for one another (lesson 11).
 
-    With ``D`` the largest loss increase when many heads are pruned and
-    ``top`` the largest single-head ablation effect, both on the evaluation
-    texts with bootstrap intervals over texts (:func:`single_over_d`): holds
-    when the interval of ``top / D`` lies below ``weak`` and the interval of
-    ``D`` above ``matters``; does not hold when the interval of ``top / D``
-    lies above ``strong`` (one head alone does most of the damage) or the
-    interval of ``D`` below ``matters`` (the heads barely matter even
-    together); otherwise "cannot tell".
+    Two measurements on lesson 11's evaluation texts, from passes the lesson already made
+    (:func:`redundancy_evidence`): random sets of ``share`` of the heads masked together,
+    against the sum of what each of their heads does alone (``together / sum alone``), and
+    the most damaging single head against those same random sets (``top / set``).
+
+    Holds when the interval of ``together / sum alone`` lies below ``redundant`` (masked
+    together the heads do clearly less than the sum of their parts: they are redundant)
+    **and** the interval of ``top / set`` below ``weak`` (no head alone comes near a random
+    set). Does not hold when ``together / sum alone`` lies above ``redundant`` (damage adds
+    up or compounds: every head is needed for what it does itself) or ``top / set`` above
+    ``strong`` (one head alone does most of what a set does); otherwise "cannot tell".
+    ``estimate``, ``low`` and ``high`` are ``together / sum alone``.
     """
     if pruning is None:
         return _missing(4, PruningResult)
     study = pruning.study
-    if pruning.ablation_per_text is None or "reverse" not in study.per_text:
-        return ClaimVerdict.missing(CLAIMS[4], "lesson 11 saved no per-text losses: run it again")
-    ratio, d = single_over_d(pruning)
-    needed = loss_limit(study.base_loss, matters, relative=study.relative) - study.base_loss
-    numbers = {"unpruned loss": study.base_loss, "largest single-head effect": float(np.max(pruning.ablation)),
-               "largest loss increase when pruning many (D)": d.estimate, "D low": d.low, "D high": d.high,
-               "single / D": ratio.estimate, "single / D low": ratio.low, "single / D high": ratio.high,
-               "weak means below": weak, "D needed": needed}
-    together_matter, barely = d.above(needed), d.below(needed)
-    holds = ratio.below(weak) and together_matter
-    fails = ratio.above(strong) or barely
+    if (pruning.ablation_per_text is None or study.per_text.get("random") is None
+            or not study.random_orders):
+        return ClaimVerdict.missing(CLAIMS[4], "lesson 11 saved no per-text losses of its random sets: run it again")
+    try:
+        together, single, damage = redundancy_evidence(pruning, share=share)
+    except NothingAlone as exc:
+        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=str(exc))
+    except ValueError as exc:
+        return ClaimVerdict.missing(CLAIMS[4], _("no random sets to compare: {reason}").format(reason=exc))
+    numbers = {"estimate": together.estimate, "low": together.low, "high": together.high,
+               "measure": "together / sum alone", "heads per random set": damage.k,
+               "random sets": damage.n_sets, "texts": together.n,
+               "loss increase, set masked together": float(damage.joint.mean()),
+               "sum of its heads' increases alone": float(damage.sum_alone.mean()),
+               "redundant means below": redundant,
+               "top head / random set": single.estimate, "top / set low": single.low, "top / set high": single.high,
+               "weak means below": weak, "strong means above": strong}
+    why = too_few_units(together)
+    if why is not None:
+        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=why, **numbers)
+    holds = together.below(redundant) and single.below(weak)
+    fails = together.above(redundant) or single.above(strong)
     return ClaimVerdict.decide(CLAIMS[4], holds=holds, fails=fails, **numbers)
 
 
@@ -333,68 +412,118 @@ def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]
 # --------------------------------------------------------------------------- 6
 
 
-def non_content_importance(perturbation: PerturbationResult, pruning: PruningResult) -> tuple[float, float, float]:
-    """``(share, base rate, p)``: the non-content heads' share of all importance (single-head
-    ablation effects on the evaluation texts, negatives counted as 0), their share of the
-    heads, and the permutation test's p that they hold *less* than that base rate."""
-    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
-    importance = np.clip(np.asarray(pruning.ablation, dtype=float).ravel(), 0.0, None)
+def non_content_ratio(perturbation: PerturbationResult, pruning: PruningResult, *, seed: int = 0) -> Interval:
+    """The non-content heads' share of all importance divided by their share of the heads.
+
+    Importance is each head's single-head ablation effect on lesson 11's evaluation texts
+    (negatives counted as 0). 1 means importance ignores lesson 06's labels; below 1 the
+    non-content heads matter less. The interval resamples the evaluation texts (the heads
+    and their labels are the whole population and stay fixed).
+    """
+    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()  # (L*H,)
     other = labels != CONTENT_LABEL
-    share = float(importance[other].sum() / importance.sum()) if importance.sum() > 0 else float("nan")
-    _diff, p_less = permutation_test(importance[other], importance[~other], alternative="less")
-    return share, float(other.mean()), p_less
+    effects = np.asarray(pruning.ablation_per_text, dtype=float)
+    effects = effects.reshape(len(effects), -1)  # (N, L*H)
+    base = float(other.mean())
+
+    def ratio(rows: np.ndarray) -> float:
+        importance = np.clip(rows.mean(axis=0), 0.0, None)  # (L*H,)
+        total = importance.sum()
+        return float(importance[other].sum() / total / base) if total > 0 else float("nan")
+
+    return bootstrap(effects, ratio, seed=seed)
+
+
+def label_groups(perturbation: PerturbationResult) -> tuple[np.ndarray, np.ndarray]:
+    """Lesson 06's heads as two groups: ``(content, other)`` flat indices into ``[layers, heads]``."""
+    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
+    return np.flatnonzero(labels == CONTENT_LABEL), np.flatnonzero(labels != CONTENT_LABEL)
 
 
 def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
-                  fair_share: float = FAIR_SHARE, alpha: float = ALPHA) -> ClaimVerdict:
+                  fair_share: float = FAIR_SHARE) -> ClaimVerdict:
     """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11).
 
-    Their share of the total importance is compared with their share of the
-    heads (the base rate, the share they would get if importance ignored the
-    labels), with a permutation test over head labels. Does not hold when the
-    test says they hold clearly less than the base rate (p < ``alpha``: usefulness
-    goes with visible structure); holds when it does not and they hold at least
-    ``fair_share`` of their base rate; otherwise "cannot tell".
+    Their share of the total importance over their share of the heads (the base rate), with
+    an interval over the evaluation texts (:func:`non_content_ratio`): holds when the whole
+    interval lies above ``fair_share`` (they carry at least that much of their fair share);
+    does not hold when it lies below (usefulness goes with visible structure); otherwise
+    "cannot tell". An empty or one-head group of labels, or too few texts, is "cannot tell"
+    with the reason.
     """
     if perturbation is None or pruning is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 (run those lessons first)")
     labels = np.asarray(perturbation.follower_labels, dtype=object)
     if labels.shape != np.shape(pruning.ablation):
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
-    if np.all(labels == CONTENT_LABEL) or not np.any(labels == CONTENT_LABEL):
-        return ClaimVerdict.missing(USEFUL_CLAIM, "all heads carry one label: nothing to compare")
-    share, base, p_less = non_content_importance(perturbation, pruning)
-    ratio = share / base
-    fails = p_less < alpha
-    holds = not fails and ratio >= fair_share
-    return ClaimVerdict.decide(USEFUL_CLAIM, holds=holds, fails=fails, **{
-        "non-content heads' share of importance": share, "their share of heads (base rate)": base,
-        "share / base rate": ratio, "fair share needed": fair_share,
-        "p (less than base rate, label shuffles)": p_less, "alpha": alpha,
-    })
+    content, other = label_groups(perturbation)
+    why = too_small_groups(content, other)
+    if why is not None:
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why,
+                                   **{"content heads": len(content), "other heads": len(other)})
+    if pruning.ablation_per_text is None:
+        return ClaimVerdict.missing(USEFUL_CLAIM, "lesson 11 saved no per-text effects: run it again")
+    ratio = non_content_ratio(perturbation, pruning)
+    numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
+               "measure": "importance share / head share (non-content heads)",
+               "their share of heads (base rate)": len(other) / labels.size, "fair share needed": fair_share,
+               "content heads": len(content), "other heads": len(other), "texts": ratio.n}
+    why = too_few_units(ratio)
+    if why is not None:
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why, **numbers)
+    return ClaimVerdict.decide(USEFUL_CLAIM, holds=ratio.above(fair_share), fails=ratio.below(fair_share),
+                               **numbers)
 
 
-def conclusion_6b(pruning: PruningResult | None, *, agreement: float = AGREEMENT) -> ClaimVerdict:
-    """Which heads matter changes with the objective (lesson 11's two objectives).
+def objective_pairs(pruning: PruningResult) -> dict[str, Interval]:
+    """Lesson 11's between-objective agreements of objectives that are computed differently
+    (``"sentence vs token"`` come from the same passes over the same hidden states: left out)."""
+    pairs = dict(pruning.objective_agreements)
+    return {name: iv for name, iv in pairs.items()
+            if not set(name.split(" vs ")) <= set(SAME_PASS_OBJECTIVES)}
 
-    Holds when the interval of the rank correlation between the two
-    objectives' head importance lies below ``agreement`` while each
-    objective's own ranking is stable (split-half correlation at least
-    ``agreement``), so that the disagreement is not noise; does not hold when
-    the interval lies above ``agreement`` (both objectives rank the heads
-    alike); otherwise "cannot tell".
+
+def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> ClaimVerdict:
+    """Which heads matter changes with the objective (lesson 11's objectives that differ).
+
+    For each pair of objectives (sentence similarity against contrastive, and the masked-LM
+    loss when the model has its head), the rank correlation of their head importance is
+    set against each objective's own split-half correlation (every interval from
+    resampling texts). Holds when, for some pair, the between-objective interval lies
+    wholly below both objectives' own split-half intervals, which themselves lie above
+    ``stable`` (so the disagreement is not noise). Does not hold when every pair's
+    between-objective interval reaches into the lower objective's split-half interval
+    (they agree as well as each agrees with itself) and both are stable; otherwise
+    "cannot tell". ``estimate``, ``low`` and ``high`` are the lowest pair's correlation.
     """
-    if pruning is None or pruning.objective_agreement is None or len(pruning.split_half) < 2:
-        return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} with two objectives "
-                                                "(run that lesson again)")
-    across = pruning.objective_agreement
-    stable = {kind: float(iv.estimate) for kind, iv in pruning.split_half.items()}
-    holds = across.below(agreement) and min(stable.values()) >= agreement
-    return ClaimVerdict.decide(TASK_CLAIM, holds=holds, fails=across.above(agreement), **{
-        "rank correlation between objectives": across.estimate, "low": across.low, "high": across.high,
-        "agreement level": agreement, "split-half correlation per objective": stable,
-        "objectives": ", ".join(pruning.objective_importance),
-    })
+    if pruning is None:
+        return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} (run that lesson first)")
+    pairs = objective_pairs(pruning)
+    if not pairs:
+        return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no importance under objectives that differ "
+                                                  "(sentence vs contrastive): run it again"))
+    rows, disagree, agree, unstable = {}, [], [], []
+    for name, across in pairs.items():
+        a, b = name.split(" vs ")
+        halves = [pruning.split_half.get(a), pruning.split_half.get(b)]
+        if any(h is None for h in halves):
+            unstable.append(name)
+            continue
+        own_low = min(float(h.low) for h in halves)
+        steady = all(h.above(stable) for h in halves)
+        rows[name] = f"{across} against split-half " + ", ".join(f"{o} {h}" for o, h in zip((a, b), halves))
+        if not steady:
+            unstable.append(name)
+        elif across.below(own_low):
+            disagree.append(name)
+        elif float(across.low) >= own_low:
+            agree.append(name)
+    lowest = min(pairs, key=lambda n: float(pairs[n].estimate))
+    numbers = {"estimate": pairs[lowest].estimate, "low": pairs[lowest].low, "high": pairs[lowest].high,
+               "measure": f"rank correlation, {lowest}", "pairs": rows, "stable means split-half above": stable,
+               "pairs that clearly disagree": disagree, "pairs that agree": agree,
+               "pairs with an unstable objective": unstable}
+    return ClaimVerdict.decide(TASK_CLAIM, holds=bool(disagree), fails=len(agree) == len(pairs), **numbers)
 
 
 def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:

@@ -5,7 +5,8 @@ and points to Michel et al. 2019 ("Are Sixteen Heads Really Better than
 One?") and Voita et al. 2019, who pruned many heads with little loss. Judged
 on the pruning study of :mod:`attnlab.analysis.pruning`: the heads are ranked
 on one set of texts and pruned on another, and the loss of the pruned model
-is measured text by text, so it gets a bootstrap interval over texts.
+is measured text by text, so it gets a bootstrap interval over texts. The control is
+removing heads at random: the same share masked in random orders, on the same texts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.pruning import PruningStudy, loss_limit
-from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.analysis.stats import Interval, bootstrap_mean, too_few_units
+from attnlab.core.language import _
 from attnlab.course.verdicts import ClaimVerdict
 
 #: Michel et al. 2019: share of heads pruned "without noticeable loss", BERT fine-tuned on MNLI
@@ -67,31 +69,53 @@ def increase_at(study: PruningStudy, share: float, *, seed: int = 0) -> Interval
     return bootstrap_mean(per_text[grid_index(study, share)] - per_text[0], seed=seed)
 
 
+def advantage_over_random(study: PruningStudy, share: float, *, seed: int = 0) -> Interval:
+    """How much less the loss rises when ``share`` of the heads are masked in importance order
+    than in a random order: on each evaluation text, the median over the random orders minus
+    the importance order's loss, with a bootstrap interval over texts (positive: the ranking
+    found heads that matter less than heads picked at random)."""
+    i = grid_index(study, share)
+    ranked = np.asarray(study.per_text["importance"], dtype=float)[i]  # (N,)
+    random = np.median(np.asarray(study.per_text["random"], dtype=float)[:, i, :], axis=0)  # (N,)
+    return bootstrap_mean(random - ranked, seed=seed)
+
+
 def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None = None, *,
                                 tolerance: float | None = None, share: float = PRUNABLE_SHARE) -> ClaimVerdict:
-    """Some heads can be removed together with almost no loss.
+    """Some heads, picked by their importance, can be removed together with almost no loss.
 
-    Masks ``share`` of the heads (the grid point at or above it) in importance
-    order and takes the loss increase on each evaluation text. Holds when the
-    whole bootstrap interval of the mean increase lies below the allowed
-    increase (``tolerance``, default the study's: absolute for a
-    representation objective, relative to the unpruned loss otherwise); does
-    not hold when it lies above; otherwise "cannot tell". The random orders'
-    median at the same point is the baseline; ``effects`` (single-head
-    ablation) adds the share of heads removable alone.
+    Masks ``share`` of the heads (the grid point at or above it) in importance order and
+    takes the loss increase on each evaluation text, and the same texts' losses with random
+    orders (the control: masking *any* heads). Holds when the whole bootstrap interval of
+    the mean increase lies below the allowed increase (``tolerance``, default the study's:
+    absolute for a representation objective, relative to the unpruned loss otherwise)
+    **and** the interval of the advantage over random orders (:func:`advantage_over_random`)
+    lies above 0 (the heads chosen matter less than heads picked at random). Does not hold
+    when the increase lies above the allowed one, or the ranking does clearly worse than
+    random; otherwise "cannot tell" (for instance when random orders do as well: then the
+    share is too small to tell which heads are prunable). ``effects`` (single-head ablation)
+    adds the share of heads removable alone.
     """
     if study.per_text.get("importance") is None:
         return ClaimVerdict.missing(PRUNABLE_CLAIM, "the study has no per-text losses (use a representation "
                                                     "objective, 'sentence' or 'token')")
+    if study.per_text.get("random") is None:
+        return ClaimVerdict.missing(PRUNABLE_CLAIM, _("the study kept no per-text losses of its random orders "
+                                                      "(run lesson 11 again)"))
     tolerance = study.tolerance if tolerance is None else float(tolerance)
     allowed = loss_limit(study.base_loss, tolerance, relative=study.relative) - study.base_loss
     rise = increase_at(study, share)
+    advantage = advantage_over_random(study, share)
     i = grid_index(study, share)
-    _low, random_median, _high = study.random_band()
+    low, random_median, high = study.random_band()
     numbers = {
+        "estimate": rise.estimate, "low": rise.low, "high": rise.high, "measure": "loss increase",
         "heads masked together": float(study.fractions[i]),
         "loss increase": rise.estimate, "increase low": rise.low, "increase high": rise.high,
         "allowed increase": allowed, "random orders, median increase": float(random_median[i] - study.base_loss),
+        "random band low": float(low[i] - study.base_loss), "random band high": float(high[i] - study.base_loss),
+        "advantage over random": advantage.estimate, "advantage low": advantage.low,
+        "advantage high": advantage.high,
         "prunable together (importance order, one head at a time)": round(prunable_together(study), 3),
         "grid, random order (median)": study.prunable["random"],
         "Michel et al. BERT": MICHEL_BERT_FRACTION,
@@ -99,4 +123,9 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
     if effects is not None:
         numbers["removable alone"] = round(removable_alone(effects, study.base_loss, tolerance,
                                                            relative=study.relative), 3)
-    return ClaimVerdict.decide(PRUNABLE_CLAIM, holds=rise.below(allowed), fails=rise.above(allowed), **numbers)
+    why = too_few_units(rise)
+    if why is not None:
+        return ClaimVerdict.decide(PRUNABLE_CLAIM, holds=False, fails=False, why=why, **numbers)
+    holds = rise.below(allowed) and advantage.above(0.0)
+    fails = rise.above(allowed) or advantage.below(0.0)
+    return ClaimVerdict.decide(PRUNABLE_CLAIM, holds=holds, fails=fails, **numbers)

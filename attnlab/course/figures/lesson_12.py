@@ -3,7 +3,7 @@ lessons that have not been run for this model are not re-run, and their conclusi
 
 from __future__ import annotations
 
-from attnlab.course.conclusions import VERDICT_COLOURS, all_conclusions, gather, row_titles
+from attnlab.course.conclusions import VERDICT_COLOURS, all_conclusions, deciding_number, gather, row_titles
 from attnlab.viz.conclusions_plots import plot_verdicts
 
 from . import FigureContext, figure
@@ -11,8 +11,8 @@ from . import FigureContext, figure
 
 @figure("conclusions", lesson="12_conclusions.ipynb",
         caption="The source article's six conclusions (3 and 5 in two readings each), with the verdict "
-                "computed from the run")
+                "computed from the run and the number and interval it was decided on")
 def conclusions_figure(ctx: FigureContext):
     verdicts = all_conclusions(gather(ctx.model, progress=False))
     return plot_verdicts(list(verdicts.values()), VERDICT_COLOURS, model_name=ctx.model.name,
-                         labels=row_titles(verdicts))
+                         labels=row_titles(verdicts), details=[deciding_number(v) for v in verdicts.values()])
