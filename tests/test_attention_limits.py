@@ -570,7 +570,7 @@ def test_within_layer_permutation_takes_depth_out():
     cost = depth + rng.normal(0, 0.1, 48)  # ... and costlier; no relation inside a layer
     rho, p = permutation_correlation_within(fixed, cost, layers, n_perm=500, seed=1)
     assert abs(rho) < 0.4 and p > 0.05
-    inside = cost - 0.5 * (fixed + depth)  # within each layer, more fixed means cheaper
+    inside = depth - 3.0 * (fixed + depth) + rng.normal(0, 0.05, 48)  # within each layer, more fixed means cheaper
     rho, p = permutation_correlation_within(fixed, inside, layers, n_perm=500, seed=1)
     assert rho < -0.5 and p < 0.01
     ranks = [rankdata(fixed[:12]), rankdata(inside[:12])]

@@ -41,7 +41,10 @@ def plot_sink_mass(profile: SinkProfile) -> Figure:
         left.plot(layers, raw.estimate, "-o", color=colour, label=f"{label} (raw)")
         left.fill_between(layers, raw.low, raw.high, color=colour, alpha=0.15)
         left.plot(layers, profile.per_layer("norm", kind).estimate, "--", color=colour, label=f"{label} (norm-based)")
-        right.plot(layers, np.nanmean(profile.value_norm[kind], axis=0), "-o", color=colour, label=label)
+        sizes = profile.value_norm[kind]  # (N, L), NaN where a text has no token of this kind
+        seen = np.isfinite(sizes).sum(axis=0)  # (L,)
+        right.plot(layers, np.where(seen > 0, np.nansum(sizes, axis=0) / np.maximum(seen, 1), np.nan), "-o",
+                   color=colour, label=label)
     left.set_ylim(0, 1)
     left.set_xlabel("layer")
     left.set_ylabel("share of each row's attention")
