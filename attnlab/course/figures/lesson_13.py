@@ -34,7 +34,7 @@ def shared_profile(ctx: FigureContext) -> SinkProfile:
 
 def shared_board(ctx: FigureContext) -> Scoreboard:
     m = ctx.model
-    return ctx.memo("board13", lambda: scoreboard(m, corpus_texts(m.language, ctx.pick(100, 8), seed=1)))
+    return ctx.memo("board13", lambda: scoreboard(m, corpus_texts(m.language, ctx.pick(80, 8), seed=1)))
 
 
 def shared_papa(ctx: FigureContext) -> tuple[MapReplacement, TogetherCurves]:
