@@ -576,3 +576,26 @@ def test_within_layer_permutation_takes_depth_out():
     ranks = [rankdata(fixed[:12]), rankdata(inside[:12])]
     groups = [np.corrcoef(rankdata(fixed[layers == g]), rankdata(inside[layers == g]))[0, 1] for g in range(4)]
     assert rho == pytest.approx(np.mean(groups), abs=1e-9) and len(ranks) == 2
+
+
+def test_per_layer_zeroing_changes_each_copy_in_its_own_layer(tiny_en):
+    inputs = tiny_en.encode([TEXT])
+    t = inputs["input_ids"].shape[1]
+    copies = {k: v.expand(2, -1) for k, v in inputs.items()}
+    where = torch.zeros(tiny_en.n_layers, 2, t, dtype=torch.bool)
+    where[0, 0, 2] = True  # copy 0: token 2 in layer 0
+    where[1, 1, 4] = True  # copy 1: token 4 in layer 1
+    with zero_values(tiny_en, where):
+        both = hidden_of(tiny_en, copies).last_hidden_state
+    for copy, (layer, token) in enumerate([(0, 2), (1, 4)]):
+        one = torch.zeros_like(inputs["input_ids"], dtype=torch.bool)
+        one[0, token] = True
+        with zero_values(tiny_en, one, layers=[layer]):
+            alone = hidden_of(tiny_en, inputs).last_hidden_state[0]
+        assert torch.allclose(both[copy], alone, atol=1e-5)
+    with pytest.raises(ValueError, match="leave layers=None"):
+        with zero_values(tiny_en, where, layers=[0]):
+            pass
+    with pytest.raises(ValueError, match="one mask per layer"):
+        with zero_values(tiny_en, where[:1]):
+            pass

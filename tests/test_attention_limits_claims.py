@@ -355,3 +355,15 @@ def test_plots_draw_the_evidence():
         plt.close(fig)
     with pytest.raises(ValueError, match="len\\(tokens\\)"):
         plot_raw_vs_norm(np.eye(3), np.eye(3), ["a", "b"])
+
+
+def test_norms_discount_sinks_cannot_tell():
+    assert lim.verdict_norms_discount_sinks(profile(kept=0.5, spread=0.2)).verdict == UNSURE
+
+
+def test_rollout_beats_raw_cannot_tell():
+    assert lim.verdict_rollout_beats_raw(board({**GOOD_BOARD, "rollout": 0.7}, spread=0.3)).verdict == UNSURE
+
+
+def test_sink_no_op_cannot_tell():
+    assert lim.verdict_sink_no_op(intervention(sink=0.01, control=0.01)).verdict == UNSURE
