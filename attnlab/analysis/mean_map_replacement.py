@@ -91,6 +91,7 @@ class MapReplacement:
     mean_count: int
     reference: np.ndarray = field(default_factory=lambda: np.zeros(0))
     _correlations: dict[int, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _within: dict[int, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def mean_cost(self) -> np.ndarray:
@@ -125,12 +126,15 @@ class MapReplacement:
         return np.array([correlation(f, c) for f, c in zip(self.fixedness, mean_cost)])
 
     def within_layer_rho(self, *, seed: int = 0) -> Interval:
-        """Mean over layers of the within-layer Spearman rho, interval from resampling texts."""
+        """Mean over layers of the within-layer Spearman rho, interval from resampling texts
+        (computed once per seed: the verdict, the plot and the record share it)."""
         def mean_rho(costs: np.ndarray) -> float:
             rho = self.within_layer_correlations(costs.mean(axis=0))
             return float(np.nanmean(rho)) if np.isfinite(rho).any() else float("nan")
 
-        return bootstrap(self.cost, mean_rho, seed=seed)
+        if seed not in self._within:
+            self._within[seed] = bootstrap(self.cost, mean_rho, seed=seed)
+        return self._within[seed]
 
     def within_layer_permutation(self, *, n_perm: int = 2000, seed: int = 0) -> tuple[float, float]:
         """``(mean within-layer rho, p)``: p of a rho at least this negative when each layer's
