@@ -14,10 +14,11 @@ from scipy.stats import rankdata
 import attnlab as al
 from attnlab.analysis import faithfulness as faith
 from attnlab.analysis.interventions import cosine_distance, replace_maps, sentence_vectors, zero_values
-from attnlab.analysis.mean_map_replacement import _derangement, mean_map_replacement
+from attnlab.analysis.mean_map_replacement import (_derangement, fixedness_order, head_fixedness, mean_map_replacement,
+                                                   replace_together, replaceable_fraction)
 from attnlab.analysis.norm_attention import norm_attention, row_shares, transformed_values
 from attnlab.analysis.rollout import attention_rollout, residual_maps, rollout
-from attnlab.analysis.sinks import (KINDS, is_punctuation, kind_shares, sink_intervention, sink_profile,
+from attnlab.analysis.sinks import (KINDS, is_punctuation, is_word, kind_shares, sink_intervention, sink_profile,
                                     token_kinds)
 from attnlab.tools.testing import ARCHITECTURES
 
@@ -40,14 +41,15 @@ def hooks_of(m) -> list[tuple]:
 # --------------------------------------------------------------------------- a hand-written BERT layer
 
 
-def manual_layer0(m, inputs, *, value_edit=None, map_edit=None):
-    """Layer 0 of a BERT model written out from its weights (one text, no padding).
+def manual_layer0(m, inputs, *, value_edit=None, map_edit=None, index=0, x=None):
+    """Layer ``index`` of a BERT model written out from its weights (one text, no padding), from
+    the input ``x`` ``(1, T, d)`` (default: the unchanged run's input of that layer).
 
     ``value_edit(v)`` changes the per-head values ``(H, T, d_head)``; ``map_edit(a)`` the
     per-head maps ``(H, T, T)``. Returns the layer's output ``(1, T, d)``.
     """
-    layer = m.model.encoder.layer[0]
-    x = hidden_of(m, inputs).hidden_states[0]  # (1, T, d)
+    layer = m.model.encoder.layer[index]
+    x = hidden_of(m, inputs).hidden_states[index] if x is None else x  # (1, T, d)
     H, dh = m.n_heads, m.head_dim
     with torch.no_grad():
         def heads(lin):
@@ -286,6 +288,10 @@ def test_token_kinds(tiny_en):
     assert not is_punctuation("chess") and not is_punctuation("##") and not is_punctuation("a1")
     tokens = tiny_en.tokenizer.convert_ids_to_tokens(tiny_en.encode([TEXT])["input_ids"][0].tolist())
     assert token_kinds(tiny_en, tokens) == ["start", "word", "word", "word", "word", "word", "punct", "end"]
+    assert is_word("\u2581chess") and is_word("##s") and is_word("\u25812020") and is_word("下")
+    assert not is_word("\u2581") and not is_word("##") and not is_word("\u2581?") and not is_word("+")
+    assert token_kinds(tiny_en, ["[CLS]", "\u2581", "chess", "\u2581?", "+", "[SEP]"]) == [
+        "start", "other", "word", "punct", "other", "end"]
 
 
 def test_kind_shares_on_a_constructed_map():
@@ -353,9 +359,9 @@ def test_leave_one_out_equals_removing_the_token_by_hand(tiny_en):
         assert effects[k] == pytest.approx(float(cosine_distance(vec, base)[0]), abs=1e-6)
 
 
-def test_value_zeroing_equals_one_intervention_at_a_time(tiny_en):
+def test_knockout_equals_one_intervention_at_a_time(tiny_en):
     inputs = tiny_en.encode([TEXT])
-    scores = faith.value_zeroing(tiny_en, inputs, [2, 4])
+    scores = faith.knockout(tiny_en, inputs, [2, 4])
     with torch.no_grad():
         base = tiny_en.model(**inputs).last_hidden_state[0]  # (T, d)
     for k, j in enumerate([2, 4]):
@@ -363,29 +369,119 @@ def test_value_zeroing_equals_one_intervention_at_a_time(tiny_en):
         where[0, j] = True
         with zero_values(tiny_en, where), torch.no_grad():
             changed = tiny_en.model(**inputs).last_hidden_state[0]
-        dist = cosine_distance(changed, base)  # (T,)
+        a, b = changed.double().numpy(), base.double().numpy()
+        dist = 1 - (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))  # (T,)
         others = [t for t in range(dist.shape[0]) if t != j]
         assert scores[k] == pytest.approx(float(dist[others].mean()), abs=1e-6)
 
 
+def test_value_zeroing_matches_hand_computation(tiny_en):
+    """Mohebbi et al.: one layer at a time, from the unchanged previous-layer states, float64 cosine
+    distances, rows normalised, layers combined by rollout without an identity; written out here
+    with the hand-written BERT layer and a plain loop."""
+    inputs = tiny_en.encode([TEXT])
+    run = hidden_of(tiny_en, inputs)
+    t, n_layers = inputs["input_ids"].shape[1], tiny_en.n_layers
+    by_hand = np.zeros((n_layers, t, t))
+    for layer in range(n_layers):
+        x = run.hidden_states[layer]  # the unchanged input of this layer
+        for j in range(t):
+            def edit(v, j=j):
+                v[:, j] = 0.0  # every head, token j
+                return v
+
+            out = manual_layer0(tiny_en, inputs, value_edit=edit, index=layer, x=x)[0].double().numpy()  # (T, d)
+            ref = run.hidden_states[layer + 1][0].double().numpy()  # (T, d)
+            cos = (out * ref).sum(-1) / (np.linalg.norm(out, axis=-1) * np.linalg.norm(ref, axis=-1))
+            by_hand[layer, :, j] = 1.0 - cos
+        by_hand[layer] /= by_hand[layer].sum(axis=1, keepdims=True)
+    flow = by_hand[0]
+    for layer in range(1, n_layers):
+        flow = by_hand[layer] @ flow
+    maps = faith.value_zeroing_maps(tiny_en, inputs).numpy()
+    assert maps.dtype == np.float64 and (maps >= 0).all()
+    assert np.allclose(maps, by_hand, atol=1e-4)
+    assert np.allclose(faith.value_zeroing(tiny_en, inputs).numpy(), flow.mean(axis=0), atol=1e-4)
+    # not the same thing as the whole-model knockout: its ranking differs on this text
+    positions = list(range(1, t - 1))
+    assert not np.allclose(faith.knockout(tiny_en, inputs, positions), flow.mean(axis=0)[positions], atol=1e-3)
+
+
+def test_leave_one_out_keeps_positions(tiny_en):
+    """Masking token j from attention in every layer equals deleting it while every other token
+    keeps its position id; both pools leave j out. Plain deletion shifts positions and differs."""
+    inputs = tiny_en.encode([TEXT])
+    ids = inputs["input_ids"][0].tolist()
+    t = len(ids)
+    with torch.no_grad():
+        full = tiny_en.model(**inputs).last_hidden_state[0].double()  # (T, d)
+    effects = faith.masked_leave_one_out(tiny_en, inputs, [1, 3])
+    deleted = faith.leave_one_out(tiny_en, inputs, [1, 3])
+    for k, j in enumerate([1, 3]):
+        keep = [i for i in range(t) if i != j]
+        shorter = torch.tensor([[ids[i] for i in keep]])
+        with torch.no_grad():
+            moved_not = tiny_en.model(input_ids=shorter, attention_mask=torch.ones_like(shorter),
+                                      token_type_ids=torch.zeros_like(shorter),
+                                      position_ids=torch.tensor([keep])).last_hidden_state[0].double()
+        a, b = moved_not.mean(dim=0).numpy(), full[keep].mean(dim=0).numpy()
+        expected = 1 - a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+        assert effects[k] == pytest.approx(expected, abs=1e-6)
+        assert effects[k] > 1e-6  # the others did read token j
+        assert abs(deleted[k] - effects[k]) > 1e-4  # deletion is a different ground truth
+    # what token j is does not matter to the others once nobody can read it ... its effect does
+    swapped = dict(inputs)
+    swapped["input_ids"] = inputs["input_ids"].clone()
+    swapped["input_ids"][0, 3] = inputs["input_ids"][0, 2]
+    again = faith.masked_leave_one_out(tiny_en, swapped, [3])
+    with torch.no_grad():
+        masked = {k: v.clone() for k, v in inputs.items()}
+        masked["attention_mask"][0, 3] = 0
+        one = tiny_en.model(**masked).last_hidden_state[0]
+        masked["input_ids"] = swapped["input_ids"].clone()
+        two = tiny_en.model(**masked).last_hidden_state[0]
+    keep = [i for i in range(t) if i != 3]
+    assert torch.allclose(one[keep], two[keep], atol=1e-5)
+    assert np.isfinite(again).all()
+
+
 def test_scoreboard(tiny_en):
-    board = faith.scoreboard(tiny_en, TEXTS + ["chess"])
-    assert board.skipped == 1 and len(board.queries) == 3
+    long = ["how do you play chess ?", "what is the best way to learn the rules", "good game of chess for you"]
+    board = faith.scoreboard(tiny_en, long + ["good game ."])
+    assert board.skipped == 1 and len(board.queries) + board.constant == 3
+    assert faith.MIN_TOKENS >= 5
     q = board.queries[0]
     att = al.attention(tiny_en, [q.text])[0]  # (L, H, n, n)
     raw = att[-1].mean(dim=0).mean(dim=0)[q.positions].numpy()
     assert np.allclose(q.scores["raw"], raw, atol=1e-6)
     assert np.allclose(q.scores["rollout"], rollout(att)[-1].mean(dim=0)[q.positions].numpy(), atol=1e-6)
-    for view in faith.VIEWS:
-        rho = board.rho[view]
-        assert rho.shape == (3,) and np.all(np.abs(rho[~np.isnan(rho)]) <= 1 + 1e-9)
-        assert len(q.scores[view]) == len(q.effect) == len(q.positions)
-    assert sorted(board.ranking()) == sorted(faith.VIEWS)
-    assert board.paired("raw", "raw").estimate == pytest.approx(0.0)
+    inputs = tiny_en.encode([q.text])
+    assert np.allclose(q.scores["value_zeroing"], faith.value_zeroing(tiny_en, inputs).numpy()[q.positions])
+    assert np.allclose(q.effects["deleted"], faith.leave_one_out(tiny_en, inputs, q.positions))
+    n = len(board.queries)
+    for truth in faith.TRUTHS:
+        for view in faith.VIEWS:
+            rho = board.rho[truth][view]
+            assert rho.shape == (n,) and np.isfinite(rho).all() and np.all(np.abs(rho) <= 1 + 1e-9)  # paired
+            assert len(q.scores[view]) == len(q.effects[truth]) == len(q.positions)
+        assert sorted(board.ranking(truth)) == sorted(faith.VIEWS)
+    assert board.paired("raw", "raw").estimate == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError):
         board.interval("gradient")
+    with pytest.raises(ValueError):
+        board.interval("raw", "gradient")
     with pytest.raises(ValueError, match="non-special"):
         faith.scoreboard(tiny_en, ["chess"])
+
+
+def test_board_keeps_only_queries_every_view_can_score():
+    def query(effect):
+        scores = {v: np.array([1.0, 2.0, 3.0, 4.0, 5.0]) for v in faith.VIEWS}
+        return faith.QueryScores("t", list("abcde"), [1, 2, 3, 4, 5], scores,
+                                 {"masked": np.asarray(effect, float), "deleted": np.arange(5.0)})
+    board = faith.board_from([query([1, 2, 3, 5, 4]), query([2, 2, 2, 2, 2])], skipped=0)
+    assert len(board.queries) == 1 and board.constant == 1
+    assert board.rho["masked"]["raw"][0] == pytest.approx(0.9) and board.rho["deleted"]["norm"][0] == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------- mean-map replacement
@@ -426,3 +522,80 @@ def test_mean_map_replacement(tiny_en):
         mean_map_replacement(tiny_en, texts[:2] + ["chess"], mean)
     with pytest.raises(ValueError, match="at least 2"):
         mean_map_replacement(tiny_en, texts[:1], mean)
+
+
+def test_heads_replaced_together(tiny_en):
+    texts = same_length_texts(5, seed=5)
+    mean = al.mean_attention(tiny_en, same_length_texts(20, seed=6), progress=False)
+    together = replace_together(tiny_en, texts, mean, n_random=2, steps=4, batch_size=2)
+    n_heads = tiny_en.n_layers * tiny_en.n_heads
+    assert list(together.counts) == [0, 6, 12, 18, 24] and together.counts[-1] == n_heads
+    assert together.fixed_first.shape == (5, 5) and together.random.shape == (2, 5, 5)
+    assert np.allclose(together.fixed_first[:, 0], 0.0) and np.allclose(together.reverse[:, 0], 0.0)
+    # every order ends with every head replaced: the same run
+    assert np.allclose(together.fixed_first[:, -1], together.reverse[:, -1], atol=1e-9)
+    assert np.allclose(together.random[0][:, -1], together.fixed_first[:, -1], atol=1e-9)
+    # the order is by fixedness, most fixed first
+    fixed = head_fixedness(mean).ravel()
+    order = together.orders["fixed_first"]
+    assert (np.diff(fixed[order]) <= 1e-12).all() and together.orders["reverse"] == order[::-1]
+    # one point recomputed by hand: the first 12 heads of the order replaced together
+    heads = [divmod(i, tiny_en.n_heads) for i in order[:12]]
+    inputs = tiny_en.encode(texts[:1])
+    with replace_maps(tiny_en, {(l, h): mean.mean[l, h].float() for l, h in heads}):
+        changed = sentence_vectors(tiny_en, inputs)
+    expected = float(cosine_distance(changed, sentence_vectors(tiny_en, inputs))[0])
+    assert together.fixed_first[0, 2] == pytest.approx(expected, abs=1e-9)
+    share = together.replaceable()
+    assert 0.0 <= share.low <= share.estimate <= share.high <= 1.0 and share.n == 5
+    assert together.tolerance() == pytest.approx(0.05 * together.reference.mean())
+    assert (together.reference > 0).all()
+
+
+def test_replaceable_fraction_and_fixedness_order():
+    fractions = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+    assert replaceable_fraction(np.array([0, 0.01, 0.02, 0.5, 0.9]), fractions, 0.1) == 0.5
+    assert replaceable_fraction(np.array([0, 0.2, 0.01, 0.01, 0.01]), fractions, 0.1) == 0.0  # first crossing
+    assert replaceable_fraction(np.zeros(5), fractions, 0.1) == 1.0
+    order = fixedness_order(np.array([[0.5, np.nan], [0.9, 0.1]]))
+    assert order.tolist() == [1, 2, 0, 3]  # no score (uniform maps) first, then most fixed
+
+
+def test_within_layer_permutation_takes_depth_out():
+    from attnlab.analysis.stats import permutation_correlation_within
+    rng = np.random.default_rng(0)
+    layers = np.repeat(np.arange(4), 12)
+    depth = layers.astype(float)
+    fixed = -depth + rng.normal(0, 0.1, 48)  # deeper: less fixed ...
+    cost = depth + rng.normal(0, 0.1, 48)  # ... and costlier; no relation inside a layer
+    rho, p = permutation_correlation_within(fixed, cost, layers, n_perm=500, seed=1)
+    assert abs(rho) < 0.4 and p > 0.05
+    inside = depth - 3.0 * (fixed + depth) + rng.normal(0, 0.05, 48)  # within each layer, more fixed means cheaper
+    rho, p = permutation_correlation_within(fixed, inside, layers, n_perm=500, seed=1)
+    assert rho < -0.5 and p < 0.01
+    ranks = [rankdata(fixed[:12]), rankdata(inside[:12])]
+    groups = [np.corrcoef(rankdata(fixed[layers == g]), rankdata(inside[layers == g]))[0, 1] for g in range(4)]
+    assert rho == pytest.approx(np.mean(groups), abs=1e-9) and len(ranks) == 2
+
+
+def test_per_layer_zeroing_changes_each_copy_in_its_own_layer(tiny_en):
+    inputs = tiny_en.encode([TEXT])
+    t = inputs["input_ids"].shape[1]
+    copies = {k: v.expand(2, -1) for k, v in inputs.items()}
+    where = torch.zeros(tiny_en.n_layers, 2, t, dtype=torch.bool)
+    where[0, 0, 2] = True  # copy 0: token 2 in layer 0
+    where[1, 1, 4] = True  # copy 1: token 4 in layer 1
+    with zero_values(tiny_en, where):
+        both = hidden_of(tiny_en, copies).last_hidden_state
+    for copy, (layer, token) in enumerate([(0, 2), (1, 4)]):
+        one = torch.zeros_like(inputs["input_ids"], dtype=torch.bool)
+        one[0, token] = True
+        with zero_values(tiny_en, one, layers=[layer]):
+            alone = hidden_of(tiny_en, inputs).last_hidden_state[0]
+        assert torch.allclose(both[copy], alone, atol=1e-5)
+    with pytest.raises(ValueError, match="leave layers=None"):
+        with zero_values(tiny_en, where, layers=[0]):
+            pass
+    with pytest.raises(ValueError, match="one mask per layer"):
+        with zero_values(tiny_en, where[:1]):
+            pass

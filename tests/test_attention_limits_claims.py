@@ -11,15 +11,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from attnlab.analysis.faithfulness import VIEWS, Scoreboard  # noqa: E402
-from attnlab.analysis.mean_map_replacement import MapReplacement  # noqa: E402
+from attnlab.analysis.faithfulness import TRUTHS, VIEWS, Scoreboard  # noqa: E402
+from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves  # noqa: E402
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile  # noqa: E402
 from attnlab.course import results  # noqa: E402
 from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
 from attnlab.course.claims import attention_limits as lim  # noqa: E402
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
 from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost,  # noqa: E402
-                                                plot_scoreboard, plot_sink_mass)
+                                                plot_scoreboard, plot_sink_mass, plot_together)
 
 N_TEXTS, N_LAYERS, N_HEADS = 40, 4, 6
 
@@ -28,17 +28,19 @@ def noise(shape, scale, seed=0):
     return np.random.default_rng(seed).normal(0.0, scale, shape)
 
 
-def profile(special=(0.3, 0.7, 0.6, 0.3), kept=0.3, spread=0.02) -> SinkProfile:
-    """Raw share on the special tokens per layer (all on the first one); the norm-based view keeps
-    ``kept`` of it and gives the rest to words."""
-    special = np.clip(np.asarray(special)[None, :] + noise((N_TEXTS, N_LAYERS), spread), 0.0, 0.95)  # (N, L)
+def profile(special=(0.3, 0.7, 0.6, 0.3), kept=0.3, spread=0.02, start=0.0) -> SinkProfile:
+    """Raw share on the separator per layer, plus ``start`` on the first special token; the
+    norm-based view keeps ``kept`` of both and gives the rest to words."""
+    special = np.clip(np.asarray(special)[None, :] + noise((N_TEXTS, N_LAYERS), spread), 0.0, 0.95 - start)  # (N, L)
+    first = np.full_like(special, start)
     punct = np.full((N_TEXTS, N_LAYERS), 0.05)
-    raw = {"start": special, "end": np.zeros_like(special), "punct": punct, "word": 1.0 - special - punct}
-    norm_special = kept * special
-    norm = {"start": norm_special, "end": np.zeros_like(special), "punct": punct,
-            "word": 1.0 - norm_special - punct}
+    other = np.zeros_like(special)
+    raw = {"start": first, "end": special, "punct": punct, "word": 1.0 - special - first - punct, "other": other}
+    norm = {"start": kept * first, "end": kept * special, "punct": punct,
+            "word": 1.0 - kept * (special + first) - punct, "other": other}
     value_norm = {"start": np.full_like(special, 0.5), "end": np.full_like(special, 1.0),
-                  "punct": np.full_like(special, 2.0), "word": np.full_like(special, 4.0)}
+                  "punct": np.full_like(special, 2.0), "word": np.full_like(special, 4.0),
+                  "other": np.full_like(special, np.nan)}
     return SinkProfile(raw=raw, norm=norm, value_norm=value_norm, start_token="[CLS]", end_token="[SEP]",
                        n_texts=N_TEXTS)
 
@@ -52,23 +54,45 @@ def intervention(sink=0.001, control=0.01, sink_mass=0.6, control_mass=0.05) -> 
     )
 
 
-def board(means: dict[str, float], spread=0.1) -> Scoreboard:
-    return Scoreboard(rho={v: np.clip(means[v] + noise(N_TEXTS, spread, k), -1, 1)
-                           for k, v in enumerate(VIEWS)})
+def board(means: dict[str, float], spread=0.1, deleted: dict[str, float] | None = None, n=N_TEXTS) -> Scoreboard:
+    """Per-query rho around ``means`` (leave one out, positions kept) and ``deleted`` (default the same)."""
+    deleted = means if deleted is None else deleted
+    return Scoreboard(rho={truth: {v: np.clip(centre[v] + noise(n, spread, k + 10 * t), -1, 1)
+                                   for k, v in enumerate(VIEWS)}
+                           for t, (truth, centre) in enumerate(zip(TRUTHS, (means, deleted)))})
 
 
-def replacement(slope=-1.0, control_extra=0.01, spread=0.002) -> MapReplacement:
-    """Cost = 0.02 + slope * 0.01 * (fixedness - 0.9) per head, plus noise; the control adds ``control_extra``."""
+def replacement(slope=-1.0, control_extra=0.01, spread=0.002, depth=0.0, n=N_TEXTS) -> MapReplacement:
+    """Cost = 0.02 + slope * 0.05 * (fixedness - 0.9) per head, plus noise; the control adds
+    ``control_extra``. With ``depth``, deeper layers are less fixed and costlier (a between-layer
+    trend only, unless ``slope`` adds one inside layers)."""
     fixed = np.linspace(0.7, 1.0, N_LAYERS * N_HEADS).reshape(N_LAYERS, N_HEADS)
     fixed = fixed.ravel()[np.random.default_rng(3).permutation(fixed.size)].reshape(N_LAYERS, N_HEADS)
-    per_head = 0.02 + slope * 0.05 * (fixed - 0.9)  # (L, H)
-    cost = np.abs(per_head[None] + noise((N_TEXTS, N_LAYERS, N_HEADS), spread, 4))
-    control = np.abs(per_head[None] + control_extra + noise((N_TEXTS, N_LAYERS, N_HEADS), spread, 5))
-    return MapReplacement(layers=list(range(N_LAYERS)), cost=cost, control=control, fixedness=fixed, mean_count=500)
+    layer = np.arange(N_LAYERS)[:, None]
+    fixed = fixed - depth * 0.1 * layer
+    per_head = 0.02 + slope * 0.05 * (fixed - 0.9) + depth * (0.05 * layer + 0.005 * (fixed - fixed.mean()))  # (L, H)
+    cost = np.abs(per_head[None] + noise((n, N_LAYERS, N_HEADS), spread, 4))
+    control = np.abs(per_head[None] + control_extra + noise((n, N_LAYERS, N_HEADS), spread, 5))
+    return MapReplacement(layers=list(range(N_LAYERS)), cost=cost, control=control, fixedness=fixed, mean_count=500,
+                          reference=np.full(n, 0.4))
 
 
-GOOD_BOARD = {"raw": 0.7, "norm": 0.85, "rollout": 0.75, "value_zeroing": 0.95}
-BAD_BOARD = {"raw": 0.2, "norm": 0.05, "rollout": -0.1, "value_zeroing": 0.1}
+def together(cheap_until=0.75, random_cost=2.0, n=N_TEXTS, steps=8) -> TogetherCurves:
+    """Curves whose fixedness-order cost stays at 0.002 (tolerance 0.05 * 0.2 = 0.01) up to
+    ``cheap_until`` and then rises; the random orders cost ``random_cost`` times as much."""
+    fractions = np.linspace(0, 1, steps + 1)
+    shape = np.where(fractions <= cheap_until + 1e-9, 0.002 * fractions, 0.002 + 0.2 * (fractions - cheap_until))
+    fixed = np.abs(shape[None] + noise((n, steps + 1), 0.0005, 7) * (fractions > 0))
+    rand = np.stack([np.abs(random_cost * shape[None] + noise((n, steps + 1), 0.0005, 8 + r) * (fractions > 0))
+                     for r in range(3)])
+    rev = np.abs(3.0 * shape[None] + noise((n, steps + 1), 0.0005, 12) * (fractions > 0))
+    return TogetherCurves(layers=list(range(N_LAYERS)), fractions=fractions,
+                          counts=np.round(fractions * N_LAYERS * N_HEADS).astype(int), fixed_first=fixed,
+                          reverse=rev, random=rand, reference=np.full(n, 0.2))
+
+
+GOOD_BOARD = {"raw": 0.7, "norm": 0.85, "rollout": 0.75, "value_zeroing": 0.95, "knockout": 0.9}
+BAD_BOARD = {"raw": 0.2, "norm": 0.05, "rollout": -0.1, "value_zeroing": 0.1, "knockout": 0.9}
 
 
 # --------------------------------------------------------------------------- sinks
@@ -83,6 +107,17 @@ def test_sink_mass_can_hold():
 
 def test_sink_mass_can_fail():
     assert lim.verdict_sink_mass(profile(special=(0.2, 0.3, 0.35, 0.1))).verdict == FAILS
+
+
+def test_sink_mass_is_about_the_separator_alone():
+    """[CLS] 0.3 + [SEP] 0.35 is most of the attention, but not on the separator: Clark's claim fails
+    while the combined share, reported beside it, is above one half."""
+    v = lim.verdict_sink_mass(profile(special=(0.2, 0.35, 0.3, 0.1), start=0.3))
+    assert v.verdict == FAILS
+    assert v.numbers["special_top_share"] == pytest.approx(0.65, abs=0.02) and v.numbers["special_layers_above"] == [2, 3]
+
+
+def test_sink_mass_cannot_tell():
     near = lim.verdict_sink_mass(profile(special=(0.2, 0.5, 0.3, 0.1), spread=0.2))
     assert near.verdict == UNSURE  # the interval straddles one half
 
@@ -134,11 +169,14 @@ def test_raw_tracks_effect_can_fail():
 def test_norm_beats_raw_can_hold():
     v = lim.verdict_norm_beats_raw(board(GOOD_BOARD))
     assert v.verdict == HOLDS and v.numbers["minus_raw"][1] > 0
-    assert v.numbers["ranking"][0] == "value zeroing"
+    assert v.numbers["ranking"][0] == "value zeroing (Mohebbi)"
 
 
 def test_norm_beats_raw_can_fail():
     assert lim.verdict_norm_beats_raw(board(BAD_BOARD)).verdict == FAILS
+
+
+def test_norm_beats_raw_cannot_tell():
     tied = lim.verdict_norm_beats_raw(board({**GOOD_BOARD, "norm": 0.7}, spread=0.3))
     assert tied.verdict == UNSURE
 
@@ -159,8 +197,34 @@ def test_value_zeroing_best_can_hold():
 
 def test_value_zeroing_best_can_fail():
     assert lim.verdict_value_zeroing_best(board({**GOOD_BOARD, "norm": 0.99}, spread=0.02)).verdict == FAILS
+
+
+def test_value_zeroing_best_cannot_tell():
     close = lim.verdict_value_zeroing_best(board({**GOOD_BOARD, "norm": 0.95}, spread=0.3))
     assert close.verdict == UNSURE
+
+
+def test_value_zeroing_is_not_compared_with_the_knockout():
+    """The whole-model knockout is on the board but not one of the readings value zeroing must beat."""
+    v = lim.verdict_value_zeroing_best(board({**GOOD_BOARD, "knockout": 0.99}, spread=0.02))
+    assert v.verdict == HOLDS and "minus_knockout" not in v.numbers
+    assert v.numbers["ranking"][0] == "whole-model knockout"
+
+
+def test_scoreboard_verdicts_follow_the_kept_positions_ground_truth():
+    """Against deletion raw attention would win; the verdict is decided on the masked ground truth,
+    and the deletion numbers are shown beside it."""
+    evidence = board(GOOD_BOARD, deleted={**GOOD_BOARD, "raw": 0.99}, spread=0.02)
+    v = lim.verdict_norm_beats_raw(evidence)
+    assert v.verdict == HOLDS and v.numbers["minus_raw_deleted"][2] < 0
+    change = lim.ranking_change(evidence)
+    assert change["raw"]["rank_deleted"] == 1 and change["raw"]["rank_masked"] == 5
+    assert change["raw"]["difference"][2] < 0
+
+
+def test_scoreboard_claims_cannot_tell_on_few_queries():
+    v = lim.verdict_raw_tracks_effect(board(GOOD_BOARD, n=5))
+    assert v.verdict == UNSURE and "resampled units" in v.numbers["missing"]
 
 
 # --------------------------------------------------------------------------- mean maps
@@ -168,14 +232,25 @@ def test_value_zeroing_best_can_fail():
 
 def test_fixed_heads_cheap_can_hold():
     v = lim.verdict_fixed_heads_cheap(replacement(slope=-1.0))
-    assert v.verdict == HOLDS and v.numbers["spearman_rho"] < -0.5 and v.numbers["heads"] == N_LAYERS * N_HEADS
-    assert v.numbers["within_layer_rho"] < -0.5
+    assert v.verdict == HOLDS and v.numbers["within_layer_rho"] < -0.5 and v.numbers["permutation_p"] < 0.05
+    assert v.numbers["texts"] == N_TEXTS and v.numbers["all_heads_rho"][0] < -0.5
 
 
 def test_fixed_heads_cheap_can_fail():
     assert lim.verdict_fixed_heads_cheap(replacement(slope=1.0)).verdict == FAILS
+
+
+def test_fixed_heads_cheap_cannot_tell():
     flat = lim.verdict_fixed_heads_cheap(replacement(slope=0.0, spread=0.005))
     assert flat.verdict == UNSURE
+
+
+def test_fixed_heads_cheap_is_not_fooled_by_depth():
+    """Deeper layers less fixed and costlier, more fixed *costlier* inside a layer: over all heads
+    the correlation is negative, within layers it is positive, and the verdict follows the latter."""
+    v = lim.verdict_fixed_heads_cheap(replacement(slope=0.0, depth=1.0, spread=0.0005))
+    assert v.numbers["all_heads_rho"][2] < 0
+    assert v.verdict == FAILS and v.numbers["low"] > 0
 
 
 def test_mean_map_stands_in_can_hold():
@@ -187,14 +262,64 @@ def test_mean_map_stands_in_can_fail():
     assert lim.verdict_mean_map_stands_in(replacement(control_extra=-0.01)).verdict == FAILS
 
 
+def test_mean_map_stands_in_cannot_tell():
+    assert lim.verdict_mean_map_stands_in(replacement(control_extra=0.0, spread=0.01)).verdict == UNSURE
+    assert lim.verdict_mean_map_stands_in(replacement(n=4)).verdict == UNSURE  # too few texts
+
+
+def test_head_labels_are_three_way():
+    rep = replacement(slope=-1.0, spread=0.002)  # costs from 0.0 to 0.03 around a tolerance of 0.02
+    counts = lim.head_label_counts(rep)
+    assert sum(counts.values()) == N_LAYERS * N_HEADS and counts["cheap"] > 0 and counts["costly"] > 0
+    noisy = lim.head_label_counts(replacement(slope=-1.0, spread=0.1, n=8))
+    assert noisy["cannot tell"] > counts["cannot tell"]
+    share = rep.cheap_share()
+    assert share.low <= share.estimate <= share.high and share.n == N_TEXTS
+
+
+# --------------------------------------------------------------------------- heads together
+
+
+def test_heads_replaceable_together_can_hold():
+    v = lim.verdict_heads_replaceable_together(together(cheap_until=0.75))
+    assert v.verdict == HOLDS and v.numbers["fraction"] == pytest.approx(0.75) and v.numbers["low"] >= 0.5
+
+
+def test_heads_replaceable_together_can_fail():
+    v = lim.verdict_heads_replaceable_together(together(cheap_until=0.25))
+    assert v.verdict == FAILS and v.numbers["high"] < 0.5
+
+
+def test_heads_replaceable_together_cannot_tell():
+    assert lim.verdict_heads_replaceable_together(together(cheap_until=0.75, n=4)).verdict == UNSURE
+    rows = lim.together_sensitivity(together(cheap_until=0.5))
+    assert rows[0][:3] == ["threshold", "tolerance", "verdict"] and len(rows) == 1 + 3 * 4
+    words = {(r[0], r[1]): r[2] for r in rows[1:]}
+    assert words[(0.25, 0.05)] == HOLDS and words[(0.75, 0.05)] == FAILS
+
+
+def test_fixed_order_beats_random_can_hold():
+    v = lim.verdict_fixed_order_beats_random(together(random_cost=2.0))
+    assert v.verdict == HOLDS and v.numbers["high"] < 0
+
+
+def test_fixed_order_beats_random_can_fail():
+    assert lim.verdict_fixed_order_beats_random(together(random_cost=0.5)).verdict == FAILS
+
+
+def test_fixed_order_beats_random_cannot_tell():
+    assert lim.verdict_fixed_order_beats_random(together(random_cost=1.0)).verdict == UNSURE
+
+
 def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     monkeypatch.delenv("ATTNLAB_SMOKE", raising=False)
-    evidence = (profile(), intervention(), board(GOOD_BOARD), replacement())
+    evidence = (profile(), intervention(), board(GOOD_BOARD), replacement(), together())
     verdicts = lim.verdicts(*evidence)
     assert list(verdicts) == [lim.SINK_MASS, lim.SINK_NO_OP, lim.NORMS_DISCOUNT_SINKS, lim.RAW_TRACKS_EFFECT,
                               lim.NORM_BEATS_RAW, lim.ROLLOUT_BEATS_RAW, lim.VALUE_ZEROING_BEST,
-                              lim.FIXED_HEADS_CHEAP, lim.MEAN_MAP_STANDS_IN]
+                              lim.FIXED_HEADS_CHEAP, lim.MEAN_MAP_STANDS_IN, lim.HEADS_TOGETHER,
+                              lim.FIXED_ORDER_BEATS_RANDOM]
     assert all(v.verdict == HOLDS for v in verdicts.values())
     record = AttentionLimitsResult.from_run(*evidence)
     assert record.view_ranking[0] == "value_zeroing" and record.removed_share == pytest.approx(0.7, abs=0.01)
@@ -208,6 +333,9 @@ def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
     assert back.view_rho["norm"].low == pytest.approx(record.view_rho["norm"].low)
     assert back.verdicts[lim.FIXED_HEADS_CHEAP].verdict == HOLDS
     assert back.verdicts[lim.SINK_MASS].numbers["top_layer"] == 2
+    assert back.together_replaceable.estimate == pytest.approx(0.75)
+    assert np.allclose(back.together_fixed_first, record.together_fixed_first)
+    assert back.view_rho_deleted["raw"].estimate == pytest.approx(record.view_rho_deleted["raw"].estimate)
 
 
 # --------------------------------------------------------------------------- plots
@@ -215,9 +343,11 @@ def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
 
 def test_plots_draw_the_evidence():
     figs = [plot_sink_mass(profile()), plot_scoreboard(board(GOOD_BOARD)), plot_replacement_cost(replacement()),
-            plot_raw_vs_norm(np.eye(3), np.ones((3, 3)), ["[CLS]", "chess", "[SEP]"], title="layer 1")]
-    assert len(figs[0].axes) == 2 and len(figs[0].axes[0].lines) == 8  # raw and norm-based line per kind
-    assert len(figs[1].axes[0].patches) == len(VIEWS)
+            plot_raw_vs_norm(np.eye(3), np.ones((3, 3)), ["[CLS]", "chess", "[SEP]"], title="layer 1"),
+            plot_together(together())]
+    assert len(figs[0].axes) == 2 and len(figs[0].axes[0].lines) == 10  # raw and norm-based line per kind
+    assert len(figs[1].axes[0].patches) == len(VIEWS) * len(TRUTHS)
+    assert len(figs[4].axes[0].lines) == 3 and "tolerance" in figs[4].axes[0].get_title()
     assert "rho" in figs[2].axes[0].get_title()
     norm_panel = figs[3].axes[1].images[0].get_array()
     assert np.allclose(np.asarray(norm_panel).sum(axis=1), 1.0)  # rows rescaled to shares
@@ -225,3 +355,15 @@ def test_plots_draw_the_evidence():
         plt.close(fig)
     with pytest.raises(ValueError, match="len\\(tokens\\)"):
         plot_raw_vs_norm(np.eye(3), np.eye(3), ["a", "b"])
+
+
+def test_norms_discount_sinks_cannot_tell():
+    assert lim.verdict_norms_discount_sinks(profile(kept=0.5, spread=0.2)).verdict == UNSURE
+
+
+def test_rollout_beats_raw_cannot_tell():
+    assert lim.verdict_rollout_beats_raw(board({**GOOD_BOARD, "rollout": 0.7}, spread=0.3)).verdict == UNSURE
+
+
+def test_sink_no_op_cannot_tell():
+    assert lim.verdict_sink_no_op(intervention(sink=0.01, control=0.01)).verdict == UNSURE

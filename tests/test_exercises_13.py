@@ -8,6 +8,7 @@ import torch
 
 import attnlab as al
 from attnlab.analysis.faithfulness import VIEWS, scoreboard
+from attnlab.analysis.mean_map_replacement import TogetherCurves
 from attnlab.analysis.sinks import sink_profile
 from attnlab.course.exercises import lesson_13 as ex13
 
@@ -58,11 +59,28 @@ def test_sink_layer(tiny_en):
 
 
 def test_best_view(tiny_en):
-    board = scoreboard(tiny_en, ["how do you play chess", "what is the best way to learn the rules"])
-    means = {v: float(np.nanmean(board.rho[v])) for v in VIEWS}
+    board = scoreboard(tiny_en, ["how do you play chess ?", "what is the best way to learn the rules",
+                                 "good game of chess for you"])
+    means = {v: float(np.mean(board.rho["masked"][v])) for v in VIEWS}
     truth = max(means, key=means.get)
     assert ex13.check_best_view(tiny_en, truth, board)
+    deleted = {v: float(np.mean(board.rho["deleted"][v])) for v in VIEWS}
+    assert ex13.check_best_view(tiny_en, max(deleted, key=deleted.get), board, truth="deleted")
     other = next(v for v in VIEWS if v != truth)
     assert not ex13.check_best_view(tiny_en, other, board)
     assert "answer one of" in str(ex13.check_best_view(tiny_en, "gradient", board))
     assert not ex13.check_best_view(tiny_en, None, board)
+
+
+def test_replaceable_fraction():
+    fractions = np.linspace(0, 1, 5)
+    curve = np.array([[0.0, 0.001, 0.002, 0.05, 0.1], [0.0, 0.003, 0.004, 0.07, 0.1]])  # (texts, fractions)
+    together = TogetherCurves(layers=[0], fractions=fractions, counts=np.arange(5), fixed_first=curve,
+                              reverse=curve, random=curve[None], reference=np.array([0.2, 0.2]))
+    # tolerance 0.05 * 0.2 = 0.01; the mean curve first passes it at fraction 0.75
+    assert ex13.check_replaceable_fraction(None, 0.5, together)
+    wrong = ex13.check_replaceable_fraction(None, 0.75, together)
+    assert not wrong and "one before" in wrong.message
+    assert not ex13.check_replaceable_fraction(None, 1.0, together)
+    assert not ex13.check_replaceable_fraction(None, None, together)
+    assert ex13.solution_replaceable_fraction(None, together) == 0.5

@@ -1,6 +1,6 @@
 """A faithfulness scoreboard: which reading of attention tracks what the model does?
 
-For each query, every non-special token gets a score from four *views*:
+For each query, every non-special token ``j`` gets a score from five *views*:
 
 * ``raw``: the attention it receives in the last layer, heads averaged, averaged
   over all query rows;
@@ -8,17 +8,37 @@ For each query, every non-special token gets a score from four *views*:
   ``||sum_h alpha_ij^h f_h(x_j)||`` (Kobayashi et al. 2020), each row rescaled to 1;
 * ``rollout``: the column of the rollout after the last layer (Abnar & Zuidema
   2020), averaged over rows;
-* ``value_zeroing``: zero the token's value vectors in every layer and head and
-  measure how far the other tokens' final representations move (mean cosine
-  distance; after Mohebbi et al. 2023, who do it layer by layer).
+* ``value_zeroing``: Mohebbi et al.'s (2023) measure. In ONE layer ``l``, zero the
+  value vector of token ``j`` in every head and run that layer from the unchanged
+  states of layer ``l - 1``; ``C_l[i, j]`` is the cosine distance (float64) of
+  token ``i``'s layer output from the unchanged one. Rows of ``C_l`` are
+  rescaled to sum to 1 and the layers are combined by rollout (without an added
+  identity: the layer output already contains the residual), as in the authors'
+  code; the score is the column of the last layer, averaged over rows;
+* ``knockout``: zero token ``j``'s value vectors in every layer and head *at once*
+  and take the mean cosine distance of the other tokens' last hidden states
+  (a whole-model intervention, not Mohebbi's measure).
 
-Each view is compared with the token's **effect**: remove the token from the
-input (leave one token out) and measure the cosine distance of the sentence
-representation (the mean of the last hidden states). The Spearman correlation
-of scores and effects, per query, says how well a view ranks tokens by what
-they do; the mean over queries gets a bootstrap interval over queries.
+Each view is compared with the token's **effect**, two ground truths:
+
+* ``masked`` (leave one out, positions kept): token ``j`` is masked from the
+  attention of every layer (no token can read it; every other token keeps its
+  position) and left out of the mean pool of both runs; the effect is the cosine
+  distance of the two pooled vectors. Attention can only see how much the others
+  read ``j``, and this is exactly that.
+* ``deleted``: token ``j`` is deleted from the input (later tokens move one
+  position) and the mean of the last hidden states is compared with the full
+  run's. This also loses ``j``'s own output from the pool, so it partly measures
+  how unusual ``j``'s own vector is.
+
+The Spearman correlation of scores and effects, per query, says how well a view
+ranks tokens by what they do. Every view is compared on the same queries (a
+query is left out when any view or ground truth is constant on it); means get a
+bootstrap interval over queries, and differences between views are paired.
 
 Only numbers here; the verdicts are in :mod:`attnlab.course.claims.attention_limits`.
+
+Shapes: ``L`` layers, ``T`` tokens of one query, ``k`` of them non-special, ``d`` width.
 """
 
 from __future__ import annotations
@@ -29,7 +49,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnlab.analysis.interventions import cosine_distance, sentence_vectors, zero_values
+from attnlab.analysis.interventions import cosine_distance, pooled, run_model, sentence_vectors, zero_values
 from attnlab.analysis.norm_attention import norm_attention, row_shares
 from attnlab.analysis.rollout import rollout
 from attnlab.analysis.stats import Interval, bootstrap_mean, correlation
@@ -37,51 +57,64 @@ from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
 
 #: The views, in the order of the scoreboard.
-VIEWS = ("raw", "norm", "rollout", "value_zeroing")
-VIEW_LABELS = {"raw": "raw attention", "norm": "norm-based", "rollout": "rollout", "value_zeroing": "value zeroing"}
-#: Fewest non-special tokens a query needs (a rank correlation needs 3 values).
-MIN_TOKENS = 3
+VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
+VIEW_LABELS = {"raw": "raw attention", "norm": "norm-based", "rollout": "rollout",
+               "value_zeroing": "value zeroing (Mohebbi)", "knockout": "whole-model knockout"}
+#: The ground truths: leave one out keeping positions (the main one), and deletion.
+TRUTHS = ("masked", "deleted")
+TRUTH_LABELS = {"masked": "leave one out, positions kept", "deleted": "token deleted"}
+#: Fewest non-special tokens a query needs (with 3 or 4, rho takes only a handful of values).
+MIN_TOKENS = 5
 
 
 @dataclass
 class QueryScores:
-    """One query's tokens (non-special), each view's score and each token's effect."""
+    """One query's tokens (non-special), each view's score and each token's effects."""
 
     text: str
     tokens: list[str]
     positions: list[int]
     scores: dict[str, np.ndarray]  # view -> (k,)
-    effect: np.ndarray  # (k,): cosine distance of the sentence representation without the token
+    effects: dict[str, np.ndarray]  # ground truth -> (k,)
+
+    @property
+    def effect(self) -> np.ndarray:
+        """``(k,)``: the main ground truth (leave one out with positions kept)."""
+        return self.effects["masked"]
 
 
 @dataclass
 class Scoreboard:
-    """Spearman correlation between each view's scores and the leave-one-out effect, per query.
+    """Spearman correlation between each view's scores and each ground truth, per query.
 
     Attributes:
-        rho: view -> ``(N,)``, NaN where a view or the effect is constant within a query.
-        queries: the scores behind each correlation.
+        rho: ground truth -> view -> ``(N,)``, on the same ``N`` queries for every view.
+        queries: the scores behind each correlation (the ``N`` paired queries).
         skipped: texts with fewer than :data:`MIN_TOKENS` non-special tokens.
+        constant: texts left out because some view or ground truth was constant on them.
     """
 
-    rho: dict[str, np.ndarray]
+    rho: dict[str, dict[str, np.ndarray]]
     queries: list[QueryScores] = field(default_factory=list)
     skipped: int = 0
+    constant: int = 0
 
-    def interval(self, view: str, *, seed: int = 0) -> Interval:
+    def interval(self, view: str, truth: str = "masked", *, seed: int = 0) -> Interval:
         """Mean Spearman rho of one view with its bootstrap interval over queries."""
-        return bootstrap_mean(self.rho[_check_view(view)], seed=seed)
+        return bootstrap_mean(self.rho[_check_truth(truth)][_check_view(view)], seed=seed)
 
-    def intervals(self, *, seed: int = 0) -> dict[str, Interval]:
-        return {view: self.interval(view, seed=seed) for view in VIEWS}
+    def intervals(self, truth: str = "masked", *, seed: int = 0) -> dict[str, Interval]:
+        return {view: self.interval(view, truth, seed=seed) for view in VIEWS}
 
-    def paired(self, a: str, b: str, *, seed: int = 0) -> Interval:
+    def paired(self, a: str, b: str, truth: str = "masked", *, seed: int = 0) -> Interval:
         """Mean over queries of ``rho_a - rho_b`` (the same queries), with its interval."""
-        return bootstrap_mean(self.rho[_check_view(a)] - self.rho[_check_view(b)], seed=seed)
+        rho = self.rho[_check_truth(truth)]
+        return bootstrap_mean(rho[_check_view(a)] - rho[_check_view(b)], seed=seed)
 
-    def ranking(self) -> list[str]:
+    def ranking(self, truth: str = "masked") -> list[str]:
         """Views from the best mean rho to the worst."""
-        return sorted(VIEWS, key=lambda v: -float(np.nanmean(self.rho[v])))
+        rho = self.rho[_check_truth(truth)]
+        return sorted(VIEWS, key=lambda v: -float(np.mean(rho[v])))
 
 
 def _check_view(view: str) -> str:
@@ -90,8 +123,47 @@ def _check_view(view: str) -> str:
     return view
 
 
+def _check_truth(truth: str) -> str:
+    if truth not in TRUTHS:
+        raise ValueError(f"ground truth must be one of {TRUTHS}, got {truth!r}")
+    return truth
+
+
+def _one_hot(positions: Sequence[int], t: int) -> torch.Tensor:
+    """``(k, T)`` bool: row ``r`` is True at ``positions[r]``."""
+    chosen = torch.zeros(len(positions), t, dtype=torch.bool)
+    chosen[torch.arange(len(positions)), torch.tensor(list(positions), dtype=torch.long)] = True
+    return chosen
+
+
+def _copies(inputs: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
+    return {name: value.expand(k, -1).clone() for name, value in inputs.items()}  # (k, T) each
+
+
+# --------------------------------------------------------------------------- ground truths
+
+
+def masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
+    """``(k,)``: leave one out keeping positions. Token ``positions[r]`` is masked from the
+    attention of every layer (its attention-mask entry set to 0), and the mean of the last hidden
+    states over the *other* tokens is compared (cosine distance) with the same mean of the unchanged run.
+
+    Args:
+        inputs: one text's encoding, ``(1, T)`` tensors without padding.
+        positions: the tokens to leave out, one at a time.
+    """
+    t = inputs["input_ids"].shape[1]
+    others = ~_one_hot(positions, t)  # (k, T): the tokens kept in both pools
+    base = run_model(m, inputs).last_hidden_state.expand(len(positions), -1, -1)  # (k, T, d)
+    masked = _copies(inputs, len(positions))
+    masked["attention_mask"] = masked["attention_mask"] * others.to(masked["attention_mask"].dtype)  # (k, T)
+    changed = run_model(m, masked).last_hidden_state  # (k, T, d)
+    return cosine_distance(pooled(changed, others), pooled(base, others)).cpu().numpy()
+
+
 def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
-    """``(k,)``: cosine distance of the sentence representation when each listed token is removed.
+    """``(k,)``: deletion. Cosine distance of the sentence representation when each listed token
+    is removed from the input (the tokens after it move one position to the left).
 
     Args:
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
@@ -104,24 +176,58 @@ def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Se
     return cosine_distance(sentence_vectors(m, shorter), base).cpu().numpy()
 
 
-def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
-    """``(k,)``: for each listed token, zero its value vectors in every layer and head and return
-    the mean cosine distance of the *other* tokens' last hidden states from the unchanged run."""
+# --------------------------------------------------------------------------- interventions as views
+
+
+def knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
+    """``(k,)``: whole-model knockout. For each listed token, zero its value vectors in every layer
+    and head at once and return the mean cosine distance of the *other* tokens' last hidden states
+    from the unchanged run."""
     k, t = len(positions), inputs["input_ids"].shape[1]
-    copies = {name: value.expand(k, -1) for name, value in inputs.items()}  # (k, T)
-    chosen = torch.zeros(k, t, dtype=torch.bool)  # (k, T): copy r zeroes token positions[r]
-    chosen[torch.arange(k), torch.tensor(list(positions))] = True
-    with torch.no_grad():
-        base = m.model(**inputs).last_hidden_state  # (1, T, d)
-        with zero_values(m, chosen):
-            changed = m.model(**copies).last_hidden_state  # (k, T, d)
+    chosen = _one_hot(positions, t)  # (k, T): copy r zeroes token positions[r]
+    base = run_model(m, inputs).last_hidden_state  # (1, T, d)
+    with zero_values(m, chosen):
+        changed = run_model(m, _copies(inputs, k)).last_hidden_state  # (k, T, d)
     distance = cosine_distance(changed, base.expand(k, -1, -1))  # (k, T)
-    others = (~chosen).float()  # (k, T)
+    others = (~chosen).double()  # (k, T)
     return ((distance * others).sum(dim=1) / others.sum(dim=1)).cpu().numpy()
 
 
+def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Mohebbi et al.'s value-zeroing matrices ``(L, T, T)`` (float64), rows rescaled to sum to 1.
+
+    ``[l, i, j]``: cosine distance of token ``i``'s output of layer ``l`` when token ``j``'s value
+    vector is zeroed in every head of layer ``l`` alone (the layers before run unchanged, so layer
+    ``l`` starts from the unchanged previous-layer states), divided by the row's sum.
+
+    One forward pass of ``L * T`` copies of the text: copy ``l * T + j`` zeroes token ``j`` in layer ``l``.
+    """
+    n_layers, t = m.n_layers, inputs["input_ids"].shape[1]
+    where = torch.zeros(n_layers, n_layers * t, t, dtype=torch.bool)  # (L, L*T, T): per layer, per copy
+    for layer in range(n_layers):
+        where[layer, layer * t : (layer + 1) * t] = torch.eye(t, dtype=torch.bool)
+    base = run_model(m, inputs, hidden_states=True).hidden_states  # L + 1 tensors (1, T, d)
+    with zero_values(m, where):
+        changed = run_model(m, _copies(inputs, n_layers * t), hidden_states=True).hidden_states
+    out = torch.zeros(n_layers, t, t, dtype=torch.float64)
+    for layer in range(n_layers):
+        after = changed[layer + 1][layer * t : (layer + 1) * t]  # (T, T, d): [j] = run with token j zeroed
+        distance = cosine_distance(after, base[layer + 1].expand(t, -1, -1))  # (T_j, T_i)
+        out[layer] = distance.T.cpu()  # rows i, columns j
+    return row_shares(out)
+
+
+def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(T,)``: Mohebbi's value zeroing combined by rollout, each token's column after the last
+    layer averaged over rows (float64)."""
+    return rollout(value_zeroing_maps(m, inputs), residual=0.0)[-1].mean(dim=0)  # (T,)
+
+
+# --------------------------------------------------------------------------- the scoreboard
+
+
 def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
-    """Every view's score and the leave-one-out effect of each non-special token of ``text``
+    """Every view's score and both effects of each non-special token of ``text``
     (None when it has fewer than :data:`MIN_TOKENS` of them)."""
     inputs = m.encode([text])
     tokens = m.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
@@ -134,25 +240,39 @@ def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
         "raw": last.mean(dim=0).mean(dim=0),  # (T,): heads, then query rows averaged
         "norm": row_shares(na.combined[0, -1]).mean(dim=0),  # (T,)
         "rollout": rollout(na.weights[0])[-1].mean(dim=0),  # (T,)
+        "value_zeroing": value_zeroing(m, inputs),  # (T,)
     }
     scores = {view: values[positions].numpy() for view, values in received.items()}
-    scores["value_zeroing"] = value_zeroing(m, inputs, positions)
-    effect = leave_one_out(m, inputs, positions)
+    scores["knockout"] = knockout(m, inputs, positions)
+    effects = {"masked": masked_leave_one_out(m, inputs, positions), "deleted": leave_one_out(m, inputs, positions)}
     return QueryScores(text=text, tokens=[tokens[j] for j in positions], positions=positions,
-                       scores=scores, effect=effect)
+                       scores=scores, effects=effects)
+
+
+def correlations(q: QueryScores) -> dict[str, dict[str, float]]:
+    """Ground truth -> view -> Spearman rho of one query (NaN where either side is constant)."""
+    return {truth: {view: correlation(q.scores[view], q.effects[truth]) for view in VIEWS} for truth in TRUTHS}
+
+
+def board_from(queries: Sequence[QueryScores], skipped: int = 0) -> Scoreboard:
+    """The :class:`Scoreboard` of scored queries, keeping only those on which every view and
+    ground truth gives a correlation (so all views are compared on the same queries)."""
+    kept, rhos = [], []
+    for q in queries:
+        rho = correlations(q)
+        if all(np.isfinite(r) for by_view in rho.values() for r in by_view.values()):
+            kept.append(q)
+            rhos.append(rho)
+    if not kept:
+        raise ValueError("no query gives a correlation for every view: use more or longer texts")
+    rho = {truth: {view: np.array([r[truth][view] for r in rhos]) for view in VIEWS} for truth in TRUTHS}
+    return Scoreboard(rho=rho, queries=kept, skipped=skipped, constant=len(queries) - len(kept))
 
 
 def scoreboard(m: LoadedModel, texts: Sequence[str] | str) -> Scoreboard:
     """The faithfulness scoreboard of ``texts`` (see the module docstring)."""
     texts, _ = check_texts(m, texts)
-    queries, skipped = [], 0
-    for text in texts:
-        q = query_scores(m, text)
-        if q is None:
-            skipped += 1
-        else:
-            queries.append(q)
+    queries = [q for q in (query_scores(m, text) for text in texts) if q is not None]
     if not queries:
         raise ValueError(f"no text has {MIN_TOKENS} or more non-special tokens: use longer texts")
-    rho = {view: np.array([correlation(q.scores[view], q.effect) for q in queries]) for view in VIEWS}
-    return Scoreboard(rho=rho, queries=queries, skipped=skipped)
+    return board_from(queries, skipped=len(texts) - len(queries))

@@ -128,7 +128,10 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
     Args:
         m: the loaded model.
         positions: ``(B, T)`` bool, True for the tokens (of each text of the batch that
-            the next forward pass runs) whose value vectors become 0, bias included.
+            the next forward pass runs) whose value vectors become 0, bias included; or
+            ``(L, B, T)`` bool with one such mask per layer of the model (then ``layers``
+            must be None: each layer zeroes its own tokens, so one batch can hold copies
+            that are changed in different layers).
         layers: 0-based layers where this happens (default: every layer).
         heads: 0-based heads where this happens (default: every head).
 
@@ -140,9 +143,17 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
             out = m.model(**inputs)
     """
     positions = torch.as_tensor(positions)
-    if positions.dtype != torch.bool or positions.dim() != 2:
-        raise ValueError(f"positions must be a (batch, tokens) bool tensor, got {positions.dtype} "
-                         f"{tuple(positions.shape)}")
+    if positions.dtype != torch.bool or positions.dim() not in (2, 3):
+        raise ValueError(f"positions must be a (batch, tokens) or (layers, batch, tokens) bool tensor, got "
+                         f"{positions.dtype} {tuple(positions.shape)}")
+    if positions.dim() == 3:
+        if layers is not None:
+            raise ValueError("per-layer positions (layers, batch, tokens) already say where: leave layers=None")
+        if positions.shape[0] != m.n_layers:
+            raise ValueError(f"per-layer positions need one mask per layer ({m.n_layers}), got {positions.shape[0]}")
+        per_layer = positions
+    else:
+        per_layer = positions[None].expand(m.n_layers, -1, -1)  # (L, B, T)
     chosen = _check_layers(m, layers)
     heads_on = _head_mask(m, heads)
     d_head = m.head_dim
@@ -150,10 +161,11 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
     def on_value(layer: int, v: torch.Tensor) -> torch.Tensor | None:
         if layer not in chosen:
             return None
-        if tuple(v.shape[:2]) != tuple(positions.shape):
-            raise ValueError(f"positions are {tuple(positions.shape)} but the batch is {tuple(v.shape[:2])} "
+        where = per_layer[layer]  # (B, T)
+        if tuple(v.shape[:2]) != tuple(where.shape):
+            raise ValueError(f"positions are {tuple(where.shape)} but the batch is {tuple(v.shape[:2])} "
                              "(batch, tokens): build them from the inputs of this forward pass")
-        hit = positions.to(v.device)[:, :, None] & heads_on.to(v.device)[None, None, :]  # (B, T, H)
+        hit = where.to(v.device)[:, :, None] & heads_on.to(v.device)[None, None, :]  # (B, T, H)
         keep = (~hit).to(v.dtype)  # (B, T, H)
         per_head = v.view(*v.shape[:2], -1, d_head)  # (B, T, H, d_head)
         return (per_head * keep[..., None]).view(v.shape)
@@ -214,15 +226,33 @@ def replace_maps(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tensor]) -
 # --------------------------------------------------------------------------- measuring a change
 
 
+def run_model(m: LoadedModel, inputs: dict[str, torch.Tensor], *, hidden_states: bool = False,
+              attentions: bool = False):
+    """One forward pass without gradients; the model's output object (``last_hidden_state``
+    ``(B, T, d)``, and ``hidden_states`` (L + 1 tensors) / ``attentions`` (L tensors
+    ``(B, H, T, T)``) when asked for). Every function here runs the model through it, so the
+    hooks of the context managers above see each pass."""
+    with torch.no_grad():
+        return m.model(**inputs, output_hidden_states=hidden_states, output_attentions=attentions)
+
+
+def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(B, d)``: the mean of ``hidden`` ``(B, T, d)`` over the tokens where ``mask`` ``(B, T)`` is 1."""
+    weights = mask.to(hidden.dtype)[..., None]  # (B, T, 1)
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1)
+
+
 def sentence_vectors(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(B, d)``: the mean of the last hidden states over each text's real tokens (the
     sentence representation of sentence-embedding models such as MiniLM)."""
-    with torch.no_grad():
-        hidden = m.model(**inputs).last_hidden_state  # (B, T, d)
-    mask = inputs["attention_mask"].to(hidden.dtype)[..., None]  # (B, T, 1)
-    return (hidden * mask).sum(dim=1) / mask.sum(dim=1)
+    return pooled(run_model(m, inputs).last_hidden_state, inputs["attention_mask"])  # (B, d)
 
 
 def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``1 - cos(a, b)`` along the last axis: 0 for the same direction, up to 2."""
-    return 1.0 - torch.nn.functional.cosine_similarity(a, b, dim=-1)
+    """``1 - cos(a, b)`` along the last axis, computed in float64: 0 for the same direction, up to 2.
+
+    (In float32 a distance of 1e-6 carries an error of the same size and can come out negative.)
+    """
+    a, b = a.double(), b.double()
+    cos = (a * b).sum(dim=-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-300)
+    return (1.0 - cos).clamp_min(0.0)

@@ -6,8 +6,9 @@ with nothing to do parks its weight there. Xiao et al. (2023) found the same
 "attention sink" (the first token) in large language models. Two measurements:
 
 * :func:`sink_profile`: per text and layer, the share of attention on the first
-  special token ([CLS] or ``<s>``), the last one ([SEP] or ``</s>``),
-  punctuation and words, in raw weights and in norm-based weights (Kobayashi
+  special token ([CLS] or ``<s>``), the separator ([SEP] or ``</s>``, the kind
+  Clark et al.'s claim is about), punctuation, words and other pieces (pieces
+  with no letter or digit that are not punctuation, such as a bare ``"▁"``), in raw weights and in norm-based weights (Kobayashi
   et al. 2020, :mod:`attnlab.analysis.norm_attention`), beside the size
   ``||f(x_j)||`` of what each kind of token can contribute.
 * :func:`sink_intervention`: zero the value vectors of the sink (the special
@@ -30,7 +31,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from attnlab.analysis.interventions import cosine_distance, sentence_vectors, zero_values
+from attnlab.analysis.interventions import cosine_distance, run_model, sentence_vectors, zero_values
 from attnlab.analysis.norm_attention import NormAttention, norm_attention, row_shares
 from attnlab.analysis.stats import Interval, bootstrap_mean
 from attnlab.core.checks import check_positive_int
@@ -38,7 +39,7 @@ from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
 
 #: Kinds of token, in the order plots show them.
-KINDS = ("start", "end", "punct", "word")
+KINDS = ("start", "end", "punct", "word", "other")
 #: The two views of attention that :class:`SinkProfile` compares.
 VIEWS = ("raw", "norm")
 
@@ -47,15 +48,29 @@ _PIECE_MARKS = ("##", "\u0120", "\u2581")  # word-piece, byte-BPE and sentencepi
 
 def is_punctuation(token: str) -> bool:
     """True for a token made only of punctuation (``"?"``, ``"，"``, ``"##."``)."""
+    token = strip_piece_mark(token)
+    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
+
+
+def strip_piece_mark(token: str) -> str:
+    """The token without its word-piece, byte-BPE or sentencepiece prefix (``"##ing"`` -> ``"ing"``)."""
     for mark in _PIECE_MARKS:
         if token.startswith(mark):
-            token = token[len(mark):]
-    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
+            return token[len(mark):]
+    return token
+
+
+def is_word(token: str) -> bool:
+    """True for a piece with at least one letter or digit (``"chess"``, ``"##s"``, ``"▁2020"``);
+    False for a bare ``"▁"``, punctuation or symbols."""
+    return any(unicodedata.category(ch)[0] in "LN" for ch in strip_piece_mark(token))
 
 
 def token_kinds(m: LoadedModel, tokens: Sequence[str]) -> list[str]:
     """The kind of each token: ``"start"`` (a special token in front: [CLS], ``<s>``), ``"end"``
-    (any other special token: [SEP], ``</s>``), ``"punct"`` or ``"word"``."""
+    (any other special token: the separator [SEP], ``</s>``), ``"punct"``, ``"word"`` (a piece
+    with a letter or digit) or ``"other"`` (anything else, e.g. a bare ``"▁"`` or a symbol:
+    never drawn as the control word)."""
     special = m.special_tokens
     kinds = []
     for i, tok in enumerate(tokens):
@@ -63,8 +78,10 @@ def token_kinds(m: LoadedModel, tokens: Sequence[str]) -> list[str]:
             kinds.append("start" if i == 0 else "end")
         elif is_punctuation(tok):
             kinds.append("punct")
-        else:
+        elif is_word(tok):
             kinds.append("word")
+        else:
+            kinds.append("other")
     return kinds
 
 
@@ -79,7 +96,8 @@ class SinkProfile:
             ``||sum_h alpha_ij^h f_h(x_j)||`` (each row rescaled to sum to 1).
         value_norm: kind -> ``(N, L)``: mean ``||f_h(x_j)||`` over heads and tokens of
             that kind (NaN where a text has none).
-        start_token, end_token: the model's special tokens ([CLS]/[SEP] or <s>/</s>).
+        start_token, end_token: the model's special tokens ([CLS]/[SEP] or <s>/</s>); the
+            ``"end"`` kind is the separator.
     """
 
     raw: dict[str, np.ndarray]
@@ -90,12 +108,17 @@ class SinkProfile:
     n_texts: int = 0
 
     def special(self, view: str = "raw") -> np.ndarray:
-        """``(N, L)``: share on both special tokens together."""
+        """``(N, L)``: share on both special tokens together (first and separator)."""
         shares = self._view(view)
         return shares["start"] + shares["end"]
 
+    def separator(self, view: str = "raw") -> np.ndarray:
+        """``(N, L)``: share on the separator alone ([SEP] or ``</s>``: Clark et al.'s claim)."""
+        return self._view(view)["end"]
+
     def per_layer(self, view: str = "raw", kind: str = "special", *, seed: int = 0) -> Interval:
-        """Mean share per layer ``(L,)`` with a bootstrap interval over texts."""
+        """Mean share per layer ``(L,)`` with a bootstrap interval over texts; ``kind`` is one of
+        :data:`KINDS` or ``"special"`` (first and separator together)."""
         values = self.special(view) if kind == "special" else self._view(view)[kind]
         return bootstrap_mean(values, seed=seed)
 
@@ -229,8 +252,7 @@ def sink_intervention(m: LoadedModel, texts: Sequence[str] | str, *, heads: Iter
         rows = np.arange(start, start + len(chunk))
         control = torch.tensor([_control_position(m, inputs["input_ids"][b, : int(lengths[b])], rng, chunk[b])
                                 for b in range(len(chunk))])  # (B,)
-        with torch.no_grad():
-            run = m.model(**inputs, output_attentions=True)
+        run = run_model(m, inputs, attentions=True)
         base = sentence_vectors(m, inputs)  # (B, d)
         batch_index = torch.arange(len(chunk))
         for layer in range(n_layers):
@@ -259,5 +281,6 @@ def _control_position(m: LoadedModel, ids: torch.Tensor, rng: np.random.Generato
     kinds = token_kinds(m, m.tokenizer.convert_ids_to_tokens(ids.tolist()))
     words = [i for i, k in enumerate(kinds) if k == "word"]
     if not words:
-        raise ValueError(f"text {text!r} has no word token to serve as a control: use texts with words")
+        raise ValueError(f"text {text!r} has no word token (a piece with a letter or digit) to serve as a "
+                         "control: use texts with words")
     return int(rng.choice(words))

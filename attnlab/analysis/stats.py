@@ -305,3 +305,53 @@ def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95,
     boots = (means > thresholds).all(axis=0).mean(axis=1)  # (B,): share of heads passing every test
     point = (flat.mean(axis=1) > thresholds[:, 0]).all(axis=0).mean()
     return interval_from_samples(float(point), boots, level=level, n=n)
+
+
+def permutation_correlation_within(x, y, groups, *, n_perm: int = 2000, seed: int = 0,
+                                   alternative: str = "less", method: str = "spearman") -> tuple[float, float]:
+    """Is ``x`` related to ``y`` inside the groups, beyond what shuffling ``x`` within each group gives?
+
+    The statistic is the mean over groups of the within-group correlation (groups where it is
+    undefined are left out). The null keeps every group's values and breaks the pairing by
+    permuting ``x`` among the members of its own group, so a difference *between* groups
+    (depth, say) cannot make the statistic look significant.
+
+    Returns:
+        ``(statistic, p)``: p is the share of permutations at least as extreme in the direction of
+        ``alternative`` (``"less"``, ``"greater"`` or ``"two-sided"``), the observed one counted.
+    """
+    a, b = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    g = np.asarray(groups).ravel()
+    if not (a.size == b.size == g.size) or a.size == 0:
+        raise ValueError("x, y and groups must be non-empty and of one length")
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    members = [idx for idx in (np.nonzero(g == label)[0] for label in np.unique(g)) if idx.size >= 3]
+    if method == "spearman":
+        a, b = a.copy(), b.copy()
+        for idx in members:  # Spearman = Pearson of (tie-averaged) ranks, and ranks permute with values
+            a[idx], b[idx] = _scipy_stats.rankdata(a[idx]), _scipy_stats.rankdata(b[idx])
+    elif method != "pearson":
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    rng = np.random.default_rng(seed)
+    observed_parts, null_parts = [], []
+    for idx in members:
+        xs, ys = a[idx], b[idx] - b[idx].mean()
+        if np.ptp(xs) == 0 or np.ptp(ys) == 0:
+            continue  # undefined in this group
+        xs = xs - xs.mean()
+        scale = np.sqrt((xs ** 2).sum() * (ys ** 2).sum())
+        observed_parts.append(float(xs @ ys / scale))
+        perms = np.stack([xs[rng.permutation(idx.size)] for _ in range(n_perm)])  # (P, n_g)
+        null_parts.append(perms @ ys / scale)  # (P,)
+    if not observed_parts:
+        return float("nan"), float("nan")
+    observed = float(np.mean(observed_parts))
+    null = np.mean(null_parts, axis=0)  # (P,)
+    if alternative == "less":
+        extreme = null <= observed + 1e-12
+    elif alternative == "greater":
+        extreme = null >= observed - 1e-12
+    else:
+        extreme = np.abs(null) >= abs(observed) - 1e-12
+    return observed, float((extreme.sum() + 1) / (n_perm + 1))

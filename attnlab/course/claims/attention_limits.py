@@ -2,8 +2,9 @@
 
 Published claims, each tested on the running model:
 
-1. :func:`verdict_sink_mass` -- in some layer most attention goes to the special
-   tokens (Clark et al. 2019: over half on [SEP] in BERT-base's layers 6-10);
+1. :func:`verdict_sink_mass` -- in some layer more than half of the attention goes to the
+   separator alone ([SEP] or ``</s>``; Clark et al. 2019: over half on [SEP] in BERT-base's
+   layers 6-10); the combined share of both special tokens is reported beside it;
 2. :func:`verdict_sink_no_op` -- attending to the sink is close to a no-op: zeroing
    the sink's value vectors moves the output less than zeroing a word's (Clark et al.);
 3. :func:`verdict_norms_discount_sinks` -- norm-based weights remove at least half of
@@ -14,16 +15,24 @@ Published claims, each tested on the running model:
    raw weights (Kobayashi et al.);
 6. :func:`verdict_rollout_beats_raw` -- rollout tracks it better than raw weights
    (Abnar & Zuidema 2020);
-7. :func:`verdict_value_zeroing_best` -- value zeroing tracks it better than every
-   other view (Mohebbi et al. 2023);
-8. :func:`verdict_fixed_heads_cheap` -- the more fixed a head, the less it costs to
-   replace its map by its mean map (after Hassid et al. 2022);
+7. :func:`verdict_value_zeroing_best` -- value zeroing as Mohebbi et al. (2023) define it
+   tracks it better than every reading of the weights (raw, norm-based, rollout);
+8. :func:`verdict_fixed_heads_cheap` -- among the heads of a layer, the more fixed a head,
+   the less it costs to replace its map by its mean map (after Hassid et al. 2022);
 9. :func:`verdict_mean_map_stands_in` -- a head's mean map stands in for its own map
-   better than another query's map does (the control of 8).
+   better than another query's map does (the control of 8);
+10. :func:`verdict_heads_replaceable_together` -- at least half of the heads can become
+    constant (mean) maps together at little cost (Hassid et al.: about half);
+11. :func:`verdict_fixed_order_beats_random` -- replacing the most fixed heads first costs
+    less than replacing heads in a random order (fixedness picks the replaceable heads).
+
+The scoreboard claims (4-7) are decided against the leave-one-out effect that keeps every
+token's position; the same numbers against deletion are reported beside each verdict.
 
 Every test is an interval on one side of a named threshold; where the threshold
 is a choice, ``*_sensitivity`` gives the verdict for a few other values (through
-:func:`attnlab.course.claims.sensitivity.sensitivity_rows`).
+:func:`attnlab.course.claims.sensitivity.sensitivity_rows`). An interval resting on
+fewer than :data:`attnlab.analysis.stats.MIN_UNITS` texts or queries gives "cannot tell".
 """
 
 from __future__ import annotations
@@ -32,39 +41,50 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from attnlab.analysis.faithfulness import VIEW_LABELS, VIEWS, Scoreboard
-from attnlab.analysis.mean_map_replacement import MapReplacement
+from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
+from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
-from attnlab.analysis.stats import bootstrap_mean
+from attnlab.analysis.stats import Interval, bootstrap_mean, too_few_units
 from attnlab.course.claims.sensitivity import sensitivity_rows
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: Clark et al. (2019): over half of BERT-base's attention lands on [SEP] ...
 CLARK_SEP_SHARE = 0.5
 #: ... in its layers 6-10 (1-based, of 12).
 CLARK_SEP_LAYERS = (6, 10)
 
-#: "Most attention goes to the special tokens": a layer's share above this (interval).
+#: "Most attention goes to the separator": a layer's share above this (interval).
 SINK_SHARE = CLARK_SEP_SHARE
 #: Norm-based weights "discount" the sinks when at least this share of their raw mass disappears.
 NORM_REMOVES = 0.5
 #: Raw attention "ranks tokens by their effect" when the mean Spearman rho is above this (interval).
 TRACKING_RHO = 0.5
+#: Hassid et al.: about half of the heads can be replaced together.
+REPLACEABLE_SHARE = 0.5
+#: p below which the within-layer permutation test calls a correlation real.
+ALPHA = 0.05
 #: Thresholds of the sensitivity tables.
 SINK_SHARE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
 NORM_REMOVES_GRID = (0.25, 0.5, 0.75)
 TRACKING_RHO_GRID = (0.3, 0.5, 0.7, 0.9)
+REPLACEABLE_SHARE_GRID = (0.25, 0.5, 0.75)
+TOLERANCE_GRID = (0.02, 0.05, 0.1, 0.2)
 
-CLAIM_SINK_MASS = "in some layer, most of the attention goes to the special tokens ([CLS]/[SEP] or <s>/</s>)"
+CLAIM_SINK_MASS = "in some layer, more than half of the attention goes to the separator ([SEP] or </s>) alone"
 CLAIM_SINK_NO_OP = ("attending to the sink is close to a no-op: zeroing its value vectors in a layer moves the "
                     "output less than zeroing a word's")
 CLAIM_NORMS = "norm-based weights remove at least half of the special tokens' share of the attention"
-CLAIM_RAW_TRACKS = "raw attention (last layer) ranks tokens by how much removing them changes the output"
+CLAIM_RAW_TRACKS = ("raw attention (last layer) ranks tokens by how much leaving them out changes the output "
+                    "(positions kept)")
 CLAIM_NORM_BEATS = "norm-based weights rank tokens by their effect better than raw attention"
 CLAIM_ROLLOUT_BEATS = "attention rollout ranks tokens by their effect better than raw attention"
-CLAIM_VZ_BEST = "value zeroing ranks tokens by their effect better than every other view"
-CLAIM_FIXED_CHEAP = "the more fixed a head, the less it costs to replace its map by its mean map"
+CLAIM_VZ_BEST = ("value zeroing (Mohebbi et al.) ranks tokens by their effect better than raw attention, "
+                 "norm-based weights and rollout")
+CLAIM_FIXED_CHEAP = ("among the heads of a layer, the more fixed a head, the less it costs to replace its map by "
+                     "its mean map")
 CLAIM_MEAN_STANDS_IN = "a head's mean map stands in for its own map better than another query's map"
+CLAIM_TOGETHER = "at least half of the heads can be replaced by their mean maps together at little cost"
+CLAIM_ORDER = "replacing the most fixed heads first costs less than replacing heads in a random order"
 
 #: Keys of :func:`verdicts`.
 SINK_MASS = "sink_mass"
@@ -76,23 +96,49 @@ ROLLOUT_BEATS_RAW = "rollout_beats_raw"
 VALUE_ZEROING_BEST = "value_zeroing_best"
 FIXED_HEADS_CHEAP = "fixed_heads_cheap"
 MEAN_MAP_STANDS_IN = "mean_map_stands_in"
+HEADS_TOGETHER = "heads_replaceable_together"
+FIXED_ORDER_BEATS_RANDOM = "fixed_order_beats_random"
+#: The readings of the weights that value zeroing is compared with.
+READINGS = ("raw", "norm", "rollout")
+
+
+def _decided(claim: str, intervals: Sequence[Interval], *, holds: bool, fails: bool, **numbers) -> ClaimVerdict:
+    """:meth:`ClaimVerdict.decide`, unless an interval rests on too few units ("cannot tell", saying why)."""
+    for interval in intervals:
+        why = too_few_units(interval)
+        if why is not None:
+            return ClaimVerdict(claim, UNSURE, {**numbers, "missing": why})
+    return ClaimVerdict.decide(claim, holds=holds, fails=fails, **numbers)
+
+
+def _triple(interval: Interval) -> list[float]:
+    """``[estimate, low, high]`` rounded for the verdict's numbers."""
+    return [round(float(x), 4) for x in (interval.estimate, interval.low, interval.high)]
 
 
 # --------------------------------------------------------------------------- sinks
 
 
 def verdict_sink_mass(profile: SinkProfile, threshold: float = SINK_SHARE) -> ClaimVerdict:
-    """Per layer, the mean raw share on the special tokens with a bootstrap interval over texts:
+    """Per layer, the mean raw share on the separator alone with a bootstrap interval over texts:
     holds when some layer's whole interval is above ``threshold``, does not hold when every
-    layer's is below it."""
-    share = profile.per_layer("raw", "special")
+    layer's is below it. The combined share of both special tokens is reported beside it."""
+    share = profile.per_layer("raw", "end")
+    both = profile.per_layer("raw", "special")
     low, high = np.asarray(share.low), np.asarray(share.high)
     top = int(np.argmax(share.estimate))
-    return ClaimVerdict.decide(
-        CLAIM_SINK_MASS, holds=bool((low > threshold).any()), fails=bool((high < threshold).all()),
-        threshold=threshold, top_layer=top + 1, top_share=float(np.asarray(share.estimate)[top]),
-        top_low=float(low[top]), top_high=float(high[top]),
-        layers_above=[int(l) + 1 for l in np.nonzero(low > threshold)[0]], texts=share.n,
+    top_both = int(np.argmax(both.estimate))
+    first, last = CLARK_SEP_LAYERS
+    clark = [l - 1 for l in range(first, last + 1) if l <= low.size]
+    return _decided(
+        CLAIM_SINK_MASS, [share], holds=bool((low > threshold).any()), fails=bool((high < threshold).all()),
+        threshold=threshold, separator=profile.end_token, top_layer=top + 1,
+        top_share=float(np.asarray(share.estimate)[top]), top_low=float(low[top]), top_high=float(high[top]),
+        layers_above=[int(l) + 1 for l in np.nonzero(low > threshold)[0]],
+        clark_layers_share=float(np.mean(np.asarray(share.estimate)[clark])) if clark else float("nan"),
+        special_top_layer=top_both + 1, special_top_share=float(np.asarray(both.estimate)[top_both]),
+        special_layers_above=[int(l) + 1 for l in np.nonzero(np.asarray(both.low) > threshold)[0]],
+        texts=share.n,
     )
 
 
@@ -104,8 +150,8 @@ def verdict_sink_no_op(intervention: SinkIntervention) -> ClaimVerdict:
     if sink_mass <= control_mass:
         return ClaimVerdict.missing(CLAIM_SINK_NO_OP, "the special tokens get no more attention than a word here")
     diff = intervention.overall_difference()
-    return ClaimVerdict.decide(
-        CLAIM_SINK_NO_OP, holds=diff.below(0.0), fails=diff.above(0.0),
+    return _decided(
+        CLAIM_SINK_NO_OP, [diff], holds=diff.below(0.0), fails=diff.above(0.0),
         sink_effect=float(intervention.sink_effect.mean()), control_effect=float(intervention.control_effect.mean()),
         difference=float(diff.estimate), low=float(diff.low), high=float(diff.high),
         sink_mass=sink_mass, control_mass=control_mass, texts=diff.n,
@@ -122,8 +168,8 @@ def verdict_norms_discount_sinks(profile: SinkProfile, threshold: float = NORM_R
     """The share of the special tokens' raw mass that norm-based weights remove, with an interval
     over texts: holds when it lies above ``threshold``, does not hold when below."""
     removed = bootstrap_mean(removed_share_per_text(profile))
-    return ClaimVerdict.decide(
-        CLAIM_NORMS, holds=removed.above(threshold), fails=removed.below(threshold), threshold=threshold,
+    return _decided(
+        CLAIM_NORMS, [removed], holds=removed.above(threshold), fails=removed.below(threshold), threshold=threshold,
         removed=float(removed.estimate), low=float(removed.low), high=float(removed.high),
         raw_share=float(profile.special("raw").mean()), norm_share=float(profile.special("norm").mean()),
         texts=removed.n,
@@ -134,25 +180,29 @@ def verdict_norms_discount_sinks(profile: SinkProfile, threshold: float = NORM_R
 
 
 def verdict_raw_tracks_effect(board: Scoreboard, threshold: float = TRACKING_RHO) -> ClaimVerdict:
-    """Mean Spearman rho of raw attention and the leave-one-out effect, interval over queries:
-    holds when it lies above ``threshold``, does not hold when below."""
+    """Mean Spearman rho of raw attention and the leave-one-out effect (positions kept), interval
+    over queries: holds when it lies above ``threshold``, does not hold when below. The rho against
+    deletion is reported beside it."""
     rho = board.interval("raw")
-    return ClaimVerdict.decide(
-        CLAIM_RAW_TRACKS, holds=rho.above(threshold), fails=rho.below(threshold), threshold=threshold,
-        mean_rho=float(rho.estimate), low=float(rho.low), high=float(rho.high), queries=rho.n,
+    return _decided(
+        CLAIM_RAW_TRACKS, [rho], holds=rho.above(threshold), fails=rho.below(threshold), threshold=threshold,
+        mean_rho=float(rho.estimate), low=float(rho.low), high=float(rho.high),
+        rho_deleted=_triple(board.interval("raw", "deleted")), queries=rho.n,
     )
 
 
 def _beats(claim: str, board: Scoreboard, view: str, others: Sequence[str]) -> ClaimVerdict:
-    """``view`` beats each of ``others``: every paired interval of ``rho_view - rho_other`` above 0
-    holds; any below 0 does not hold."""
+    """``view`` beats each of ``others`` (leave one out, positions kept): every paired interval of
+    ``rho_view - rho_other`` above 0 holds; any below 0 does not hold. The paired differences
+    against deletion are reported beside them."""
     pairs = {other: board.paired(view, other) for other in others}
-    numbers = {f"minus_{other}": [round(float(x), 4) for x in (p.estimate, p.low, p.high)]  # [estimate, low, high]
-               for other, p in pairs.items()}
+    numbers = {f"minus_{other}": _triple(p) for other, p in pairs.items()}  # [estimate, low, high]
+    numbers.update({f"minus_{other}_deleted": _triple(board.paired(view, other, "deleted")) for other in others})
     rho = board.interval(view)
-    return ClaimVerdict.decide(
-        claim, holds=all(p.above(0.0) for p in pairs.values()), fails=any(p.below(0.0) for p in pairs.values()),
-        mean_rho=float(rho.estimate), ranking=[VIEW_LABELS[v] for v in board.ranking()], queries=rho.n, **numbers,
+    return _decided(
+        claim, [rho], holds=all(p.above(0.0) for p in pairs.values()), fails=any(p.below(0.0) for p in pairs.values()),
+        mean_rho=float(rho.estimate), ranking=[VIEW_LABELS[v] for v in board.ranking()],
+        ranking_deleted=[VIEW_LABELS[v] for v in board.ranking("deleted")], queries=rho.n, **numbers,
     )
 
 
@@ -167,24 +217,47 @@ def verdict_rollout_beats_raw(board: Scoreboard) -> ClaimVerdict:
 
 
 def verdict_value_zeroing_best(board: Scoreboard) -> ClaimVerdict:
-    """Value zeroing minus each other view: holds when every paired interval is above 0, does not
-    hold when one is below 0 (another view is better), else cannot tell."""
-    return _beats(CLAIM_VZ_BEST, board, "value_zeroing", [v for v in VIEWS if v != "value_zeroing"])
+    """Mohebbi's value zeroing minus each reading of the weights (raw, norm-based, rollout): holds
+    when every paired interval is above 0, does not hold when one is below 0, else cannot tell.
+    (The whole-model knockout is an intervention of its own, not a reading: it is on the board but
+    not in this comparison.)"""
+    return _beats(CLAIM_VZ_BEST, board, "value_zeroing", list(READINGS))
 
 
-# --------------------------------------------------------------------------- mean maps
+def ranking_change(board: Scoreboard) -> dict[str, dict[str, object]]:
+    """View -> ``{"masked": [estimate, low, high], "deleted": [...], "rank_masked": r, "rank_deleted": r,
+    "difference": [...]}``: each view's rho under both ground truths (ranks 1-based) and the paired
+    difference masked minus deleted over the same queries."""
+    ranks = {truth: {v: i + 1 for i, v in enumerate(board.ranking(truth))} for truth in TRUTHS}
+    out = {}
+    for view in VIEWS:
+        diff = bootstrap_mean(board.rho["masked"][view] - board.rho["deleted"][view])
+        out[view] = {"masked": _triple(board.interval(view, "masked")),
+                     "deleted": _triple(board.interval(view, "deleted")),
+                     "rank_masked": ranks["masked"][view], "rank_deleted": ranks["deleted"][view],
+                     "difference": _triple(diff)}
+    return out
 
 
-def verdict_fixed_heads_cheap(replacement: MapReplacement) -> ClaimVerdict:
-    """Spearman rho over heads of fixedness and replacement cost, interval from resampling heads:
-    holds when it lies below 0, does not hold when above 0."""
-    rho = replacement.fixedness_cost_correlation()
-    within = replacement.within_layer_correlations()  # (L,): the same, layer by layer
-    return ClaimVerdict.decide(
-        CLAIM_FIXED_CHEAP, holds=rho.below(0.0), fails=rho.above(0.0),
-        spearman_rho=float(rho.estimate), low=float(rho.low), high=float(rho.high), heads=rho.n,
-        within_layer_rho=float(np.nanmean(within)) if np.isfinite(within).any() else float("nan"),
-        layers=[l + 1 for l in replacement.layers], mean_queries=replacement.mean_count,
+# --------------------------------------------------------------------------- mean maps, one head at a time
+
+
+def verdict_fixed_heads_cheap(replacement: MapReplacement, alpha: float = ALPHA) -> ClaimVerdict:
+    """The mean over layers of the within-layer Spearman rho of fixedness and one-at-a-time cost,
+    with an interval from resampling texts and a permutation test that shuffles fixedness among the
+    heads of each layer: holds when the interval lies below 0 and p < ``alpha``; does not hold when
+    the interval lies above 0. The rho over all heads (depth left in) is reported beside it."""
+    within = replacement.within_layer_rho()
+    observed, p = replacement.within_layer_permutation()
+    overall = replacement.fixedness_cost_correlation()
+    if not np.isfinite(float(within.estimate)):
+        return ClaimVerdict.missing(CLAIM_FIXED_CHEAP, "no layer has heads whose fixedness and cost both vary")
+    return _decided(
+        CLAIM_FIXED_CHEAP, [within], holds=bool(within.below(0.0)) and p < alpha, fails=within.above(0.0),
+        within_layer_rho=float(within.estimate), low=float(within.low), high=float(within.high),
+        permutation_p=p, alpha=alpha, all_heads_rho=_triple(overall),
+        per_layer_rho=[round(float(r), 3) for r in replacement.within_layer_correlations()],
+        layers=[l + 1 for l in replacement.layers], texts=within.n, mean_queries=replacement.mean_count,
     )
 
 
@@ -192,19 +265,60 @@ def verdict_mean_map_stands_in(replacement: MapReplacement) -> ClaimVerdict:
     """Cost with the mean map minus cost with another query's map, averaged over heads, interval
     over texts: holds when below 0, does not hold when above 0."""
     saving = replacement.saving()
-    return ClaimVerdict.decide(
-        CLAIM_MEAN_STANDS_IN, holds=saving.below(0.0), fails=saving.above(0.0),
+    return _decided(
+        CLAIM_MEAN_STANDS_IN, [saving], holds=saving.below(0.0), fails=saving.above(0.0),
         mean_map_cost=float(replacement.cost.mean()), other_query_cost=float(replacement.control.mean()),
         difference=float(saving.estimate), low=float(saving.low), high=float(saving.high), texts=saving.n,
+    )
+
+
+def head_label_counts(replacement: MapReplacement, share: float = TOLERANCE_SHARE) -> dict[str, int]:
+    """How many heads are "cheap", "costly" and "cannot tell" when replaced alone (each head's
+    interval over texts against the tolerance)."""
+    labels = replacement.head_labels(share)
+    return {word: int((labels == word).sum()) for word in ("cheap", "costly", "cannot tell")}
+
+
+# --------------------------------------------------------------------------- mean maps, heads together
+
+
+def verdict_heads_replaceable_together(together: TogetherCurves, threshold: float = REPLACEABLE_SHARE,
+                                       tolerance: float = TOLERANCE_SHARE) -> ClaimVerdict:
+    """The largest fraction of heads replaceable together (most fixed first) within ``tolerance``
+    times the distance between different texts, interval from resampling texts: holds when it lies
+    at or above ``threshold``, does not hold when it lies below. Random and reverse orders beside it."""
+    fraction = together.replaceable("fixed_first", tolerance)
+    random = together.random_replaceable(tolerance)
+    return _decided(
+        CLAIM_TOGETHER, [fraction], holds=float(fraction.low) >= threshold, fails=float(fraction.high) < threshold,
+        threshold=threshold, tolerance_share=tolerance, tolerance=together.tolerance(tolerance),
+        fraction=float(fraction.estimate), low=float(fraction.low), high=float(fraction.high),
+        heads=int(together.counts[-1]), reverse_fraction=_triple(together.replaceable("reverse", tolerance)),
+        random_fractions=[round(float(f), 3) for f in random],
+        all_replaced_cost=float(together.fixed_first[:, -1].mean()), texts=fraction.n,
+    )
+
+
+def verdict_fixed_order_beats_random(together: TogetherCurves) -> ClaimVerdict:
+    """Per text, the mean cost over the curve in fixedness order minus the random orders', interval
+    over texts: holds when below 0, does not hold when above 0."""
+    advantage = together.order_advantage()
+    return _decided(
+        CLAIM_ORDER, [advantage], holds=advantage.below(0.0), fails=advantage.above(0.0),
+        difference=float(advantage.estimate), low=float(advantage.low), high=float(advantage.high),
+        fixed_first_mean_cost=float(together.fixed_first.mean()), random_mean_cost=float(together.random.mean()),
+        reverse_mean_cost=float(together.reverse.mean()), random_orders=int(together.random.shape[0]),
+        texts=advantage.n,
     )
 
 
 # --------------------------------------------------------------------------- all of them
 
 
-def _table(claim: Callable[..., ClaimVerdict], evidence: object, thresholds: Sequence[float]) -> dict[float, str]:
+def _table(claim: Callable[..., ClaimVerdict], evidence: object, thresholds: Sequence[float],
+           name: str = "threshold") -> dict[float, str]:
     """``{threshold: verdict word}`` from :func:`attnlab.course.claims.sensitivity.sensitivity_rows`."""
-    rows = sensitivity_rows(claim, evidence, {"threshold": [float(t) for t in thresholds]})
+    rows = sensitivity_rows(claim, evidence, {name: [float(t) for t in thresholds]})
     return {float(row[0]): row[1] for row in rows[1:]}
 
 
@@ -223,9 +337,19 @@ def tracking_sensitivity(board: Scoreboard, thresholds: Sequence[float] = TRACKI
     return _table(verdict_raw_tracks_effect, board, thresholds)
 
 
+def together_sensitivity(together: TogetherCurves, thresholds: Sequence[float] = REPLACEABLE_SHARE_GRID,
+                         tolerances: Sequence[float] = TOLERANCE_GRID) -> list[list]:
+    """:func:`verdict_heads_replaceable_together` at every share threshold and tolerance: rows
+    ``[threshold, tolerance, verdict, fraction, low, high]`` after a header."""
+    return sensitivity_rows(verdict_heads_replaceable_together, together,
+                            {"threshold": [float(t) for t in thresholds],
+                             "tolerance": [float(t) for t in tolerances]},
+                            numbers=["fraction", "low", "high"])
+
+
 def verdicts(profile: SinkProfile, intervention: SinkIntervention, board: Scoreboard,
-             replacement: MapReplacement) -> dict[str, ClaimVerdict]:
-    """All nine claims, keyed by the constants above."""
+             replacement: MapReplacement, together: TogetherCurves) -> dict[str, ClaimVerdict]:
+    """All eleven claims, keyed by the constants above."""
     return {
         SINK_MASS: verdict_sink_mass(profile),
         SINK_NO_OP: verdict_sink_no_op(intervention),
@@ -236,4 +360,6 @@ def verdicts(profile: SinkProfile, intervention: SinkIntervention, board: Scoreb
         VALUE_ZEROING_BEST: verdict_value_zeroing_best(board),
         FIXED_HEADS_CHEAP: verdict_fixed_heads_cheap(replacement),
         MEAN_MAP_STANDS_IN: verdict_mean_map_stands_in(replacement),
+        HEADS_TOGETHER: verdict_heads_replaceable_together(together),
+        FIXED_ORDER_BEATS_RANDOM: verdict_fixed_order_beats_random(together),
     }

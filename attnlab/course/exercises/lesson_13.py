@@ -3,7 +3,8 @@
 1. :func:`check_norm_contribution` - one norm-based weight ``||alpha_ij^h f_h(x_j)||`` by hand.
 2. :func:`check_rollout_two_layers` - the rollout after two layers by hand.
 3. :func:`check_sink_layer` - which layer gives the special tokens the most attention?
-4. :func:`check_best_view` - which view tracks the effect of removing a token best?
+4. :func:`check_best_view` - which view tracks the effect of leaving a token out best?
+5. :func:`check_replaceable_fraction` - what share of heads can become mean maps together?
 
 Truths are computed from the running model (and from the lesson's own result
 objects when the notebook passes them). ``solution_*`` are the worked answers.
@@ -13,14 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.analysis.faithfulness import VIEWS, Scoreboard, scoreboard
+import numpy as np
+
+from attnlab.analysis.faithfulness import TRUTHS, VIEWS, Scoreboard, scoreboard
+from attnlab.analysis.mean_map_replacement import TogetherCurves, replace_together, replaceable_fraction
 from attnlab.analysis.norm_attention import norm_attention
 from attnlab.analysis.rollout import residual_maps, rollout
 from attnlab.analysis.sinks import SinkProfile, sink_profile
 from attnlab.core.checks import check_index
 from attnlab.core.extract import attention
+from attnlab.core.language import _
+from attnlab.core.streaming import mean_attention
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import texts as corpus_texts
+from attnlab.data.querygen import same_length_queries
 
 from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_number
 
@@ -29,6 +36,7 @@ __all__ = [
     "check_rollout_two_layers", "solution_rollout_two_layers",
     "check_sink_layer", "solution_sink_layer",
     "check_best_view", "solution_best_view",
+    "check_replaceable_fraction", "solution_replaceable_fraction",
 ]
 
 
@@ -108,18 +116,53 @@ def check_sink_layer(m: LoadedModel, answer: Any, profile: SinkProfile | None = 
 # --------------------------------------------------------------------------- 4. the best view
 
 
-def solution_best_view(m: LoadedModel, board: Scoreboard | None = None) -> str:
-    """The view with the highest mean Spearman rho on the scoreboard."""
+def solution_best_view(m: LoadedModel, board: Scoreboard | None = None, truth: str = "masked") -> str:
+    """The view with the highest mean Spearman rho on the scoreboard, against ``truth``."""
     board = board if board is not None else scoreboard(m, corpus_texts(m.language, 10))
-    return board.ranking()[0]
+    return board.ranking(truth)[0]
 
 
-def check_best_view(m: LoadedModel, answer: Any, board: Scoreboard | None = None) -> Feedback:
-    """Is ``answer`` (one of ``"raw"``, ``"norm"``, ``"rollout"``, ``"value_zeroing"``) the view
-    that ranks tokens most like the effect of removing them?"""
+def check_best_view(m: LoadedModel, answer: Any, board: Scoreboard | None = None, truth: str = "masked") -> Feedback:
+    """Is ``answer`` (one of :data:`attnlab.analysis.faithfulness.VIEWS`) the view that ranks tokens
+    most like the effect of leaving them out (``truth``: ``"masked"`` keeps positions, ``"deleted"``)?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
     if answer not in VIEWS:
-        return Feedback(False, f"answer one of {list(VIEWS)}, got {answer!r}")
-    return check_choice(answer, solution_best_view(m, board), what="view",
-                        hint="compare board.interval(view).estimate for the four views.")
+        return Feedback(False, _("answer one of {views}, got {answer!r}").format(views=list(VIEWS), answer=answer))
+    if truth not in TRUTHS:
+        raise ValueError(f"truth must be one of {TRUTHS}, got {truth!r}")
+    return check_choice(answer, solution_best_view(m, board, truth), what="view",
+                        hint=_("compare board.interval(view, truth).estimate for the five views."))
+
+
+# --------------------------------------------------------------------------- 5. heads replaced together
+
+
+def _small_together(m: LoadedModel) -> TogetherCurves:
+    queries = list(same_length_queries(m, 44))
+    mean = mean_attention(m, queries[:40], layers=[m.n_layers - 1], progress=False)
+    return replace_together(m, queries[40:], mean, n_random=1)
+
+
+def solution_replaceable_fraction(m: LoadedModel, together: TogetherCurves | None = None) -> float:
+    """The last fraction of heads (most fixed first) before the mean cost over texts first
+    exceeds the tolerance."""
+    together = together if together is not None else _small_together(m)
+    return replaceable_fraction(together.fixed_first.mean(axis=0), together.fractions, together.tolerance())
+
+
+def check_replaceable_fraction(m: LoadedModel, answer: Any, together: TogetherCurves | None = None) -> Feedback:
+    """Is ``answer`` the share of heads that can be replaced by their mean maps together (most fixed
+    first) before the cost first goes over ``together.tolerance()``?"""
+    if answer is None:
+        return Feedback(False, _NOT_YET)
+    together = together if together is not None else _small_together(m)
+    truth = solution_replaceable_fraction(m, together)
+    verdict = check_number(answer, truth, rel=1e-6, abs_tol=1e-6, what=_("your fraction"),
+                           hint=_("average together.fixed_first over texts (axis 0), find the first fraction "
+                                  "whose cost is above together.tolerance(), and answer the fraction before it."))
+    if not verdict:
+        past = np.nonzero(together.fixed_first.mean(axis=0) > together.tolerance())[0]
+        if past.size and abs(float(answer) - float(together.fractions[past[0]])) < 1e-6:
+            verdict.message += _(" (That is the first fraction over the tolerance: answer the one before it.)")
+    return verdict

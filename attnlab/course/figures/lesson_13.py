@@ -1,10 +1,10 @@
 """Figures of lesson 13: sink mass by layer, raw vs norm-based maps, the faithfulness
-scoreboard, and mean-map replacement cost against fixedness."""
+scoreboard, mean-map replacement cost against fixedness, and heads replaced together."""
 
 from __future__ import annotations
 
 from attnlab.analysis.faithfulness import Scoreboard, scoreboard
-from attnlab.analysis.mean_map_replacement import MapReplacement, mean_map_replacement
+from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves, mean_map_replacement, replace_together
 from attnlab.analysis.norm_attention import norm_attention
 from attnlab.analysis.sinks import SinkProfile, sink_profile
 from attnlab.core.models import LoadedModel
@@ -13,7 +13,7 @@ from attnlab.data.corpus import texts as corpus_texts
 from attnlab.data.examples import example_for
 from attnlab.data.querygen import same_length_queries
 from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost, plot_scoreboard,
-                                                plot_sink_mass)
+                                                plot_sink_mass, plot_together)
 
 from . import FigureContext, figure
 
@@ -34,18 +34,21 @@ def shared_profile(ctx: FigureContext) -> SinkProfile:
 
 def shared_board(ctx: FigureContext) -> Scoreboard:
     m = ctx.model
-    return ctx.memo("board13", lambda: scoreboard(m, corpus_texts(m.language, ctx.pick(100, 8), seed=1)))
+    return ctx.memo("board13", lambda: scoreboard(m, corpus_texts(m.language, ctx.pick(80, 8), seed=1)))
 
 
-def shared_replacement(ctx: FigureContext) -> MapReplacement:
+def shared_papa(ctx: FigureContext) -> tuple[MapReplacement, TogetherCurves]:
+    """One head at a time and heads together, on the same held-out queries and mean maps."""
     m = ctx.model
     layers = ctx.pick(None, [m.n_layers - 1])
 
-    def compute() -> MapReplacement:
+    def compute() -> tuple[MapReplacement, TogetherCurves]:
         n_mean, n_held_out = ctx.pick(2000, 100), ctx.pick(32, 4)
         queries = list(same_length_queries(m, n_mean + n_held_out))  # distinct: the held-out ones are new
         mean = mean_attention(m, queries[:n_mean], layers=layers, progress=False)
-        return mean_map_replacement(m, queries[n_mean:], mean)
+        held_out = queries[n_mean:]
+        return (mean_map_replacement(m, held_out, mean),
+                replace_together(m, held_out, mean, n_random=ctx.pick(5, 2)))
 
     return ctx.memo("papa13", compute)
 
@@ -69,8 +72,9 @@ def raw_vs_norm_maps(ctx: FigureContext):
 
 
 @figure("faithfulness_scoreboard", lesson=LESSON,
-        caption="Spearman correlation of raw attention, norm-based attention, rollout and value zeroing with "
-                "the effect of removing each token, per query, with 95% intervals over queries")
+        caption="Spearman correlation of raw attention, norm-based attention, rollout, value zeroing (Mohebbi) "
+                "and the whole-model knockout with two ground truths (leave one out keeping positions, deletion), "
+                "on the same queries, with 95% intervals over queries")
 def faithfulness_scoreboard(ctx: FigureContext):
     return plot_scoreboard(shared_board(ctx))
 
@@ -79,4 +83,11 @@ def faithfulness_scoreboard(ctx: FigureContext):
         caption="Cost of replacing one head's map by its mean map (and, as a control, by another query's map) "
                 "against the head's fixedness")
 def mean_map_replacement_cost(ctx: FigureContext):
-    return plot_replacement_cost(shared_replacement(ctx))
+    return plot_replacement_cost(shared_papa(ctx)[0])
+
+
+@figure("heads_replaced_together", lesson=LESSON,
+        caption="Cumulative cost of replacing heads by their mean maps together, most fixed first, least fixed "
+                "first and in random orders, against the tolerance")
+def heads_replaced_together(ctx: FigureContext):
+    return plot_together(shared_papa(ctx)[1])
