@@ -303,3 +303,18 @@ def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, mon
             english += [f"{cell.id}: ...{text[max(0, m.start() - 60): m.end() + 20]!r}..."
                         for m in ENGLISH_VERDICT.finditer(text)]
     assert english == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(english)
+
+
+def test_no_module_that_translates_rebinds_the_underscore():
+    """``_, ax = plt.subplots()`` in a module that imports ``_`` breaks every ``_()`` of that function."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "attnlab").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports = any(isinstance(n, ast.ImportFrom) and n.module == "attnlab.core.language"
+                      and any(a.name == "_" for a in n.names) for n in tree.body)
+        if imports:
+            bad += [f"{path.relative_to(ROOT)}:{n.lineno}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
+    assert bad == [], "rename these throw-away names (e.g. _fig):\n" + "\n".join(bad)

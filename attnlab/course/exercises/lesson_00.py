@@ -75,7 +75,7 @@ def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
 def solution_total_heads(m: LoadedModel) -> int:
     """Read layers and heads off the attention tensor of one query and multiply."""
     att = attention(m, [example_for(m)])
-    _, layers, heads, _, _ = att.tensor.shape  # [texts, layers, heads, n, n]
+    _texts, layers, heads, _n, _m = att.tensor.shape  # [texts, layers, heads, n, n]
     return layers * heads
 
 
