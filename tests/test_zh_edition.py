@@ -318,3 +318,45 @@ def test_no_module_that_translates_rebinds_the_underscore():
             bad += [f"{path.relative_to(ROOT)}:{n.lineno}" for n in ast.walk(tree)
                     if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
     assert bad == [], "rename these throw-away names (e.g. _fig):\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_figures_in_chinese_have_chinese_labels_and_the_language_is_restored(tmp_path, monkeypatch):
+    import json
+
+    import numpy as np
+
+    from attnlab.course import figures
+    from attnlab.viz.plot import plot_head
+
+    seen = []
+
+    def maker(ctx):
+        im = plot_head(np.full((2, 2), 0.5), ["a", "b"])
+        seen.append((im.axes.get_xlabel(), im.axes.get_ylabel()))
+        return im.figure
+
+    monkeypatch.setattr(figures, "REGISTRY", {})
+    monkeypatch.setattr(figures, "discover", lambda: figures.REGISTRY)
+    figures.figure("fixture_head", lesson="00_tour.ipynb", caption="a fixture")(maker)
+    language.set_language("en")
+    entries = figures.build_all(object(), tmp_path, lang="zh", progress=False)
+    figures.build_all(object(), tmp_path / "en", progress=False)
+    assert seen == [("被关注的 token（键）", "查询 token"), ("attended-to token (key)", "query token")]
+    assert entries[0]["lang"] == "zh" and (tmp_path / "fixture_head.png").exists()
+    assert json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))[0]["lang"] == "zh"
+    assert language.current_language() == "en"
+
+
+def test_figures_command_writes_the_chinese_gallery_to_figures_zh(monkeypatch, tmp_path):
+    from attnlab.tools import cli
+
+    calls = {}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "load_model", lambda name: "model")
+    monkeypatch.setattr(cli, "build_all", lambda m, out, **kw: calls.update(out=out, **kw) or [])
+    assert cli.main(["figures", "--lang", "zh", "--smoke"]) == 0
+    assert calls["out"] == "figures/zh" and calls["lang"] == "zh"
+    assert cli.main(["figures", "--smoke"]) == 0 and calls["out"] == "figures" and calls["lang"] == "en"
