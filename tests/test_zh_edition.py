@@ -360,3 +360,23 @@ def test_figures_command_writes_the_chinese_gallery_to_figures_zh(monkeypatch, t
     assert cli.main(["figures", "--lang", "zh", "--smoke"]) == 0
     assert calls["out"] == "figures/zh" and calls["lang"] == "zh"
     assert cli.main(["figures", "--smoke"]) == 0 and calls["out"] == "figures" and calls["lang"] == "en"
+
+
+def test_sensitivity_tables_show_the_verdict_word_in_the_readers_language(chinese):
+    from attnlab.course.claims.sensitivity import format_rows, summary
+    from attnlab.course.verdicts import FAILS, HOLDS
+
+    rows = [["threshold", "verdict"], [0.3, HOLDS], [0.5, FAILS]]
+    table = format_rows(rows)
+    assert "判断" in table and "成立" in table and "不成立" in table and "hold" not in table
+    assert "不成立" in summary(rows) and rows[1][1] == HOLDS  # the rows themselves stay English
+    language.set_language("en")
+    assert "does not hold" in format_rows(rows) and "holds" in summary([rows[0], rows[1]])
+
+
+def test_course_command_refuses_an_unknown_language_before_setting_up():
+    import subprocess
+
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "course.sh"), "--lang", "fr"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "--lang en or --lang zh" in done.stderr

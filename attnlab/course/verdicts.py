@@ -101,6 +101,16 @@ class ClaimVerdict:
     def holds(self) -> bool:
         return self.verdict == HOLDS
 
+    @property
+    def shown_word(self) -> str:
+        """The verdict word as printed in the reader's language ("HOLDS", "成立", ...)."""
+        return shown(self.verdict)
+
+    @property
+    def shown_claim(self) -> str:
+        """The claim in the reader's language (as written when the catalogue has no translation)."""
+        return _(self.claim)
+
     def to_record(self) -> dict:
         return {"claim": self.claim, "verdict": self.verdict, "numbers": to_plain(self.numbers)}
 
