@@ -368,7 +368,7 @@ def test_sensitivity_tables_show_the_verdict_word_in_the_readers_language(chines
 
     rows = [["threshold", "verdict"], [0.3, HOLDS], [0.5, FAILS]]
     table = format_rows(rows)
-    assert "判断" in table and "成立" in table and "不成立" in table and "hold" not in table
+    assert "判断" in table and "成立" in table and "不成立" in table and not ENGLISH_VERDICT.search(table)
     assert "不成立" in summary(rows) and rows[1][1] == HOLDS  # the rows themselves stay English
     language.set_language("en")
     assert "does not hold" in format_rows(rows) and "holds" in summary([rows[0], rows[1]])
