@@ -5,9 +5,30 @@
 #   bash scripts/course.sh run        set up, then execute every lesson headless into build/notebooks/
 #   bash scripts/course.sh figures    set up, then regenerate every figure in figures/
 #
+# The edition follows ATTNLAB_LANG (en, the default, or zh), or a --lang argument anywhere:
+#   bash scripts/course.sh --lang zh            the Chinese edition (notebooks/zh/), printing in Chinese
+#   bash scripts/course.sh --lang zh figures    figures with Chinese labels in figures/zh/
 # ATTNLAB_SMOKE=1 makes `run` and `figures` quick (small sizes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+lang="${ATTNLAB_LANG:-en}"
+rest=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --lang) [ $# -ge 2 ] || { echo "usage: --lang en|zh" >&2; exit 2; }; lang="$2"; shift 2 ;;
+    --lang=*) lang="${1#--lang=}"; shift ;;
+    *) rest+=("$1"); shift ;;
+  esac
+done
+set -- ${rest[@]+"${rest[@]}"}
+case "$(echo "$lang" | tr '[:upper:]_' '[:lower:]-')" in
+  zh|zh-cn|zh-hans|cn|chinese) lang=zh ;;
+  en|en-us|en-gb|english|c|"") lang=en ;;
+  *) echo "attnlab: unknown language '$lang'; use --lang en or --lang zh" >&2; exit 2 ;;
+esac
+export ATTNLAB_LANG="$lang"   # lessons' kernels and the attnlab command print in this language
+
 bash scripts/setup.sh
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then . .venv/bin/activate; fi
 
@@ -20,13 +41,20 @@ case "${1:-lab}" in
       echo "attnlab: running as root, so JupyterLab is started with --allow-root" >&2
       extra+=(--allow-root)
     fi
-    exec jupyter lab "${extra[@]}" "$@" notebooks/00_tour.ipynb ;;
+    if [ "$lang" = "zh" ]; then
+      first=notebooks/zh/00_tour.ipynb
+      echo "attnlab: 打开中文版 (notebooks/zh/)。English edition: bash scripts/course.sh --lang en" >&2
+    else
+      first=notebooks/00_tour.ipynb
+      echo "attnlab: opening the English edition (notebooks/). 中文版: bash scripts/course.sh --lang zh" >&2
+    fi
+    exec jupyter lab "${extra[@]}" "$@" "$first" ;;
   run)
     shift; exec python scripts/run_lessons.py "$@" ;;
   figures)
     shift
     if [ "${ATTNLAB_SMOKE:-0}" = "1" ]; then set -- --smoke "$@"; fi
-    exec attnlab figures "$@" ;;
+    exec attnlab figures --lang "$lang" "$@" ;;
   *)
-    echo "usage: bash scripts/course.sh [lab|run|figures]" >&2; exit 2 ;;
+    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures]" >&2; exit 2 ;;
 esac

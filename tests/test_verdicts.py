@@ -62,3 +62,38 @@ def test_verdict_words_are_typed_only_in_the_verdicts_module():
         if value in WORDS
     ]
     assert not typed, "use HOLDS / FAILS / UNSURE from attnlab.course.verdicts:\n" + "\n".join(typed)
+
+
+@pytest.fixture
+def chinese():
+    from attnlab.core import language
+
+    before = language.current_language()
+    language.set_language("zh")
+    yield
+    language.set_language(before)
+
+
+def test_a_verdict_prints_in_chinese_and_its_record_stays_english(chinese):
+    from attnlab.course.verdicts import shown
+
+    v = ClaimVerdict.decide("more heads is not always better", holds=False, fails=True, slope=0.25)
+    text = str(v)
+    assert "头并不是越多越好" in text and "不成立" in text and "slope = 0.25" in text
+    assert "Claim" not in text and "HOLD" not in text
+    assert v.to_record() == {"claim": "more heads is not always better", "verdict": FAILS,
+                             "numbers": {"slope": 0.25}}
+    assert [shown(w) for w in WORDS] == ["成立", "不成立", "无法判断"]
+
+
+def test_an_untranslated_claim_prints_as_written(chinese):
+    v = ClaimVerdict.decide("a claim nobody translated", holds=False, fails=False)
+    assert "a claim nobody translated" in str(v) and "无法判断" in str(v)
+
+
+def test_verdict_words_are_read_back_in_either_language(chinese):
+    from attnlab.course.verdicts import word_from
+
+    assert [word_from(t) for t in ("成立", " 不成立 ", "无法判断", "Holds", "CANNOT TELL")] == \
+        [HOLDS, FAILS, UNSURE, HOLDS, UNSURE]
+    assert word_from("maybe") == "maybe"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import TypeVar
 
+from attnlab.core.language import _
+
 T = TypeVar("T")
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -49,4 +51,4 @@ def model_override() -> str | None:
 
 def mode_line() -> str:
     """One human-readable line describing the current run mode."""
-    return "smoke mode (ATTNLAB_SMOKE=1): reduced sizes" if is_smoke() else "full mode"
+    return _("smoke mode (ATTNLAB_SMOKE=1): reduced sizes") if is_smoke() else _("full mode")

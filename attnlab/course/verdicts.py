@@ -12,6 +12,10 @@ the run, never typed in:
 
 Build one with :meth:`ClaimVerdict.decide` (or :meth:`ClaimVerdict.missing`).
 Checks of the code or of mathematics (rows sum to 1) are not verdicts.
+
+Records keep the English words; what is printed is in the reader's language
+(``al.set_language("zh")``: 成立 / 不成立 / 无法判断, and the claim translated
+from the catalogue).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from attnlab.core.language import _
 from attnlab.core.records import to_plain
 
 HOLDS = "holds"
@@ -32,6 +37,24 @@ def from_tests(holds: bool, fails: bool) -> str:
     if holds and fails:
         raise ValueError("a claim cannot both hold and fail: the two tests overlap")
     return HOLDS if holds else (FAILS if fails else UNSURE)
+
+
+def shown(verdict: str) -> str:
+    """The verdict word as printed, in the current language: ``"HOLDS"`` or ``"成立"`` and so on."""
+    labels = {HOLDS: _("HOLDS"), FAILS: _("DOES NOT HOLD"), UNSURE: _("CANNOT TELL")}
+    if verdict not in labels:
+        raise ValueError(f"verdict must be one of {WORDS}, got {verdict!r}")
+    return labels[verdict]
+
+
+def word_from(text: str) -> str:
+    """The verdict word (one of :data:`WORDS`) that ``text`` names: an English word in any case,
+    or the word as :func:`shown` prints it in the current language; else ``text`` unchanged."""
+    cleaned = text.strip()
+    for word in WORDS:
+        if cleaned.lower() == word or cleaned == shown(word) or cleaned.lower() == shown(word).lower():
+            return word
+    return text
 
 
 def combine(parts: Iterable[str]) -> str:
@@ -78,6 +101,16 @@ class ClaimVerdict:
     def holds(self) -> bool:
         return self.verdict == HOLDS
 
+    @property
+    def shown_word(self) -> str:
+        """The verdict word as printed in the reader's language ("HOLDS", "成立", ...)."""
+        return shown(self.verdict)
+
+    @property
+    def shown_claim(self) -> str:
+        """The claim in the reader's language (as written when the catalogue has no translation)."""
+        return _(self.claim)
+
     def to_record(self) -> dict:
         return {"claim": self.claim, "verdict": self.verdict, "numbers": to_plain(self.numbers)}
 
@@ -87,7 +120,8 @@ class ClaimVerdict:
 
     def __str__(self) -> str:
         nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
-        return f"Claim: {self.claim}\nVerdict for this model: {self.verdict.upper()} ({nums})"
+        return _("Claim: {claim}\nVerdict for this model: {verdict} ({numbers})").format(
+            claim=_(self.claim), verdict=shown(self.verdict), numbers=nums)
 
     def __repr__(self) -> str:
         return str(self)
@@ -96,4 +130,6 @@ class ClaimVerdict:
 def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
+    if isinstance(v, str):
+        return _(v)  # a reason such as "lesson 08 was not run", when the catalogue has it
     return str(v)

@@ -2,6 +2,7 @@
 
     attnlab info [--model M]                  which model runs here, and why
     attnlab figures [--model M] [--smoke]     regenerate every figure in figures/
+    attnlab figures --lang zh                 ... with Chinese labels, in figures/zh/
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
 (listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``.
@@ -15,6 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from attnlab.core.language import current_language
 from attnlab.core.manifest import KitError
 from attnlab.core.models import ModelLoadError, load_model
 from attnlab.course.figures import build_all, discover
@@ -34,11 +36,14 @@ def _figures(args: argparse.Namespace) -> int:
         for name, spec in sorted(discover().items()):
             print(f"{name:32s} {spec.lesson:32s} {spec.caption}")
         return 0
+    lang = args.lang or current_language()  # build_all speaks it for the build only
+    if args.out is None:
+        args.out = "figures" if lang == "en" else f"figures/{lang}"
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a folder for the figures")
     m = load_model(args.model)
-    entries = build_all(m, args.out, smoke=args.smoke, only=args.only or None)
+    entries = build_all(m, args.out, smoke=args.smoke, only=args.only or None, lang=lang)
     print(f"wrote {len(entries)} figure file(s) to {args.out}/ (manifest: {args.out}/manifest.json)")
     return 0
 
@@ -53,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figures", help="regenerate every figure of the course")
     p.add_argument("--model", default="auto", help="model to use (default: what the lessons use, auto)")
-    p.add_argument("--out", default="figures", help="output folder (default: figures)")
+    p.add_argument("--out", default=None, help="output folder (default: figures, or figures/zh with --lang zh)")
+    p.add_argument("--lang", choices=("en", "zh"), default=None,
+                   help="language of the labels (default: ATTNLAB_LANG, else en)")
     p.add_argument("--smoke", action="store_true", help="fast pass with reduced sizes")
     p.add_argument("--only", nargs="*", help="figure names to rebuild (default: all)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.analysis.diversity import DepthTrend, HeadDistances, ShuffledBaseline
+from attnlab.core.language import _
 
 
 def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
@@ -23,7 +24,7 @@ def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
         ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=f"layer {layer + 1}", s=28,
                    edgecolor="black", linewidth=0.3)
     ax.legend(fontsize=7, ncol=2, frameon=False)
-    ax.set_title(f"Heads embedded by MDS of their JS distances ({hd.count} queries)", fontsize=10)
+    ax.set_title(_("Heads embedded by MDS of their JS distances ({count} queries)").format(count=hd.count), fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])
     fig.tight_layout()
@@ -43,19 +44,22 @@ def plot_dispersion(trend: DepthTrend, baseline: ShuffledBaseline | None = None)
     if baseline is not None:
         b = baseline.dispersion
         ax.fill_between(x, b.low, b.high, color="grey", alpha=0.25, lw=0,
-                        label=f"heads dealt to layers at random ({b.level:.0%} of {baseline.n_perm} shuffles)")
+                        label=_("heads dealt to layers at random ({level:.0%} of {shuffles} shuffles)").format(
+                            level=b.level, shuffles=baseline.n_perm))
         ax.plot(x, b.estimate, color="grey", lw=1)
     yerr = np.clip([estimate - d.low, d.high - estimate], 0.0, None)  # (2, L); rounding can dip below 0
     ax.errorbar(x, estimate, yerr=yerr,
-                fmt="o-", capsize=3, label=f"dispersion ({d.level:.0%} bootstrap interval over queries)")
+                fmt="o-", capsize=3, label=_("dispersion ({level:.0%} bootstrap interval over queries)").format(level=d.level))
     s = trend.slope
     fit = estimate.mean() + s.estimate * (x - x.mean())
     ax.plot(x, fit, "--", color="black", lw=1,
-            label=f"slope {s.estimate:+.3f} per layer [{s.low:+.3f}, {s.high:+.3f}]")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean JS distance between heads of the layer")
+            label=_("slope {slope:+.3f} per layer [{low:+.3f}, {high:+.3f}]").format(
+                slope=s.estimate, low=s.low, high=s.high))
+    ax.set_xlabel(_("layer"))
+    ax.set_ylabel(_("mean JS distance between heads of the layer"))
     ax.set_xticks(x)
-    ax.set_title(f"Within-layer dispersion of the heads by depth ({trend.n_texts:,} queries)", fontsize=10)
+    ax.set_title(_("Within-layer dispersion of the heads by depth ({count:,} queries)").format(count=trend.n_texts),
+                 fontsize=10)
     ax.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     return fig

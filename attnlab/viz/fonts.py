@@ -16,6 +16,8 @@ from functools import lru_cache
 import matplotlib as mpl
 from matplotlib import font_manager
 
+from attnlab.core.language import current_language
+
 _SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
 
 _warned = False
@@ -78,6 +80,7 @@ def has_cjk(labels: Iterable[object]) -> bool:
 
 
 def cjk_font_for(labels: Iterable[object]) -> None:
-    """Switch to a CJK font when ``labels`` (tokens, texts, titles) contain Chinese characters."""
-    if has_cjk(labels):
+    """Switch to a CJK font when ``labels`` (tokens, texts, titles) contain Chinese characters,
+    or when the course speaks Chinese (its labels then do)."""
+    if has_cjk(labels) or current_language() == "zh":
         use_cjk_font()

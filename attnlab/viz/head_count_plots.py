@@ -10,6 +10,7 @@ import numpy as np
 from attnlab.analysis.regroup import DESTINATIONS, GroupSummary
 from attnlab.core.checks import check_index
 from attnlab.core.extract import Attention
+from attnlab.core.language import _, ngettext
 from attnlab.viz.fonts import cjk_font_for
 
 
@@ -44,14 +45,15 @@ def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, laye
                 continue
             image = ax.imshow(maps[c].numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
             if c == 0:
-                ax.set_ylabel(f"{g} head{'s' if g > 1 else ''}\nquery", fontsize=8)
+                ax.set_ylabel(ngettext("{n} head\nquery", "{n} heads\nquery", g).format(n=g), fontsize=8)
             if r == len(counts) - 1 or c >= regrouped[counts[r + 1]].tensor.shape[2]:
-                ax.set_xlabel("key", fontsize=7)
-    fig.suptitle(f"Layer {layer + 1}, '{first.texts[text_index]}' ({n_tokens} tokens): "
-                 "the same Q and K cut into fewer, wider heads (rows: queries, columns: keys)", fontsize=9)
+                ax.set_xlabel(_("key"), fontsize=7)
+    fig.suptitle(_("Layer {layer}, '{text}' ({n} tokens): the same Q and K cut into fewer, wider heads "
+                   "(rows: queries, columns: keys)").format(layer=layer + 1, text=first.texts[text_index], n=n_tokens),
+                 fontsize=9)
     fig.tight_layout(rect=(0, 0, 0.93, 1))
     bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.01)
-    bar.set_label("attention weight", fontsize=8)
+    bar.set_label(_("attention weight"), fontsize=8)
     return fig
 
 
@@ -63,20 +65,20 @@ def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
         The axes.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 3.8))
+        _fig, ax = plt.subplots(figsize=(6.5, 3.8))
     counts = sorted(summaries)
     for name in DESTINATIONS:
         ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=name)
     ax.plot(counts, [summaries[g].entropy_ratio for g in counts], marker="s", linestyle="--", color="black",
-            label="entropy / uniform")
+            label=_("entropy / uniform"))
     ax.plot(counts, [summaries[g].confidence for g in counts], marker="^", linestyle=":", color="grey",
-            label="confidence (largest weight)")
+            label=_("confidence (largest weight)"))
     _log2_axis(ax, counts)
-    ax.set_xlabel("heads after regrouping (h')")
-    ax.set_ylabel("share of attention weight\n(mean over texts, layers, heads, rows)")
+    ax.set_xlabel(_("heads after regrouping (h')"))
+    ax.set_ylabel(_("share of attention weight\n(mean over texts, layers, heads, rows)"))
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7, ncol=2)
-    ax.set_title("Where attention goes as heads are merged")
+    ax.set_title(_("Where attention goes as heads are merged"))
     return ax
 
 
@@ -101,7 +103,7 @@ def plot_head_count(perplexities: Mapping[str, Mapping[int, Sequence[float]]], *
         The figure.
     """
     if axes is None:
-        _, axes = plt.subplots(1, 2 if reference else 1, figsize=(11 if reference else 6, 3.8), squeeze=False)
+        _fig, axes = plt.subplots(1, 2 if reference else 1, figsize=(11 if reference else 6, 3.8), squeeze=False)
         axes = axes[0]
     ax = axes[0]
     all_heads: set[int] = set()
@@ -114,23 +116,23 @@ def plot_head_count(perplexities: Mapping[str, Mapping[int, Sequence[float]]], *
         x = [h * shift for h in hs]
         note = f" ({head_sizes[design]})" if head_sizes and design in head_sizes else ""
         ax.errorbar(x, means, yerr=[means - [v.min() for v in values], [v.max() for v in values] - means],
-                    marker="o", capsize=4, color=f"C{i}", label=f"{design}{note}: mean, bars = seed range")
+                    marker="o", capsize=4, color=f"C{i}", label=_("{design}{note}: mean, bars = seed range").format(design=design, note=note))
         for xi, v in zip(x, values):
             ax.scatter([xi] * len(v), v, color=f"C{i}", s=9, alpha=0.5, zorder=3)
     if best_possible is not None:
-        ax.axhline(best_possible, color="green", linestyle=":", label="best possible")
+        ax.axhline(best_possible, color="green", linestyle=":", label=_("best possible"))
     _log2_axis(ax, sorted(all_heads))
-    ax.set_xlabel("heads h")
-    ax.set_ylabel("validation perplexity (lower is better)")
-    ax.set_title("This run: tiny transformers, lookup language")
+    ax.set_xlabel(_("heads h"))
+    ax.set_ylabel(_("validation perplexity (lower is better)"))
+    ax.set_title(_("This run: tiny transformers, lookup language"))
     ax.legend(fontsize=7)
     if reference:
         ref = axes[1]
         vh = sorted(reference)
         ref.plot(vh, [reference[h] for h in vh], marker="s", color="C3")
         _log2_axis(ref, vh)
-        ref.set_xlabel("heads h")
-        ref.set_ylabel(reference_label or "perplexity")
+        ref.set_xlabel(_("heads h"))
+        ref.set_ylabel(reference_label or _("perplexity"))
         ref.set_title(reference_title, fontsize=9)
     ax.figure.tight_layout()
     return ax.figure

@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnlab.core.language import _
 from attnlab.viz.plot import plot_layer_heads
 
 
@@ -32,7 +33,7 @@ def plot_layer_heads_with_scale(maps: "torch.Tensor | np.ndarray", tokens: Seque
     top = float(a.max()) if a.size else 1.0
     fig = plot_layer_heads(a, tokens, layer=layer, ncols=ncols, vmax=top, title=title)
     panels = [ax for ax in fig.axes if ax.images]
-    fig.colorbar(panels[0].images[0], ax=panels, shrink=0.8, label="attention weight")
+    fig.colorbar(panels[0].images[0], ax=panels, shrink=0.8, label=_("attention weight"))
     fig.supxlabel("key token (the token looked at)", fontsize=10)
     fig.supylabel("query token (the row's owner)", fontsize=10)
     return fig

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnlab.core.language import _
 from attnlab.viz.fonts import cjk_font_for
 
 
@@ -65,14 +66,14 @@ def plot_head(
     cjk_font_for(list(tokens) + cols)
     if ax is None:
         size = max(3.0, 0.45 * len(tokens) + 1.5)
-        _, ax = plt.subplots(figsize=(size + (1.0 if colorbar else 0.0), size))
+        _fig, ax = plt.subplots(figsize=(size + (1.0 if colorbar else 0.0), size))
     im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols, rotation=90, fontsize=9)
     ax.set_yticks(range(len(tokens)))
     ax.set_yticklabels(tokens, fontsize=9)
-    ax.set_xlabel("attended-to token (key)")
-    ax.set_ylabel("query token")
+    ax.set_xlabel(_("attended-to token (key)"))
+    ax.set_ylabel(_("query token"))
     if title:
         ax.set_title(title)
     if annotate:
@@ -138,9 +139,9 @@ def plot_heads_grid(
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0:
-                ax.set_title(f"head {h + 1}", fontsize=9)
+                ax.set_title(_("head {number}").format(number=h + 1), fontsize=9)
             if c == 0:
-                ax.set_ylabel(f"layer {l + 1}", fontsize=9)
+                ax.set_ylabel(_("layer {number}").format(number=l + 1), fontsize=9)
             if show_labels and r == len(layers) - 1:
                 ax.set_xticks(range(len(tokens)))
                 ax.set_xticklabels(tokens, rotation=90, fontsize=6)
@@ -210,7 +211,7 @@ def plot_matrices(
     if col_labels is not None and len(col_labels) != len(arrays):
         raise ValueError(f"col_labels needs one entry per matrix ({len(arrays)}), got {len(col_labels)}")
     cjk_font_for(row_labels)
-    widths = [max(a.shape[1], 1) for _, a in arrays]
+    widths = [max(a.shape[1], 1) for _title, a in arrays]
     fig, axes = plt.subplots(1, len(arrays), figsize=(cell * sum(widths) + 1.2 * len(arrays), cell * n + 1.2),
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
     for k, (ax, (title, a)) in enumerate(zip(axes[0], arrays)):
@@ -310,7 +311,8 @@ def plot_layer_heads(
             ax.remove()
             continue
         ax.imshow(a[h], cmap=cmap, vmin=0, vmax=vmax, aspect="auto")
-        ax.set_title(head_label(layer, h) if layer is not None else f"head {h + 1}", fontsize=9)
+        ax.set_title(head_label(layer, h) if layer is not None else _("head {number}").format(number=h + 1),
+                     fontsize=9)
         ax.set_xticks(range(len(tokens)) if show else [])
         ax.set_yticks(range(len(tokens)) if show else [])
         if show:
@@ -356,7 +358,7 @@ def plot_layers_side_by_side(
     subs = fig.subfigures(1, 2, wspace=0.05)
     for sub, l in zip(subs, layers):
         plot_layer_heads(a[l], tokens, layer=l, ncols=ncols, vmax=1.0 if shared_scale else None,
-                         title=f"layer {l + 1}", cmap=cmap, fig=sub)
+                         title=_("layer {number}").format(number=l + 1), cmap=cmap, fig=sub)
     return fig
 
 
@@ -389,7 +391,7 @@ def plot_curves(
         if len(ys) != len(x):
             raise ValueError(f"series {label!r} has {len(ys)} values for {len(x)} x values")
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.0, 3.6))
+        _fig, ax = plt.subplots(figsize=(5.0, 3.6))
     for label, ys in series.items():
         ax.plot(list(x), list(ys), marker="o" if markers else None, label=label)
     if logx:
@@ -505,7 +507,7 @@ def plot_layer_head_map(
         raise ValueError(f"marks must be [layers, heads] like values {v.shape}, "
                          f"got shape {np.shape(np.asarray(marks, dtype=object))}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
+        _fig, ax = plt.subplots(figsize=(0.45 * v.shape[1] + 2, 0.45 * v.shape[0] + 1.5))
     im = ax.imshow(v, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(v.shape[1]))
     ax.set_xticklabels(range(1, v.shape[1] + 1), fontsize=fontsize)

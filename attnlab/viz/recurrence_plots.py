@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.core.language import _
 from attnlab.scratch.recurrence import Influence, Timing
 from attnlab.viz.plot import plot_curves
 
@@ -24,8 +25,8 @@ def plot_timing(timing: Timing, *, ax=None, title: str | None = None):
         The axes.
     """
     ax = plot_curves(timing.lengths, {k: [1000 * s for s in v] for k, v in timing.seconds.items()},
-                     xlabel="sequence length n", ylabel="ms per forward pass (median)", logx=True, logy=True, ax=ax,
-                     title=title or f"wall time, width d = {timing.width}")
+                     xlabel=_("sequence length n"), ylabel=_("ms per forward pass (median)"), logx=True, logy=True,
+                     ax=ax, title=title or _("wall time, width d = {width}").format(width=timing.width))
     for line in list(ax.get_lines()):
         kind = line.get_label()
         if kind in timing.samples:
@@ -45,9 +46,10 @@ def plot_first_token_share(influence: Influence, *, ax=None, title: str | None =
         The axes.
     """
     series = {k: [max(v, SHARE_FLOOR) for v in vals] for k, vals in influence.share.items()}
-    ax = plot_curves(influence.lengths, series, xlabel="sequence length n",
-                     ylabel="first token's share of the gradient", logx=True, logy=True, ax=ax,
-                     title=title or f"dependence of the last output on the first token ({len(influence.seeds)} seeds)")
+    ax = plot_curves(influence.lengths, series, xlabel=_("sequence length n"),
+                     ylabel=_("first token's share of the gradient"), logx=True, logy=True, ax=ax,
+                     title=title or _("dependence of the last output on the first token ({seeds} seeds)").format(
+                         seeds=len(influence.seeds)))
     if any(v <= 0 for vals in influence.share.values() for v in vals):
         ax.axhline(SHARE_FLOOR, color="grey", ls=":", lw=1, label=f"0 (underflow), drawn at {SHARE_FLOOR:g}")
         ax.legend(fontsize=8)

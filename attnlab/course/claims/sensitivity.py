@@ -24,7 +24,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.core.language import _
+from attnlab.course.verdicts import WORDS, ClaimVerdict, shown
 
 Row = list[Any]
 
@@ -77,13 +78,20 @@ def summary(rows: Sequence[Row]) -> str:
     """One line: whether the verdict is the same at every setting of the table."""
     seen = verdicts_seen(rows)
     if len(seen) == 1:
-        return f"the verdict is the same at all {len(rows) - 1} settings: {seen[0]}"
-    return f"the verdict depends on the threshold: {', '.join(seen)} over {len(rows) - 1} settings"
+        return _("the verdict is the same at all {n} settings: {word}").format(n=len(rows) - 1, word=shown(seen[0]).lower())
+    return _("the verdict depends on the threshold: {words} over {n} settings").format(
+        words=", ".join(shown(w).lower() for w in seen), n=len(rows) - 1)
 
 
 def format_rows(rows: Sequence[Row]) -> str:
-    """Rows as an aligned plain-text table (first column left-aligned, the others right-aligned)."""
+    """Rows as an aligned plain-text table (first column left-aligned, the others right-aligned);
+    the verdict column in the reader's language."""
     text = [[_cell(v) for v in row] for row in rows]
+    if rows and "verdict" in list(rows[0]):
+        column = list(rows[0]).index("verdict")
+        text[0][column] = _("verdict")
+        for r in text[1:]:
+            r[column] = shown(r[column]).lower() if r[column] in WORDS else r[column]
     widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
     lines = []
     for r in text:

@@ -17,6 +17,8 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from attnlab.core.language import _
+
 
 T = TypeVar("T")
 
@@ -36,8 +38,13 @@ def per_model(m: Any, name: str, compute: Callable[[], T]) -> T:
     return _PER_MODEL[key]
 
 
-#: What every checker says when the answer is still the placeholder ``None``.
+#: What every checker says when the answer is still the placeholder ``None`` (English; shown translated).
 NOT_YET = "not answered yet: replace None with your answer and run the cell again."
+
+
+def not_yet() -> str:
+    """:data:`NOT_YET` in the reader's language."""
+    return _("not answered yet: replace None with your answer and run the cell again.")
 
 
 @dataclass
@@ -52,7 +59,7 @@ class Feedback:
         return self.correct
 
     def __str__(self) -> str:
-        return ("✅ right: " if self.correct else "❌ not yet: ") + self.message
+        return (_("✅ right: ") if self.correct else _("❌ not yet: ")) + _(self.message)
 
     def _repr_markdown_(self) -> str:  # nice in notebooks
         return str(self)
@@ -67,18 +74,22 @@ def check_number(answer: Any, expected: float, *, rel: float = 0.02, abs_tol: fl
     try:
         value = float(answer)
     except (TypeError, ValueError):
-        return Feedback(False, f"{what} should be a number, got {answer!r}. {hint}".strip(), expected)
+        return Feedback(False, _("{what} should be a number, got {answer!r}. {hint}").format(
+            what=what, answer=answer, hint=hint).strip(), expected)
     if np.isfinite(value) and abs(value - expected) <= max(abs_tol, rel * abs(expected)):
-        return Feedback(True, f"{what} = {value:.4g} matches {expected:.4g}.", expected)
-    return Feedback(False, f"{what} = {value:.4g}, expected about {expected:.4g}. {hint}".strip(), expected)
+        return Feedback(True, _("{what} = {value:.4g} matches {expected:.4g}.").format(
+            what=what, value=value, expected=expected), expected)
+    return Feedback(False, _("{what} = {value:.4g}, expected about {expected:.4g}. {hint}").format(
+        what=what, value=value, expected=expected, hint=hint).strip(), expected)
 
 
 def check_choice(answer: Any, expected: Any, *, hint: str = "", what: str = "your answer") -> Feedback:
     """Right when ``answer`` equals ``expected`` (strings compared case-insensitively)."""
     norm = lambda v: v.strip().lower() if isinstance(v, str) else v  # noqa: E731
     if norm(answer) == norm(expected):
-        return Feedback(True, f"{what} {answer!r} is correct.", expected)
-    return Feedback(False, f"{what} {answer!r} is not it. {hint}".strip(), expected)
+        return Feedback(True, _("{what} {answer!r} is correct.").format(what=what, answer=answer), expected)
+    return Feedback(False, _("{what} {answer!r} is not it. {hint}").format(what=what, answer=answer,
+                                                                            hint=hint).strip(), expected)
 
 
 def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "", what: str = "your array") -> Feedback:
@@ -86,19 +97,21 @@ def check_array(answer: Any, expected: Any, *, atol: float = 1e-4, hint: str = "
     a = np.asarray(answer, dtype=float)
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
-        return Feedback(False, f"{what} has shape {a.shape}, expected {e.shape}. {hint}".strip(), e)
+        return Feedback(False, _("{what} has shape {shape}, expected {expected}. {hint}").format(
+            what=what, shape=a.shape, expected=e.shape, hint=hint).strip(), e)
     err = float(np.max(np.abs(a - e))) if a.size else 0.0
     if err <= atol:
-        return Feedback(True, f"{what} matches (largest difference {err:.2e}).", e)
-    return Feedback(False, f"{what} differs by up to {err:.3g}. {hint}".strip(), e)
+        return Feedback(True, _("{what} matches (largest difference {err:.2e}).").format(what=what, err=err), e)
+    return Feedback(False, _("{what} differs by up to {err:.3g}. {hint}").format(what=what, err=err,
+                                                                                  hint=hint).strip(), e)
 
 
 def check_head(answer: Any, expected: tuple[int, int], *, hint: str = "", what: str = "your head") -> Feedback:
     """Right when ``answer`` is the 0-based ``(layer, head)`` pair ``expected``."""
     if answer is None:
-        return Feedback(False, NOT_YET)
+        return Feedback(False, not_yet())
     try:
         pair = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Feedback(False, f"give a pair (layer, head) of 0-based ints, got {answer!r}")
+        return Feedback(False, _("give a pair (layer, head) of 0-based ints, got {answer!r}").format(answer=answer))
     return check_choice(pair, (int(expected[0]), int(expected[1])), hint=hint, what=what)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from attnlab.core.language import _
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
@@ -49,22 +50,23 @@ def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
         return Feedback(False, _NOT_YET, None)
     if isinstance(answer, (tuple, list)):
         if len(answer) != 2:
-            return Feedback(False, "give one number, or a pair (layers, heads).", None)
+            return Feedback(False, _("give one number, or a pair (layers, heads)."), None)
         layers, heads = answer
         if (layers, heads) == (m.n_layers, m.n_heads):
-            return Feedback(True, f"{layers} layers x {heads} heads = {expected} heads in all.", expected)
-        return Feedback(False, f"({layers}, {heads}) is not it. Look at m.n_layers and m.n_heads, "
-                       "or at the shape of att.tensor.", None)
+            return Feedback(True, _("{layers} layers x {heads} heads = {total} heads in all.").format(
+                layers=layers, heads=heads, total=expected), expected)
+        return Feedback(False, _("({layers}, {heads}) is not it. Look at m.n_layers and m.n_heads, "
+                                 "or at the shape of att.tensor.").format(layers=layers, heads=heads), None)
     hint = ""
     try:
         if float(answer) == m.n_heads:
-            hint = "That is the number of heads in ONE layer; every layer has its own heads."
+            hint = _("That is the number of heads in ONE layer; every layer has its own heads.")
         elif float(answer) == m.n_layers:
-            hint = "That is the number of layers; each layer has several heads."
+            hint = _("That is the number of layers; each layer has several heads.")
     except (TypeError, ValueError):
         pass
-    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what="total heads",
-                           hint=hint or "The attention tensor is [texts, layers, heads, n, n].")
+    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what=_("total heads"),
+                           hint=hint or _("The attention tensor is [texts, layers, heads, n, n]."))
     if not verdict.correct:
         verdict.expected = None  # do not give the number away
     return verdict
@@ -73,7 +75,7 @@ def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
 def solution_total_heads(m: LoadedModel) -> int:
     """Read layers and heads off the attention tensor of one query and multiply."""
     att = attention(m, [example_for(m)])
-    _, layers, heads, _, _ = att.tensor.shape  # [texts, layers, heads, n, n]
+    _texts, layers, heads, _n, _m = att.tensor.shape  # [texts, layers, heads, n, n]
     return layers * heads
 
 
@@ -98,17 +100,18 @@ def check_token_count(m: LoadedModel, answer: Any, text: str | None = None) -> F
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     pieces = m.tokenizer.tokenize(text)
-    hint = "Count every row (or column) of one attention map."
+    hint = _("Count every row (or column) of one attention map.")
     try:
         if float(answer) == len(pieces):
-            hint = "Close: you counted the text's own tokens. The model adds special tokens at both ends."
+            hint = _("Close: you counted the text's own tokens. The model adds special tokens at both ends.")
         elif float(answer) == len(text.split()) or float(answer) == len(text):
-            hint = "Tokens are not words or characters one to one; look at att.tokens[0]."
+            hint = _("Tokens are not words or characters one to one; look at att.tokens[0].")
     except (TypeError, ValueError):
         pass
-    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what="token count", hint=hint)
+    verdict = check_number(answer, expected, rel=0.0, abs_tol=0.5, what=_("token count"), hint=hint)
     if verdict.correct:
-        verdict.message += f" ({len(pieces)} text tokens + {expected - len(pieces)} special tokens)"
+        verdict.message += _(" ({text} text tokens + {special} special tokens)").format(
+            text=len(pieces), special=expected - len(pieces))
     else:
         verdict.expected = None
     return verdict
@@ -147,7 +150,8 @@ def check_top_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, te
     layer, head = m.check_layer(layer), m.check_head(head)
     row, tokens = _first_row(m, text, layer, head)
     best = int(row.argmax())
-    where = f"layer {layer + 1}, head {head + 1} (code: layer={layer}, head={head})"
+    where = _("layer {layer}, head {head} (code: layer={index}, head={head_index})").format(
+        layer=layer + 1, head=head + 1, index=layer, head_index=head)
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     if isinstance(answer, str):
@@ -155,15 +159,17 @@ def check_top_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, te
         shown = repr(answer)
     elif isinstance(answer, int) and not isinstance(answer, bool):
         ok = answer == best
-        shown = f"position {answer}"
+        shown = _("position {answer}").format(answer=answer)
     else:
-        return Feedback(False, f"give a token string such as {tokens[-1]!r} or a 0-based position, "
-                       f"got {type(answer).__name__}.", None)
+        return Feedback(False, _("give a token string such as {example!r} or a 0-based position, "
+                                 "got {kind}.").format(example=tokens[-1], kind=type(answer).__name__), None)
     if ok:
-        return Feedback(True, f"in {where}, row 0 puts its largest weight, {float(row[best]):.2f}, "
-                       f"on {tokens[best]!r} (position {best}).", tokens[best])
-    return Feedback(False, f"{shown} is not the strongest key of row 0 in {where}. Plot the head and read "
-                   "the first row: the brightest cell is the answer.", None)
+        return Feedback(True, _("in {where}, row 0 puts its largest weight, {weight:.2f}, "
+                                "on {token!r} (position {best}).").format(
+            where=where, weight=float(row[best]), token=tokens[best], best=best), tokens[best])
+    return Feedback(False, _("{shown} is not the strongest key of row 0 in {where}. Plot the head and read "
+                             "the first row: the brightest cell is the answer.").format(shown=shown, where=where),
+                    None)
 
 
 def solution_top_key(m: LoadedModel, layer: int = 0, head: int = 0, text: str | None = None) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from attnlab.core.language import _
 from attnlab.core.checks import check_index
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
@@ -42,7 +43,7 @@ def check_tiny_weight(m: LoadedModel | None, answer: Any, row: int = 0, col: int
     row, col = _check_cell(row, col)
     expected = float(_tiny_weights()[row, col])
     return check_number(answer, expected, rel=0.01, what=f"weight[{row}, {col}]",
-                        hint="score = q_row . k_col; divide by sqrt(d_k) = 2; softmax over the row.")
+                        hint=_("score = q_row . k_col; divide by sqrt(d_k) = 2; softmax over the row."))
 
 
 def solution_tiny_weight(m: LoadedModel | None = None, row: int = 0, col: int = 1) -> float:
@@ -69,9 +70,10 @@ def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int =
     query = check_index(query, len(tokens), "query token")
     expected = tokens[int(weights[query].argmax())]
     if answer is None:
-        return Feedback(False, "no answer yet: set answer to a token string, e.g. '[CLS]'.", expected)
-    return check_choice(answer, expected, what="strongest key",
-                        hint=f"look along row {query} ({tokens[query]!r}) for the largest weight.")
+        return Feedback(False, _("no answer yet: set answer to a token string, e.g. '[CLS]'."), expected)
+    return check_choice(answer, expected, what=_("strongest key"),
+                        hint=_("look along row {query} ({token!r}) for the largest weight.").format(
+                            query=query, token=tokens[query]))
 
 
 def solution_strongest_key(m: LoadedModel, layer: int = 0, head: int = 0, query: int = 1) -> str:
@@ -86,15 +88,17 @@ def check_diagonal_head(m: LoadedModel, answer: Any) -> Feedback:
     att = attention(m, [example_for(m)])
     layer, head, score = find_pattern_heads(att[0])["diagonal"]
     if answer is None:
-        return Feedback(False, "no answer yet: set answer to a (layer, head) pair, 0-based.", (layer, head))
+        return Feedback(False, _("no answer yet: set answer to a (layer, head) pair, 0-based."), (layer, head))
     try:
         got = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Feedback(False, f"answer should be a (layer, head) pair, got {answer!r}.", (layer, head))
+        return Feedback(False, _("answer should be a (layer, head) pair, got {answer!r}.").format(answer=answer),
+                        (layer, head))
     if got == (layer, head):
-        return Feedback(True, f"(layer {layer}, head {head}) has mean diagonal weight {score:.2f}.", (layer, head))
-    return Feedback(False, f"{got} is not the most diagonal head. Hint: compute the mean of each map's "
-                          "diagonal and take the largest.", (layer, head))
+        return Feedback(True, _("(layer {layer}, head {head}) has mean diagonal weight {score:.2f}.").format(
+            layer=layer, head=head, score=score), (layer, head))
+    return Feedback(False, _("{got} is not the most diagonal head. Hint: compute the mean of each map's "
+                             "diagonal and take the largest.").format(got=got), (layer, head))
 
 
 def solution_diagonal_head(m: LoadedModel) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.course.exercises import Feedback, check_number
 from attnlab.data.examples import example_for
@@ -26,8 +27,8 @@ def check_path_length(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedba
     """Maximum path length (first to last token of the example) for ``kind``
     (``"lstm"``, ``"bilstm"`` or ``"attention"``)."""
     n = example_length(m)
-    return check_number(answer, path_length(kind, n), rel=0, abs_tol=0.5, what=f"{kind} path length (n={n})",
-                        hint="a recurrence moves one token per step; attention connects every pair directly.")
+    return check_number(answer, path_length(kind, n), rel=0, abs_tol=0.5, what=_("{kind} path length (n={n})").format(kind=kind, n=n),
+                        hint=_("a recurrence moves one token per step; attention connects every pair directly."))
 
 
 def solution_path_length(m: LoadedModel, kind: str = "lstm") -> int:
@@ -38,8 +39,8 @@ def check_sequential_steps(m: LoadedModel, answer: Any, kind: str = "lstm") -> F
     """Sequential operations one layer of ``kind`` needs for the example."""
     n = example_length(m)
     return check_number(answer, sequential_steps(kind, n), rel=0, abs_tol=0.5,
-                        what=f"{kind} sequential steps (n={n})",
-                        hint="each recurrent step needs the previous hidden state.")
+                        what=_("{kind} sequential steps (n={n})").format(kind=kind, n=n),
+                        hint=_("each recurrent step needs the previous hidden state."))
 
 
 def solution_sequential_steps(m: LoadedModel, kind: str = "lstm") -> int:
@@ -49,8 +50,8 @@ def solution_sequential_steps(m: LoadedModel, kind: str = "lstm") -> int:
 def check_attention_entries(m: LoadedModel, answer: Any) -> Feedback:
     """How many attention weights does one layer compute for the example (all heads)?"""
     n = example_length(m)
-    return check_number(answer, m.n_heads * n * n, rel=0, abs_tol=0.5, what="attention weights per layer",
-                        hint=f"each of the {m.n_heads} heads has an n x n matrix (n = {n}).")
+    return check_number(answer, m.n_heads * n * n, rel=0, abs_tol=0.5, what=_("attention weights per layer"),
+                        hint=_("each of the {heads} heads has an n x n matrix (n = {n}).").format(heads=m.n_heads, n=n))
 
 
 def solution_attention_entries(m: LoadedModel) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.course.exercises import Feedback, check_number
 from attnlab.data.examples import example_for
@@ -16,8 +17,9 @@ from attnlab.data.examples import example_for
 
 def check_head_width(m: LoadedModel, answer: Any) -> Feedback:
     """Features per head (``hidden_size / n_heads``) of the running model."""
-    return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what="head width",
-                        hint=f"divide the hidden width {m.hidden_size} by the {m.n_heads} heads.")
+    return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what=_("head width"),
+                        hint=_("divide the hidden width {hidden} by the {heads} heads.").format(
+                            hidden=m.hidden_size, heads=m.n_heads))
 
 
 def solution_head_width(m: LoadedModel) -> int:
@@ -33,15 +35,17 @@ def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
     """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
     expected = _split_shape(m)
     if answer is None:
-        return Feedback(False, "no answer yet: set answer to a 4-tuple (batch, heads, tokens, head width).", expected)
+        return Feedback(False, _("no answer yet: set answer to a 4-tuple (batch, heads, tokens, head width)."),
+                        expected)
     try:
         got = tuple(int(v) for v in answer)
     except (TypeError, ValueError):
-        return Feedback(False, f"answer should be a tuple of 4 ints, got {answer!r}.", expected)
+        return Feedback(False, _("answer should be a tuple of 4 ints, got {answer!r}.").format(answer=answer),
+                        expected)
     if got == expected:
-        return Feedback(True, f"shape {got} is right.", expected)
-    return Feedback(False, f"shape {got} is not it: the order is (batch, heads, tokens, head width), "
-                          "and tokens include [CLS] and [SEP].", expected)
+        return Feedback(True, _("shape {got} is right.").format(got=got), expected)
+    return Feedback(False, _("shape {got} is not it: the order is (batch, heads, tokens, head width), "
+                             "and tokens include [CLS] and [SEP].").format(got=got), expected)
 
 
 def solution_split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
@@ -54,16 +58,17 @@ def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
     head = m.check_head(head)
     expected = (head * m.head_dim, (head + 1) * m.head_dim)
     if answer is None:
-        return Feedback(False, "no answer yet: set answer to (start, stop).", expected)
+        return Feedback(False, _("no answer yet: set answer to (start, stop)."), expected)
     try:
         got = (int(answer[0]), int(answer[1]))
     except (TypeError, ValueError, IndexError):
-        return Feedback(False, f"answer should be a (start, stop) pair, got {answer!r}.", expected)
+        return Feedback(False, _("answer should be a (start, stop) pair, got {answer!r}.").format(answer=answer),
+                        expected)
     if got == expected:
-        return Feedback(True, f"head {head} (the article's head {head + 1}) owns features {got[0]}..{got[1] - 1}.",
-                       expected)
-    return Feedback(False, f"{got} is not it. Hint: head h owns h*d_h up to (h+1)*d_h, with d_h = {m.head_dim}; "
-                          "mind the 0-based index.", expected)
+        return Feedback(True, _("head {head} (the article's head {number}) owns features {start}..{last}.").format(
+            head=head, number=head + 1, start=got[0], last=got[1] - 1), expected)
+    return Feedback(False, _("{got} is not it. Hint: head h owns h*d_h up to (h+1)*d_h, with d_h = {width}; "
+                             "mind the 0-based index.").format(got=got, width=m.head_dim), expected)
 
 
 def solution_head_slice(m: LoadedModel, head: int = 6) -> tuple[int, int]:

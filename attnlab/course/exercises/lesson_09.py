@@ -23,8 +23,10 @@ from attnlab.analysis.diversity import (
     shuffled_baseline,
 )
 from attnlab.core.config import pick
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.course.claims.diversity import verdict_more_alike_with_depth
+from attnlab.course.verdicts import word_from
 from attnlab.data.querygen import same_length_queries
 
 from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
@@ -61,11 +63,12 @@ def check_closest_pair(m: LoadedModel, answer: Any, hd: HeadDistances | None = N
     try:
         given = tuple(sorted(tuple(int(x) for x in pair) for pair in answer))
     except (TypeError, ValueError):
-        return Feedback(False, f"answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.")
+        return Feedback(False, _("answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.").format(
+            answer=answer))
     truth = solution_closest_pair(m, hd)
-    return check_choice(given, truth, what="pair",
-                        hint="fill the diagonal of hd.distance with inf, take the argmin and map it "
-                             "back with hd.labels().")
+    return check_choice(given, truth, what=_("pair"),
+                        hint=_("fill the diagonal of hd.distance with inf, take the argmin and map it "
+                               "back with hd.labels()."))
 
 
 # --------------------------------------------------------------------------- 2. dispersion
@@ -88,9 +91,9 @@ def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances 
     if answer is None:
         return Feedback(False, _NOT_YET)
     truth = solution_dispersion(m, layer, hd)
-    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what="your dispersion",
-                        hint="take the layer's heads x heads block of hd.distance and average its "
-                             "off-diagonal entries (the diagonal is 0).")
+    return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what=_("your dispersion"),
+                        hint=_("take the layer's heads x heads block of hd.distance and average its "
+                               "off-diagonal entries (the diagonal is 0)."))
 
 
 # --------------------------------------------------------------------------- 3. the verdict
@@ -109,11 +112,13 @@ def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None,
 
 def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = None,
                         baseline: ShuffledBaseline | None = None) -> Feedback:
-    """Is ``answer`` ("holds", "does not hold" or "cannot tell") the verdict of this run?"""
+    """Is ``answer`` ("holds", "does not hold" or "cannot tell", or the word as the verdict
+    prints it in the reader's language, e.g. "成立") the verdict of this run?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
     truth = solution_trend_verdict(m, trend, baseline)
-    return check_choice(answer, truth, what="verdict",
-                        hint="look at the slope's bootstrap interval and at the baseline's p: interval below 0 "
-                             "and p below 0.05 holds; interval above 0 or p above 0.95 does not hold; "
-                             "anything else cannot tell.")
+    given = word_from(answer) if isinstance(answer, str) else answer
+    return check_choice(given, truth, what=_("verdict"),
+                        hint=_("look at the slope's bootstrap interval and at the baseline's p: interval below 0 "
+                               "and p below 0.05 holds; interval above 0 or p above 0.95 does not hold; "
+                               "anything else cannot tell."))

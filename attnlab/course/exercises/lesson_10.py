@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from attnlab.analysis.regroup import group_width, regroup_summaries
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 from attnlab.scratch.head_count_training import HeadCountStudy
@@ -26,8 +27,9 @@ def check_group_width(m: LoadedModel, answer: Any, n_groups: int = 3) -> Feedbac
     """``answer``: the width (dimensions of Q and K) of one head after regrouping into ``n_groups``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_number(answer, solution_group_width(m, n_groups), rel=0, abs_tol=0.5, what="your width",
-                        hint=f"{m.n_heads} heads of {m.head_dim} dimensions are cut into {n_groups} groups.")
+    return check_number(answer, solution_group_width(m, n_groups), rel=0, abs_tol=0.5, what=_("your width"),
+                        hint=_("{heads} heads of {width} dimensions are cut into {groups} groups.").format(
+                            heads=m.n_heads, width=m.head_dim, groups=n_groups))
 
 
 def solution_most_focused_group_count(m: LoadedModel, texts: Sequence[str] | None = None) -> int:
@@ -41,8 +43,8 @@ def check_most_focused_group_count(m: LoadedModel, answer: Any, texts: Sequence[
     on a single token (self, [CLS] or [SEP]) for ``texts`` (default: the example)."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_choice(answer, solution_most_focused_group_count(m, texts), what="your h'",
-                        hint="regroup_summaries(m, texts)[g].focus is the focus at h' = g; take the largest.")
+    return check_choice(answer, solution_most_focused_group_count(m, texts), what=_("your h'"),
+                        hint=_("regroup_summaries(m, texts)[g].focus is the focus at h' = g; take the largest."))
 
 
 def solution_best_head_count(study: HeadCountStudy) -> int:
@@ -56,6 +58,6 @@ def check_best_head_count(m: LoadedModel, answer: Any, study: HeadCountStudy | N
     if answer is None:
         return Feedback(False, _NOT_YET)
     if study is None:
-        return Feedback(False, "pass the study you trained: check_best_head_count(m, answer, study=study).")
-    return check_choice(answer, solution_best_head_count(study), what="your head count",
-                        hint="study.summary()[h]['ppl_mean'] is the mean perplexity of h heads.")
+        return Feedback(False, _("pass the study you trained: check_best_head_count(m, answer, study=study)."))
+    return check_choice(answer, solution_best_head_count(study), what=_("your head count"),
+                        hint=_("study.summary()[h]['ppl_mean'] is the mean perplexity of h heads."))

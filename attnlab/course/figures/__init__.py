@@ -11,7 +11,8 @@ Lessons register figure makers here with :func:`figure`::
 Makers live in ``attnlab/course/figures/lesson_NN.py`` (one module per lesson) and
 are discovered automatically. :func:`build_all` runs them, saves PNGs under
 ``figures/`` and writes ``figures/manifest.json`` with the lesson, model and
-settings behind each file.
+settings behind each file. ``build_all(..., lang="zh")`` draws them with
+Chinese labels (the gallery of the Chinese edition, ``figures/zh/``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import matplotlib
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
+from attnlab.core.language import current_language, set_language
 from attnlab.core.models import LoadedModel
+from attnlab.viz.fonts import use_cjk_font
 
 T = TypeVar("T")
 
@@ -88,10 +91,12 @@ def discover() -> dict[str, FigureSpec]:
 
 
 def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: bool = False,
-              only: list[str] | None = None, progress: bool = True) -> list[dict]:
+              only: list[str] | None = None, progress: bool = True, lang: str | None = None) -> list[dict]:
     """Run every registered maker; save ``<out_dir>/<name>.png``; write the manifest.
 
-    Returns the manifest entries (one per figure file).
+    ``lang`` (``"en"`` or ``"zh"``; default: the current language) is the
+    language of the labels and titles. Returns the manifest entries (one per
+    figure file).
     """
     matplotlib.use("Agg")  # files only: no window, whatever the caller's backend
     specs = [s for n, s in sorted(discover().items()) if only is None or n in only]
@@ -106,7 +111,9 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     iterator = specs
     if progress:
         iterator = tqdm(specs, desc="figures", unit="fig")
-    with _smoke_env(smoke):  # lessons re-run for evidence (lesson 12) use the same mode
+    with _smoke_env(smoke), _language(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode
+        if code == "zh":
+            use_cjk_font()
         for spec in iterator:
             start = time.time()
             result = spec.make(ctx)
@@ -117,7 +124,7 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
                 plt.close(fig)
                 entries.append({
                     "file": fname, "figure": spec.name, "lesson": spec.lesson, "caption": spec.caption,
-                    "model": getattr(model, "name", str(model)), "smoke": smoke,
+                    "model": getattr(model, "name", str(model)), "smoke": smoke, "lang": code,
                     "seconds": round(time.time() - start, 2),
                 })
     manifest = out / "manifest.json"
@@ -126,6 +133,22 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     manifest.write_text(json.dumps(sorted(keep + entries, key=lambda e: e["file"]), indent=1,
                                    ensure_ascii=False), encoding="utf-8")
     return entries
+
+
+@contextlib.contextmanager
+def _language(lang: str | None):
+    """Speak ``lang`` for the duration (also to lessons re-run in a kernel), then what was spoken before."""
+    before, env = current_language(), os.environ.get("ATTNLAB_LANG")
+    code = set_language(lang or before)
+    os.environ["ATTNLAB_LANG"] = code
+    try:
+        yield code
+    finally:
+        set_language(before)
+        if env is None:
+            os.environ.pop("ATTNLAB_LANG", None)
+        else:
+            os.environ["ATTNLAB_LANG"] = env
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attnlab.core.extract import Attention, attention
+from attnlab.core.language import _
 from attnlab.course.figures import FigureContext, figure
 from attnlab.data.examples import example_for
 from attnlab.scratch.self_attention import find_pattern_heads
@@ -23,5 +24,5 @@ def head_example(ctx: FigureContext):
     att = example_attention(ctx)
     layer, head, score = find_pattern_heads(att[0])["band"]
     im = plot_head(att.head(0, layer, head), att.tokens[0], annotate=True,
-                   title=f"{head_label(layer, head)}: band strength {score:.2f}")
+                   title=_("{head}: band strength {score:.2f}").format(head=head_label(layer, head), score=score))
     return im.figure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnlab.core.language import _
 from attnlab.course.figures import FigureContext, figure
 from attnlab.scratch.recurrence import first_token_influence, time_layers
 from attnlab.viz.recurrence_plots import plot_first_token_share, plot_timing
@@ -16,7 +17,7 @@ LESSON = "03_why_self_attention.ipynb"
 def timing(ctx: FigureContext):
     lengths = ctx.pick([16, 32, 64, 128, 256, 512], [16, 64, 256])
     t = time_layers(lengths, width=128, repeats=ctx.pick(15, 3))
-    return plot_timing(t, title="wall time (width d = 128)").figure
+    return plot_timing(t, title=_("wall time (width d = 128)")).figure
 
 
 @figure("first_token_dependence", lesson=LESSON,
@@ -25,5 +26,5 @@ def timing(ctx: FigureContext):
 def first_token(ctx: FigureContext):
     lengths = ctx.pick([4, 8, 16, 32, 64, 128], [4, 16])
     inf = first_token_influence(lengths, seeds=ctx.pick((0, 1, 2, 3, 4), (0, 1)))
-    return plot_first_token_share(inf, title="dependence of the last output on the first token "
-                                             "(untrained layers)").figure
+    return plot_first_token_share(inf, title=_("dependence of the last output on the first token "
+                                               "(untrained layers)")).figure

@@ -3,6 +3,7 @@ source article's two figures), for the example query."""
 
 from __future__ import annotations
 
+from attnlab.core.language import _
 from attnlab.course.figures import FigureContext, figure
 from attnlab.course.figures.lesson_01 import example_attention
 from attnlab.viz.multi_head_plots import plot_layer_heads_with_scale
@@ -13,7 +14,8 @@ LESSON = "04_multi_head_splitting.ipynb"
 def _layer_figure(ctx: FigureContext, layer: int):
     att = example_attention(ctx)
     return plot_layer_heads_with_scale(att[0][layer], att.tokens[0], layer=layer, ncols=4,
-                                       title=f"{att.texts[0]}: every head of layer {layer + 1}")
+                                       title=_("{text}: every head of layer {layer}").format(text=att.texts[0],
+                                                                                              layer=layer + 1))
 
 
 @figure("first_layer_heads", lesson=LESSON,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from attnlab.analysis.regroup import regroup_all, regroup_summaries, valid_group_counts
+from attnlab.core.language import _
 from attnlab.course import results
 from attnlab.course.claims.head_count import VASWANI_ROW_A
 from attnlab.course.lesson_results import RESULT_NAMES, HeadCountResult
@@ -43,8 +44,9 @@ def regroup_layers(ctx: FigureContext):
         caption="Every layer of the example with the heads forced into 2 (the source article's experiment)")
 def regroup_to_two(ctx: FigureContext):
     two = _regrouped(ctx)[2]
-    fig = plot_heads_grid(two[0], two.tokens[0], vmax=1.0, suptitle=f"{ctx.model.n_heads} heads forced into 2")
-    fig.colorbar(fig.axes[0].images[0], ax=fig.axes, shrink=0.5, label="attention weight")
+    fig = plot_heads_grid(two[0], two.tokens[0], vmax=1.0, suptitle=_("{heads} heads forced into 2").format(
+        heads=ctx.model.n_heads))
+    fig.colorbar(fig.axes[0].images[0], ax=fig.axes, shrink=0.5, label=_("attention weight"))
     return fig
 
 
@@ -79,6 +81,6 @@ def head_count_perplexity(ctx: FigureContext):
     return plot_head_count(designs, best_possible=math.exp(language.best_loss()),
                            head_sizes={"fixed width": f"d_k = {d_model} / h", "fixed head size": f"d_k = {d_head}"},
                            reference={h: ppl for h, (ppl, _bleu) in VASWANI_ROW_A.items()},
-                           reference_title="Vaswani et al. 2017, Table 3 row (A): EN-DE translation,\n"
-                                           "d_model = 512, fixed width (not bert-base)",
-                           reference_label="dev perplexity (EN-DE)")
+                           reference_title=_("Vaswani et al. 2017, Table 3 row (A): EN-DE translation,\n"
+                                             "d_model = 512, fixed width (not bert-base)"),
+                           reference_label=_("dev perplexity (EN-DE)"))

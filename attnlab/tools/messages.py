@@ -1,0 +1,136 @@
+"""Every message the course prints, found in its source, and whether a language's catalogue has it.
+
+Two kinds of text are shown in the reader's language:
+
+* a literal passed to ``_()`` or ``ngettext()`` from :mod:`attnlab.core.language`;
+* the claim of a :class:`~attnlab.course.verdicts.ClaimVerdict` (first argument,
+  or ``claim=``, of ``ClaimVerdict.decide`` / ``ClaimVerdict.missing`` /
+  ``ClaimVerdict(...)``), translated when the verdict is printed. A claim
+  given as a module-level constant (``CLAIM = "..."``) is followed to its text.
+
+Read statically with :mod:`ast` (nothing is imported), so a message in a
+function no test calls is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnlab.core.language import catalogue
+
+PACKAGE = Path(__file__).resolve().parents[1]
+_CALLS = {"_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
+_VERDICT_BUILDERS = ("decide", "missing")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message id and where it is written (``attnlab/...py:line``)."""
+
+    msgid: str
+    where: str
+    plural: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How the compiled catalogue keys it: ``msgid``, or ``singular NUL plural``."""
+        return self.msgid if self.plural is None else f"{self.msgid}\0{self.plural}"
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` assignments."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = node.value.value
+    return out
+
+
+def _text(node: ast.AST | None, constants: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in constants:
+        return constants[node.id]
+    return None
+
+
+def _is_verdict_builder(func: ast.AST) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "ClaimVerdict"
+    return (isinstance(func, ast.Attribute) and func.attr in _VERDICT_BUILDERS
+            and isinstance(func.value, ast.Name) and func.value.id == "ClaimVerdict")
+
+
+def messages_in(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
+    """The messages written in one source file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = _constants(tree)
+    where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in _CALLS and node.args:
+            texts = [_text(a, {}) for a in node.args[: _CALLS[name]]]
+            if texts and texts[0] is not None:
+                plural = texts[1] if name == "ngettext" and len(texts) > 1 else None
+                out.append(Message(texts[0], f"{where}:{node.lineno}", plural))
+        elif _is_verdict_builder(node.func):
+            claim = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "claim"), None)
+            text = _text(claim, constants)
+            if text:
+                out.append(Message(text, f"{where}:{node.lineno}"))
+    return out
+
+
+def extract(package: Path = PACKAGE) -> dict[str, list[Message]]:
+    """Every message of the package, by catalogue key, each with the places it is written."""
+    found: dict[str, list[Message]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for msg in messages_in(path, package.parent):
+            found.setdefault(msg.key, []).append(msg)
+    return found
+
+
+def untranslated(lang: str = "zh", package: Path = PACKAGE) -> list[list[Message]]:
+    """The messages (grouped by key) that ``lang``'s catalogue does not translate."""
+    have = catalogue(lang)
+    return [group for key, group in sorted(extract(package).items()) if key not in have]
+
+
+def unused(lang: str = "zh", package: Path = PACKAGE) -> list[str]:
+    """Catalogue entries no source file uses any more (the header aside)."""
+    used = set(extract(package))
+    return sorted(k for k in catalogue(lang) if k and k not in used)
+
+
+def po_entry(group: list[Message], translation: str = "") -> str:
+    """A ``.po`` entry (empty for a translator to fill in, unless ``translation`` is given),
+    with the places the message is used."""
+    first = group[0]
+    lines = [f"#: {m.where}" for m in group]
+    if "{" in first.msgid:
+        lines.append("#, python-brace-format")
+    lines.append(f"msgid {_quote(first.msgid)}")
+    if first.plural is None:
+        lines.append(f"msgstr {_quote(translation)}")
+    else:
+        lines += [f"msgid_plural {_quote(first.plural)}", f"msgstr[0] {_quote(translation)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    """A .po string literal; multi-line text is written one line per string."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t")
+    parts = escaped.split("\n")
+    if len(parts) == 1:
+        return f'"{escaped}"'
+    pieces = [p + "\\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    return '""\n' + "\n".join(f'"{p}"' for p in pieces)

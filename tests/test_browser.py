@@ -1,0 +1,233 @@
+"""A lesson with widgets, run in a real browser in each language.
+
+JupyterLab is started from this environment on 127.0.0.1 and opened in headless
+Chromium (the Debian package, driven by Playwright's Python package pointed at
+its executable; Playwright downloads no browser). For lesson 04 in English and
+in its Chinese edition, Run All Cells in smoke mode, then check that
+
+* every cell ran without an error output;
+* the widget views render (DOM widgets, not their text fallback);
+* changing the explorer's layer (a drop-down) redraws its figure;
+* the offline head view draws its tokens (Chinese ones when the model reads Chinese);
+* the Chinese edition's narrative and printed verdict are Chinese, the English one's English;
+* the browser logs no console error and sends no request off 127.0.0.1.
+
+Skips, saying why, where Chromium or Playwright is missing; fails instead when
+``ATTNLAB_REQUIRE_BROWSER=1`` (CI, which installs both).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import nbformat
+import pytest
+
+from attnlab.tools import zh_edition
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = "04_multi_head_splitting"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "zh" / f"{LESSON}.md"
+CHROMIUM = next((p for p in (os.environ.get("ATTNLAB_CHROMIUM"), shutil.which("chromium"),
+                             shutil.which("chromium-browser"), "/usr/bin/chromium") if p and Path(p).exists()), None)
+CJK = re.compile(r"[\u3400-\u9fff]")
+RUN_TIMEOUT_S = 240
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("ATTNLAB_REQUIRE_BROWSER") == "1":
+        pytest.fail(why + " (ATTNLAB_REQUIRE_BROWSER=1)")
+    pytest.skip(why)
+
+
+def _playwright():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the browser test needs Playwright's Python package (pip install playwright; the dev extra has it)")
+    if CHROMIUM is None:
+        _unavailable("no Chromium installed (Debian: apt-get install chromium; .ci/run installs it)")
+    return sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _chinese_blocks(lesson: zh_edition.Lesson) -> list[zh_edition.Block]:
+    """The lesson's own translation when it has one, else the fixture's."""
+    blocks = lesson.blocks()
+    return blocks if blocks else zh_edition.parse(FIXTURE.read_text(encoding="utf-8"), str(FIXTURE))
+
+
+def _settings(folder: Path) -> Path:
+    """User settings of the test's JupyterLab: every cell rendered (no windowing), so every widget is in the page."""
+    settings = folder / ".settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}', encoding="utf-8")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving copies of lesson 04 in both languages: (base url, token)."""
+    _playwright()
+    folder = tmp_path_factory.mktemp("lab")
+    lesson = next(l for l in zh_edition.lessons(ROOT, [LESSON[:2]]))
+    english = lesson.read_english()
+    (folder / "zh").mkdir()
+    nbformat.write(english, str(folder / f"{LESSON}.ipynb"))
+    nbformat.write(zh_edition.build(english, _chinese_blocks(lesson)), str(folder / "zh" / f"{LESSON}.ipynb"))
+    port, token = _free_port(), "attnlab-browser-test"
+    env = dict(os.environ, ATTNLAB_SMOKE="1", ATTNLAB_RESULTS=str(folder / "results"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               JUPYTER_RUNTIME_DIR=str(folder / ".runtime"), JUPYTER_CONFIG_DIR=str(folder / ".config"),
+               JUPYTERLAB_SETTINGS_DIR=str(_settings(folder)), JUPYTERLAB_WORKSPACES_DIR=str(folder / ".ws"),
+               BROWSER="true")
+    env.pop("ATTNLAB_LANG", None)  # each edition must choose its language itself
+    env.pop("MPLBACKEND", None)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}",
+           "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.getuid() == 0:
+        cmd.append("--allow-root")
+    server = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"JupyterLab exited:\n{server.stdout.read()}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    pytest.fail("JupyterLab did not answer within 60 s")
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.communicate()
+
+
+_OUTPUT_TEXT = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code')
+  .map(c => c.model.outputs.toJSON().map(o => [].concat(o.text || []).join('')
+      + [].concat((o.data && o.data['text/plain']) || []).join('')).join(''))
+  .join('\\n')"""
+
+_READY = """async () => {
+  const app = window.jupyterapp;
+  await app.started; await app.restored;
+  const w = app.shell.currentWidget;
+  await w.context.ready; await w.sessionContext.ready;
+  return w.sessionContext.session.kernel.name;
+}"""
+
+_STATE = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const code = w.content.widgets.filter(c => c.model.type === 'code');
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  return {
+    done: code.every(c => c.model.executionCount !== null) && !!kernel && kernel.status === 'idle',
+    errors: code.filter(c => c.model.outputs.toJSON().some(o => o.output_type === 'error')).map(c => c.model.id),
+  };
+}"""
+
+
+def _run_all(page, base: str, token: str, path: str) -> dict:
+    page.goto(f"{base}/lab/tree/{path}?token={token}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000)
+    page.evaluate(_READY)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(f"({_STATE})().done", timeout=RUN_TIMEOUT_S * 1000, polling=500)
+    return page.evaluate(_STATE)
+
+
+def _explorer_image(page) -> str:
+    imgs = page.locator(".widget-output img")
+    return imgs.first.get_attribute("src") if imgs.count() else ""
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_lesson_04_runs_in_the_browser(lab, edition):
+    base, token = lab
+    sync_playwright = _playwright()
+    path = f"{LESSON}.ipynb" if edition == "en" else f"zh/{LESSON}.ipynb"
+    off_machine, console_errors = [], []
+
+    def guard(route):
+        host = urlparse(route.request.url).hostname
+        if host not in ("127.0.0.1", None) and not route.request.url.startswith(("data:", "blob:")):
+            off_machine.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.route("**/*", guard)
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: console_errors.append(str(e)))
+            state = _run_all(page, base, token, path)
+            assert state["errors"] == [], f"cells with an error output: {state['errors']}"
+
+            # widgets: DOM views, not "VBox(children=...)" or a load error
+            page.wait_for_selector(".widget-output img", timeout=30_000)
+            outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+            fallback = [t for t in outputs if "VBox(children" in t or "Error displaying widget" in t]
+            assert fallback == [] and page.locator(".widget-dropdown select").count() >= 2
+
+            # the explorer redraws when its layer changes
+            before = _explorer_image(page)
+            page.locator(".widget-dropdown select").first.select_option(index=1)
+            page.wait_for_function(
+                "(b) => { const i = document.querySelector('.widget-output img'); return i && i.src !== b; }",
+                arg=before, timeout=30_000)
+
+            # the offline head view drew its token columns
+            tokens = page.locator(".al-tok").all_inner_texts()
+            assert tokens, "the offline head view drew no tokens"
+            example = "".join(tokens)
+            if edition == "zh" or CJK.search(example):
+                assert CJK.search(example), f"the head view shows no Chinese token: {tokens[:8]}"
+
+            # the narrative and the printed verdict are in the edition's language (outputs read from the model:
+            # cells scrolled out of view need not be in the page)
+            text = page.evaluate(_OUTPUT_TEXT)
+            markdown = page.locator(".jp-MarkdownOutput").first.inner_text()
+            if edition == "zh":
+                assert CJK.search(markdown) and "论断：" in text and "Claim:" not in text
+            else:
+                assert not CJK.search(markdown) and "Claim:" in text
+            assert not re.search(r"\b(does not hold|cannot tell)\b", text if edition == "zh" else "")
+        finally:
+            browser.close()
+    assert off_machine == [], f"requests left 127.0.0.1: {off_machine}"
+    assert console_errors == [], "console errors:\n" + "\n".join(console_errors)

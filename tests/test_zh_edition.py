@@ -1,0 +1,382 @@
+"""The Chinese edition stays in step with the English one, and speaks Chinese.
+
+* Drift: every Chinese notebook is built from its English lesson and a
+  translation catalogue (``attnlab/tools/zh_edition.py``); these tests fail when
+  a code cell differs, a markdown cell has no (or a stale) translation, a
+  translated cell id no longer exists, or the committed notebook is not what
+  ``python scripts/zh_notebooks.py --build`` writes.
+* Messages: every message the course prints has a Chinese entry, with the same
+  placeholders; the in-memory ``.mo`` compiler is read back by ``gettext``.
+* Each Chinese lesson runs in smoke mode with no English verdict word in its output.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import re
+import string
+import struct
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnlab.core import language
+from attnlab.core.language import _, compile_mo, read_po
+from attnlab.tools import messages, zh_edition
+from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = zh_edition.lessons(ROOT)
+IDS = [lesson.name for lesson in LESSONS]
+sys.path.insert(0, str(ROOT / "scripts"))
+ENGLISH_VERDICT = re.compile(r"\b(holds|does not hold|cannot tell)\b", re.IGNORECASE)
+
+
+@pytest.fixture
+def chinese():
+    """Chinese for the duration of a test, then back to what it was."""
+    before = language.current_language()
+    language.set_language("zh")
+    yield
+    language.set_language(before)
+
+
+# --------------------------------------------------------------------------- catalogue format, on fixtures
+
+
+def _english_book() -> nbformat.NotebookNode:
+    book = nbformat.v4.new_notebook()
+    cells = [nbformat.v4.new_code_cell("# Colab set-up: ...\nimport sys"),
+             nbformat.v4.new_markdown_cell("# Title\n\nSome *English*."),
+             nbformat.v4.new_code_cell("print(1 + 1)"),
+             nbformat.v4.new_markdown_cell("More English.")]
+    for k, cell in enumerate(cells):
+        cell["id"] = f"c99-{k:02d}"
+    book.cells = cells
+    return book
+
+
+def test_fingerprint_is_the_first_8_hex_digits_of_sha256():
+    assert english_hash("abc") == "ba7816bf"  # the FIPS 180-2 test vector of SHA-256("abc")
+    assert english_hash("") == "e3b0c442"  # SHA-256 of the empty string
+    assert english_hash("a") != english_hash("a ")
+
+
+def test_parse_reads_blocks_in_order_and_trims_blank_lines():
+    text = ("<!-- translated by hand -->\n\n"
+            "<!-- cell: c99-01 | en: 0123abcd -->\n\n# 标题\n\n一些*中文*。\n\n\n"
+            "<!-- cell: c99-03 | en: ffffffff -->\n更多中文。\n")
+    blocks = parse(text)
+    assert [(b.cell_id, b.en_hash, b.text) for b in blocks] == [
+        ("c99-01", "0123abcd", "# 标题\n\n一些*中文*。"), ("c99-03", "ffffffff", "更多中文。")]
+    assert blocks[0].line == 3
+
+
+@pytest.mark.parametrize("text, why", [
+    ("<!-- cell: c99-01 | en: 0123abcd -->\na\n<!-- cell: c99-01 | en: 0123abcd -->\nb\n", "twice"),
+    ("<!-- cell: c99-01 | en: 0123abc -->\na\n", "malformed"),
+    ("<!-- cell: c99-01 en: 0123abcd -->\na\n", "malformed"),
+    ("stray words\n<!-- cell: c99-01 | en: 0123abcd -->\na\n", "before the first"),
+])
+def test_parse_rejects_what_would_lose_a_translation(text, why):
+    with pytest.raises(ValueError, match=why):
+        parse(text, "fixture.md")
+
+
+def _complete(book: nbformat.NotebookNode) -> list[Block]:
+    return [Block(c.id, english_hash(c.source), f"中文 {c.id}") for c in book.cells if c.cell_type == "markdown"]
+
+
+def test_check_is_quiet_for_a_complete_current_translation():
+    book = _english_book()
+    assert check(book, _complete(book)) == []
+
+
+def test_check_finds_missing_stale_unknown_and_code_cells():
+    book = _english_book()
+    blocks = [Block("c99-01", english_hash("# Title\n\nOld English."), "旧的"),  # stale
+              Block("c99-02", english_hash("print(1 + 1)"), "代码"),  # a code cell
+              Block("c99-77", "00000000", "已删除的格")]  # gone
+    found = {(p.kind, p.cell_id) for p in check(book, blocks, "99_fixture")}
+    assert found == {("stale", "c99-01"), ("missing", "c99-03"), ("not markdown", "c99-02"),
+                     ("unknown", "c99-77")}
+    stale = next(p for p in check(book, blocks) if p.kind == "stale")
+    assert stale.english == "# Title\n\nSome *English*." and stale.old_hash == english_hash("# Title\n\nOld English.")
+
+
+def test_build_keeps_the_code_and_puts_the_language_cell_after_the_colab_cell():
+    book = _english_book()
+    zh = build(book, _complete(book)[:1])
+    assert [c.id for c in zh.cells] == ["c99-00", zh_edition.LANG_CELL_ID, "c99-01", "c99-02", "c99-03"]
+    assert zh.cells[1].cell_type == "code" and 'al.set_language("zh")' in zh.cells[1].source
+    assert zh.cells[2].source == "中文 c99-01"
+    assert zh.cells[3].source == "print(1 + 1)"
+    assert zh.cells[4].source == "More English."  # untranslated: kept (check() reports it)
+    assert book.cells[1].source == "# Title\n\nSome *English*."  # the English notebook is not touched
+    no_colab = _english_book()
+    no_colab.cells.pop(0)
+    assert build(no_colab, []).cells[0].id == zh_edition.LANG_CELL_ID
+
+
+def test_the_language_cell_really_switches_the_language(chinese):
+    language.set_language("en")
+    exec(compile(zh_edition.LANG_CELL_SOURCE, "zh-lang", "exec"), {})
+    assert language.current_language() == "zh"
+
+
+def test_stub_prints_a_ready_block_with_the_english_text(capsys, tmp_path, monkeypatch):
+    import zh_notebooks  # scripts/zh_notebooks.py
+
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(_english_book(), str(tmp_path / "notebooks" / "99_fixture.ipynb"))
+    monkeypatch.setattr(zh_notebooks, "ROOT", tmp_path)
+    assert zh_notebooks.main(["--stub", "99"]) == 1
+    out = capsys.readouterr().out
+    assert f"<!-- cell: c99-03 | en: {english_hash('More English.')} -->" in out and "More English." in out
+    zh_notebooks.main(["--build"])
+    assert (tmp_path / "notebooks" / "zh" / "99_fixture.ipynb").exists()
+    assert zh_notebooks.main(["--check"]) == 1  # still untranslated, but built
+
+
+# --------------------------------------------------------------------------- the course's own Chinese edition
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_every_markdown_cell_has_a_current_translation(lesson):
+    problems = lesson.problems()
+    assert problems == [], (
+        f"{len(problems)} cell(s) of {lesson.name} need translating in {lesson.translation.relative_to(ROOT)} "
+        f"(`python scripts/zh_notebooks.py --stub {lesson.name[:2]}` prints them):\n"
+        + "\n".join(str(p) for p in problems))
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_code_cells_are_the_english_ones(lesson):
+    assert lesson.chinese.exists(), f"{lesson.chinese.name} missing: run python scripts/zh_notebooks.py --build"
+    english = [(c.id, c.source) for c in lesson.read_english().cells if c.cell_type == "code"]
+    zh = [(c.id, c.source) for c in nbformat.read(str(lesson.chinese), as_version=4).cells
+          if c.cell_type == "code" and c.id != zh_edition.LANG_CELL_ID]
+    assert zh == english
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_committed_chinese_notebook_is_what_build_writes(lesson):
+    assert lesson.is_current(), (f"notebooks/zh/{lesson.english.name} is not built from the current English "
+                                 "lesson and translations: run python scripts/zh_notebooks.py --build")
+
+
+def test_no_chinese_notebook_without_an_english_lesson():
+    english = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    orphans = [p.name for p in (ROOT / "notebooks" / "zh").glob("*.ipynb") if p.name not in english]
+    stray = [p.name for p in (ROOT / "notebooks" / "zh" / "translations").glob("*.md")
+             if f"{p.stem}.ipynb" not in english]
+    assert orphans == [] and stray == []
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _fixture_po() -> str:
+    return (
+        '# a comment\nmsgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+        '"Plural-Forms: nplurals=1; plural=0;\\n"\n\n'
+        '#: x.py:1\nmsgid "head"\nmsgstr "头"\n\n'
+        'msgid ""\n"two\\n"\n"lines \\"quoted\\""\nmsgstr "两行\\n“引号”"\n\n'
+        '#, fuzzy\nmsgid "guess"\nmsgstr "猜的"\n\n'
+        'msgid "empty"\nmsgstr ""\n\n'
+        'msgid "{n} head"\nmsgid_plural "{n} heads"\nmsgstr[0] "{n} 个头"\n'
+    )
+
+
+def test_read_po_keeps_translations_and_drops_fuzzy_and_empty_ones():
+    entries = read_po(_fixture_po())
+    assert entries["head"] == "头"
+    assert entries['two\nlines "quoted"'] == "两行\n“引号”"
+    assert entries["{n} head\0{n} heads"] == "{n} 个头"
+    assert "guess" not in entries and "empty" not in entries
+    assert "empty" in read_po(_fixture_po(), untranslated=True)
+    with pytest.raises(ValueError, match="line 2"):
+        read_po('msgid "a"\nmsgstr unquoted\n')
+
+
+def test_compiled_catalogue_is_read_back_by_gettext():
+    mo = compile_mo(read_po(_fixture_po()))
+    t = gettext.GNUTranslations(io.BytesIO(mo))
+    assert t.gettext("head") == "头"
+    assert t.gettext('two\nlines "quoted"') == "两行\n“引号”"
+    assert t.gettext("guess") == "guess"  # fuzzy: English
+    assert t.ngettext("{n} head", "{n} heads", 1) == t.ngettext("{n} head", "{n} heads", 5) == "{n} 个头"
+    assert t.ngettext("apple", "apples", 2) == "apples"  # no entry: English plural rule
+
+
+def test_compiled_catalogue_has_the_gnu_layout():
+    """Read the bytes by hand (independently of gettext): header, sorted keys, NUL-terminated strings."""
+    mo = compile_mo({"b": "乙", "a": "甲"})
+    magic, revision, n, originals, translations, hash_size, _hash = struct.unpack("<7I", mo[:28])
+    assert (magic, revision, n, originals, translations, hash_size) == (0x950412DE, 0, 3, 28, 52, 0)
+
+    def string_at(table: int, k: int) -> bytes:
+        length, offset = struct.unpack("<2I", mo[table + 8 * k: table + 8 * k + 8])
+        assert mo[offset + length] == 0
+        return mo[offset: offset + length]
+
+    assert [string_at(originals, k) for k in range(3)] == [b"", b"a", b"b"]
+    assert [string_at(translations, k) for k in range(1, 3)] == ["甲".encode(), "乙".encode()]
+
+
+def test_language_switch_and_environment(monkeypatch, chinese):
+    assert _("HOLDS") == "成立"
+    language.set_language("en")
+    assert _("HOLDS") == "HOLDS"
+    monkeypatch.setenv("ATTNLAB_LANG", "zh_CN")
+    language._state.update(lang=None, translation=None)  # as in a fresh process
+    assert language.current_language() == "zh" and _("CANNOT TELL") == "无法判断"
+    with pytest.raises(ValueError, match="unknown language"):
+        language.set_language("klingon")
+
+
+def test_the_extractor_finds_messages_and_claims(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        'from attnlab.core.language import _, ngettext\n'
+        'CLAIM = "heads differ"\n'
+        'CLAIMS = {1: "first claim"}\n'
+        'def f(v, n):\n'
+        '    print(_("{n} of {total} heads").format(n=1, total=2))\n'
+        '    print(ngettext("one head", "{n} heads", n))\n'
+        '    ClaimVerdict.decide(CLAIM, holds=True, fails=False)\n'
+        '    ClaimVerdict.missing("a literal claim", "why")\n'
+        '    _(v)  # not a literal: nothing to extract\n', encoding="utf-8")
+    found = {m.key for m in messages.messages_in(source, tmp_path)}
+    assert found == {"{n} of {total} heads", "one head\0{n} heads", "heads differ", "a literal claim"}
+
+
+def test_every_printed_message_has_a_chinese_entry():
+    missing = messages.untranslated("zh")
+    assert missing == [], (
+        f"{len(missing)} message(s) have no Chinese entry in attnlab/locale/zh/LC_MESSAGES/attnlab.po "
+        "(`python scripts/zh_messages.py --update` adds empty entries to fill in):\n"
+        + "\n".join(f"{g[0].msgid!r} ({g[0].where})" for g in missing))
+
+
+def _fields(text: str) -> set[str]:
+    return {f for _lit, f, _spec, _conv in string.Formatter().parse(text) if f is not None}
+
+
+def test_translations_keep_the_placeholders_of_their_message():
+    wrong = [(key, value) for key, value in language.catalogue("zh").items() if key
+             for english, chinese in [(key.split("\0")[0], value.split("\0")[0])]
+             if _fields(english) != _fields(chinese)]
+    assert wrong == []
+
+
+# --------------------------------------------------------------------------- Chinese lessons in smoke mode
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, monkeypatch):
+    from nbclient import NotebookClient
+
+    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
+
+    if not lesson.chinese.exists():
+        pytest.fail(f"{lesson.chinese.name} missing: run python scripts/zh_notebooks.py --build")
+    results_dir = tmp_path / "results"
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    monkeypatch.delenv("ATTNLAB_LANG", raising=False)  # the lesson's own first cells must switch
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(results_dir))
+    if lesson.name == "12_conclusions":
+        seed_earlier_lessons(results_dir)
+    book = nbformat.read(str(lesson.chinese), as_version=4)
+    NotebookClient(book, timeout=900, kernel_name="python3",
+                   resources={"metadata": {"path": str(lesson.chinese.parent)}}).execute()
+    english = []
+    for cell in book.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") + "".join(str(v) for k, v in out.get("data", {}).items()
+                                                 if k in ("text/plain", "text/markdown", "text/html"))
+            english += [f"{cell.id}: ...{text[max(0, m.start() - 60): m.end() + 20]!r}..."
+                        for m in ENGLISH_VERDICT.finditer(text)]
+    assert english == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(english)
+
+
+def test_no_module_that_translates_rebinds_the_underscore():
+    """``_, ax = plt.subplots()`` in a module that imports ``_`` breaks every ``_()`` of that function."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "attnlab").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports = any(isinstance(n, ast.ImportFrom) and n.module == "attnlab.core.language"
+                      and any(a.name == "_" for a in n.names) for n in tree.body)
+        if imports:
+            bad += [f"{path.relative_to(ROOT)}:{n.lineno}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
+    assert bad == [], "rename these throw-away names (e.g. _fig):\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_figures_in_chinese_have_chinese_labels_and_the_language_is_restored(tmp_path, monkeypatch):
+    import json
+
+    import numpy as np
+
+    from attnlab.course import figures
+    from attnlab.viz.plot import plot_head
+
+    seen = []
+
+    def maker(ctx):
+        im = plot_head(np.full((2, 2), 0.5), ["a", "b"])
+        seen.append((im.axes.get_xlabel(), im.axes.get_ylabel()))
+        return im.figure
+
+    monkeypatch.setattr(figures, "REGISTRY", {})
+    monkeypatch.setattr(figures, "discover", lambda: figures.REGISTRY)
+    figures.figure("fixture_head", lesson="00_tour.ipynb", caption="a fixture")(maker)
+    language.set_language("en")
+    entries = figures.build_all(object(), tmp_path, lang="zh", progress=False)
+    figures.build_all(object(), tmp_path / "en", progress=False)
+    assert seen == [("被关注的 token（键）", "查询 token"), ("attended-to token (key)", "query token")]
+    assert entries[0]["lang"] == "zh" and (tmp_path / "fixture_head.png").exists()
+    assert json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))[0]["lang"] == "zh"
+    assert language.current_language() == "en"
+
+
+def test_figures_command_writes_the_chinese_gallery_to_figures_zh(monkeypatch, tmp_path):
+    from attnlab.tools import cli
+
+    calls = {}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "load_model", lambda name: "model")
+    monkeypatch.setattr(cli, "build_all", lambda m, out, **kw: calls.update(out=out, **kw) or [])
+    assert cli.main(["figures", "--lang", "zh", "--smoke"]) == 0
+    assert calls["out"] == "figures/zh" and calls["lang"] == "zh"
+    assert cli.main(["figures", "--smoke"]) == 0 and calls["out"] == "figures" and calls["lang"] == "en"
+
+
+def test_sensitivity_tables_show_the_verdict_word_in_the_readers_language(chinese):
+    from attnlab.course.claims.sensitivity import format_rows, summary
+    from attnlab.course.verdicts import FAILS, HOLDS
+
+    rows = [["threshold", "verdict"], [0.3, HOLDS], [0.5, FAILS]]
+    table = format_rows(rows)
+    assert "判断" in table and "成立" in table and "不成立" in table and not ENGLISH_VERDICT.search(table)
+    assert "不成立" in summary(rows) and rows[1][1] == HOLDS  # the rows themselves stay English
+    language.set_language("en")
+    assert "does not hold" in format_rows(rows) and "holds" in summary([rows[0], rows[1]])
+
+
+def test_course_command_refuses_an_unknown_language_before_setting_up():
+    import subprocess
+
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "course.sh"), "--lang", "fr"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "--lang en or --lang zh" in done.stderr
