@@ -15,12 +15,20 @@ translation serves every run::
 
 Saved results stay in English (they are data); only what is shown is
 translated.
+
+The catalogue is a plain gettext ``.po`` file,
+``attnlab/locale/zh/LC_MESSAGES/attnlab.po``, edited by hand. There is no
+build step: at first use :func:`compile_po` turns it into the binary ``.mo``
+form in memory and Python's :class:`gettext.GNUTranslations` reads that.
 """
 
 from __future__ import annotations
 
+import ast
 import gettext
+import io
 import os
+import struct
 from pathlib import Path
 
 DOMAIN = "attnlab"
@@ -59,11 +67,114 @@ def current_language() -> str:
     return str(_state["lang"])
 
 
+def po_path(lang: str) -> Path:
+    """Where the catalogue of ``lang`` lives: ``attnlab/locale/<lang>/LC_MESSAGES/attnlab.po``."""
+    return LOCALE_DIR / _normalise(lang) / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def read_po(text: str, *, untranslated: bool = False) -> dict[str, str]:
+    """The translated entries of a ``.po`` file's ``text``, keyed as a ``.mo`` keys them.
+
+    ``{msgid: msgstr}``; a plural entry is ``{"singular\\0plural": "form0\\0form1..."}``.
+    The header (``msgid ""``) is kept; entries marked ``#, fuzzy`` and empty
+    translations are left out (unless ``untranslated``), so an untranslated
+    message shows in English.
+    A malformed line raises ValueError naming its line number.
+    """
+    entries: list[dict] = []
+    entry: dict = {}
+    key: str | None = None
+
+    def finish() -> None:
+        nonlocal entry, key
+        if "msgid" in entry:
+            entries.append(entry)
+        entry, key = {}, None
+
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            finish()
+        elif line.startswith("#"):
+            if key is not None and key.startswith("msgstr"):
+                finish()
+            if line.startswith("#,") and "fuzzy" in line:
+                entry["fuzzy"] = True
+        elif line.startswith('"'):
+            if key is None:
+                raise ValueError(f"line {number}: a string outside any msgid/msgstr")
+            entry[key] += _po_string(line, number)
+        else:
+            word, _sep, rest = line.partition(" ")
+            if word not in ("msgctxt", "msgid", "msgid_plural") and not word.startswith("msgstr"):
+                raise ValueError(f"line {number}: unknown keyword {word!r}")
+            if word in ("msgctxt", "msgid") and key is not None and key.startswith("msgstr"):
+                finish()
+            key = word
+            entry[key] = _po_string(rest.strip(), number)
+    finish()
+
+    out: dict[str, str] = {}
+    for e in entries:
+        if "msgctxt" in e:
+            raise ValueError(f"msgctxt is not used in this catalogue (msgid {e['msgid']!r})")
+        if e.get("fuzzy") and e["msgid"] and not untranslated:
+            continue
+        if "msgid_plural" in e:
+            forms = [e[k] for k in sorted((k for k in e if k.startswith("msgstr[")),
+                                          key=lambda k: int(k[len("msgstr["):-1]))]
+            if forms and (all(forms) or untranslated):
+                out[e["msgid"] + "\0" + e["msgid_plural"]] = "\0".join(forms)
+        elif e.get("msgstr") or e["msgid"] == "" or untranslated:
+            out[e["msgid"]] = e.get("msgstr", "")
+    return out
+
+
+def _po_string(token: str, number: int) -> str:
+    if not (len(token) >= 2 and token.startswith('"') and token.endswith('"')):
+        raise ValueError(f"line {number}: expected a quoted string, got {token!r}")
+    return ast.literal_eval(token)  # a .po's C escapes (newline, quote, backslash, tab) are Python's too
+
+
+def compile_mo(catalogue: dict[str, str]) -> bytes:
+    """The GNU ``.mo`` bytes of ``catalogue`` (as :func:`read_po` returns it).
+
+    Layout (little-endian 32-bit words): magic ``0x950412de``, revision 0, N,
+    offset of the originals' table, offset of the translations' table, hash
+    size 0, hash offset; then each table's N (length, offset) pairs; then the
+    NUL-terminated strings, keys in sorted (byte) order.
+    """
+    catalogue = {"": "Content-Type: text/plain; charset=UTF-8\n", **catalogue}  # gettext decodes by it
+    pairs = {k.encode("utf-8"): v.encode("utf-8") for k, v in catalogue.items()}
+    keys = sorted(pairs)
+    n = len(keys)
+    offset = 7 * 4 + 16 * n  # strings start after the header and the two tables
+    originals, translations = [], []
+    for k in keys:
+        originals += [len(k), offset]
+        offset += len(k) + 1
+    for k in keys:
+        translations += [len(pairs[k]), offset]
+        offset += len(pairs[k]) + 1
+    header = struct.pack("<7I", 0x950412DE, 0, n, 7 * 4, 7 * 4 + 8 * n, 0, 0)
+    tables = struct.pack(f"<{4 * n}I", *originals, *translations)
+    strings = b"".join(k + b"\0" for k in keys) + b"".join(pairs[k] + b"\0" for k in keys)
+    return header + tables + strings
+
+
+def catalogue(lang: str) -> dict[str, str]:
+    """The translated entries of ``lang``'s ``.po`` file (empty for English or when there is none)."""
+    path = po_path(lang)
+    if _normalise(lang) == "en" or not path.exists():
+        return {}
+    return read_po(path.read_text(encoding="utf-8"))
+
+
 def _translation() -> gettext.NullTranslations:
     if _state["translation"] is None:
-        lang = current_language()
-        _state["translation"] = (gettext.NullTranslations() if lang == "en" else
-                                 gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True))
+        entries = catalogue(current_language())
+        _state["translation"] = (gettext.GNUTranslations(io.BytesIO(compile_mo(entries))) if entries
+                                 else gettext.NullTranslations())
     return _state["translation"]  # type: ignore[return-value]
 
 

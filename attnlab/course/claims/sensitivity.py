@@ -24,7 +24,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.core.language import _
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 
 Row = list[Any]
 
@@ -49,11 +50,12 @@ def sensitivity_rows(claim: Callable[..., ClaimVerdict], evidence: Any,
         one row per setting in the order given.
     """
     if not thresholds:
-        raise ValueError("give at least one threshold to vary, e.g. {'tolerance': [0.05, 0.1]}")
+        raise ValueError(_("give at least one threshold to vary, e.g. {example}").format(
+            example="{'tolerance': [0.05, 0.1]}"))
     names = list(thresholds)
     for name in names:
         if len(thresholds[name]) == 0:
-            raise ValueError(f"threshold {name!r} has no values to try")
+            raise ValueError(_("threshold {name!r} has no values to try").format(name=name))
     args = evidence if isinstance(evidence, tuple) else (evidence,)
     rows: list[Row] = [names + ["verdict"] + list(numbers)]
     for values in itertools.product(*(thresholds[n] for n in names)):
@@ -73,22 +75,37 @@ def verdicts_seen(rows: Sequence[Row]) -> list[str]:
 
 
 def summary(rows: Sequence[Row]) -> str:
-    """One line: whether the verdict is the same at every setting of the table."""
-    seen = verdicts_seen(rows)
+    """One line, in the current language: whether the verdict is the same at every setting of the table."""
+    seen = [_shown(word) for word in verdicts_seen(rows)]
     if len(seen) == 1:
-        return f"the verdict is the same at all {len(rows) - 1} settings: {seen[0]}"
-    return f"the verdict depends on the threshold: {', '.join(seen)} over {len(rows) - 1} settings"
+        return _("the verdict is the same at all {n} settings: {verdict}").format(n=len(rows) - 1, verdict=seen[0])
+    return _("the verdict depends on the threshold: {verdicts} over {n} settings").format(
+        verdicts=", ".join(seen), n=len(rows) - 1)
 
 
 def format_rows(rows: Sequence[Row]) -> str:
-    """Rows as an aligned plain-text table (first column left-aligned, the others right-aligned)."""
+    """Rows as an aligned plain-text table (first column left-aligned, the others right-aligned).
+
+    The verdict column (its header and its words) is shown in the current language.
+    """
+    column = list(rows[0]).index("verdict") if "verdict" in list(rows[0]) else None
     text = [[_cell(v) for v in row] for row in rows]
+    if column is not None:
+        text[0][column] = _("verdict")
+        for r in text[1:]:
+            r[column] = _shown(r[column])
     widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
     lines = []
     for r in text:
         cells = [r[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(r[1:], widths[1:])]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def _shown(word: str) -> str:
+    """A verdict word (``"holds"`` ...) as printed, in the current language."""
+    words = {HOLDS: _("holds"), FAILS: _("does not hold"), UNSURE: _("cannot tell")}
+    return words.get(word, word)
 
 
 def _short(value: Any) -> Any:
