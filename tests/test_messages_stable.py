@@ -24,7 +24,7 @@ from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.language import _, read_po
 from attnlab.course.claims import self_attention as lesson_01
 from attnlab.course.claims.sensitivity import format_rows, summary
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "attnlab"
@@ -189,8 +189,10 @@ def test_every_claim_of_these_modules_has_a_chinese_translation(chinese):
     _assert_translated(claims)
 
 
-def test_every_missing_evidence_reason_has_a_chinese_translation(chinese):
-    reasons = {"not given"}  # head_count's "design" when none is given
+def test_every_missing_evidence_reason_and_stored_word_has_a_chinese_translation(chinese):
+    # besides the reasons: head_count's "design" when none is given, and the verdict words as stored,
+    # which sensitivity tables show and a verdict's numbers can hold (the parts of lesson 10's row (A) claim)
+    reasons = {"not given", *WORDS}
     for path in CLAIM_MODULES:
         reasons |= claims_and_reasons(path)[1] | loop_reasons(path)
     assert {"no lstm layer was measured", "no attention layer was measured"} <= reasons

@@ -25,7 +25,7 @@ import itertools
 from typing import Any, Callable, Mapping, Sequence
 
 from attnlab.core.language import _
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.course.verdicts import WORDS, ClaimVerdict
 
 Row = list[Any]
 
@@ -103,9 +103,9 @@ def format_rows(rows: Sequence[Row]) -> str:
 
 
 def _shown(word: str) -> str:
-    """A verdict word (``"holds"`` ...) as printed, in the current language."""
-    words = {HOLDS: _("holds"), FAILS: _("does not hold"), UNSURE: _("cannot tell")}
-    return words.get(word, word)
+    """A verdict word as stored (one of :data:`~attnlab.course.verdicts.WORDS`) as printed, in the
+    current language: the catalogue translates the stored words themselves."""
+    return _(word) if word in WORDS else word
 
 
 def _short(value: Any) -> Any:
