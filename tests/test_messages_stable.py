@@ -217,7 +217,8 @@ def test_sensitivity_table_shows_the_verdict_words_in_chinese(chinese):
     text = format_rows(_toy_rows())
     assert ENGLISH_VERDICT.search(text) is None
     lines = text.splitlines()
-    assert "判断" in lines[0] and "不成立" in lines[1] and "无法判断" in lines[2] and lines[3].endswith("成立")
+    assert "判断" in lines[0] and "不成立" in lines[1] and "无法判断" in lines[2]
+    assert lines[3].endswith("成立")
     assert summary(_toy_rows()) == "判断取决于阈值：3 个设定下分别得到 不成立, 无法判断, 成立"
     assert summary([["limit", "verdict"], [0.5, HOLDS], [1.0, HOLDS]]) == "2 个设定下判断都相同：成立"
 
@@ -232,7 +233,8 @@ def test_sensitivity_table_stays_english_by_default():
 def test_an_index_error_speaks_chinese_with_its_numbers(chinese):
     with pytest.raises(ValueError) as info:
         check_index(12, 12, "layer")
-    assert str(info.value) == "层的下标 12 超出范围：共有 12 个层，代码中编号为 0..11（原文的“第 1 个层”就是下标 0）。"
+    assert str(info.value) == ("层的下标 12 超出范围：共有 12 个层，代码中编号为 0..11"
+                               "（原文的“第 1 个层”就是下标 0）。")
     with pytest.raises(ValueError, match="^n_heads 至少为 1，收到的是 0$"):
         check_positive_int(0, "n_heads")
 

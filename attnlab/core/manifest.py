@@ -91,8 +91,9 @@ def check_key(folder: Path, key: object) -> str:
     hostile manifest learns nothing about files outside the folder.
     """
     if not isinstance(key, str) or not key.strip():
-        raise KitError(_("Model folder {folder}: {manifest} lists an empty file name; the manifest is not valid.").format(
-            folder=folder, manifest=MANIFEST))
+        raise KitError(
+            _("Model folder {folder}: {manifest} lists an empty file name; the manifest is not valid.").format(
+                folder=folder, manifest=MANIFEST))
     pure = PurePosixPath(key)
     if pure.is_absolute() or PureWindowsPath(key).is_absolute() or PureWindowsPath(key).drive \
             or ".." in pure.parts or "\\" in key or "\x00" in key:
@@ -115,7 +116,8 @@ def read_manifest(folder: str | Path) -> dict | None:
     if not path.exists():
         return None
     if not path.is_file() or path.is_symlink():
-        raise KitError(_("Model folder {folder}: {manifest} is not a regular file.").format(folder=folder, manifest=MANIFEST))
+        raise KitError(_("Model folder {folder}: {manifest} is not a regular file.").format(
+            folder=folder, manifest=MANIFEST))
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -444,7 +444,8 @@ def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[i
     if not head_counts or not seeds:
         raise ValueError(_("give at least one head count and one seed"))
     jobs = [(h, s) for h in head_counts for s in seeds]
-    iterator = tqdm(jobs, desc=_("training ({design})").format(design=shown_design(config.design)), unit="model") if progress else jobs
+    desc = _("training ({design})").format(design=shown_design(config.design))
+    iterator = tqdm(jobs, desc=desc, unit="model") if progress else jobs
     runs = [_reused(reuse, language, config, h, s) or train_one(h, s, language, config) for h, s in iterator]
     return HeadCountStudy(runs, language, config, list(head_counts))
 
