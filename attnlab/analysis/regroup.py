@@ -42,6 +42,7 @@ from attnlab.analysis.head_stats import ENTROPY_EPS
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, check_texts
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
@@ -56,17 +57,16 @@ def check_group_count(m: LoadedModel, n_groups: int) -> int:
     n_groups = check_positive_int(n_groups, "n_groups")
     if m.n_heads % n_groups:
         raise ValueError(
-            f"n_groups={n_groups} does not divide this model's {m.n_heads} heads; "
-            f"choose one of {valid_group_counts(m.n_heads)}."
-        )
+            _("n_groups={n_groups} does not divide this model's {heads} heads; choose one of {valid}.").format(
+                n_groups=n_groups, heads=m.n_heads, valid=valid_group_counts(m.n_heads)))
     return n_groups
 
 
 def check_absolute_positions(m: LoadedModel) -> None:
     """Regrouping needs scores that are exactly ``Q K^T``: absolute position embeddings only."""
     if getattr(m.model.config, "position_embedding_type", "absolute") not in ("absolute", None):
-        raise ValueError("regrouping supports absolute position embeddings only "
-                         "(relative-position scores are not part of Q K^T).")
+        raise ValueError(_("regrouping supports absolute position embeddings only "
+                           "(relative-position scores are not part of Q K^T)."))
 
 
 def group_width(m: LoadedModel, n_groups: int) -> int:
@@ -161,7 +161,7 @@ def regroup_attention(
     """
     n_groups = check_group_count(m, n_groups)
     batch_size = check_positive_int(batch_size, "batch_size")
-    texts, _ = check_texts(m, texts)
+    texts, _pairs = check_texts(m, texts)
     check_absolute_positions(m)
     enc = m.tokenizer(texts)
     lengths = [len(ids) for ids in enc["input_ids"]]
@@ -324,11 +324,11 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
     counts = [check_group_count(m, g) for g in (group_counts if group_counts is not None
                                                  else valid_group_counts(m.n_heads))]
     batch_size = check_positive_int(batch_size, "batch_size")
-    texts, _ = check_texts(m, texts)
+    texts, _pairs = check_texts(m, texts)
     check_absolute_positions(m)
     starts = range(0, len(texts), batch_size)
     collected: dict[int, list[tuple[np.ndarray, float, float]]] = {g: [] for g in counts}
-    for start in tqdm(starts, desc="regrouping", unit="batch") if progress else starts:
+    for start in tqdm(starts, desc=_("regrouping"), unit="batch") if progress else starts:
         inputs = m.encode(texts[start : start + batch_size])
         mask = inputs["attention_mask"]  # (B, T)
         queries, keys = capture_queries_keys(m, inputs)
@@ -351,7 +351,8 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
 def summary_table(summaries: dict[int, GroupSummary]) -> str:
     """One row per h': the mass on each destination, the entropy ratio, the confidence, the focus."""
     header = " ".join(f"{name:>8}" for name in DESTINATIONS)
-    lines = [f"{'heads':>5} {header} {'entropy/uniform':>15} {'confidence':>10}  most attended single token"]
+    lines = [f"{_('heads'):>5} {header} {_('entropy/uniform'):>15} {_('confidence'):>10}  "
+             + _("most attended single token")]
     for g, s in summaries.items():
         masses = " ".join(f"{s.masses[name]:>8.3f}" for name in DESTINATIONS)
         lines.append(f"{g:>5} {masses} {s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {s.focus_on}")

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from attnlab.core.atomic import write_text_atomic
+from attnlab.core.language import _
 
 MANIFEST = "attnlab-manifest.json"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -90,14 +91,16 @@ def check_key(folder: Path, key: object) -> str:
     hostile manifest learns nothing about files outside the folder.
     """
     if not isinstance(key, str) or not key.strip():
-        raise KitError(f"Model folder {folder}: {MANIFEST} lists an empty file name; the manifest is not valid.")
+        raise KitError(
+            _("Model folder {folder}: {manifest} lists an empty file name; the manifest is not valid.").format(
+                folder=folder, manifest=MANIFEST))
     pure = PurePosixPath(key)
     if pure.is_absolute() or PureWindowsPath(key).is_absolute() or PureWindowsPath(key).drive \
             or ".." in pure.parts or "\\" in key or "\x00" in key:
         raise KitError(
-            f"Model folder {folder}: {MANIFEST} lists {key!r}, which is not a file inside the folder. "
-            "This manifest is not trustworthy: do not use this folder."
-        )
+            _("Model folder {folder}: {manifest} lists {key!r}, which is not a file inside the folder. "
+              "This manifest is not trustworthy: do not use this folder.").format(
+                folder=folder, manifest=MANIFEST, key=key))
     return key
 
 
@@ -113,23 +116,25 @@ def read_manifest(folder: str | Path) -> dict | None:
     if not path.exists():
         return None
     if not path.is_file() or path.is_symlink():
-        raise KitError(f"Model folder {folder}: {MANIFEST} is not a regular file.")
+        raise KitError(_("Model folder {folder}: {manifest} is not a regular file.").format(
+            folder=folder, manifest=MANIFEST))
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise KitError(
-            f"Model folder {folder} has a damaged {MANIFEST} ({exc.msg if hasattr(exc, 'msg') else exc}). "
-            "Copy the whole folder again from the machine that ran `attnlab download`."
-        ) from None
+            _("Model folder {folder} has a damaged {manifest} ({why}). "
+              "Copy the whole folder again from the machine that ran `attnlab download`.").format(
+                folder=folder, manifest=MANIFEST, why=exc.msg if hasattr(exc, "msg") else exc)) from None
     if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
         raise KitError(
-            f"Model folder {folder}: {MANIFEST} has no 'files' table. "
-            "Copy the whole folder again from the machine that ran `attnlab download`."
-        )
+            _("Model folder {folder}: {manifest} has no 'files' table. "
+              "Copy the whole folder again from the machine that ran `attnlab download`.").format(
+                folder=folder, manifest=MANIFEST))
     for key, digest in record["files"].items():
         check_key(folder, key)
         if not isinstance(digest, str) or not _SHA256.match(digest):
-            raise KitError(f"Model folder {folder}: {MANIFEST} gives {key!r} no valid SHA-256.")
+            raise KitError(_("Model folder {folder}: {manifest} gives {key!r} no valid SHA-256.").format(
+                folder=folder, manifest=MANIFEST, key=key))
     return record
 
 
@@ -146,17 +151,17 @@ def _member(folder: Path, rel: str, again: str) -> Path:
     path = folder / rel
     inside = [folder / Path(*PurePosixPath(rel).parts[: i + 1]) for i in range(len(PurePosixPath(rel).parts))]
     if any(p.is_symlink() for p in inside):
-        raise KitError(f"Model folder {folder}: {rel} is a symbolic link; a kit holds regular files only.")
+        raise KitError(_("Model folder {folder}: {file} is a symbolic link; a kit holds regular files only.").format(
+            folder=folder, file=rel))
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
         raise KitError(
-            f"Model folder {folder} is incomplete: {rel} is missing. "
-            "Copy the whole folder again from the machine that ran `attnlab download` "
-            f"(or re-create it there with {again})."
-        ) from None
+            _("Model folder {folder} is incomplete: {file} is missing. "
+              "Copy the whole folder again from the machine that ran `attnlab download` "
+              "(or re-create it there with {again}).").format(folder=folder, file=rel, again=again)) from None
     if not stat.S_ISREG(mode):
-        raise KitError(f"Model folder {folder}: {rel} is not a regular file.")
+        raise KitError(_("Model folder {folder}: {file} is not a regular file.").format(folder=folder, file=rel))
     return path
 
 
@@ -188,17 +193,17 @@ def verify_folder(folder: str | Path, *, require: bool = False) -> bool:
     if record is None:
         if require:
             raise KitError(
-                f"Model folder {folder} has no {MANIFEST}: it is not a complete kit. "
-                "Copy the whole folder again, or make it with `attnlab download`."
-            )
+                _("Model folder {folder} has no {manifest}: it is not a complete kit. "
+                  "Copy the whole folder again, or make it with `attnlab download`.").format(
+                    folder=folder, manifest=MANIFEST))
         return False
     again = redownload_hint(folder, record)
     for rel, expected in record["files"].items():
         path = _member(folder, rel, again)
         if sha256_file(path) != expected:
             raise KitError(
-                f"Model folder {folder} is corrupt: {rel} does not match its checksum "
-                "(the copy was interrupted or the file was changed). Copy the folder again, "
-                f"or re-create it with {again} on a machine with internet."
-            )
+                _("Model folder {folder} is corrupt: {file} does not match its checksum "
+                  "(the copy was interrupted or the file was changed). Copy the folder again, "
+                  "or re-create it with {again} on a machine with internet.").format(
+                    folder=folder, file=rel, again=again))
     return True

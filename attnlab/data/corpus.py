@@ -34,6 +34,8 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from attnlab.core.language import _
+
 LANGUAGES = ("zh", "en")
 
 
@@ -365,7 +367,8 @@ _CACHE: dict[str, list[Query]] = {}
 def all_queries(language: str) -> list[Query]:
     """Every built-in query of ``language`` (``"zh"`` or ``"en"``), in canonical order."""
     if language not in LANGUAGES:
-        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+        raise ValueError(_("language must be one of {languages}, got {language!r}").format(
+            languages=LANGUAGES, language=language))
     if language not in _CACHE:
         _CACHE[language] = _chinese_queries() if language == "zh" else _english_queries()
     return list(_CACHE[language])
@@ -388,12 +391,11 @@ def queries(language: str, n: int | None = None, seed: int = 0) -> list[Query]:
     pool = all_queries(language)
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive int or None, got {n!r}")
+            raise ValueError(_("n must be a positive int or None, got {n!r}").format(n=n))
         if n > len(pool):
             raise ValueError(
-                f"only {len(pool)} built-in {language} queries exist, asked for {n}; "
-                "lower n or bring your own list of texts"
-            )
+                _("only {count} built-in {language} queries exist, asked for {n}; "
+                  "lower n or bring your own list of texts").format(count=len(pool), language=language, n=n))
     random.Random(seed).shuffle(pool)
     return pool if n is None else pool[:n]
 
@@ -414,7 +416,8 @@ def example(language: str) -> Query:
         return Query("王者荣耀怎么玩", ("王者荣耀", "怎么", "玩"), ((0, 1), (1, 3)), "zh", "example")
     if language == "en":
         return Query("how do you play chess", ("how do you", "play", "chess"), ((0, 2), (2, 3)), "en", "example")
-    raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    raise ValueError(_("language must be one of {languages}, got {language!r}").format(
+            languages=LANGUAGES, language=language))
 
 
 def lexicon(language: str = "zh") -> set[str]:

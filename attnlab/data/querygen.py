@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from attnlab.core.checks import check_positive_int
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.data.wordlists import EN_GRAMMAR, EN_WORDS, ZH_GRAMMAR, ZH_WORDS
 
@@ -266,7 +267,8 @@ class QueryGenerator:
     def __init__(self, language: str = "zh", n_tokens: int = 10, *, seed: int = 0,
                  tokenizer: Any = None, max_tries: int = 10_000) -> None:
         if language not in LANGUAGES:
-            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+            raise ValueError(_("language must be one of {languages}, got {language!r}").format(
+                languages=LANGUAGES, language=language))
         n_tokens = check_positive_int(n_tokens, "n_tokens (tokens per query, without [CLS]/[SEP])")
         self.language, self.n_tokens, self.seed = language, n_tokens, seed
         self.tokenizer, self.max_tries = tokenizer, max_tries
@@ -316,7 +318,7 @@ class QueryGenerator:
     def query(self, index: int) -> str:
         """The query with this index in ``0 .. capacity - 1`` (mixed-radix decoding)."""
         if not 0 <= index < self.capacity:
-            raise IndexError(f"index {index} outside 0..{self.capacity - 1}")
+            raise IndexError(_("index {index} outside 0..{last}").format(index=index, last=self.capacity - 1))
         k = bisect.bisect_right(self._starts, index) - 1
         block, rest = self._blocks[k], index - self._starts[k]
         picked = []
@@ -370,10 +372,10 @@ class QueryGenerator:
         out = list(itertools.islice(iter(self), n))
         if len(out) < n:
             raise ValueError(
-                f"only {len(out)} distinct {self.language} queries of {self.n_tokens} tokens could be "
-                f"made ({n} asked; {self.capacity} fillings exist): try a length between "
-                f"{_good_lengths(self.language)}"
-            )
+                _("only {made} distinct {language} queries of {n_tokens} tokens could be "
+                  "made ({n} asked; {capacity} fillings exist): try a length between {low} and {high}").format(
+                    made=len(out), language=self.language, n_tokens=self.n_tokens, n=n, capacity=self.capacity,
+                    low=_good_lengths(self.language)[0], high=_good_lengths(self.language)[1]))
         return out
 
     def report(self) -> str:
@@ -383,8 +385,8 @@ class QueryGenerator:
                 f"{self.wrong_length} dropped for another token count)")
 
 
-def _good_lengths(language: str) -> str:
-    return "9 and 14" if language == "zh" else "7 and 13"
+def _good_lengths(language: str) -> tuple[int, int]:
+    return (9, 14) if language == "zh" else (7, 13)
 
 
 # --------------------------------------------------------------------------- varied word order
@@ -422,7 +424,8 @@ class VariedQueryGenerator:
     def __init__(self, language: str = "zh", n_tokens: int = DEFAULT_N_TOKENS, *, seed: int = 0,
                  tokenizer: Any = None, max_tries: int = 20_000) -> None:
         if language not in LANGUAGES:
-            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+            raise ValueError(_("language must be one of {languages}, got {language!r}").format(
+                languages=LANGUAGES, language=language))
         self.n_tokens = check_positive_int(n_tokens, "n_tokens (tokens per query, without [CLS]/[SEP])")
         self.language, self.seed, self.tokenizer, self.max_tries = language, seed, tokenizer, max_tries
         self.produced = self.duplicates = self.wrong_length = 0
@@ -433,7 +436,7 @@ class VariedQueryGenerator:
             self.words = {name: (tag, [w for w in ws if len(tokenizer.tokenize(w)) == 1])
                           for name, (tag, ws) in self.words.items()}
         #: per token position, how many produced queries hold each tag there
-        self.roles: list[Counter] = [Counter() for _ in range(self.n_tokens)]
+        self.roles: list[Counter] = [Counter() for _position in range(self.n_tokens)]
 
     def draw(self, rng: random.Random) -> list[tuple[str, str]] | None:
         """One expansion of the grammar: ``[(word, tag), ...]``; None when it needs an empty word list."""
@@ -460,13 +463,13 @@ class VariedQueryGenerator:
         return True
 
     def _text(self, words: list[tuple[str, str]]) -> str:
-        return ("" if self.language == "zh" else " ").join(w for w, _ in words)
+        return ("" if self.language == "zh" else " ").join(w for w, _tag in words)
 
     def _tags(self, words: list[tuple[str, str]]) -> list[str]:
         """One tag per token: per word in English, per character in Chinese."""
         if self.language == "en":
-            return [t for _, t in words]
-        return [t for w, t in words for _ in w]
+            return [t for _word, t in words]
+        return [t for w, t in words for _char in w]
 
     def __iter__(self) -> Iterator[str]:
         """Yield distinct queries of the right length until ``max_tries`` misses in a row."""
@@ -512,8 +515,9 @@ class VariedQueryGenerator:
         """The first ``n`` queries as a list; ValueError if fewer exist at this length."""
         out = list(itertools.islice(iter(self), check_positive_int(n, "n")))
         if len(out) < n:
-            raise ValueError(f"only {len(out)} distinct {self.language} queries of {self.n_tokens} tokens "
-                             f"could be made ({n} asked): try another length or a larger vocabulary")
+            raise ValueError(_("only {made} distinct {language} queries of {n_tokens} tokens "
+                               "could be made ({n} asked): try another length or a larger vocabulary").format(
+                made=len(out), language=self.language, n_tokens=self.n_tokens, n=n))
         return out
 
     def role_shares(self) -> list[float]:
@@ -560,11 +564,12 @@ def random_token_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *,
     n_tokens = check_positive_int(DEFAULT_N_TOKENS if n_tokens is None else n_tokens, "n_tokens")
     pieces = vocabulary_pieces(m.tokenizer)
     if len(pieces) < 2:
-        raise ValueError(f"{m.name}'s vocabulary has fewer than 2 stand-alone pieces: no control set")
+        raise ValueError(_("{model}'s vocabulary has fewer than 2 stand-alone pieces: no control set").format(
+            model=m.name))
     rng = random.Random(seed)
     made = 0
     while made < n:
-        batch = [" ".join(rng.choice(pieces) for _ in range(n_tokens)) for _ in range(min(256, n - made))]
+        batch = [" ".join(rng.choice(pieces) for _token in range(n_tokens)) for _query in range(min(256, n - made))]
         for text, ids in zip(batch, m.tokenizer(batch, add_special_tokens=False)["input_ids"]):
             if len(ids) == n_tokens and made < n:
                 made += 1
@@ -594,7 +599,7 @@ def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, 
     """
     n = check_positive_int(n, "n (number of queries)")
     if corpus not in CORPORA:
-        raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
+        raise ValueError(_("corpus must be one of {corpora}, got {corpus!r}").format(corpora=CORPORA, corpus=corpus))
     n_tokens = DEFAULT_N_TOKENS if n_tokens is None else n_tokens
     make = VariedQueryGenerator if corpus == "varied" else QueryGenerator
     gen = make(m.language, n_tokens, seed=seed, tokenizer=m.tokenizer)
@@ -603,4 +608,5 @@ def same_length_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, 
         count += 1
         yield text
     if count < n:
-        raise ValueError(f"only {count} distinct queries of {n_tokens} tokens could be made ({n} asked)")
+        raise ValueError(_("only {made} distinct queries of {n_tokens} tokens could be made ({n} asked)").format(
+            made=count, n_tokens=n_tokens, n=n))

@@ -64,6 +64,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from attnlab.core.checks import check_positive_int
+from attnlab.core.language import _
 
 #: Vaswani et al.'s row (A) head counts
 HEAD_COUNTS = (1, 4, 8, 16, 32)
@@ -94,13 +95,14 @@ class LookupLanguage:
 
     def __post_init__(self) -> None:
         if self.vocab < 2:
-            raise ValueError(f"vocab must be >= 2, got {self.vocab}")
+            raise ValueError(_("vocab must be >= 2, got {vocab}").format(vocab=self.vocab))
         if not self.offsets or min(self.offsets) < 1 or len(set(self.offsets)) != len(self.offsets):
-            raise ValueError(f"offsets must be distinct integers >= 1, got {self.offsets}")
+            raise ValueError(_("offsets must be distinct integers >= 1, got {offsets}").format(offsets=self.offsets))
         if not 0.0 <= self.noise < 1.0:
-            raise ValueError(f"noise must be in [0, 1), got {self.noise}")
+            raise ValueError(_("noise must be in [0, 1), got {noise}").format(noise=self.noise))
         if self.seq_len <= self.start:
-            raise ValueError(f"seq_len must exceed the largest offset {self.start}, got {self.seq_len}")
+            raise ValueError(_("seq_len must exceed the largest offset {start}, got {seq_len}").format(
+                start=self.start, seq_len=self.seq_len))
 
     @property
     def start(self) -> int:
@@ -155,7 +157,8 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         if d_head is None:
             if d_model % n_heads:
-                raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+                raise ValueError(_("d_model={d_model} is not divisible by n_heads={n_heads}").format(
+                    d_model=d_model, n_heads=n_heads))
             d_head = d_model // n_heads
         self.n_heads, self.d_head = n_heads, d_head
         inner = n_heads * d_head
@@ -163,7 +166,7 @@ class CausalSelfAttention(nn.Module):
         self.out = nn.Linear(inner, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, _ = x.shape
+        b, t, _width = x.shape
         inner = self.n_heads * self.d_head
         q, k, v = self.qkv(x).split(inner, dim=-1)  # 3 x (B, T, h * d_head)
         # 1. split the inner width into h heads
@@ -200,7 +203,7 @@ class TinyTransformer(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_head) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_head) for _layer in range(n_layers))
         self.ln = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
@@ -244,9 +247,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "steps", "batch_size", "n_train", "n_val", "eval_every", "threads"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise ValueError(_("{name} must be >= 1, got {value}").format(name=name, value=getattr(self, name)))
         if self.d_head is not None and self.d_head < 1:
-            raise ValueError(f"d_head must be None or >= 1, got {self.d_head}")
+            raise ValueError(_("d_head must be None or >= 1, got {d_head}").format(d_head=self.d_head))
 
     @property
     def design(self) -> str:
@@ -256,6 +259,12 @@ class TrainConfig:
     def head_size(self, n_heads: int) -> int:
         """``d_k`` of one head when the model has ``n_heads`` heads."""
         return self.d_model // n_heads if self.d_head is None else self.d_head
+
+
+def shown_design(design: str) -> str:
+    """A design's name (:attr:`TrainConfig.design`) as printed, in the current language."""
+    names = {"fixed width": _("fixed width"), "fixed head size": _("fixed head size")}
+    return names.get(design, design)
 
 
 @dataclass
@@ -327,7 +336,8 @@ def train_one(n_heads: int, seed: int, language: LookupLanguage | None = None,
 
 def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainConfig) -> RunResult:
     if config.d_head is None and config.d_model % n_heads:
-        raise ValueError(f"n_heads={n_heads} does not divide d_model={config.d_model}")
+        raise ValueError(_("n_heads={n_heads} does not divide d_model={d_model}").format(
+            n_heads=n_heads, d_model=config.d_model))
     train = language.sample(config.n_train, seed=config.data_seed)  # (N, T)
     val = language.sample(config.n_val, seed=config.data_seed + 10_000)
     torch.manual_seed(seed)
@@ -342,7 +352,7 @@ def _train_one(n_heads: int, seed: int, language: LookupLanguage, config: TrainC
     model.train()
     for step in range(1, config.steps + 1):
         idx = torch.randint(len(train), (config.batch_size,), generator=gen)
-        loss, _ = _ruled_loss(model, train[idx], language.start)
+        loss, _accuracy = _ruled_loss(model, train[idx], language.start)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
@@ -408,13 +418,14 @@ class HeadCountStudy:
 
     def table(self) -> str:
         """Perplexity (mean ± sd over seeds, range), accuracy, head size and parameters per head count."""
-        lines = [f"{self.config.design}:",
-                 f"{'heads':>5} {'d_k':>4} {'params':>7} {'perplexity (mean ± sd)':>24} {'range':>15} {'accuracy':>16}"]
+        lines = [f"{shown_design(self.config.design)}:",
+                 f"{_('heads'):>5} {'d_k':>4} {_('params'):>7} {_('perplexity (mean ± sd)'):>24} {_('range'):>15} "
+                 f"{_('accuracy'):>16}"]
         for h, s in self.summary().items():
             lines.append(f"{h:>5} {s['d_k']:>4} {s['parameters']:>7} {s['ppl_mean']:>15.3f} ± {s['ppl_sd']:<6.3f} "
                          f"{s['ppl_min']:>6.3f}-{s['ppl_max']:<6.3f} {s['acc_mean']:>8.3f} ± {s['acc_sd']:.3f}")
-        lines.append(f"(best possible perplexity {math.exp(self.language.best_loss()):.3f}; "
-                     f"chance {self.language.vocab})")
+        lines.append(_("(best possible perplexity {best:.3f}; chance {chance})").format(
+            best=math.exp(self.language.best_loss()), chance=self.language.vocab))
         return "\n".join(lines)
 
 
@@ -431,9 +442,10 @@ def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[i
     language = language or LookupLanguage()
     config = config or TrainConfig()
     if not head_counts or not seeds:
-        raise ValueError("give at least one head count and one seed")
+        raise ValueError(_("give at least one head count and one seed"))
     jobs = [(h, s) for h in head_counts for s in seeds]
-    iterator = tqdm(jobs, desc=f"training ({config.design})", unit="model") if progress else jobs
+    desc = _("training ({design})").format(design=shown_design(config.design))
+    iterator = tqdm(jobs, desc=desc, unit="model") if progress else jobs
     runs = [_reused(reuse, language, config, h, s) or train_one(h, s, language, config) for h, s in iterator]
     return HeadCountStudy(runs, language, config, list(head_counts))
 

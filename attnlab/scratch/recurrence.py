@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from attnlab.analysis.stats import slope
 from attnlab.core.checks import check_positive_int
+from attnlab.core.language import _
 from attnlab.core.records import Record
 from attnlab.scratch.self_attention import MultiHeadSelfAttention
 
@@ -55,10 +56,21 @@ COMPLEXITY = [
 
 def complexity_markdown() -> str:
     """:data:`COMPLEXITY` as a Markdown table."""
-    lines = ["| layer type | complexity per layer | sequential operations | maximum path length |",
+    names = _layer_names()
+    lines = [_("| layer type | complexity per layer | sequential operations | maximum path length |"),
              "|---|---|---|---|"]
-    lines += [f"| {r['layer']} | {r['per_layer']} | {r['sequential']} | {r['path']} |" for r in COMPLEXITY]
+    lines += [f"| {names.get(r['layer'], r['layer'])} | {r['per_layer']} | {r['sequential']} | {r['path']} |"
+              for r in COMPLEXITY]
     return "\n".join(lines)
+
+
+def _layer_names() -> dict[str, str]:
+    """The layer types of :data:`COMPLEXITY` as shown, in the current language."""
+    return {"Self-attention": _("Self-attention"),
+            "Self-attention: Q/K/V/O projections": _("Self-attention: Q/K/V/O projections"),
+            "Recurrent (RNN/LSTM)": _("Recurrent (RNN/LSTM)"),
+            "Convolutional": _("Convolutional"),
+            "Self-attention (restricted)": _("Self-attention (restricted)")}
 
 
 def path_length(kind: str, n: int) -> int:
@@ -67,7 +79,7 @@ def path_length(kind: str, n: int) -> int:
     1 through self-attention (every token sees every token directly)."""
     _check_kind(kind)
     if n < 2:
-        raise ValueError(f"need at least 2 tokens, got n={n}")
+        raise ValueError(_("need at least 2 tokens, got n={n}").format(n=n))
     return 1 if kind == "attention" else n - 1
 
 
@@ -77,13 +89,13 @@ def sequential_steps(kind: str, n: int) -> int:
     (all positions are one batched matrix product)."""
     _check_kind(kind)
     if n < 1:
-        raise ValueError(f"need at least 1 token, got n={n}")
+        raise ValueError(_("need at least 1 token, got n={n}").format(n=n))
     return 1 if kind == "attention" else n
 
 
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise ValueError(_("kind must be one of {kinds}, got {kind!r}").format(kinds=KINDS, kind=kind))
 
 
 class SequenceLayer(nn.Module):
@@ -97,7 +109,7 @@ class SequenceLayer(nn.Module):
             self.inner = nn.LSTM(width, width, batch_first=True)
         elif kind == "bilstm":
             if width % 2:
-                raise ValueError("bilstm needs an even width (two halves are concatenated)")
+                raise ValueError(_("bilstm needs an even width (two halves are concatenated)"))
             # ELMo style: forward and backward halves, concatenated per position
             self.inner = nn.LSTM(width, width // 2, batch_first=True, bidirectional=True)
         else:
@@ -161,7 +173,7 @@ def time_layers(
     gen = torch.Generator().manual_seed(seed)
     jobs = list(lengths)
     if progress:
-        jobs = tqdm(jobs, desc="timing", unit="length")
+        jobs = tqdm(jobs, desc=_("timing"), unit="length")
     layers = {k: make_layer(k, width, seed=seed) for k in kinds}
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)  # one core: fair, and steady on a busy machine
@@ -214,12 +226,12 @@ def position_jacobian_norms(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     times, and copy ``b`` back-propagates only output feature ``b``.
     """
     if x.ndim != 2:
-        raise ValueError(f"x must be (tokens, width), got shape {tuple(x.shape)}")
+        raise ValueError(_("x must be (tokens, width), got shape {shape}").format(shape=tuple(x.shape)))
     T, d = x.shape
     xb = x.unsqueeze(0).repeat(d, 1, 1).requires_grad_(True)  # (d, T, d): one copy per output feature
     y = layer(xb)  # (d, T, d)
     if y.shape[-1] != d:
-        raise ValueError(f"layer must keep the width {d}, got output {tuple(y.shape)}")
+        raise ValueError(_("layer must keep the width {d}, got output {shape}").format(d=d, shape=tuple(y.shape)))
     picked = y[torch.arange(d), -1, torch.arange(d)]  # (d,): copy b keeps feature b of the last output
     (grad,) = torch.autograd.grad(picked.sum(), xb)  # (d, T, d): grad[b, j] = d y_last[b] / d x_j
     return grad.pow(2).sum(dim=(0, 2)).sqrt()  # (T,)
@@ -258,7 +270,7 @@ def first_token_influence(
     result = Influence(list(lengths), list(seeds), width)
     jobs = [(k, n) for k in kinds for n in lengths]
     if progress:
-        jobs = tqdm(jobs, desc="gradients", unit="run")
+        jobs = tqdm(jobs, desc=_("gradients"), unit="run")
     for kind, n in jobs:
         firsts, shares = [], []
         for seed in seeds:

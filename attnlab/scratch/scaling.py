@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import entropy
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.scratch.self_attention import hidden_states, split_heads
@@ -44,7 +45,7 @@ def dot_products(d_k: int, n_samples: int = 20_000, seed: int = 0) -> torch.Tens
     """
     d_k = check_positive_int(d_k, "d_k")
     if check_positive_int(n_samples, "n_samples") < 2:
-        raise ValueError(f"need n_samples >= 2, got {n_samples}")
+        raise ValueError(_("need n_samples >= 2, got {n}").format(n=n_samples))
     gen = torch.Generator().manual_seed(seed)
     dots = []
     for start in range(0, n_samples, 2_000):  # chunks keep memory small for wide vectors
@@ -86,7 +87,7 @@ def softmax_jacobian_norm(scores: torch.Tensor) -> torch.Tensor:
         (Closed form ``diag(p) - p p^T``; zero when one weight is 1.)
     """
     if scores.ndim != 2:
-        raise ValueError(f"scores must be (rows, keys), got shape {tuple(scores.shape)}")
+        raise ValueError(_("scores must be (rows, keys), got shape {shape}").format(shape=tuple(scores.shape)))
     jac = torch.func.vmap(torch.func.jacrev(lambda s: torch.softmax(s, dim=-1)))(scores)  # (N, n, n)
     return jac.flatten(1).norm(dim=-1)  # (N,)
 
@@ -138,7 +139,7 @@ def saturation_curve(
     mean over rows with a bootstrap interval (rows are the resampled units).
     """
     if check_positive_int(n_keys, "n_keys") < 2:
-        raise ValueError("n_keys must be at least 2")
+        raise ValueError(_("n_keys must be at least 2"))
     n_rows = check_positive_int(n_rows, "n_rows")
     curve = SaturationCurve(list(d_ks), scaled, n_keys=n_keys)
     gen = torch.Generator().manual_seed(seed)
@@ -196,11 +197,11 @@ def model_scaling_stats(m: LoadedModel, texts: Sequence[str], *, progress: bool 
     texts = list(texts)
     stats = ModelScalingStats(head_dim=m.head_dim, n_texts=len(texts))
     parts = m.layer_parts()
-    per_layer: list[dict[str, list]] = [dict() for _ in range(m.n_layers)]
-    iterator = tqdm(texts, desc="texts", unit="text") if progress else texts
+    per_layer: list[dict[str, list]] = [dict() for _layer in range(m.n_layers)]
+    iterator = tqdm(texts, desc=_("texts"), unit="text") if progress else texts
     sqrt_d = math.sqrt(m.head_dim)
     for text in iterator:
-        hs, _, _ = hidden_states(m, [text])
+        hs, _inputs, _attentions = hidden_states(m, [text])
         for layer in range(m.n_layers):
             x = hs[layer]  # (1, n, d)
             with torch.no_grad():

@@ -36,6 +36,7 @@ from torch import nn
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import js_divergence, smooth
 from attnlab.core.extract import check_texts
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 
 # --------------------------------------------------------------------------- 1. one head
@@ -93,17 +94,18 @@ def scaled_dot_product_attention(
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(_("{name} must be a torch.Tensor, got {kind}").format(name=name, kind=type(t).__name__))
         if t.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (tokens, features), got shape {tuple(t.shape)}")
+            raise ValueError(_("{name} must have at least 2 dimensions (tokens, features), got shape {shape}").format(
+                name=name, shape=tuple(t.shape)))
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature width d_k: q is {tuple(q.shape)}, k is {tuple(k.shape)}"
-        )
+            _("q and k must have the same feature width d_k: q is {q}, k is {k}").format(
+                q=tuple(q.shape), k=tuple(k.shape)))
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k and v must have the same number of tokens: k is {tuple(k.shape)}, v is {tuple(v.shape)}"
-        )
+            _("k and v must have the same number of tokens: k is {k}, v is {v}").format(
+                k=tuple(k.shape), v=tuple(v.shape)))
 
 
 def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> torch.Tensor:
@@ -111,16 +113,15 @@ def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> torch.Tensor:
         mask = torch.as_tensor(mask)
     if mask.dtype != torch.bool:
         raise TypeError(
-            f"mask must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
-            "for a 0/1 padding mask use mask.bool()"
-        )
+            _("mask must be a boolean tensor (True = may attend), got dtype {dtype}; "
+              "for a 0/1 padding mask use mask.bool()").format(dtype=mask.dtype))
     try:
         torch.broadcast_shapes(mask.shape, scores_shape)
     except RuntimeError:
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores {tuple(scores_shape)} "
-            "(queries x keys); a (B, T) padding mask needs padding_mask(...) first"
-        ) from None
+            _("mask of shape {mask} does not broadcast to the scores {scores} "
+              "(queries x keys); a (B, T) padding mask needs padding_mask(...) first").format(
+                mask=tuple(mask.shape), scores=tuple(scores_shape))) from None
     return mask
 
 
@@ -128,7 +129,8 @@ def padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """Turn a tokenizer's ``attention_mask (B, T)`` (1 = real token, 0 = padding)
     into a boolean key mask ``(B, 1, 1, T)`` that broadcasts over heads and queries."""
     if attention_mask.ndim != 2:
-        raise ValueError(f"attention_mask must be (batch, tokens), got shape {tuple(attention_mask.shape)}")
+        raise ValueError(_("attention_mask must be (batch, tokens), got shape {shape}").format(
+            shape=tuple(attention_mask.shape)))
     return attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T)
 
 
@@ -142,13 +144,13 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """
     n_heads = check_positive_int(n_heads, "n_heads")
     if x.ndim != 3:
-        raise ValueError(f"split_heads expects (batch, tokens, features), got shape {tuple(x.shape)}")
+        raise ValueError(_("split_heads expects (batch, tokens, features), got shape {shape}").format(
+            shape=tuple(x.shape)))
     B, T, d = x.shape
     if d % n_heads:
         raise ValueError(
-            f"feature width {d} is not divisible by n_heads={n_heads}: every head must get the "
-            f"same number of features (e.g. 768 = 12 x 64, 384 = 12 x 32)"
-        )
+            _("feature width {d} is not divisible by n_heads={n_heads}: every head must get the "
+              "same number of features (e.g. 768 = 12 x 64, 384 = 12 x 32)").format(d=d, n_heads=n_heads))
     d_h = d // n_heads
     return x.view(B, T, n_heads, d_h).transpose(1, 2)  # (B, H, T, d_h)
 
@@ -156,7 +158,8 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Concatenate the heads again: ``(B, H, T, d_h) -> (B, T, H * d_h)``."""
     if x.ndim != 4:
-        raise ValueError(f"merge_heads expects (batch, heads, tokens, head width), got shape {tuple(x.shape)}")
+        raise ValueError(_("merge_heads expects (batch, heads, tokens, head width), got shape {shape}").format(
+            shape=tuple(x.shape)))
     B, H, T, d_h = x.shape
     return x.transpose(1, 2).reshape(B, T, H * d_h)  # (B, T, d)
 
@@ -175,7 +178,8 @@ def project_per_head(x: torch.Tensor, linear: nn.Linear, n_heads: int) -> torch.
     n_heads = check_positive_int(n_heads, "n_heads")
     d_out = linear.out_features
     if d_out % n_heads:
-        raise ValueError(f"projection width {d_out} is not divisible by n_heads={n_heads}")
+        raise ValueError(_("projection width {d_out} is not divisible by n_heads={n_heads}").format(
+            d_out=d_out, n_heads=n_heads))
     d_h = d_out // n_heads
     heads = []
     for h in range(n_heads):
@@ -213,7 +217,8 @@ class MultiHeadSelfAttention(nn.Module):
         n_heads = check_positive_int(n_heads, "n_heads")
         if head_dim is None:
             if d_model % n_heads:
-                raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pass head_dim")
+                raise ValueError(_("d_model={d_model} is not divisible by n_heads={n_heads}; pass head_dim").format(
+                    d_model=d_model, n_heads=n_heads))
             head_dim = d_model // n_heads
         self.d_model = d_model
         self.n_heads = n_heads
@@ -235,7 +240,8 @@ class MultiHeadSelfAttention(nn.Module):
             ``(output (B, T, d), weights (B, H, T, T))``.
         """
         if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be (batch, tokens, {self.d_model}), got shape {tuple(x.shape)}")
+            raise ValueError(_("x must be (batch, tokens, {d_model}), got shape {shape}").format(
+                d_model=self.d_model, shape=tuple(x.shape)))
         q = split_heads(self.query(x), self.n_heads)  # (B, H, T, d_h)
         k = split_heads(self.key(x), self.n_heads)  # (B, H, T, d_h)
         v = split_heads(self.value(x), self.n_heads)  # (B, H, T, d_h)
@@ -243,8 +249,8 @@ class MultiHeadSelfAttention(nn.Module):
         if attention_mask is not None:
             if attention_mask.shape != x.shape[:2]:
                 raise ValueError(
-                    f"attention_mask must be (batch, tokens) = {tuple(x.shape[:2])}, got {tuple(attention_mask.shape)}"
-                )
+                    _("attention_mask must be (batch, tokens) = {expected}, got {shape}").format(
+                        expected=tuple(x.shape[:2]), shape=tuple(attention_mask.shape)))
             mask = padding_mask(attention_mask)  # (B, 1, 1, T)
         context, weights = scaled_dot_product_attention(q, k, v, mask=mask)  # (B, H, T, d_h), (B, H, T, T)
         merged = merge_heads(context)  # (B, T, H * d_h)
@@ -302,7 +308,7 @@ def hidden_states(m: LoadedModel, texts: list[str] | str) -> tuple[tuple[torch.T
     the embedding output); ``attentions[l]`` ``(B, H, T, T)`` is the model's own
     attention of layer ``l``.
     """
-    texts, _ = check_texts(m, texts)
+    texts, _pairs = check_texts(m, texts)
     inputs = m.encode(texts)
     with torch.no_grad():
         out = m.model(**inputs, output_hidden_states=True, output_attentions=True)
@@ -323,7 +329,7 @@ def recompute_layer_attention(m: LoadedModel, texts: list[str] | str, layer: int
         layer: 0-based layer index.
     """
     layer = m.check_layer(layer)
-    hs, inputs, _ = hidden_states(m, texts)
+    hs, inputs, _attentions = hidden_states(m, texts)
     x = hs[layer]  # (B, T, d)
     parts = m.layer_parts()[layer]
     with torch.no_grad():
@@ -331,7 +337,7 @@ def recompute_layer_attention(m: LoadedModel, texts: list[str] | str, layer: int
         k = split_heads(parts.key(x), m.n_heads)  # (B, H, T, d_h)
         v = split_heads(parts.value(x), m.n_heads)  # (B, H, T, d_h)
         mask = padding_mask(inputs["attention_mask"])  # (B, 1, 1, T)
-        _, weights = scaled_dot_product_attention(q, k, v, mask=mask)  # (B, H, T, T)
+        _context, weights = scaled_dot_product_attention(q, k, v, mask=mask)  # (B, H, T, T)
     tokens = [m.tokenizer.convert_ids_to_tokens(ids) for ids in inputs["input_ids"].tolist()]
     return LayerAttention(weights, q, k, x, inputs["attention_mask"], tokens)
 
@@ -376,7 +382,8 @@ def attention_steps(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         (rows sum to 1) and ``output`` ``(T, d_v)``.
     """
     if x.ndim != 2 or w_q.ndim != 2 or x.shape[1] != w_q.shape[0]:
-        raise ValueError(f"x must be (tokens, d) and w_q (d, d_k); got {tuple(x.shape)} and {tuple(w_q.shape)}")
+        raise ValueError(_("x must be (tokens, d) and w_q (d, d_k); got {x} and {w_q}").format(
+            x=tuple(x.shape), w_q=tuple(w_q.shape)))
     Q, K, V = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
     scores = Q @ K.T  # (T, T)
     scaled = scores / math.sqrt(Q.shape[-1])  # (T, T)
@@ -403,10 +410,10 @@ def pattern_scores(maps: torch.Tensor) -> dict[str, torch.Tensor]:
         (an off-diagonal band).
     """
     if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be (..., n, n), got shape {tuple(maps.shape)}")
+        raise ValueError(_("maps must be (..., n, n), got shape {shape}").format(shape=tuple(maps.shape)))
     n = maps.shape[-1]
     if n < 2:
-        raise ValueError("need at least 2 tokens to look for patterns")
+        raise ValueError(_("need at least 2 tokens to look for patterns"))
     diag = maps.diagonal(dim1=-2, dim2=-1).mean(-1)  # (...)
     col_mean = maps.mean(dim=-2)  # (..., n): mean over queries of each column
     vertical, column = col_mean.max(dim=-1)  # (...)
@@ -421,7 +428,7 @@ def find_pattern_heads(maps: torch.Tensor) -> dict[str, tuple[int, int, float]]:
     that shows each shape most strongly: ``diagonal``, ``vertical`` and
     ``band`` (previous- or next-token, whichever is stronger)."""
     if maps.ndim != 4:
-        raise ValueError(f"maps must be (layers, heads, n, n), got shape {tuple(maps.shape)}")
+        raise ValueError(_("maps must be (layers, heads, n, n), got shape {shape}").format(shape=tuple(maps.shape)))
     s = pattern_scores(maps)
     band = torch.maximum(s["previous"], s["next"])  # (L, H)
     found = {}
@@ -446,7 +453,7 @@ def shuffle_keys(maps: torch.Tensor, generator: torch.Generator | None = None) -
         ``(..., n, n)``, every row a permutation of the same row of ``maps``.
     """
     if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be (..., n, n), got shape {tuple(maps.shape)}")
+        raise ValueError(_("maps must be (..., n, n), got shape {shape}").format(shape=tuple(maps.shape)))
     order = torch.rand(maps.shape, generator=generator).argsort(dim=-1)  # (..., n, n): a permutation per row
     return maps.gather(-1, order.to(maps.device))
 
@@ -466,7 +473,7 @@ def pattern_chance(maps: torch.Tensor, n_shuffles: int = 200, seed: int = 0) -> 
     """
     n_shuffles = check_positive_int(n_shuffles, "n_shuffles")
     if maps.ndim != 4:
-        raise ValueError(f"maps must be (layers, heads, n, n), got shape {tuple(maps.shape)}")
+        raise ValueError(_("maps must be (layers, heads, n, n), got shape {shape}").format(shape=tuple(maps.shape)))
     gen = torch.Generator().manual_seed(seed)
     best: dict[str, list[float]] = {"diagonal": [], "vertical": [], "band": []}
     for start in range(0, n_shuffles, 50):  # 50 copies at a time keep memory small for long texts
@@ -495,10 +502,12 @@ def head_contributions(context: torch.Tensor, output: nn.Linear) -> torch.Tensor
         ``(B, H, T, d)``: what each head adds to each token's output (bias excluded).
     """
     if context.ndim != 4:
-        raise ValueError(f"context must be (batch, heads, tokens, head width), got shape {tuple(context.shape)}")
+        raise ValueError(_("context must be (batch, heads, tokens, head width), got shape {shape}").format(
+            shape=tuple(context.shape)))
     B, H, T, d_h = context.shape
     if output.in_features != H * d_h:
-        raise ValueError(f"output projection takes {output.in_features} features, context has {H} x {d_h}")
+        raise ValueError(_("output projection takes {features} features, context has {heads} x {width}").format(
+            features=output.in_features, heads=H, width=d_h))
     w = output.weight.view(output.out_features, H, d_h)  # (d, H, d_h): column block per head
     return torch.einsum("bhte,dhe->bhtd", context, w)  # (B, H, T, d)
 
@@ -517,10 +526,10 @@ def head_spread_rows(maps: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
         ``(n,)``, one value per query token.
     """
     if maps.ndim != 3 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be (heads, n, n), got shape {tuple(maps.shape)}")
+        raise ValueError(_("maps must be (heads, n, n), got shape {shape}").format(shape=tuple(maps.shape)))
     H = maps.shape[0]
     if H < 2:
-        raise ValueError("need at least 2 heads to compare")
+        raise ValueError(_("need at least 2 heads to compare"))
     p = smooth(maps.double(), eps)  # (H, n, n)
     i, j = torch.triu_indices(H, H, offset=1)  # every pair once
     return js_divergence(p[i], p[j]).mean(dim=0)  # (pairs, n) -> (n,)

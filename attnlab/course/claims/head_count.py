@@ -27,8 +27,9 @@ import numpy as np
 
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.core.language import _
 from attnlab.course.verdicts import ClaimVerdict, from_tests
-from attnlab.scratch.head_count_training import HeadCountStudy
+from attnlab.scratch.head_count_training import HeadCountStudy, shown_design
 
 #: the article forces bert-base-chinese's 12 heads into this many
 ARTICLE_HEADS = 12
@@ -63,7 +64,8 @@ def _pair(summaries: Mapping[int, GroupSummary], n_heads: int, target: int,
           claim: str) -> tuple[GroupSummary, GroupSummary] | ClaimVerdict:
     missing = [g for g in (n_heads, target) if g not in summaries]
     if missing:
-        return ClaimVerdict.missing(claim, f"no regrouping summary for h' = {missing}")
+        return ClaimVerdict.decide(claim, holds=False, fails=False,
+                                   missing="no regrouping summary for some h'", **{"h' without a summary": missing})
     full, few = summaries[n_heads], summaries[target]
     if np.shape(full.per_text) != np.shape(few.per_text):
         return ClaimVerdict.missing(claim, "the two regroupings were measured on different texts")
@@ -166,7 +168,8 @@ def verdict_head_count(perplexities: Mapping[int, Sequence[float]], *, n_se: flo
     otherwise (also with a single seed) "cannot tell".
     """
     if len(perplexities) < MIN_HEAD_COUNTS:
-        return ClaimVerdict.missing(ROW_A_CLAIM, f"the claim needs at least {MIN_HEAD_COUNTS} head counts")
+        return ClaimVerdict.decide(ROW_A_CLAIM, holds=False, fails=False, missing="the claim needs more head counts",
+                                   head_counts=len(perplexities), needed=MIN_HEAD_COUNTS)
     ppl = {int(h): np.asarray(p, dtype=float) for h, p in perplexities.items()}
     hs = sorted(ppl)
     means = _means(ppl)
@@ -207,7 +210,8 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     is shown with the numbers.
     """
     if len(perplexities) < 2:
-        return ClaimVerdict.missing(MORE_HEADS_CLAIM, "the claim needs at least 2 head counts")
+        return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=False, fails=False,
+                                   missing="the claim needs more head counts", head_counts=len(perplexities), needed=2)
     ppl = {int(h): np.asarray(p, dtype=float) for h, p in perplexities.items()}
     means = _means(ppl)
     most = max(ppl)
@@ -229,18 +233,21 @@ def what_this_can_show(study: HeadCountStudy) -> str:
     gap = max(means) - min(means)
     best = math.exp(study.language.best_loss())
     lines = [
-        f"Largest seed spread (sd) of perplexity: {spread:.3f}; range of the means over h: {gap:.3f}.",
-        f"Best possible perplexity on this language: {best:.3f}; best mean reached: {min(means):.3f}.",
+        _("Largest seed spread (sd) of perplexity: {spread:.3f}; range of the means over h: {gap:.3f}.").format(
+            spread=spread, gap=gap),
+        _("Best possible perplexity on this language: {best:.3f}; best mean reached: {reached:.3f}.").format(
+            best=best, reached=min(means)),
     ]
     if s[study.head_counts[0]]["seeds"] < 2:
-        lines.append("One seed per head count: there is no spread, so no difference can be called clear.")
+        lines.append(_("One seed per head count: there is no spread, so no difference can be called clear."))
     elif gap < CLEAR_SE * spread:
-        lines.append("The differences between head counts are within about two seed spreads: "
-                     "this run cannot separate them.")
+        lines.append(_("The differences between head counts are within about two seed spreads: "
+                       "this run cannot separate them."))
     else:
-        lines.append("Some differences are several seed spreads wide: those are real for this setup.")
-    lines.append(f"Design: {study.config.design}. This is a 2-layer model on a synthetic language trained for "
-                 "seconds, not a translation model trained for days: it can show how the head count interacts "
-                 f"with a task that needs {len(study.language.offsets)} lookups at once, not whether the same "
-                 "numbers hold for bert-base or for translation.")
+        lines.append(_("Some differences are several seed spreads wide: those are real for this setup."))
+    lines.append(_("Design: {design}. This is a 2-layer model on a synthetic language trained for "
+                   "seconds, not a translation model trained for days: it can show how the head count interacts "
+                   "with a task that needs {lookups} lookups at once, not whether the same "
+                   "numbers hold for bert-base or for translation.").format(
+        design=shown_design(study.config.design), lookups=len(study.language.offsets)))
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from attnlab.analysis.stats import bootstrap_mean
+from attnlab.core.language import _
 from attnlab.course.verdicts import ClaimVerdict
 
 CLAIM_SPREAD = "for this query, the heads of the last layer are more alike than those of the first"
@@ -30,7 +31,7 @@ def verdict_spread_one_query(spread_rows: Sequence[Sequence[float]]) -> ClaimVer
     """
     rows = np.asarray([np.asarray(r, dtype=float) for r in spread_rows])  # (L, n)
     if rows.ndim != 2 or rows.shape[0] < 2:
-        raise ValueError(f"need per-token spreads of at least two layers, got shape {rows.shape}")
+        raise ValueError(_("need per-token spreads of at least two layers, got shape {shape}").format(shape=rows.shape))
     diff = bootstrap_mean(rows[0] - rows[-1])  # first minus last, paired by query token
     return ClaimVerdict.decide(CLAIM_SPREAD, holds=diff.above(0.0), fails=diff.below(0.0),
                                first_layer_spread=float(rows[0].mean()), last_layer_spread=float(rows[-1].mean()),

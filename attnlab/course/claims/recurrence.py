@@ -76,9 +76,9 @@ def verdict_decay(influence: Influence, factor: float = DECAY_FACTOR,
     "Surely": the bootstrap interval over seeds lies on that side. The fall is
     reported in orders of magnitude (log10); a share that underflowed to 0
     counts as :data:`SHARE_FLOOR`, so such a fall is a lower bound."""
-    for kind in ("lstm", "attention"):
+    for kind, why in (("lstm", "no lstm layer was measured"), ("attention", "no attention layer was measured")):
         if kind not in influence.share:
-            return ClaimVerdict.missing(CLAIM_DECAY, f"no {kind} layer was measured")
+            return ClaimVerdict.missing(CLAIM_DECAY, why)
     drop = forgetting_interval(influence, "lstm")
     swing = swing_interval(influence, "attention")
     lstm_yes, lstm_no = drop.above(math.log10(factor)), drop.below(math.log10(factor) + 1e-12)
@@ -128,7 +128,8 @@ def verdict_timing(timing: Timing) -> ClaimVerdict:
     repeats) or no measured length is below ``d``."""
     short = [i for i, n in enumerate(timing.lengths) if n < timing.width]
     if not short:
-        return ClaimVerdict.missing(CLAIM_TIMING, f"no measured length is below the width d={timing.width}")
+        return ClaimVerdict.decide(CLAIM_TIMING, holds=False, fails=False,
+                                   missing="no measured length is below the width d", width=timing.width)
     ratios = speedup_intervals(timing)
     faster = [bool(ratios[i].above(1.0)) for i in short]
     slower = [bool(ratios[i].below(1.0)) for i in short]

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from attnlab.core.language import _
 from attnlab.course.verdicts import ClaimVerdict
 
 #: A head shows a shape "clearly" when more than this share of its attention sits in it.
@@ -27,10 +28,18 @@ CHANCE_QUANTILE = 0.95
 
 SHAPES = ("diagonal", "vertical", "band")
 
+CLAIM_DIAGONAL = "a head with a clear diagonal pattern exists for this query"
+CLAIM_VERTICAL = "a head with a clear vertical pattern exists for this query"
+CLAIM_BAND = "a head with a clear band pattern exists for this query"
+#: shape -> its claim (constant sentences, so each is translated as a whole)
+CLAIMS = {"diagonal": CLAIM_DIAGONAL, "vertical": CLAIM_VERTICAL, "band": CLAIM_BAND}
+
 
 def claim_pattern_head(shape: str) -> str:
-    """The claim sentence for one shape."""
-    return f"a head with a clear {shape} pattern exists for this query"
+    """The claim sentence for one shape (one of :data:`SHAPES`)."""
+    if shape not in CLAIMS:
+        raise ValueError(_("shape must be one of {shapes}, got {shape!r}").format(shapes=SHAPES, shape=shape))
+    return CLAIMS[shape]
 
 
 def verdict_pattern_head(shape: str, score: float, layer: int, head: int, chance: Sequence[float] | None = None,
@@ -50,7 +59,7 @@ def verdict_pattern_head(shape: str, score: float, layer: int, head: int, chance
             (:func:`~attnlab.scratch.self_attention.pattern_chance`).
     """
     if shape not in SHAPES:
-        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+        raise ValueError(_("shape must be one of {shapes}, got {shape!r}").format(shapes=SHAPES, shape=shape))
     score = float(score)
     if chance is None or len(chance) == 0:
         beyond_chance, chance_level = False, float("nan")
