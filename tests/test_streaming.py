@@ -333,8 +333,8 @@ def test_auto_precision_on_this_machine_matches_fp32_where_bf16_is_not_native(ti
 
 
 def test_caches_live_with_the_model_not_in_loaded_model(tiny_en):
-    from attnlab.core import fast
+    from attnlab.core import fast, run
 
     ids = tiny_en.tokenizer(["hello world"])["input_ids"]
     fast.forward_maps(tiny_en, fast.encode_same_length(tiny_en, ids), [0])
-    assert tiny_en.model in fast._PATHS
+    assert tiny_en.model in run._PATHS
