@@ -229,12 +229,19 @@ def layer_module_paths(m: LoadedModel) -> list[str]:
 
 
 def embedding_module(m: LoadedModel) -> torch.nn.Module:
-    """The embeddings module (its output is hidden state 0)."""
-    for name in ("embeddings",):
-        for module_name, module in m.model.named_modules():
-            if module_name.split(".")[-1] == name:
-                return module
-    raise RuntimeError(f"no embeddings module found in {m.name}")
+    """The module whose output is hidden state 0: the embeddings, or ALBERT's
+    and ELECTRA's projection of them to the hidden size (``embedding_hidden_mapping_in``,
+    ``embeddings_project``) where the embeddings are narrower than the layers."""
+    found = None
+    for module_name, module in m.model.named_modules():
+        last = module_name.split(".")[-1]
+        if last in ("embedding_hidden_mapping_in", "embeddings_project"):
+            return module
+        if last == "embeddings" and found is None:
+            found = module
+    if found is None:
+        raise RuntimeError(f"no embeddings module found in {m.name}")
+    return found
 
 
 # --------------------------------------------------------------------------- hooks
