@@ -114,6 +114,7 @@ def timed(label: str, n: int, device: torch.device, work: Callable[[], object], 
     result = work()
     synchronise(device)
     seconds = time.perf_counter() - start
+    print(f"  measured {label}: {seconds:.1f} s", file=sys.stderr, flush=True)
     return Row(label, n / seconds, peak_mb(device), precision, result)
 
 
