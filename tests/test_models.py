@@ -169,19 +169,25 @@ def test_unsupported_architecture_names_the_supported_ones(tmp_path):
 
 
 def test_model_without_attentions_fails_loudly(tiny_en, monkeypatch):
+    """A fused kernel (sdpa, flash) returns no probabilities: every path says to load eager attention."""
+    from attnlab.core.run import attention_module_paths
+
     m = tiny_en
-    original = m.model.forward
+    for path in dict.fromkeys(attention_module_paths(m)):
+        module = m.model.get_submodule(path)
+        original = module.forward
 
-    def no_attentions(*args, **kwargs):
-        out = original(*args, **kwargs)
-        out.attentions = ()
-        return out
+        def no_probabilities(*args, _original=original, **kwargs):
+            context, *_ = _original(*args, **kwargs)
+            return context, None
 
-    monkeypatch.setattr(m.model, "forward", no_attentions)
+        monkeypatch.setattr(module, "forward", no_probabilities)
     with pytest.raises(al.NoAttentionError, match="eager"):
         models.check_attentions(m)
     with pytest.raises(al.NoAttentionError, match="eager"):
         al.attention(m, ["chess"])
+    with pytest.raises(al.NoAttentionError, match="eager"):
+        al.mean_attention(m, ["chess"], progress=False)
 
 
 def test_sdpa_model_is_switched_to_eager(tmp_path):

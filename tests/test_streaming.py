@@ -333,8 +333,146 @@ def test_auto_precision_on_this_machine_matches_fp32_where_bf16_is_not_native(ti
 
 
 def test_caches_live_with_the_model_not_in_loaded_model(tiny_en):
-    from attnlab.core import fast
+    from attnlab.core import fast, run
 
     ids = tiny_en.tokenizer(["hello world"])["input_ids"]
     fast.forward_maps(tiny_en, fast.encode_same_length(tiny_en, ids), [0])
-    assert tiny_en.model in fast._PATHS
+    assert tiny_en.model in run._PATHS
+
+
+# --------------------------------------------------------------------------- the fast path's inputs
+
+
+def same_sums(a: MeanAttention, b: MeanAttention) -> bool:
+    """Bit-equal accumulators: same batches in the same order give the same float64 sums."""
+    return (a.count == b.count and a.tokens == b.tokens and a.layers == b.layers
+            and torch.equal(a.total, b.total) and torch.equal(a.total_sq, b.total_sq)
+            and torch.equal(a.entropy_total, b.entropy_total))
+
+
+@pytest.mark.parametrize("batch_size", [4, 7])
+def test_pre_tokenised_input_equals_the_text_path_exactly(tiny_en, batch_size):
+    """The same batches in the same order: torch.equal, whether the ids come as lists, a tensor or a dataset."""
+    from torch.utils.data import TensorDataset
+
+    texts = same_length_texts(23, seed=30)  # 23: a short last batch for both sizes
+    from_text = al.mean_attention(tiny_en, texts, batch_size=batch_size, progress=False, layers=[1])
+    ids = tiny_en.tokenizer(texts)["input_ids"]
+    as_tensor = torch.tensor(ids)  # (23, 7)
+    for given in (ids, iter(ids), as_tensor, TensorDataset(as_tensor)):
+        res = al.mean_attention(tiny_en, token_ids=given, batch_size=batch_size, progress=False, layers=[1])
+        assert same_sums(res, from_text)
+
+
+def test_pre_tokenised_rows_of_several_lengths_bucket_like_texts(tiny_en):
+    texts = same_length_texts(9, seed=31) + same_length_texts(6, words=3, seed=32)
+    random.Random(0).shuffle(texts)
+    from_text = al.mean_attention(tiny_en, texts, batch_size=4, bucket=True, progress=False)
+    from_ids = al.mean_attention(tiny_en, token_ids=tiny_en.tokenizer(texts)["input_ids"], batch_size=4,
+                                 bucket=True, progress=False)
+    assert sorted(from_text) == sorted(from_ids) == [5, 7]
+    assert all(same_sums(from_text[n], from_ids[n]) for n in from_text)
+    with pytest.raises(ValueError, match="text 1 .* has 5 tokens but text 0"):
+        al.mean_attention(tiny_en, token_ids=[[101, 1, 2, 3, 4, 5, 102], [101, 1, 2, 3, 102]], progress=False)
+
+
+def test_bad_pre_tokenised_input_is_a_clear_error(tiny_en):
+    with pytest.raises(ValueError, match="exactly one"):
+        al.mean_attention(tiny_en, progress=False)
+    with pytest.raises(ValueError, match="exactly one"):
+        al.mean_attention(tiny_en, ["a b"], token_ids=[[101, 102]], progress=False)
+    with pytest.raises(ValueError, match="integer"):
+        al.mean_attention(tiny_en, token_ids=torch.zeros(2, 5), progress=False)
+    with pytest.raises(ValueError, match="limit"):
+        al.mean_attention(tiny_en, token_ids=torch.ones(2, tiny_en.max_tokens + 1, dtype=torch.long), progress=False)
+
+
+@pytest.mark.parametrize("bucket", [False, True])
+def test_background_tokenising_equals_the_text_path_exactly(tiny_en, bucket):
+    texts = same_length_texts(30, seed=33) + ([] if not bucket else same_length_texts(5, words=2, seed=34))
+    plain = al.mean_attention(tiny_en, iter(texts), batch_size=4, bucket=bucket, progress=False)
+    ahead = al.mean_attention(tiny_en, iter(texts), batch_size=4, bucket=bucket, progress=False, background=True)
+    if bucket:
+        assert sorted(plain) == sorted(ahead) and all(same_sums(plain[n], ahead[n]) for n in plain)
+    else:
+        assert same_sums(plain, ahead)
+
+
+def test_background_tokenising_raises_the_texts_error(tiny_en):
+    texts = same_length_texts(10, seed=35) + ["   "]
+    with pytest.raises(ValueError, match="text 10 is empty"):
+        al.mean_attention(tiny_en, iter(texts), batch_size=4, progress=False, background=True)
+
+
+def test_prefetched_keeps_order_and_raises_where_the_producer_failed():
+    from attnlab.core.streaming import prefetched
+
+    assert list(prefetched(iter(range(100)), depth=3)) == list(range(100))
+
+    def fails_after_five():
+        yield from range(5)
+        raise KeyError("the sixth")
+
+    got = []
+    with pytest.raises(KeyError, match="the sixth"):
+        for x in prefetched(fails_after_five(), depth=2):
+            got.append(x)
+    assert got == [0, 1, 2, 3, 4]
+    reader = prefetched(iter(range(1000)), depth=2)  # a reader that stops early stops the producer
+    assert [next(reader) for _ in range(3)] == [0, 1, 2]
+    reader.close()
+
+
+def test_tf32_is_an_opt_in_recorded_with_its_deviation(tiny_en):
+    texts = same_length_texts(12, seed=36)
+    exact = al.mean_attention(tiny_en, texts, progress=False)
+    tf32 = al.mean_attention(tiny_en, texts, precision="tf32", progress=False)
+    assert exact.precision == "fp32" and tf32.precision == "tf32"
+    true_dev = float((tf32.mean - exact.mean).abs().max())
+    assert tf32.deviation is not None
+    assert tf32.deviation == pytest.approx(true_dev, abs=1e-9)  # all 12 fit the check sample
+    assert tf32.deviation < 1e-2
+    assert MeanAttention.from_state_dict(tf32.state_dict()).precision == "tf32"
+
+
+# --------------------------------------------------------------------------- resumable shards
+
+
+def interrupted_after(texts, k_texts):
+    """The texts, then a crash (a closed laptop) after ``k_texts`` of them."""
+    yield from texts[:k_texts]
+    raise KeyboardInterrupt
+
+
+def test_an_interrupted_sharded_run_resumes_and_equals_an_uninterrupted_one(tiny_en, tmp_path):
+    texts = same_length_texts(23, seed=37)
+    whole = sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4)
+    with pytest.raises(KeyboardInterrupt):  # dies while reading shard 3 (texts 10-14)
+        sharded_mean_attention(tiny_en, interrupted_after(texts, 12), 5, progress=False, batch_size=4,
+                               resume_dir=tmp_path)
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in folder.glob("shard_*.pt")) == ["shard_000000.pt", "shard_000001.pt"]
+
+    passes = []
+    handle = tiny_en.model.register_forward_pre_hook(lambda *a: passes.append(1))
+    try:
+        resumed = sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4,
+                                         resume_dir=tmp_path)
+    finally:
+        handle.remove()
+    assert len(passes) == 2 + 2 + 1  # shards 3-5 only: 5, 5 and 3 texts in batches of 4
+    assert len(resumed) == len(whole) == 5
+    assert all(same_sums(a, b) for a, b in zip(resumed, whole))
+    assert len(list(folder.glob("shard_*.pt"))) == 5
+
+
+def test_resumed_shards_are_not_reused_for_other_texts_or_arguments(tiny_en, tmp_path):
+    texts = same_length_texts(10, seed=38)
+    sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4, resume_dir=tmp_path)
+    other = same_length_texts(10, seed=39)
+    fresh = sharded_mean_attention(tiny_en, iter(other), 5, progress=False, batch_size=4, resume_dir=tmp_path)
+    reference = sharded_mean_attention(tiny_en, iter(other), 5, progress=False, batch_size=4)
+    assert all(same_sums(a, b) for a, b in zip(fresh, reference))
+    sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4, layers=[0],
+                           resume_dir=tmp_path)
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2  # other layers: another folder

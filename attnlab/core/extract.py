@@ -22,7 +22,8 @@ import torch
 from tqdm.auto import tqdm
 
 from attnlab.core.checks import check_index
-from attnlab.core.models import LoadedModel, NoAttentionError
+from attnlab.core.models import LoadedModel
+from attnlab.core.run import encode, run
 
 
 # --------------------------------------------------------------------------- validation
@@ -186,31 +187,16 @@ def iter_attention_batches(
 
 
 def _forward(m: LoadedModel, idx: list[int], texts: list[str], pairs: list[str] | None, truncate: bool) -> Batch:
-    args = (texts, pairs) if pairs is not None else (texts,)
-    enc = m.tokenizer(
-        *args, padding=True, truncation=truncate, max_length=m.max_tokens if truncate else None,
-        return_tensors="pt",
-    )
-    inputs = {k: v.to(m.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-    if m.model_type == "distilbert":
-        inputs.pop("token_type_ids", None)
-    with torch.no_grad():
-        out = m.model(**inputs, output_attentions=True)
-    atts = out.attentions
-    if not atts or len(atts) != m.n_layers:
-        raise NoAttentionError(
-            f"Model '{m.name}' returned {0 if not atts else len(atts)} attention maps for "
-            f"{m.n_layers} layers; load it with attn_implementation='eager'."
-        )
-    maps = torch.stack(atts, dim=1).float()  # (B, L, H, T, T)
-    mask = inputs["attention_mask"].to(maps.dtype)  # (B, T)
+    batch = encode(m, texts, pairs, truncate=truncate)  # (B, T) each
+    maps = run(m, batch, keep=("maps",)).stacked_maps()  # (B, L, H, T, T)
+    mask = batch.attention_mask.to(maps.dtype)  # (B, T)
     maps = maps * mask[:, None, None, :, None] * mask[:, None, None, None, :]
     return Batch(
         index=list(idx),
         maps=maps.cpu(),
-        lengths=inputs["attention_mask"].sum(dim=1).cpu(),
-        input_ids=inputs["input_ids"].cpu(),
-        token_type_ids=inputs.get("token_type_ids").cpu() if "token_type_ids" in inputs else None,
+        lengths=batch.lengths,
+        input_ids=batch.input_ids.cpu(),
+        token_type_ids=batch.token_type_ids.cpu() if batch.token_type_ids is not None else None,
     )
 
 

@@ -16,7 +16,9 @@ does three things the general :func:`attnlab.attention` does not:
    ``nn.Linear`` layers are dynamically quantised to int8
    (``torch.ao.quantization.quantize_dynamic``; weights int8, activations
    quantised per batch). ``"bf16"``: bfloat16 autocast of the fp32 model.
-   Both change the numbers slightly; :func:`attnlab.core.streaming.mean_attention`
+   ``"tf32"``: fp32 weights with TensorFloat-32 matrix products (10-bit
+   mantissa inputs, fp32 sums) on GPUs that have them; on a CPU it is fp32.
+   All three change the numbers slightly; :func:`attnlab.core.streaming.mean_attention`
    measures by how much against fp32 and reports it. ``"fp32"`` is exact and
    the default. ``"auto"`` (:func:`choose_precision`) takes bf16 only where
    the hardware runs it natively (a CUDA GPU with bf16, or a CPU with
@@ -26,63 +28,32 @@ does three things the general :func:`attnlab.attention` does not:
 Typical use::
 
     from attnlab.core.fast import encode_same_length, forward_maps
-    inputs = encode_same_length(m, texts)            # (B, T) tensors, no padding
+    inputs = encode_same_length(m, ids)              # (B, T) tensors, no padding
     maps = forward_maps(m, inputs, layers=[0, 1, 2, 3])   # (B, 4, H, T, T)
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import numbers
 import warnings
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import torch
 
-from attnlab.core.models import LoadedModel, NoAttentionError
+from attnlab.core.models import LoadedModel
+from attnlab.core.run import attention_module_paths, encode_ids, run
 
-PRECISIONS = ("fp32", "int8", "bf16")
+#: the precisions of :func:`forward_maps`; reduced ones are opt-in and report their deviation
+PRECISIONS = ("fp32", "tf32", "int8", "bf16")
 
-#: per-model caches (int8 copies, attention module paths), dropped with the model
+#: per-model cache of int8 copies, dropped with the model
 _INT8_COPIES: "weakref.WeakKeyDictionary[torch.nn.Module, torch.nn.Module]" = weakref.WeakKeyDictionary()
-_PATHS: "weakref.WeakKeyDictionary[torch.nn.Module, list[str]]" = weakref.WeakKeyDictionary()
-
-
-class _StopForward(Exception):
-    """Raised inside a hook once every requested layer has been recorded."""
 
 
 # --------------------------------------------------------------------------- where the maps are
-
-
-def attention_module_paths(m: LoadedModel) -> list[str]:
-    """Dotted module path of each layer's self-attention module (``n_layers`` entries).
-
-    The self-attention module is the one that owns the layer's query
-    projection (``query`` or ``q_lin``); its forward returns
-    ``(context, probabilities)`` with probabilities ``(B, H, T, T)``. In
-    ALBERT every layer names the same module.
-    """
-    parts = m.layer_parts()
-    layer_of = {id(p.query): l for l, p in enumerate(parts)}
-    paths: dict[int, str] = {}
-    for name, module in m.model.named_modules():
-        for attr in ("query", "q_lin"):
-            child = getattr(module, attr, None)
-            if child is not None and id(child) in layer_of:
-                for l, p in enumerate(parts):
-                    if p.query is child:
-                        paths[l] = name
-    if len(paths) != m.n_layers:
-        raise RuntimeError(
-            f"found the attention modules of {len(paths)} of {m.n_layers} layers of {m.name}; "
-            "this architecture is not supported by the fast path"
-        )
-    return [paths[l] for l in range(m.n_layers)]
 
 
 def check_layers(m: LoadedModel, layers: Sequence[int] | int | None) -> list[int]:
@@ -124,6 +95,8 @@ def check_layers(m: LoadedModel, layers: Sequence[int] | int | None) -> list[int
 def encode_same_length(m: LoadedModel, ids: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
     """Model inputs for token-id lists that all have the same length (no padding).
 
+    A thin alias of :func:`attnlab.core.run.encode_ids` (the one place that builds inputs).
+
     Args:
         ids: ``B`` lists of ``T`` token ids each (special tokens included).
 
@@ -131,11 +104,7 @@ def encode_same_length(m: LoadedModel, ids: Sequence[Sequence[int]]) -> dict[str
         ``input_ids``, ``attention_mask`` (all ones) and, except for
         DistilBERT, ``token_type_ids`` (all zeros); each ``(B, T)``.
     """
-    input_ids = torch.tensor(ids, dtype=torch.long)  # (B, T)
-    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
-    if m.model_type != "distilbert":
-        inputs["token_type_ids"] = torch.zeros_like(input_ids)
-    return {k: v.to(m.device) for k, v in inputs.items()}
+    return encode_ids(m, ids).inputs
 
 
 # --------------------------------------------------------------------------- reduced precision
@@ -195,42 +164,6 @@ def choose_precision(m: LoadedModel, precision: str = "auto") -> tuple[str, str]
     return precision, "asked for"
 
 
-def _autocast(precision: str, device: torch.device):
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-# --------------------------------------------------------------------------- recording
-
-
-@dataclass
-class _Recorder:
-    wanted: set[int]
-    deepest: int
-    calls: int = 0
-    maps: dict[int, torch.Tensor] = field(default_factory=dict)
-
-    def hook(self, module: torch.nn.Module, args: tuple, output: tuple) -> None:
-        layer = self.calls
-        self.calls += 1
-        if layer in self.wanted:
-            self.maps[layer] = output[1]  # (B, H, T, T)
-        if layer >= self.deepest:
-            raise _StopForward
-
-
-@contextlib.contextmanager
-def _recording(model: torch.nn.Module, paths: list[str], layers: list[int]) -> Iterator[_Recorder]:
-    rec = _Recorder(wanted=set(layers), deepest=max(layers))
-    handles = [model.get_submodule(p).register_forward_hook(rec.hook) for p in dict.fromkeys(paths)]
-    try:
-        yield rec
-    finally:
-        for h in handles:
-            h.remove()
-
-
 def forward_maps(
     m: LoadedModel,
     inputs: dict[str, torch.Tensor],
@@ -244,25 +177,15 @@ def forward_maps(
         m: the loaded model.
         inputs: model inputs, e.g. from :func:`encode_same_length` (``(B, T)`` each).
         layers: 0-based layers to record (sorted); ``None`` for all.
-        precision: ``"fp32"`` (exact), ``"int8"`` or ``"bf16"``.
+        precision: ``"fp32"`` (exact), ``"tf32"``, ``"int8"`` or ``"bf16"``.
 
     Returns:
         float32 ``(B, len(layers), H, T, T)``.
+
+    Raises:
+        NoAttentionError: the model does not return attention probabilities (not eager attention).
     """
     layers = check_layers(m, layers)
-    model = model_for(m, precision)
-    paths = _PATHS.get(m.model)
-    if paths is None:
-        paths = _PATHS[m.model] = attention_module_paths(m)
-    with _recording(model, paths, layers) as rec, torch.inference_mode(), _autocast(precision, m.device):
-        try:
-            model(**inputs)
-        except _StopForward:
-            pass
-    missing = [l for l in layers if l not in rec.maps]
-    if missing or rec.maps[layers[0]] is None:
-        raise NoAttentionError(
-            f"no attention probabilities were recorded for layers {missing or layers} of {m.name}; "
-            "the model must use eager attention (load it with attnlab.load_model)."
-        )
-    return torch.stack([rec.maps[l].float() for l in layers], dim=1)  # (B, L', H, T, T)
+    cache = run(m, inputs, keep=("maps",), layers=layers, model=model_for(m, precision),
+                precision="fp32" if precision == "int8" else precision)
+    return cache.stacked_maps(layers)  # (B, L', H, T, T)

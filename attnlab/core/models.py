@@ -138,14 +138,12 @@ class LoadedModel:
 
         Returns ``input_ids``/``attention_mask`` (and ``token_type_ids`` where
         the model has segments), each ``(B, T)``. No validation: use
-        :func:`attnlab.core.extract.check_texts` first.
+        :func:`attnlab.core.extract.check_texts` first. A thin alias of
+        :func:`attnlab.core.run.encode` (the one tokeniser call).
         """
-        args = (texts, pairs) if pairs is not None else (texts,)
-        enc = self.tokenizer(*args, padding=True, return_tensors="pt")
-        keep = {"input_ids", "attention_mask"}
-        if self.model_type not in ("distilbert",):
-            keep.add("token_type_ids")
-        return {k: v.to(self.device) for k, v in enc.items() if k in keep}
+        from attnlab.core.run import encode  # deferred: core.run imports this module
+
+        return encode(self, texts, pairs).inputs
 
     def layer_parts(self) -> list[LayerParts]:
         """The attention projections of every layer (``n_layers`` entries)."""

@@ -30,21 +30,27 @@ already says, against a pattern-free null) comes from the same sums: see
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
+import queue
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import torch
+from torch.utils.data import TensorDataset
 from tqdm.auto import tqdm
 
-from attnlab.core.atomic import atomic_path
+from attnlab.core.atomic import atomic_path, write_text_atomic
 from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
-from attnlab.core.fast import check_layers, choose_precision, encode_same_length, forward_maps
 from attnlab.core.extract import check_text
+from attnlab.core.fast import check_layers, choose_precision, forward_maps
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import encode_ids
 
 #: Clark et al.'s smoothing for entropies (0.9999 * a + 0.0001 / n).
 ENTROPY_EPS = 1e-4
@@ -114,10 +120,12 @@ class MeanAttention:
                 f"maps of shape {tuple(maps.shape)} do not fit this accumulator: expected "
                 f"(B, {', '.join(map(str, self.total.shape))})"
             )
-        # sums over the batch are taken where the maps are (CPU or GPU), then added on the CPU
-        self.total += maps.sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n, n)
-        self.total_sq += maps.square().sum(dim=0, dtype=torch.float64).cpu()
-        self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64).cpu()  # (L, H, n)
+        # sums over the batch are taken where the maps are (CPU or GPU), then added where the
+        # sums live (the CPU, or the GPU during a run there: no synchronisation per batch)
+        where = self.total.device
+        self.total += maps.sum(dim=0, dtype=torch.float64).to(where)  # (L, H, n, n)
+        self.total_sq += maps.square().sum(dim=0, dtype=torch.float64).to(where)
+        self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64).to(where)  # (L, H, n)
         self.count += maps.shape[0]
         return self
 
@@ -297,15 +305,117 @@ def _progress(total: int | None, enabled: bool) -> tqdm:
     return tqdm(total=total, unit="queries", desc="mean attention", disable=not enabled, smoothing=0.1)
 
 
+#: batches a background tokeniser may hold ready ahead of the forward pass
+PREFETCH_DEPTH = 4
+
+
+def prefetched(items: Iterable, depth: int = PREFETCH_DEPTH) -> Iterator:
+    """The items of ``items``, produced by a background thread up to ``depth`` ahead of the reader.
+
+    Same items, same order; an exception in the producer is raised in the
+    reader at the point where it happened. Used to tokenise the next batches
+    while the current one runs through the model (a fast tokenizer releases
+    the interpreter lock while it works). When the reader stops early, the
+    producer stops too (it may have read up to ``depth + 1`` items ahead).
+    """
+    out: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(message: tuple) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # handed to the reader
+            put(("error", exc))
+
+    worker = threading.Thread(target=produce, name="attnlab-tokeniser", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = out.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join(timeout=5)
+
+
+def _id_chunks_from_texts(m: LoadedModel, texts: Iterable[str], batch_size: int) -> Iterator[tuple]:
+    """``(start, ids, texts)`` per chunk of ``batch_size`` texts: checked token ids (lists)."""
+    seen = 0
+    for chunk in text_batches(texts, batch_size):
+        yield seen, checked_token_ids(m, chunk, seen), chunk
+        seen += len(chunk)
+
+
+def _id_chunks_from_ids(m: LoadedModel, token_ids, batch_size: int) -> Iterator[tuple]:
+    """``(start, ids, None)`` per chunk of pre-tokenised input: a ``(N, T)`` tensor (or a
+    TensorDataset holding one) is sliced, other iterables of id lists are batched."""
+    if isinstance(token_ids, TensorDataset):
+        token_ids = token_ids.tensors[0]
+    if isinstance(token_ids, torch.Tensor):
+        if token_ids.dim() != 2 or token_ids.dtype.is_floating_point:
+            raise ValueError(f"token_ids must be an integer (N, T) tensor, got {tuple(token_ids.shape)} "
+                             f"{token_ids.dtype}")
+        if token_ids.shape[1] > m.max_tokens:
+            raise ValueError(f"token_ids rows have {token_ids.shape[1]} tokens, more than this model's "
+                             f"limit of {m.max_tokens}")
+        for start in range(0, token_ids.shape[0], batch_size):
+            yield start, token_ids[start:start + batch_size], None
+        return
+    seen = 0
+    it = iter(token_ids)
+    while rows := [list(map(int, r)) for r in itertools.islice(it, batch_size)]:
+        for k, row in enumerate(rows):
+            if len(row) > m.max_tokens:
+                raise ValueError(f"token_ids row {seen + k} has {len(row)} tokens, more than this model's "
+                                 f"limit of {m.max_tokens}")
+            if not row:
+                raise ValueError(f"token_ids row {seen + k} is empty")
+        yield seen, rows, None
+        seen += len(rows)
+
+
+def _rows_by_length(ids) -> Iterator[tuple[int, list[int], object]]:
+    """``(length, positions, rows)`` groups of one chunk, in order of first appearance.
+    A tensor chunk is one group; list rows are grouped by their length."""
+    if isinstance(ids, torch.Tensor):
+        yield ids.shape[1], list(range(ids.shape[0])), ids
+        return
+    groups: dict[int, list[int]] = {}
+    for k, row in enumerate(ids):
+        groups.setdefault(len(row), []).append(k)
+    for n, where in groups.items():
+        yield n, where, [ids[k] for k in where]
+
+
 def mean_attention(
     m: LoadedModel,
-    texts: Iterable[str],
+    texts: Iterable[str] | None = None,
     batch_size: int = 256,
     progress: bool = True,
     layers: Sequence[int] | int | None = None,
     bucket: bool = False,
     tolerance: float | None = None,
     precision: str = "fp32",
+    *,
+    token_ids: "Iterable[Sequence[int]] | torch.Tensor | TensorDataset | None" = None,
+    background: bool = False,
+    check_every: int | None = None,
 ) -> "MeanAttention | dict[int, MeanAttention]":
     """Mean and variance of every head's attention map over texts of one token length.
 
@@ -323,24 +433,40 @@ def mean_attention(
             mean is below this; ``result.count`` says after how many texts
             (``result.stopped_early`` whether it stopped before the end).
         precision: ``"auto"`` (bf16 where the hardware runs it natively, else
-            fp32: see :func:`attnlab.core.fast.choose_precision`), ``"fp32"`` (exact, default), ``"int8"`` (dynamic
-            quantisation of the linear layers, CPU) or ``"bf16"`` (autocast).
-            For the latter two, the first queries also run in fp32 and
-            ``result.deviation`` is the largest difference of the mean maps.
+            fp32: see :func:`attnlab.core.fast.choose_precision`), ``"fp32"``
+            (exact, default), ``"tf32"`` (TensorFloat-32 matrix products on a
+            GPU; fp32 on a CPU), ``"int8"`` (dynamic quantisation of the linear
+            layers, CPU) or ``"bf16"`` (autocast). For the reduced ones the
+            first queries also run in fp32 and ``result.deviation`` is the
+            largest difference of the mean maps.
+        token_ids: instead of ``texts``, pre-tokenised input (special tokens
+            included): an integer ``(N, T)`` tensor (on the CPU or already on
+            the model's device), a ``TensorDataset`` holding one, or an iterable
+            of id lists. Nothing is tokenised; the result equals the text path's.
+        background: tokenise the next batches in a background thread while the
+            current one runs (same batches, same order, same result; up to
+            :data:`PREFETCH_DEPTH` batches are read ahead of the forward pass).
+        check_every: with ``tolerance``, test the standard error after every
+            ``check_every`` chunks of ``batch_size`` texts (each test
+            synchronises a GPU); default 1 on a CPU, 16 on a GPU.
 
     Returns:
         :class:`MeanAttention` with ``.mean``, ``.var``, ``.stderr``
         ``[layers, heads, n, n]`` and ``.count``; ``n`` counts special tokens.
-        With ``bucket=True``: a dict from ``n`` to :class:`MeanAttention`.
+        With ``bucket=True``: a dict from ``n`` to :class:`MeanAttention`. The
+        sums are on the CPU; on a GPU they stay on the device during the run.
 
     Raises:
         ValueError: no texts, a text of another token length (without
             ``bucket``), an empty or too long text, a layer out of range, a
-            batch size below 1, a tolerance not above 0, an unknown precision.
+            batch size below 1, a tolerance not above 0, an unknown precision,
+            both or neither of ``texts`` and ``token_ids``.
         TypeError: a text is not a string; a batch size that is not an int
             (``1.5``, ``None``, ``True``); a tolerance that is not a number
             (``True`` is not 1).
     """
+    if (texts is None) == (token_ids is None):
+        raise ValueError("pass texts or token_ids (pre-tokenised input), exactly one of them")
     if isinstance(texts, str):
         raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
     batch_size = check_positive_int(batch_size, "batch_size")
@@ -349,34 +475,46 @@ def mean_attention(
         tolerance = check_positive_number(tolerance, "tolerance")
     if tolerance is not None and bucket:
         raise ValueError("tolerance works on one length at a time: use bucket=False with same-length texts")
+    if check_every is None:
+        check_every = 1 if m.device.type == "cpu" else 16
+    check_every = check_positive_int(check_every, "check_every")
     chosen = check_layers(m, layers)
-    total = len(texts) if hasattr(texts, "__len__") else None
+    source = texts if texts is not None else token_ids
+    total = len(source) if hasattr(source, "__len__") else None
+    chunks = (_id_chunks_from_texts(m, texts, batch_size) if texts is not None
+              else _id_chunks_from_ids(m, token_ids, batch_size))
+    if background:
+        chunks = prefetched(chunks)
     runner = _Runner(m, chosen, precision)
     buckets: dict[int, MeanAttention] = {}
-    pending: dict[int, list[list[int]]] = {}
-    first: tuple[int, str] | None = None  # (length, text) that fixes the length
-    seen = 0
+    pending: dict[int, list] = {}
+    first: tuple[int, str] | None = None  # (length, what) that fixes the length
     with _progress(total, progress) as bar:
-        for chunk in text_batches(texts, batch_size):
-            ids = checked_token_ids(m, chunk, seen)
-            for k, row in enumerate(ids):
-                n = len(row)
+        for i, (seen, ids, chunk) in enumerate(chunks):
+            for n, where, rows in _rows_by_length(ids):
                 if first is None:
-                    first = (n, chunk[k])
+                    first = (n, repr(chunk[where[0]]) if chunk is not None else "(token ids)")
                 elif n != first[0] and not bucket:
+                    k = where[0]
+                    what = repr(chunk[k]) if chunk is not None else "(token ids)"
                     raise ValueError(
-                        f"text {seen + k} ({chunk[k]!r}) has {n} tokens but text 0 ({first[1]!r}) has "
+                        f"text {seen + k} ({what}) has {n} tokens but text 0 ({first[1]}) has "
                         f"{first[0]} (special tokens included): mean maps need texts of one token "
                         "length. Keep only texts of one length, or pass bucket=True for one mean per length."
                     )
-                pending.setdefault(n, []).append(row)
-            seen += len(chunk)
+                if isinstance(rows, torch.Tensor) and not pending.get(n) and rows.shape[0] == batch_size:
+                    runner.run(buckets, n, rows)  # a full tensor batch goes straight through
+                    bar.update(batch_size)
+                    continue
+                rows = rows.tolist() if isinstance(rows, torch.Tensor) else rows
+                pending.setdefault(n, []).extend(rows)
             for n in list(pending):
                 while len(pending[n]) >= batch_size:
                     rows, pending[n] = pending[n][:batch_size], pending[n][batch_size:]
                     runner.run(buckets, n, rows)
                     bar.update(len(rows))
-            if tolerance is not None and first is not None and first[0] in buckets:
+            if (tolerance is not None and first is not None and first[0] in buckets
+                    and (i + 1) % check_every == 0):
                 acc = buckets[first[0]]
                 if acc.count >= 2 and (largest := float(acc.stderr.max())) < tolerance:
                     acc.stopped_early = True
@@ -391,26 +529,45 @@ def mean_attention(
                     bar.update(len(rows))
     if first is None:
         raise ValueError("texts is empty: pass at least one string of the length you want to average")
+    for acc in buckets.values():
+        _to_host(acc)  # the one synchronisation of a GPU run
     return dict(sorted(buckets.items())) if bucket else buckets[first[0]]
 
 
+def _sum_device(m: LoadedModel) -> torch.device:
+    """Where the float64 sums live during a run: on a CUDA GPU, else on the CPU
+    (Apple's MPS has no float64)."""
+    return m.device if m.device.type == "cuda" else torch.device("cpu")
+
+
+def _to_host(acc: MeanAttention) -> MeanAttention:
+    acc.total, acc.total_sq, acc.entropy_total = acc.total.cpu(), acc.total_sq.cpu(), acc.entropy_total.cpu()
+    return acc
+
+
 class _Runner:
-    """Runs batches of one length through the fast forward and accumulates them."""
+    """Runs batches of one length through the fast forward and accumulates them on the sums' device."""
 
     def __init__(self, m: LoadedModel, layers: list[int], precision: str) -> None:
         self.m, self.layers, self.precision = m, layers, precision
+        self.device = _sum_device(m)
         self.reference: dict[int, MeanAttention] = {}  # fp32 sums of the first queries (reduced precision)
         self.checked: dict[int, MeanAttention] = {}  # reduced-precision sums of the same queries
 
-    def run(self, buckets: dict[int, MeanAttention], n: int, rows: list[list[int]]) -> None:
+    def _empty(self, n: int, **meta) -> MeanAttention:
+        acc = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers, **meta)
+        acc.total, acc.total_sq = acc.total.to(self.device), acc.total_sq.to(self.device)
+        acc.entropy_total = acc.entropy_total.to(self.device)
+        return acc
+
+    def run(self, buckets: dict[int, MeanAttention], n: int, rows) -> None:
         m = self.m
         acc = buckets.get(n)
         if acc is None:
-            acc = buckets[n] = MeanAttention.empty(
-                len(self.layers), m.n_heads, n, layers=self.layers, model_name=m.name,
-                precision=self.precision, tokens=m.tokenizer.convert_ids_to_tokens(rows[0]),
-            )
-        inputs = encode_same_length(m, rows)  # (B, n)
+            first = rows[0].tolist() if isinstance(rows, torch.Tensor) else rows[0]
+            acc = buckets[n] = self._empty(n, model_name=m.name, precision=self.precision,
+                                           tokens=m.tokenizer.convert_ids_to_tokens(first))
+        inputs = encode_ids(m, rows).inputs  # (B, n), pinned and copied without blocking on a GPU
         maps = forward_maps(m, inputs, self.layers, precision=self.precision)  # (B, L', H, n, n)
         acc.add(maps)
         if self.precision != "fp32" and DEVIATION_SAMPLE > 0:
@@ -421,8 +578,8 @@ class _Runner:
         if ref is not None and ref.count >= DEVIATION_SAMPLE:
             return
         if ref is None:
-            ref = self.reference[n] = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers)
-            self.checked[n] = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers)
+            ref = self.reference[n] = self._empty(n)
+            self.checked[n] = self._empty(n)
         ref.add(forward_maps(self.m, inputs, self.layers, precision="fp32"))
         self.checked[n].add(maps)
         acc.deviation = float((ref.mean - self.checked[n].mean).abs().max())
@@ -431,12 +588,69 @@ class _Runner:
 # --------------------------------------------------------------------------- shards (for intervals)
 
 
+def model_identity(m: LoadedModel) -> dict:
+    """What tells one model's weights from another's, cheaply: name, geometry, and per
+    parameter its shape and the float64 sum of its first 4096 values."""
+    fingerprint = hashlib.sha256()
+    with torch.no_grad():
+        for name, p in m.model.named_parameters():
+            head = p.detach().reshape(-1)[:4096].double().cpu()
+            fingerprint.update(f"{name}{tuple(p.shape)}{float(head.sum())!r}{float(head.abs().sum())!r}".encode())
+    return {"name": m.name, "model_type": m.model_type, "n_layers": m.n_layers, "n_heads": m.n_heads,
+            "weights": fingerprint.hexdigest()}
+
+
+def shard_folder(root: str | Path, m: LoadedModel, shard_size: int, arguments: dict) -> Path:
+    """The folder under ``root`` for finished shards of this model and these arguments.
+
+    Its name is the model's name and a hash of :func:`model_identity` and the
+    arguments (layers, precision, batch size, ...): another model or other
+    arguments get another folder and never reuse a shard.
+    """
+    key = {"model": model_identity(m), "shard_size": int(shard_size), "arguments": arguments}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in m.name)
+    folder = Path(root) / f"{safe}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "key.json").exists():
+        write_text_atomic(folder / "key.json", json.dumps(key, indent=1, sort_keys=True))
+    return folder
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """sha256 of a shard's texts, in order (a resumed shard must hold the same texts)."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _load_shard(path: Path, digest: str) -> MeanAttention | None:
+    """The shard saved at ``path`` if it was made from the same texts, else None."""
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, weights_only=True)
+    except Exception:  # a damaged file is recomputed
+        return None
+    if state.pop("texts_sha256", None) != digest:
+        return None
+    return MeanAttention.from_state_dict(state)
+
+
+def _save_shard(path: Path, shard: MeanAttention, digest: str) -> None:
+    with atomic_path(path) as tmp:
+        torch.save({**shard.state_dict(), "texts_sha256": digest}, tmp)
+
+
 def sharded_mean_attention(
     m: LoadedModel,
     texts: Iterable[str],
     shard_size: int,
     *,
     progress: bool = True,
+    resume_dir: str | Path | None = None,
     **kwargs,
 ) -> list[MeanAttention]:
     """:func:`mean_attention` over consecutive shards of ``shard_size`` texts.
@@ -445,13 +659,39 @@ def sharded_mean_attention(
     bootstrap intervals over queries for anything computed from the sums
     (fixedness per layer, its trend with depth). Keyword arguments go to
     :func:`mean_attention` (``layers``, ``batch_size``, ``precision``).
+
+    Args:
+        resume_dir: a folder for finished shards. Each shard is written there
+            atomically as soon as it is done (in a sub-folder named by
+            :func:`shard_folder`: the model's identity and the arguments). A
+            rerun with the same model, arguments and texts loads the finished
+            shards instead of computing them again and continues with the
+            first missing one, so an interrupted run loses at most one shard.
+            The texts are still read (to check, by a hash, that shard ``k``
+            holds the same texts as before; a shard whose texts differ is
+            computed again and replaced).
     """
     if check_positive_int(shard_size, "shard_size") < 2:
         raise ValueError(f"shard_size must be at least 2 (a shard needs a variance), got {shard_size}")
+    folder = None
+    if resume_dir is not None:
+        arguments = {k: (list(v) if isinstance(v, range) else v) for k, v in sorted(kwargs.items())}
+        arguments["layers"] = check_layers(m, kwargs.get("layers"))
+        arguments["precision"] = choose_precision(m, kwargs.get("precision", "fp32"))[0]
+        arguments.setdefault("batch_size", 256)
+        folder = shard_folder(resume_dir, m, int(shard_size), arguments)
     shards: list[MeanAttention] = []
     with _progress(None, progress) as bar:
-        for chunk in text_batches(texts, int(shard_size)):
-            shards.append(mean_attention(m, chunk, progress=False, **kwargs))
+        for k, chunk in enumerate(text_batches(texts, int(shard_size))):
+            shard = None
+            if folder is not None:
+                path, digest = folder / f"shard_{k:06d}.pt", texts_digest(chunk)
+                shard = _load_shard(path, digest)
+            if shard is None:
+                shard = mean_attention(m, chunk, progress=False, **kwargs)
+                if folder is not None:
+                    _save_shard(path, shard, digest)
+            shards.append(shard)
             bar.update(len(chunk))
     if not shards:
         raise ValueError("texts is empty")

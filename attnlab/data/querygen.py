@@ -17,7 +17,8 @@ downloaded in a classroom, so this module writes them:
 
 * Chinese (``bert-base-chinese`` is character level): token count =
   character count, so a query of ``n_tokens`` tokens has ``n_tokens``
-  characters.
+  characters. With a word-piece tokenizer (the multilingual default) the
+  phrase grammar counts each word's pieces instead.
 * English: every word is meant to be one word piece; with a tokenizer the
   word lists are filtered to words that really are one token, and every
   query is re-tokenised and dropped unless it has exactly ``n_tokens`` tokens.
@@ -403,8 +404,21 @@ class VariedQueryGenerator:
     Here :mod:`attnlab.data.wordlists`'s grammar is expanded at random: many
     sentence shapes, optional parts, words of different lengths, so a token
     position holds different parts of speech from one query to the next
-    (:meth:`role_shares` measures it). A draw of the wrong length, or one
-    already yielded, is skipped and counted.
+    (:meth:`role_shares` measures it).
+
+    Every draw has the right length by construction (:meth:`draw_exact`): the
+    grammar is expanded *given* its length in tokens, with each word's token
+    count from :meth:`pieces`, so no draw of another length is made and thrown
+    away. For a character-level tokenizer (bert-base-chinese) and for English
+    this is exactly the distribution of the old way (draw freely, keep the
+    draws of the right length). For a word-piece tokenizer reading Chinese
+    (the offline multilingual default) the length is now counted in pieces,
+    not characters: a query has ``n_tokens`` pieces and any number of
+    characters (before, it needed ``n_tokens`` characters *and* pieces, which
+    only about 1 draw in 33 had, and favoured one-character pieces). Each
+    query is still re-tokenised; the few whose pieces merge across word
+    boundaries (so the count differs) are skipped and counted as
+    ``wrong_length``, as is a repeat (``duplicates``).
 
     Args:
         language: ``"zh"`` or ``"en"``.
@@ -437,6 +451,9 @@ class VariedQueryGenerator:
                           for name, (tag, ws) in self.words.items()}
         #: per token position, how many produced queries hold each tag there
         self.roles: list[Counter] = [Counter() for _position in range(self.n_tokens)]
+        self._pieces: dict[tuple[str, bool], int] = {}   # (word, at the start?) -> tokens
+        self._memo: dict[tuple, object] = {}   # length distributions of rule tails and symbols
+        self._rules = {name: [tuple(r.split()) for r in rules] for name, rules in self.grammar.items()}
 
     def draw(self, rng: random.Random) -> list[tuple[str, str]] | None:
         """One expansion of the grammar: ``[(word, tag), ...]``; None when it needs an empty word list."""
@@ -462,34 +479,160 @@ class VariedQueryGenerator:
                 out.append((rng.choice(words), tag))
         return True
 
+    # ----------------------------------------------------------------- drawing by piece count
+
+    def pieces(self, word: str, first: bool) -> int:
+        """Tokens ``word`` adds to a query: at the start (``first``) or after other words.
+
+        English: 1 per word (the word lists keep one-token words). Chinese
+        without a tokenizer: 1 per character (bert-base-chinese). Chinese with
+        a tokenizer: its pieces, less a bare word-start marker (``▁``) after
+        the first word, since only a query's start gets one.
+        """
+        key = (word, first)
+        if key not in self._pieces:
+            if self.language == "en":
+                n = len(word.split())
+            elif self.tokenizer is None:
+                n = len(word)
+            else:
+                toks = self.tokenizer.tokenize(word)
+                bare_marker = bool(toks) and self.tokenizer.convert_tokens_to_string(toks[:1]).strip() == ""
+                n = len(toks) - (1 if bare_marker and not first else 0)
+            self._pieces[key] = n
+        return self._pieces[key]
+
+    def _item(self, item: str) -> tuple[bool, str, str]:
+        """``(optional, kind, name)``, kind one of "word" (a literal), "symbol", "list"."""
+        optional = item.endswith("?")
+        item = item[:-1] if optional else item
+        if "/" in item:
+            return optional, "word", item
+        return optional, ("symbol" if item in self.grammar else "list"), item
+
+    def _options(self, item: str, started: bool, need: int) -> dict[int, float]:
+        """Length (in pieces, at most ``need``) -> probability of what one rule item adds (skips included)."""
+        key = ("options", item, started, need)
+        if key not in self._memo:
+            self._memo[key] = self._item_lengths(item, started, need)
+        return self._memo[key]
+
+    def _item_lengths(self, item: str, started: bool, need: int) -> dict[int, float]:
+        optional, kind, name = self._item(item)
+        if kind == "word":
+            dist = {self.pieces(name.split("/")[0], not started): 1.0}
+        elif kind == "symbol":
+            dist = {n: p for n in range(need + 1) if (p := self._symbol_prob(name, started, n)) > 0}
+        else:
+            words = self.words[name][1]
+            dist = {}
+            for w in words:
+                n = self.pieces(w, not started)
+                dist[n] = dist.get(n, 0.0) + 1.0 / len(words)
+        if optional:
+            dist = {n: p * KEEP_OPTIONAL for n, p in dist.items()}
+            dist[0] = dist.get(0, 0.0) + (1.0 - KEEP_OPTIONAL)
+        return {n: p for n, p in dist.items() if n <= need}
+
+    def _rest(self, items: tuple[str, ...], j: int, started: bool, need: int) -> float:
+        """Probability that ``items[j:]`` add exactly ``need`` pieces."""
+        key = (items, j, started, need)
+        if key in self._memo:
+            return self._memo[key]
+        if j == len(items):
+            p = 1.0 if need == 0 else 0.0
+        else:
+            p = sum(q * self._rest(items, j + 1, started or n > 0, need - n)
+                    for n, q in self._options(items[j], started, need).items())
+        self._memo[key] = p
+        return p
+
+    def _symbol_prob(self, symbol: str, started: bool, need: int) -> float:
+        """Probability that ``symbol`` expands to exactly ``need`` pieces (the grammar may
+        recurse: every cycle through ``Q`` passes required words first, so ``need`` shrinks)."""
+        key = ("symbol", symbol, started, need)
+        if key not in self._memo:
+            rules = self._rules[symbol]
+            self._memo[key] = sum(self._rest(r, 0, started, need) for r in rules) / len(rules)
+        return self._memo[key]
+
+    def draw_exact(self, rng: random.Random) -> list[tuple[str, str]] | None:
+        """One expansion of the grammar with exactly ``n_tokens`` pieces (by :meth:`pieces`), drawn
+        directly: the distribution of :meth:`draw` given that length, without rejecting any draw.
+
+        Each choice (rule, optional part kept or not, word) is made with its
+        grammar probability times the probability that the rest can still
+        reach the length, which is Bayes' rule for the conditioned draw.
+        None when no expansion has that length.
+        """
+        if self._symbol_prob("Q", False, self.n_tokens) <= 0:
+            return None
+        out: list[tuple[str, str]] = []
+        self._expand_exact("Q", False, self.n_tokens, rng, out)
+        return out
+
+    def _choice(self, key: tuple, make) -> tuple[list, list[float]]:
+        """Cached ``(choices, cumulative weights)`` for one decision of the conditioned draw."""
+        if key not in self._memo:
+            choices, weights = make()
+            self._memo[key] = (choices, list(itertools.accumulate(weights)))
+        return self._memo[key]
+
+    def _expand_exact(self, symbol: str, started: bool, need: int, rng: random.Random,
+                      out: list[tuple[str, str]]) -> None:
+        rules = self._rules[symbol]
+        choices, cum = self._choice(("rule", symbol, started, need),
+                                    lambda: (rules, [self._rest(r, 0, started, need) for r in rules]))
+        items = rng.choices(choices, cum_weights=cum)[0]
+        for j, item in enumerate(items):
+            def make(j=j, item=item, started=started, need=need):
+                options = self._options(item, started, need)
+                return list(options), [q * self._rest(items, j + 1, started or n > 0, need - n)
+                                       for n, q in options.items()]
+            choices, cum = self._choice(("item", items, j, started, need), make)
+            n = rng.choices(choices, cum_weights=cum)[0]
+            if n > 0:
+                self._emit(item, started, n, rng, out)
+                started = True
+            need -= n
+
+    def _emit(self, item: str, started: bool, n: int, rng: random.Random, out: list[tuple[str, str]]) -> None:
+        """Add what ``item`` produces with exactly ``n`` pieces."""
+        _optional, kind, name = self._item(item)
+        if kind == "word":
+            out.append(tuple(name.split("/")))
+        elif kind == "symbol":
+            self._expand_exact(name, started, n, rng, out)
+        else:
+            key = ("words", name, started, n)
+            if key not in self._memo:
+                self._memo[key] = [w for w in self.words[name][1] if self.pieces(w, not started) == n]
+            out.append((rng.choice(self._memo[key]), self.words[name][0]))
+
     def _text(self, words: list[tuple[str, str]]) -> str:
         return ("" if self.language == "zh" else " ").join(w for w, _tag in words)
 
     def _tags(self, words: list[tuple[str, str]]) -> list[str]:
-        """One tag per token: per word in English, per character in Chinese."""
-        if self.language == "en":
-            return [t for _word, t in words]
-        return [t for w, t in words for _char in w]
+        """One tag per token (piece): each word's tag repeated over its pieces."""
+        return [t for k, (w, t) in enumerate(words) for _piece in range(self.pieces(w, k == 0))]
 
     def __iter__(self) -> Iterator[str]:
         """Yield distinct queries of the right length until ``max_tries`` misses in a row."""
         rng = random.Random(self.seed)
-        seen: set[str] = set()   # the queries yielded (not every draw: most can be the wrong length)
+        seen: set[str] = set()   # the queries yielded
         misses = 0
         batch: dict[str, list[str]] = {}   # text -> tags, waiting for the tokenizer
         while misses < self.max_tries:
-            words = self.draw(rng)
-            tags = self._tags(words) if words else []
-            if len(tags) != self.n_tokens:
-                misses += 1
-                continue
+            words = self.draw_exact(rng)
+            if words is None:
+                return
             text = self._text(words)
             if text in seen or text in batch:
                 self.duplicates += 1
                 misses += 1
                 continue
             misses = 0
-            batch[text] = tags
+            batch[text] = self._tags(words)
             if len(batch) >= 256:
                 yield from self._verified(batch, seen)
                 batch = {}

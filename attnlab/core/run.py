@@ -1,0 +1,448 @@
+"""One way to run the model: :func:`encode` turns texts (or token ids) into model
+inputs, :func:`run` runs them and returns a :class:`Cache` of what was asked for.
+
+Every forward pass of the package should go through these two functions, so
+that a fix to tokenising, devices or hooks is made once:
+
+* :func:`encode` is the one tokeniser call. It pads a batch, applies the
+  segment rule (DistilBERT has no ``token_type_ids``; every other
+  architecture gets the tokenizer's, or zeros), counts each text's tokens and
+  puts the tensors on the model's device (pinned host memory and a
+  non-blocking copy when that device is a GPU).
+  :func:`encode_ids` does the same for token ids made earlier (pre-tokenised
+  input: nothing is tokenised again).
+* :func:`run` installs forward hooks that record the attention maps
+  (``(B, H, T, T)``) and hidden states (``(B, T, d)``) of the layers asked
+  for, plus any extra :class:`Hook` (head gates, position replacement, ...),
+  runs the model, and removes every hook on the way out, also after an error.
+  With ``stop_after_layer`` the pass ends once that layer has been recorded:
+  the layers above it never run, and everything recorded is bit-identical to
+  the full pass (the same operations in the same order).
+
+Typical use::
+
+    from attnlab.core.run import encode, run
+    batch = encode(m, ["how do you play chess", "why is the sky blue"])
+    cache = run(m, batch, keep=("maps",), layers=[0, 1], stop_after_layer=1)
+    cache.stacked_maps()   # (B, 2, H, T, T)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+import torch
+
+from attnlab.core.models import LoadedModel, NoAttentionError
+
+#: what :func:`run` can keep
+KEEPABLE = ("maps", "hidden", "output")
+
+#: reduced-precision modes of a forward pass (``"fp32"`` is exact)
+PRECISIONS = ("fp32", "tf32", "bf16", "int8")
+
+#: attention module path of every layer, per model (dropped with the model)
+_PATHS: "weakref.WeakKeyDictionary[torch.nn.Module, list[str]]" = weakref.WeakKeyDictionary()
+
+
+class _StopForward(Exception):
+    """Raised inside a hook once everything asked for has been recorded."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def uses_token_types(m: LoadedModel) -> bool:
+    """Whether ``m`` takes ``token_type_ids`` (segments): every architecture here except DistilBERT."""
+    return m.model_type != "distilbert"
+
+
+@dataclass
+class Encoded:
+    """A batch of model inputs.
+
+    Attributes:
+        input_ids: ``(B, T)`` token ids, padded on the right.
+        attention_mask: ``(B, T)``, 1 on real tokens, 0 on padding.
+        token_type_ids: ``(B, T)`` segment ids, or None for a model without segments.
+        lengths: ``(B,)`` real token count of each text, special tokens included (on the CPU).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor | None
+    lengths: torch.Tensor
+
+    @property
+    def inputs(self) -> dict[str, torch.Tensor]:
+        """The keyword arguments of the model's forward."""
+        out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+        if self.token_type_ids is not None:
+            out["token_type_ids"] = self.token_type_ids
+        return out
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``t`` on ``device``; to a GPU through pinned host memory with a non-blocking copy."""
+    if t.device == device:
+        return t
+    if device.type == "cuda" and t.device.type == "cpu":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
+def _assemble(m: LoadedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+              token_type_ids: torch.Tensor | None, device: torch.device | None) -> Encoded:
+    device = m.device if device is None else torch.device(device)
+    if uses_token_types(m):
+        token_type_ids = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+    else:
+        token_type_ids = None
+    lengths = attention_mask.sum(dim=1)  # (B,), on the host: no device synchronisation to read it
+    return Encoded(
+        input_ids=to_device(input_ids, device),
+        attention_mask=to_device(attention_mask, device),
+        token_type_ids=None if token_type_ids is None else to_device(token_type_ids, device),
+        lengths=lengths,
+    )
+
+
+def encode(
+    m: LoadedModel,
+    texts: Sequence[str],
+    pairs: Sequence[str] | None = None,
+    *,
+    truncate: bool = False,
+    device: torch.device | str | None = None,
+) -> Encoded:
+    """Tokenise a batch of texts (the package's one tokeniser call).
+
+    Args:
+        m: the loaded model (its tokenizer, limit and device).
+        texts: ``B`` strings. No validation here: use
+            :func:`attnlab.core.extract.check_texts` first.
+        pairs: optional second segments, one per text.
+        truncate: cut texts to the model's limit instead of keeping them whole.
+        device: where the tensors go (default: the model's device).
+
+    Returns:
+        :class:`Encoded`, padded to the longest text, ``(B, T)`` tensors.
+    """
+    args = (list(texts), list(pairs)) if pairs is not None else (list(texts),)
+    enc = m.tokenizer(
+        *args, padding=True, truncation=truncate, max_length=m.max_tokens if truncate else None,
+        return_tensors="pt",
+    )
+    return _assemble(m, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids"), device)
+
+
+def encode_ids(
+    m: LoadedModel,
+    ids: Sequence[Sequence[int]] | torch.Tensor,
+    *,
+    device: torch.device | str | None = None,
+) -> Encoded:
+    """Model inputs for token ids made earlier (pre-tokenised input; special tokens included).
+
+    Args:
+        ids: a ``(B, T)`` integer tensor, or ``B`` lists of ids; lists of different
+            lengths are padded on the right with the tokenizer's pad id.
+
+    Returns:
+        :class:`Encoded`; segments are all 0.
+    """
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() != 2:
+            raise ValueError(f"token ids must be a (B, T) tensor, got shape {tuple(ids.shape)}")
+        input_ids = ids.long()
+        mask = torch.ones_like(input_ids)
+    else:
+        rows = [list(r) for r in ids]
+        if not rows:
+            raise ValueError("no token ids: pass at least one row")
+        width = max(len(r) for r in rows)
+        if all(len(r) == width for r in rows):
+            input_ids = torch.tensor(rows, dtype=torch.long)  # (B, T)
+            mask = torch.ones_like(input_ids)
+        else:
+            pad = m.tokenizer.pad_token_id or 0
+            input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros_like(input_ids)
+            for i, r in enumerate(rows):
+                input_ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+                mask[i, : len(r)] = 1
+    return _assemble(m, input_ids, mask, None, device)
+
+
+# --------------------------------------------------------------------------- where things are
+
+
+def attention_module_paths(m: LoadedModel) -> list[str]:
+    """Dotted module path of each layer's self-attention module (``n_layers`` entries).
+
+    The self-attention module is the one that owns the layer's query
+    projection (``query`` or ``q_lin``); its forward returns
+    ``(context, probabilities)`` with probabilities ``(B, H, T, T)``. In
+    ALBERT every layer names the same module.
+    """
+    cached = _PATHS.get(m.model)
+    if cached is not None:
+        return cached
+    parts = m.layer_parts()
+    paths: dict[int, str] = {}
+    for name, module in m.model.named_modules():
+        for attr in ("query", "q_lin"):
+            child = getattr(module, attr, None)
+            if child is None:
+                continue
+            for l, p in enumerate(parts):
+                if p.query is child:
+                    paths[l] = name
+    if len(paths) != m.n_layers:
+        raise RuntimeError(
+            f"found the attention modules of {len(paths)} of {m.n_layers} layers of {m.name}; "
+            "this architecture is not supported"
+        )
+    _PATHS[m.model] = out = [paths[l] for l in range(m.n_layers)]
+    return out
+
+
+def layer_module_paths(m: LoadedModel) -> list[str]:
+    """Dotted path of each whole layer (attention + feed-forward): the nearest
+    ancestor of its attention module whose name ends in a layer number."""
+    out = []
+    for path in attention_module_paths(m):
+        parts = path.split(".")
+        while parts and not re.fullmatch(r"\d+", parts[-1]):
+            parts.pop()
+        if not parts:
+            raise RuntimeError(f"cannot find the layer that holds {path!r} in {m.name}")
+        out.append(".".join(parts))
+    return out
+
+
+def embedding_module(m: LoadedModel) -> torch.nn.Module:
+    """The module whose output is hidden state 0: the embeddings, or ALBERT's
+    and ELECTRA's projection of them to the hidden size (``embedding_hidden_mapping_in``,
+    ``embeddings_project``) where the embeddings are narrower than the layers."""
+    found = None
+    for module_name, module in m.model.named_modules():
+        last = module_name.split(".")[-1]
+        if last in ("embedding_hidden_mapping_in", "embeddings_project"):
+            return module
+        if last == "embeddings" and found is None:
+            found = module
+    if found is None:
+        raise RuntimeError(f"no embeddings module found in {m.name}")
+    return found
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+@dataclass
+class Hook:
+    """An extra hook that :func:`run` installs for one pass and removes afterwards.
+
+    Attributes:
+        module: a dotted module path in ``m.model`` or the module itself.
+        fn: the hook, with torch's signature: ``fn(module, args)`` for a
+            pre-hook, ``fn(module, args, output)`` for a forward hook; it may
+            return a replacement, like any torch hook.
+        pre: a forward pre-hook (runs before the module) instead of a forward hook.
+    """
+
+    module: str | torch.nn.Module
+    fn: Callable
+    pre: bool = False
+
+
+@contextlib.contextmanager
+def installed(model: torch.nn.Module, hooks: Iterable[Hook]) -> Iterator[None]:
+    """Install ``hooks`` on ``model`` for the ``with`` block; all are removed on exit, also after an error."""
+    handles = []
+    try:
+        for h in hooks:
+            module = model.get_submodule(h.module) if isinstance(h.module, str) else h.module
+            handles.append(module.register_forward_pre_hook(h.fn) if h.pre else module.register_forward_hook(h.fn))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@dataclass
+class Cache:
+    """What :func:`run` kept.
+
+    Attributes:
+        maps: layer -> attention probabilities ``(B, H, T, T)`` (as computed: float32, or bf16 under autocast).
+        hidden: index -> hidden state ``(B, T, d)``: 0 is the embeddings' output,
+            ``l + 1`` the output of layer ``l``.
+        output: the model's output object (only for a full pass with ``"output"`` kept).
+        stopped_after: the layer after which the pass ended, or None for a full pass.
+    """
+
+    maps: dict[int, torch.Tensor] = field(default_factory=dict)
+    hidden: dict[int, torch.Tensor] = field(default_factory=dict)
+    output: object = None
+    stopped_after: int | None = None
+
+    def stacked_maps(self, layers: Sequence[int] | None = None) -> torch.Tensor:
+        """float32 ``(B, len(layers), H, T, T)`` of the kept layers (default: all kept, in order)."""
+        layers = sorted(self.maps) if layers is None else list(layers)
+        return torch.stack([self.maps[l].float() for l in layers], dim=1)
+
+
+class _Recorder:
+    """Counts calls of the attention modules and of the layers (ALBERT calls one module for every layer)."""
+
+    def __init__(self, cache: Cache, map_layers: set[int], hidden_layers: set[int], stop: int | None,
+                 stop_on_maps: bool) -> None:
+        self.cache, self.map_layers, self.hidden_layers = cache, map_layers, hidden_layers
+        self.stop, self.stop_on_maps = stop, stop_on_maps
+        self.attention_calls = self.layer_calls = 0
+
+    def reset(self, _module, _args) -> None:
+        self.attention_calls = self.layer_calls = 0
+
+    def on_attention(self, _module, _args, output) -> None:
+        layer = self.attention_calls
+        self.attention_calls += 1
+        if layer in self.map_layers:
+            self.cache.maps[layer] = output[1]  # (B, H, T, T), None when the kernel does not return them
+        if self.stop_on_maps and layer == self.stop:
+            self.cache.stopped_after = layer
+            raise _StopForward
+
+    def on_embeddings(self, _module, _args, output) -> None:
+        if 0 in self.hidden_layers:
+            self.cache.hidden[0] = output  # (B, T, d)
+
+    def on_layer(self, _module, _args, output) -> None:
+        layer = self.layer_calls
+        self.layer_calls += 1
+        if layer + 1 in self.hidden_layers:
+            self.cache.hidden[layer + 1] = output[0] if isinstance(output, tuple) else output  # (B, T, d)
+        if not self.stop_on_maps and layer == self.stop:
+            self.cache.stopped_after = layer
+            raise _StopForward
+
+
+@contextlib.contextmanager
+def precision_context(precision: str, device: torch.device) -> Iterator[None]:
+    """bf16: autocast; tf32: TensorFloat-32 matrix products (on GPUs that have them); else nothing.
+    Restores torch's settings on exit."""
+    if precision == "bf16":
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            yield
+    elif precision == "tf32":
+        old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+               torch.get_float32_matmul_precision())
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old[:2]
+            torch.set_float32_matmul_precision(old[2])
+    else:
+        yield
+
+
+def run(
+    m: LoadedModel,
+    batch: Encoded | dict[str, torch.Tensor],
+    *,
+    keep: Sequence[str] = ("maps",),
+    layers: Sequence[int] | None = None,
+    stop_after_layer: int | None = None,
+    hooks: Sequence[Hook] = (),
+    model: torch.nn.Module | None = None,
+    precision: str = "fp32",
+    grad: bool = False,
+) -> Cache:
+    """Run ``m`` on one batch and return what was asked for.
+
+    Args:
+        m: the loaded model.
+        batch: from :func:`encode` / :func:`encode_ids` (or a dict of model inputs).
+        keep: any of ``"maps"`` (attention probabilities), ``"hidden"``
+            (hidden states) and ``"output"`` (the model's output object; needs a full pass).
+        layers: 0-based layers whose maps / hidden states to keep (``None``: all).
+            Hidden state ``l + 1`` is layer ``l``'s output; hidden state 0 (the
+            embeddings) is kept with ``layers=None``.
+        stop_after_layer: end the pass once this layer's kept values are recorded
+            (default: the deepest layer kept when ``"output"`` is not kept, else
+            run to the end).
+        hooks: extra :class:`Hook` objects, installed for this pass only.
+        model: the module to run instead of ``m.model`` (e.g. an int8 copy with the same structure).
+        precision: ``"fp32"``, ``"tf32"`` or ``"bf16"`` (autocast); the int8 copy comes via ``model``.
+        grad: keep the autograd graph (default: inference mode, no graph).
+
+    Returns:
+        :class:`Cache`.
+
+    Raises:
+        NoAttentionError: maps were asked for but the model did not return them (not eager attention).
+    """
+    bad = [k for k in keep if k not in KEEPABLE]
+    if bad:
+        raise ValueError(f"keep must name some of {KEEPABLE}, got {bad}")
+    chosen = list(range(m.n_layers)) if layers is None else sorted({m.check_layer(l) for l in layers})
+    want_maps, want_hidden, want_output = "maps" in keep, "hidden" in keep, "output" in keep
+    if stop_after_layer is None and not want_output and (want_maps or want_hidden) and chosen:
+        stop_after_layer = max(chosen)
+    if stop_after_layer is not None:
+        stop_after_layer = m.check_layer(stop_after_layer)
+        if want_output:
+            raise ValueError("keep='output' needs the full pass: leave stop_after_layer=None")
+    inputs = batch.inputs if isinstance(batch, Encoded) else batch
+    model = m.model if model is None else model
+    cache = Cache()
+    hidden_layers = ({0} if layers is None else set()) | {l + 1 for l in chosen} if want_hidden else set()
+    rec = _Recorder(cache, set(chosen) if want_maps else set(), hidden_layers, stop_after_layer,
+                    stop_on_maps=not want_hidden)
+    own = [Hook(model, rec.reset, pre=True)]
+    if want_maps or (stop_after_layer is not None and not want_hidden):
+        own += [Hook(p, rec.on_attention) for p in dict.fromkeys(attention_module_paths(m))]
+    if want_hidden:
+        own += [Hook(p, rec.on_layer) for p in dict.fromkeys(layer_module_paths(m))]
+        if 0 in hidden_layers:
+            own.append(Hook(_same_module(model, m, embedding_module(m)), rec.on_embeddings))
+    grad_mode = contextlib.nullcontext() if grad else torch.inference_mode()
+    with installed(model, own + list(hooks)), grad_mode, precision_context(precision, m.device):
+        try:
+            out = model(**inputs)
+        except _StopForward:
+            out = None
+    if want_output:
+        cache.output = out
+    if want_maps:
+        missing = [l for l in chosen if cache.maps.get(l) is None]
+        if missing:
+            raise NoAttentionError(
+                f"no attention probabilities were recorded for layers {missing} of {m.name}; "
+                "the model must use eager attention (load it with attnlab.load_model)."
+            )
+    return cache
+
+
+def _same_module(model: torch.nn.Module, m: LoadedModel, module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` of ``m.model``, or the module at the same path in ``model`` (a copy)."""
+    if model is m.model:
+        return module
+    for name, mod in m.model.named_modules():
+        if mod is module:
+            return model.get_submodule(name)
+    return module

@@ -1,0 +1,72 @@
+"""Seconds and peak memory of every lesson, in full mode (or the lessons named).
+
+    python benchmarks/bench_course.py              # every lesson, full mode (about half an hour on 2 cores)
+    python benchmarks/bench_course.py 08 11        # only lessons whose names start with these
+    python benchmarks/bench_course.py --smoke 08   # the quick pass, to try the script
+
+Each lesson runs headless in its own kernel (``scripts/run_lessons.py`` does
+the running and measures the kernel's peak resident memory); this prints one
+line per lesson, the total, and how each compares with the course's targets
+(no lesson over 5 minutes or 1.5 GB, the whole course within 15 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the course's targets on a 2-core CPU with the offline default (full mode)
+LESSON_SECONDS, LESSON_MB, COURSE_SECONDS = 300, 1536, 900
+
+
+def _lesson_runner():
+    spec = importlib.util.spec_from_file_location("run_lessons", ROOT / "scripts" / "run_lessons.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 08 11 (default: all)")
+    ap.add_argument("--smoke", action="store_true", help="smoke mode instead of full mode")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        os.environ["ATTNLAB_SMOKE"] = "1"
+    else:
+        os.environ.pop("ATTNLAB_SMOKE", None)
+    os.environ.pop("MPLBACKEND", None)
+    runner = _lesson_runner()
+    books = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.lessons:
+        books = [b for b in books if any(b.name.startswith(p) for p in args.lessons)]
+    if not books:
+        print(f"no lesson starts with {args.lessons}", file=sys.stderr)
+        return 2
+    mode = "smoke" if args.smoke else "full"
+    print(f"{len(books)} lesson(s), {mode} mode, {os.cpu_count()} CPU(s)")
+    print(f"{'lesson':34s} {'seconds':>8s} {'peak MB':>8s}")
+    total, over = 0.0, []
+    for book in books:
+        seconds, peak = runner.run(book, ROOT / "build" / "notebooks")
+        total += seconds
+        flag = "  over target" if seconds > LESSON_SECONDS or peak > LESSON_MB else ""
+        if flag:
+            over.append(book.name)
+        print(f"{book.name:34s} {seconds:8.1f} {peak:8.0f}{flag}", flush=True)
+    print(f"{'total':34s} {total:8.1f}")
+    if not args.smoke:
+        print(f"targets: each lesson <= {LESSON_SECONDS} s and {LESSON_MB} MB "
+              f"({len(over)} over: {', '.join(over) or 'none'})"
+              + (f"; the course <= {COURSE_SECONDS} s ({'met' if total <= COURSE_SECONDS else 'not met'})"
+                 if not args.lessons else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
