@@ -11,7 +11,7 @@ import torch
 from attnlab.tools import doctor as dr
 from attnlab.viz import fonts, views
 from attnlab.tools import kit
-from attnlab.core import models
+from attnlab.core import hub, models
 from attnlab.tools.cli import main
 from attnlab.tools.testing import save_tiny_model
 
@@ -21,6 +21,7 @@ def _offline_env(monkeypatch):
     """No ATTNLAB_MODEL from the caller's shell, and a quick answer from the network probe."""
     monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
     monkeypatch.setattr(models, "hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.setattr(hub, "probe", lambda repo_id, timeout=None: hub.HubAnswer(hub.REFUSED, "a test", "http://hub"))
     monkeypatch.setattr(views, "_reachable", lambda host, port, timeout=2.0: False)
 
 
@@ -150,15 +151,34 @@ def test_smoke_mode_is_reported(monkeypatch):
 
 
 def test_slow_network_does_not_block(monkeypatch, tiny_folder):
-    def hangs(timeout=2.0):
+    def hangs(repo_id, timeout=None):
         time.sleep(30)
-        return True
+        return hub.HubAnswer(hub.REACHABLE, "late", "http://hub")
 
-    monkeypatch.setattr(models, "hub_reachable", hangs)
+    monkeypatch.setattr(hub, "probe", hangs)
     start = time.perf_counter()
     checks = _by_name(dr.doctor(str(tiny_folder), verbose=False, network_timeout=0.2))
     assert time.perf_counter() - start < 25
     assert checks["network"].status == "ok" and "offline" in checks["network"].detail
+
+
+def test_the_network_line_follows_what_the_hub_does(monkeypatch):
+    """Each of the hub's four answers gives its own line; silence and errors are warnings with advice."""
+    for state, status in ((hub.REACHABLE, "ok"), (hub.REFUSED, "ok"), (hub.SILENT, "warn"), (hub.ERRORS, "warn")):
+        monkeypatch.setattr(hub, "probe", lambda repo_id, timeout=None, s=state: hub.HubAnswer(s, "why", "http://hub"))
+        check = dr.check_network(0.1)
+        assert check.status == status and f"model hub http://hub {state} (" in check.detail
+        assert ("ATTNLAB_OFFLINE=1" in check.advice) == (status == "warn")
+
+
+def test_the_doctor_waits_for_the_hub_as_long_as_load_model_does(monkeypatch):
+    seen = []
+    monkeypatch.setattr(hub, "probe", lambda repo_id, timeout=None: seen.append(timeout)
+                        or hub.HubAnswer(hub.REFUSED, "a test", "http://hub"))
+    monkeypatch.setenv("ATTNLAB_HUB_TIMEOUT", "7")
+    monkeypatch.setattr(dr, "check_attention", lambda model: dr.Check("attention", dr.OK, "skipped"))
+    dr.doctor("bundled", verbose=False)
+    assert seen == [7.0]
 
 
 def test_cli_exit_codes(monkeypatch, tiny_folder, capsys):

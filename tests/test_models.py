@@ -30,6 +30,7 @@ def test_auto_offline_falls_back_to_bundled_quickly(offline, capsys):
     assert m.language == "en"
     line = capsys.readouterr().out.strip()
     assert line.count("\n") == 0 and "bundled" in line and "because" in line
+    assert "HF_HUB_OFFLINE forbids the model hub" in line  # the switch names itself
 
 
 def test_environment_variable_overrides_auto(offline, tmp_path, monkeypatch, capsys):
@@ -274,3 +275,34 @@ def test_a_model_on_the_gpu_gives_the_cpus_maps(tmp_path):
         masked = al.attention(gpu, texts).tensor
     with al.mask_heads(cpu, [(0, 1)]):
         torch.testing.assert_close(al.attention(cpu, texts).tensor, masked, atol=1e-5, rtol=1e-4)
+
+
+def test_the_harmless_load_report_is_hidden_and_a_real_one_still_shows(tmp_path, caplog):
+    """Unused pre-training heads (cls.*) load silently; weights missing from a checkpoint are still reported."""
+    from attnlab.tools.testing import save_bert_chinese_like
+
+    def reports() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "LOAD REPORT" in r.getMessage()]
+
+    like_article = save_bert_chinese_like(tmp_path / "article-like")
+    caplog.clear()
+    m = al.load_model(str(like_article), verbose=False)
+    assert m.language == "zh" and (m.cls_token, m.sep_token) == ("[CLS]", "[SEP]")
+    assert reports() == []
+    no_pooler = save_tiny_model(tmp_path / "mlm-only", mlm_head=True)  # BertForMaskedLM: no pooler weights
+    caplog.clear()
+    al.load_model(str(no_pooler), verbose=False)
+    assert len(reports()) == 1 and "MISSING" in reports()[0]
+
+
+def test_the_fallback_line_keeps_why_the_article_model_failed(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.setattr(models.multilingual, "is_available", lambda: False)
+    monkeypatch.setattr(models, "_choose_auto", lambda verbose=False: (models.ARTICLE_MODEL, "it was cached a moment ago"))
+    m = al.load_model("auto")
+    assert m.source == "bundled"
+    assert ("bert-base-chinese could not be loaded (model hub: not reachable by choice (HF_HUB_OFFLINE is set))"
+            in m.reason)
+    assert m.reason in capsys.readouterr().out

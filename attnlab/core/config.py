@@ -5,6 +5,7 @@ teachers who want to check a machine before class). ``ATTNLAB_MODEL`` picks the
 model that ``load_model("auto")`` uses, e.g. a local folder prepared offline.
 ``ATTNLAB_DEVICE`` overrides the device that ``load_model`` picks (``cpu``, ``cuda``, ``mps``).
 ``ATTNLAB_OFFLINE=1`` means no network at all: no model hub, no CDN, not even a probe.
+``ATTNLAB_HUB_TIMEOUT`` is how many seconds the model hub may stay silent (15 by default).
 """
 
 from __future__ import annotations
@@ -35,6 +36,28 @@ def pick(full: T, smoke: T) -> T:
 def is_offline() -> bool:
     """True when ``ATTNLAB_OFFLINE`` forbids every network access (hub, CDN, probes)."""
     return os.environ.get("ATTNLAB_OFFLINE", "").strip().lower() in _TRUE
+
+
+#: seconds the model hub may stay silent before ``load_model`` gives up on it
+HUB_TIMEOUT_S = 15.0
+
+
+def hub_timeout() -> float:
+    """Seconds the model hub may take to answer (``ATTNLAB_HUB_TIMEOUT``, default 15).
+
+    Raises:
+        ValueError: the variable is set but is not a positive number.
+    """
+    raw = os.environ.get("ATTNLAB_HUB_TIMEOUT", "").strip()
+    if not raw:
+        return HUB_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"ATTNLAB_HUB_TIMEOUT={raw!r} is not a positive number of seconds (e.g. 15)")
+    return value
 
 
 def device_override() -> str | None:

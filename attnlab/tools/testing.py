@@ -8,10 +8,19 @@ local model, so the whole loading path is exercised without a model hub.
   ``bert-base-chinese`` (special tokens, then one entry per character).
 * :func:`save_tiny_model` — a random model of a given architecture, 12 heads
   by default (like ``bert-base-chinese``) with a small hidden size.
+* :func:`save_bert_chinese_like` — a small random model saved with
+  ``bert-base-chinese``'s tokenizer layout and its pre-training heads.
+* :class:`StandInHub` — a local stand-in for the model hub (``HF_ENDPOINT``),
+  which can also refuse to answer, answer with errors or cut a download off.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import torch
@@ -125,3 +134,187 @@ def save_tiny_model(
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
     return path
+
+
+# --------------------------------------------------------------------------- a bert-base-chinese stand-in
+
+#: the special tokens at the ids bert-base-chinese gives them ([PAD] 0, [UNK] 100, [CLS] 101, ...)
+_BBC_HEAD = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def bert_chinese_vocab(texts: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """A vocabulary laid out like ``bert-base-chinese``'s: special tokens at the same ids,
+    ASCII marks, digits and letters, then one entry per Chinese character (those of
+    :func:`chinese_vocab` and of ``texts``), then their ``##`` continuation pieces."""
+    ascii_part = [c for c in "!\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"]
+    chars: list[str] = []
+    for ch in "，。？！、：；“”（）" + _ZH_CHARS + "".join(texts):
+        if ch.strip() and ch not in chars and ch not in ascii_part and not ch.isascii():
+            chars.append(ch)
+    return _BBC_HEAD + ascii_part + chars + ["##" + c for c in chars]
+
+
+def save_bert_chinese_like(
+    path: str | Path,
+    *,
+    texts: list[str] | tuple[str, ...] = (),
+    n_layers: int = 2,
+    n_heads: int = 12,
+    hidden: int = 48,
+    max_positions: int = 128,
+    seed: int = 0,
+) -> Path:
+    """A random model with ``bert-base-chinese``'s layout, saved like the real checkpoint.
+
+    Character pieces, ``[CLS]``/``[SEP]`` at ids 101/102, a vocabulary built
+    from ``texts`` (:func:`bert_chinese_vocab`), a BERT with its pre-training heads
+    (so the saved weights hold ``cls.*`` keys the bare encoder does not use,
+    as in the real checkpoint). Small by default (2 layers x 12 heads).
+
+    Returns:
+        The folder, ready for ``attnlab.load_model(path)`` or for :class:`StandInHub`.
+    """
+    from transformers import BertConfig, BertForPreTraining, BertTokenizer
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = bert_chinese_vocab(texts)
+    tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True,
+                              tokenize_chinese_chars=True, model_max_length=max_positions)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_attention_heads=n_heads,
+                     num_hidden_layers=n_layers, intermediate_size=2 * hidden,
+                     max_position_embeddings=max_positions, pad_token_id=0,
+                     architectures=["BertForMaskedLM"])
+    torch.manual_seed(seed)
+    model = BertForPreTraining(cfg)  # encoder with pooler, plus the cls.* pre-training heads
+    with quiet_transformers():
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")  # as the real repository has
+    return path
+
+
+class StandInHub:
+    """A local stand-in for the model hub, for tests: ``HF_ENDPOINT=hub.url``.
+
+    Serves the files of one model folder under ``repo_id`` on 127.0.0.1 (an
+    unused port), in a thread. ``mode`` says how it behaves:
+
+    ``"serve"``   answers like the hub (HEAD/GET ``/{repo}/resolve/{rev}/{file}``,
+                  ``/api/models/{repo}/revision/{rev}``), with ``Range`` requests;
+    ``"silent"``  accepts every connection and never answers;
+    ``"503"``     answers every request with HTTP 503;
+    ``"404"``     answers every request with 404 (no such model);
+    ``"cut"``     answers like ``serve`` but closes the connection halfway through the weights.
+
+    ``connections`` counts the connections accepted; ``requests`` lists
+    ``(method, path, range header)``. Use as a context manager.
+    """
+
+    COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+    def __init__(self, repo_id: str, folder: str | Path | None = None, mode: str = "serve") -> None:
+        if mode not in ("serve", "silent", "503", "404", "cut"):
+            raise ValueError(f"unknown mode {mode!r}")
+        self.repo_id, self.mode = repo_id, mode
+        self.files: dict[str, bytes] = {}
+        if folder is not None:
+            self.files = {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.is_file()}
+        self.etags = {name: hashlib.sha256(data).hexdigest() for name, data in self.files.items()}
+        self.connections = 0
+        self.requests: list[tuple[str, str, str]] = []
+        self.release = threading.Event()
+        hub = self
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def process_request(self, request, client_address):  # noqa: ANN001 - stdlib signature
+                hub.connections += 1
+                super().process_request(request, client_address)
+
+        self._server = Server(("127.0.0.1", 0), _standin_handler(self))
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "StandInHub":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _standin_handler(hub: StandInHub):
+    """The request handler class of a :class:`StandInHub`."""
+    resolve = re.compile(r"^/(?P<repo>.+?)/resolve/(?P<rev>[^/]+)/(?P<file>[^?]+)")
+    info = re.compile(r"^/api/models/(?P<repo>.+?)/revision/(?P<rev>[^/?]+)")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+        def _answer(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _handle(self) -> None:
+            hub.requests.append((self.command, self.path, self.headers.get("Range", "")))
+            if hub.mode == "silent":
+                hub.release.wait(120)
+                self.close_connection = True
+                return
+            if hub.mode == "503":
+                return self._answer(503, b"Service Unavailable")
+            if hub.mode == "404":
+                return self._answer(404, b"Repository not found", {"X-Error-Code": "RepoNotFound"})
+            found = info.match(self.path)
+            if found and found["repo"] == hub.repo_id:
+                body = json.dumps({"id": hub.repo_id, "modelId": hub.repo_id, "sha": hub.COMMIT, "private": False,
+                                   "siblings": [{"rfilename": name} for name in hub.files]}).encode()
+                return self._answer(200, body, {"Content-Type": "application/json"})
+            found = resolve.match(self.path)
+            if not found or found["repo"] != hub.repo_id:
+                return self._answer(404, b"Repository not found", {"X-Error-Code": "RepoNotFound"})
+            name = found["file"]
+            if name not in hub.files:
+                return self._answer(404, b"Entry not found", {"X-Error-Code": "EntryNotFound"})
+            self._send_file(name)
+
+        def _send_file(self, name: str) -> None:
+            data = hub.files[name]
+            start = 0
+            wanted = re.match(r"bytes=(\d+)-", self.headers.get("Range", ""))
+            if wanted and self.command == "GET":
+                start = min(int(wanted.group(1)), len(data))
+            headers = {"X-Repo-Commit": hub.COMMIT, "ETag": f'"{hub.etags[name]}"', "Accept-Ranges": "bytes"}
+            self.send_response(206 if start else 200)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.send_header("Content-Length", str(len(data) - start))
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            body = data[start:]
+            if hub.mode == "cut" and name.endswith(".safetensors"):
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(body)
+
+        do_GET = do_HEAD = _handle
+
+    return Handler
