@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control
-from attnlab.analysis.position import PositionStudy, correlation_by_layer
-from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, Interval, bootstrap_correlation
+from attnlab.analysis.position import PositionStudy, correlation_by_layer_over_queries
+from attnlab.analysis.stats import ABOVE, BELOW, MIN_UNITS, STRADDLES, Interval, bootstrap_correlation
 from attnlab.analysis.head_stats import head_sums
 from attnlab.analysis.pattern_shares import PatternShares, pattern_shares
 from attnlab.course import results
@@ -372,41 +372,69 @@ def test_few_heads_change_sensitivity_table():
 # --------------------------------------------------------------------------- lesson 07
 
 
-def _per_layer(r: list[float], low: list[float], high: list[float]) -> Interval:
-    return Interval(np.array(r), np.array(low), np.array(high), 0.95, 12)
+def _per_layer(r: list[float], low: list[float], high: list[float], n: int = 30) -> Interval:
+    """Per-layer correlations built by hand, as if resampled over ``n`` queries."""
+    return Interval(np.array(r), np.array(low), np.array(high), 0.95, n)
+
+
+def _per_query(level: np.ndarray, slope: float, n: int = 40, noise: float = 0.05, seed: int = 0):
+    """Per-query evidence ``[N, L, H]`` for each head's true "unchanged" ``level`` ``[L, H]``: x is the
+    level, y its ``slope`` times, each with independent per-query noise."""
+    rng = np.random.default_rng(seed)
+    x = level[None] + rng.normal(0, noise, size=(n,) + level.shape)
+    y = slope * level[None] + rng.normal(0, noise, size=(n,) + level.shape)
+    return x, y
 
 
 def test_verdict_invariant_heads_are_positional_can_hold():
-    rng = np.random.default_rng(0)
-    unchanged = rng.uniform(0.5, 1.0, size=(4, 12))
-    change = 0.8 * unchanged + rng.normal(0, 0.03, size=(4, 12))  # the steadier, the more positional
-    per_layer = correlation_by_layer(unchanged, change, n_boot=300)
+    level = np.random.default_rng(0).uniform(0.5, 1.0, size=(4, 12))
+    unchanged, change = _per_query(level, 0.8)  # the steadier, the more positional
+    per_layer = correlation_by_layer_over_queries(unchanged, change, n_boot=300)
     v = position.verdict_invariant_heads_are_positional(per_layer, intervention="zero")
     assert v.verdict == HOLDS
-    assert v.numbers["layers_supporting"] == 4 and v.numbers["heads_per_layer"] == 12
+    assert v.numbers["layers_supporting"] == 4 and v.numbers["queries"] == 40 == per_layer.n
+    assert "too_few_units" not in v.numbers
     assert v.numbers["median_r"] == pytest.approx(np.median(per_layer.estimate))
 
 
 def test_verdict_invariant_heads_are_positional_can_fail():
-    rng = np.random.default_rng(1)
-    unchanged = rng.uniform(0.5, 1.0, size=(4, 12))
-    change = -unchanged + rng.normal(0, 0.03, size=(4, 12))  # the opposite link in every layer
-    v = position.verdict_invariant_heads_are_positional(correlation_by_layer(unchanged, change, n_boot=300))
+    level = np.random.default_rng(1).uniform(0.5, 1.0, size=(4, 12))
+    unchanged, change = _per_query(level, -1.0)  # the opposite link in every layer
+    v = position.verdict_invariant_heads_are_positional(correlation_by_layer_over_queries(unchanged, change,
+                                                                                          n_boot=300))
     assert v.verdict == FAILS and v.numbers["median_r"] < 0 and v.numbers["layers_opposite"] == 4
+
+
+def test_verdict_invariant_heads_are_positional_on_a_null_does_not_hold():
+    # x and y independent per query, and no head differs from another in either: no link to find
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(60, 6, 12)), rng.normal(size=(60, 6, 12))
+    v = position.verdict_invariant_heads_are_positional(correlation_by_layer_over_queries(x, y, n_boot=300))
+    assert v.verdict in (FAILS, UNSURE) and v.numbers["layers_supporting"] == 0
 
 
 def test_verdict_invariant_heads_are_positional_cannot_tell():
     # strong in 3 of 4 layers, but one layer clearly the other way
     mixed = _per_layer([0.6, 0.6, 0.6, -0.6], [0.2, 0.2, 0.2, -0.9], [0.9, 0.9, 0.9, -0.2])
     assert position.verdict_invariant_heads_are_positional(mixed).verdict == UNSURE
-    # wide intervals everywhere: 12 heads a layer cannot decide
+    # wide intervals everywhere: the queries cannot decide
     wide = _per_layer([0.35] * 4, [-0.2] * 4, [0.8] * 4)
     assert position.verdict_invariant_heads_are_positional(wide).verdict == UNSURE
+    # the link is clear, but rests on fewer queries than a decision needs: cannot tell, saying why
+    level = np.random.default_rng(5).uniform(0.5, 1.0, size=(4, 12))
+    few = correlation_by_layer_over_queries(*_per_query(level, 0.8, n=MIN_UNITS - 1), n_boot=300)
+    assert few.n == MIN_UNITS - 1 and np.all(few.low > 0.3)  # it would hold on these numbers alone
+    v = position.verdict_invariant_heads_are_positional(few)
+    assert v.verdict == UNSURE and "resampled units" in v.numbers["too_few_units"]
+    assert position.verdict_invariant_heads_are_positional(_per_layer([0.6] * 4, [0.4] * 4, [0.8] * 4)).holds
+    assert position.verdict_invariant_heads_are_positional(
+        _per_layer([0.6] * 4, [0.4] * 4, [0.8] * 4, n=MIN_UNITS - 1)).verdict == UNSURE
     # a link pooled across layers is not evidence: between-layer differences only
-    x = np.repeat(np.arange(4.0)[:, None], 12, axis=1) + np.random.default_rng(2).normal(0, 0.01, (4, 12))
-    y = np.repeat(np.arange(4.0)[:, None], 12, axis=1) + np.random.default_rng(3).normal(0, 0.01, (4, 12))
-    assert bootstrap_correlation(x, y, n_boot=200).estimate > 0.8  # pooled: looks strong
-    within = position.verdict_invariant_heads_are_positional(correlation_by_layer(x, y, n_boot=200))
+    rng = np.random.default_rng(2)
+    x = np.arange(4.0)[None, :, None] + rng.normal(0, 0.05, (30, 4, 12))  # (N, L, H): layer + query noise
+    y = np.arange(4.0)[None, :, None] + rng.normal(0, 0.05, (30, 4, 12))
+    assert bootstrap_correlation(x.mean(0), y.mean(0), n_boot=200).estimate > 0.8  # pooled: looks strong
+    within = position.verdict_invariant_heads_are_positional(correlation_by_layer_over_queries(x, y, n_boot=200))
     assert within.verdict != HOLDS
     assert "missing" in position.verdict_invariant_heads_are_positional(_per_layer([], [], [])).numbers
 
@@ -493,8 +521,13 @@ def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
                              follower_labels=study.followers(n_boot=50).tolist(),
                              position_follower_share=0.0, content_follower_share=0.0,
                              unchanged=study.unchanged(),
-                             sensitivity={"lexical_position": study.sensitivity("lexical", n_boot=50).estimate})
-    per_layer = correlation_by_layer(np.arange(10.0).reshape(2, 5), (np.arange(10.0) ** 2).reshape(2, 5), n_boot=50)
+                             sensitivity={"lexical_position": study.sensitivity("lexical", n_boot=50).estimate},
+                             unchanged_per_query=study.unchanged_per_query(),
+                             follower_gap_per_query=study.follower_gap_per_query("both"))
+    r06.unchanged_per_query[3] = np.nan  # a query skipped by every kind
+    heads = np.arange(10.0).reshape(1, 2, 5)  # (1, L, H): the same ranks in both, query after query
+    per_layer = correlation_by_layer_over_queries(heads + np.zeros((9, 1, 1)), heads ** 2 + np.zeros((9, 1, 1)),
+                                                  n_boot=50)
     r07 = PositionResult(n_queries=40, chosen_layer=0, change=np.ones((1, 4)),
                          verdict=position.verdict_invariant_heads_are_positional(per_layer), correlation=per_layer,
                          change_mean=np.zeros((1, 4)), verdicts_by_intervention={
@@ -510,8 +543,15 @@ def test_lesson_results_survive_a_save_and_a_load(results_dir, tiny_en):
     back06 = results.load("result_PerturbationResult", PerturbationResult, model=tiny_en)
     np.testing.assert_allclose(back06.unchanged, study.unchanged())
     np.testing.assert_allclose(back06.sensitivity["lexical_position"], r06.sensitivity["lexical_position"])
+    assert back06.unchanged_per_query.shape == (40, 1, 4) and np.isnan(back06.unchanged_per_query[3]).all()
+    np.testing.assert_allclose(back06.unchanged_per_query, r06.unchanged_per_query)  # NaN where NaN
+    np.testing.assert_allclose(back06.follower_gap_per_query, r06.follower_gap_per_query)
+    older = r06.to_record()
+    del older["unchanged_per_query"], older["follower_gap_per_query"]  # a record saved before these fields
+    assert PerturbationResult.from_record(older).unchanged_per_query is None
     back07 = results.load("result_PositionResult", PositionResult, model=tiny_en)
-    np.testing.assert_allclose(back07.correlation.estimate, [1.0, 1.0]) and back07.correlation.n == 5
+    np.testing.assert_allclose(back07.correlation.estimate, [1.0, 1.0])
+    assert back07.correlation.n == 9  # queries
     assert back07.follower_gap_correlation is None and back07.change_low is None
     np.testing.assert_array_equal(back07.change_mean, np.zeros((1, 4)))
     assert back07.verdicts_by_intervention["zero"].verdict == r07.verdict.verdict

@@ -117,6 +117,27 @@ def test_study_intervals_are_the_stats_bootstrap():
     np.testing.assert_allclose(study.unchanged(), np.delete(pos, 7, axis=0).mean(axis=0))
 
 
+def test_per_query_unchanged_and_follower_gap():
+    """unchanged_per_query: per query, the mean over the kinds run on it (written out by hand);
+    follower_gap_per_query: position minus token similarity, per query."""
+    rng = np.random.default_rng(2)
+    pos = {k: rng.uniform(0.5, 1.0, size=(6, 2, 3)) for k in ("lexical", "syntactic")}
+    tok = {k: rng.uniform(0.5, 1.0, size=(6, 2, 3)) for k in ("lexical", "syntactic")}
+    pos["syntactic"][1] = np.nan  # query 1: only the lexical damage was run
+    pos["lexical"][4] = pos["syntactic"][4] = np.nan  # query 4: nothing was run
+    study = compare.PerturbationStudy(pos, tok, ["q"] * 6, {k: ["q"] * 6 for k in pos})
+    per_query = study.unchanged_per_query()
+    assert per_query.shape == (6, 2, 3)
+    for i in (0, 2, 3, 5):
+        np.testing.assert_allclose(per_query[i], (pos["lexical"][i] + pos["syntactic"][i]) / 2)
+    np.testing.assert_allclose(per_query[1], pos["lexical"][1])
+    assert np.isnan(per_query[4]).all()
+    full = compare.PerturbationStudy({k: np.nan_to_num(v, nan=0.7) for k, v in pos.items()}, tok, ["q"] * 6,
+                                     {k: ["q"] * 6 for k in pos})
+    np.testing.assert_allclose(full.unchanged_per_query().mean(axis=0), full.unchanged())  # nothing skipped
+    np.testing.assert_allclose(study.follower_gap_per_query("lexical"), pos["lexical"] - tok["lexical"])
+
+
 def test_top_heads_and_report():
     est = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.5]])
     iv = stats.Interval(est, est - 0.05, est + 0.05)

@@ -209,13 +209,14 @@ def test_with_without_and_correlation_plots():
     with pytest.raises(ValueError, match="labels"):
         position_plots.plot_with_without(a, b, 0, tokens=tokens[:3])
     x = np.arange(6.0).reshape(2, 3)
-    per_layer = Interval(np.array([1.0, 0.5]), np.array([0.9, -0.2]), np.array([1.0, 0.8]), 0.95, 3)
-    fig = position_plots.plot_correlation(x, 2 * x, per_layer, Interval(1.0, 0.9, 1.0, 0.95, 6), strong=0.3)
+    per_layer = Interval(np.array([1.0, 0.5]), np.array([0.9, -0.2]), np.array([1.0, 0.8]), 0.95, 20)  # 20 queries
+    fig = position_plots.plot_correlation(x, 2 * x, per_layer, Interval(1.0, 0.9, 1.0, 0.95, 20), strong=0.3)
     left, right = fig.axes[0], fig.axes[1]
     np.testing.assert_allclose(left.collections[0].get_offsets(), np.stack([x.ravel(), 2 * x.ravel()], axis=1))
     np.testing.assert_allclose(right.lines[0].get_ydata(), [1.0, 0.5])  # one point per layer
     labels = right.get_legend_handles_labels()[1]
     assert any(l.startswith("pooled over all 6 heads: 1.00") for l in labels) and "strong = 0.3" in labels
+    assert "within each layer (95% interval over 20 queries)" in labels
 
 
 def test_controls_plot_shares_one_scale():

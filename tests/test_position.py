@@ -4,6 +4,7 @@ they give, restored exactly afterwards; and the position study built on them."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import spearmanr
 
 import attnlab as al
-from attnlab.analysis import perturb, position
+from attnlab.analysis import perturb, position, stats
 from attnlab.core import position as core_position
 from attnlab.tools.testing import ARCHITECTURES
 
@@ -208,18 +209,66 @@ def test_position_study_does_not_depend_on_the_other_texts(tiny_en):
         np.testing.assert_allclose(mixed.similarity[how][1], alone.similarity[how][0], atol=1e-6)
 
 
-def test_correlation_by_layer_is_one_correlation_per_layer():
+def _brute_force_layer_correlations(x, y, n_boot, seed):
+    """Independent: draw the queries of each resample as a list of indices, average every head over
+    them (ignoring NaN), and call scipy's spearmanr layer by layer."""
+    counts = stats.resample_counts(x.shape[0], n_boot, seed)  # (B, N): the same draws as the package
+    boots = np.full((n_boot, x.shape[1]), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for b in range(n_boot):
+            drawn = np.repeat(np.arange(x.shape[0]), counts[b])  # (N,): query indices, with repeats
+            mx, my = np.nanmean(x[drawn], axis=0), np.nanmean(y[drawn], axis=0)  # (L, H)
+            for l in range(x.shape[1]):
+                if np.ptp(mx[l]) > 0 and np.ptp(my[l]) > 0:
+                    boots[b, l] = spearmanr(mx[l], my[l])[0]
+    return np.nanquantile(boots, [0.025, 0.975], axis=0)  # (2, L)
+
+
+def test_correlation_by_layer_over_queries_matches_a_loop_over_resamples():
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(3, 12))
-    y = np.stack([x[0], -x[1], rng.normal(size=12)])  # +1, -1 and nothing
-    per_layer = position.correlation_by_layer(x, y, n_boot=300)
-    assert per_layer.n == 12 and np.shape(per_layer.estimate) == (3,)
-    for l in range(3):
-        assert per_layer.estimate[l] == pytest.approx(spearmanr(x[l], y[l])[0])
-    assert per_layer.low[0] == pytest.approx(1.0) and per_layer.high[1] == pytest.approx(-1.0)
-    assert per_layer.low[2] < 0 < per_layer.high[2]
-    with pytest.raises(ValueError, match="layers, heads"):
-        position.correlation_by_layer(x.ravel(), y.ravel())
+    n, layers, heads = 25, 3, 6
+    x = rng.normal(size=(n, layers, heads)) + np.arange(heads)  # heads differ in x ...
+    y = rng.normal(0, 2, size=(n, layers, heads)) + np.arange(heads)[::-1] * np.array([[1.0], [0.0], [-1.0]])
+    x[:, 1] = rng.integers(0, 2, size=(n, heads))  # a layer with ties among its heads' means
+    x[3] = np.nan  # a query whose perturbations were all skipped (it still carries y)
+    x[5, 0, 2] = np.nan
+    per_layer = position.correlation_by_layer_over_queries(x, y, n_boot=300, seed=7)
+    assert per_layer.n == n and np.shape(per_layer.estimate) == (layers,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mx, my = np.nanmean(x, axis=0), np.nanmean(y, axis=0)  # (L, H)
+    for l in range(layers):
+        assert per_layer.estimate[l] == pytest.approx(spearmanr(mx[l], my[l])[0], abs=1e-12)
+    low, high = _brute_force_layer_correlations(x, y, 300, 7)
+    np.testing.assert_allclose(per_layer.low, low, atol=1e-9)
+    np.testing.assert_allclose(per_layer.high, high, atol=1e-9)
+    gone = y.copy()
+    gone[[0, 1]] = np.nan
+    x2 = x.copy()
+    x2[1] = np.nan  # query 1 has nothing in x or y: dropped; query 0 still has x
+    assert position.correlation_by_layer_over_queries(x2, gone, n_boot=50).n == n - 1
+    with pytest.raises(ValueError, match="queries, layers, heads"):
+        position.correlation_by_layer_over_queries(x[0], y[0])
+
+
+def test_correlation_by_layer_over_queries_on_a_null_and_a_planted_link():
+    rng = np.random.default_rng(1)
+    n, layers, heads = 60, 8, 12
+    # null: every head has the same x and the same y on average; the queries only add independent noise
+    null = position.correlation_by_layer_over_queries(rng.normal(size=(n, layers, heads)),
+                                                      rng.normal(size=(n, layers, heads)), n_boot=500)
+    assert null.n == n
+    assert int(np.sum(null.contains(0.0))) >= layers - 1  # a 95% interval misses 0 rarely
+    # planted: a head's mean change follows its mean similarity, under query noise as large as the spread
+    level = rng.uniform(0.0, 1.0, size=(layers, heads))  # (L, H): each head's true "unchanged"
+    x = level + rng.normal(0, 0.3, size=(n, layers, heads))
+    y = 0.8 * level + rng.normal(0, 0.3, size=(n, layers, heads))
+    planted = position.correlation_by_layer_over_queries(x, y, n_boot=500)
+    assert np.all(planted.low > 0) and np.median(planted.estimate) > 0.7
+    pooled = position.pooled_correlation_over_queries(x, y, n_boot=200)
+    assert pooled.n == n and np.ndim(pooled.estimate) == 0 and pooled.low > 0
+    assert float(pooled.estimate) == pytest.approx(spearmanr(x.mean(0).ravel(), y.mean(0).ravel())[0], abs=1e-12)
 
 
 def test_output_vectors_and_their_similarity(tiny_en):

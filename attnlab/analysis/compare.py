@@ -290,6 +290,24 @@ class PerturbationStudy:
         out), averaged over the kinds that were run: how much each head keeps its map."""
         return np.mean([_mean_over_queries(self.values(k, "position")) for k in self.kinds], axis=0)
 
+    def unchanged_per_query(self) -> np.ndarray:
+        """``[N, L, H]``: per query, the position-space similarity averaged over the kinds run
+        on that query (a kind skipped for it is left out; NaN where every kind was).
+
+        The per-query form of :meth:`unchanged`, for intervals over queries. Its mean over
+        the queries equals :meth:`unchanged` when no pair was skipped; otherwise each query
+        weighs the same, where :meth:`unchanged` weighs each kind the same."""
+        stack = np.stack([self.values(k, "position") for k in self.kinds])  # (K, N, L, H)
+        finite = np.isfinite(stack)
+        count = finite.sum(axis=0)  # (N, L, H): kinds run on each query
+        total = np.where(finite, stack, 0.0).sum(axis=0)
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+    def follower_gap_per_query(self, kind: str = "both") -> np.ndarray:
+        """``[N, L, H]``: per query, ``position similarity - token similarity`` (NaN where skipped);
+        its mean over queries is :meth:`follower_gap`'s estimate."""
+        return self.values(kind, "position") - self.values(kind, "token")
+
     def top_sensitive(self, kind: str, space: str = "position", k: int = 3, **boot) -> list[HeadScore]:
         """The ``k`` heads most changed by ``kind`` in ``space``, with intervals."""
         return top_heads(self.sensitivity(kind, space, **boot), k)
@@ -297,7 +315,7 @@ class PerturbationStudy:
     def follower_gap(self, kind: str = "both", **boot) -> Interval:
         """``position similarity - token similarity`` per head (arrays ``[L, H]``):
         > 0 position-follower, < 0 content-follower."""
-        return bootstrap_mean(self.values(kind, "position") - self.values(kind, "token"), **boot)
+        return bootstrap_mean(self.follower_gap_per_query(kind), **boot)
 
     def followers(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, **boot) -> np.ndarray:
         """Label every head ``"position"``, ``"content"`` or ``"neither"``.

@@ -8,8 +8,11 @@ Here are the measurements made with them:
 * :func:`position_study` - for every text, head and intervention: how much the
   map changes, how much of the weight lands on [CLS]/[SEP], and how much
   weight moves at all (:class:`PositionStudy`).
-* :func:`correlation_by_layer` - a rank correlation across the heads of each
-  layer, with intervals (heads of different layers are never pooled into one).
+* :func:`correlation_by_layer_over_queries` - a rank correlation across the
+  heads of each layer between two per-head means over the same queries, with
+  intervals from resampling the queries (heads of different layers are never
+  pooled into one; :func:`pooled_correlation_over_queries` pools them, for
+  reference only).
 * :func:`output_vectors`, :func:`output_similarity` - the model's last-layer
   output vectors with and without positions.
 * :func:`equivariance_gap` - whether reordering the input only reorders the
@@ -29,7 +32,12 @@ import torch
 from tqdm.auto import tqdm
 
 from attnlab.analysis.compare import similarity
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_correlation, bootstrap_mean
+from attnlab.analysis.stats import (
+    Interval,
+    bootstrap,
+    bootstrap_correlation_of_means,
+    bootstrap_mean,
+)
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
@@ -167,21 +175,45 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
     return PositionStudy(sims, special, moved, texts, m.name)
 
 
-def correlation_by_layer(x, y, *, method: str = "spearman", n_boot: int = 2000, level: float = 0.95,
-                         seed: int = 0) -> Interval:
-    """The correlation of ``x`` and ``y`` (``[L, H]``) across the heads of each layer.
+def correlation_by_layer_over_queries(x, y, *, method: str = "spearman", n_boot: int = 2000,
+                                      level: float = 0.95, seed: int = 0) -> Interval:
+    """Per layer, the correlation across its heads of the mean over queries of ``x`` and of ``y``,
+    with an interval from resampling the queries.
+
+    The heads of a layer are all there is (nothing to sample); what is noisy is each
+    head's two means, estimated from a sample of queries. So every resample draws the
+    queries with replacement, the same draw for ``x`` and ``y`` (they are paired by
+    query), recomputes every head's two means, then each layer's correlation
+    (:func:`attnlab.analysis.stats.bootstrap_correlation_of_means`).
+
+    Args:
+        x, y: ``[N, L, H]`` per-query values over the same N queries in the same order,
+            e.g. lesson 06's similarity under perturbation
+            (:meth:`~attnlab.analysis.compare.PerturbationStudy.unchanged_per_query`) and
+            the change without positions (``1 - study.values(how)``). NaN where a
+            query has no value (a skipped perturbation): left out of that mean.
 
     Returns:
-        :class:`~attnlab.analysis.stats.Interval` with arrays ``(L,)``, from
-        :func:`attnlab.analysis.stats.bootstrap_correlation` per layer (``n`` = heads per layer).
+        :class:`~attnlab.analysis.stats.Interval` with arrays ``(L,)``; ``n`` = the queries.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 2:
-        raise ValueError(f"x and y must both be [layers, heads], got {x.shape} and {y.shape}")
-    rows = [bootstrap_correlation(x[l], y[l], method=method, n_boot=n_boot, level=level, seed=seed + l)
-            for l in range(x.shape[0])]
-    return Interval(np.array([r.estimate for r in rows]), np.array([r.low for r in rows]),
-                    np.array([r.high for r in rows]), level, x.shape[1])
+    if x.shape != y.shape or x.ndim != 3:
+        raise ValueError(f"x and y must both be [queries, layers, heads], got {x.shape} and {y.shape}")
+    return bootstrap_correlation_of_means(x, y, method=method, n_boot=n_boot, level=level, seed=seed)
+
+
+def pooled_correlation_over_queries(x, y, *, method: str = "spearman", n_boot: int = 2000, level: float = 0.95,
+                                    seed: int = 0) -> Interval:
+    """One correlation over all heads of all layers together (``x``, ``y``: ``[N, L, H]``), with an
+    interval from resampling the queries. For reference only: across layers it mostly
+    compares layers, which differ in both measures for reasons of their own."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 3:
+        raise ValueError(f"x and y must both be [queries, layers, heads], got {x.shape} and {y.shape}")
+    n = x.shape[0]
+    pooled = bootstrap_correlation_of_means(x.reshape(n, 1, -1), y.reshape(n, 1, -1), method=method,
+                                            n_boot=n_boot, level=level, seed=seed)
+    return Interval(float(pooled.estimate[0]), float(pooled.low[0]), float(pooled.high[0]), level, pooled.n)
 
 
 def with_and_without(m: LoadedModel, text: str, how: str = "zero") -> tuple[torch.Tensor, torch.Tensor, list[str]]:

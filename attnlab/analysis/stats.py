@@ -355,3 +355,74 @@ def permutation_correlation_within(x, y, groups, *, n_perm: int = 2000, seed: in
     else:
         extreme = np.abs(null) >= abs(observed) - 1e-12
     return observed, float((extreme.sum() + 1) / (n_perm + 1))
+
+
+def _weighted_means(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``[B, G, K]``: per row of ``weights`` ``[B, N]`` the weighted mean over the N units of
+    ``values`` ``[N, G, K]``, each column leaving out its NaN units (NaN where none is left)."""
+    n = values.shape[0]
+    flat = values.reshape(n, -1)  # (N, G * K)
+    finite = np.isfinite(flat)
+    total = weights @ np.where(finite, flat, 0.0)  # (B, G * K)
+    count = weights @ finite.astype(float)  # (B, G * K): weight of the units that have a value
+    means = np.full(total.shape, np.nan)
+    np.divide(total, count, out=means, where=count > 0)
+    return means.reshape((weights.shape[0],) + values.shape[1:])
+
+
+def _correlations_per_group(a: np.ndarray, b: np.ndarray, method: str) -> np.ndarray:
+    """``[..., G]``: the correlation across the last axis (K columns) of ``a`` and ``b`` ``[..., G, K]``;
+    NaN where one side is constant or has a NaN (the same convention as :func:`correlation`)."""
+    if method == "spearman":
+        a = _scipy_stats.rankdata(a, axis=-1)  # ties share their mean rank; a NaN makes its row NaN
+        b = _scipy_stats.rankdata(b, axis=-1)
+    elif method != "pearson":
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    ac = a - a.mean(axis=-1, keepdims=True)
+    bc = b - b.mean(axis=-1, keepdims=True)
+    scale = np.sqrt((ac * ac).sum(axis=-1) * (bc * bc).sum(axis=-1))  # (..., G)
+    constant = (np.ptp(a, axis=-1) == 0) | (np.ptp(b, axis=-1) == 0)
+    out = np.full(scale.shape, np.nan)
+    np.divide((ac * bc).sum(axis=-1), scale, out=out, where=~constant & (scale > 0))
+    return np.clip(out, -1.0, 1.0)
+
+
+def bootstrap_correlation_of_means(x, y, *, method: str = "spearman", n_boot: int = 2000, level: float = 0.95,
+                                   seed: int = 0) -> Interval:
+    """Per group, the correlation across its columns of the unit-means of ``x`` and of ``y``,
+    with an interval from resampling the *units*, paired.
+
+    Typical use: units = queries, groups = layers, columns = the heads of a layer. Each
+    head gets one value of ``x`` and one of ``y``, the mean over the queries; the
+    statistic is the rank correlation of those means across the heads of a layer. The
+    heads are the whole population, so they are never resampled: the noise is in the
+    queries, so every resample draws queries with replacement (one weights matrix from
+    :func:`resample_counts`, the same draws for ``x`` and ``y``), recomputes every head's
+    two means and then each layer's correlation.
+
+    Args:
+        x, y: ``[N, G, K]`` per-unit values over the same N units, in the same order;
+            NaN where a unit has no value (it is left out of that column's mean, as in
+            :func:`bootstrap_mean`, so each mean is the one a lesson prints). Units with
+            no value in either are dropped.
+        method: ``"spearman"`` (rank) or ``"pearson"``.
+
+    Returns:
+        :class:`Interval` with arrays ``(G,)``; ``n`` = the units resampled. Resamples in
+        which a group's correlation is undefined (a constant side) are left out of its interval.
+    """
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 3:
+        raise ValueError(f"x and y must both be [units, groups, columns], got {a.shape} and {b.shape}")
+    if a.shape[2] < 3:
+        raise ValueError(f"a correlation needs at least 3 columns per group, got {a.shape[2]}")
+    keep = np.isfinite(a).any(axis=(1, 2)) | np.isfinite(b).any(axis=(1, 2))  # (N,): units with any value
+    a, b = a[keep], b[keep]
+    n = a.shape[0]
+    if n == 0:
+        raise ValueError("no unit has a value in x or y")
+    everything = np.ones((1, n))  # (1, N): the estimate weighs every unit once
+    estimate = _correlations_per_group(_weighted_means(everything, a), _weighted_means(everything, b), method)[0]
+    weights = resample_counts(n, n_boot, seed).astype(float)  # (B, N): one draw of the units per resample
+    boots = _correlations_per_group(_weighted_means(weights, a), _weighted_means(weights, b), method)  # (B, G)
+    return interval_from_samples(estimate, boots, level=level, n=n)

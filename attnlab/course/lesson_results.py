@@ -74,6 +74,10 @@ class PerturbationResult(Record):
     change_shares: dict[str, Interval] = field(default_factory=dict)
     # "heads_last" / "heads_chosen" / "pattern_last" / "pattern_chosen": the article's layer in both readings
     article_verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
+    # (N, L, H) per query (NaN where skipped), for intervals over queries in lesson 07: "unchanged" averaged
+    # over the kinds run on the query, and the follower gap under "both". None in records saved before them.
+    unchanged_per_query: np.ndarray | None = None
+    follower_gap_per_query: np.ndarray | None = None
 
 
 @dataclass
@@ -84,7 +88,8 @@ class PositionResult(Record):
     chosen_layer: int
     change: np.ndarray  # (L, H): 1 - similarity with and without positions
     verdict: ClaimVerdict  # "heads unchanged by perturbation are the ones positions drive"
-    correlation: Interval  # (L,): spearman r across each layer's heads of lesson 06's "unchanged" and ``change``
+    correlation: Interval  # (L,): spearman r across each layer's heads of lesson 06's "unchanged" and ``change``,
+    # interval over queries (n = queries)
     change_low: np.ndarray | None = None  # (L, H): 95% bootstrap interval of ``change``
     change_high: np.ndarray | None = None
     unchanged_source: str = ""  # where lesson 06's "unchanged" came from
@@ -93,7 +98,7 @@ class PositionResult(Record):
     output_cosine_mean: float = float("nan")
     equivariance_gap_with: float = float("nan")
     equivariance_gap_without: float = float("nan")
-    pooled_correlation: Interval | None = None  # over all heads together, for reference only
+    pooled_correlation: Interval | None = None  # over all heads together, for reference only (interval over queries)
     change_mean: np.ndarray | None = None  # (L, H): change with every position the mean position vector
     change_shuffle: np.ndarray | None = None  # (L, H): change with the position vectors shuffled
     position_dependent_share: float = float("nan")  # heads changed clearly by both mean and shuffle

@@ -19,6 +19,7 @@ from attnlab.analysis.compare import similarity
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
+from attnlab.core.language import _
 from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
 
@@ -109,9 +110,11 @@ def plot_correlation(unchanged, changed, per_layer: Interval, pooled: Interval |
 
     Args:
         unchanged, changed: ``[L, H]`` per-head values.
-        per_layer: correlation per layer, arrays ``(L,)`` (e.g. from
-            :func:`attnlab.analysis.position.correlation_by_layer`).
-        pooled: the correlation over all heads together, for reference.
+        per_layer: correlation per layer, arrays ``(L,)``, its interval from
+            resampling the ``per_layer.n`` queries (from
+            :func:`attnlab.analysis.position.correlation_by_layer_over_queries`).
+        pooled: the correlation over all heads together, for reference (e.g. from
+            :func:`attnlab.analysis.position.pooled_correlation_over_queries`).
         strong: a threshold line to draw (e.g. the claim's).
         what: the intervention, for the axis label.
 
@@ -132,14 +135,15 @@ def plot_correlation(unchanged, changed, per_layer: Interval, pooled: Interval |
     low, high = np.asarray(per_layer.low, dtype=float), np.asarray(per_layer.high, dtype=float)
     ticks = np.arange(1, r.size + 1)
     right.errorbar(ticks, r, yerr=[r - low, high - r], fmt="o", capsize=3, color="tab:blue",
-                   label=f"within each layer ({per_layer.n} heads, {per_layer.level:.0%} interval)")
+                   label=_("within each layer ({level:.0%} interval over {n} queries)").format(
+                       level=per_layer.level, n=per_layer.n))
     right.axhline(0.0, color="grey", linewidth=0.8)
     if strong is not None:
         right.axhline(strong, color="tab:green", linestyle=":", label=f"strong = {strong:g}")
     if pooled is not None:
         right.axhline(float(pooled.estimate), color="tab:red", linestyle="--",
-                      label=f"pooled over all {pooled.n} heads: {float(pooled.estimate):.2f} "
-                            f"[{float(pooled.low):.2f}, {float(pooled.high):.2f}]")
+                      label=_("pooled over all {heads} heads: {r:.2f} [{low:.2f}, {high:.2f}]").format(
+                          heads=x.size, r=float(pooled.estimate), low=float(pooled.low), high=float(pooled.high)))
     right.set_xticks(ticks)
     right.set_xlabel("layer")
     right.set_ylabel(f"{method} correlation across the layer's heads")

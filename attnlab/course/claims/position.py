@@ -22,7 +22,8 @@ shuffles them (every vector real, the order wrong)
   shares with intervals from resampling the queries, never the heads;
 * :func:`verdict_invariant_heads_are_positional` -- the article's argument,
   decided layer by layer from the rank correlation across one layer's heads
-  (:func:`attnlab.analysis.position.correlation_by_layer`), never from one
+  (:func:`attnlab.analysis.position.correlation_by_layer_over_queries`: the
+  interval comes from resampling the queries, never the heads), never from one
   correlation pooling heads of different layers.
 """
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import ABOVE as SIDE_ABOVE, BELOW as SIDE_BELOW
-from attnlab.analysis.stats import Interval, bootstrap_share_all_above, side_of
+from attnlab.analysis.stats import Interval, bootstrap_share_all_above, side_of, too_few_units
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: The link must be at least this strong (a moderate rank correlation) ...
@@ -121,11 +122,13 @@ def verdict_invariant_heads_are_positional(per_layer: Interval, *, strong: float
     layer's heads) is at least ``strong`` with its whole interval above 0, and
     no layer's interval lies wholly below 0; does not hold when in more than
     ``majority`` of the layers the upper end is below ``strong`` (at most a weak
-    link, or the opposite); cannot tell otherwise.
+    link, or the opposite); cannot tell otherwise, and when the intervals rest on
+    fewer queries than :data:`attnlab.analysis.stats.MIN_UNITS`.
 
     Args:
         per_layer: arrays ``(L,)`` from
-            :func:`attnlab.analysis.position.correlation_by_layer`.
+            :func:`attnlab.analysis.position.correlation_by_layer_over_queries`
+            (``n`` = the queries resampled).
         method, intervention: names, for the numbers.
     """
     r = np.asarray(per_layer.estimate, dtype=float).ravel()  # (L,)
@@ -133,14 +136,17 @@ def verdict_invariant_heads_are_positional(per_layer: Interval, *, strong: float
     high = np.asarray(per_layer.high, dtype=float).ravel()
     if r.size == 0:
         return ClaimVerdict.missing(CLAIM_INVARIANT_POSITIONAL, "no layer to correlate")
+    why = too_few_units(per_layer)
+    numbers = {"too_few_units": why} if why else {}
     supporting = (r >= strong) & (low > ABOVE)  # (L,)
     weak = high < strong
     opposite = high < ABOVE
     return ClaimVerdict.decide(
         CLAIM_INVARIANT_POSITIONAL,
-        holds=supporting.mean() > majority and not opposite.any(),
-        fails=weak.mean() > majority,
+        holds=why is None and supporting.mean() > majority and not opposite.any(),
+        fails=why is None and weak.mean() > majority,
+        **numbers,
         method=method, intervention=intervention, layers=int(r.size),
         layers_supporting=int(supporting.sum()), layers_weak=int(weak.sum()), layers_opposite=int(opposite.sum()),
-        median_r=float(np.nanmedian(r)), strong=strong, heads_per_layer=per_layer.n,
+        median_r=float(np.nanmedian(r)), strong=strong, queries=per_layer.n,
     )

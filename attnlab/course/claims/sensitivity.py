@@ -78,9 +78,9 @@ def summary(rows: Sequence[Row]) -> str:
     """One line: whether the verdict is the same at every setting of the table."""
     seen = verdicts_seen(rows)
     if len(seen) == 1:
-        return _("the verdict is the same at all {n} settings: {word}").format(n=len(rows) - 1, word=shown(seen[0]).lower())
+        return _("the verdict is the same at all {n} settings: {word}").format(n=len(rows) - 1, word=_word(seen[0]))
     return _("the verdict depends on the threshold: {words} over {n} settings").format(
-        words=", ".join(shown(w).lower() for w in seen), n=len(rows) - 1)
+        words=", ".join(_word(w) for w in seen), n=len(rows) - 1)
 
 
 def format_rows(rows: Sequence[Row]) -> str:
@@ -91,13 +91,20 @@ def format_rows(rows: Sequence[Row]) -> str:
         column = list(rows[0]).index("verdict")
         text[0][column] = _("verdict")
         for r in text[1:]:
-            r[column] = shown(r[column]).lower() if r[column] in WORDS else r[column]
+            r[column] = _word(r[column])
     widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
     lines = []
     for r in text:
         cells = [r[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(r[1:], widths[1:])]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def _word(word: str) -> str:
+    """A table's verdict word as printed in the current language: a verdict (one of
+    :data:`~attnlab.course.verdicts.WORDS`) through :func:`~attnlab.course.verdicts.shown`, a check's
+    "passed" / "failed" through the catalogue."""
+    return shown(word).lower() if word in WORDS else _(word)
 
 
 def _short(value: Any) -> Any:

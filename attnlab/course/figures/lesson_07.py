@@ -4,10 +4,18 @@ removal and its controls, and the link between "unchanged under perturbation" an
 
 from __future__ import annotations
 
+import numpy as np
+
 from attnlab.analysis.compare import example_maps
 from attnlab.analysis.perturb import example_perturbations
-from attnlab.analysis.position import PositionStudy, correlation_by_layer, position_study, with_and_without
-from attnlab.analysis.stats import bootstrap_correlation
+from attnlab.analysis.position import (
+    PositionStudy,
+    correlation_by_layer_over_queries,
+    pooled_correlation_over_queries,
+    position_study,
+    with_and_without,
+)
+from attnlab.core.language import _
 from attnlab.course.claims.position import STRONG
 from attnlab.data.corpus import queries
 from attnlab.data.examples import example_for
@@ -43,9 +51,14 @@ def position_controls(ctx: FigureContext):
 
 @figure("position_correlation", lesson=LESSON,
         caption="Similarity under perturbation against change with positions zeroed: one point per head, and the "
-                "rank correlation within each layer with its bootstrap interval (pooled only for reference)")
+                "rank correlation within each layer with its interval from resampling the queries (pooled only "
+                "for reference)")
 def position_correlation(ctx: FigureContext):
-    unchanged = shared_study(ctx).unchanged()  # (L, H)
-    change = _position_study(ctx).change("zero", n_boot=200).estimate  # (L, H)
-    return plot_correlation(unchanged, change, correlation_by_layer(unchanged, change, n_boot=500),
-                            bootstrap_correlation(unchanged, change, n_boot=500), strong=STRONG)
+    study06, study07 = shared_study(ctx), _position_study(ctx)
+    if study06.texts != study07.texts:
+        raise ValueError(_("lessons 06 and 07 must measure the same queries, in the same order"))
+    unchanged = study06.unchanged_per_query()  # (N, L, H)
+    change = 1.0 - study07.values("zero")  # (N, L, H)
+    return plot_correlation(np.nanmean(unchanged, axis=0), change.mean(axis=0),
+                            correlation_by_layer_over_queries(unchanged, change, n_boot=500),
+                            pooled_correlation_over_queries(unchanged, change, n_boot=500), strong=STRONG)
