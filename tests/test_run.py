@@ -156,11 +156,19 @@ def test_the_raw_call_finder_sees_a_raw_call(tmp_path, monkeypatch):
                                  "attnlab/analysis/bad.py:3 m.model(...)"]
 
 
-@pytest.mark.xfail(reason="analyses not yet migrated", strict=True)
+#: modules that still run the model themselves (to be moved onto attnlab.core.run)
+NOT_YET_MIGRATED = ("attnlab/analysis/importance.py",)
+
+
+def test_no_other_module_runs_the_model_itself():
+    """Only the modules of NOT_YET_MIGRATED may still call the model raw or install hooks outside core."""
+    others = [o for o in raw_model_calls() if o.split(":")[0] not in NOT_YET_MIGRATED]
+    assert not others, "run the model through attnlab.core.run:\n" + "\n".join(others)
+
+
+@pytest.mark.xfail(reason="analysis/importance.py still calls the masked-LM model itself", strict=True)
 def test_only_core_runs_the_model():
-    """Every analysis runs the model through attnlab.core.run. Offenders when this was written:
-    analysis/sinks.py, norm_attention.py, mean_map_replacement.py, interventions.py, position.py,
-    faithfulness.py, importance.py, regroup.py, plus scratch/self_attention.py and
-    course/exercises/lesson_00.py (raw ``m.model(...)`` calls and their own hooks)."""
+    """Every analysis runs the model through attnlab.core.run. The one offender left is
+    analysis/importance.py (a raw ``m.model(...)`` call, beside its own masked-LM loader)."""
     offenders = raw_model_calls()
     assert not offenders, "run the model through attnlab.core.run:\n" + "\n".join(offenders)

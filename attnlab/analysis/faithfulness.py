@@ -49,12 +49,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnlab.analysis.interventions import cosine_distance, pooled, run_model, sentence_vectors, zero_values
+from attnlab.analysis.interventions import cosine_distance, last_hidden, pooled, sentence_vectors, zero_values
 from attnlab.analysis.norm_attention import norm_attention, row_shares
 from attnlab.analysis.rollout import rollout
 from attnlab.analysis.stats import Interval, bootstrap_mean, correlation
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import run
 
 #: The views, in the order of the scoreboard.
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
@@ -154,10 +155,10 @@ def masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positi
     """
     t = inputs["input_ids"].shape[1]
     others = ~_one_hot(positions, t)  # (k, T): the tokens kept in both pools
-    base = run_model(m, inputs).last_hidden_state.expand(len(positions), -1, -1)  # (k, T, d)
+    base = last_hidden(m, inputs).expand(len(positions), -1, -1)  # (k, T, d)
     masked = _copies(inputs, len(positions))
     masked["attention_mask"] = masked["attention_mask"] * others.to(masked["attention_mask"].dtype)  # (k, T)
-    changed = run_model(m, masked).last_hidden_state  # (k, T, d)
+    changed = last_hidden(m, masked)  # (k, T, d)
     return cosine_distance(pooled(changed, others), pooled(base, others)).cpu().numpy()
 
 
@@ -185,9 +186,9 @@ def knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequenc
     from the unchanged run."""
     k, t = len(positions), inputs["input_ids"].shape[1]
     chosen = _one_hot(positions, t)  # (k, T): copy r zeroes token positions[r]
-    base = run_model(m, inputs).last_hidden_state  # (1, T, d)
+    base = last_hidden(m, inputs)  # (1, T, d)
     with zero_values(m, chosen):
-        changed = run_model(m, _copies(inputs, k)).last_hidden_state  # (k, T, d)
+        changed = last_hidden(m, _copies(inputs, k))  # (k, T, d)
     distance = cosine_distance(changed, base.expand(k, -1, -1))  # (k, T)
     others = (~chosen).double()  # (k, T)
     return ((distance * others).sum(dim=1) / others.sum(dim=1)).cpu().numpy()
@@ -206,9 +207,9 @@ def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch
     where = torch.zeros(n_layers, n_layers * t, t, dtype=torch.bool)  # (L, L*T, T): per layer, per copy
     for layer in range(n_layers):
         where[layer, layer * t : (layer + 1) * t] = torch.eye(t, dtype=torch.bool)
-    base = run_model(m, inputs, hidden_states=True).hidden_states  # L + 1 tensors (1, T, d)
+    base = run(m, inputs, keep=("hidden",)).hidden  # {0..L}: (1, T, d) each
     with zero_values(m, where):
-        changed = run_model(m, _copies(inputs, n_layers * t), hidden_states=True).hidden_states
+        changed = run(m, _copies(inputs, n_layers * t), keep=("hidden",)).hidden  # {0..L}: (L*T, T, d)
     out = torch.zeros(n_layers, t, t, dtype=torch.float64)
     for layer in range(n_layers):
         after = changed[layer + 1][layer * t : (layer + 1) * t]  # (T, T, d): [j] = run with token j zeroed

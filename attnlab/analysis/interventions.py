@@ -13,16 +13,14 @@ touched; the hooks are removed in a ``finally``):
   map, another query's map) instead of their own: the head's output becomes
   ``M @ V_h`` (Hassid et al. 2022 replace maps by constant averages).
 
-How, for every architecture (see :meth:`attnlab.core.models.LoadedModel.layer_parts`):
-a forward hook on each layer's value projection sees ``V`` ``(B, T, H * d_head)``
-(head ``h`` owns the slice ``[h * d_head, (h + 1) * d_head)``) and may change it;
-a forward pre-hook on the output projection sees the context ``A @ V`` of every
-head before the heads are mixed and may replace a head's slice. ALBERT shares
-its modules between layers: the hooks count their calls, reset by a pre-hook on
-the whole model, so the k-th call is layer k (as in :mod:`attnlab.core.gates`).
+How, for every architecture: :mod:`attnlab.core.layer_hooks` changes each layer's
+value vectors ``V`` ``(B, T, H * d_head)`` and the context ``A @ V`` of every head
+before the heads are mixed. :func:`zero_values_hooks` and :func:`replace_maps_hooks`
+give the same changes as hook specs for one pass of :func:`attnlab.core.run.run`
+(``hooks=[...]``). Every pass runs through :func:`attnlab.core.run.run`.
 
-The maps the model returns with ``output_attentions=True`` are its own,
-computed before any replacement.
+The maps :func:`attnlab.core.run.run` keeps are the model's own, computed before any
+replacement.
 
 Shapes: ``B`` texts, ``T`` tokens, ``L`` layers, ``H`` heads, ``d`` width.
 """
@@ -30,80 +28,13 @@ Shapes: ``B`` texts, ``T`` tokens, ``L`` layers, ``H`` heads, ``d`` width.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import torch
 
+from attnlab.core.layer_hooks import layer_hook_specs
 from attnlab.core.models import LoadedModel
-
-Hook = Callable[[int, torch.Tensor], torch.Tensor | None]
-
-
-# --------------------------------------------------------------------------- hooks by layer
-
-
-@contextlib.contextmanager
-def layer_hooks(m: LoadedModel, *, value: Hook | None = None, context: Hook | None = None) -> Iterator[None]:
-    """Call ``value(layer, V)`` on every layer's value output and ``context(layer, C)`` on every
-    layer's context (the output projection's input), inside the ``with`` block.
-
-    ``V`` and ``C`` are ``(B, T, H * d_head)``; a hook returns a replacement tensor of the
-    same shape, or None to leave it. Hooks are removed on exit, also after an exception.
-    """
-    parts = m.layer_parts()
-    handles: list[torch.utils.hooks.RemovableHandle] = []
-    counters: list[dict[int, int]] = []
-
-    def attach(modules: list[torch.nn.Module], fn: Hook, pre: bool) -> None:
-        layers_of: dict[int, list[int]] = {}
-        module_of: dict[int, torch.nn.Module] = {}
-        for layer, module in enumerate(modules):
-            layers_of.setdefault(id(module), []).append(layer)
-            module_of[id(module)] = module
-        calls = {key: 0 for key in layers_of}
-        counters.append(calls)
-        for key, module in module_of.items():
-            if pre:
-                handles.append(module.register_forward_pre_hook(_pre_hook(fn, layers_of[key], calls, key)))
-            else:
-                handles.append(module.register_forward_hook(_post_hook(fn, layers_of[key], calls, key)))
-
-    def reset(_module, _args) -> None:
-        for calls in counters:
-            for key in calls:
-                calls[key] = 0
-
-    try:
-        handles.append(m.model.register_forward_pre_hook(reset))
-        if value is not None:
-            attach([p.value for p in parts], value, pre=False)
-        if context is not None:
-            attach([p.output for p in parts], context, pre=True)
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def _layer_of(layers: list[int], calls: dict[int, int], key: int) -> int:
-    layer = layers[calls[key] % len(layers)]
-    calls[key] += 1
-    return layer
-
-
-def _post_hook(fn: Hook, layers: list[int], calls: dict[int, int], key: int):
-    def hook(_module, _args, output):
-        return fn(_layer_of(layers, calls, key), output)
-
-    return hook
-
-
-def _pre_hook(fn: Hook, layers: list[int], calls: dict[int, int], key: int):
-    def hook(_module, args):
-        new = fn(_layer_of(layers, calls, key), args[0])
-        return None if new is None else (new, *args[1:])
-
-    return hook
+from attnlab.core.run import Hook, installed, run
 
 
 # --------------------------------------------------------------------------- value zeroing
@@ -123,7 +54,23 @@ def _head_mask(m: LoadedModel, heads: Iterable[int] | None) -> torch.Tensor:
 @contextlib.contextmanager
 def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int] | None = None,
                 heads: Iterable[int] | None = None) -> Iterator[None]:
-    """Zero the value vectors of chosen tokens inside the ``with`` block.
+    """Zero the value vectors of chosen tokens inside the ``with`` block (the hooks of
+    :func:`zero_values_hooks`, removed on exit, also after an exception).
+
+    Example::
+
+        where = torch.zeros_like(batch.input_ids, dtype=torch.bool)
+        where[:, -1] = True                       # the last token, [SEP] or </s>
+        with zero_values(m, where, layers=[3]):
+            out = run(m, batch, keep=("output",)).output
+    """
+    with installed(m.model, zero_values_hooks(m, positions, layers=layers, heads=heads)):
+        yield
+
+
+def zero_values_hooks(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int] | None = None,
+                      heads: Iterable[int] | None = None) -> list[Hook]:
+    """Hook specs (for ``run(..., hooks=...)``) that zero the value vectors of chosen tokens.
 
     Args:
         m: the loaded model.
@@ -134,13 +81,6 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
             that are changed in different layers).
         layers: 0-based layers where this happens (default: every layer).
         heads: 0-based heads where this happens (default: every head).
-
-    Example::
-
-        where = torch.zeros_like(inputs["input_ids"], dtype=torch.bool)
-        where[:, -1] = True                       # the last token, [SEP] or </s>
-        with zero_values(m, where, layers=[3]):
-            out = m.model(**inputs)
     """
     positions = torch.as_tensor(positions)
     if positions.dtype != torch.bool or positions.dim() not in (2, 3):
@@ -170,8 +110,7 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
         per_head = v.view(*v.shape[:2], -1, d_head)  # (B, T, H, d_head)
         return (per_head * keep[..., None]).view(v.shape)
 
-    with layer_hooks(m, value=on_value):
-        yield
+    return layer_hook_specs(m, value=on_value)
 
 
 # --------------------------------------------------------------------------- map replacement
@@ -179,7 +118,14 @@ def zero_values(m: LoadedModel, positions: torch.Tensor, *, layers: Iterable[int
 
 @contextlib.contextmanager
 def replace_maps(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tensor]) -> Iterator[None]:
-    """Make each listed head use the given attention map instead of its own.
+    """Make each listed head use the given attention map instead of its own, inside the ``with``
+    block (the hooks of :func:`replace_maps_hooks`, removed on exit, also after an exception)."""
+    with installed(m.model, replace_maps_hooks(m, maps)):
+        yield
+
+
+def replace_maps_hooks(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tensor]) -> list[Hook]:
+    """Hook specs (for ``run(..., hooks=...)``) that make each listed head use the given map.
 
     Head ``h`` of layer ``l`` normally outputs ``A @ V_h``; inside the block it outputs
     ``M @ V_h`` with ``M = maps[(l, h)]``. Nothing else changes: the other heads, the
@@ -219,21 +165,16 @@ def replace_maps(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tensor]) -
                 out[:, :, head] = torch.einsum("bij,bjd->bid", amap, v[:, :, head])  # (B, T, d_head)
         return out.view(context.shape)
 
-    with layer_hooks(m, value=on_value, context=on_context):
-        yield
+    return layer_hook_specs(m, value=on_value, context=on_context)
 
 
 # --------------------------------------------------------------------------- measuring a change
 
 
-def run_model(m: LoadedModel, inputs: dict[str, torch.Tensor], *, hidden_states: bool = False,
-              attentions: bool = False):
-    """One forward pass without gradients; the model's output object (``last_hidden_state``
-    ``(B, T, d)``, and ``hidden_states`` (L + 1 tensors) / ``attentions`` (L tensors
-    ``(B, H, T, T)``) when asked for). Every function here runs the model through it, so the
-    hooks of the context managers above see each pass."""
-    with torch.no_grad():
-        return m.model(**inputs, output_hidden_states=hidden_states, output_attentions=attentions)
+def last_hidden(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(B, T, d)``: the last layer's output of one pass of :func:`attnlab.core.run.run`
+    (without gradients; the hooks of the context managers above see it)."""
+    return run(m, inputs, keep=("output",)).output.last_hidden_state
 
 
 def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -245,7 +186,7 @@ def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def sentence_vectors(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(B, d)``: the mean of the last hidden states over each text's real tokens (the
     sentence representation of sentence-embedding models such as MiniLM)."""
-    return pooled(run_model(m, inputs).last_hidden_state, inputs["attention_mask"])  # (B, d)
+    return pooled(last_hidden(m, inputs), inputs["attention_mask"])  # (B, d)
 
 
 def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

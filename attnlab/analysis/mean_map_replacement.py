@@ -36,12 +36,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnlab.analysis.interventions import cosine_distance, replace_maps, run_model, sentence_vectors
+from attnlab.analysis.interventions import cosine_distance, replace_maps, sentence_vectors
 from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correlation,
                                     permutation_correlation_within)
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import run
 from attnlab.core.streaming import MeanAttention
 
 #: A cost is "little" when it is at most this share of the distance between two different texts.
@@ -236,8 +237,8 @@ def _own_maps(m: LoadedModel, texts: list[str], layers: list[int], batch_size: i
     """``(N, L, H, n, n)``: every text's own maps in ``layers`` (texts of one length, no padding)."""
     out = []
     for start in range(0, len(texts), batch_size):
-        run = run_model(m, m.encode(texts[start : start + batch_size]), attentions=True)
-        out.append(torch.stack([run.attentions[l].float() for l in layers], dim=1))  # (B, L, H, n, n)
+        cache = run(m, m.encode(texts[start : start + batch_size]), keep=("maps",), layers=layers)
+        out.append(cache.stacked_maps(layers))  # (B, L, H, n, n)
     return torch.cat(out)
 
 

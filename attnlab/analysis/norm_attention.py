@@ -30,6 +30,7 @@ import torch
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LayerParts, LoadedModel
+from attnlab.core.run import run
 
 
 def transformed_values(m: LoadedModel, parts: LayerParts, hidden: torch.Tensor) -> torch.Tensor:
@@ -100,14 +101,14 @@ def norm_attention(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: in
     parts = m.layer_parts()
     for start in range(0, n, batch_size):
         inputs = m.encode(texts[start : start + batch_size])
+        cache = run(m, inputs, keep=("maps", "hidden"))  # maps (B, H, T, T) and layer inputs (B, T, d)
         with torch.no_grad():
-            run = m.model(**inputs, output_attentions=True, output_hidden_states=True)
             mask = inputs["attention_mask"].float()  # (B, T)
             t = mask.shape[1]
             rows = slice(start, start + mask.shape[0])
             for layer in range(m.n_layers):
-                alpha = run.attentions[layer].float() * mask[:, None, :, None]  # (B, H, T, T), padding rows 0
-                f = transformed_values(m, parts[layer], run.hidden_states[layer]).float()  # (B, H, T, d)
+                alpha = cache.maps[layer].float() * mask[:, None, :, None]  # (B, H, T, T), padding rows 0
+                f = transformed_values(m, parts[layer], cache.hidden[layer]).float()  # (B, H, T, d)
                 f_norm = f.norm(dim=-1) * mask[:, None, :]  # (B, H, T)
                 moved = torch.einsum("bhij,bhjd->bijd", alpha, f)  # (B, T, T, d): summed over heads
                 out.weights[rows, layer, :, :t, :t] = alpha

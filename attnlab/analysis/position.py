@@ -42,6 +42,7 @@ from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.core.position import REPLACEMENTS, no_position, replace_positions
+from attnlab.core.run import run
 from attnlab.data.corpus import Query
 
 
@@ -229,9 +230,7 @@ def with_and_without(m: LoadedModel, text: str, how: str = "zero") -> tuple[torc
 
 def output_vectors(m: LoadedModel, text: str) -> torch.Tensor:
     """The last layer's output vectors ``[n, d]`` of one text (special tokens included)."""
-    inputs = m.encode([text])
-    with torch.no_grad():
-        out = m.model(**inputs)
+    out = run(m, m.encode([text]), keep=("output",)).output
     return out.last_hidden_state[0].float()  # (n, d)
 
 
@@ -270,9 +269,8 @@ def equivariance_gap(m: LoadedModel, text: str, perm) -> float:
     if p.shape != (n,) or sorted(p.tolist()) != list(range(n)):
         raise ValueError(f"perm must be a permutation of the text's {n} tokens, got {np.asarray(perm).tolist()}")
     moved = {k: v[:, p.to(v.device)] for k, v in inputs.items()}  # the same tokens, reordered
-    with torch.no_grad():
-        h_old = m.model(**inputs).last_hidden_state[0].float().cpu()  # (n, d)
-        h_new = m.model(**moved).last_hidden_state[0].float().cpu()  # (n, d)
+    h_old = run(m, inputs, keep=("output",)).output.last_hidden_state[0].float().cpu()  # (n, d)
+    h_new = run(m, moved, keep=("output",)).output.last_hidden_state[0].float().cpu()  # (n, d)
     return float((h_new - h_old[p]).abs().max())
 
 

@@ -45,6 +45,7 @@ from attnlab.core.extract import Attention, check_texts
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
+from attnlab.core.run import Hook, run
 
 
 def valid_group_counts(n_heads: int) -> list[int]:
@@ -88,24 +89,17 @@ def capture_queries_keys(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> tup
     """
     parts = m.layer_parts()
     recorded: dict[int, list[torch.Tensor]] = {}
-    handles = []
 
     def record(_module, _args, output):
         recorded[id(_module)].append(output.detach())
 
-    seen = set()
+    hooks = []
     for p in parts:
         for module in (p.query, p.key):
-            if id(module) not in seen:
-                seen.add(id(module))
+            if id(module) not in recorded:
                 recorded[id(module)] = []
-                handles.append(module.register_forward_hook(record))
-    try:
-        with torch.no_grad():
-            m.model(**inputs)
-    finally:
-        for h in handles:
-            h.remove()
+                hooks.append(Hook(module, record))
+    run(m, inputs, keep=(), hooks=hooks)
     used: dict[int, int] = {}
     queries, keys = [], []
     for p in parts:

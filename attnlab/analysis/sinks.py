@@ -31,12 +31,13 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from attnlab.analysis.interventions import cosine_distance, run_model, sentence_vectors, zero_values
+from attnlab.analysis.interventions import cosine_distance, pooled, sentence_vectors, zero_values
 from attnlab.analysis.norm_attention import NormAttention, norm_attention, row_shares
 from attnlab.analysis.stats import Interval, bootstrap_mean
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import run
 
 #: Kinds of token, in the order plots show them.
 KINDS = ("start", "end", "punct", "word", "other")
@@ -252,11 +253,11 @@ def sink_intervention(m: LoadedModel, texts: Sequence[str] | str, *, heads: Iter
         rows = np.arange(start, start + len(chunk))
         control = torch.tensor([_control_position(m, inputs["input_ids"][b, : int(lengths[b])], rng, chunk[b])
                                 for b in range(len(chunk))])  # (B,)
-        run = run_model(m, inputs, attentions=True)
-        base = sentence_vectors(m, inputs)  # (B, d)
+        plain = run(m, inputs, keep=("maps", "output"))  # one unchanged pass: its maps and its output
+        base = pooled(plain.output.last_hidden_state, inputs["attention_mask"])  # (B, d)
         batch_index = torch.arange(len(chunk))
         for layer in range(n_layers):
-            maps = run.attentions[layer].float()  # (B, H, T, T)
+            maps = plain.maps[layer].float()  # (B, H, T, T)
             if head_list is not None:
                 maps = maps[:, head_list]
             first = _mass_on(maps, torch.zeros_like(lengths), mask)  # (B,)

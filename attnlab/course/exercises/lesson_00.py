@@ -21,6 +21,7 @@ import torch
 from attnlab.core.language import _
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import encode, run
 from attnlab.data.examples import example_for
 from attnlab.course.exercises import NOT_YET as _NOT_YET, Feedback, check_number
 
@@ -129,11 +130,10 @@ def solution_token_count(m: LoadedModel, text: str | None = None) -> int:
 def _first_row(m: LoadedModel, text: str, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
     """Row 0 of one head's map, from a plain forward pass: ``([n], tokens)``."""
     layer, head = m.check_layer(layer), m.check_head(head)
-    enc = m.tokenizer(text, return_tensors="pt")
-    with torch.no_grad():
-        out = m.model(input_ids=enc["input_ids"].to(m.device), output_attentions=True)
-    row = out.attentions[layer][0, head, 0].float().cpu()  # (n,)
-    tokens = m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    batch = encode(m, [text])
+    maps = run(m, batch, keep=("maps",), layers=[layer]).maps[layer]  # (1, H, n, n)
+    row = maps[0, head, 0].float().cpu()  # (n,)
+    tokens = m.tokenizer.convert_ids_to_tokens(batch.input_ids[0].cpu().tolist())
     return row, tokens
 
 
