@@ -60,7 +60,7 @@ def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, anno
             for h in range(n_heads):
                 ax.text(h, l, labels.labels[l, h][:2], ha="center", va="center", fontsize=7)
     present = [n for n in LABELS if (labels.labels == n).any()]
-    ax.legend(handles=[Patch(color=COLORS[n], label=_("{label} ({count})").format(label=n, count=int((labels.labels == n).sum()))) for n in present],
+    ax.legend(handles=[Patch(color=COLORS[n], label=f"{n} ({int((labels.labels == n).sum())})") for n in present],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     ax.set_title(title or _("Head taxonomy"))
     ax.figure.tight_layout()
