@@ -44,7 +44,7 @@ def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, anno
     n_layers, n_heads = labels.shape
     index = np.vectorize(LABELS.index)(labels.labels)  # (L, H): label number of each head
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
+        _fig, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
     cmap = ListedColormap([COLORS[n] for n in LABELS])
     ax.imshow(index, cmap=cmap, vmin=-0.5, vmax=len(LABELS) - 0.5, aspect="auto")
     ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
@@ -71,7 +71,7 @@ def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = Non
     """Stacked bars: how many heads of each label sit in each layer. Returns the figure."""
     n_layers = labels.shape[0]
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
+        _fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
     bottom = np.zeros(n_layers)  # (L,)
     x = np.arange(1, n_layers + 1)
     for name, per_layer in labels.counts_by_layer().items():

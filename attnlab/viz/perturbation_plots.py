@@ -111,7 +111,7 @@ def plot_displacement_control(control: DisplacementControl) -> Figure:
     first, second = control.kinds
     panels = (("plain difference of mean changes", control.raw_gap),
               ("difference at equal displacement", control.gap))
-    lim = max(0.05, max(float(np.nanmax(np.abs(iv.estimate))) for _, iv in panels))
+    lim = max(0.05, max(float(np.nanmax(np.abs(iv.estimate))) for _title, iv in panels))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), squeeze=False, layout="constrained")
     for ax, (title, iv) in zip(axes[0], panels):
         marks = np.where(iv.above(0.0), "+", np.where(iv.below(0.0), "-", ""))  # (L, H)
