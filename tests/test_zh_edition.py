@@ -380,3 +380,48 @@ def test_course_command_refuses_an_unknown_language_before_setting_up():
     done = subprocess.run(["bash", str(ROOT / "scripts" / "course.sh"), "--lang", "fr"],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "--lang en or --lang zh" in done.stderr
+
+
+def test_the_extractor_finds_marked_templates_and_what_a_check_checked(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        'from attnlab.core.language import N_\n'
+        'WHAT = "rows sum to 1"\n'
+        'def f(n):\n'
+        '    why = N_("{n} shards are too few").format(n=n)\n'
+        '    Check.of(WHAT, passed=True)\n'
+        '    Check.of(what="a literal check", passed=False)\n', encoding="utf-8")
+    found = {m.key for m in messages.messages_in(source, tmp_path)}
+    assert found == {"{n} shards are too few", "rows sum to 1", "a literal check"}
+
+
+def test_a_reason_with_numbers_is_stored_in_english_and_shown_translated(chinese):
+    from attnlab.analysis.stats import Interval, too_few_units
+    from attnlab.course.verdicts import ClaimVerdict
+
+    language.set_language("en")
+    why = too_few_units(Interval(estimate=0.5, low=0.4, high=0.6, n=4), need=10)
+    assert why == "the interval rests on 4 resampled units; deciding needs at least 10"
+    verdict = ClaimVerdict.missing("most heads attend to themselves", why)
+    language.set_language("zh")
+    assert verdict.to_record()["numbers"]["missing"] == why  # the record stays English
+    shown = str(verdict)
+    assert "区间只基于 4 个重抽样单位" in shown and "至少需要 10 个" in shown
+    assert "resampled" not in shown and not ENGLISH_VERDICT.search(shown)
+    assert language.translated("no template fills this 3 times") == "no template fills this 3 times"
+
+
+def test_a_template_field_used_twice_must_match_the_same_text(chinese):
+    template = language.N_("from {x} to {x} and {y}")
+    assert language._pattern(template).fullmatch("from 1 to 1 and 2")
+    assert not language._pattern(template).fullmatch("from 1 to 3 and 2")
+
+
+def test_checks_show_their_result_and_what_they_checked_in_the_readers_language(chinese):
+    from attnlab.course.claims.scaling import CHECK_VARIANCE
+    from attnlab.course.checks import Check
+
+    shown = str(Check.of(CHECK_VARIANCE, passed=False, worst_relative_error=0.25))
+    assert shown.startswith("检查：") and "不通过" in shown and "方差为 1 的随机 q 和 k" in shown
+    language.set_language("en")
+    assert str(Check.of(CHECK_VARIANCE, passed=True)).startswith(f"Check: {CHECK_VARIANCE}: passed")

@@ -21,6 +21,8 @@ from typing import Callable
 import numpy as np
 from scipy import stats as _scipy_stats
 
+from attnlab.core.language import N_
+
 Statistic = Callable[[np.ndarray], "np.ndarray | float"]
 
 
@@ -235,7 +237,8 @@ def too_few_units(interval: Interval, need: int = MIN_UNITS) -> str | None:
     too narrow to decide anything: its resamples repeat the same few values.
     """
     if interval.n < need:
-        return f"the interval rests on {interval.n} resampled units; deciding needs at least {need}"
+        return N_("the interval rests on {n} resampled units; deciding needs at least {need}").format(
+            n=interval.n, need=need)
     return None
 
 
@@ -247,7 +250,8 @@ def too_small_groups(group_a, group_b, need: int = 2) -> str | None:
     """
     sizes = (np.asarray(group_a).size, np.asarray(group_b).size)
     if min(sizes) < need:
-        return f"one group is too small to compare (sizes {sizes[0]} and {sizes[1]}; each needs at least {need})"
+        return N_("one group is too small to compare (sizes {a} and {b}; each needs at least {need})").format(
+            a=sizes[0], b=sizes[1], need=need)
     return None
 
 

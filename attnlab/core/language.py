@@ -28,6 +28,8 @@ import ast
 import gettext
 import io
 import os
+import re
+import string
 import struct
 from pathlib import Path
 
@@ -36,6 +38,7 @@ LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 LANGUAGES = ("en", "zh")
 
 _state: dict[str, object] = {"lang": None, "translation": None}
+_templates: dict[str, "re.Pattern[str]"] = {}  # templates marked with N_, and the pattern of their filled-in text
 
 
 def _from_environment() -> str:
@@ -186,3 +189,56 @@ def _(message: str) -> str:
 def ngettext(singular: str, plural: str, n: int) -> str:
     """Singular or plural form of a message for count ``n``, in the current language."""
     return _translation().ngettext(singular, plural, n)
+
+
+def N_(template: str) -> str:
+    """Mark ``template`` as a message without translating it now; returns it unchanged.
+
+    For text that is stored in English and shown later, such as a verdict's
+    missing-evidence reason with numbers in it::
+
+        why = N_("the interval rests on {n} resampled units").format(n=4)   # kept in the record
+        print(translated(why))   # in Chinese: the catalogue's template, filled with the same 4
+
+    The message tools find ``N_`` literals as they find ``_`` ones.
+    """
+    if template not in _templates:
+        _templates[template] = _pattern(template)
+    return template
+
+
+def _pattern(template: str) -> "re.Pattern[str]":
+    """A regular expression matching ``template`` filled in, one named group per field."""
+    parts = []
+    for literal, name, _spec, _conv in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is not None:
+            group = re.sub(r"\W", "_", name)
+            parts.append(f"(?P={group})" if f"(?P<{group}>" in "".join(parts) else f"(?P<{group}>.+?)")
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """``template`` with each field replaced by its text in ``values`` (format specs ignored:
+    the values are already formatted)."""
+    out = []
+    for literal, name, _spec, _conv in string.Formatter().parse(template):
+        out.append(literal)
+        if name is not None:
+            out.append(values[re.sub(r"\W", "_", name)])
+    return "".join(out)
+
+
+def translated(text: str) -> str:
+    """``text`` in the current language: its catalogue entry, else, when it is a template
+    marked with :func:`N_` filled in, the template's translation filled with the same values;
+    else ``text`` itself."""
+    direct = _(text)
+    if direct != text or current_language() == "en":
+        return direct
+    for template, pattern in _templates.items():
+        match = pattern.fullmatch(text)
+        if match:
+            shown = _(template)
+            return _fill(shown, match.groupdict()) if shown != template else text
+    return text

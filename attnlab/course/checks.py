@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnlab.core.language import _
+from attnlab.core.language import _, translated
 from attnlab.core.records import to_plain
 
 PASSED = "passed"
@@ -65,4 +65,6 @@ class Check:
 def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
+    if isinstance(v, str):
+        return translated(v)
     return str(v)

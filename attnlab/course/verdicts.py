@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from attnlab.core.language import _
+from attnlab.core.language import _, translated
 from attnlab.core.records import to_plain
 
 HOLDS = "holds"
@@ -131,5 +131,5 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     if isinstance(v, str):
-        return _(v)  # a reason such as "lesson 08 was not run", when the catalogue has it
+        return translated(v)  # a reason such as "lesson 08 was not run", numbers and all, when the catalogue has it
     return str(v)

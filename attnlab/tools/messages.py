@@ -2,7 +2,8 @@
 
 Two kinds of text are shown in the reader's language:
 
-* a literal passed to ``_()`` or ``ngettext()`` from :mod:`attnlab.core.language`;
+* a literal passed to ``_()``, ``N_()`` or ``ngettext()`` from :mod:`attnlab.core.language`;
+* what a :class:`~attnlab.course.checks.Check` checked (first argument of ``Check.of``);
 * the claim of a :class:`~attnlab.course.verdicts.ClaimVerdict` (first argument,
   or ``claim=``, of ``ClaimVerdict.decide`` / ``ClaimVerdict.missing`` /
   ``ClaimVerdict(...)``), translated when the verdict is printed. A claim
@@ -21,8 +22,9 @@ from pathlib import Path
 from attnlab.core.language import catalogue
 
 PACKAGE = Path(__file__).resolve().parents[1]
-_CALLS = {"_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
+_CALLS = {"_": 1, "N_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
 _VERDICT_BUILDERS = ("decide", "missing")
+_CHECK_BUILDERS = ("of",)
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,10 @@ def _text(node: ast.AST | None, constants: dict[str, str]) -> str | None:
 def _is_verdict_builder(func: ast.AST) -> bool:
     if isinstance(func, ast.Name):
         return func.id == "ClaimVerdict"
-    return (isinstance(func, ast.Attribute) and func.attr in _VERDICT_BUILDERS
-            and isinstance(func.value, ast.Name) and func.value.id == "ClaimVerdict")
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return ((func.value.id == "ClaimVerdict" and func.attr in _VERDICT_BUILDERS)
+                or (func.value.id == "Check" and func.attr in _CHECK_BUILDERS))
+    return False
 
 
 def messages_in(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
@@ -83,7 +87,8 @@ def messages_in(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
                 plural = texts[1] if name == "ngettext" and len(texts) > 1 else None
                 out.append(Message(texts[0], f"{where}:{node.lineno}", plural))
         elif _is_verdict_builder(node.func):
-            claim = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "claim"), None)
+            claim = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg in ("claim", "what")), None)
             text = _text(claim, constants)
             if text:
                 out.append(Message(text, f"{where}:{node.lineno}"))

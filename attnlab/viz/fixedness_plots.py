@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from attnlab.core.language import _
 from attnlab.analysis.fixedness import FixednessReport
 from attnlab.core.streaming import MeanAttention
 from attnlab.viz.plot import plot_heads_grid
@@ -68,8 +69,8 @@ def _heatmap(fig, ax, values: np.ndarray, layers: Sequence[int], title: str, *, 
                     color="white" if dark else "black")
     ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
     ax.set_yticks(range(n_layers), [str(l + 1) for l in layers])
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax.set_xlabel(_("head"))
+    ax.set_ylabel(_("layer"))
     ax.set_title(title, fontsize=9)
     return fig.colorbar(im, ax=ax, shrink=0.85)
 
@@ -104,11 +105,11 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
     arrays = (real, report.control) if has_control else (real,)
     low, high = fitted_range(*arrays, *([threshold] if threshold is not None else []))
     high = min(high, 1.0)  # a share is at most 1 (rounding can put a value a hair above)
-    cbar = _heatmap(fig, axes[0, 0], real, report.layers, f"fixedness on {report.count:,} real queries",
+    cbar = _heatmap(fig, axes[0, 0], real, report.layers, _("fixedness on {n} real queries").format(n=f"{report.count:,}"),
                     cmap="magma", vmin=low, vmax=high, marks=fixed)
     if has_control:
         cbar_c = _heatmap(fig, axes[0, 1], report.control, report.layers,
-                          f"fixedness on {report.control_count:,} strings of random tokens (control)",
+                          _("fixedness on {n} strings of random tokens (control)").format(n=f"{report.control_count:,}"),
                           cmap="magma", vmin=low, vmax=high)
         level = float(np.nanmean(report.control))
         for bar in (cbar, cbar_c):
@@ -123,9 +124,9 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
     marks = []
     if threshold is not None:
         _mark_level(cbar, threshold, "-")
-        marks.append(f"solid: threshold {threshold:g}")
+        marks.append(_("solid: threshold {threshold}").format(threshold=f"{threshold:g}"))
     if has_control:
-        marks.append(f"dashed: control mean {level:.3f}")
+        marks.append(_("dashed: control mean {level}").format(level=f"{level:.3f}"))
         cbar_c.set_label(marks[-1], fontsize=7)
     if marks:
         cbar.set_label("; ".join(marks), fontsize=7)
@@ -133,10 +134,11 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
              vmin=0.0, vmax=1.0)
     notes = []
     if fixed is not None:
-        notes.append("* top left: labelled fixed")
+        notes.append(_("* top left: labelled fixed"))
     if below_control is not None and has_control:
         notes.append("* bottom left: clearly below the control")
-    fig.suptitle("Fixedness per head (colour scale fitted to the data)" + (f"; {', '.join(notes)}" if notes else ""),
+    fig.suptitle(_("Fixedness per head (colour scale fitted to the data)")
+                 + (f"; {', '.join(notes)}" if notes else ""),
                  fontsize=9)
     fig.tight_layout()
     return fig
@@ -157,21 +159,21 @@ def plot_fixedness_curve(counts: Sequence[int], per_layer: np.ndarray, fixed_sha
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(layers)))
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     for i, layer in enumerate(layers):
-        left.plot(counts, per_layer[:, i], "o-", color=colours[i], ms=3, label=f"layer {layer + 1}")
+        left.plot(counts, per_layer[:, i], "o-", color=colours[i], ms=3, label=_("layer {number}").format(number=layer + 1))
         if control_per_layer is not None:
             left.axhline(control_per_layer[i], color=colours[i], ls=":", lw=1)
     left.set_xscale("log")
-    left.set_xlabel("queries averaged")
-    left.set_ylabel("mean fixedness of the layer")
-    left.set_title("per-layer fixedness" + (" (dotted: control)" if control_per_layer is not None else ""),
+    left.set_xlabel(_("queries averaged"))
+    left.set_ylabel(_("mean fixedness of the layer"))
+    left.set_title(_("per-layer fixedness") + (_(" (dotted: control)") if control_per_layer is not None else ""),
                    fontsize=9)
     left.legend(fontsize=7, frameon=False, ncol=3, loc="best")
     right.plot(counts, fixed_share, "o-", color="black", ms=3)
     right.set_xscale("log")
     right.set_ylim(-0.02, 1.02)
-    right.set_xlabel("queries averaged")
-    right.set_ylabel("share of heads called fixed")
-    right.set_title("share of fixed heads", fontsize=9)
+    right.set_xlabel(_("queries averaged"))
+    right.set_ylabel(_("share of heads called fixed"))
+    right.set_title(_("share of fixed heads"), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -186,9 +188,10 @@ def plot_fixed_at(fixedness: np.ndarray, fixed: np.ndarray, layers: Sequence[int
             ax.text(h, l, f"{fixedness[l, h]:.2f}", ha="center", va="center", fontsize=6)
     ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
     ax.set_yticks(range(n_layers), [str(l + 1) for l in layers])
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.set_title(f"threshold {threshold:.3f}: {int(fixed.sum())} of {fixed.size} heads fixed (grey)", fontsize=9)
+    ax.set_xlabel(_("head"))
+    ax.set_ylabel(_("layer"))
+    ax.set_title(_("threshold {threshold}: {n} of {total} heads fixed (grey)").format(
+        threshold=f"{threshold:.3f}", n=int(fixed.sum()), total=fixed.size), fontsize=9)
     fig.tight_layout()
     return fig
 

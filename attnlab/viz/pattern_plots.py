@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from attnlab.core.language import _
 from attnlab.analysis.taxonomy import LABELS, HeadLabels, pick_examples, sample_texts
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
@@ -43,13 +44,13 @@ def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, anno
     n_layers, n_heads = labels.shape
     index = np.vectorize(LABELS.index)(labels.labels)  # (L, H): label number of each head
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
+        _fig, ax = plt.subplots(figsize=(0.55 * n_heads + 3.2, 0.45 * n_layers + 1.4))
     cmap = ListedColormap([COLORS[n] for n in LABELS])
     ax.imshow(index, cmap=cmap, vmin=-0.5, vmax=len(LABELS) - 0.5, aspect="auto")
     ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)])
     ax.set_yticks(range(n_layers), [str(l + 1) for l in range(n_layers)])
-    ax.set_xlabel("head (1-based)")
-    ax.set_ylabel("layer (1-based)")
+    ax.set_xlabel(_("head (1-based)"))
+    ax.set_ylabel(_("layer (1-based)"))
     ax.set_xticks(np.arange(-0.5, n_heads), minor=True)
     ax.set_yticks(np.arange(-0.5, n_layers), minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
@@ -61,7 +62,7 @@ def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, anno
     present = [n for n in LABELS if (labels.labels == n).any()]
     ax.legend(handles=[Patch(color=COLORS[n], label=f"{n} ({int((labels.labels == n).sum())})") for n in present],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
-    ax.set_title(title or "Head taxonomy")
+    ax.set_title(title or _("Head taxonomy"))
     ax.figure.tight_layout()
     return ax.figure
 
@@ -70,7 +71,7 @@ def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = Non
     """Stacked bars: how many heads of each label sit in each layer. Returns the figure."""
     n_layers = labels.shape[0]
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
+        _fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * n_layers + 2.5), 3.2))
     bottom = np.zeros(n_layers)  # (L,)
     x = np.arange(1, n_layers + 1)
     for name, per_layer in labels.counts_by_layer().items():
@@ -79,10 +80,10 @@ def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = Non
         ax.bar(x, per_layer, bottom=bottom, color=COLORS[name], label=name, edgecolor="white")
         bottom += per_layer
     ax.set_xticks(x)
-    ax.set_xlabel("layer (1-based)")
-    ax.set_ylabel("heads")
+    ax.set_xlabel(_("layer (1-based)"))
+    ax.set_ylabel(_("heads"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
-    ax.set_title(title or "Head labels by layer")
+    ax.set_title(title or _("Head labels by layer"))
     ax.figure.tight_layout()
     return ax.figure
 
@@ -122,7 +123,7 @@ def plot_pattern_zoo(m: LoadedModel, labels: HeadLabels, text: str | None = None
         axes[0, c].tick_params(labelsize=7)
         plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reasons[l, h], 44))
         axes[1, c].title.set_fontsize(7)
-    fig.suptitle(f"Pattern zoo of {m.name}: the clearest head of each type (heatmap, line view)")
+    fig.suptitle(_("Pattern zoo of {model}: the clearest head of each type (heatmap, line view)").format(model=m.name))
     fig.tight_layout()
     return fig
 

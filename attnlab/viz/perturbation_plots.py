@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from attnlab.core.language import _
 from attnlab.analysis.compare import FOLLOWER_MARGIN, SPACES, DisplacementControl, ExampleMaps, PerturbationStudy
 from attnlab.core.checks import check_index
 from attnlab.viz.fonts import cjk_font_for
@@ -56,9 +57,9 @@ def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | Non
             if k != "original":
                 title += ("\n" if title else "") + f"p{ex.position[k][layer, h]:.2f} t{ex.token[k][layer, h]:.2f}"
             ax.set_title(title, fontsize=7)
-    _shared_colorbar(fig, axes.ravel(), "attention weight")
-    fig.suptitle(f"Layer {layer + 1}: every head, four queries (p = position-space, t = token-space similarity "
-                 "to the original, compared word by word)", fontsize=9)
+    _shared_colorbar(fig, axes.ravel(), _("attention weight"))
+    fig.suptitle(_("Layer {number}: every head, four queries (p = position-space, t = token-space similarity "
+                   "to the original, compared word by word)").format(number=layer + 1), fontsize=9)
     return fig
 
 
@@ -76,7 +77,7 @@ def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | No
             plot_layer_head_map(maps[(k, space)], ax=axes[r, c], title=f"{k}, {space} space", vmin=0, vmax=top,
                                 fontsize=6, colorbar=False)
     _shared_colorbar(fig, axes.ravel(), "change of the map (1 - similarity), one scale for all panels")
-    fig.suptitle(f"Sensitivity (1 - similarity) over {study.n_queries} queries", fontsize=10)
+    fig.suptitle(_("Sensitivity (1 - similarity) over {n} queries").format(n=study.n_queries), fontsize=10)
     return fig
 
 
@@ -92,12 +93,12 @@ def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float =
     marks = [[{"position": "P", "content": "C"}.get(x, "") for x in row] for row in labels]
     ax = plot_layer_head_map(gap, cmap="coolwarm", vmin=-lim, vmax=lim, marks=marks, colorbar=False)
     bar = ax.figure.colorbar(ax.images[0], ax=ax, fraction=0.046, pad=0.04,
-                             label=f"position-space minus token-space similarity\n(between the lines, +-{margin:g}: "
-                                   "band where no head is labelled)")
+                             label=_("position-space minus token-space similarity\n(between the lines, +-{margin}: "
+                                     "band where no head is labelled)").format(margin=f"{margin:g}"))
     for edge in (-margin, margin):
         bar.ax.axhline(edge, color="black", linewidth=1.0)
-    ax.set_title(f"under '{kind}' damage: P = position-follower (interval above +{margin:g}), "
-                 f"C = content-follower (below -{margin:g})", fontsize=8)
+    ax.set_title(_("under '{kind}' damage: P = position-follower (interval above +{margin}), "
+                   "C = content-follower (below -{margin})").format(kind=kind, margin=f"{margin:g}"), fontsize=8)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -110,15 +111,17 @@ def plot_displacement_control(control: DisplacementControl) -> Figure:
     first, second = control.kinds
     panels = (("plain difference of mean changes", control.raw_gap),
               ("difference at equal displacement", control.gap))
-    lim = max(0.05, max(float(np.nanmax(np.abs(iv.estimate))) for _, iv in panels))
+    lim = max(0.05, max(float(np.nanmax(np.abs(iv.estimate))) for _title, iv in panels))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), squeeze=False, layout="constrained")
     for ax, (title, iv) in zip(axes[0], panels):
         marks = np.where(iv.above(0.0), "+", np.where(iv.below(0.0), "-", ""))  # (L, H)
         plot_layer_head_map(iv.estimate, ax=ax, cmap="coolwarm", vmin=-lim, vmax=lim, marks=marks.tolist(),
                             title=title, fontsize=6, colorbar=False)
-    _shared_colorbar(fig, axes[0], f"{first} minus {second} change (1 - similarity)")
+    _shared_colorbar(fig, axes[0], _("{first} minus {second} change (1 - similarity)").format(
+        first=first, second=second))
     d = control.mean_displacement
-    fig.suptitle(f"{first} vs {second} damage, {control.space} space; mean displacement {d[first]:.2f} vs "
-                 f"{d[second]:.2f} token positions ({control.n_queries} queries; +/-: interval above/below 0)",
-                 fontsize=9)
+    fig.suptitle(_("{first} vs {second} damage, {space} space; mean displacement {d_first} vs "
+                   "{d_second} token positions ({n} queries; +/-: interval above/below 0)").format(
+        first=first, second=second, space=control.space, d_first=f"{d[first]:.2f}", d_second=f"{d[second]:.2f}",
+        n=control.n_queries), fontsize=9)
     return fig

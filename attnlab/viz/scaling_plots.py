@@ -13,15 +13,16 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from attnlab.core.language import N_, _
 from attnlab.analysis.stats import Interval
 from attnlab.scratch.scaling import ModelScalingStats, SaturationCurve
 from attnlab.viz.plot import plot_curves
 
 #: (field of SaturationCurve / ModelScalingStats, axis label, panel title)
 SOFTMAX_MEASURES = (
-    ("entropy", "entropy (nats)", "row entropy"),
-    ("max_weight", "largest weight", "largest weight in the row"),
-    ("grad_norm", "softmax Jacobian norm", "gradient through the softmax"),
+    ("entropy", N_("entropy (nats)"), N_("row entropy")),
+    ("max_weight", N_("largest weight"), N_("largest weight in the row")),
+    ("grad_norm", N_("softmax Jacobian norm"), N_("gradient through the softmax")),
 )
 
 
@@ -45,25 +46,26 @@ def plot_variance(d_ks: Sequence[int], measured: Sequence["Interval | float"], *
     d = np.asarray(d_ks, dtype=float)
     est, low, high = (np.asarray(v, dtype=float) for v in zip(*(_bounds(m) for m in measured)))
     fig, (ax, ratio_ax) = plt.subplots(1, 2, figsize=(10.5, 3.8))
-    ax.plot(d, d, ls="--", color="0.35", lw=1.5, label="theory: var = d_k", zorder=1)
+    ax.plot(d, d, ls="--", color="0.35", lw=1.5, label=_("theory: var = d_k"), zorder=1)
     ax.errorbar(d, est, yerr=[est - low, high - est], fmt="o", ms=8, mfc="none", mew=1.8, color="C3",
-                capsize=3, label="measured var(q.k)", zorder=3)
+                capsize=3, label=_("measured var(q.k)"), zorder=3)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("d_k")
-    ax.set_ylabel("variance of q.k")
-    ax.set_title(title or "variance of q.k against d_k", fontsize=10)
+    ax.set_ylabel(_("variance of q.k"))
+    ax.set_title(title or _("variance of q.k against d_k"), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    ratio_ax.axhline(1.0, ls="--", color="0.35", lw=1.5, label="theory: ratio = 1", zorder=1)
+    ratio_ax.axhline(1.0, ls="--", color="0.35", lw=1.5, label=_("theory: ratio = 1"), zorder=1)
     if tolerance is not None:
-        ratio_ax.axhspan(1 - tolerance, 1 + tolerance, color="0.85", zorder=0, label=f"within {tolerance:.0%} of d_k")
+        ratio_ax.axhspan(1 - tolerance, 1 + tolerance, color="0.85", zorder=0, label=_("within {tolerance} of d_k").format(
+            tolerance=f"{tolerance:.0%}"))
     ratio_ax.errorbar(d, est / d, yerr=[(est - low) / d, (high - est) / d], fmt="o", ms=7, color="C3", capsize=3,
-                      label="measured / d_k (95% interval)", zorder=3)
+                      label=_("measured / d_k (95% interval)"), zorder=3)
     ratio_ax.set_xscale("log", base=2)
     ratio_ax.set_xlabel("d_k")
-    ratio_ax.set_ylabel("measured var(q.k) / d_k")
-    ratio_ax.set_title("the same, divided by the theory", fontsize=10)
+    ratio_ax.set_ylabel(_("measured var(q.k) / d_k"))
+    ratio_ax.set_title(_("the same, divided by the theory"), fontsize=10)
     ratio_ax.grid(True, alpha=0.3)
     ratio_ax.legend(fontsize=8)
     fig.tight_layout()
@@ -99,7 +101,7 @@ def plot_saturation(unscaled: SaturationCurve, scaled: SaturationCurve,
         ylabel, title = labels[name]
         plot_curves(unscaled.d_ks, {"without scaling": getattr(unscaled, name),
                                     "with 1/sqrt(d_k)": getattr(scaled, name)},
-                    xlabel="d_k", ylabel=ylabel, logx=True, ax=ax, title=title)
+                    xlabel="d_k", ylabel=_(ylabel), logx=True, ax=ax, title=_(title))
         if name == "entropy":
             ax.axhline(math.log(unscaled.n_keys), color="grey", ls=":", lw=1)
     if suptitle:
@@ -118,8 +120,8 @@ def plot_model_scaling(stats: ModelScalingStats):
     layers = list(range(1, len(stats.entropy_scaled) + 1))
     fig, axes = plt.subplots(1, len(SOFTMAX_MEASURES), figsize=(14, 3.6))
     for ax, (name, ylabel, title) in zip(axes, SOFTMAX_MEASURES):
-        plot_curves(layers, {"scaled (the model)": getattr(stats, f"{name}_scaled"),
-                             "unscaled": getattr(stats, f"{name}_unscaled")},
-                    xlabel="layer", ylabel=ylabel, ax=ax, title=title)
+        plot_curves(layers, {_("scaled (the model)"): getattr(stats, f"{name}_scaled"),
+                             _("unscaled"): getattr(stats, f"{name}_unscaled")},
+                    xlabel=_("layer"), ylabel=_(ylabel), ax=ax, title=_(title))
     fig.tight_layout()
     return fig

@@ -59,6 +59,7 @@ from attnlab.analysis.stats import (
     too_few_units,
     too_small_groups,
 )
+from attnlab.core.language import N_
 from attnlab.core.models import ARTICLE_MODEL
 from attnlab.course.verdicts import ClaimVerdict
 
@@ -257,7 +258,8 @@ def verdict_flat_means_varying(report: FixednessReport, *, threshold: float = FI
     flat-looking head there is nothing to judge; with too few shards, "cannot tell"."""
     flat = report.sharpness < FLAT_THRESHOLD  # (L, H)
     if not flat.any():
-        return ClaimVerdict.missing(CLAIM_FLAT, f"no head has a flat mean map (sharpness < {FLAT_THRESHOLD})")
+        return ClaimVerdict.missing(CLAIM_FLAT, N_("no head has a flat mean map (sharpness < {threshold})").format(
+            threshold=FLAT_THRESHOLD))
     share = label_share(report, VARYING, flat, threshold=threshold)
     labels = head_labels(report, threshold=threshold)
     numbers = dict(share.numbers(), flat_heads=int(flat.sum()), varying_share=share.interval.estimate,
@@ -286,12 +288,13 @@ def verdict_article_head_groups(report: FixednessReport, *, seed: int = 0) -> Cl
     is "cannot tell" (not applicable), whatever the numbers.
     """
     if not is_article_model(report.model_name):
-        return ClaimVerdict.missing(CLAIM_GROUPS, f"not applicable: head numbers are specific to "
-                                                  f"{ARTICLE_MODEL} (this run: {report.model_name or 'unnamed'})")
+        return ClaimVerdict.missing(CLAIM_GROUPS, N_("not applicable: head numbers are specific to "
+                                                     "{article} (this run: {model})").format(
+            article=ARTICLE_MODEL, model=report.model_name or "unnamed"))
     n_heads = report.fixedness.shape[1]
     if n_heads <= max(ARTICLE_FIXED_HEADS + ARTICLE_VARYING_HEADS):
-        return ClaimVerdict.missing(CLAIM_GROUPS, f"the article's head numbers need 12 heads per layer, "
-                                                  f"this run has {n_heads}")
+        return ClaimVerdict.missing(CLAIM_GROUPS, N_("the article's head numbers need 12 heads per layer, "
+                                                     "this run has {heads}").format(heads=n_heads))
     rows = [i for i, layer in enumerate(report.layers) if layer < ARTICLE_LAYERS]
     if not rows:
         return ClaimVerdict.missing(CLAIM_GROUPS, "none of layers 1-4 was averaged")
@@ -357,7 +360,8 @@ def verdict_last_layer_all_fixed(report: FixednessReport, *, reading: str = "mod
     else:
         layer, among = ARTICLE_LAYERS - 1, list(range(ARTICLE_LAYERS))
         if any(l not in report.layers for l in among):
-            return ClaimVerdict.missing(claim, f"layers 1-{ARTICLE_LAYERS} were not all averaged")
+            return ClaimVerdict.missing(claim, N_("layers 1-{last} were not all averaged").format(
+                last=ARTICLE_LAYERS))
     row = report.layers.index(layer)
     in_layer = np.zeros(report.fixedness.shape, dtype=bool)
     in_layer[row] = True

@@ -36,6 +36,7 @@ import numpy as np
 from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_share_above, side_of, too_few_units
 from attnlab.core.checks import check_index
+from attnlab.core.language import N_
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head "changes clearly" when the lower end of its position-space sensitivity
@@ -130,7 +131,7 @@ def verdict_few_heads_change(study: PerturbationStudy, *, threshold: float = CHA
     "cannot tell"), and, for comparison, the share of heads that change clearly."""
     kinds = [k for k in ("lexical", "syntactic") if k in study.kinds]
     if not kinds:
-        return ClaimVerdict.missing(CLAIM_FEW_CHANGE, f"no lexical or syntactic damage was run (have {study.kinds})")
+        return ClaimVerdict.missing(CLAIM_FEW_CHANGE, N_("no lexical or syntactic damage was run (have {kinds})").format(kinds=study.kinds))
     shares = {k: changing_share(study, k, threshold=threshold, **boot) for k in kinds}
     shares["content"] = content_share(study, "both" if "both" in study.kinds else kinds[-1], margin=margin, **boot)
     counts = {k: word_counts(change_labels(study, k, threshold=threshold, **boot)) for k in kinds}
@@ -175,7 +176,7 @@ def verdict_lexical_only_heads_exist(study: PerturbationStudy, *, threshold: flo
     syntactic damage or clearly not under lexical damage); cannot tell otherwise."""
     missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
     if missing:
-        return ClaimVerdict.missing(CLAIM_LEXICAL_ONLY, f"{' and '.join(missing)} damage was not run")
+        return ClaimVerdict.missing(CLAIM_LEXICAL_ONLY, _not_run(missing))
     clear, possible = lexical_only_heads(study, threshold=threshold, space=space, **boot)
     shown = [f"L{l + 1} H{h + 1}" for l, h in np.argwhere(clear)[:8]]
     return ClaimVerdict.decide(
@@ -183,6 +184,13 @@ def verdict_lexical_only_heads_exist(study: PerturbationStudy, *, threshold: flo
         clear_heads=int(clear.sum()), possible_heads=int(possible.sum()), heads=int(clear.size),
         first_clear=", ".join(shown), threshold=threshold, space=space, queries=study.n_queries,
     )
+
+
+def _not_run(missing: list[str]) -> str:
+    """Why a claim that needs both kinds of damage cannot be decided (stored in English, shown translated)."""
+    reasons = {("lexical",): N_("lexical damage was not run"), ("syntactic",): N_("syntactic damage was not run"),
+               ("lexical", "syntactic"): N_("lexical and syntactic damage was not run")}
+    return reasons[tuple(missing)]
 
 
 def is_article_model(name: str) -> bool:
@@ -213,11 +221,12 @@ def verdict_article_heads(study: PerturbationStudy, layer: int, *, threshold: fl
     claim = _claim_for(reading, CLAIM_ARTICLE_HEADS, CLAIM_ARTICLE_HEADS_LAST)
     if not is_article_model(study.model_name):
         return ClaimVerdict.missing(
-            claim, f"not applicable: head numbers name the article's heads only in {ARTICLE_MODEL}, "
-                   f"this run is on {study.model_name or 'an unnamed model'}")
+            claim, N_("not applicable: head numbers name the article's heads only in {article}, "
+                      "this run is on {model}").format(article=ARTICLE_MODEL,
+                                                       model=study.model_name or "an unnamed model"))
     missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
     if missing:
-        return ClaimVerdict.missing(claim, f"{' and '.join(missing)} damage was not run")
+        return ClaimVerdict.missing(claim, _not_run(missing))
     layer, ivs = _layer_intervals(study, layer, **boot)
     both, lex_only = ARTICLE_HEAD_LEXICAL_AND_SYNTACTIC, ARTICLE_HEAD_LEXICAL_ONLY
     low = {k: np.asarray(iv.low)[layer] for k, iv in ivs.items()}  # (H,) each
@@ -255,7 +264,7 @@ def verdict_layer_pattern(study: PerturbationStudy, layer: int, *, threshold: fl
     claim = _claim_for(reading, CLAIM_LAYER_PATTERN, CLAIM_LAYER_PATTERN_LAST)
     missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
     if missing:
-        return ClaimVerdict.missing(claim, f"{' and '.join(missing)} damage was not run")
+        return ClaimVerdict.missing(claim, _not_run(missing))
     layer, ivs = _layer_intervals(study, layer, **boot)
     lex = np.asarray(side_of(ivs["lex"], threshold))[layer]  # (H,)
     syn = np.asarray(side_of(ivs["syn"], threshold))[layer]
@@ -302,7 +311,8 @@ def verdict_lexical_beyond_displacement(control: DisplacementControl, *, margin:
     """
     if control.kinds != ("lexical", "syntactic"):
         return ClaimVerdict.missing(CLAIM_BEYOND_DISPLACEMENT,
-                                    f"the control compares {control.kinds}, not ('lexical', 'syntactic')")
+                                    N_("the control compares {kinds}, not ('lexical', 'syntactic')").format(
+                                        kinds=control.kinds))
     gap = control.gap
     above = np.asarray(gap.above(margin))
     below = np.asarray(gap.below(margin))

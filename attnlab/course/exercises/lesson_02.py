@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attnlab.core.language import _
 from attnlab.core.checks import check_positive_int
 from attnlab.core.models import LoadedModel
 from attnlab.course.exercises import Feedback, check_choice, check_number
@@ -24,11 +25,11 @@ def check_qk_variance(m: LoadedModel, answer: Any, d_k: int = 128) -> Feedback:
     measurement so the student sees the prediction hold.
     """
     d_k = check_positive_int(d_k, "d_k")
-    verdict = check_number(answer, float(d_k), rel=0.02, what=f"var(q.k) for d_k={d_k}",
-                           hint="each of the d_k products has variance 1 and they add up.")
+    verdict = check_number(answer, float(d_k), rel=0.02, what=_("var(q.k) for d_k={d_k}").format(d_k=d_k),
+                           hint=_("each of the d_k products has variance 1 and they add up."))
     if verdict:  # show the measurement only after a right prediction
         measured = dot_product_variance(d_k, n_samples=4000, seed=7)
-        verdict.message += f" (measured on 4000 random pairs: {measured:.1f})"
+        verdict.message += _(" (measured on 4000 random pairs: {measured})").format(measured=f"{measured:.1f}")
     return verdict
 
 
@@ -38,8 +39,9 @@ def solution_qk_variance(m: LoadedModel | None = None, d_k: int = 128) -> float:
 
 def check_scale_factor(m: LoadedModel, answer: Any) -> Feedback:
     """By what number does the running model divide q . k before the softmax?"""
-    return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what="scale divisor",
-                        hint=f"it is sqrt of one head's width (this model: head width {m.head_dim}).")
+    return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what=_("scale divisor"),
+                        hint=_("it is sqrt of one head's width (this model: head width {width}).").format(
+                            width=m.head_dim))
 
 
 def solution_scale_factor(m: LoadedModel) -> float:
@@ -52,9 +54,11 @@ def check_saturation_direction(m: LoadedModel, answer: Any) -> Feedback:
     curve = saturation_curve([8, 512], scaled=False, n_rows=300, seed=3)
     expected = "rise" if curve.max_weight[1] > curve.max_weight[0] else "fall"
     if answer is None:
-        return Feedback(False, "no answer yet: set answer to 'rise' or 'fall'.", expected)
-    verdict = check_choice(answer, expected, what="direction", hint="bigger scores make softmax pick one winner.")
-    verdict.message += f" (measured max weight {curve.max_weight[0]:.2f} at d_k=8, {curve.max_weight[1]:.2f} at d_k=512)"
+        return Feedback(False, _("no answer yet: set answer to 'rise' or 'fall'."), expected)
+    verdict = check_choice(answer, expected, what=_("direction"),
+                           hint=_("bigger scores make softmax pick one winner."))
+    verdict.message += _(" (measured max weight {small} at d_k=8, {large} at d_k=512)").format(
+        small=f"{curve.max_weight[0]:.2f}", large=f"{curve.max_weight[1]:.2f}")
     return verdict
 
 

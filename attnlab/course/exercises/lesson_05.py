@@ -15,6 +15,7 @@ import random
 from collections import Counter
 from typing import Any
 
+from attnlab.core.language import _
 from attnlab.analysis.taxonomy import LABELS, HeadLabels, classify_heads, default_survey
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
@@ -51,7 +52,8 @@ def quiz_head(m: LoadedModel, seed: int = 0, *, show: bool = True) -> tuple[int,
     layer, head = rng.choice(labels.heads(rng.choice(present)))
     if show:
         s = labels.stats.head(layer, head)
-        print(f"Quiz head: layer {layer + 1}, head {head + 1} (0-based: layer={layer}, head={head})")
+        print(_("Quiz head: layer {number}, head {head_number} (0-based: layer={layer}, head={head})").format(
+            number=layer + 1, head_number=head + 1, layer=layer, head=head))
         for key in ("self_mass", "prev_mass", "next_mass", "cls_mass", "sep_mass", "punct_mass",
                     "segment_mass", "entropy", "uniform_entropy", "confidence", "argmax_offset", "offset_share"):
             v = s[key]
@@ -71,14 +73,16 @@ def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feed
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Feedback(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+        return Feedback(False, _("answer with one of: {labels} (got {answer!r}).").format(
+            labels=", ".join(LABELS), answer=answer), None)
     labels = _labels(m)
     truth = labels[layer, head]
     if answer.strip().lower() == truth:
         return Feedback(True, f"{truth!r}: {labels.reasons[layer, head]}.", truth)
-    return Feedback(False, f"{answer!r} is not it. Go through the rules in order: positional masses "
-                   "(>= 0.5) or the argmax offset share (>= 0.9), then [CLS]+[SEP] (>= 0.6), then "
-                   "own-sentence mass, then entropy relative to uniform (>= 0.8).", None)
+    return Feedback(False, _("{answer!r} is not it. Go through the rules in order: positional masses "
+                             "(>= 0.5) or the argmax offset share (>= 0.9), then [CLS]+[SEP] (>= 0.6), then "
+                             "own-sentence mass, then entropy relative to uniform (>= 0.8).").format(answer=answer),
+                    None)
 
 
 def solution_head_label(m: LoadedModel, layer: int, head: int) -> tuple[str, str]:
@@ -102,9 +106,9 @@ def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     expected = solution_cls_mass(m, layer, head, text)
-    verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what="[CLS] mass",
-                           hint="Take the head's [n, n] map, keep the [CLS] column (index 0) and "
-                                "average it over the rows.")
+    verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what=_("[CLS] mass"),
+                           hint=_("Take the head's [n, n] map, keep the [CLS] column (index 0) and "
+                                  "average it over the rows."))
     if not verdict.correct:
         verdict.expected = None
     return verdict
@@ -127,14 +131,17 @@ def check_layer_majority(m: LoadedModel, answer: Any, layer: int) -> Feedback:
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Feedback(False, f"answer with one of: {', '.join(LABELS)} (got {answer!r}).", None)
+        return Feedback(False, _("answer with one of: {labels} (got {answer!r}).").format(
+            labels=", ".join(LABELS), answer=answer), None)
     counts = Counter(_labels(m).labels[layer].tolist())
     top = max(counts.values())
     winners = sorted(name for name, c in counts.items() if c == top)
     if answer.strip().lower() in winners:
-        return Feedback(True, f"{answer!r} has {top} of {m.n_heads} heads in layer {layer + 1}.", winners)
-    return Feedback(False, f"{answer!r} has {counts.get(answer.strip().lower(), 0)} heads in layer {layer + 1}; "
-                   "count the labels in that row of the taxonomy map.", None)
+        return Feedback(True, _("{answer!r} has {top} of {heads} heads in layer {number}.").format(
+            answer=answer, top=top, heads=m.n_heads, number=layer + 1), winners)
+    return Feedback(False, _("{answer!r} has {count} heads in layer {number}; "
+                             "count the labels in that row of the taxonomy map.").format(
+        answer=answer, count=counts.get(answer.strip().lower(), 0), number=layer + 1), None)
 
 
 def solution_layer_majority(m: LoadedModel, layer: int) -> list[str]:

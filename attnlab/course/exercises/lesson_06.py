@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.core.language import _
 from attnlab.analysis.compare import PerturbationStudy, perturbation_study
 from attnlab.analysis.perturb import example_perturbations, token_permutation
 from attnlab.core.models import LoadedModel
@@ -34,9 +35,9 @@ def check_token_permutation(m: LoadedModel, answer: Any, kind: str = "syntactic"
     if answer is None:
         return Feedback(False, _NOT_YET)
     expected = solution_token_permutation(m, kind)
-    return check_array(answer, expected, atol=0, what="your permutation",
-                       hint="Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
-                            "text holds the old token answer[i].")
+    return check_array(answer, expected, atol=0, what=_("your permutation"),
+                       hint=_("Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
+                              "text holds the old token answer[i]."))
 
 
 def solution_most_sensitive_head(m: LoadedModel, kind: str = "lexical",
@@ -52,8 +53,8 @@ def check_most_sensitive_head(m: LoadedModel, answer: Any, kind: str = "lexical"
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_head(answer, solution_most_sensitive_head(m, kind, study),
-                      hint="Look for the largest value in study.sensitivity(kind, 'position').estimate "
-                           "(indices are 0-based).")
+                      hint=_("Look for the largest value in study.sensitivity(kind, 'position').estimate "
+                             "(indices are 0-based)."))
 
 
 def solution_position_follower_share(m: LoadedModel, study: PerturbationStudy | None = None,
@@ -68,6 +69,6 @@ def check_position_follower_share(m: LoadedModel, answer: Any, study: Perturbati
     if answer is None:
         return Feedback(False, _NOT_YET)
     expected = solution_position_follower_share(m, study, kind)
-    return check_number(answer, expected, rel=0.0, abs_tol=0.011, what="your share",
-                        hint="Count the heads labelled 'position' by study.followers() and divide by "
-                             "the number of heads.")
+    return check_number(answer, expected, rel=0.0, abs_tol=0.011, what=_("your share"),
+                        hint=_("Count the heads labelled 'position' by study.followers() and divide by "
+                               "the number of heads."))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnlab.core.language import _
 from attnlab.course.figures import FigureContext, figure
 from attnlab.course.claims.scaling import VARIANCE_TOLERANCE
 from attnlab.scratch.scaling import saturation_curve, variance_interval
@@ -19,7 +20,7 @@ def qk_variance(ctx: FigureContext):
     n = ctx.pick(20_000, 3_000)
     measured = [variance_interval(d, n_samples=n, n_boot=ctx.pick(1000, 200)) for d in D_KS]
     return plot_variance(D_KS, measured, tolerance=VARIANCE_TOLERANCE,
-                         title=f"var(q.k) grows like d_k ({n} pairs each)")
+                         title=_("var(q.k) grows like d_k ({n} pairs each)").format(n=n))
 
 
 @figure("softmax_saturation", lesson=LESSON,
@@ -29,4 +30,4 @@ def softmax_saturation(ctx: FigureContext):
     rows = ctx.pick(1000, 200)
     unscaled = saturation_curve(D_KS, scaled=False, n_rows=rows)
     scaled = saturation_curve(D_KS, scaled=True, n_rows=rows)
-    return plot_saturation(unscaled, scaled, suptitle="Without scaling the softmax saturates as d_k grows")
+    return plot_saturation(unscaled, scaled, suptitle=_("Without scaling the softmax saturates as d_k grows"))

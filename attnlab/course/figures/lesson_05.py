@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnlab.core.language import _
 from attnlab.analysis.taxonomy import HeadLabels, classify_heads, sample_texts, survey_stats, survey_texts
 from attnlab.viz.pattern_plots import plot_example_lines, plot_pattern_zoo, plot_taxonomy
 
@@ -25,7 +26,8 @@ def _labels(ctx: FigureContext) -> HeadLabels:
         caption="Every head of the model labelled with its attention pattern, decided by its statistics")
 def taxonomy_map(ctx: FigureContext):
     labels = _labels(ctx)
-    return plot_taxonomy(labels, title=f"Head taxonomy of {ctx.model.name} ({labels.stats.n_texts} inputs)")
+    return plot_taxonomy(labels, title=_("Head taxonomy of {model} ({n} inputs)").format(
+        model=ctx.model.name, n=labels.stats.n_texts))
 
 
 @figure("pattern_zoo", lesson=LESSON,

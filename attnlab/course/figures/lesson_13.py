@@ -3,6 +3,7 @@ scoreboard, mean-map replacement cost against fixedness, and heads replaced toge
 
 from __future__ import annotations
 
+from attnlab.core.language import _
 from attnlab.analysis.faithfulness import Scoreboard, scoreboard
 from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves, mean_map_replacement, replace_together
 from attnlab.analysis.norm_attention import norm_attention
@@ -68,7 +69,7 @@ def raw_vs_norm_maps(ctx: FigureContext):
     layer = shared_profile(ctx).sink_layer()
     na = norm_attention(m, with_question_mark(m, [example_for(m)]))
     return plot_raw_vs_norm(na.weights[0, layer].mean(dim=0).numpy(), na.combined[0, layer].numpy(), na.tokens[0],
-                            title=f"layer {layer + 1}, heads combined")
+                            title=_("layer {number}, heads combined").format(number=layer + 1))
 
 
 @figure("faithfulness_scoreboard", lesson=LESSON,
