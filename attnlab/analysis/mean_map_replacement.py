@@ -38,7 +38,7 @@ import torch
 
 from attnlab.analysis.interventions import cosine_distance, replace_maps, sentence_vectors
 from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correlation,
-                                    permutation_correlation_within)
+                                    permutation_correlation_within, side_of)
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
@@ -153,14 +153,11 @@ class MapReplacement:
         """``(L, H)``: each head's mean cost with its interval over texts."""
         return bootstrap_mean(self.cost, seed=seed)
 
-    def head_labels(self, share: float = TOLERANCE_SHARE, *, seed: int = 0) -> np.ndarray:
-        """``(L, H)`` labels from each head's interval: ``"cheap"`` (interval below the tolerance),
-        ``"costly"`` (above it) or ``"cannot tell"`` (it straddles the tolerance)."""
-        tol, costs = self.tolerance(share), self.head_intervals(seed=seed)
-        labels = np.full(self.fixedness.shape, "cannot tell", dtype=object)
-        labels[np.asarray(costs.high) < tol] = "cheap"
-        labels[np.asarray(costs.low) > tol] = "costly"
-        return labels
+    def head_sides(self, share: float = TOLERANCE_SHARE, *, seed: int = 0) -> np.ndarray:
+        """``(L, H)`` ints from each head's cost interval against the tolerance:
+        :data:`~attnlab.analysis.stats.BELOW` (cheap), :data:`~attnlab.analysis.stats.ABOVE`
+        (costly) or :data:`~attnlab.analysis.stats.STRADDLES`; the course names them."""
+        return np.asarray(side_of(self.head_intervals(seed=seed), self.tolerance(share)))
 
     def cheap_share(self, share: float = TOLERANCE_SHARE, *, seed: int = 0) -> Interval:
         """Share of heads whose mean cost alone is within the tolerance, interval from resampling texts."""

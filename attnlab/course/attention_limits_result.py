@@ -122,7 +122,7 @@ class AttentionLimitsResult(Record):
             view_rho_deleted=board.intervals("deleted"),
             view_ranking_deleted=board.ranking("deleted"),
             papa_within_rho=replacement.within_layer_rho(),
-            papa_labels=replacement.head_labels().tolist(),
+            papa_labels=claims.replacement_head_labels(replacement).tolist(),
             together_fractions=together.fractions,
             together_fixed_first=together.fixed_first.mean(axis=0),
             together_reverse=together.reverse.mean(axis=0),

@@ -44,7 +44,7 @@ import numpy as np
 from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
-from attnlab.analysis.stats import Interval, bootstrap_mean, too_few_units
+from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_mean, too_few_units
 from attnlab.course.claims.sensitivity import sensitivity_rows
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
@@ -275,8 +275,18 @@ def verdict_mean_map_stands_in(replacement: MapReplacement) -> ClaimVerdict:
 def head_label_counts(replacement: MapReplacement, share: float = TOLERANCE_SHARE) -> dict[str, int]:
     """How many heads are "cheap", "costly" and "cannot tell" when replaced alone (each head's
     interval over texts against the tolerance)."""
-    labels = replacement.head_labels(share)
-    return {word: int((labels == word).sum()) for word in ("cheap", "costly", "cannot tell")}
+    labels = replacement_head_labels(replacement, share)
+    return {word: int((labels == word).sum()) for word in ("cheap", "costly", UNSURE)}
+
+
+def replacement_head_labels(replacement: MapReplacement, share: float = TOLERANCE_SHARE) -> np.ndarray:
+    """``(L, H)`` words: "cheap" (cost interval below the tolerance), "costly" (above it) or
+    "cannot tell" (it straddles the tolerance), each head replaced alone."""
+    sides = replacement.head_sides(share)
+    words = np.full(sides.shape, UNSURE, dtype=object)
+    words[sides == BELOW] = "cheap"
+    words[sides == ABOVE] = "costly"
+    return words
 
 
 # --------------------------------------------------------------------------- mean maps, heads together

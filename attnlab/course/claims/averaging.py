@@ -61,7 +61,7 @@ from attnlab.analysis.stats import (
 )
 from attnlab.core.language import N_
 from attnlab.core.models import ARTICLE_MODEL
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head counts as "fixed" when the mean map explains at least half of what its rows say
 #: (its whole interval of fixedness at or above this), "varying" when its whole interval is below.
@@ -86,7 +86,7 @@ GROUPS_PERMUTATIONS = 5000
 LAST_MOST_FIXED_SHARE = 0.95
 
 #: The per-head labels.
-FIXED, VARYING, UNSURE_LABEL, UNIFORM = "fixed", "varying", "cannot tell", "uniform"
+FIXED, VARYING, UNSURE_LABEL, UNIFORM = "fixed", "varying", UNSURE, "uniform"
 LABELS = (FIXED, VARYING, UNSURE_LABEL, UNIFORM)
 
 #: The source article's head groups (0-based head indices) in its layers 1-4.

@@ -52,7 +52,7 @@ from attnlab.course.lesson_results import (
     PruningResult,
 )
 from attnlab.core.language import _
-from attnlab.course.verdicts import FAILS, HOLDS, ClaimVerdict, combine
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
 
 CLAIMS = {
     1: "most heads learn a fixed pattern; only a few capture lexical or syntactic information",
@@ -214,12 +214,12 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                                                "three-way labels (run lesson 08 again)")
     fixed = averaging.fixed_share
     labels = np.asarray(perturbation.follower_labels, dtype=object)
-    content = share_interval(labels == CONTENT_LABEL, labels == "cannot tell")
+    content = share_interval(labels == CONTENT_LABEL, labels == UNSURE)
     kinds = np.asarray(averaging.labels, dtype=object).ravel().tolist()
     table = fixed_vs_followers(averaging, perturbation)
     numbers = {"estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
                "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
-               **{f"{kind} (lesson 08 heads)": kinds.count(kind) for kind in ("fixed", "varying", "cannot tell",
+               **{f"{kind} (lesson 08 heads)": kinds.count(kind) for kind in ("fixed", "varying", UNSURE,
                                                                                "uniform")},
                "most means more than": most,
                "content followers (lesson 06)": content.estimate, "content low": content.low,
