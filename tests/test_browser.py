@@ -151,20 +151,51 @@ _STATE = """() => {
   const code = w.content.widgets.filter(c => c.model.type === 'code');
   const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   return {
-    done: code.every(c => c.model.executionCount !== null) && !!kernel && kernel.status === 'idle',
     errors: code.filter(c => c.model.outputs.toJSON().some(o => o.output_type === 'error')).map(c => c.model.id),
+    ran: code.filter(c => c.model.executionCount !== null).length,
+    cells: code.length,
+    idle: !!kernel && kernel.status === 'idle',
   };
 }"""
 
 
-def _run_all(page, base: str, token: str, path: str) -> dict:
-    page.goto(f"{base}/lab/tree/{path}?token={token}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                           "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000)
+_RUN_ALL = """() => {
+  const app = window.jupyterapp;
+  const w = app.shell.currentWidget;
+  app.shell.activateById(w.id);  // run-all acts on the notebook that has the focus
+  return app.commands.execute('notebook:run-all-cells');
+}"""
+
+#: how long the kernel may stay idle with cells left unrun before the run counts as stopped
+STALLED_S = 60
+
+
+def _run_all(page, base: str, token: str, path: str, workspace: str) -> dict:
+    """Open ``path`` in a workspace of its own (nothing restored from another test), Run All Cells, and
+    return the notebook's state once every cell ran, one raised an error (JupyterLab stops there), or
+    the kernel sat idle with cells left unrun for STALLED_S."""
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?reset&token={token}")
+    page.wait_for_function("(p) => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext "
+                           "&& window.jupyterapp.shell.currentWidget.context.path === p", arg=path, timeout=60_000)
     page.evaluate(_READY)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    page.wait_for_function(f"({_STATE})().done", timeout=RUN_TIMEOUT_S * 1000, polling=500)
-    return page.evaluate(_STATE)
+    page.evaluate(_RUN_ALL)
+    deadline, idle_since = time.time() + RUN_TIMEOUT_S, None
+    while True:
+        state = page.evaluate(_STATE)
+        if state["idle"] and (state["ran"] == state["cells"] or state["errors"]):
+            return state
+        idle_since = (idle_since or time.time()) if state["idle"] else None
+        if idle_since and time.time() - idle_since > STALLED_S:
+            pytest.fail(f"the kernel is idle but only {state['ran']} of {state['cells']} cells ran: {state}")
+        if time.time() > deadline:
+            pytest.fail(f"Run All did not finish within {RUN_TIMEOUT_S} s: {state}")
+        time.sleep(0.5)
+
+
+def _shut_down_kernel(page) -> None:
+    """Stop the notebook's kernel, so a finished test leaves no kernel holding memory and CPU."""
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
 
 
 def _explorer_image(page) -> str:
@@ -195,7 +226,7 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             page.route("**/*", guard)
             page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: console_errors.append(str(e)))
-            state = _run_all(page, base, token, path)
+            state = _run_all(page, base, token, path, workspace=f"test-{edition}")
             assert state["errors"] == [], f"cells with an error output: {state['errors']}"
 
             # widgets: DOM views, not "VBox(children=...)" or a load error
@@ -227,6 +258,7 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             else:
                 assert not CJK.search(markdown) and "Claim:" in text
             assert not re.search(r"\b(does not hold|cannot tell)\b", text if edition == "zh" else "")
+            _shut_down_kernel(page)
         finally:
             browser.close()
     assert off_machine == [], f"requests left 127.0.0.1: {off_machine}"
