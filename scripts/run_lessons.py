@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client import KernelManager
 from nbclient import NotebookClient
+
+from attnlab.tools.lesson_runner import local_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,10 +40,7 @@ def _peak_rss_mb(pid: int, stop: threading.Event, out: list[float]) -> None:
 
 def run(path: Path, out_dir: Path) -> tuple[float, float]:
     book = nbformat.read(str(path), as_version=4)
-    # local IPC sockets: nothing listens on the network, and the kernel has no reason to warn
-    sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-")) / "kernel"
-    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets))
-    client = NotebookClient(book, km=km, timeout=3600, kernel_name="python3",
+    client = NotebookClient(book, km=local_kernel(), timeout=3600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.time()
     peak: list[float] = []

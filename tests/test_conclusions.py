@@ -422,7 +422,7 @@ def test_lesson_12_runs_when_lesson_06_labels_every_head_alike(tmp_path, monkeyp
     from pathlib import Path
 
     import nbformat
-    from nbclient import NotebookClient
+    from attnlab.tools.lesson_runner import execute_notebook
 
     import attnlab as al
 
@@ -437,8 +437,7 @@ def test_lesson_12_runs_when_lesson_06_labels_every_head_alike(tmp_path, monkeyp
                    rec.diversity(), rec.head_count(regroup=regroup), rec.pruning(**shape)]:
         results.save(RESULT_NAMES[type(record)], record, model=m)
     book = nbformat.read(str(root / "notebooks" / "12_conclusions.ipynb"), as_version=4)
-    NotebookClient(book, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(root / "notebooks")}}).execute()
+    execute_notebook(book, root / "notebooks")
     text = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
     assert "cannot compare" in text and "too small to compare" in text
     assert "conclusion 6 (both halves): cannot tell" in text

@@ -19,6 +19,7 @@ import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES
+from attnlab.tools.lesson_runner import execute_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -68,7 +69,6 @@ def seed_earlier_lessons(folder: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
     import nbformat
-    from nbclient import NotebookClient
 
     results_dir = tmp_path / "results"  # this lesson's own, empty at the start
     monkeypatch.setenv("ATTNLAB_SMOKE", "1")
@@ -77,9 +77,7 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
     if path.stem == "12_conclusions":
         seed_earlier_lessons(results_dir)
     book = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(book, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
-    client.execute()
+    execute_notebook(book, ROOT / "notebooks")
     if path.stem == "12_conclusions":
         saved = [c for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source]
         text = "".join(o.get("text", "") for c in saved for o in c.outputs)

@@ -286,7 +286,7 @@ PRINTS_NOT_YET_TRANSLATED = {"02_why_scale", "05_reading_heatmaps", "06_perturba
 @pytest.mark.notebooks
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, monkeypatch):
-    from nbclient import NotebookClient
+    from attnlab.tools.lesson_runner import execute_notebook
 
     from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
 
@@ -300,8 +300,7 @@ def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, mon
     if lesson.name == "12_conclusions":
         seed_earlier_lessons(results_dir)
     book = nbformat.read(str(lesson.chinese), as_version=4)
-    NotebookClient(book, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(lesson.chinese.parent)}}).execute()
+    execute_notebook(book, lesson.chinese.parent)
     english = []
     for cell in book.cells:
         for out in cell.get("outputs", []):

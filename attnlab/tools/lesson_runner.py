@@ -7,6 +7,7 @@ to recompute the evidence a student has not produced yet.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from attnlab.core.models import LoadedModel
@@ -32,12 +33,30 @@ def model_setting(m: LoadedModel) -> str:
     return m.path or m.name
 
 
+def local_kernel():
+    """A kernel manager whose kernel talks over local IPC sockets, not TCP ports: nothing listens on the
+    network, and kernels started at the same moment by other runs on the machine cannot pick the same
+    ports and answer each other's requests."""
+    from jupyter_client import KernelManager  # comes with nbclient (the "dev" extra)
+
+    sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-")) / "kernel"
+    return KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets))
+
+
+def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
+    """Run every cell of ``book`` (an nbformat notebook, filled with outputs in place) in a fresh local
+    kernel whose working folder is ``folder``."""
+    from nbclient import NotebookClient
+
+    NotebookClient(book, km=local_kernel(), timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+
+
 def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     """Execute ``notebooks/<name>.ipynb`` headless with the same model, run mode and
     results folder as this process, so that it saves its results for this run."""
     # nbformat and nbclient come with the course's "dev" extra; only re-running a lesson needs them
     import nbformat
-    from nbclient import NotebookClient
 
     folder = notebooks_dir()
     if folder is None or not (folder / f"{name}.ipynb").exists():
@@ -48,8 +67,7 @@ def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     os.environ["ATTNLAB_RESULTS"] = str(results.results_dir().resolve())
     os.environ["MPLBACKEND"] = "Agg"
     try:
-        NotebookClient(book, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(folder)}}).execute()
+        execute_notebook(book, folder, timeout=timeout)
     finally:
         for key, value in before.items():
             if value is None:
