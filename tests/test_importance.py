@@ -81,6 +81,76 @@ def test_gradient_matches_finite_differences(request, which, kind):
     np.testing.assert_allclose(np.linalg.norm(normed, axis=1), 1.0, rtol=1e-9)
 
 
+def _hand_gated_loss(m, gates, loss_of):
+    """``loss_of()`` with every head's slice of the output projection's input scaled by
+    ``gates[layer, head]``, through hooks written here (independent of attnlab.core.gates)."""
+    d = m.head_dim
+
+    def scale(layer):
+        def hook(_module, args):
+            return (args[0] * gates[layer].repeat_interleave(d).to(args[0].dtype),)  # (B, T, H * d)
+
+        return hook
+
+    handles = [part.output.register_forward_pre_hook(scale(l)) for l, part in enumerate(m.layer_parts())]
+    try:
+        return loss_of()
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _hand_importance(m, losses) -> np.ndarray:
+    """``sum_b |dL_b/dxi| * n_b / N`` over ``(loss_of, n_b)`` pairs, by autograd on hand-made gates."""
+    total, n = np.zeros((m.n_layers, m.n_heads)), 0
+    for loss_of, size in losses:
+        gates = torch.ones(m.n_layers, m.n_heads, dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(_hand_gated_loss(m, gates, loss_of), gates)
+        total += np.abs(grad.numpy()) * size
+        n += size
+    return total / n
+
+
+def test_mlm_importance_equals_a_hand_written_loop_with_the_raw_model(tiny_mlm64):
+    m = tiny_mlm64
+    objective = make_objective(m, TEXTS, kind="mlm", batch_size=2, seed=1)  # batches of 2, 2 and 1
+    mlm = mlm_model(m)
+
+    def mlm_loss(batch):
+        def loss_of():
+            logits = mlm(**batch["inputs"]).logits  # (B, T, V), the raw masked-LM model
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                     batch["labels"].reshape(-1), ignore_index=-100)
+
+        return loss_of
+
+    expected = _hand_importance(m, [(mlm_loss(b), n) for b, n in zip(objective.batches, objective.sizes)])
+    assert expected.max() > 1e-6
+    np.testing.assert_allclose(head_importance(m, objective, normalize=False), expected, rtol=1e-7, atol=1e-12)
+
+
+def test_contrastive_importance_equals_a_hand_written_loop_with_the_raw_model(tiny_plain64):
+    m = tiny_plain64
+    rng = random.Random(3)
+    losses = []
+    for chunk in (TEXTS[:2], TEXTS[2:]):  # batch_size 2: the lone fifth text joins the second batch
+        views = [perturbed_view(t, rng) for t in chunk]
+        enc = m.tokenizer(chunk + views, padding=True, return_tensors="pt")  # tokenised here
+
+        def loss_of(enc=enc, n=len(chunk)):
+            hidden = m.model(**enc).last_hidden_state  # (2n, T, D), the raw encoder
+            mask = enc["attention_mask"][..., None].double()  # (2n, T, 1)
+            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)  # (2n, D)
+            sims = importance.CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (n, n)
+            return -torch.log_softmax(sims, dim=1).diagonal().mean()
+
+        losses.append((loss_of, len(chunk)))
+    expected = _hand_importance(m, losses)
+    assert expected.max() > 1e-6
+    got = head_importance(m, TEXTS, normalize=False, kind="contrastive", batch_size=2, seed=3)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-12)
+
+
 def test_importance_averages_absolute_batch_gradients(tiny_plain64):
     objective = make_objective(tiny_plain64, TEXTS, batch_size=2)  # batches of 2 and 3 (a lone text is merged)
     assert objective.sizes == [2, 3]

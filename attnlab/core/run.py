@@ -386,7 +386,10 @@ def run(
             (default: the deepest layer kept when ``"output"`` is not kept, else
             run to the end).
         hooks: extra :class:`Hook` objects, installed for this pass only.
-        model: the module to run instead of ``m.model`` (e.g. an int8 copy with the same structure).
+        model: the module to run instead of ``m.model``: a copy with the same structure (an
+            int8 copy), or a module that contains ``m.model`` itself (the masked-LM model of
+            :func:`attnlab.core.models.load_masked_lm`), whose maps and hidden states are
+            then recorded on ``m.model`` inside it.
         precision: ``"fp32"``, ``"tf32"`` or ``"bf16"`` (autocast); the int8 copy comes via ``model``.
         grad: keep the autograd graph (default: inference mode, no graph).
 
@@ -409,17 +412,18 @@ def run(
             raise ValueError("keep='output' needs the full pass: leave stop_after_layer=None")
     inputs = batch.inputs if isinstance(batch, Encoded) else batch
     model = m.model if model is None else model
+    root = m.model if model is not m.model and _contains(model, m.model) else model  # where the layers are
     cache = Cache()
     hidden_layers = ({0} if layers is None else set()) | {l + 1 for l in chosen} if want_hidden else set()
     rec = _Recorder(cache, set(chosen) if want_maps else set(), hidden_layers, stop_after_layer,
                     stop_on_maps=not want_hidden)
     own = [Hook(model, rec.reset, pre=True)]
     if want_maps or (stop_after_layer is not None and not want_hidden):
-        own += [Hook(p, rec.on_attention) for p in dict.fromkeys(attention_module_paths(m))]
+        own += [Hook(root.get_submodule(p), rec.on_attention) for p in dict.fromkeys(attention_module_paths(m))]
     if want_hidden:
-        own += [Hook(p, rec.on_layer) for p in dict.fromkeys(layer_module_paths(m))]
+        own += [Hook(root.get_submodule(p), rec.on_layer) for p in dict.fromkeys(layer_module_paths(m))]
         if 0 in hidden_layers:
-            own.append(Hook(_same_module(model, m, embedding_module(m)), rec.on_embeddings))
+            own.append(Hook(_same_module(root, m, embedding_module(m)), rec.on_embeddings))
     grad_mode = contextlib.nullcontext() if grad else torch.inference_mode()
     with installed(model, own + list(hooks)), grad_mode, precision_context(precision, m.device):
         try:
@@ -436,6 +440,11 @@ def run(
                 "the model must use eager attention (load it with attnlab.load_model)."
             )
     return cache
+
+
+def _contains(model: torch.nn.Module, part: torch.nn.Module) -> bool:
+    """Whether ``part`` is one of ``model``'s submodules (the module itself, not a copy)."""
+    return any(mod is part for mod in model.modules())
 
 
 def _same_module(model: torch.nn.Module, m: LoadedModel, module: torch.nn.Module) -> torch.nn.Module:
