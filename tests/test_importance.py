@@ -26,6 +26,7 @@ from attnlab.analysis.importance import (
 )
 from attnlab.analysis.stats import correlation
 from attnlab.core.gates import gate_heads
+from attnlab.core.memo import is_memoized, models_held
 from attnlab.tools.testing import save_tiny_model
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
@@ -225,11 +226,11 @@ def test_mlm_model_is_found_once_and_leaves_the_model_untouched(tmp_path):
     assert first is not None and mlm_model(m) is first  # cached, not loaded again
     assert vars(m) == fields_before  # the cache is not kept on the model
     assert getattr(first, first.base_model_prefix) is m.model  # the encoder is shared, so gates apply
-    key = id(m)
-    assert key in importance._MLM_MODELS
+    assert is_memoized(m, "masked_lm", ())
+    held = models_held()
     del m, first
     gc.collect()
-    assert key not in importance._MLM_MODELS  # released with its model
+    assert models_held() == held - 1  # released with its model
 
 
 def test_torch_threads_restores_the_setting():

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -68,6 +67,7 @@ from tqdm.auto import tqdm
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts, iter_attention_batches
+from attnlab.core.memo import memo
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
 from attnlab.core.models import LoadedModel, load_masked_lm
 from attnlab.core.run import encode, run
@@ -202,19 +202,10 @@ class Objective:
         return total / self.n_texts
 
 
-#: masked-LM model of each loaded model, found once: ``id(m)`` -> model or None.
-#: An entry is dropped when its :class:`LoadedModel` is garbage-collected.
-_MLM_MODELS: dict[int, Any] = {}
-
-
 def mlm_model(m: LoadedModel) -> Any | None:
-    """:func:`attnlab.core.models.load_masked_lm` of ``m``, found once per loaded model and
-    kept in this module's cache while ``m`` lives (``m`` itself is not modified)."""
-    key = id(m)
-    if key not in _MLM_MODELS:
-        _MLM_MODELS[key] = load_masked_lm(m)
-        weakref.finalize(m, _MLM_MODELS.pop, key, None)
-    return _MLM_MODELS[key]
+    """:func:`attnlab.core.models.load_masked_lm` of ``m``, loaded once per model and run mode
+    (:func:`attnlab.core.memo.memo`) and dropped with ``m`` (``m`` itself is not modified)."""
+    return memo(m, "masked_lm", (), lambda: load_masked_lm(m))
 
 
 def _mask_tokens(m: LoadedModel, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> tuple[dict, torch.Tensor]:
