@@ -160,7 +160,7 @@ def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]]) -> Iterator[torch
     Example::
 
         with al.mask_heads(m, [(0, 6)]):
-            out = m.model(**m.encode(["how do you play chess"]))
+            att = al.attention(m, ["how do you play chess"])
     """
     gates = gates_for(m, heads)
     with gate_heads(m, gates) as g:

@@ -47,6 +47,7 @@ from transformers.utils import logging as hf_logging
 from attnlab.core import config, hub
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
+from attnlab.core.inputs import encode
 from attnlab.core import multilingual
 from attnlab.core.language import _
 from attnlab.core.manifest import KitError, verify_folder
@@ -140,15 +141,14 @@ class LoadedModel:
         return check_index(head, self.n_heads, "head")
 
     def encode(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, torch.Tensor]:
-        """Tokenize a batch, padded, as tensors on the model's device.
+        """Tokenize a batch, padded, as tensors on the model's device (the lessons' shorthand).
 
         Returns ``input_ids``/``attention_mask`` (and ``token_type_ids`` where
         the model has segments), each ``(B, T)``. No validation: use
-        :func:`attnlab.core.extract.check_texts` first. A thin alias of
-        :func:`attnlab.core.run.encode` (the one tokeniser call).
+        :func:`attnlab.core.extract.check_texts` first. The same call as
+        ``attnlab.core.run.encode(m, texts, pairs).inputs`` (the one tokeniser
+        call, :mod:`attnlab.core.inputs`), which the package itself uses.
         """
-        from attnlab.core.run import encode  # deferred: core.run imports this module
-
         return encode(self, texts, pairs).inputs
 
     def layer_parts(self) -> list[LayerParts]:
