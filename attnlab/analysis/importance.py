@@ -67,8 +67,8 @@ from tqdm.auto import tqdm
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts, iter_attention_batches
-from attnlab.core.memo import memo
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
+from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm
 from attnlab.core.run import encode, run
 
