@@ -3,8 +3,8 @@ per model, run mode and arguments, and hands the same object back afterwards.
 
 Lessons, exercises and figures reuse bulk results (a survey of every head, a
 mean over thousands of queries, the masked-LM head) without computing them
-again. Every such cache of the package is this one, so three rules hold
-everywhere:
+again. Every cache of such results in the package is this one, so three rules
+hold everywhere:
 
 * **model identity**: entries belong to one :class:`~attnlab.core.models.LoadedModel`
   object (not its name, not ``id()`` alone, which Python reuses once an object
@@ -13,6 +13,14 @@ everywhere:
   entry, since the sizes behind a result differ;
 * **lifetime**: a model's entries go when the model is garbage-collected (the
   store holds only a weak reference to it).
+
+(Look-ups of a module's structure, which do not depend on the run mode, keep
+their own weak tables on the torch module: the attention module paths of
+:mod:`attnlab.core.run` and the int8 copies of :mod:`attnlab.core.fast`.)
+
+A result that itself holds the model (e.g. an ``Objective`` of
+:mod:`attnlab.analysis.importance`) would keep the model alive: memoize
+results made of numbers and arrays.
 
 Typical use::
 
