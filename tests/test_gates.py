@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.core.gates import gate_heads, gates_for, mask_heads
+from attnlab.core.gates import gate_heads, gate_hook_specs, gates_for, mask_heads
+from attnlab.core.run import Hook, encode, run
 
 TEXTS = ["how do you play chess", "what is the best game"]
 
@@ -148,3 +149,53 @@ def test_bad_input(tiny_en):
     with pytest.raises(ValueError, match=r"\[2, 12\]"):
         with gate_heads(tiny_en, torch.ones(3, 12)):
             pass
+
+
+def test_gate_specs_in_one_run_scale_the_slice_and_leave_no_hook(tiny_en):
+    m = tiny_en
+    layer, head, d = 0, 5, m.head_dim
+    dense = m.layer_parts()[layer].output
+    store, handles = _capture(dense)
+    hooks = _n_hooks(m)  # the capture hooks included
+    try:
+        gates = torch.ones(m.n_layers, m.n_heads)
+        gates[layer, head] = 0.25
+        run(m, encode(m, TEXTS), keep=("output",), hooks=gate_hook_specs(m, gates))
+        got, context = store["output"], store["input"]  # the capture runs before the gate: ungated input
+        assert _n_hooks(m) == hooks  # removed after the pass
+        run(m, encode(m, TEXTS), keep=("output",))  # and the next pass is ungated
+        ungated = store["output"]
+    finally:
+        for h in handles:
+            h.remove()
+    with torch.no_grad():
+        scaled = context.clone()
+        scaled[..., head * d : (head + 1) * d] *= 0.25  # the head's slice, by hand
+        torch.testing.assert_close(got, scaled @ dense.weight.T + dense.bias, rtol=0, atol=1e-5)
+        torch.testing.assert_close(ungated, context @ dense.weight.T + dense.bias, rtol=0, atol=1e-5)
+    assert not torch.allclose(got, ungated, atol=1e-5)
+
+
+def test_gate_specs_are_removed_when_the_pass_raises(tiny_en):
+    m = tiny_en
+    hooks = _n_hooks(m)
+    before = _last_hidden(m)
+
+    def explode(_module, _args, _output):
+        raise RuntimeError("boom")
+
+    specs = gate_hook_specs(m, gates_for(m, [(1, 2)])) + [Hook(m.layer_parts()[1].output, explode)]
+    with pytest.raises(RuntimeError, match="boom"):
+        run(m, encode(m, TEXTS), keep=("output",), hooks=specs)
+    assert _n_hooks(m) == hooks
+    torch.testing.assert_close(_last_hidden(m), before, rtol=0, atol=0)
+
+
+def test_gate_heads_removes_its_hooks_when_the_body_raises(tiny_en):
+    hooks = _n_hooks(tiny_en)
+    gates = torch.ones(tiny_en.n_layers, tiny_en.n_heads, requires_grad=True)
+    with pytest.raises(RuntimeError, match="boom"):
+        with gate_heads(tiny_en, gates) as inside:
+            assert inside is gates and _n_hooks(tiny_en) > hooks
+            raise RuntimeError("boom")
+    assert _n_hooks(tiny_en) == hooks

@@ -26,6 +26,7 @@ from attnlab.analysis.importance import (
 )
 from attnlab.analysis.stats import correlation
 from attnlab.core.gates import gate_heads
+from attnlab.core.memo import is_memoized, models_held
 from attnlab.tools.testing import save_tiny_model
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
@@ -79,6 +80,76 @@ def test_gradient_matches_finite_differences(request, which, kind):
     np.testing.assert_allclose(raw, np.abs(fd), rtol=1e-5, atol=1e-10)
     normed = head_importance(m, objective)
     np.testing.assert_allclose(np.linalg.norm(normed, axis=1), 1.0, rtol=1e-9)
+
+
+def _hand_gated_loss(m, gates, loss_of):
+    """``loss_of()`` with every head's slice of the output projection's input scaled by
+    ``gates[layer, head]``, through hooks written here (independent of attnlab.core.gates)."""
+    d = m.head_dim
+
+    def scale(layer):
+        def hook(_module, args):
+            return (args[0] * gates[layer].repeat_interleave(d).to(args[0].dtype),)  # (B, T, H * d)
+
+        return hook
+
+    handles = [part.output.register_forward_pre_hook(scale(l)) for l, part in enumerate(m.layer_parts())]
+    try:
+        return loss_of()
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _hand_importance(m, losses) -> np.ndarray:
+    """``sum_b |dL_b/dxi| * n_b / N`` over ``(loss_of, n_b)`` pairs, by autograd on hand-made gates."""
+    total, n = np.zeros((m.n_layers, m.n_heads)), 0
+    for loss_of, size in losses:
+        gates = torch.ones(m.n_layers, m.n_heads, dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(_hand_gated_loss(m, gates, loss_of), gates)
+        total += np.abs(grad.numpy()) * size
+        n += size
+    return total / n
+
+
+def test_mlm_importance_equals_a_hand_written_loop_with_the_raw_model(tiny_mlm64):
+    m = tiny_mlm64
+    objective = make_objective(m, TEXTS, kind="mlm", batch_size=2, seed=1)  # batches of 2, 2 and 1
+    mlm = mlm_model(m)
+
+    def mlm_loss(batch):
+        def loss_of():
+            logits = mlm(**batch["inputs"]).logits  # (B, T, V), the raw masked-LM model
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                     batch["labels"].reshape(-1), ignore_index=-100)
+
+        return loss_of
+
+    expected = _hand_importance(m, [(mlm_loss(b), n) for b, n in zip(objective.batches, objective.sizes)])
+    assert expected.max() > 1e-6
+    np.testing.assert_allclose(head_importance(m, objective, normalize=False), expected, rtol=1e-7, atol=1e-12)
+
+
+def test_contrastive_importance_equals_a_hand_written_loop_with_the_raw_model(tiny_plain64):
+    m = tiny_plain64
+    rng = random.Random(3)
+    losses = []
+    for chunk in (TEXTS[:2], TEXTS[2:]):  # batch_size 2: the lone fifth text joins the second batch
+        views = [perturbed_view(t, rng) for t in chunk]
+        enc = m.tokenizer(chunk + views, padding=True, return_tensors="pt")  # tokenised here
+
+        def loss_of(enc=enc, n=len(chunk)):
+            hidden = m.model(**enc).last_hidden_state  # (2n, T, D), the raw encoder
+            mask = enc["attention_mask"][..., None].double()  # (2n, T, 1)
+            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)  # (2n, D)
+            sims = importance.CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (n, n)
+            return -torch.log_softmax(sims, dim=1).diagonal().mean()
+
+        losses.append((loss_of, len(chunk)))
+    expected = _hand_importance(m, losses)
+    assert expected.max() > 1e-6
+    got = head_importance(m, TEXTS, normalize=False, kind="contrastive", batch_size=2, seed=3)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-12)
 
 
 def test_importance_averages_absolute_batch_gradients(tiny_plain64):
@@ -155,11 +226,11 @@ def test_mlm_model_is_found_once_and_leaves_the_model_untouched(tmp_path):
     assert first is not None and mlm_model(m) is first  # cached, not loaded again
     assert vars(m) == fields_before  # the cache is not kept on the model
     assert getattr(first, first.base_model_prefix) is m.model  # the encoder is shared, so gates apply
-    key = id(m)
-    assert key in importance._MLM_MODELS
+    assert is_memoized(m, "masked_lm", ())
+    held = models_held()
     del m, first
     gc.collect()
-    assert key not in importance._MLM_MODELS  # released with its model
+    assert models_held() == held - 1  # released with its model
 
 
 def test_torch_threads_restores_the_setting():

@@ -123,3 +123,71 @@ def test_each_layer_imports_cleanly(layer):
     import importlib
 
     importlib.import_module(f"attnlab.{layer}")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports (also inside functions), read statically.
+
+    ``from attnlab.core import config`` counts as an import of ``attnlab.core.config``; a
+    module importing its own package (``attnlab.core`` from ``attnlab.core.run``) or the
+    top-level ``attnlab`` is not counted.
+    """
+    paths = {module_name(p): p for p in modules()}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for here, path in paths.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here.split(".") if path.name == "__init__.py" else here.split(".")[:-1]
+                prefix = (".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+                          if node.level else node.module or "")
+                targets = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+            else:
+                continue
+            graph[here] |= {t for t in targets if t in paths and t not in (here, "attnlab")
+                            and not here.startswith(t + ".")}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle ``[a, b, ..., a]`` through each module that lies on one (depth-first search)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" afterwards
+    cycles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in state:
+            continue
+        path, stack = [start], [iter(sorted(graph[start]))]
+        state[start] = "open"
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = "done"
+                stack.pop()
+            elif state.get(nxt) == "open":
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                state[nxt] = "open"
+                path.append(nxt)
+                stack.append(iter(sorted(graph[nxt])))
+    return cycles
+
+
+def test_no_module_imports_itself_in_a_circle():
+    """Also within a layer: e.g. core.models must not import core.run, which imports core.models."""
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_sees_a_cycle(tmp_path, monkeypatch):
+    fake = tmp_path / "attnlab"
+    (fake / "core").mkdir(parents=True)
+    for d in (fake, fake / "core"):
+        (d / "__init__.py").write_text("")
+    (fake / "core" / "a.py").write_text("from attnlab.core import b\n")
+    (fake / "core" / "b.py").write_text("def f():\n    from attnlab.core.a import g  # deferred: hides the cycle\n")
+    (fake / "core" / "c.py").write_text("from . import a\nfrom attnlab.core.a import f\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    graph = import_graph()
+    assert graph["attnlab.core.c"] == {"attnlab.core.a"}
+    assert import_cycles(graph) == [["attnlab.core.a", "attnlab.core.b", "attnlab.core.a"]]

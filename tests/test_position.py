@@ -15,6 +15,7 @@ from scipy.stats import spearmanr
 import attnlab as al
 from attnlab.analysis import perturb, position, stats
 from attnlab.core import position as core_position
+from attnlab.core.run import Hook, encode, run
 from attnlab.tools.testing import ARCHITECTURES
 
 TEXT = {"en": "how do you play chess", "zh": "王者荣耀怎么玩"}
@@ -135,6 +136,36 @@ def test_mean_and_shuffle_controls_by_hand(tiny_en):
     with pytest.raises(ValueError, match="how"):
         with core_position.replace_positions(tiny_en, "random"):
             pass
+
+
+@pytest.mark.parametrize("arch", ["bert", "albert"])
+def test_position_specs_in_one_run_drop_the_position_term_and_leave_no_hook(tiny_factory, arch):
+    m = tiny_factory(arch, "en")
+    batch = encode(m, [TEXT["en"]])
+    hooks = _hook_count(m.model)
+    with torch.no_grad():
+        expected = _manual_embedding_without_positions(m, batch.inputs)  # (1, n, e), by hand
+    cache = run(m, batch, keep=("hidden",), stop_after_layer=0, hooks=core_position.position_hook_specs(m, "zero"))
+    assert _hook_count(m.model) == hooks
+    with torch.no_grad():
+        first_layer_input = m.model(**batch.inputs, output_hidden_states=True).hidden_states[0]
+        emb = m.model.base_model.embeddings
+        kwargs = {k: v for k, v in batch.inputs.items() if k in ("input_ids", "token_type_ids")}
+        plain = emb(**kwargs)  # the next pass has its positions back
+    assert not torch.allclose(plain, expected, atol=1e-3)
+    if arch == "bert":  # hidden state 0 is the embeddings themselves
+        assert torch.allclose(cache.hidden[0], expected, atol=1e-5)
+        assert torch.equal(first_layer_input, plain)
+
+    def explode(_module, _args, _output):
+        raise RuntimeError("boom")
+
+    specs = core_position.position_hook_specs(m, "shuffle", seed=1) + [Hook(m.layer_parts()[0].query, explode)]
+    with pytest.raises(RuntimeError, match="boom"):
+        run(m, batch, keep=("output",), hooks=specs)
+    assert _hook_count(m.model) == hooks
+    with pytest.raises(ValueError, match="how"):
+        core_position.position_hook_specs(m, "random")
 
 
 def test_attention_changes_and_stays_valid(tiny_factory):

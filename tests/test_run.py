@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnlab.core.models import load_masked_lm, load_model
 from attnlab.core.run import Hook, attention_module_paths, encode, encode_ids, layer_module_paths, run
-from attnlab.tools.testing import ARCHITECTURES
+from attnlab.tools.testing import ARCHITECTURES, save_tiny_model
 
 from same_length import same_length_texts
 
@@ -108,6 +109,21 @@ def test_an_extra_hook_changes_the_pass_and_is_removed_even_after_an_error(tiny_
     assert torch.equal(again, plain)
 
 
+def test_run_records_the_encoder_inside_a_masked_lm_model(tmp_path):
+    folder = save_tiny_model(tmp_path / "mlm", n_layers=2, n_heads=2, hidden=8, mlm_head=True, seed=5)
+    m = load_model(str(folder), verbose=False)
+    mlm = load_masked_lm(m)
+    texts = ["how do you play chess", "why"]
+    enc, out = reference(m, texts)
+    with torch.no_grad():
+        logits = mlm(**enc).logits  # (B, T, V), transformers' own pass
+    cache = run(m, encode(m, texts), model=mlm, keep=("maps", "output"))
+    assert torch.equal(cache.output.logits, logits)
+    assert all(torch.equal(cache.maps[l], out.attentions[l]) for l in range(2))
+    hidden = run(m, encode(m, texts), model=mlm, keep=("hidden",), layers=[0])
+    assert torch.equal(hidden.hidden[1], out.hidden_states[1])
+
+
 def test_run_refuses_what_it_cannot_keep(tiny_en):
     batch = encode(tiny_en, ["chess"])
     with pytest.raises(ValueError, match="keep"):
@@ -141,8 +157,8 @@ def raw_model_calls() -> list[str]:
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr in ("register_forward_hook", "register_forward_pre_hook"):
                 found.append(f"{rel}:{node.lineno} {f.attr}")
-            elif isinstance(f, ast.Attribute) and f.attr == "model" and isinstance(f.value, ast.Name):
-                found.append(f"{rel}:{node.lineno} {f.value.id}.model(...)")
+            elif isinstance(f, ast.Attribute) and f.attr == "model":
+                found.append(f"{rel}:{node.lineno} {ast.unparse(f.value)}.model(...)")
     return found
 
 
@@ -150,25 +166,17 @@ def test_the_raw_call_finder_sees_a_raw_call(tmp_path, monkeypatch):
     fake = tmp_path / "attnlab" / "analysis"
     fake.mkdir(parents=True)
     (fake / "bad.py").write_text("def f(m, x):\n    h = m.model.encoder.register_forward_hook(print)\n"
+                                 "    y = self._m.model(**x)\n"
                                  "    return m.model(**x)\n")
+    (fake / "good.py").write_text("def f(m, x):\n    return run(m, x, model=m.model)\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path / "attnlab")
     assert raw_model_calls() == ["attnlab/analysis/bad.py:2 register_forward_hook",
-                                 "attnlab/analysis/bad.py:3 m.model(...)"]
+                                 "attnlab/analysis/bad.py:3 self._m.model(...)",
+                                 "attnlab/analysis/bad.py:4 m.model(...)"]
 
 
-#: modules that still run the model themselves (to be moved onto attnlab.core.run)
-NOT_YET_MIGRATED = ("attnlab/analysis/importance.py",)
-
-
-def test_no_other_module_runs_the_model_itself():
-    """Only the modules of NOT_YET_MIGRATED may still call the model raw or install hooks outside core."""
-    others = [o for o in raw_model_calls() if o.split(":")[0] not in NOT_YET_MIGRATED]
-    assert not others, "run the model through attnlab.core.run:\n" + "\n".join(others)
-
-
-@pytest.mark.xfail(reason="analysis/importance.py still calls the masked-LM model itself", strict=True)
 def test_only_core_runs_the_model():
-    """Every analysis runs the model through attnlab.core.run. The one offender left is
-    analysis/importance.py (a raw ``m.model(...)`` call, beside its own masked-LM loader)."""
+    """Every analysis runs the model through attnlab.core.run: no raw ``m.model(...)`` call and
+    no hook installed outside core."""
     offenders = raw_model_calls()
     assert not offenders, "run the model through attnlab.core.run:\n" + "\n".join(offenders)

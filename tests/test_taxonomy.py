@@ -19,6 +19,7 @@ from attnlab.analysis.taxonomy import (
     survey_text_sums,
     survey_texts,
 )
+from attnlab.core.memo import forget, is_memoized
 
 TOKENS = [
     ["[CLS]", "a", "b", "c", "d", "e", "f", "[SEP]"],
@@ -158,19 +159,25 @@ def test_fixed_share_by_depth():
     assert np.isnan(fixed_share_by_depth(two).spearman)
 
 
-def test_lesson_figures_build(tiny_en):
+def test_lesson_figures_build(tiny_en, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnlab.course.figures import FigureContext, discover
+    from attnlab.course.figures import FigureContext, discover, lesson_05
 
     registry = discover()
     ctx = FigureContext(model=tiny_en, smoke=True)
+    calls = []
+    survey = lesson_05.survey_stats
+    monkeypatch.setattr(lesson_05, "survey_stats", lambda *a, **kw: calls.append(1) or survey(*a, **kw))
+    forget(tiny_en)
     for name in ("taxonomy_map", "pattern_zoo", "example_line_view"):
         assert registry[name].lesson == "05_reading_heatmaps.ipynb"
         fig = registry[name].make(ctx)
         assert fig.axes, name
-    assert "05_labels" in ctx.cache  # the survey ran once for all three
+    assert calls == [1]  # the survey ran once for all three
+    assert is_memoized(tiny_en, "figure", "05_labels", smoke=True) and not is_memoized(
+        tiny_en, "figure", "05_labels", smoke=False)
 
 
 def test_per_input_sums_add_up_to_the_survey(tiny_en):

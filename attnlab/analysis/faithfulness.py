@@ -55,7 +55,7 @@ from attnlab.analysis.rollout import rollout
 from attnlab.analysis.stats import Interval, bootstrap_mean, correlation
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 
 #: The views, in the order of the scoreboard.
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
@@ -230,7 +230,7 @@ def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tens
 def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
     """Every view's score and both effects of each non-special token of ``text``
     (None when it has fewer than :data:`MIN_TOKENS` of them)."""
-    inputs = m.encode([text])
+    inputs = encode(m, [text]).inputs
     tokens = m.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
     positions = [j for j, tok in enumerate(tokens) if tok not in m.special_tokens]
     if len(positions) < MIN_TOKENS:

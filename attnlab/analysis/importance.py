@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -69,7 +68,9 @@ from attnlab.analysis.stats import Interval, correlation, interval_from_samples,
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
-from attnlab.core.models import LoadedModel, quiet_transformers
+from attnlab.core.memo import memo
+from attnlab.core.models import LoadedModel, load_masked_lm
+from attnlab.core.run import encode, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -124,6 +125,13 @@ class Objective:
         """True when the loss is 0 for the full model and tolerances are absolute numbers."""
         return self.kind in REPRESENTATION_KINDS
 
+    def _forward(self, batch: dict[str, Any], model: torch.nn.Module | None = None) -> Any:
+        """The output object of one full pass over ``batch`` (of ``model``: the MLM model, or
+        ``m.model`` by default), through :func:`attnlab.core.run.run`; the autograd graph is kept
+        when gradients are enabled (as in :meth:`losses`)."""
+        return run(self._m, batch["inputs"], keep=("output",), model=model,
+                   grad=torch.is_grad_enabled()).output
+
     def text_losses(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         """The loss of each text of one batch, ``{name: (B,)}``.
 
@@ -134,14 +142,14 @@ class Objective:
         masked tokens of each text).
         """
         if self.kind == "mlm":
-            logits = self._mlm(**batch["inputs"]).logits  # (B, T, V)
+            logits = self._forward(batch, self._mlm).logits  # (B, T, V)
             labels = batch["labels"]  # (B, T), -100 where nothing is predicted
             ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
                                                    reduction="none")  # (B, T), 0 where ignored
             counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
             return {"mlm": ce.sum(1) / counts}
         if self.kind == "contrastive":
-            hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (2B, T, D)
+            hidden = self._forward(batch).last_hidden_state  # (2B, T, D)
             mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
             pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (2B, D)
             pooled = torch.nn.functional.normalize(pooled, dim=-1)
@@ -149,7 +157,7 @@ class Objective:
             sims = CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (B, B): query i against copy j
             target = torch.arange(n, device=sims.device)
             return {"contrastive": torch.nn.functional.cross_entropy(sims, target, reduction="none")}
-        hidden = self._m.model(**batch["inputs"]).last_hidden_state  # (B, T, D)
+        hidden = self._forward(batch).last_hidden_state  # (B, T, D)
         ref = batch["reference"]  # the full model's (B, T, D)
         mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (B, T)
         n = mask.sum(1)  # (B,) real tokens
@@ -174,8 +182,7 @@ class Objective:
         if self.absolute:
             return self.text_losses(batch)[self.kind].mean()
         if self.kind == "mlm":
-            out = self._mlm(**batch["inputs"])
-            logits = out.logits  # (B, T, V)
+            logits = self._forward(batch, self._mlm).logits  # (B, T, V)
             return torch.nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100
             )
@@ -195,58 +202,10 @@ class Objective:
         return total / self.n_texts
 
 
-#: masked-LM model of each loaded model, found once: ``id(m)`` -> model or None.
-#: An entry is dropped when its :class:`LoadedModel` is garbage-collected.
-_MLM_MODELS: dict[int, Any] = {}
-
-
 def mlm_model(m: LoadedModel) -> Any | None:
-    """A masked-LM model whose encoder *is* ``m.model`` (so gates apply), or None.
-
-    Loads ``AutoModelForMaskedLM`` from the model's folder and keeps it only
-    when the checkpoint really contains the MLM head (no freshly initialised
-    head weights), then swaps its encoder for ``m.model``. Found once per
-    loaded model and kept in this module's cache while ``m`` lives (``m``
-    itself is not modified).
-    """
-    key = id(m)
-    if key not in _MLM_MODELS:
-        _MLM_MODELS[key] = _find_mlm_model(m)
-        weakref.finalize(m, _MLM_MODELS.pop, key, None)
-    return _MLM_MODELS[key]
-
-
-def _find_mlm_model(m: LoadedModel) -> Any | None:
-    output_embeddings = getattr(m.model, "get_output_embeddings", lambda: None)()
-    if output_embeddings is not None:
-        return m.model  # the caller wrapped a ...ForMaskedLM itself
-    return _load_mlm_head(m) if m.path else None
-
-
-def _load_mlm_head(m: LoadedModel) -> Any | None:
-    # transformers is imported here, when a checkpoint is read: importing it costs seconds
-    from transformers import AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        with quiet_transformers():
-            mlm, info = AutoModelForMaskedLM.from_pretrained(
-                m.path, local_files_only=True, attn_implementation="eager", output_loading_info=True,
-                trust_remote_code=False, use_safetensors=True,  # never code or pickles from a folder
-            )
-    except (OSError, ValueError, KeyError):
-        return None
-    finally:
-        hf_logging.set_verbosity(level)
-    prefix = mlm.base_model_prefix
-    missing = [k for k in info.get("missing_keys", []) if not k.startswith(prefix + ".")]
-    if missing:
-        return None  # the checkpoint has no trained MLM head
-    setattr(mlm, prefix, m.model)  # share the (hooked) encoder
-    mlm.to(m.device).eval()
-    return mlm
+    """:func:`attnlab.core.models.load_masked_lm` of ``m``, loaded once per model and run mode
+    (:func:`attnlab.core.memo.memo`) and dropped with ``m`` (``m`` itself is not modified)."""
+    return memo(m, "masked_lm", (), lambda: load_masked_lm(m))
 
 
 def _mask_tokens(m: LoadedModel, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> tuple[dict, torch.Tensor]:
@@ -320,7 +279,7 @@ def make_objective(
     if mlm is not None:
         gen = torch.Generator().manual_seed(seed)
         for chunk in chunks:
-            inputs, labels = _mask_tokens(m, m.encode(chunk), gen)
+            inputs, labels = _mask_tokens(m, encode(m, chunk).inputs, gen)
             batches.append({"inputs": inputs, "labels": labels.to(m.device)})
             sizes.append(len(chunk))
         desc = (f"masked-LM cross-entropy on {len(texts)} texts "
@@ -334,7 +293,7 @@ def make_objective(
     rng = random.Random(seed)
     for chunk in chunks:
         views = [perturbed_view(t, rng) for t in chunk]
-        batches.append({"inputs": m.encode(list(chunk) + views)})
+        batches.append({"inputs": encode(m, list(chunk) + views).inputs})
         sizes.append(len(chunk))
     desc = (f"contrastive InfoNCE on {len(texts)} texts: each mean-pooled query embedding vs a copy "
             f"with one word dropped, against the other {min(batch_size, len(texts)) - 1} in its batch "
@@ -346,13 +305,13 @@ def _representation_objective(m: LoadedModel, texts: list[str], kind: str, batch
     """The full model's final hidden states are recorded now, as the reference: build the
     objective outside any ``mask_heads`` block."""
     batches, sizes = [], []
-    with torch.no_grad():
-        for s in range(0, len(texts), batch_size):
-            chunk = texts[s : s + batch_size]
-            inputs = m.encode(chunk)
-            reference = m.model(**inputs).last_hidden_state.detach()  # (B, T, D): the full model
-            batches.append({"inputs": inputs, "reference": reference})
-            sizes.append(len(chunk))
+    for s in range(0, len(texts), batch_size):
+        chunk = texts[s : s + batch_size]
+        inputs = encode(m, chunk).inputs
+        # (B, T, D): the full model; cloned out of inference mode so later losses can take gradients
+        reference = run(m, inputs, keep=("output",)).output.last_hidden_state.clone()
+        batches.append({"inputs": inputs, "reference": reference})
+        sizes.append(len(chunk))
     what = "mean-pooled sentence vector" if kind == "sentence" else "token vectors (mean over real tokens)"
     desc = f"1 - cos between the pruned and the full model's {what}, on {len(texts)} texts"
     return Objective(kind, batches, sizes, desc, _m=m)

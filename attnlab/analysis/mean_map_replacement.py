@@ -42,7 +42,7 @@ from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correla
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 from attnlab.core.streaming import MeanAttention
 
 #: A cost is "little" when it is at most this share of the distance between two different texts.
@@ -189,7 +189,7 @@ def _check_same_length(m: LoadedModel, texts: Sequence[str], mean: MeanAttention
 
 def reference_distance(m: LoadedModel, texts: list[str], partner: np.ndarray, batch_size: int) -> np.ndarray:
     """``(N,)``: cosine distance between text ``i``'s sentence representation and text ``partner[i]``'s."""
-    vectors = torch.cat([sentence_vectors(m, m.encode(texts[s : s + batch_size]))
+    vectors = torch.cat([sentence_vectors(m, encode(m, texts[s : s + batch_size]).inputs)
                          for s in range(0, len(texts), batch_size)])  # (N, d)
     return cosine_distance(vectors, vectors[torch.from_numpy(partner)]).cpu().numpy()
 
@@ -217,7 +217,7 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
     control = np.zeros_like(cost)
     for start in range(0, len(texts), batch_size):
         rows = np.arange(start, min(start + batch_size, len(texts)))
-        inputs = m.encode([texts[i] for i in rows])
+        inputs = encode(m, [texts[i] for i in rows]).inputs
         base = sentence_vectors(m, inputs)  # (B, d)
         others = own_maps[torch.from_numpy(partner[rows])]  # (B, L, H, n, n): another text's maps
         for li, layer in enumerate(layers):
@@ -234,7 +234,7 @@ def _own_maps(m: LoadedModel, texts: list[str], layers: list[int], batch_size: i
     """``(N, L, H, n, n)``: every text's own maps in ``layers`` (texts of one length, no padding)."""
     out = []
     for start in range(0, len(texts), batch_size):
-        cache = run(m, m.encode(texts[start : start + batch_size]), keep=("maps",), layers=layers)
+        cache = run(m, encode(m, texts[start : start + batch_size]), keep=("maps",), layers=layers)
         out.append(cache.stacked_maps(layers))  # (B, L, H, n, n)
     return torch.cat(out)
 
@@ -365,7 +365,7 @@ def replace_together(m: LoadedModel, texts: Sequence[str], mean: MeanAttention, 
     curves = {name: np.zeros((len(texts), len(counts))) for name in orders}
     for start in range(0, len(texts), batch_size):
         rows = slice(start, min(start + batch_size, len(texts)))
-        inputs = m.encode(texts[rows])
+        inputs = encode(m, texts[rows]).inputs
         base = sentence_vectors(m, inputs)  # (B, d)
         for name, order in orders.items():
             curves[name][rows] = cumulative_costs(m, inputs, base, maps, [heads[i] for i in order], counts)

@@ -30,7 +30,7 @@ import torch
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LayerParts, LoadedModel
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 
 
 def transformed_values(m: LoadedModel, parts: LayerParts, hidden: torch.Tensor) -> torch.Tensor:
@@ -100,7 +100,7 @@ def norm_attention(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: in
                         value_norms=torch.zeros(n, m.n_layers, m.n_heads, n_max), tokens=[], lengths=[])
     parts = m.layer_parts()
     for start in range(0, n, batch_size):
-        inputs = m.encode(texts[start : start + batch_size])
+        inputs = encode(m, texts[start : start + batch_size]).inputs
         cache = run(m, inputs, keep=("maps", "hidden"))  # maps (B, H, T, T) and layer inputs (B, T, d)
         with torch.no_grad():
             mask = inputs["attention_mask"].float()  # (B, T)

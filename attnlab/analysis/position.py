@@ -42,7 +42,7 @@ from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.core.position import REPLACEMENTS, no_position, replace_positions
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 from attnlab.data.corpus import Query
 
 
@@ -230,7 +230,7 @@ def with_and_without(m: LoadedModel, text: str, how: str = "zero") -> tuple[torc
 
 def output_vectors(m: LoadedModel, text: str) -> torch.Tensor:
     """The last layer's output vectors ``[n, d]`` of one text (special tokens included)."""
-    out = run(m, m.encode([text]), keep=("output",)).output
+    out = run(m, encode(m, [text]), keep=("output",)).output
     return out.last_hidden_state[0].float()  # (n, d)
 
 
@@ -263,7 +263,7 @@ def equivariance_gap(m: LoadedModel, text: str, perm) -> float:
         perm: token permutation ``[n]`` of ``text``'s tokens (special tokens
             included), ``new_tokens[i] == old_tokens[perm[i]]``.
     """
-    inputs = m.encode([text])  # each (1, n)
+    inputs = encode(m, [text]).inputs  # each (1, n)
     n = inputs["input_ids"].shape[1]
     p = torch.as_tensor(np.asarray(perm), dtype=torch.long)  # (n,)
     if p.shape != (n,) or sorted(p.tolist()) != list(range(n)):

@@ -45,7 +45,7 @@ from attnlab.core.extract import Attention, check_texts
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
-from attnlab.core.run import Hook, run
+from attnlab.core.run import Hook, encode, run
 
 
 def valid_group_counts(n_heads: int) -> list[int]:
@@ -163,7 +163,7 @@ def regroup_attention(
     out = torch.zeros(len(texts), m.n_layers, n_groups, t_max, t_max)  # (N, L, h', T, T)
     for start in range(0, len(texts), batch_size):
         batch = texts[start : start + batch_size]
-        inputs = m.encode(batch)
+        inputs = encode(m, batch).inputs
         mask = inputs["attention_mask"]  # (B, T)
         queries, keys = capture_queries_keys(m, inputs)
         t = mask.shape[1]
@@ -323,7 +323,7 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
     starts = range(0, len(texts), batch_size)
     collected: dict[int, list[tuple[np.ndarray, float, float]]] = {g: [] for g in counts}
     for start in tqdm(starts, desc=_("regrouping"), unit="batch") if progress else starts:
-        inputs = m.encode(texts[start : start + batch_size])
+        inputs = encode(m, texts[start : start + batch_size]).inputs
         mask = inputs["attention_mask"]  # (B, T)
         queries, keys = capture_queries_keys(m, inputs)
         lengths = mask.sum(dim=1).tolist()

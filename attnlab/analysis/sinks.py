@@ -37,7 +37,7 @@ from attnlab.analysis.stats import Interval, bootstrap_mean
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 
 #: Kinds of token, in the order plots show them.
 KINDS = ("start", "end", "punct", "word", "other")
@@ -247,7 +247,7 @@ def sink_intervention(m: LoadedModel, texts: Sequence[str] | str, *, heads: Iter
     is_start = np.zeros((n, n_layers), dtype=bool)
     for start in range(0, n, batch_size):
         chunk = texts[start : start + batch_size]
-        inputs = m.encode(chunk)
+        inputs = encode(m, chunk).inputs
         mask = inputs["attention_mask"].float()  # (B, T)
         lengths = inputs["attention_mask"].sum(dim=1)  # (B,)
         rows = np.arange(start, start + len(chunk))

@@ -58,8 +58,9 @@ import numpy as np
 from attnlab.analysis.head_stats import HeadStats, HeadSums, batch_sums, empty_sums, format_table, text_sums
 from attnlab.analysis.stats import correlation
 from attnlab.core.checks import check_positive_int
-from attnlab.core.config import is_smoke, pick
+from attnlab.core.config import pick
 from attnlab.core.extract import iter_attention_batches
+from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.data import corpus
 
@@ -420,31 +421,23 @@ def survey_texts(language: str, n: int) -> list[str]:
 #: Survey sizes of lesson 05: (full, smoke).
 SURVEY_SIZES = {"texts": (300, 30), "pairs": (100, 10)}
 
-_SURVEY_CACHE: dict[tuple, list[HeadSums]] = {}
-_STATS_CACHE: dict[tuple, HeadStats] = {}
-
-
 def default_survey_sums(m: LoadedModel, *, progress: bool = False) -> list[HeadSums]:
     """Lesson 05's survey of ``m``'s heads, one :class:`HeadSums` per input: 300 texts
     and 100 sentence pairs (30 and 10 in smoke mode), cached per model."""
     n_texts = pick(*SURVEY_SIZES["texts"])
-    n_pairs = pick(*SURVEY_SIZES["pairs"])
-    key = (id(m.model), m.name, is_smoke())
-    if key not in _SURVEY_CACHE:
-        texts = survey_texts(m.language, n_texts)
-        _SURVEY_CACHE[key] = survey_text_sums(m, texts, n_pairs=min(n_pairs, len(sample_texts(m.language)) - 1),
-                                              progress=progress)
-    return _SURVEY_CACHE[key]
+    n_pairs = min(pick(*SURVEY_SIZES["pairs"]), len(sample_texts(m.language)) - 1)
+    return memo(m, "survey_sums", (n_texts, n_pairs), lambda: survey_text_sums(
+        m, survey_texts(m.language, n_texts), n_pairs=n_pairs, progress=progress))
 
 
 def default_survey(m: LoadedModel, *, progress: bool = False) -> HeadStats:
     """Lesson 05's survey of ``m``'s heads (:func:`default_survey_sums`, added up and
     averaged), cached per model so exercises reuse it."""
-    key = (id(m.model), m.name, is_smoke())
-    if key not in _STATS_CACHE:
+    def compute() -> HeadStats:
         per_input = default_survey_sums(m, progress=progress)
-        _STATS_CACHE[key] = sum(per_input[1:], per_input[0]).finish()
-    return _STATS_CACHE[key]
+        return sum(per_input[1:], per_input[0]).finish()
+
+    return memo(m, "survey", (), compute)
 
 
 # --------------------------------------------------------------------------- pattern zoo

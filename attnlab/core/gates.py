@@ -18,7 +18,9 @@ ALBERT shares one projection module between all layers. The hook then counts
 its calls: a pre-hook on the whole model resets the counter at the start of
 each forward pass, and the k-th call of the shared module is layer k.
 
-Two context managers:
+:func:`gate_hook_specs` gives these hooks as :class:`attnlab.core.run.Hook` specs
+for one pass of :func:`attnlab.core.run.run` (``hooks=``). Two context managers
+install the same specs for a ``with`` block:
 
 * :func:`mask_heads` ``(m, [(layer, head), ...])`` zeros the listed heads;
 * :func:`gate_heads` ``(m, gates)`` uses a ``[layers, heads]`` tensor of gate
@@ -34,7 +36,9 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
+from attnlab.core.layer_hooks import layer_hook_specs
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import Hook, installed
 
 
 def check_head_list(m: LoadedModel, heads: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
@@ -86,6 +90,28 @@ def _check_gates(m: LoadedModel, gates: torch.Tensor) -> torch.Tensor:
     return gates
 
 
+def gate_hook_specs(m: LoadedModel, gates: torch.Tensor) -> list[Hook]:
+    """Hook specs that scale every head's output by ``gates[layer, head]``, for
+    :func:`attnlab.core.run.run` (``hooks=``) or :func:`gate_heads`.
+
+    Each is a pre-hook on a layer's output projection (see the module docstring),
+    built with :func:`attnlab.core.layer_hooks.layer_hook_specs` (which counts the
+    calls of ALBERT's shared module). ``gates`` (``[layers, heads]``, floating) is
+    used as it is, not copied: gradients flow into it, and changing its values
+    changes the next pass. Use a fresh list for each installation.
+    """
+    gates = _check_gates(m, gates)
+    n_heads, d_head = m.n_heads, m.head_dim
+
+    def scale(layer: int, context: torch.Tensor) -> torch.Tensor:
+        shape = context.shape  # (B, T, H * d_head)
+        per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
+        g = gates[layer].to(dtype=context.dtype, device=context.device)  # (H,)
+        return (per_head * g[:, None]).view(shape)  # (B, T, H * d_head)
+
+    return layer_hook_specs(m, context=scale)
+
+
 @contextlib.contextmanager
 def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
     """Scale every head's output by ``gates[layer, head]`` inside the ``with`` block.
@@ -99,47 +125,13 @@ def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
 
     Yields:
         ``gates``.
+
+    :func:`gate_hook_specs` installed on ``m.model`` for the block; removed on
+    exit, also when the body raises.
     """
     gates = _check_gates(m, gates)
-    parts = m.layer_parts()
-    d_head = m.head_dim
-    n_heads = m.n_heads
-
-    # layers served by each distinct output module, in order (ALBERT: all layers share one)
-    layers_of: dict[int, list[int]] = {}
-    module_of: dict[int, torch.nn.Module] = {}
-    for layer, p in enumerate(parts):
-        layers_of.setdefault(id(p.output), []).append(layer)
-        module_of[id(p.output)] = p.output
-    calls = {key: 0 for key in layers_of}
-
-    def reset(_module, _args):
-        for key in calls:
-            calls[key] = 0
-
-    def make_hook(key: int):
-        layers = layers_of[key]
-
-        def hook(_module, args):
-            context = args[0]  # (B, T, H * d_head)
-            layer = layers[calls[key] % len(layers)]
-            calls[key] += 1
-            shape = context.shape
-            per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
-            g = gates[layer].to(dtype=context.dtype, device=context.device)  # (H,)
-            gated = (per_head * g[:, None]).view(shape)  # (B, T, H * d_head)
-            return (gated, *args[1:])
-
-        return hook
-
-    handles = [m.model.register_forward_pre_hook(reset)]
-    try:
-        for key, module in module_of.items():
-            handles.append(module.register_forward_pre_hook(make_hook(key)))
+    with installed(m.model, gate_hook_specs(m, gates)):
         yield gates
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @contextlib.contextmanager
@@ -160,7 +152,7 @@ def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]]) -> Iterator[torch
     Example::
 
         with al.mask_heads(m, [(0, 6)]):
-            out = m.model(**m.encode(["how do you play chess"]))
+            att = al.attention(m, ["how do you play chess"])
     """
     gates = gates_for(m, heads)
     with gate_heads(m, gates) as g:

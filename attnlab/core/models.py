@@ -40,13 +40,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 from huggingface_hub import try_to_load_from_cache
 from transformers.utils import logging as hf_logging
 
 from attnlab.core import config, hub
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
+from attnlab.core.inputs import encode
 from attnlab.core import multilingual
 from attnlab.core.language import _
 from attnlab.core.manifest import KitError, verify_folder
@@ -140,15 +141,14 @@ class LoadedModel:
         return check_index(head, self.n_heads, "head")
 
     def encode(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, torch.Tensor]:
-        """Tokenize a batch, padded, as tensors on the model's device.
+        """Tokenize a batch, padded, as tensors on the model's device (the lessons' shorthand).
 
         Returns ``input_ids``/``attention_mask`` (and ``token_type_ids`` where
         the model has segments), each ``(B, T)``. No validation: use
-        :func:`attnlab.core.extract.check_texts` first. A thin alias of
-        :func:`attnlab.core.run.encode` (the one tokeniser call).
+        :func:`attnlab.core.extract.check_texts` first. The same call as
+        ``attnlab.core.run.encode(m, texts, pairs).inputs`` (the one tokeniser
+        call, :mod:`attnlab.core.inputs`), which the package itself uses.
         """
-        from attnlab.core.run import encode  # deferred: core.run imports this module
-
         return encode(self, texts, pairs).inputs
 
     def layer_parts(self) -> list[LayerParts]:
@@ -577,6 +577,52 @@ def wrap_model(
     if check:
         check_attentions(loaded)
     return loaded
+
+
+# --------------------------------------------------------------------------- the masked-LM head
+
+
+def load_masked_lm(m: LoadedModel) -> torch.nn.Module | None:
+    """A masked-language model whose encoder *is* ``m.model`` (so gates and hooks on
+    ``m.model`` apply to it), or None when the checkpoint has no trained MLM head.
+
+    Reads ``AutoModelForMaskedLM`` from the folder (or cached hub id) that ``m``
+    was loaded from, under the rules of :func:`load_model`: never code from the
+    folder (``trust_remote_code=False``), safetensors weights only, local files
+    only (nothing is downloaded). The head is kept only when every one of its
+    weights comes from the checkpoint (none freshly initialised); its encoder is
+    then replaced by ``m.model`` and it is moved to ``m``'s device in eval mode.
+    ``m`` itself is not modified. When ``m.model`` already carries an MLM head
+    (the caller wrapped a ``...ForMaskedLM``), that module is returned.
+
+    Its forward takes the inputs of :func:`attnlab.core.run.encode` and returns
+    ``logits`` ``(B, T, V)``; run it with ``attnlab.core.run.run(m, batch, model=mlm,
+    keep=("output",))``. Loads every time it is called: callers that need it more
+    than once keep it per model (:func:`attnlab.analysis.importance.mlm_model`).
+    """
+    if getattr(m.model, "get_output_embeddings", lambda: None)() is not None:
+        return m.model
+    if not m.path:
+        return None
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with quiet_transformers():
+            mlm, info = AutoModelForMaskedLM.from_pretrained(
+                m.path, local_files_only=True, cache_dir=str(hub.cache_dir()), attn_implementation="eager",
+                output_loading_info=True, trust_remote_code=False, use_safetensors=True,
+            )
+    except (OSError, ValueError, KeyError):
+        return None
+    finally:
+        hf_logging.set_verbosity(level)
+    prefix = mlm.base_model_prefix
+    missing = [k for k in info.get("missing_keys", []) if not k.startswith(prefix + ".")]
+    if missing:
+        return None  # the checkpoint has no trained MLM head
+    setattr(mlm, prefix, m.model)  # share the (hooked) encoder
+    mlm.to(m.device).eval()
+    return mlm
 
 
 def _force_eager(model: torch.nn.Module) -> None:

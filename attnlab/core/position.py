@@ -4,7 +4,8 @@ A BERT-family model builds its input as ``LayerNorm(word + position + segment)``
 (ALBERT and ELECTRA then project it to the hidden size). :func:`replace_positions`
 swaps the position term for something else inside a ``with`` block, by a
 forward hook on ``embeddings.position_embeddings`` that rewrites the module's
-output ``[B or 1, T, d]``:
+output ``[B or 1, T, d]`` (:func:`position_hook_specs` gives the same hook for
+one pass of :func:`attnlab.core.run.run`):
 
 * ``"zero"`` - every position vector becomes zero (:func:`no_position`, the
   source article's intervention). The model never saw such inputs in training.
@@ -41,6 +42,7 @@ from typing import Iterator
 import torch
 
 from attnlab.core.models import LoadedModel
+from attnlab.core.run import Hook, installed
 
 
 def _torch_model(m: LoadedModel | torch.nn.Module) -> torch.nn.Module:
@@ -103,6 +105,16 @@ def _replacement(how: str, seed: int):
     return lambda output: output[..., shuffled_order(output.shape[-2], seed).to(output.device), :]
 
 
+def position_hook_specs(m: LoadedModel | torch.nn.Module, how: str = "zero", *, seed: int = 0) -> list[Hook]:
+    """The hook that replaces the position term, as a spec for :func:`attnlab.core.run.run`
+    (``hooks=``) or :func:`replace_positions`: a forward hook on the position-embedding
+    table that rewrites its output ``[B or 1, T, d]`` (``how`` and ``seed`` as there)."""
+    if how not in REPLACEMENTS:
+        raise ValueError(f"how must be one of {REPLACEMENTS}, got {how!r}")
+    replace = _replacement(how, seed)
+    return [Hook(position_embedding_module(m), lambda module, inputs, output: replace(output))]
+
+
 @contextlib.contextmanager
 def replace_positions(m: LoadedModel | torch.nn.Module, how: str = "zero", *, seed: int = 0) -> Iterator[None]:
     """Run ``m`` with its position term replaced inside a ``with`` block.
@@ -113,16 +125,11 @@ def replace_positions(m: LoadedModel | torch.nn.Module, how: str = "zero", *, se
         seed: the shuffle's seed (the same seed and length give the same order).
 
     The model is restored on exit, also after an exception: no weight is
-    modified and the hook is removed.
+    modified and the hook (:func:`position_hook_specs`) is removed.
     """
-    if how not in REPLACEMENTS:
-        raise ValueError(f"how must be one of {REPLACEMENTS}, got {how!r}")
-    replace = _replacement(how, seed)
-    handle = position_embedding_module(m).register_forward_hook(lambda module, inputs, output: replace(output))
-    try:
+    specs = position_hook_specs(m, how, seed=seed)
+    with installed(_torch_model(m), specs):
         yield m
-    finally:
-        handle.remove()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,8 @@ inputs, :func:`run` runs them and returns a :class:`Cache` of what was asked for
 Every forward pass of the package should go through these two functions, so
 that a fix to tokenising, devices or hooks is made once:
 
-* :func:`encode` is the one tokeniser call. It pads a batch, applies the
+* :func:`encode` is the one tokeniser call (it lives in :mod:`attnlab.core.inputs`,
+  below :mod:`attnlab.core.models`, and is importable from here). It pads a batch, applies the
   segment rule (DistilBERT has no ``token_type_ids``; every other
   architecture gets the tokenizer's, or zeros), counts each text's tokens and
   puts the tensors on the model's device (pinned host memory and a
@@ -37,6 +38,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
 
+from attnlab.core.inputs import Encoded, encode, encode_ids  # noqa: F401 - the inputs half of "one way"
 from attnlab.core.models import LoadedModel, NoAttentionError
 
 #: what :func:`run` can keep
@@ -51,134 +53,6 @@ _PATHS: "weakref.WeakKeyDictionary[torch.nn.Module, list[str]]" = weakref.WeakKe
 
 class _StopForward(Exception):
     """Raised inside a hook once everything asked for has been recorded."""
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def uses_token_types(m: LoadedModel) -> bool:
-    """Whether ``m`` takes ``token_type_ids`` (segments): every architecture here except DistilBERT."""
-    return m.model_type != "distilbert"
-
-
-@dataclass
-class Encoded:
-    """A batch of model inputs.
-
-    Attributes:
-        input_ids: ``(B, T)`` token ids, padded on the right.
-        attention_mask: ``(B, T)``, 1 on real tokens, 0 on padding.
-        token_type_ids: ``(B, T)`` segment ids, or None for a model without segments.
-        lengths: ``(B,)`` real token count of each text, special tokens included (on the CPU).
-    """
-
-    input_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    token_type_ids: torch.Tensor | None
-    lengths: torch.Tensor
-
-    @property
-    def inputs(self) -> dict[str, torch.Tensor]:
-        """The keyword arguments of the model's forward."""
-        out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
-        if self.token_type_ids is not None:
-            out["token_type_ids"] = self.token_type_ids
-        return out
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-
-def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``t`` on ``device``; to a GPU through pinned host memory with a non-blocking copy."""
-    if t.device == device:
-        return t
-    if device.type == "cuda" and t.device.type == "cpu":
-        return t.pin_memory().to(device, non_blocking=True)
-    return t.to(device)
-
-
-def _assemble(m: LoadedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-              token_type_ids: torch.Tensor | None, device: torch.device | None) -> Encoded:
-    device = m.device if device is None else torch.device(device)
-    if uses_token_types(m):
-        token_type_ids = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
-    else:
-        token_type_ids = None
-    lengths = attention_mask.sum(dim=1)  # (B,), on the host: no device synchronisation to read it
-    return Encoded(
-        input_ids=to_device(input_ids, device),
-        attention_mask=to_device(attention_mask, device),
-        token_type_ids=None if token_type_ids is None else to_device(token_type_ids, device),
-        lengths=lengths,
-    )
-
-
-def encode(
-    m: LoadedModel,
-    texts: Sequence[str],
-    pairs: Sequence[str] | None = None,
-    *,
-    truncate: bool = False,
-    device: torch.device | str | None = None,
-) -> Encoded:
-    """Tokenise a batch of texts (the package's one tokeniser call).
-
-    Args:
-        m: the loaded model (its tokenizer, limit and device).
-        texts: ``B`` strings. No validation here: use
-            :func:`attnlab.core.extract.check_texts` first.
-        pairs: optional second segments, one per text.
-        truncate: cut texts to the model's limit instead of keeping them whole.
-        device: where the tensors go (default: the model's device).
-
-    Returns:
-        :class:`Encoded`, padded to the longest text, ``(B, T)`` tensors.
-    """
-    args = (list(texts), list(pairs)) if pairs is not None else (list(texts),)
-    enc = m.tokenizer(
-        *args, padding=True, truncation=truncate, max_length=m.max_tokens if truncate else None,
-        return_tensors="pt",
-    )
-    return _assemble(m, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids"), device)
-
-
-def encode_ids(
-    m: LoadedModel,
-    ids: Sequence[Sequence[int]] | torch.Tensor,
-    *,
-    device: torch.device | str | None = None,
-) -> Encoded:
-    """Model inputs for token ids made earlier (pre-tokenised input; special tokens included).
-
-    Args:
-        ids: a ``(B, T)`` integer tensor, or ``B`` lists of ids; lists of different
-            lengths are padded on the right with the tokenizer's pad id.
-
-    Returns:
-        :class:`Encoded`; segments are all 0.
-    """
-    if isinstance(ids, torch.Tensor):
-        if ids.dim() != 2:
-            raise ValueError(f"token ids must be a (B, T) tensor, got shape {tuple(ids.shape)}")
-        input_ids = ids.long()
-        mask = torch.ones_like(input_ids)
-    else:
-        rows = [list(r) for r in ids]
-        if not rows:
-            raise ValueError("no token ids: pass at least one row")
-        width = max(len(r) for r in rows)
-        if all(len(r) == width for r in rows):
-            input_ids = torch.tensor(rows, dtype=torch.long)  # (B, T)
-            mask = torch.ones_like(input_ids)
-        else:
-            pad = m.tokenizer.pad_token_id or 0
-            input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-            mask = torch.zeros_like(input_ids)
-            for i, r in enumerate(rows):
-                input_ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-                mask[i, : len(r)] = 1
-    return _assemble(m, input_ids, mask, None, device)
 
 
 # --------------------------------------------------------------------------- where things are
@@ -386,7 +260,10 @@ def run(
             (default: the deepest layer kept when ``"output"`` is not kept, else
             run to the end).
         hooks: extra :class:`Hook` objects, installed for this pass only.
-        model: the module to run instead of ``m.model`` (e.g. an int8 copy with the same structure).
+        model: the module to run instead of ``m.model``: a copy with the same structure (an
+            int8 copy), or a module that contains ``m.model`` itself (the masked-LM model of
+            :func:`attnlab.core.models.load_masked_lm`), whose maps and hidden states are
+            then recorded on ``m.model`` inside it.
         precision: ``"fp32"``, ``"tf32"`` or ``"bf16"`` (autocast); the int8 copy comes via ``model``.
         grad: keep the autograd graph (default: inference mode, no graph).
 
@@ -409,17 +286,18 @@ def run(
             raise ValueError("keep='output' needs the full pass: leave stop_after_layer=None")
     inputs = batch.inputs if isinstance(batch, Encoded) else batch
     model = m.model if model is None else model
+    root = m.model if model is not m.model and _contains(model, m.model) else model  # where the layers are
     cache = Cache()
     hidden_layers = ({0} if layers is None else set()) | {l + 1 for l in chosen} if want_hidden else set()
     rec = _Recorder(cache, set(chosen) if want_maps else set(), hidden_layers, stop_after_layer,
                     stop_on_maps=not want_hidden)
     own = [Hook(model, rec.reset, pre=True)]
     if want_maps or (stop_after_layer is not None and not want_hidden):
-        own += [Hook(p, rec.on_attention) for p in dict.fromkeys(attention_module_paths(m))]
+        own += [Hook(root.get_submodule(p), rec.on_attention) for p in dict.fromkeys(attention_module_paths(m))]
     if want_hidden:
-        own += [Hook(p, rec.on_layer) for p in dict.fromkeys(layer_module_paths(m))]
+        own += [Hook(root.get_submodule(p), rec.on_layer) for p in dict.fromkeys(layer_module_paths(m))]
         if 0 in hidden_layers:
-            own.append(Hook(_same_module(model, m, embedding_module(m)), rec.on_embeddings))
+            own.append(Hook(_same_module(root, m, embedding_module(m)), rec.on_embeddings))
     grad_mode = contextlib.nullcontext() if grad else torch.inference_mode()
     with installed(model, own + list(hooks)), grad_mode, precision_context(precision, m.device):
         try:
@@ -436,6 +314,11 @@ def run(
                 "the model must use eager attention (load it with attnlab.load_model)."
             )
     return cache
+
+
+def _contains(model: torch.nn.Module, part: torch.nn.Module) -> bool:
+    """Whether ``part`` is one of ``model``'s submodules (the module itself, not a copy)."""
+    return any(mod is part for mod in model.modules())
 
 
 def _same_module(model: torch.nn.Module, m: LoadedModel, module: torch.nn.Module) -> torch.nn.Module:

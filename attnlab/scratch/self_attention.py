@@ -38,7 +38,7 @@ from attnlab.core.distributions import js_divergence, smooth
 from attnlab.core.extract import check_texts
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import run
+from attnlab.core.run import encode, run
 
 # --------------------------------------------------------------------------- 1. one head
 
@@ -310,7 +310,7 @@ def hidden_states(m: LoadedModel, texts: list[str] | str) -> tuple[tuple[torch.T
     attention of layer ``l``.
     """
     texts, _pairs = check_texts(m, texts)
-    inputs = m.encode(texts)
+    inputs = encode(m, texts).inputs
     cache = run(m, inputs, keep=("maps", "hidden"))
     hidden = tuple(cache.hidden[l] for l in range(m.n_layers + 1))  # L + 1 tensors (B, T, d)
     return hidden, inputs, tuple(cache.maps[l] for l in range(m.n_layers))  # L tensors (B, H, T, T)

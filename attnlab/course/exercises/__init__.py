@@ -18,24 +18,21 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from attnlab.core.language import _
+from attnlab.core.memo import memo
+from attnlab.core.models import LoadedModel
 
 
 T = TypeVar("T")
 
-#: Results a checker computes for itself when the notebook passes none, per model and name.
-_PER_MODEL: dict[tuple, Any] = {}
 
-
-def per_model(m: Any, name: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per model (name and shape) and ``name``; later calls reuse it.
+def per_model(m: LoadedModel, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per model, run mode and ``name`` (:func:`attnlab.core.memo.memo`);
+    later calls reuse it.
 
     Checkers use it for the evidence a lesson computes in bulk (a mean over
     many queries, head distances) when the student's own result is not given.
     """
-    key = (name, m.name, m.n_layers, m.n_heads)
-    if key not in _PER_MODEL:
-        _PER_MODEL[key] = compute()
-    return _PER_MODEL[key]
+    return memo(m, "exercise", name, compute)
 
 
 #: What every checker says when the answer is still the placeholder ``None`` (English; shown translated).

@@ -18,6 +18,7 @@ from attnlab.analysis.perturb import example_perturbations, try_token_permutatio
 from attnlab.analysis.position import PositionStudy, content_reversal, equivariance_gap, position_study
 from attnlab.core.models import LoadedModel
 from attnlab.core.position import no_position
+from attnlab.core.run import encode
 from attnlab.data.corpus import texts as corpus_texts
 from attnlab.data.examples import example_for
 
@@ -31,7 +32,7 @@ def solution_embedding_without_positions(m: LoadedModel, text: str | None = None
     """Worked solution: ``LayerNorm(word + segment)`` for ``text`` (default: the example), ``[n, e]``."""
     text = text or example_for(m)
     emb = m.model.base_model.embeddings
-    enc = m.encode([text])
+    enc = encode(m, [text]).inputs
     with torch.no_grad():
         x = emb.word_embeddings(enc["input_ids"])  # (1, n, e)
         if "token_type_ids" in enc and getattr(emb, "token_type_embeddings", None) is not None:
@@ -45,7 +46,7 @@ def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | N
         return Feedback(False, _NOT_YET)
     text = text or example_for(m)
     emb = m.model.base_model.embeddings
-    enc = m.encode([text])
+    enc = encode(m, [text]).inputs
     kwargs = {"input_ids": enc["input_ids"]}
     if "token_type_ids" in enc:
         kwargs["token_type_ids"] = enc["token_type_ids"]

@@ -23,7 +23,7 @@ import json
 import os
 import pkgutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
 from attnlab.core.language import current_language, set_language
+from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.viz.fonts import use_cjk_font
 
@@ -40,20 +41,18 @@ T = TypeVar("T")
 
 @dataclass
 class FigureContext:
-    """What a figure maker gets: the model, the mode, and a place for shared work."""
+    """What a figure maker gets: the model, the mode, and a place for shared work (:meth:`memo`)."""
 
     model: LoadedModel
     smoke: bool = False
-    cache: dict = field(default_factory=dict)
 
     def pick(self, full: T, smoke: T) -> T:
         return smoke if self.smoke else full
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
-        """``compute()`` once per build, shared by the figures that need it."""
-        if key not in self.cache:
-            self.cache[key] = compute()
-        return self.cache[key]
+        """``compute()`` once per model and mode (:func:`attnlab.core.memo.memo`), shared by the
+        figures that need it (also by a later build with the same model, e.g. in another language)."""
+        return memo(self.model, "figure", key, compute, smoke=self.smoke)
 
 
 @dataclass

@@ -12,14 +12,15 @@ LESSON = "05_reading_heatmaps.ipynb"
 
 
 def _labels(ctx: FigureContext) -> HeadLabels:
-    """Survey + labels of ``ctx.model``, computed once per figure run."""
-    if "05_labels" not in ctx.cache:
-        m = ctx.model
+    """Survey + labels of ``ctx.model``, computed once per model and mode (:meth:`FigureContext.memo`)."""
+    m = ctx.model
+
+    def compute() -> HeadLabels:
         n_texts = ctx.pick(300, 30)
         n_pairs = min(ctx.pick(100, 10), len(sample_texts(m.language)) - 1)
-        stats = survey_stats(m, survey_texts(m.language, n_texts), n_pairs=n_pairs)
-        ctx.cache["05_labels"] = classify_heads(stats)
-    return ctx.cache["05_labels"]
+        return classify_heads(survey_stats(m, survey_texts(m.language, n_texts), n_pairs=n_pairs))
+
+    return ctx.memo("05_labels", compute)
 
 
 @figure("taxonomy_map", lesson=LESSON,
