@@ -45,6 +45,7 @@ from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_mean, too_few_units
+from attnlab.core.language import N_
 from attnlab.course.claims.sensitivity import sensitivity_rows
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
@@ -276,7 +277,7 @@ def head_label_counts(replacement: MapReplacement, share: float = TOLERANCE_SHAR
     """How many heads are "cheap", "costly" and "cannot tell" when replaced alone (each head's
     interval over texts against the tolerance)."""
     labels = replacement_head_labels(replacement, share)
-    return {word: int((labels == word).sum()) for word in ("cheap", "costly", UNSURE)}
+    return {word: int((labels == word).sum()) for word in (N_("cheap"), N_("costly"), UNSURE)}
 
 
 def replacement_head_labels(replacement: MapReplacement, share: float = TOLERANCE_SHARE) -> np.ndarray:

@@ -51,7 +51,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
 
 CLAIMS = {
@@ -219,8 +219,10 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     table = fixed_vs_followers(averaging, perturbation)
     numbers = {"estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
                "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
-               **{f"{kind} (lesson 08 heads)": kinds.count(kind) for kind in ("fixed", "varying", UNSURE,
-                                                                               "uniform")},
+               N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
+               N_("varying (lesson 08 heads)"): kinds.count("varying"),
+               N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
+               N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
                "most means more than": most,
                "content followers (lesson 06)": content.estimate, "content low": content.low,
                "content high": content.high, "a few means at most": few,
