@@ -421,6 +421,55 @@ def test_a_reason_with_numbers_is_stored_in_english_and_shown_translated(chinese
     assert language.translated("no template fills this 3 times") == "no template fills this 3 times"
 
 
+def test_the_extractor_reads_the_code_cells_of_the_lessons(tmp_path):
+    book = nbformat.v4.new_notebook()
+    cells = [nbformat.v4.new_code_cell('if True:\n    %pip install -q x\n!ls'),
+             nbformat.v4.new_markdown_cell('_("not code")'),
+             nbformat.v4.new_code_cell('from attnlab.core.language import _\nprint(_("{n} heads").format(n=3))')]
+    for k, cell in enumerate(cells):
+        cell["id"] = f"c99-{k:02d}"
+    book.cells = cells
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(book, str(tmp_path / "notebooks" / "99_fixture.ipynb"))
+    found = messages.messages_in_notebook(tmp_path / "notebooks" / "99_fixture.ipynb", tmp_path)
+    assert [(m.msgid, m.where) for m in found] == [("{n} heads", "notebooks/99_fixture.ipynb:c99-02:2")]
+    (tmp_path / "pkg").mkdir()
+    assert set(messages.extract(tmp_path / "pkg", tmp_path / "notebooks")) == {"{n} heads"}
+    assert messages.extract(tmp_path / "pkg", None) == {}
+
+
+def test_the_lessons_own_messages_are_in_the_catalogue_check():
+    lesson_05 = [m for group in messages.extract().values() for m in group
+                 if m.where.startswith("notebooks/05_reading_heatmaps.ipynb:")]
+    assert any(m.msgid.startswith("closest to the line") for m in lesson_05)
+
+
+def test_the_empty_message_stays_empty_instead_of_showing_the_catalogue_header(chinese):
+    assert _("") == "" and language.translated("") == ""
+    from attnlab.course.verdicts import ClaimVerdict
+
+    shown = str(ClaimVerdict.decide("some heads change", holds=False, fails=False, first_clear=""))
+    assert "Project-Id-Version" not in shown and "first_clear = " in shown
+
+
+def test_tables_and_head_reports_show_their_words_in_the_readers_language(chinese):
+    import numpy as np
+
+    from attnlab.analysis.compare import heads_report
+    from attnlab.analysis.stats import Interval
+    from attnlab.course.claims.averaging import fixed_share_table  # noqa: F401  (its header words are marked)
+    from attnlab.course.claims.sensitivity import format_rows
+
+    table = format_rows([["threshold", "fixed", "varying", "cannot tell", "uniform"], [0.5, 3, 2, 1, 0]])
+    header = table.splitlines()[0].split()
+    assert header[1:] == ["固定", "多样", "无法判断", "均匀"] and not ENGLISH_VERDICT.search(table)
+    iv = Interval(estimate=np.array([[0.9, 0.1]]), low=np.array([[0.85, 0.05]]), high=np.array([[0.95, 0.15]]), n=10)
+    assert heads_report(iv, 0, [1], "change") == "  L1 H2：变化 0.100 [0.050, 0.150]，在本层 2 个头中排第 2"
+    language.set_language("en")
+    assert heads_report(iv, 0, [1], "change") == "  L1 H2: change 0.100 [0.050, 0.150], rank 2 of 2 in its layer"
+    assert format_rows([["threshold", "fixed"], [0.5, 3]]).splitlines()[0].split() == ["threshold", "fixed"]
+
+
 def test_a_template_field_used_twice_must_match_the_same_text(chinese):
     template = language.N_("from {x} to {x} and {y}")
     assert language._pattern(template).fullmatch("from 1 to 1 and 2")
