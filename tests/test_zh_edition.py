@@ -276,13 +276,6 @@ def test_translations_keep_the_placeholders_of_their_message():
 # --------------------------------------------------------------------------- Chinese lessons in smoke mode
 
 
-#: Lessons whose own print cells (shared with the English lesson) still format some sentences and
-#: per-head labels as English f-strings; the lesson must still run in Chinese, and the check of its
-#: output is expected to find English words until those cells go through ``_()``.
-PRINTS_NOT_YET_TRANSLATED = {"02_why_scale", "05_reading_heatmaps", "06_perturbation", "07_position_embeddings",
-                             "08_layer_averaging", "11_pruning_heads", "12_conclusions", "13_attention_limits"}
-
-
 @pytest.mark.notebooks
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, monkeypatch):
@@ -309,9 +302,6 @@ def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, mon
                                                  if k in ("text/plain", "text/markdown", "text/html"))
             english += [f"{cell.id}: ...{text[max(0, m.start() - 60): m.end() + 20]!r}..."
                         for m in ENGLISH_VERDICT.finditer(text)]
-    if english and lesson.name in PRINTS_NOT_YET_TRANSLATED:
-        pytest.xfail(f"{lesson.name} still prints some sentences from English f-strings "
-                     f"({len(english)} English verdict words, e.g. {english[0]})")
     assert english == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(english)
 
 
