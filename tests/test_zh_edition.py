@@ -460,6 +460,14 @@ def test_tables_and_head_reports_show_their_words_in_the_readers_language(chines
     assert format_rows([["threshold", "fixed"], [0.5, 3]]).splitlines()[0].split() == ["threshold", "fixed"]
 
 
+def test_kinds_of_damage_and_readings_are_named_in_the_readers_language(chinese):
+    from attnlab.course.claims.perturbation import kind_word
+
+    assert [kind_word(w) for w in ("lexical", "syntactic", "last", "neither")] == ["词法", "句法", "最后一层", "neither"]
+    language.set_language("en")
+    assert [kind_word(w) for w in ("lexical", "both", "chosen")] == ["lexical", "both", "chosen"]
+
+
 def test_a_template_field_used_twice_must_match_the_same_text(chinese):
     template = language.N_("from {x} to {x} and {y}")
     assert language._pattern(template).fullmatch("from 1 to 1 and 2")
