@@ -276,13 +276,6 @@ def test_translations_keep_the_placeholders_of_their_message():
 # --------------------------------------------------------------------------- Chinese lessons in smoke mode
 
 
-#: Lessons whose own print cells (shared with the English lesson) still format some sentences and
-#: per-head labels as English f-strings; the lesson must still run in Chinese, and the check of its
-#: output is expected to find English words until those cells go through ``_()``.
-PRINTS_NOT_YET_TRANSLATED = {"02_why_scale", "05_reading_heatmaps", "06_perturbation", "07_position_embeddings",
-                             "08_layer_averaging", "11_pruning_heads", "12_conclusions", "13_attention_limits"}
-
-
 @pytest.mark.notebooks
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, monkeypatch):
@@ -308,9 +301,6 @@ def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, mon
                                                  if k in ("text/plain", "text/markdown", "text/html"))
             english += [f"{cell.id}: ...{text[max(0, m.start() - 60): m.end() + 20]!r}..."
                         for m in ENGLISH_VERDICT.finditer(text)]
-    if english and lesson.name in PRINTS_NOT_YET_TRANSLATED:
-        pytest.xfail(f"{lesson.name} still prints some sentences from English f-strings "
-                     f"({len(english)} English verdict words, e.g. {english[0]})")
     assert english == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(english)
 
 
@@ -418,6 +408,63 @@ def test_a_reason_with_numbers_is_stored_in_english_and_shown_translated(chinese
     assert "区间只基于 4 个重抽样单位" in shown and "至少需要 10 个" in shown
     assert "resampled" not in shown and not ENGLISH_VERDICT.search(shown)
     assert language.translated("no template fills this 3 times") == "no template fills this 3 times"
+
+
+def test_the_extractor_reads_the_code_cells_of_the_lessons(tmp_path):
+    book = nbformat.v4.new_notebook()
+    cells = [nbformat.v4.new_code_cell('if True:\n    %pip install -q x\n!ls'),
+             nbformat.v4.new_markdown_cell('_("not code")'),
+             nbformat.v4.new_code_cell('from attnlab.core.language import _\nprint(_("{n} heads").format(n=3))')]
+    for k, cell in enumerate(cells):
+        cell["id"] = f"c99-{k:02d}"
+    book.cells = cells
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(book, str(tmp_path / "notebooks" / "99_fixture.ipynb"))
+    found = messages.messages_in_notebook(tmp_path / "notebooks" / "99_fixture.ipynb", tmp_path)
+    assert [(m.msgid, m.where) for m in found] == [("{n} heads", "notebooks/99_fixture.ipynb:c99-02:2")]
+    (tmp_path / "pkg").mkdir()
+    assert set(messages.extract(tmp_path / "pkg", tmp_path / "notebooks")) == {"{n} heads"}
+    assert messages.extract(tmp_path / "pkg", None) == {}
+
+
+def test_the_lessons_own_messages_are_in_the_catalogue_check():
+    lesson_05 = [m for group in messages.extract().values() for m in group
+                 if m.where.startswith("notebooks/05_reading_heatmaps.ipynb:")]
+    assert any(m.msgid.startswith("closest to the line") for m in lesson_05)
+
+
+def test_the_empty_message_stays_empty_instead_of_showing_the_catalogue_header(chinese):
+    assert _("") == "" and language.translated("") == ""
+    from attnlab.course.verdicts import ClaimVerdict
+
+    shown = str(ClaimVerdict.decide("some heads change", holds=False, fails=False, first_clear=""))
+    assert "Project-Id-Version" not in shown and "first_clear = " in shown
+
+
+def test_tables_and_head_reports_show_their_words_in_the_readers_language(chinese):
+    import numpy as np
+
+    from attnlab.analysis.compare import heads_report
+    from attnlab.analysis.stats import Interval
+    from attnlab.course.claims.averaging import fixed_share_table  # noqa: F401  (its header words are marked)
+    from attnlab.course.claims.sensitivity import format_rows
+
+    table = format_rows([["threshold", "fixed", "varying", "cannot tell", "uniform"], [0.5, 3, 2, 1, 0]])
+    header = table.splitlines()[0].split()
+    assert header[1:] == ["固定", "多样", "无法判断", "均匀"] and not ENGLISH_VERDICT.search(table)
+    iv = Interval(estimate=np.array([[0.9, 0.1]]), low=np.array([[0.85, 0.05]]), high=np.array([[0.95, 0.15]]), n=10)
+    assert heads_report(iv, 0, [1], "change") == "  L1 H2：变化 0.100 [0.050, 0.150]，在本层 2 个头中排第 2"
+    language.set_language("en")
+    assert heads_report(iv, 0, [1], "change") == "  L1 H2: change 0.100 [0.050, 0.150], rank 2 of 2 in its layer"
+    assert format_rows([["threshold", "fixed"], [0.5, 3]]).splitlines()[0].split() == ["threshold", "fixed"]
+
+
+def test_kinds_of_damage_and_readings_are_named_in_the_readers_language(chinese):
+    from attnlab.course.claims.perturbation import kind_word
+
+    assert [kind_word(w) for w in ("lexical", "syntactic", "last", "neither")] == ["词法", "句法", "最后一层", "neither"]
+    language.set_language("en")
+    assert [kind_word(w) for w in ("lexical", "both", "chosen")] == ["lexical", "both", "chosen"]
 
 
 def test_a_template_field_used_twice_must_match_the_same_text(chinese):

@@ -68,6 +68,7 @@ from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
 from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.distributions import js_divergence
 from attnlab.core.extract import attention, to_word_level
+from attnlab.core.language import _, translated
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import Query
 
@@ -213,16 +214,18 @@ def top_heads(interval: Interval, k: int = 3, *, largest: bool = True) -> list[H
 
 def heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:
     """One line per named (0-based) head of ``layer``: its value, interval and rank
-    within the layer (1 = largest). ``values`` holds ``[L, H]`` arrays."""
+    within the layer (1 = largest). ``values`` holds ``[L, H]`` arrays; ``what`` names the value
+    (shown in the reader's language when the catalogue has it)."""
     estimate = np.asarray(values.estimate, dtype=float)  # (L, H)
     layer = check_index(layer, estimate.shape[0], "layer")
     heads = [check_index(h, estimate.shape[1], "head") for h in heads]
     row = estimate[layer]  # (H,)
     ranks = (-row).argsort(kind="stable").argsort() + 1  # (H,): 1 = largest
     low, high = np.asarray(values.low)[layer], np.asarray(values.high)[layer]
+    line = _("  {head}: {what} {value:.3f} [{low:.3f}, {high:.3f}], rank {rank} of {n} in its layer")
     return "\n".join(
-        f"  L{layer + 1} H{h + 1}: {what} {row[h]:.3f} [{low[h]:.3f}, {high[h]:.3f}], "
-        f"rank {ranks[h]} of {len(row)} in its layer"
+        line.format(head=f"L{layer + 1} H{h + 1}", what=translated(what), value=row[h], low=low[h], high=high[h],
+                    rank=ranks[h], n=len(row))
         for h in heads
     )
 
@@ -423,7 +426,7 @@ def perturbation_study(
         # originals first, then one perturbed text per job
         att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size)
         by_size: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
-        for j, (i, _, aligned) in enumerate(jobs):
+        for j, (i, _kind, aligned) in enumerate(jobs):
             a = group_maps(att[i - s].double(), aligned.old_groups)  # (L, H, G, G)
             b = group_maps(att[len(block) + j].double(), aligned.new_groups)  # (L, H, G, G)
             by_size.setdefault(a.shape[-1], []).append((j, a, b))
@@ -433,7 +436,7 @@ def perturbation_study(
             perms = torch.as_tensor(np.stack([jobs[x[0]][2].perm for x in items]))  # (J, G)
             p_sim = similarity(a, b).numpy()  # (J, L, H)
             t_sim = similarity(reindex_batch(a, perms), b).numpy()  # (J, L, H)
-            for r, (j, _, _) in enumerate(items):
+            for r, (j, _a, _b) in enumerate(items):
                 i, k, aligned = jobs[j]
                 pos[k][i], tok[k][i] = p_sim[r], t_sim[r]
                 moved[k][i] = aligned.displacement
@@ -476,7 +479,7 @@ def _fit_gap_and_slope(rows: np.ndarray) -> np.ndarray:
     d = rows[:, :, k].reshape(-1)  # (2N,)
     first = np.tile([1.0, 0.0], rows.shape[0])  # (2N,): 1 for the first kind
     x = np.stack([np.ones_like(d), d, first], axis=1)  # (2N, 3)
-    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)  # (3, K)
+    coef, _residuals, rank, _singular = np.linalg.lstsq(x, y, rcond=None)  # (3, K)
     if rank < 3:
         return np.full((2, k), np.nan)
     return np.stack([coef[2], coef[1]])

@@ -54,16 +54,17 @@ from attnlab.analysis.norm_attention import norm_attention, row_shares
 from attnlab.analysis.rollout import rollout
 from attnlab.analysis.stats import Interval, bootstrap_mean, correlation
 from attnlab.core.extract import check_texts
+from attnlab.core.language import N_
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, run
 
 #: The views, in the order of the scoreboard.
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
-VIEW_LABELS = {"raw": "raw attention", "norm": "norm-based", "rollout": "rollout",
-               "value_zeroing": "value zeroing (Mohebbi)", "knockout": "whole-model knockout"}
+VIEW_LABELS = {"raw": N_("raw attention"), "norm": N_("norm-based"), "rollout": N_("rollout"),
+               "value_zeroing": N_("value zeroing (Mohebbi)"), "knockout": N_("whole-model knockout")}
 #: The ground truths: leave one out keeping positions (the main one), and deletion.
 TRUTHS = ("masked", "deleted")
-TRUTH_LABELS = {"masked": "leave one out, positions kept", "deleted": "token deleted"}
+TRUTH_LABELS = {"masked": N_("leave one out, positions kept"), "deleted": N_("token deleted")}
 #: Fewest non-special tokens a query needs (with 3 or 4, rho takes only a handful of values).
 MIN_TOKENS = 5
 

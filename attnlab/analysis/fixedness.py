@@ -67,6 +67,7 @@ import numpy as np
 import torch
 
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts, slope
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import MeanAttention, information_from_sums, mean_attention, merge_all
 
@@ -114,7 +115,7 @@ def bootstrap_numbers(shards: Sequence[MeanAttention], n_boot: int = 500,
     weights = torch.from_numpy(resample_counts(len(shards), n_boot, seed)).double()  # (B, S)
     shares, infos = [], []
     for w in weights.split(RESAMPLES_AT_ONCE):  # (b, S)
-        share, info, _ = _numbers(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
+        share, info, _sharp = _numbers(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
                                   torch.einsum("bs,s...->b...", w, total_sq),
                                   torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
                                   w @ count)  # (b,)
@@ -204,30 +205,33 @@ class FixednessReport:
         return float((np.nan_to_num(per_layer, nan=-np.inf).argmax(axis=1) == among.index(layer)).mean())
 
     def summary(self) -> str:
-        """The numbers in a few lines (layers 1-based)."""
+        """The numbers in a few lines (layers 1-based), in the reader's language."""
         per_layer = ", ".join(
             f"L{l + 1} {x:.3f} [{lo:.3f}, {hi:.3f}]"
             for l, x, lo, hi in zip(self.layers, self.per_layer.estimate, self.per_layer.low, self.per_layer.high)
         )
-        return (
-            f"{self.count} queries in {self.n_shards} shards; {int(self.uniform.sum())} of {self.uniform.size} "
-            f"heads uniform (rows carry < {UNIFORM_INFO:.0%} of ln n).\n"
-            f"Mean fixedness per layer ({self.per_layer.level:.0%} interval over shards): {per_layer}\n"
-            f"Slope against depth {self.slope.estimate:+.4f} per layer [{self.slope.low:+.4f}, "
-            f"{self.slope.high:+.4f}], Spearman rho with depth {self.depth_rho:+.2f}; the last layer is "
-            f"the most fixed in {self.last_is_most_fixed_share:.0%} of resamples.\n"
-            f"Largest share the null keeps (subtracted): {np.nanmax(self.null_share):.4f}; "
-            f"Spearman rho of sharpness and fixedness over heads: {self.sharp_fixed_rho:+.2f}"
-            + (self._control_summary() if self.control is not None else "")
-        )
+        lines = [
+            _("{n} queries in {k} shards; {u} of {total} heads uniform (rows carry < {info:.0%} of ln n).").format(
+                n=self.count, k=self.n_shards, u=int(self.uniform.sum()), total=self.uniform.size, info=UNIFORM_INFO),
+            _("Mean fixedness per layer ({level:.0%} interval over shards): {layers}").format(
+                level=self.per_layer.level, layers=per_layer),
+            _("Slope against depth {s:+.4f} per layer [{low:+.4f}, {high:+.4f}], Spearman rho with depth {rho:+.2f}; "
+              "the last layer is the most fixed in {last:.0%} of resamples.").format(
+                s=self.slope.estimate, low=self.slope.low, high=self.slope.high, rho=self.depth_rho,
+                last=self.last_is_most_fixed_share),
+            _("Largest share the null keeps (subtracted): {b:.4f}; Spearman rho of sharpness and fixedness over "
+              "heads: {rho:+.2f}").format(b=np.nanmax(self.null_share), rho=self.sharp_fixed_rho),
+        ]
+        return "\n".join(lines) + (self._control_summary() if self.control is not None else "")
 
     def _control_summary(self) -> str:
         c = self.control_per_layer
         per_layer = ", ".join(f"L{l + 1} {x:.3f}" for l, x in zip(self.layers, c.estimate))
         d = self.difference_slope
-        return (f"\nControl ({self.control_count} strings of random vocabulary pieces), mean fixedness per "
-                f"layer: {per_layer}\nSlope of real - control against depth {d.estimate:+.4f} per layer "
-                f"[{d.low:+.4f}, {d.high:+.4f}]")
+        return "\n" + _("Control ({n} strings of random vocabulary pieces), mean fixedness per layer: {layers}").format(
+            n=self.control_count, layers=per_layer) + "\n" + _(
+            "Slope of real - control against depth {s:+.4f} per layer [{low:+.4f}, {high:+.4f}]").format(
+            s=d.estimate, low=d.low, high=d.high)
 
 
 def layer_means(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
@@ -295,7 +299,7 @@ def _boots(parts: list[MeanAttention], n_boot: int, seed: int) -> tuple[np.ndarr
     """``[B, L, H]`` resampled fixedness and information; ``[1, L, H]`` (the point) for a single shard."""
     if len(parts) > 1:
         return bootstrap_numbers(parts, n_boot, seed)
-    share, info, _ = head_numbers(merge_all(parts))
+    share, info, _sharp = head_numbers(merge_all(parts))
     return share[None], info[None]
 
 
@@ -304,9 +308,9 @@ def _add_control(report: FixednessReport, parts: list[MeanAttention], n_boot: in
     whole = merge_all(parts)
     if whole.layers != report.layers:
         raise ValueError(f"the control averaged layers {whole.layers}, the real run {report.layers}")
-    control, info, _ = head_numbers(whole)  # (L, H)
+    control, info, _sharp = head_numbers(whole)  # (L, H)
     c_uniform = ~(info >= UNIFORM_INFO)  # (L, H)
-    boots, _ = _boots(parts, n_boot, seed + 1)  # (B', L, H): resampled independently of the real run
+    boots, _infos = _boots(parts, n_boot, seed + 1)  # (B', L, H): resampled independently of the real run
     real_boots = report.head_boots  # (B, L, H)
     k = min(len(boots), len(real_boots))
     if len(boots) == 1 or len(real_boots) == 1:  # one side without resamples: the other side's spread only

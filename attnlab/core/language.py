@@ -182,8 +182,9 @@ def _translation() -> gettext.NullTranslations:
 
 
 def _(message: str) -> str:
-    """``message`` in the current language (itself when no translation exists)."""
-    return _translation().gettext(message)
+    """``message`` in the current language (itself when no translation exists; ``""`` stays
+    ``""``, where gettext would return the catalogue's header)."""
+    return _translation().gettext(message) if message else message
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
@@ -232,7 +233,9 @@ def _fill(template: str, values: dict[str, str]) -> str:
 def translated(text: str) -> str:
     """``text`` in the current language: its catalogue entry, else, when it is a template
     marked with :func:`N_` filled in, the template's translation filled with the same values;
-    else ``text`` itself."""
+    else ``text`` itself. The empty string stays empty (gettext would give the catalogue's header)."""
+    if not text:
+        return text
     direct = _(text)
     if direct != text or current_language() == "en":
         return direct

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnlab.core.language import _, translated
+from attnlab.core.language import N_, _, translated
 from attnlab.core.records import to_plain
 
-PASSED = "passed"
-FAILED = "failed"
+PASSED = N_("passed")  # marked: a threshold table shows these words translated
+FAILED = N_("failed")
 
 
 @dataclass

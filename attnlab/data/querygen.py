@@ -381,9 +381,10 @@ class QueryGenerator:
 
     def report(self) -> str:
         """One line: how many queries, repeats skipped and wrong lengths dropped."""
-        return (f"{self.produced} distinct {self.language} queries of {self.n_tokens} tokens from "
-                f"{self.capacity} possible fillings ({self.duplicates} repeats skipped, "
-                f"{self.wrong_length} dropped for another token count)")
+        return _("{n} distinct {language} queries of {k} tokens from {capacity} possible fillings ({d} repeats "
+                 "skipped, {w} dropped for another token count)").format(
+            n=self.produced, language=self.language, k=self.n_tokens, capacity=self.capacity, d=self.duplicates,
+            w=self.wrong_length)
 
 
 def _good_lengths(language: str) -> tuple[int, int]:
@@ -673,8 +674,9 @@ class VariedQueryGenerator:
 
     def report(self) -> str:
         """One line: how many queries, repeats skipped and wrong lengths dropped."""
-        return (f"{self.produced} distinct {self.language} queries of {self.n_tokens} tokens from the phrase "
-                f"grammar ({self.duplicates} repeats and {self.wrong_length} wrong lengths skipped)")
+        return _("{n} distinct {language} queries of {k} tokens from the phrase grammar ({d} repeats and {w} wrong "
+                 "lengths skipped)").format(n=self.produced, language=self.language, k=self.n_tokens,
+                                            d=self.duplicates, w=self.wrong_length)
 
 
 # --------------------------------------------------------------------------- the control: no content

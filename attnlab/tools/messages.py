@@ -10,18 +10,22 @@ Two kinds of text are shown in the reader's language:
   given as a module-level constant (``CLAIM = "..."``) is followed to its text.
 
 Read statically with :mod:`ast` (nothing is imported), so a message in a
-function no test calls is found too.
+function no test calls is found too. The code cells of the English lessons
+(``notebooks/*.ipynb``, shared with the Chinese edition) are read the same way,
+their IPython ``%``/``!`` lines left out.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab.core.language import catalogue
 
 PACKAGE = Path(__file__).resolve().parents[1]
+NOTEBOOKS = PACKAGE.parent / "notebooks"
 _CALLS = {"_": 1, "N_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
 _VERDICT_BUILDERS = ("decide", "missing")
 _CHECK_BUILDERS = ("of",)
@@ -73,9 +77,34 @@ def _is_verdict_builder(func: ast.AST) -> bool:
 
 def messages_in(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
     """The messages written in one source file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    constants = _constants(tree)
     where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return _messages_of(path.read_text(encoding="utf-8"), where)
+
+
+def notebook_code(path: Path) -> list[tuple[str, str]]:
+    """``(cell id, Python source)`` of each code cell of a notebook, each IPython magic or shell line a ``pass``."""
+    book = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for cell in book.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        lines = [line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+                 for line in source.split("\n")]
+        out.append((cell.get("id", "?"), "\n".join(lines)))
+    return out
+
+
+def messages_in_notebook(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
+    """The messages written in the code cells of one notebook (``where`` is ``notebooks/x.ipynb:cell-id:line``)."""
+    name = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return [msg for cell_id, source in notebook_code(path) for msg in _messages_of(source, f"{name}:{cell_id}")]
+
+
+def _messages_of(source: str, where: str) -> list[Message]:
+    tree = ast.parse(source)
+    constants = _constants(tree)
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -95,12 +124,16 @@ def messages_in(path: Path, root: Path = PACKAGE.parent) -> list[Message]:
     return out
 
 
-def extract(package: Path = PACKAGE) -> dict[str, list[Message]]:
-    """Every message of the package, by catalogue key, each with the places it is written."""
+def extract(package: Path = PACKAGE, notebooks: Path | None = NOTEBOOKS) -> dict[str, list[Message]]:
+    """Every message of the package and of the English lessons' code cells in ``notebooks``
+    (none when it is ``None`` or missing), by catalogue key, each with the places it is written."""
     found: dict[str, list[Message]] = {}
-    for path in sorted(package.rglob("*.py")):
-        for msg in messages_in(path, package.parent):
-            found.setdefault(msg.key, []).append(msg)
+    messages = [msg for path in sorted(package.rglob("*.py")) for msg in messages_in(path, package.parent)]
+    if notebooks is not None and notebooks.is_dir():
+        messages += [msg for path in sorted(notebooks.glob("*.ipynb"))
+                     for msg in messages_in_notebook(path, package.parent)]
+    for msg in messages:
+        found.setdefault(msg.key, []).append(msg)
     return found
 
 

@@ -45,6 +45,7 @@ from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_mean, too_few_units
+from attnlab.core.language import N_
 from attnlab.course.claims.sensitivity import sensitivity_rows
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
@@ -70,21 +71,22 @@ TRACKING_RHO_GRID = (0.3, 0.5, 0.7, 0.9)
 REPLACEABLE_SHARE_GRID = (0.25, 0.5, 0.75)
 TOLERANCE_GRID = (0.02, 0.05, 0.1, 0.2)
 
-CLAIM_SINK_MASS = "in some layer, more than half of the attention goes to the separator ([SEP] or </s>) alone"
-CLAIM_SINK_NO_OP = ("attending to the sink is close to a no-op: zeroing its value vectors in a layer moves the "
-                    "output less than zeroing a word's")
-CLAIM_NORMS = "norm-based weights remove at least half of the special tokens' share of the attention"
-CLAIM_RAW_TRACKS = ("raw attention (last layer) ranks tokens by how much leaving them out changes the output "
-                    "(positions kept)")
-CLAIM_NORM_BEATS = "norm-based weights rank tokens by their effect better than raw attention"
-CLAIM_ROLLOUT_BEATS = "attention rollout ranks tokens by their effect better than raw attention"
-CLAIM_VZ_BEST = ("value zeroing (Mohebbi et al.) ranks tokens by their effect better than raw attention, "
-                 "norm-based weights and rollout")
-CLAIM_FIXED_CHEAP = ("among the heads of a layer, the more fixed a head, the less it costs to replace its map by "
-                     "its mean map")
-CLAIM_MEAN_STANDS_IN = "a head's mean map stands in for its own map better than another query's map"
-CLAIM_TOGETHER = "at least half of the heads can be replaced by their mean maps together at little cost"
-CLAIM_ORDER = "replacing the most fixed heads first costs less than replacing heads in a random order"
+# the claims are passed around by name, so each is marked with N_ for the catalogue
+CLAIM_SINK_MASS = N_("in some layer, more than half of the attention goes to the separator ([SEP] or </s>) alone")
+CLAIM_SINK_NO_OP = N_("attending to the sink is close to a no-op: zeroing its value vectors in a layer moves the "
+                       "output less than zeroing a word's")
+CLAIM_NORMS = N_("norm-based weights remove at least half of the special tokens' share of the attention")
+CLAIM_RAW_TRACKS = N_("raw attention (last layer) ranks tokens by how much leaving them out changes the output "
+                       "(positions kept)")
+CLAIM_NORM_BEATS = N_("norm-based weights rank tokens by their effect better than raw attention")
+CLAIM_ROLLOUT_BEATS = N_("attention rollout ranks tokens by their effect better than raw attention")
+CLAIM_VZ_BEST = N_("value zeroing (Mohebbi et al.) ranks tokens by their effect better than raw attention, "
+                    "norm-based weights and rollout")
+CLAIM_FIXED_CHEAP = N_("among the heads of a layer, the more fixed a head, the less it costs to replace its map by "
+                        "its mean map")
+CLAIM_MEAN_STANDS_IN = N_("a head's mean map stands in for its own map better than another query's map")
+CLAIM_TOGETHER = N_("at least half of the heads can be replaced by their mean maps together at little cost")
+CLAIM_ORDER = N_("replacing the most fixed heads first costs less than replacing heads in a random order")
 
 #: Keys of :func:`verdicts`.
 SINK_MASS = "sink_mass"
@@ -276,7 +278,7 @@ def head_label_counts(replacement: MapReplacement, share: float = TOLERANCE_SHAR
     """How many heads are "cheap", "costly" and "cannot tell" when replaced alone (each head's
     interval over texts against the tolerance)."""
     labels = replacement_head_labels(replacement, share)
-    return {word: int((labels == word).sum()) for word in ("cheap", "costly", UNSURE)}
+    return {word: int((labels == word).sum()) for word in (N_("cheap"), N_("costly"), UNSURE)}
 
 
 def replacement_head_labels(replacement: MapReplacement, share: float = TOLERANCE_SHARE) -> np.ndarray:

@@ -86,8 +86,10 @@ GROUPS_PERMUTATIONS = 5000
 LAST_MOST_FIXED_SHARE = 0.95
 
 #: The per-head labels.
-FIXED, VARYING, UNSURE_LABEL, UNIFORM = "fixed", "varying", UNSURE, "uniform"
+FIXED, VARYING, UNSURE_LABEL, UNIFORM = N_("fixed"), N_("varying"), UNSURE, N_("uniform")  # marked: shown as labels
 LABELS = (FIXED, VARYING, UNSURE_LABEL, UNIFORM)
+_COUNT_KEYS = {FIXED: N_("fixed heads"), VARYING: N_("varying heads"), UNSURE_LABEL: N_("cannot tell heads"),
+               UNIFORM: N_("uniform heads")}  # keys of a verdict's numbers, shown translated
 
 #: The source article's head groups (0-based head indices) in its layers 1-4.
 ARTICLE_FIXED_HEADS = (0, 2, 3, 4, 10, 11)
@@ -102,8 +104,9 @@ READINGS = ("model", "figure")
 CLAIM_FLAT = "a flat (washed-out) mean map means a head whose attention varies with the query"
 CLAIM_GROUPS = "in layers 1-4, heads 1, 3, 4, 5, 11, 12 are fixed and heads 2, 7, 8, 9, 10 vary"
 CLAIM_DEPTH = "attention patterns get more fixed with depth"
-CLAIM_LAST = "in the last layer every head is fixed"
-CLAIM_FIGURE_LAST = "in the last layer of the figure (layer 4) every head is fixed"
+# picked by reading (model or figure), so marked with N_ for the catalogue
+CLAIM_LAST = N_("in the last layer every head is fixed")
+CLAIM_FIGURE_LAST = N_("in the last layer of the figure (layer 4) every head is fixed")
 
 #: Keys of :func:`verdicts`.
 FLAT_MEANS_VARYING = "flat_means_varying"
@@ -183,7 +186,7 @@ class LabelShare:
         """``estimate``, ``low``, ``high`` and the counts, for a verdict's numbers."""
         return {"estimate": float(self.interval.estimate), "low": float(self.interval.low),
                 "high": float(self.interval.high), "heads": self.heads, "shards": self.interval.n,
-                **{f"{name} heads": c for name, c in self.counts.items()}}
+                **{_COUNT_KEYS.get(name, f"{name} heads"): c for name, c in self.counts.items()}}
 
 
 def label_share(report: FixednessReport, kind: str = FIXED, among: np.ndarray | None = None, *,
@@ -222,7 +225,7 @@ def fixed_heads(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD) 
 def fixed_share_table(report: FixednessReport, thresholds=SENSITIVITY_THRESHOLDS) -> list[list]:
     """Rows ``[threshold, fixed, varying, cannot tell, uniform, share >= t on real, share >= t on control]``,
     header first: how the labels move with the threshold (counts of heads; shares of point estimates)."""
-    rows: list[list] = [["threshold", FIXED, VARYING, UNSURE_LABEL, UNIFORM, "real >= t", "control >= t"]]
+    rows: list[list] = [["threshold", FIXED, VARYING, UNSURE_LABEL, UNIFORM, N_("real >= t"), N_("control >= t")]]
     for t in thresholds:
         counts = label_counts(head_labels(report, threshold=t))
         control = (float(np.mean(np.nan_to_num(report.control, nan=-1.0) >= t))

@@ -51,18 +51,18 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
 
-CLAIMS = {
-    1: "most heads learn a fixed pattern; only a few capture lexical or syntactic information",
-    2: "lower layers are more diverse; heads of upper layers converge",
+CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
+    1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
+    2: N_("lower layers are more diverse; heads of upper layers converge"),
     3: COLLAPSE_CLAIM,
-    4: "multi-head attention is an ensemble of weak learners: no single head matters much, and the heads "
-       "cover for one another",
+    4: N_("multi-head attention is an ensemble of weak learners: no single head matters much, and the heads "
+          "cover for one another"),
     5: MORE_HEADS_CLAIM,
-    6: "heads without visible lexical/syntactic structure are not useless, and what they are used for "
-       "depends on the task",
+    6: N_("heads without visible lexical/syntactic structure are not useless, and what they are used for "
+          "depends on the task"),
 }
 #: the two halves of conclusion 6
 USEFUL_CLAIM = "heads that do not follow the content are not the useless ones"
@@ -219,8 +219,10 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     table = fixed_vs_followers(averaging, perturbation)
     numbers = {"estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
                "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
-               **{f"{kind} (lesson 08 heads)": kinds.count(kind) for kind in ("fixed", "varying", UNSURE,
-                                                                               "uniform")},
+               N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
+               N_("varying (lesson 08 heads)"): kinds.count("varying"),
+               N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
+               N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
                "most means more than": most,
                "content followers (lesson 06)": content.estimate, "content low": content.low,
                "content high": content.high, "a few means at most": few,

@@ -23,6 +23,7 @@ import numpy as np
 
 from attnlab.analysis.pattern_shares import PatternShares, StackedSums, pattern_shares, stack_sums
 from attnlab.analysis.stats import ABOVE, BELOW, STRADDLES, too_few_units
+from attnlab.core.language import N_
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: "Most heads": the fixed-pattern share must be above this ...
@@ -35,7 +36,7 @@ POSITIONAL_GRID = (0.4, 0.5, 0.6)
 SPECIAL_GRID = (0.5, 0.6, 0.7)
 
 #: The per-head words: the fixed strength's interval over inputs against 1.
-FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL = "fixed", "not fixed", UNSURE
+FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL = N_("fixed"), N_("not fixed"), UNSURE  # marked: shown per head
 HEAD_WORDS = (FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL)
 
 CLAIM_FIXED = ("most heads attend to themselves / a neighbour / [CLS] / [SEP]; "
@@ -90,8 +91,8 @@ def threshold_sensitivity(per_text: "StackedSums | Sequence[HeadSums]", *,
         ``[positional, special, fixed share, low, high, undecided heads, heterogeneous share, verdict]``.
     """
     stacked = per_text if isinstance(per_text, StackedSums) else stack_sums(per_text)
-    rows: list[list[Any]] = [["positional", "special", "fixed share", "low", "high", "undecided heads",
-                              "heterogeneous share", "verdict"]]
+    rows: list[list[Any]] = [["positional", "special", N_("fixed share"), "low", "high", N_("undecided heads"),
+                              N_("heterogeneous share"), "verdict"]]
     for p in positional:
         for s in special:
             sh = pattern_shares(stacked, n_boot=n_boot, seed=seed, positional=p, special=s)

@@ -36,7 +36,7 @@ import numpy as np
 from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_share_above, side_of, too_few_units
 from attnlab.core.checks import check_index
-from attnlab.core.language import N_
+from attnlab.core.language import N_, _
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head "changes clearly" when the lower end of its position-space sensitivity
@@ -69,16 +69,26 @@ HEAD_WORDS = (CHANGES, BARELY_CHANGES, CANNOT_TELL)
 #: :meth:`attnlab.analysis.compare.ExampleMaps.chosen_layer` picks from the data.
 READINGS = ("last", "chosen")
 
+
+def kind_word(word: str) -> str:
+    """A kind of damage (``"lexical"``, ``"syntactic"``, ``"both"``), a space (``"position"``,
+    ``"token"``) or a reading of the article's layer (``"last"``, ``"chosen"``) as printed in
+    the reader's language; any other word unchanged."""
+    words = {"lexical": _("lexical"), "syntactic": _("syntactic"), "both": _("both"),
+             "position": _("position"), "token": _("token"), "last": _("last"), "chosen": _("chosen")}
+    return words.get(word, word)
+
 CLAIM_FEW_CHANGE = "most heads keep their pattern under lexical/syntactic damage; only a few follow the content"
 CLAIM_LEXICAL_ONLY = "some heads change with lexical damage but not with syntactic damage"
-CLAIM_ARTICLE_HEADS = ("in the layer chosen from the data, head 7 changes with lexical and syntactic damage, "
-                       "head 9 with lexical damage only")
-CLAIM_ARTICLE_HEADS_LAST = ("in the model's last layer, head 7 changes with lexical and syntactic damage, "
-                            "head 9 with lexical damage only")
-CLAIM_LAYER_PATTERN = ("in the layer chosen from the data, one head changes with lexical and syntactic damage "
-                       "and another with lexical damage only")
-CLAIM_LAYER_PATTERN_LAST = ("in the model's last layer, one head changes with lexical and syntactic damage "
-                            "and another with lexical damage only")
+# claims picked by reading (last or chosen layer) are marked with N_ so the catalogue has them
+CLAIM_ARTICLE_HEADS = N_("in the layer chosen from the data, head 7 changes with lexical and syntactic damage, "
+                          "head 9 with lexical damage only")
+CLAIM_ARTICLE_HEADS_LAST = N_("in the model's last layer, head 7 changes with lexical and syntactic damage, "
+                               "head 9 with lexical damage only")
+CLAIM_LAYER_PATTERN = N_("in the layer chosen from the data, one head changes with lexical and syntactic damage "
+                          "and another with lexical damage only")
+CLAIM_LAYER_PATTERN_LAST = N_("in the model's last layer, one head changes with lexical and syntactic damage "
+                               "and another with lexical damage only")
 CLAIM_BEYOND_DISPLACEMENT = ("some heads change more under lexical than under syntactic damage "
                              "at equal token displacement")
 

@@ -85,8 +85,10 @@ def summary(rows: Sequence[Row]) -> str:
 
 def format_rows(rows: Sequence[Row]) -> str:
     """Rows as an aligned plain-text table (first column left-aligned, the others right-aligned);
-    the verdict column in the reader's language."""
+    the verdict column and the header's words in the reader's language."""
     text = [[_cell(v) for v in row] for row in rows]
+    if text:
+        text[0] = [_(v) for v in text[0]]  # a header word the catalogue has is shown translated
     if rows and "verdict" in list(rows[0]):
         column = list(rows[0]).index("verdict")
         text[0][column] = _("verdict")
