@@ -444,7 +444,7 @@ def interrupted_after(texts, k_texts):
     raise KeyboardInterrupt
 
 
-def test_an_interrupted_sharded_run_resumes_and_equals_an_uninterrupted_one(tiny_en, tmp_path):
+def test_an_interrupted_sharded_run_resumes_and_equals_an_uninterrupted_one(tiny_en, tmp_path, capsys):
     texts = same_length_texts(23, seed=37)
     whole = sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4)
     with pytest.raises(KeyboardInterrupt):  # dies while reading shard 3 (texts 10-14)
@@ -464,6 +464,9 @@ def test_an_interrupted_sharded_run_resumes_and_equals_an_uninterrupted_one(tiny
     assert len(resumed) == len(whole) == 5
     assert all(same_sums(a, b) for a, b in zip(resumed, whole))
     assert len(list(folder.glob("shard_*.pt"))) == 5
+    capsys.readouterr()
+    sharded_mean_attention(tiny_en, iter(texts), 5, progress=True, batch_size=4, resume_dir=tmp_path)
+    assert "5 of 5 shards read back" in capsys.readouterr().out  # a time around the call would mislead: say so
 
 
 def test_resumed_shards_are_not_reused_for_other_texts_or_arguments(tiny_en, tmp_path):

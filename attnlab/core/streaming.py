@@ -49,6 +49,7 @@ from attnlab.core.checks import check_positive_int, check_positive_number
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import check_text
 from attnlab.core.fast import check_layers, choose_precision, forward_maps
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode_ids
 
@@ -681,12 +682,14 @@ def sharded_mean_attention(
         arguments.setdefault("batch_size", 256)
         folder = shard_folder(resume_dir, m, int(shard_size), arguments)
     shards: list[MeanAttention] = []
+    read_back = 0
     with _progress(None, progress) as bar:
         for k, chunk in enumerate(text_batches(texts, int(shard_size))):
             shard = None
             if folder is not None:
                 path, digest = folder / f"shard_{k:06d}.pt", texts_digest(chunk)
                 shard = _load_shard(path, digest)
+                read_back += shard is not None
             if shard is None:
                 shard = mean_attention(m, chunk, progress=False, **kwargs)
                 if folder is not None:
@@ -695,6 +698,10 @@ def sharded_mean_attention(
             bar.update(len(chunk))
     if not shards:
         raise ValueError("texts is empty")
+    if read_back and progress:
+        print(_("{k} of {n} shards read back from {folder} (finished by an earlier run): "
+                "a time measured around this call counts only the others").format(k=read_back, n=len(shards),
+                                                                                folder=folder))
     return shards
 
 
