@@ -35,7 +35,7 @@ import pytest
 
 from attnlab.tools import zh_edition
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker holds the JupyterLab
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "04_multi_head_splitting"

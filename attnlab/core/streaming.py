@@ -471,7 +471,7 @@ def mean_attention(
     if isinstance(texts, str):
         raise TypeError("texts must be an iterable of strings, not one string: wrap it in a list")
     batch_size = check_positive_int(batch_size, "batch_size")
-    precision, _ = choose_precision(m, precision)  # "auto": bf16 only where it is native
+    precision = choose_precision(m, precision)[0]  # "auto": bf16 only where it is native
     if tolerance is not None:
         tolerance = check_positive_number(tolerance, "tolerance")
     if tolerance is not None and bucket:
