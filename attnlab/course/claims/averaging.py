@@ -105,8 +105,8 @@ CLAIM_FLAT = "a flat (washed-out) mean map means a head whose attention varies w
 CLAIM_GROUPS = "in layers 1-4, heads 1, 3, 4, 5, 11, 12 are fixed and heads 2, 7, 8, 9, 10 vary"
 CLAIM_DEPTH = "attention patterns get more fixed with depth"
 # picked by reading (model or figure), so marked with N_ for the catalogue
-CLAIM_LAST = N_("in the last layer every head is fixed")
-CLAIM_FIGURE_LAST = N_("in the last layer of the figure (layer 4) every head is fixed")
+CLAIM_LAST = N_("in the last layer every head is fixed, and it is the most fixed layer")
+CLAIM_FIGURE_LAST = N_("in the last layer of the figure (layer 4) every head is fixed, and it is the most fixed of layers 1-4")
 
 #: Keys of :func:`verdicts`.
 FLAT_MEANS_VARYING = "flat_means_varying"
