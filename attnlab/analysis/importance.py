@@ -411,7 +411,7 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
     objective = _as_objective(m, texts, **objective_kw)
     effects = np.zeros((m.n_layers, m.n_heads))
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
+    iterator = tqdm(pairs, desc=_("ablating heads"), unit="head") if progress else pairs
     with torch_threads(threads):
         base = objective.evaluate()
         for layer, head in iterator:
@@ -432,7 +432,7 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
         ``{name: (N, L, H)}``: ``L_text(without head) - L_text``.
     """
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
+    iterator = tqdm(pairs, desc=_("ablating heads"), unit="head") if progress else pairs
     with torch_threads(threads):
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
         out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}

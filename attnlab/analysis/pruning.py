@@ -99,7 +99,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
     """
     counts = _checked_counts(m, order, fractions)
-    iterator = tqdm(counts, desc="pruning", unit="step", leave=False) if progress else counts
+    iterator = tqdm(counts, desc=_("pruning"), unit="step", leave=False) if progress else counts
     losses = []
     with torch_threads(threads):
         for k in iterator:
