@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import lesson_records as rec  # tests/lesson_records.py
+from attnlab.core import language
 from attnlab.course import conclusions as c
 from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
@@ -441,3 +442,23 @@ def test_lesson_12_runs_when_lesson_06_labels_every_head_alike(tmp_path, monkeyp
     text = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
     assert "cannot compare" in text and "too small to compare" in text
     assert "conclusion 6 (both halves): cannot tell" in text
+
+
+def test_evidence_table_names_the_origin_in_the_readers_language():
+    ev = c.Evidence()
+    ev.origin = {RESULT_NAMES[PerturbationResult]: "saved", RESULT_NAMES[AveragingResult]: "recomputed"}
+    before = language.current_language()
+    try:
+        language.set_language("en")
+        english = ev.table().splitlines()
+        language.set_language("zh")
+        chinese = ev.table().splitlines()
+    finally:
+        language.set_language(before)
+    assert len(english) == len(chinese) == len(c.SOURCES)
+    words = {line.split()[0]: line.split()[-1] for line in english}
+    shown = {line.split()[0]: line.split()[-1] for line in chinese}
+    assert words[RESULT_NAMES[PerturbationResult]] == "saved" and shown[RESULT_NAMES[PerturbationResult]] == "已保存"
+    assert shown[RESULT_NAMES[AveragingResult]] == "重新计算"
+    assert shown[RESULT_NAMES[DiversityResult]] == "缺失" and words[RESULT_NAMES[DiversityResult]] == "missing"
+    assert c.origin_word("elsewhere") == "elsewhere"

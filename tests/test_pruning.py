@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 import attnlab as al
-from attnlab.analysis.importance import make_objective
+from attnlab.analysis.importance import kind_label, make_objective, pair_label
 from attnlab.analysis.pruning import (
     RANDOM_BAND,
     PruningStudy,
     compare_with_sensitivity,
     heads_masked_at,
     loss_limit,
+    order_label,
     order_by_score,
     prunable_fraction,
     prunable_heads,
@@ -22,6 +25,8 @@ from attnlab.analysis.pruning import (
     pruning_study,
     random_order,
 )
+from attnlab.core import language
+from attnlab.core.language import translated
 
 TEXTS = ["how do you play chess", "what is the best game", "where can i learn the rules",
          "how to win a game of chess"]
@@ -205,3 +210,49 @@ def test_dips_count_steps_down():
     assert study.dips("importance") == 1 and study.dips("reverse") == 0
     assert study.dips("random") == 1  # the median random curve: 0, 0.4, 0.2
     assert study.all_masked == pytest.approx(0.2)
+
+
+@pytest.fixture
+def chinese_language():
+    """Chinese for the duration of a test, then back to what it was."""
+    before = language.current_language()
+    language.set_language("zh")
+    yield
+    language.set_language(before)
+
+
+def test_table_and_descriptions_are_english_by_default_and_chinese_on_request(tiny_en):
+    objective = make_objective(tiny_en, TEXTS, kind="sentence")
+    study = pruning_study(tiny_en, objective, n_random=2)
+    before = language.current_language()
+    try:
+        language.set_language("en")
+        english_table = study.table()
+        assert english_table.splitlines()[0].split()[:2] == ["pruned", "importance"]
+        assert objective.description == f"1 - cos between the pruned and the full model's mean-pooled " \
+                                         f"sentence vector, on {len(TEXTS)} texts"
+        assert translated(objective.description) == objective.description
+        language.set_language("zh")
+        chinese_table = study.table()
+        header = chinese_table.splitlines()[0]
+        assert "pruned" not in header and "reverse" not in header and "剪掉" in header
+        # the rows (numbers only) are the same in both languages
+        assert chinese_table.splitlines()[1:] == english_table.splitlines()[1:]
+        shown = translated(objective.description)
+        assert "1 - cos" in shown and str(len(TEXTS)) in shown and not re.search(r"[a-z]{4,}", shown)
+    finally:
+        language.set_language(before)
+    assert study.objective == objective.description  # what is saved stays English
+
+
+@pytest.mark.parametrize("kind", ["token", "contrastive"])
+def test_every_objective_description_has_its_chinese_form(tiny_en, kind, chinese_language):
+    objective = make_objective(tiny_en, TEXTS, kind=kind, batch_size=2)
+    shown = translated(objective.description)
+    assert shown != objective.description and str(len(TEXTS)) in shown
+
+
+def test_objective_and_order_names_in_chinese(chinese_language):
+    assert kind_label("sentence") == "句子" and kind_label("auto") == "auto"
+    assert pair_label("sentence vs contrastive") == "句子 对 对比"
+    assert order_label("importance") == "最不重要的先剪" and order_label("reverse") == "最重要的先剪"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -19,6 +21,7 @@ from attnlab.analysis.taxonomy import (
     survey_text_sums,
     survey_texts,
 )
+from attnlab.core import language
 from attnlab.core.memo import forget, is_memoized
 
 TOKENS = [
@@ -189,3 +192,27 @@ def test_per_input_sums_add_up_to_the_survey(tiny_en):
     for name in ("self_mass", "cls_mass", "entropy", "offset_share", "segment_mass"):
         np.testing.assert_allclose(getattr(total, name), getattr(whole, name), rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(total.argmax_offset, whole.argmax_offset)
+
+
+def test_reasons_are_stored_in_english_and_shown_in_the_readers_language():
+    rng = np.random.default_rng(0)
+    per_text = [patterns(len(t), rng) for t in TOKENS]
+    stats = head_stats_of(pad(per_text), lengths=[len(t) for t in TOKENS], tokens=TOKENS)
+    labels = classify_heads(stats)
+    before = language.current_language()
+    try:
+        language.set_language("en")
+        english = [labels.reason(0, h) for h in range(7)]
+        assert english == [str(r) for r in labels.reasons[0, :7]]
+        assert labels.table().splitlines()[0].split()[:2] == ["head", "label"]
+        language.set_language("zh")
+        chinese = [labels.reason(0, h) for h in range(7)]
+        assert chinese[0].startswith("自身份额 1.00 >= ")  # the same numbers, in the Chinese template
+        assert "主要落在 [CLS]" in chinese[3]
+        for shown, stored in zip(chinese, english):
+            assert shown != stored and re.findall(r"\d+\.\d+", shown) == re.findall(r"\d+\.\d+", stored)
+        header = labels.table().splitlines()[0]
+        assert "标签" in header and "reason" not in header
+        assert str(labels.reasons[0, 0]).startswith("self mass")  # what is stored stays English
+    finally:
+        language.set_language(before)

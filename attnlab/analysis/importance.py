@@ -68,6 +68,7 @@ from attnlab.analysis.stats import Interval, correlation, interval_from_samples,
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
+from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm
 from attnlab.core.run import encode, run
@@ -77,6 +78,34 @@ MASK_FRACTION = 0.15
 #: the objectives whose loss is how far the final hidden states move (0 for the full model)
 REPRESENTATION_KINDS = ("sentence", "token")
 KINDS = ("auto", "mlm", "contrastive") + REPRESENTATION_KINDS
+KIND_LABELS = {"sentence": N_("sentence"), "token": N_("token"), "contrastive": N_("contrastive"),
+               "mlm": N_("masked LM")}  # marked: an objective's name as printed
+
+# An objective's description is stored in English (it is saved with the results) and shown
+# through ``translated``, which finds these templates filled in.
+SENTENCE_DESCRIPTION = N_("1 - cos between the pruned and the full model's mean-pooled sentence vector, "
+                          "on {n} texts")
+TOKEN_DESCRIPTION = N_("1 - cos between the pruned and the full model's token vectors (mean over real tokens), "
+                       "on {n} texts")
+MLM_DESCRIPTION = N_("masked-LM cross-entropy on {n} texts ({share} of tokens masked, seed {seed})")
+CONTRASTIVE_DESCRIPTION = N_("contrastive InfoNCE on {n} texts: each mean-pooled query embedding vs a copy "
+                             "with one word dropped, against the other {others} in its batch "
+                             "(scale {scale}, seed {seed})")
+
+
+def kind_label(kind: str) -> str:
+    """An objective's name (``"sentence"``, ``"token"``, ``"contrastive"``, ``"mlm"``) in the
+    reader's language; any other name unchanged."""
+    return _(KIND_LABELS[kind]) if kind in KIND_LABELS else kind
+
+
+def pair_label(name: str) -> str:
+    """Two objectives' names joined by ``" vs "`` (``"sentence vs token"``, a key of the
+    agreements lesson 11 saves) in the reader's language."""
+    first, _sep, second = name.partition(" vs ")
+    if not second:
+        return kind_label(name)
+    return _("{first} vs {second}").format(first=kind_label(first), second=kind_label(second))
 
 
 # --------------------------------------------------------------------------- objectives
@@ -261,7 +290,7 @@ def make_objective(
     Returns:
         An :class:`Objective`.
     """
-    texts, _ = check_texts(m, texts)
+    texts = check_texts(m, texts)[0]
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     batch_size = check_positive_int(batch_size, "batch_size")
@@ -282,8 +311,7 @@ def make_objective(
             inputs, labels = _mask_tokens(m, encode(m, chunk).inputs, gen)
             batches.append({"inputs": inputs, "labels": labels.to(m.device)})
             sizes.append(len(chunk))
-        desc = (f"masked-LM cross-entropy on {len(texts)} texts "
-                f"({MASK_FRACTION:.0%} of tokens masked, seed {seed})")
+        desc = MLM_DESCRIPTION.format(n=len(texts), share=f"{MASK_FRACTION:.0%}", seed=seed)
         return Objective("mlm", batches, sizes, desc, _m=m, _mlm=mlm)
     if len(texts) < 2:
         raise ValueError("the contrastive objective needs at least 2 texts (each is told apart from the others)")
@@ -295,9 +323,8 @@ def make_objective(
         views = [perturbed_view(t, rng) for t in chunk]
         batches.append({"inputs": encode(m, list(chunk) + views).inputs})
         sizes.append(len(chunk))
-    desc = (f"contrastive InfoNCE on {len(texts)} texts: each mean-pooled query embedding vs a copy "
-            f"with one word dropped, against the other {min(batch_size, len(texts)) - 1} in its batch "
-            f"(scale {CONTRASTIVE_SCALE:g}, seed {seed})")
+    desc = CONTRASTIVE_DESCRIPTION.format(n=len(texts), others=min(batch_size, len(texts)) - 1,
+                                          scale=f"{CONTRASTIVE_SCALE:g}", seed=seed)
     return Objective("contrastive", batches, sizes, desc, _m=m)
 
 
@@ -312,8 +339,7 @@ def _representation_objective(m: LoadedModel, texts: list[str], kind: str, batch
         reference = run(m, inputs, keep=("output",)).output.last_hidden_state.clone()
         batches.append({"inputs": inputs, "reference": reference})
         sizes.append(len(chunk))
-    what = "mean-pooled sentence vector" if kind == "sentence" else "token vectors (mean over real tokens)"
-    desc = f"1 - cos between the pruned and the full model's {what}, on {len(texts)} texts"
+    desc = (SENTENCE_DESCRIPTION if kind == "sentence" else TOKEN_DESCRIPTION).format(n=len(texts))
     return Objective(kind, batches, sizes, desc, _m=m)
 
 
@@ -385,7 +411,7 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
     objective = _as_objective(m, texts, **objective_kw)
     effects = np.zeros((m.n_layers, m.n_heads))
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
+    iterator = tqdm(pairs, desc=_("ablating heads"), unit="head") if progress else pairs
     with torch_threads(threads):
         base = objective.evaluate()
         for layer, head in iterator:
@@ -406,7 +432,7 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
         ``{name: (N, L, H)}``: ``L_text(without head) - L_text``.
     """
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = tqdm(pairs, desc="ablating heads", unit="head") if progress else pairs
+    iterator = tqdm(pairs, desc=_("ablating heads"), unit="head") if progress else pairs
     with torch_threads(threads):
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
         out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}

@@ -40,12 +40,20 @@ from tqdm.auto import tqdm
 from attnlab.analysis.importance import Objective, head_importance, make_objective, torch_threads
 from attnlab.core.checks import check_fraction, check_positive_int
 from attnlab.core.gates import mask_heads
+from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
 DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
 #: percentiles of the random orders drawn as a band around their median
 RANDOM_BAND = (10.0, 90.0)
+ORDER_LABELS = {"importance": N_("least important first"), "reverse": N_("most important first"),
+                "random": N_("random order")}  # marked: an order's name as printed
+
+
+def order_label(order: str) -> str:
+    """An order's name (``"importance"``, ``"reverse"``, ``"random"``) in the reader's language."""
+    return _(ORDER_LABELS[order]) if order in ORDER_LABELS else order
 
 
 def order_by_score(scores: np.ndarray, *, ascending: bool = True) -> list[tuple[int, int]]:
@@ -91,7 +99,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
     """
     counts = _checked_counts(m, order, fractions)
-    iterator = tqdm(counts, desc="pruning", unit="step", leave=False) if progress else counts
+    iterator = tqdm(counts, desc=_("pruning"), unit="step", leave=False) if progress else counts
     losses = []
     with torch_threads(threads):
         for k in iterator:
@@ -248,8 +256,9 @@ class PruningStudy(Record):
         """The curves as a small text table (loss per fraction and order)."""
         low, median, high = self.random_band()
         n = np.atleast_2d(self.curves["random"]).shape[0]
-        band = f"random: median [{RANDOM_BAND[0]:g}-{RANDOM_BAND[1]:g}th pct] of {n}"
-        lines = [f"{'pruned':>7} {'importance':>11} {band:>38} {'reverse':>9}"]
+        band = _("random: median [{low}-{high}th pct] of {n}").format(low=f"{RANDOM_BAND[0]:g}",
+                                                                       high=f"{RANDOM_BAND[1]:g}", n=n)
+        lines = [f"{_('pruned'):>7} {_('importance'):>11} {band:>38} {_('reverse'):>9}"]
         for i, f in enumerate(self.fractions):
             lines.append(f"{f:>7.0%} {self.curves['importance'][i]:>11.4f} "
                          f"{median[i]:>19.4f} [{low[i]:.4f}, {high[i]:.4f}] {self.curves['reverse'][i]:>9.4f}")

@@ -60,6 +60,7 @@ from attnlab.analysis.stats import correlation
 from attnlab.core.checks import check_positive_int
 from attnlab.core.config import pick
 from attnlab.core.extract import iter_attention_batches
+from attnlab.core.language import N_, _, translated
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.data import corpus
@@ -69,6 +70,17 @@ LABELS = ("self", "previous", "next", "vertical", "block", "broad", "heterogeneo
 
 #: Labels whose pattern is fixed by position or by special tokens, whatever the words.
 FIXED = ("self", "previous", "next", "vertical")
+
+# A head's reason is stored in English and shown through ``translated``, which finds these templates filled in.
+MASS_REASONS = {"self_mass": N_("self mass {value} >= {threshold}"), "prev_mass": N_("prev mass {value} >= {threshold}"),
+                "next_mass": N_("next mass {value} >= {threshold}")}
+OFFSET_REASON = N_("row maximum at offset {offset} in {share} of rows >= {need} ({what} mass {value})")
+SPECIAL_REASON = N_("[CLS]+[SEP] mass {mass} >= {threshold} (mostly {which}: [CLS] {cls}, [SEP] {sep})")
+PUNCT_REASON = N_("punctuation mass {mass} >= {threshold}")
+BLOCK_REASON = N_("own-sentence mass {mass} >= {threshold} (sentence pairs)")
+BROAD_REASON = N_("entropy {entropy} nats = {rel} x uniform ({uniform}) >= {threshold}")
+NO_PATTERN_REASON = N_("no fixed pattern: largest positional mass {what} {value} < {positional}, [CLS]+[SEP] {special} "
+                       "< {need}, entropy {rel} x uniform < {broad}")
 
 DEFAULTS = {"positional": 0.5, "offset_share": 0.9, "special": 0.6, "block": 0.8, "broad": 0.8}
 
@@ -116,7 +128,8 @@ class HeadLabels:
     def rows(self, digits: int = 2) -> list[list[Any]]:
         """Header plus one row per head: label, reason and the main statistics."""
         s = self.stats
-        out: list[list[Any]] = [["head", "label", "self", "prev", "next", "[CLS]", "[SEP]", "H/H_unif", "reason"]]
+        out: list[list[Any]] = [[_("head"), _("label"), "self", "prev", "next", "[CLS]", "[SEP]", "H/H_unif",
+                                 _("reason")]]
         for l in range(self.shape[0]):
             for h in range(self.shape[1]):
                 out.append([
@@ -124,12 +137,16 @@ class HeadLabels:
                     *(round(float(v), digits) for v in (
                         s.self_mass[l, h], s.prev_mass[l, h], s.next_mass[l, h],
                         s.cls_mass[l, h], s.sep_mass[l, h], s.relative_entropy[l, h])),
-                    self.reasons[l, h],
+                    translated(self.reasons[l, h]),
                 ])
         return out
 
+    def reason(self, layer: int, head: int) -> str:
+        """Why ``(layer, head)`` got its label, in the reader's language (stored in English)."""
+        return translated(str(self.reasons[layer, head]))
+
     def table(self, digits: int = 2) -> str:
-        """Printable table, one line per head (1-based labels)."""
+        """Printable table, one line per head (1-based labels; headers and reasons in the reader's language)."""
         return format_table(self.rows(digits))
 
     def __repr__(self) -> str:
@@ -189,36 +206,36 @@ def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
     for label, (key, offset) in positional.items():
         if s[key] >= t["positional"]:
             candidates.append((s[key] / t["positional"], label,
-                               f"{key.replace('_', ' ')} {s[key]:.2f} >= {t['positional']:.2f}"))
+                               MASS_REASONS[key].format(value=f"{s[key]:.2f}", threshold=f"{t['positional']:.2f}")))
         elif s["argmax_offset"] == offset and s["offset_share"] >= t["offset_share"]:
             candidates.append((s["offset_share"] / t["offset_share"], label,
-                               f"row maximum at offset {offset:+d} in {s['offset_share']:.0%} of rows "
-                               f">= {t['offset_share']:.0%} ({key.replace('_', ' ')} {s[key]:.2f})"))
+                               OFFSET_REASON.format(offset=f"{offset:+d}", share=f"{s['offset_share']:.0%}",
+                                                    need=f"{t['offset_share']:.0%}", what=key.split("_")[0],
+                                                    value=f"{s[key]:.2f}")))
     special = s["cls_mass"] + s["sep_mass"]
     if special >= t["special"]:
         which = "[CLS]" if s["cls_mass"] >= s["sep_mass"] else "[SEP]"
         candidates.append((special / t["special"], "vertical",
-                           f"[CLS]+[SEP] mass {special:.2f} >= {t['special']:.2f} (mostly {which}: "
-                           f"[CLS] {s['cls_mass']:.2f}, [SEP] {s['sep_mass']:.2f})"))
+                           SPECIAL_REASON.format(mass=f"{special:.2f}", threshold=f"{t['special']:.2f}", which=which,
+                                                 cls=f"{s['cls_mass']:.2f}", sep=f"{s['sep_mass']:.2f}")))
     punct = s["punct_mass"]
     if np.isfinite(punct) and punct >= t["special"]:
         candidates.append((punct / t["special"], "vertical",
-                           f"punctuation mass {punct:.2f} >= {t['special']:.2f}"))
+                           PUNCT_REASON.format(mass=f"{punct:.2f}", threshold=f"{t['special']:.2f}")))
     if candidates:
-        _, label, reason = max(candidates, key=lambda c: c[0])
+        _strength, label, reason = max(candidates, key=lambda c: c[0])
         return label, reason
     seg = s["segment_mass"]
     if np.isfinite(seg) and seg >= t["block"]:
-        return "block", f"own-sentence mass {seg:.2f} >= {t['block']:.2f} (sentence pairs)"
+        return "block", BLOCK_REASON.format(mass=f"{seg:.2f}", threshold=f"{t['block']:.2f}")
     rel = s["entropy"] / s["uniform_entropy"] if s["uniform_entropy"] > 0 else 0.0
     if rel >= t["broad"]:
-        return "broad", (f"entropy {s['entropy']:.2f} nats = {rel:.2f} x uniform ({s['uniform_entropy']:.2f}) "
-                         f">= {t['broad']:.2f}")
+        return "broad", BROAD_REASON.format(entropy=f"{s['entropy']:.2f}", rel=f"{rel:.2f}",
+                                            uniform=f"{s['uniform_entropy']:.2f}", threshold=f"{t['broad']:.2f}")
     top = max(("self", s["self_mass"]), ("prev", s["prev_mass"]), ("next", s["next_mass"]), key=lambda kv: kv[1])
-    return "heterogeneous", (
-        f"no fixed pattern: largest positional mass {top[0]} {top[1]:.2f} < {t['positional']:.2f}, "
-        f"[CLS]+[SEP] {special:.2f} < {t['special']:.2f}, entropy {rel:.2f} x uniform < {t['broad']:.2f}"
-    )
+    return "heterogeneous", NO_PATTERN_REASON.format(
+        what=top[0], value=f"{top[1]:.2f}", positional=f"{t['positional']:.2f}", special=f"{special:.2f}",
+        need=f"{t['special']:.2f}", rel=f"{rel:.2f}", broad=f"{t['broad']:.2f}")
 
 
 # --------------------------------------------------------------------------- depth

@@ -126,11 +126,11 @@ class LoadedModel:
 
     def describe(self) -> str:
         """One line: name, architecture, geometry and language."""
-        where = "" if self.device.type == "cpu" else f", on {self.device}"
-        return (
-            f"{self.name} ({self.model_type}, {self.n_layers} layers x {self.n_heads} heads, "
-            f"hidden {self.hidden_size}, language {self.language}, from {self.source}{where})"
-        )
+        where = "" if self.device.type == "cpu" else _(", on {device}").format(device=self.device)
+        return _("{name} ({kind}, {layers} layers x {heads} heads, hidden {hidden}, language {language}, "
+                 "from {source}{where})").format(name=self.name, kind=self.model_type, layers=self.n_layers,
+                                                 heads=self.n_heads, hidden=self.hidden_size,
+                                                 language=self.language, source=self.source, where=where)
 
     def check_layer(self, layer: int) -> int:
         """Validate a 0-based layer index and return it."""
@@ -507,8 +507,10 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
                         language=language, device=target)
     if verbose:
-        why = f" because {reason}" if reason else ""
-        print(f"attnlab: using {loaded.describe()}{why}.")
+        if reason:
+            print(_("attnlab: using {model} because {reason}.").format(model=loaded.describe(), reason=reason))
+        else:
+            print(_("attnlab: using {model}.").format(model=loaded.describe()))
     return loaded
 
 

@@ -16,6 +16,7 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
+from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
 from attnlab.course.attention_limits_result import RESULT_NAME as ATTENTION_LIMITS, AttentionLimitsResult
@@ -67,8 +68,17 @@ class Evidence:
 
     def table(self) -> str:
         """One line per lesson result: its name and where it came from."""
-        return "\n".join(f"  {RESULT_NAMES[kind]:24s} {self.origin.get(RESULT_NAMES[kind], 'missing')}"
+        return "\n".join(f"  {RESULT_NAMES[kind]:24s} {origin_word(self.origin.get(RESULT_NAMES[kind], 'missing'))}"
                          for kind in SOURCES)
+
+
+#: where a lesson's result came from, as stored (English) and as shown
+ORIGIN_WORDS = {"saved": N_("saved"), "recomputed": N_("recomputed"), "missing": N_("missing")}
+
+
+def origin_word(origin: str) -> str:
+    """``"saved"``, ``"recomputed"`` or ``"missing"`` in the reader's language; any other word unchanged."""
+    return _(ORIGIN_WORDS[origin]) if origin in ORIGIN_WORDS else origin
 
 
 def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = True) -> Evidence:
@@ -92,12 +102,13 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     ev.attention_limits = results.load(ATTENTION_LIMITS, AttentionLimitsResult, model=m)
     if runner is None or not missing:
         return ev
-    for kind in tqdm(missing, desc="re-running lessons", unit="lesson") if progress else missing:
+    for kind in tqdm(missing, desc=_("re-running lessons"), unit="lesson") if progress else missing:
         name = RESULT_NAMES[kind]
         try:
             runner(name, m)
         except Exception as exc:  # noqa: BLE001 - report, then judge with what we have
-            print(f"could not re-run {name}: {type(exc).__name__}: {str(exc)[:200]}")
+            print(_("could not re-run {name}: {error}: {message}").format(
+                name=name, error=type(exc).__name__, message=str(exc)[:200]))
             continue
         found = results.load(name, kind, model=m)
         if found is not None:

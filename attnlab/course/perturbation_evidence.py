@@ -18,10 +18,16 @@ import numpy as np
 from attnlab.analysis.compare import SPACES, PerturbationStudy, perturbation_study
 from attnlab.analysis.perturb import KINDS
 from attnlab.core.checks import check_positive_int
+from attnlab.core.language import N_
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES, PerturbationResult
 from attnlab.data.corpus import queries
+
+# where the maps came from: stored in English with lesson 11's results, shown through ``translated``
+SAVED_SOURCE = N_("lesson 06's saved results ({n} queries)")
+MEASURED_SOURCE = N_("measured here on {n} queries, because lesson 06 has not been run for this model and mode "
+                     "(run it first for the full comparison)")
 
 
 @dataclass
@@ -52,7 +58,7 @@ def from_saved(saved: PerturbationResult) -> PerturbationMaps:
         unchanged=np.asarray(saved.unchanged, dtype=float),
         follower_gap=None if saved.follower_gap is None else np.asarray(saved.follower_gap, dtype=float),
         n_queries=saved.n_queries,
-        source=f"lesson 06's saved results ({saved.n_queries} queries)",
+        source=SAVED_SOURCE.format(n=saved.n_queries),
     )
 
 
@@ -81,5 +87,4 @@ def perturbation_maps(m: LoadedModel, *, n_queries: int = 30, seed: int = 0,
         return from_saved(saved)
     study = perturbation_study(m, queries(m.language, n_queries, seed=seed), kinds=tuple(kinds), seed=seed,
                                progress=progress)
-    return from_study(study, f"measured here on {study.n_queries} queries, because lesson 06 has not been run "
-                             "for this model and mode (run it first for the full comparison)")
+    return from_study(study, MEASURED_SOURCE.format(n=study.n_queries))
