@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "head_label": "attnlab.viz.plot",
     "use_cjk_font": "attnlab.viz.fonts",
     "doctor": "attnlab.tools.doctor",
-    "set_language": "attnlab.core.language",
+    "set_language": "attnlab.viz.fonts",
     "current_language": "attnlab.core.language",
 }
 

@@ -313,3 +313,34 @@ def test_save_figure_png_and_svg(tmp_path):
     assert [p.suffix for p in paths] == [".png", ".svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in paths[1].read_text()[:500]
+
+
+def test_switching_the_course_to_chinese_switches_the_figures_font(monkeypatch):
+    """A Chinese lesson's first cell (al.set_language("zh")) makes every later figure use a CJK font,
+    also plotters that never look at their labels; English leaves the font alone."""
+    import matplotlib as mpl
+
+    import attnlab as al
+    from attnlab.core import language
+    from attnlab.viz import fonts
+
+    found = fonts.find_cjk_font()
+    if found is None:
+        pytest.skip("no CJK font on this machine")
+    monkeypatch.setitem(mpl.rcParams, "font.sans-serif", ["DejaVu Sans"])
+    try:
+        assert al.set_language("en") == "en"
+        assert mpl.rcParams["font.sans-serif"] == ["DejaVu Sans"]
+        assert al.set_language("zh") == "zh" and language.current_language() == "zh"
+        assert mpl.rcParams["font.sans-serif"][0] == found[1]
+        import warnings
+
+        fig, ax = plt.subplots()
+        ax.set_title("剪枝曲线")  # a plain matplotlib title: no attnlab plotter chose the font
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.canvas.draw()
+        plt.close(fig)
+        assert not [w for w in caught if "missing from font" in str(w.message)]
+    finally:
+        language.set_language("en")

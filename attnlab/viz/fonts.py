@@ -16,6 +16,7 @@ from functools import lru_cache
 import matplotlib as mpl
 from matplotlib import font_manager
 
+from attnlab.core import language
 from attnlab.core.language import current_language
 
 _SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
@@ -84,3 +85,13 @@ def cjk_font_for(labels: Iterable[object]) -> None:
     or when the course speaks Chinese (its labels then do)."""
     if has_cjk(labels) or current_language() == "zh":
         use_cjk_font()
+
+
+def set_language(lang: str) -> str:
+    """Switch the course's language (:func:`attnlab.core.language.set_language`) and, for Chinese,
+    matplotlib's font too, so every figure drawn afterwards shows its Chinese labels as glyphs (the
+    CJK font also draws Latin letters). ``al.set_language`` is this function."""
+    code = language.set_language(lang)
+    if code == "zh":
+        use_cjk_font()
+    return code
