@@ -346,3 +346,30 @@ def test_importance_agreement_and_split_half():
         importance_agreement(stable[:5], stable[:6], paired=True)
     with pytest.raises(ValueError, match="at least 4"):
         split_half_agreement(stable[:3])
+
+
+@pytest.mark.parametrize("kind", ["sentence", "contrastive", "mlm"])
+def test_ablation_begins_at_the_masked_layer_and_equals_whole_passes(tmp_path, kind):
+    # a head of layer l changes nothing below l: each pass starts at l; the numbers are those of whole passes
+    folder = save_tiny_model(tmp_path / "m", n_layers=3, n_heads=2, hidden=8, mlm_head=True, seed=6)
+    m = al.load_model(str(folder), verbose=False)
+    objective = make_objective(m, TEXTS, kind=kind, batch_size=3, seed=1)
+    whole = {}
+    for layer in range(3):
+        for head in range(2):
+            with al.mask_heads(m, [(layer, head)]):
+                whole[layer, head] = objective.per_text()[kind]
+    base = objective.per_text()[kind]
+    calls = []
+    handle = m.model.encoder.layer[0].register_forward_pre_hook(lambda *a: calls.append(1))
+    try:
+        effects = ablation_per_text(m, objective)[kind]  # (N, L, H)
+    finally:
+        handle.remove()
+    for (layer, head), values in whole.items():
+        np.testing.assert_allclose(effects[:, layer, head], values - base, atol=1e-6)
+    batches = len(objective.batches)
+    # layer 0 runs for the base pass, both heads of layer 0, and the pass that finds layer 1's input
+    # (layer 2's input also needs layer 0): 5 passes per batch, never for the heads of layers 1 and 2
+    assert len(calls) == 5 * batches
+    assert len(m.model.encoder.layer) == 3

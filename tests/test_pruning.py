@@ -256,3 +256,23 @@ def test_objective_and_order_names_in_chinese(chinese_language):
     assert kind_label("sentence") == "句子" and kind_label("auto") == "auto"
     assert pair_label("sentence vs contrastive") == "句子 对 对比"
     assert order_label("importance") == "最不重要的先剪" and order_label("reverse") == "最重要的先剪"
+
+
+def test_curves_that_share_seen_mask_each_set_of_heads_once(tiny_factory):
+    m = tiny_factory("bert", "en", n_layers=2, seed=7)
+    objective = make_objective(m, TEXTS, kind="sentence", batch_size=2)
+    orders = [random_order(m.n_layers, m.n_heads, s) for s in range(3)]
+    alone = [pruning_curve_per_text(m, objective, order) for order in orders]  # no sharing
+    passes = []
+    handle = m.model.register_forward_pre_hook(lambda *a: passes.append(1))
+    seen = {}
+    try:
+        shared = [pruning_curve_per_text(m, objective, order, seen=seen) for order in orders]
+    finally:
+        handle.remove()
+    for a, b in zip(alone, shared):
+        np.testing.assert_allclose(a, b, atol=1e-7)
+    counts = [heads_masked_at(f, m.n_layers * m.n_heads) for f in np.linspace(0, 1, 11)]
+    distinct = {frozenset(order[:k]) for order in orders for k in counts}
+    assert len(distinct) < 3 * len(counts)  # nothing masked and everything masked are shared at least
+    assert len(passes) == len(distinct) * len(objective.batches)

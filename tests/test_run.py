@@ -124,6 +124,44 @@ def test_run_records_the_encoder_inside_a_masked_lm_model(tmp_path):
     assert torch.equal(hidden.hidden[1], out.hidden_states[1])
 
 
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_start_at_skips_the_layers_below_and_matches_the_whole_pass(tiny_factory, arch):
+    from attnlab.core.gates import gate_hook_specs
+    m = tiny_factory(arch, "en", n_layers=3)
+    batch = encode(m, ["how do you play chess", "why is the sky blue today"])
+    gates = torch.ones(m.n_layers, m.n_heads)
+    gates[2, 0] = 0.0  # a head of layer 2 switched off: nothing below layer 2 changes
+    whole = run(m, batch, keep=("output",), hooks=gate_hook_specs(m, gates)).output.last_hidden_state
+    start = run(m, batch, keep=("hidden",), layers=[1]).hidden[2]  # the input of layer 2
+    ran = []
+    spy = Hook(layer_module_paths(m)[0], lambda *a: ran.append(0), pre=True)
+    out = run(m, batch, keep=("output", "maps"), hooks=gate_hook_specs(m, gates) + [spy], start_at=(2, start))
+    assert torch.allclose(out.output.last_hidden_state, whole, atol=1e-6)
+    shares_layers = len(set(layer_module_paths(m))) < m.n_layers
+    assert (ran != []) == shares_layers  # ALBERT runs the whole pass (the same numbers); the others skip
+    assert sorted(out.maps) == ([0, 1, 2] if shares_layers else [2])  # maps are recorded under their own layer
+    with pytest.raises(ValueError, match="batch"):
+        run(m, batch, keep=("output",), start_at=(2, start[:1]))
+    again = run(m, batch, keep=("output",)).output.last_hidden_state  # the layer list is whole again
+    assert torch.equal(again, run(m, batch, keep=("output",)).output.last_hidden_state)
+    assert len(run(m, batch, keep=("maps",)).maps) == 3
+
+
+def test_start_at_puts_the_layers_back_after_an_error(tiny_en):
+    m = tiny_en
+    batch = encode(m, ["how do you play chess"])
+    start = run(m, batch, keep=("hidden",), layers=[0]).hidden[1]
+
+    def explode(module, args, output):
+        raise RuntimeError("boom")
+
+    hooks_before = sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in m.model.modules())
+    with pytest.raises(RuntimeError, match="boom"):
+        run(m, batch, keep=("output",), start_at=(1, start), hooks=[Hook(attention_module_paths(m)[1], explode)])
+    assert len(m.model.encoder.layer) == m.n_layers
+    assert sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in m.model.modules()) == hooks_before
+
+
 def test_run_refuses_what_it_cannot_keep(tiny_en):
     batch = encode(tiny_en, ["chess"])
     with pytest.raises(ValueError, match="keep"):

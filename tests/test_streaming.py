@@ -478,4 +478,19 @@ def test_resumed_shards_are_not_reused_for_other_texts_or_arguments(tiny_en, tmp
     assert all(same_sums(a, b) for a, b in zip(fresh, reference))
     sharded_mean_attention(tiny_en, iter(texts), 5, progress=False, batch_size=4, layers=[0],
                            resume_dir=tmp_path)
-    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2  # other layers: another folder
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 3  # other texts, other layers: other folders
+
+
+def test_two_streams_under_one_resume_dir_keep_their_own_shards(tiny_en, tmp_path, capsys):
+    # lesson 08 keeps its real queries and its control under one folder: neither may overwrite the other
+    real, control = same_length_texts(10, seed=40), same_length_texts(10, seed=41)
+    first = [sharded_mean_attention(tiny_en, iter(t), 5, progress=False, batch_size=4, resume_dir=tmp_path)
+             for t in (real, control)]
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
+    capsys.readouterr()
+    again = [sharded_mean_attention(tiny_en, iter(t), 5, progress=True, batch_size=4, resume_dir=tmp_path)
+             for t in (real, control)]
+    assert capsys.readouterr().out.count("2 of 2 shards read back") == 2  # nothing computed again
+    for before, after in zip(first, again):
+        assert all(same_sums(a, b) for a, b in zip(before, after))
+    assert not same_sums(again[0][0], again[1][0])

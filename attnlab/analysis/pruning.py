@@ -85,7 +85,7 @@ def heads_masked_at(fraction: float, total: int) -> int:
 
 def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
                   fractions: Sequence[float] = DEFAULT_FRACTIONS, *, progress: bool = False,
-                  threads: int | None = 1) -> np.ndarray:
+                  threads: int | None = None, seen: dict | None = None) -> np.ndarray:
     """Objective value after masking the first ``fraction`` of ``order``, for each fraction.
 
     Args:
@@ -94,36 +94,45 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
         order: every head once, first to be pruned first.
         fractions: fractions of all heads in ``[0, 1]``.
         threads: CPU threads for the forward passes (see :mod:`attnlab.analysis.importance`).
+        seen: values of earlier passes by set of masked heads, filled as it goes: curves that
+            share one (every order masks nothing at 0 and everything at 1) run each set once.
 
     Returns:
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
     """
     counts = _checked_counts(m, order, fractions)
     iterator = tqdm(counts, desc=_("pruning"), unit="step", leave=False) if progress else counts
-    losses = []
     with torch_threads(threads):
-        for k in iterator:
-            with mask_heads(m, order[:k]):
-                losses.append(objective.evaluate())
+        losses = [_masked(m, order[:k], objective.evaluate, seen) for k in iterator]
     return np.array(losses)
+
+
+def _masked(m: LoadedModel, heads: Sequence[tuple[int, int]], compute, seen: dict | None):
+    """``compute()`` with ``heads`` masked, or its value from ``seen`` (keyed by the set of heads
+    and the function) when an earlier pass masked the same set: the same pass, the same numbers."""
+    key = (frozenset(tuple(p) for p in heads), getattr(compute, "__name__", ""))
+    if seen is not None and key in seen:
+        return seen[key]
+    with mask_heads(m, heads):
+        value = compute()
+    if seen is not None:
+        seen[key] = value
+    return value
 
 
 def pruning_curve_per_text(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
                            fractions: Sequence[float] = DEFAULT_FRACTIONS, *,
-                           threads: int | None = 1) -> np.ndarray:
+                           threads: int | None = None, seen: dict | None = None) -> np.ndarray:
     """Like :func:`pruning_curve`, text by text, for a representation objective.
 
     Returns:
         ``(len(fractions), N)``: the objective's loss of each text (its
         ``kind``) after masking the first ``fraction`` of ``order``; the mean
-        over texts is :func:`pruning_curve`.
+        over texts is :func:`pruning_curve`. ``seen``: as in :func:`pruning_curve`.
     """
     counts = _checked_counts(m, order, fractions)
-    rows = []
     with torch_threads(threads):
-        for k in counts:
-            with mask_heads(m, order[:k]):
-                rows.append(objective.per_text()[objective.kind])
+        rows = [_masked(m, order[:k], objective.per_text, seen)[objective.kind] for k in counts]
     return np.stack(rows)
 
 
@@ -170,7 +179,7 @@ def _check_tolerance(tolerance: float) -> float:
 
 
 def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
-                   tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = 1) -> int:
+                   tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = None) -> int:
     """How many heads of ``order`` can be masked, one head at a time, before the loss
     first exceeds :func:`loss_limit` (the 10% grid at one-head resolution).
 
@@ -275,7 +284,7 @@ def pruning_study(
     seed: int = 0,
     tolerance: float = 0.01,
     progress: bool = False,
-    threads: int | None = 1,
+    threads: int | None = None,
     **objective_kw,
 ) -> PruningStudy:
     """Pruning curves by importance, in reverse, and in ``n_random`` random orders.
@@ -303,20 +312,21 @@ def pruning_study(
         raise ValueError(f"importance must be [{m.n_layers}, {m.n_heads}], got {importance.shape}")
     fractions = np.asarray(fractions, dtype=float)
     orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
-    per_text = {}
+    per_text, seen = {}, {}  # seen: every set of heads is masked once (all orders share 0 and 100%)
     if relative:
-        curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads)
+        curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads, seen=seen)
                   for name, order in orders.items()}
     else:
-        per_text = {name: pruning_curve_per_text(m, objective, order, fractions, threads=threads)
+        per_text = {name: pruning_curve_per_text(m, objective, order, fractions, threads=threads, seen=seen)
                     for name, order in orders.items()}  # (F, N) each
         curves = {name: values.mean(axis=1) for name, values in per_text.items()}
     random_orders = [random_order(m.n_layers, m.n_heads, seed + s) for s in range(n_random)]
     if relative:
         curves["random"] = np.stack([pruning_curve(m, objective, order, fractions, progress=progress,
-                                                   threads=threads) for order in random_orders])  # (S, F)
+                                                   threads=threads, seen=seen) for order in random_orders])  # (S, F)
     else:  # the same passes, kept text by text
-        per_text["random"] = np.stack([pruning_curve_per_text(m, objective, order, fractions, threads=threads)
+        per_text["random"] = np.stack([pruning_curve_per_text(m, objective, order, fractions, threads=threads,
+                                                              seen=seen)
                                        for order in random_orders])  # (S, F, N)
         curves["random"] = per_text["random"].mean(axis=2)  # (S, F)
     base = float(curves["importance"][0])

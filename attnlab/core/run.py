@@ -118,6 +118,47 @@ def embedding_module(m: LoadedModel) -> torch.nn.Module:
     return found
 
 
+def layer_list(m: LoadedModel) -> tuple[torch.nn.Module, str] | None:
+    """``(parent, attribute)`` of the ``ModuleList`` that holds the layers in order, one
+    module per layer (``encoder.layer`` in BERT, ``transformer.layer`` in DistilBERT), or
+    None where layers share modules (ALBERT) and a pass cannot start part-way."""
+    paths = layer_module_paths(m)
+    parents = {p.rsplit(".", 1)[0] for p in paths}
+    if len(parents) != 1 or len(set(paths)) != m.n_layers:
+        return None
+    (parent_path,) = parents
+    owner_path, _dot, attribute = parent_path.rpartition(".")
+    owner = m.model.get_submodule(owner_path) if owner_path else m.model
+    layers = getattr(owner, attribute, None)
+    if not isinstance(layers, torch.nn.ModuleList) or len(layers) != m.n_layers:
+        return None
+    return owner, attribute
+
+
+@contextlib.contextmanager
+def layers_from(m: LoadedModel, root: torch.nn.Module, start: int, hidden: torch.Tensor) -> Iterator[bool]:
+    """Inside the block a pass of ``root`` (``m.model`` or a module holding it) begins at
+    layer ``start`` with ``hidden`` ``(B, T, d)`` as that layer's input: the embeddings'
+    output is replaced by ``hidden`` and layers ``0 .. start - 1`` are left out of the
+    layer list, so they never run. Yields False (and changes nothing) where the model's
+    layers share modules; the caller then runs the whole pass, which gives the same result.
+    The layer list is put back on exit, also after an error."""
+    found = layer_list(m) if start > 0 else None
+    if found is None:
+        yield False
+        return
+    owner, attribute = found
+    whole = getattr(owner, attribute)
+    embeddings = _same_module(root, m, embedding_module(m))
+    handle = embeddings.register_forward_hook(lambda _module, _args, _output: hidden)
+    setattr(owner, attribute, torch.nn.ModuleList(list(whole)[start:]))
+    try:
+        yield True
+    finally:
+        setattr(owner, attribute, whole)
+        handle.remove()
+
+
 # --------------------------------------------------------------------------- hooks
 
 
@@ -187,8 +228,10 @@ class _Recorder:
         self.stop, self.stop_on_maps = stop, stop_on_maps
         self.attention_calls = self.layer_calls = 0
 
+    first = 0  #: the layer a pass starts at (see ``start_at`` of :func:`run`)
+
     def reset(self, _module, _args) -> None:
-        self.attention_calls = self.layer_calls = 0
+        self.attention_calls = self.layer_calls = self.first
 
     def on_attention(self, _module, _args, output) -> None:
         layer = self.attention_calls
@@ -245,6 +288,7 @@ def run(
     model: torch.nn.Module | None = None,
     precision: str = "fp32",
     grad: bool = False,
+    start_at: tuple[int, torch.Tensor] | None = None,
 ) -> Cache:
     """Run ``m`` on one batch and return what was asked for.
 
@@ -266,6 +310,11 @@ def run(
             then recorded on ``m.model`` inside it.
         precision: ``"fp32"``, ``"tf32"`` or ``"bf16"`` (autocast); the int8 copy comes via ``model``.
         grad: keep the autograd graph (default: inference mode, no graph).
+        start_at: ``(layer, hidden)``: begin the pass at ``layer`` with ``hidden`` ``(B, T, d)``
+            as its input (hidden state ``layer`` of an earlier pass on the same batch, from
+            ``keep=("hidden",)``), so the layers below never run. Where nothing below
+            ``layer`` is changed by ``hooks`` the result is bit-identical to the whole pass,
+            which is what runs on models whose layers share modules (ALBERT).
 
     Returns:
         :class:`Cache`.
@@ -299,7 +348,13 @@ def run(
         if 0 in hidden_layers:
             own.append(Hook(_same_module(root, m, embedding_module(m)), rec.on_embeddings))
     grad_mode = contextlib.nullcontext() if grad else torch.inference_mode()
-    with installed(model, own + list(hooks)), grad_mode, precision_context(precision, m.device):
+    start, hidden_in = (0, None) if start_at is None else (m.check_layer(start_at[0]), start_at[1])
+    if start and tuple(hidden_in.shape[:2]) != tuple(inputs["attention_mask"].shape):
+        raise ValueError(f"start_at's hidden state is {tuple(hidden_in.shape)}, but the batch is "
+                         f"{tuple(inputs['attention_mask'].shape)} (batch, tokens)")
+    skipping = layers_from(m, root, start, hidden_in) if start else contextlib.nullcontext(False)
+    with installed(model, own + list(hooks)), skipping as skipped, grad_mode, precision_context(precision, m.device):
+        rec.first = start if skipped else 0
         try:
             out = model(**inputs)
         except _StopForward:
@@ -307,7 +362,7 @@ def run(
     if want_output:
         cache.output = out
     if want_maps:
-        missing = [l for l in chosen if cache.maps.get(l) is None]
+        missing = [l for l in chosen if cache.maps.get(l) is None and l >= rec.first]  # below a start: never ran
         if missing:
             raise NoAttentionError(
                 f"no attention probabilities were recorded for layers {missing} of {m.name}; "

@@ -670,24 +670,29 @@ def sharded_mean_attention(
             first missing one, so an interrupted run loses at most one shard.
             The texts are still read (to check, by a hash, that shard ``k``
             holds the same texts as before; a shard whose texts differ is
-            computed again and replaced).
+            computed again and replaced). The folder's key also holds the hash
+            of the first shard's texts, so two different streams (real queries
+            and a control) kept under one ``resume_dir`` never overwrite each
+            other's shards.
     """
     if check_positive_int(shard_size, "shard_size") < 2:
         raise ValueError(f"shard_size must be at least 2 (a shard needs a variance), got {shard_size}")
-    folder = None
+    folder, arguments = None, None
     if resume_dir is not None:
         arguments = {k: (list(v) if isinstance(v, range) else v) for k, v in sorted(kwargs.items())}
         arguments["layers"] = check_layers(m, kwargs.get("layers"))
         arguments["precision"] = choose_precision(m, kwargs.get("precision", "fp32"))[0]
         arguments.setdefault("batch_size", 256)
-        folder = shard_folder(resume_dir, m, int(shard_size), arguments)
     shards: list[MeanAttention] = []
     read_back = 0
     with _progress(None, progress) as bar:
         for k, chunk in enumerate(text_batches(texts, int(shard_size))):
             shard = None
-            if folder is not None:
-                path, digest = folder / f"shard_{k:06d}.pt", texts_digest(chunk)
+            if arguments is not None:
+                digest = texts_digest(chunk)
+                if folder is None:  # the stream is known by its first shard
+                    folder = shard_folder(resume_dir, m, int(shard_size), {**arguments, "first_shard": digest})
+                path = folder / f"shard_{k:06d}.pt"
                 shard = _load_shard(path, digest)
                 read_back += shard is not None
             if shard is None:

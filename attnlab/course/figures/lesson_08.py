@@ -14,6 +14,7 @@ from attnlab.analysis.fixedness import (
     leading_pieces,
 )
 from attnlab.core.streaming import MeanAttention, merge_all, sharded_mean_attention
+from attnlab.course import results
 from attnlab.course.claims import averaging as claims
 from attnlab.course.figures import FigureContext, figure
 from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
@@ -21,8 +22,9 @@ from attnlab.viz.fixedness_plots import plot_fixedness, plot_fixedness_curve, pl
 
 LESSON = "08_layer_averaging.ipynb"
 
-#: Strings of random vocabulary pieces in the control run (full mode).
-CONTROL_QUERIES = 20_000
+#: Queries per forward pass, as in lesson 08: with the same batches the lesson's
+#: finished shards (``results/shards``) are read back instead of computed again.
+BATCH_SIZE = 64
 
 
 @dataclass
@@ -39,12 +41,13 @@ def lesson_run(ctx: FigureContext) -> Run:
 
     def compute() -> Run:
         m = ctx.model
-        total, shard = ctx.pick(claims.ARTICLE_QUERIES, 200), ctx.pick(1000, 50)
+        total, shard = ctx.pick(claims.COURSE_QUERIES, 200), ctx.pick(1000, 50)
         queries = same_length_queries(m, total, DEFAULT_N_TOKENS)
         pieces = leading_pieces(m, queries, [c for c in decades(shard) if c <= shard])
-        rest = sharded_mean_attention(m, queries, shard, progress=False)
-        control = sharded_mean_attention(m, random_token_queries(m, ctx.pick(CONTROL_QUERIES, 100), DEFAULT_N_TOKENS),
-                                         shard, progress=False)
+        saved = results.results_dir() / "shards"
+        rest = sharded_mean_attention(m, queries, shard, batch_size=BATCH_SIZE, resume_dir=saved, progress=False)
+        control = sharded_mean_attention(m, random_token_queries(m, ctx.pick(claims.COURSE_CONTROL, 100), DEFAULT_N_TOKENS),
+                                         shard, batch_size=BATCH_SIZE, resume_dir=saved, progress=False)
         shards = [merge_all(pieces)] + rest
         report = fixedness_report(shards, control=control, n_boot=ctx.pick(1000, 100))
         return Run(merge_all(shards), report, fixedness_curve(pieces + rest, decades(total)))
