@@ -121,6 +121,17 @@ def test_study_summary():
     np.testing.assert_array_equal(by_heads[1], [r.val_perplexity for r in study.runs if r.n_heads == 1])
 
 
+def test_training_on_two_processes_gives_the_runs_of_one(tmp_path):
+    one = head_count_study((1, 2), seeds=(0, 1), language=LANG, config=SMALL)
+    two = head_count_study((1, 2), seeds=(0, 1), language=LANG, config=SMALL, workers=2)
+    assert [(r.n_heads, r.seed) for r in two.runs] == [(r.n_heads, r.seed) for r in one.runs]  # the same order
+    for a, b in zip(one.runs, two.runs):
+        np.testing.assert_allclose(b.train_loss, a.train_loss, atol=1e-6)
+        np.testing.assert_allclose(b.val_loss, a.val_loss, atol=1e-6)
+    with pytest.raises(ValueError, match="workers"):
+        head_count_study((1,), seeds=(0,), language=LANG, config=SMALL, workers=0)
+
+
 def test_bad_settings():
     with pytest.raises(ValueError, match="divide"):
         train_one(3, seed=0, language=LANG, config=SMALL)

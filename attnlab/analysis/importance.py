@@ -72,7 +72,7 @@ from attnlab.core.gates import gate_heads, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm
-from attnlab.core.run import encode, run
+from attnlab.core.run import encode, layer_input, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -164,13 +164,9 @@ class Objective:
                    grad=torch.is_grad_enabled(), start_at=start_at).output
 
     def layer_input(self, batch: dict[str, Any], layer: int) -> torch.Tensor:
-        """Hidden state ``layer`` ``(B, T, d)`` of the unchanged model on ``batch``: the input of
-        ``layer``, from a pass that stops below it (nothing is kept between calls)."""
-        model = self._mlm if self.kind == "mlm" else None
-        if layer == 0:
-            return run(self._m, batch["inputs"], keep=("hidden",), layers=None, stop_after_layer=0,
-                       model=model).hidden[0]
-        return run(self._m, batch["inputs"], keep=("hidden",), layers=[layer - 1], model=model).hidden[layer]
+        """Hidden state ``layer`` ``(B, T, d)`` of the unchanged model on ``batch``
+        (:func:`attnlab.core.run.layer_input`; for the MLM kind, inside the MLM model)."""
+        return layer_input(self._m, batch["inputs"], layer, model=self._mlm if self.kind == "mlm" else None)
 
     def text_losses(self, batch: dict[str, Any],
                     start_at: tuple[int, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:

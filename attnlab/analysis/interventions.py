@@ -171,10 +171,12 @@ def replace_maps_hooks(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tens
 # --------------------------------------------------------------------------- measuring a change
 
 
-def last_hidden(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+def last_hidden(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                start_at: tuple[int, torch.Tensor] | None = None) -> torch.Tensor:
     """``(B, T, d)``: the last layer's output of one pass of :func:`attnlab.core.run.run`
-    (without gradients; the hooks of the context managers above see it)."""
-    return run(m, inputs, keep=("output",)).output.last_hidden_state
+    (without gradients; the hooks of the context managers above see it). ``start_at``
+    ``(layer, hidden)`` begins the pass at ``layer`` (see :func:`run`)."""
+    return run(m, inputs, keep=("output",), start_at=start_at).output.last_hidden_state
 
 
 def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -183,10 +185,12 @@ def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * weights).sum(dim=1) / weights.sum(dim=1)
 
 
-def sentence_vectors(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+def sentence_vectors(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                     start_at: tuple[int, torch.Tensor] | None = None) -> torch.Tensor:
     """``(B, d)``: the mean of the last hidden states over each text's real tokens (the
-    sentence representation of sentence-embedding models such as MiniLM)."""
-    return pooled(last_hidden(m, inputs), inputs["attention_mask"])  # (B, d)
+    sentence representation of sentence-embedding models such as MiniLM). ``start_at``:
+    as in :func:`last_hidden`."""
+    return pooled(last_hidden(m, inputs, start_at), inputs["attention_mask"])  # (B, d)
 
 
 def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -42,7 +42,7 @@ from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correla
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import encode, run
+from attnlab.core.run import encode, layer_input, run
 from attnlab.core.streaming import MeanAttention
 
 #: A cost is "little" when it is at most this share of the distance between two different texts.
@@ -221,11 +221,12 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
         base = sentence_vectors(m, inputs)  # (B, d)
         others = own_maps[torch.from_numpy(partner[rows])]  # (B, L, H, n, n): another text's maps
         for li, layer in enumerate(layers):
+            start_at = (layer, layer_input(m, inputs, layer)) if layer else None  # layers below stay as they are
             for head in range(n_heads):
                 with replace_maps(m, {(layer, head): mean_maps[li, head]}):
-                    cost[rows, li, head] = cosine_distance(sentence_vectors(m, inputs), base).numpy()
+                    cost[rows, li, head] = cosine_distance(sentence_vectors(m, inputs, start_at), base).numpy()
                 with replace_maps(m, {(layer, head): others[:, li, head]}):
-                    control[rows, li, head] = cosine_distance(sentence_vectors(m, inputs), base).numpy()
+                    control[rows, li, head] = cosine_distance(sentence_vectors(m, inputs, start_at), base).numpy()
     return MapReplacement(layers=layers, cost=cost, control=control, fixedness=head_fixedness(mean),
                           mean_count=mean.count, reference=reference_distance(m, texts, partner, batch_size))
 

@@ -384,3 +384,14 @@ def _same_module(model: torch.nn.Module, m: LoadedModel, module: torch.nn.Module
         if mod is module:
             return model.get_submodule(name)
     return module
+
+
+def layer_input(m: LoadedModel, batch: Encoded | dict[str, torch.Tensor], layer: int, *,
+                model: torch.nn.Module | None = None) -> torch.Tensor:
+    """``(B, T, d)``: hidden state ``layer`` of the unchanged model on ``batch``, the input of
+    ``layer``, from a pass that stops below it; hand it to ``run(..., start_at=(layer, it))``
+    for passes that change nothing below ``layer``. ``model``: as in :func:`run`."""
+    layer = m.check_layer(layer)
+    if layer == 0:
+        return run(m, batch, keep=("hidden",), layers=None, stop_after_layer=0, model=model).hidden[0]
+    return run(m, batch, keep=("hidden",), layers=[layer - 1], model=model).hidden[layer]

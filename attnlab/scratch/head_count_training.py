@@ -54,8 +54,11 @@ predictable positions, mean and spread over seeds. The budget is small
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Sequence
 
 import numpy as np
@@ -431,23 +434,46 @@ class HeadCountStudy:
 
 def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
                      language: LookupLanguage | None = None, config: TrainConfig | None = None,
-                     progress: bool = False, reuse: HeadCountStudy | None = None) -> HeadCountStudy:
+                     progress: bool = False, reuse: HeadCountStudy | None = None,
+                     workers: int = 1) -> HeadCountStudy:
     """Train one model per (head count, seed) with everything else fixed.
 
     ``reuse``: a study of the other design on the same language; where it
     trained the identical model (same ``h``, seed, head size and settings,
     :func:`same_model`) its run is taken as it is instead of training again
     (training is deterministic, so the numbers are the same).
+
+    ``workers``: how many models train at once, each in a process of its own on
+    ``config.threads`` threads (a machine with 2 cores: ``workers=2``). The runs
+    do not depend on each other and each is deterministic, so the numbers are
+    those of training them one after another.
     """
     language = language or LookupLanguage()
     config = config or TrainConfig()
+    workers = check_positive_int(workers, "workers")
     if not head_counts or not seeds:
         raise ValueError(_("give at least one head count and one seed"))
     jobs = [(h, s) for h in head_counts for s in seeds]
+    done = {job: _reused(reuse, language, config, *job) for job in jobs}
+    todo = [job for job in jobs if done[job] is None]
     desc = _("training ({design})").format(design=shown_design(config.design))
-    iterator = tqdm(jobs, desc=desc, unit="model") if progress else jobs
-    runs = [_reused(reuse, language, config, h, s) or train_one(h, s, language, config) for h, s in iterator]
-    return HeadCountStudy(runs, language, config, list(head_counts))
+    with tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="model", disable=not progress) as bar:
+        for job, result in zip(todo, _train_all(todo, language, config, workers)):
+            done[job] = result
+            bar.update(1)
+    return HeadCountStudy([done[job] for job in jobs], language, config, list(head_counts))
+
+
+def _train_all(jobs: list[tuple[int, int]], language: LookupLanguage, config: TrainConfig, workers: int):
+    """:func:`train_one` of every ``(n_heads, seed)`` in order, on ``workers`` processes (1: here)."""
+    if workers == 1 or len(jobs) < 2:
+        for n_heads, seed in jobs:
+            yield train_one(n_heads, seed, language, config)
+        return
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked thread pools
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        heads, seeds = [h for h, _s in jobs], [s for _h, s in jobs]
+        yield from pool.map(train_one, heads, seeds, repeat(language), repeat(config))
 
 
 def same_model(a: TrainConfig, b: TrainConfig, n_heads: int) -> bool:
