@@ -202,19 +202,20 @@ def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch
     vector is zeroed in every head of layer ``l`` alone (the layers before run unchanged, so layer
     ``l`` starts from the unchanged previous-layer states), divided by the row's sum.
 
-    One forward pass of ``L * T`` copies of the text: copy ``l * T + j`` zeroes token ``j`` in layer ``l``.
+    Per layer one pass of ``T`` copies of the text (copy ``j`` zeroes token ``j``) through that
+    layer alone: it starts from the unchanged pass's input of the layer and stops after it.
     """
     n_layers, t = m.n_layers, inputs["input_ids"].shape[1]
-    where = torch.zeros(n_layers, n_layers * t, t, dtype=torch.bool)  # (L, L*T, T): per layer, per copy
-    for layer in range(n_layers):
-        where[layer, layer * t : (layer + 1) * t] = torch.eye(t, dtype=torch.bool)
     base = run(m, inputs, keep=("hidden",)).hidden  # {0..L}: (1, T, d) each
-    with zero_values(m, where):
-        changed = run(m, _copies(inputs, n_layers * t), keep=("hidden",)).hidden  # {0..L}: (L*T, T, d)
+    copies = _copies(inputs, t)  # (T, T) each
     out = torch.zeros(n_layers, t, t, dtype=torch.float64)
     for layer in range(n_layers):
-        after = changed[layer + 1][layer * t : (layer + 1) * t]  # (T, T, d): [j] = run with token j zeroed
-        distance = cosine_distance(after, base[layer + 1].expand(t, -1, -1))  # (T_j, T_i)
+        where = torch.zeros(n_layers, t, t, dtype=torch.bool)  # (L, T copies, T): only this layer zeroes
+        where[layer] = torch.eye(t, dtype=torch.bool)
+        start_at = (layer, base[layer].expand(t, -1, -1).contiguous()) if layer else None
+        with zero_values(m, where):
+            after = run(m, copies, keep=("hidden",), layers=[layer], start_at=start_at).hidden[layer + 1]  # (T, T, d)
+        distance = cosine_distance(after, base[layer + 1].expand(t, -1, -1))  # (T_j, T_i): [j] = token j zeroed
         out[layer] = distance.T.cpu()  # rows i, columns j
     return row_shares(out)
 

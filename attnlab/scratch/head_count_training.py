@@ -56,10 +56,9 @@ from __future__ import annotations
 import math
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from itertools import repeat
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -458,22 +457,28 @@ def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[i
     todo = [job for job in jobs if done[job] is None]
     desc = _("training ({design})").format(design=shown_design(config.design))
     with tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="model", disable=not progress) as bar:
-        for job, result in zip(todo, _train_all(todo, language, config, workers)):
-            done[job] = result
-            bar.update(1)
+        done.update(zip(todo, _train_all(todo, language, config, workers, lambda: bar.update(1))))
     return HeadCountStudy([done[job] for job in jobs], language, config, list(head_counts))
 
 
-def _train_all(jobs: list[tuple[int, int]], language: LookupLanguage, config: TrainConfig, workers: int):
-    """:func:`train_one` of every ``(n_heads, seed)`` in order, on ``workers`` processes (1: here)."""
+def _train_all(jobs: list[tuple[int, int]], language: LookupLanguage, config: TrainConfig, workers: int,
+               finished: Callable[[], object]) -> list[RunResult]:
+    """:func:`train_one` of every ``(n_heads, seed)``, in the order of ``jobs``, on ``workers``
+    processes (1: here); ``finished()`` is called as each run ends (a progress bar)."""
     if workers == 1 or len(jobs) < 2:
+        out = []
         for n_heads, seed in jobs:
-            yield train_one(n_heads, seed, language, config)
-        return
+            out.append(train_one(n_heads, seed, language, config))
+            finished()
+        return out
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked thread pools
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-        heads, seeds = [h for h, _s in jobs], [s for _h, s in jobs]
-        yield from pool.map(train_one, heads, seeds, repeat(language), repeat(config))
+        # the most heads first (the longest runs), so no worker sits idle at the end
+        futures = {job: pool.submit(train_one, job[0], job[1], language, config)
+                   for job in sorted(jobs, key=lambda job: -job[0])}
+        for _future in as_completed(futures.values()):
+            finished()
+        return [futures[job].result() for job in jobs]
 
 
 def same_model(a: TrainConfig, b: TrainConfig, n_heads: int) -> bool:
