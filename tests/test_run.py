@@ -147,6 +147,25 @@ def test_start_at_skips_the_layers_below_and_matches_the_whole_pass(tiny_factory
     assert len(run(m, batch, keep=("maps",)).maps) == 3
 
 
+def test_start_at_on_a_copy_of_the_model_skips_the_copy_s_layers(tiny_factory):
+    import copy
+    from attnlab.core.run import layer_input
+    m = tiny_factory("bert", "en", n_layers=3)
+    other = copy.deepcopy(m.model)  # the same structure, other weights (as an int8 copy would have)
+    with torch.no_grad():
+        for p in other.encoder.layer[2].parameters():
+            p.mul_(0.5)
+    batch = encode(m, ["how do you play chess", "why is the sky blue today"])
+    whole = run(m, batch, keep=("output",), model=other).output.last_hidden_state
+    start = layer_input(m, batch, 2, model=other)
+    ran = []
+    spy = Hook(other.encoder.layer[0], lambda *a: ran.append(0), pre=True)
+    part = run(m, batch, keep=("output",), model=other, hooks=[spy], start_at=(2, start)).output.last_hidden_state
+    assert ran == [] and torch.allclose(part, whole, atol=1e-6)
+    assert not torch.allclose(whole, run(m, batch, keep=("output",)).output.last_hidden_state, atol=1e-3)
+    assert len(other.encoder.layer) == len(m.model.encoder.layer) == 3
+
+
 def test_start_at_puts_the_layers_back_after_an_error(tiny_en):
     m = tiny_en
     batch = encode(m, ["how do you play chess"])

@@ -118,17 +118,19 @@ def embedding_module(m: LoadedModel) -> torch.nn.Module:
     return found
 
 
-def layer_list(m: LoadedModel) -> tuple[torch.nn.Module, str] | None:
+def layer_list(m: LoadedModel, root: torch.nn.Module | None = None) -> tuple[torch.nn.Module, str] | None:
     """``(parent, attribute)`` of the ``ModuleList`` that holds the layers in order, one
-    module per layer (``encoder.layer`` in BERT, ``transformer.layer`` in DistilBERT), or
-    None where layers share modules (ALBERT) and a pass cannot start part-way."""
+    module per layer (``encoder.layer`` in BERT, ``transformer.layer`` in DistilBERT), in
+    ``root`` (``m.model``, or a copy of it with the same structure), or None where layers
+    share modules (ALBERT) and a pass cannot start part-way."""
     paths = layer_module_paths(m)
     parents = {p.rsplit(".", 1)[0] for p in paths}
     if len(parents) != 1 or len(set(paths)) != m.n_layers:
         return None
     (parent_path,) = parents
     owner_path, _dot, attribute = parent_path.rpartition(".")
-    owner = m.model.get_submodule(owner_path) if owner_path else m.model
+    root = m.model if root is None else root
+    owner = root.get_submodule(owner_path) if owner_path else root
     layers = getattr(owner, attribute, None)
     if not isinstance(layers, torch.nn.ModuleList) or len(layers) != m.n_layers:
         return None
@@ -143,7 +145,7 @@ def layers_from(m: LoadedModel, root: torch.nn.Module, start: int, hidden: torch
     layer list, so they never run. Yields False (and changes nothing) where the model's
     layers share modules; the caller then runs the whole pass, which gives the same result.
     The layer list is put back on exit, also after an error."""
-    found = layer_list(m) if start > 0 else None
+    found = layer_list(m, root) if start > 0 else None
     if found is None:
         yield False
         return
