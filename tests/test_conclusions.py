@@ -408,6 +408,10 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     six = c.deciding_number(verdicts["6"])
     assert six.startswith("6a: importance share / head share") and "; 6b: rank correlation" in six
     assert c.deciding_number(verdicts["3a"]).startswith("change ")  # lesson 10's own key names
+    five = verdicts["5a"].numbers  # the gap between the most heads and the best, and the margin that makes it clear
+    assert c.deciding_number(verdicts["5a"]).startswith("perplexity at ")
+    assert five["low"] <= five["estimate"] <= five["high"]
+    assert (five["low"] > 0) == (verdicts["5a"].verdict == HOLDS)
     assert "run those lessons" in c.deciding_number(c.all_conclusions(c.Evidence())["4"])
     details = [c.deciding_number(v) for v in verdicts.values()]
     fig = plot_verdicts(list(verdicts.values()), c.VERDICT_COLOURS, labels=c.row_titles(verdicts), details=details)

@@ -142,10 +142,16 @@ def clearly_above(a: Sequence[float], b: Sequence[float], *, n_se: float = CLEAR
     seeds). With one value on both sides there is no spread: never clear.
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    se = math.sqrt((a.var(ddof=1) / len(a) if len(a) > 1 else 0.0) + (b.var(ddof=1) / len(b) if len(b) > 1 else 0.0))
+    se = difference_se(a, b)
     if se == 0.0:
         return False
     return float(a.mean() - b.mean()) > n_se * se
+
+
+def difference_se(a: Sequence[float], b: Sequence[float]) -> float:
+    """Standard error of ``mean(a) - mean(b)``: ``sqrt(var(a)/n_a + var(b)/n_b)`` (0 without spread)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return math.sqrt((a.var(ddof=1) / len(a) if len(a) > 1 else 0.0) + (b.var(ddof=1) / len(b) if len(b) > 1 else 0.0))
 
 
 def _means(perplexities: Mapping[int, Sequence[float]]) -> dict[int, float]:
@@ -218,7 +224,10 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     best = min(means, key=means.get)
     holds = best != most and clearly_above(ppl[most], ppl[best], n_se=n_se)
     fails = best == most and all(clearly_above(ppl[h], ppl[most], n_se=n_se) for h in ppl if h != most)
+    gap, margin = means[most] - means[best], n_se * difference_se(ppl[most], ppl[best])
     return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=holds, fails=fails, **{
+        "measure": f"perplexity at {most} minus at {best} heads, +- {n_se:g} standard errors",
+        "estimate": gap, "low": gap - margin, "high": gap + margin,
         "design": design or "not given", "best head count": best, f"perplexity at {best} heads": means[best],
         f"perplexity at {most} heads": means[most], "standard errors for clear": n_se,
         "seeds": min(len(p) for p in ppl.values()),
