@@ -454,8 +454,8 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
         out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}
         for layer in range(m.n_layers):
-            with torch.no_grad():  # layer 0: whole passes
-                starts = [(layer, objective.layer_input(batch, layer)) for batch in objective.batches] if layer else None
+            # each batch's input of this layer (run keeps no graph); layer 0: whole passes
+            starts = [(layer, objective.layer_input(batch, layer)) for batch in objective.batches] if layer else None
             for head in range(m.n_heads):
                 with mask_heads(m, [(layer, head)]):
                     for kind, values in objective.per_text(starts).items():
