@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
-from attnlab.tools.lesson_runner import local_kernel
+from attnlab.tools.lesson_runner import lesson_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,11 +39,9 @@ def _peak_rss_mb(pid: int, stop: threading.Event, out: list[float]) -> None:
 
 def run(path: Path, out_dir: Path) -> tuple[float, float]:
     book = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(book, km=local_kernel(), timeout=3600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
     start = time.time()
     peak: list[float] = []
-    with client.setup_kernel():
+    with lesson_kernel(book, path.parent, timeout=3600) as client:  # the kernel ends with the lesson
         pid = client.km.provisioner.process.pid if client.km.provisioner else None
         stop = threading.Event()
         watcher = threading.Thread(target=_peak_rss_mb, args=(pid, stop, peak), daemon=True) if pid else None

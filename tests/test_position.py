@@ -334,3 +334,17 @@ def test_no_absolute_positions_is_a_clear_error():
             pass
     with pytest.raises(TypeError):
         core_position.position_embedding_module("bert")
+
+
+def test_position_study_in_rounds_equals_one_round(tiny_en):
+    # a length group larger than a round is split; every text gets the numbers of the single round
+    texts = ["how do you play chess", "how do you play golf", "where can i buy ice", "why is my phone slow",
+             "what is the time", "how do you play"]
+    whole = position.position_study(tiny_en, texts, seed=1)
+    rounds = position.position_study(tiny_en, texts, seed=1, chunk=2)
+    for how in whole.interventions:
+        np.testing.assert_allclose(rounds.similarity[how], whole.similarity[how], atol=1e-6)
+        np.testing.assert_allclose(rounds.moved_mass[how], whole.moved_mass[how], atol=1e-6)
+    np.testing.assert_allclose(rounds.special_mass["normal"], whole.special_mass["normal"], atol=1e-6)
+    with pytest.raises(ValueError, match="chunk"):
+        position.position_study(tiny_en, texts, chunk=0)

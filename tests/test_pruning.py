@@ -276,3 +276,26 @@ def test_curves_that_share_seen_mask_each_set_of_heads_once(tiny_factory):
     distinct = {frozenset(order[:k]) for order in orders for k in counts}
     assert len(distinct) < 3 * len(counts)  # nothing masked and everything masked are shared at least
     assert len(passes) == len(distinct) * len(objective.batches)
+
+
+def test_study_masks_each_set_of_heads_once(tiny_en, monkeypatch):
+    """Curves and the one-head scan share passes: one per distinct set of masked heads, counted by brute force."""
+    objective = make_objective(tiny_en, TEXTS, kind="sentence", batch_size=2)
+    calls = []
+    plain = objective.per_text
+
+    def per_text(*args, **kwargs):
+        calls.append(1)
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(objective, "per_text", per_text)
+    scores = np.arange(24.0).reshape(2, 12)
+    fractions = [0.0, 0.25, 0.5, 0.75, 1.0]
+    study = pruning_study(tiny_en, objective, importance=scores, fractions=fractions, n_random=3, tolerance=0.05)
+    orders = [order_by_score(scores), order_by_score(scores, ascending=False)] + study.random_orders
+    sets = {frozenset(order[:heads_masked_at(f, 24)]) for order in orders for f in fractions}
+    scan = orders[0]
+    sets |= {frozenset(scan[:k]) for k in range(1, min(study.prunable_heads + 1, 24) + 1)}
+    assert len(calls) == len(sets) < len(orders) * len(fractions) + study.prunable_heads + 1
+    monkeypatch.setattr(objective, "per_text", plain)
+    assert study.prunable_heads == prunable_heads(tiny_en, objective, scan, tolerance=0.05)  # no memo: the same count

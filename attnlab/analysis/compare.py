@@ -379,7 +379,7 @@ def perturbation_study(
     *,
     kinds: Sequence[str] = KINDS,
     seed: int = 0,
-    chunk: int = 128,
+    chunk: int = 32,
     batch_size: int = 64,
     progress: bool = False,
 ) -> PerturbationStudy:
@@ -397,7 +397,8 @@ def perturbation_study(
             segmented with :func:`attnlab.analysis.perturb.as_query` in ``m.language``).
         kinds: perturbations to run.
         seed: perturbation seed.
-        chunk: queries per extraction round (bounds memory).
+        chunk: queries per extraction round (bounds memory: on multilingual-e5-small, 1,000 queries
+            peaked 600 MB above the loaded model with 128 a round, 360 MB with 32, which was no slower).
         batch_size: texts per forward pass.
         progress: show a progress bar.
 

@@ -129,7 +129,7 @@ def _special_columns(m: LoadedModel, tokens: list[str]) -> torch.Tensor:
 
 
 def position_study(m: LoadedModel, texts: Sequence[str | Query], *, interventions: Sequence[str] = REPLACEMENTS,
-                   seed: int = 0, batch_size: int = 64, progress: bool = False) -> PositionStudy:
+                   seed: int = 0, batch_size: int = 64, chunk: int = 64, progress: bool = False) -> PositionStudy:
     """How much each head's map changes when the position embeddings are replaced.
 
     Texts are run in groups of one token length, so no padding enters the mean
@@ -143,12 +143,15 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
         interventions: some of ``"zero"``, ``"mean"``, ``"shuffle"``.
         seed: the shuffle's seed.
         batch_size: texts per forward pass.
+        chunk: texts of one length compared at a time (bounds memory: every map of a chunk
+            is held in float64 with and without the intervention).
 
     Returns:
         :class:`PositionStudy` with arrays ``[N, L, H]``.
     """
     texts = _texts(texts)
     batch_size = check_positive_int(batch_size, "batch_size")
+    chunk = check_positive_int(chunk, "chunk")
     for how in interventions:
         if how not in REPLACEMENTS:
             raise ValueError(f"unknown intervention {how!r}; use some of {REPLACEMENTS}")
@@ -159,7 +162,8 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
     by_length: dict[int, list[int]] = {}
     for i, length in enumerate(_lengths(m, texts)):
         by_length.setdefault(length, []).append(i)
-    for idx in tqdm(list(by_length.values()), desc="position study", unit="length", disable=not progress):
+    rounds = [idx[s : s + chunk] for idx in by_length.values() for s in range(0, len(idx), chunk)]
+    for idx in tqdm(rounds, desc="position study", unit="round", disable=not progress):
         group = [texts[i] for i in idx]
         normal = attention(m, group, batch_size=batch_size)
         a = torch.stack([normal[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)

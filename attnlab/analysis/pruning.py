@@ -179,23 +179,33 @@ def _check_tolerance(tolerance: float) -> float:
 
 
 def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
-                   tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = None) -> int:
+                   tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = None,
+                   seen: dict | None = None) -> int:
     """How many heads of ``order`` can be masked, one head at a time, before the loss
     first exceeds :func:`loss_limit` (the 10% grid at one-head resolution).
 
     Masks the first 1, 2, 3, ... heads and stops at the first crossing, so it
     costs one forward pass over the texts per head that passes, plus one. The
     tolerance is absolute for a representation objective, relative otherwise.
+    The loss is the one the curves plot: the mean of the texts' losses
+    (:func:`pruning_curve_per_text`) for a representation objective,
+    :meth:`~attnlab.analysis.importance.Objective.evaluate` otherwise; ``seen``
+    (as in :func:`pruning_curve`) skips the sets of heads a curve has masked already.
     """
     order = [tuple(p) for p in order]
     tolerance = _check_tolerance(tolerance)
+
+    def loss(k: int) -> float:
+        if is_absolute(objective):
+            return float(_masked(m, order[:k], objective.per_text, seen)[objective.kind].mean())
+        return float(_masked(m, order[:k], objective.evaluate, seen))
+
     with torch_threads(threads):
-        base = objective.evaluate() if base_loss is None else base_loss
+        base = loss(0) if base_loss is None else base_loss
         limit = loss_limit(base, tolerance, relative=not is_absolute(objective))
         for k in range(1, len(order) + 1):
-            with mask_heads(m, order[:k]):
-                if objective.evaluate() > limit:
-                    return k - 1
+            if loss(k) > limit:
+                return k - 1
     return len(order)
 
 
@@ -339,7 +349,8 @@ def pruning_study(
         "random": float(np.median([prunable_at(c) for c in curves["random"]])),
     }
     survivors = orders["importance"][::-1]  # pruned last first
-    n_ok = prunable_heads(m, objective, orders["importance"], tolerance=tolerance, base_loss=base, threads=threads)
+    n_ok = prunable_heads(m, objective, orders["importance"], tolerance=tolerance, base_loss=base, threads=threads,
+                          seen=seen)  # the grid's sets of heads are not masked again
     return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors,
                         n_ok, relative, per_text, [[tuple(p) for p in o] for o in random_orders])
 

@@ -6,9 +6,12 @@ to recompute the evidence a student has not produced yet.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
@@ -33,23 +36,41 @@ def model_setting(m: LoadedModel) -> str:
     return m.path or m.name
 
 
-def local_kernel():
-    """A kernel manager whose kernel talks over local IPC sockets, not TCP ports: nothing listens on the
-    network, and kernels started at the same moment by other runs on the machine cannot pick the same
-    ports and answer each other's requests."""
+def local_kernel(sockets: Path):
+    """A kernel manager whose kernel talks over local IPC sockets in the folder ``sockets``, not TCP
+    ports: nothing listens on the network, and kernels started at the same moment by other runs on the
+    machine cannot pick the same ports and answer each other's requests."""
     from jupyter_client import KernelManager  # comes with nbclient (the "dev" extra)
 
-    sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-")) / "kernel"
-    return KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets))
+    return KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+
+
+@contextlib.contextmanager
+def lesson_kernel(book, folder: Path, *, timeout: int = 900) -> Iterator:
+    """A started ``nbclient.NotebookClient`` for ``book`` (an nbformat notebook, filled with outputs
+    in place) on a fresh local kernel whose working folder is ``folder``.
+
+    On the way out, also after an error or an interruption, the kernel is shut down and its socket
+    folder removed: nbclient leaves running a kernel whose manager it was handed, so a run of many
+    lessons would otherwise keep every finished lesson's kernel, and its memory, until it ends.
+    """
+    from nbclient import NotebookClient
+
+    sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-"))
+    client = NotebookClient(book, km=local_kernel(sockets), timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(folder)}})
+    try:
+        with client.setup_kernel(cleanup_kc=True):
+            yield client
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
     """Run every cell of ``book`` (an nbformat notebook, filled with outputs in place) in a fresh local
-    kernel whose working folder is ``folder``."""
-    from nbclient import NotebookClient
-
-    NotebookClient(book, km=local_kernel(), timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    kernel whose working folder is ``folder`` (:func:`lesson_kernel`: the kernel ends with the run)."""
+    with lesson_kernel(book, folder, timeout=timeout) as client:
+        client.execute()
 
 
 def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
