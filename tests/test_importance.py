@@ -14,6 +14,7 @@ from attnlab.analysis import importance
 from attnlab.analysis.importance import (
     ablation_effects,
     ablation_per_text,
+    frozen_weights,
     gate_gradients,
     head_confidence,
     head_importance,
@@ -373,3 +374,23 @@ def test_ablation_begins_at_the_masked_layer_and_equals_whole_passes(tmp_path, k
     # (layer 2's input also needs layer 0): 5 passes per batch, never for the heads of layers 1 and 2
     assert len(calls) == 5 * batches
     assert len(m.model.encoder.layer) == 3
+
+
+def test_frozen_weights_take_no_gradients_and_come_back(tiny_en):
+    before = [p.requires_grad for p in tiny_en.model.parameters()]
+    assert all(before)
+    objective = make_objective(tiny_en, ["how do you play chess", "where can i buy ice cream"], kind="contrastive",
+                               batch_size=2)
+    gates = torch.ones(tiny_en.n_layers, tiny_en.n_heads, requires_grad=True)
+    with gate_heads(tiny_en, gates):
+        (plain,) = torch.autograd.grad(objective.batch_loss(objective.batches[0]), gates)
+    with pytest.raises(RuntimeError, match="inside"):
+        with frozen_weights(tiny_en.model):
+            assert not any(p.requires_grad for p in tiny_en.model.parameters())
+            with gate_heads(tiny_en, gates):
+                loss = objective.batch_loss(objective.batches[0])
+                (frozen,) = torch.autograd.grad(loss, gates)
+                assert loss.grad_fn is not None
+            raise RuntimeError("an error inside the block")
+    assert [p.requires_grad for p in tiny_en.model.parameters()] == before  # restored after the error
+    torch.testing.assert_close(frozen, plain, rtol=0, atol=1e-7)

@@ -147,6 +147,9 @@ def test_same_length_queries_picks_the_corpus(bundled):
 
 def test_the_control_is_random_vocabulary_pieces_of_exact_length(bundled, tiny_zh):
     pieces = set(vocabulary_pieces(bundled.tokenizer))
+    one_call = {p for p in bundled.tokenizer.get_vocab() if p.isalnum() and not p.startswith(("##", "[", "<"))
+                and len(bundled.tokenizer(p, add_special_tokens=False)["input_ids"]) == 1}
+    assert vocabulary_pieces(bundled.tokenizer, chunk=7) == sorted(one_call)  # in chunks: the same pieces
     assert len(pieces) > 10_000 and not any(p.startswith("##") or p.startswith("[") for p in pieces)
     texts = list(random_token_queries(bundled, 300, 10, seed=5))
     assert len(texts) == 300 and len(set(texts)) == 300

@@ -52,6 +52,7 @@ from typing import Any, Iterator
 
 from attnlab.core.checks import check_positive_int
 from attnlab.core.language import _
+from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.data.wordlists import EN_GRAMMAR, EN_WORDS, ZH_GRAMMAR, ZH_WORDS
 
@@ -682,32 +683,40 @@ class VariedQueryGenerator:
 # --------------------------------------------------------------------------- the control: no content
 
 
-def vocabulary_pieces(tokenizer: Any) -> list[str]:
+def vocabulary_pieces(tokenizer: Any, *, chunk: int = 4096) -> list[str]:
     """Pieces of ``tokenizer``'s vocabulary that stand alone as one token.
 
     Special tokens, ``[unused...]`` slots, continuation pieces (``##ing``),
     punctuation and anything that does not tokenise back to itself are left out.
+    The candidates are tokenised ``chunk`` at a time: the ids of a whole
+    250,000-piece vocabulary at once took 170 MB, for a moment.
     """
+    chunk = check_positive_int(chunk, "chunk")
     specials = set(getattr(tokenizer, "all_special_tokens", []))
     pieces = [p for p in tokenizer.get_vocab()
               if p not in specials and not p.startswith(("##", "[", "<")) and p.isalnum() and p.strip() == p]
     pieces.sort()
-    ids = tokenizer(pieces, add_special_tokens=False)["input_ids"]
-    return [p for p, row in zip(pieces, ids) if len(row) == 1]
+    kept = []
+    for start in range(0, len(pieces), chunk):
+        part = pieces[start : start + chunk]
+        ids = tokenizer(part, add_special_tokens=False, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+        kept.extend(p for p, row in zip(part, ids) if len(row) == 1)
+    return kept
 
 
 def random_token_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *, seed: int = 0) -> Iterator[str]:
     """The control set: ``n`` strings of ``n_tokens`` random vocabulary pieces, no content at all.
 
     Each piece is drawn uniformly from :func:`vocabulary_pieces` of ``m``'s
-    tokenizer, pieces separated by spaces (a character-level Chinese
+    tokenizer (found once per model, :func:`attnlab.core.memo.memo`), pieces separated by spaces (a character-level Chinese
     tokenizer ignores them); every string is re-tokenised and kept only with
     exactly ``n_tokens`` tokens. Averaged like the real queries, they show
     how "fixed" a head looks when nothing in the input means anything.
     """
     n = check_positive_int(n, "n (number of strings)")
     n_tokens = check_positive_int(DEFAULT_N_TOKENS if n_tokens is None else n_tokens, "n_tokens")
-    pieces = vocabulary_pieces(m.tokenizer)
+    pieces = memo(m, "vocabulary pieces", (), lambda: vocabulary_pieces(m.tokenizer))
     if len(pieces) < 2:
         raise ValueError(_("{model}'s vocabulary has fewer than 2 stand-alone pieces: no control set").format(
             model=m.name))
