@@ -709,8 +709,8 @@ def random_token_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *,
     """The control set: ``n`` strings of ``n_tokens`` random vocabulary pieces, no content at all.
 
     Each piece is drawn uniformly from :func:`vocabulary_pieces` of ``m``'s
-    tokenizer (found once per model, :func:`attnlab.core.memo.memo`), pieces separated by spaces (a character-level Chinese
-    tokenizer ignores them); every string is re-tokenised and kept only with
+    tokenizer (found once per model, :func:`attnlab.core.memo.memo`), pieces
+    separated by spaces (a character-level Chinese tokenizer ignores them); every string is re-tokenised and kept only with
     exactly ``n_tokens`` tokens. Averaged like the real queries, they show
     how "fixed" a head looks when nothing in the input means anything.
     """
