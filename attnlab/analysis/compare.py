@@ -64,7 +64,13 @@ from attnlab.analysis.perturb import (
     try_unit_alignment,
     unit_alignment,
 )
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
+from attnlab.analysis.stats import (
+    Interval,
+    bootstrap_mean,
+    bootstrap_samples,
+    interval_from_samples,
+    simultaneous_from_samples,
+)
 from attnlab.core.checks import check_index, check_positive_int
 from attnlab.core.distributions import js_divergence
 from attnlab.core.extract import attention, to_word_level
@@ -210,6 +216,43 @@ def top_heads(interval: Interval, k: int = 3, *, largest: bool = True) -> list[H
     low, high = np.asarray(interval.low).ravel(), np.asarray(interval.high).ravel()
     return [HeadScore(int(i // n_heads), int(i % n_heads), float(flat[i]), float(low[i]), float(high[i]))
             for i in order]
+
+
+def query_halves(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two disjoint random halves of ``range(n)`` (sizes ``n // 2`` and ``n - n // 2``), fixed by ``seed``."""
+    if n < 2:
+        raise ValueError(f"splitting needs at least 2 units, got {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    return np.sort(order[: n // 2]), np.sort(order[n // 2:])
+
+
+def top_heads_held_out(per_query, k: int = 3, *, largest: bool = True, seed: int = 0, **boot) -> list[HeadScore]:
+    """The ``k`` top heads chosen on one half of the queries and scored on the other.
+
+    Ranking and scoring on the same queries favours heads whose values happen to be
+    high on those queries (the winner's curse): the top head's value is biased up.
+    Here the heads are ranked by their mean over one random half of the queries
+    (:func:`query_halves`), and each chosen head's value and interval come from the
+    other half only.
+
+    Args:
+        per_query: ``[N, L, H]`` one value per query and head (NaN rows are left out).
+        boot: passed to :func:`~attnlab.analysis.stats.bootstrap_mean` on the scoring half.
+
+    Returns:
+        :class:`HeadScore` list in the order chosen on the first half, with held-out values.
+    """
+    values = np.asarray(per_query, dtype=float)
+    if values.ndim != 3:
+        raise ValueError(f"per_query must be [queries, layers, heads], got shape {values.shape}")
+    values = values[~np.isnan(values).any(axis=(1, 2))]  # (N', L, H)
+    choose, score = query_halves(values.shape[0], seed)
+    chosen_on = values[choose].mean(axis=0)  # (L, H)
+    picked = top_heads(Interval(chosen_on, chosen_on, chosen_on), k, largest=largest)
+    held_out = bootstrap_mean(values[score], seed=seed, **boot)  # (L, H) on the other half
+    low, high, est = (np.asarray(x) for x in (held_out.low, held_out.high, held_out.estimate))
+    return [HeadScore(p.layer, p.head, float(est[p.layer, p.head]), float(low[p.layer, p.head]),
+                      float(high[p.layer, p.head])) for p in picked]
 
 
 def heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) -> str:
@@ -461,6 +504,8 @@ class DisplacementControl:
         raw_gap: ``[L, H]`` the plain difference of the mean changes.
         mean_displacement: ``{kind: mean displacement}`` over the queries used.
         kinds: ``(first, second)``; ``space``: the space of the change.
+        gap_simultaneous: ``[L, H]`` the same gap with intervals 95% simultaneous over
+            all heads (from the same resamples), for "some head ..." verdicts.
     """
 
     gap: Interval
@@ -470,6 +515,7 @@ class DisplacementControl:
     kinds: tuple[str, str]
     space: str
     n_queries: int
+    gap_simultaneous: Interval | None = None
 
 
 def _fit_gap_and_slope(rows: np.ndarray) -> np.ndarray:
@@ -512,11 +558,17 @@ def displacement_control(study: PerturbationStudy, first: str = "lexical", secon
     rows = np.stack([np.concatenate([a[keep].reshape(int(keep.sum()), -1), da[keep, None]], axis=1),
                      np.concatenate([b[keep].reshape(int(keep.sum()), -1), db[keep, None]], axis=1)],
                     axis=1)  # (N', 2, K + 1)
-    fit = bootstrap(rows, lambda r: _fit_gap_and_slope(r).ravel(), **boot)  # (2K,) each field
+    estimate, boots, n = bootstrap_samples(rows, lambda r: _fit_gap_and_slope(r).ravel(),
+                                           n_boot=boot.get("n_boot", 1000), seed=boot.get("seed", 0))  # (2K,), (B, 2K)
+    level = boot.get("level", 0.95)
+    fit = interval_from_samples(estimate, boots, level=level, n=n)
+    k = int(np.prod(shape))
+    gap_simultaneous = simultaneous_from_samples(np.asarray(estimate)[:k].reshape(shape),
+                                                 boots[:, :k].reshape((-1,) + shape), level=level, n=n)
     return DisplacementControl(
         gap=_part(fit, 0, shape), slope=_part(fit, 1, shape), raw_gap=bootstrap_mean(a[keep] - b[keep], **boot),
         mean_displacement={first: float(da[keep].mean()), second: float(db[keep].mean())},
-        kinds=(first, second), space=space, n_queries=int(keep.sum()),
+        kinds=(first, second), space=space, n_queries=int(keep.sum()), gap_simultaneous=gap_simultaneous,
     )
 
 

@@ -117,11 +117,13 @@ class SinkProfile:
         """``(N, L)``: share on the separator alone ([SEP] or ``</s>``: Clark et al.'s claim)."""
         return self._view(view)["end"]
 
-    def per_layer(self, view: str = "raw", kind: str = "special", *, seed: int = 0) -> Interval:
+    def per_layer(self, view: str = "raw", kind: str = "special", *, seed: int = 0,
+                  simultaneous: bool = False) -> Interval:
         """Mean share per layer ``(L,)`` with a bootstrap interval over texts; ``kind`` is one of
-        :data:`KINDS` or ``"special"`` (first and separator together)."""
+        :data:`KINDS` or ``"special"`` (first and separator together). ``simultaneous``: the
+        L intervals hold together (for "in some layer ..." verdicts)."""
         values = self.special(view) if kind == "special" else self._view(view)[kind]
-        return bootstrap_mean(values, seed=seed)
+        return bootstrap_mean(values, seed=seed, simultaneous=simultaneous)
 
     def sink_layer(self) -> int:
         """0-based layer with the largest mean raw share on the special tokens."""

@@ -124,9 +124,11 @@ def _triple(interval: Interval) -> list[float]:
 def verdict_sink_mass(profile: SinkProfile, threshold: float = SINK_SHARE) -> ClaimVerdict:
     """Per layer, the mean raw share on the separator alone with a bootstrap interval over texts:
     holds when some layer's whole interval is above ``threshold``, does not hold when every
-    layer's is below it. The combined share of both special tokens is reported beside it."""
-    share = profile.per_layer("raw", "end")
-    both = profile.per_layer("raw", "special")
+    layer's is below it. The intervals are 95% simultaneous over the layers (the verdict
+    searches every layer, so one layer's own 95% interval is not enough). The combined
+    share of both special tokens is reported beside it."""
+    share = profile.per_layer("raw", "end", simultaneous=True)
+    both = profile.per_layer("raw", "special", simultaneous=True)
     low, high = np.asarray(share.low), np.asarray(share.high)
     top = int(np.argmax(share.estimate))
     top_both = int(np.argmax(both.estimate))
@@ -140,7 +142,7 @@ def verdict_sink_mass(profile: SinkProfile, threshold: float = SINK_SHARE) -> Cl
         clark_layers_share=float(np.mean(np.asarray(share.estimate)[clark])) if clark else float("nan"),
         special_top_layer=top_both + 1, special_top_share=float(np.asarray(both.estimate)[top_both]),
         special_layers_above=[int(l) + 1 for l in np.nonzero(np.asarray(both.low) > threshold)[0]],
-        texts=share.n,
+        simultaneous=N_("95% simultaneous over {n} layers").format(n=share.family), texts=share.n,
     )
 
 
