@@ -93,7 +93,7 @@ def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float
 def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
     """``ppl``: ``{heads: per-seed perplexities}`` at a fixed width (``ppl_fixed_head``: at a fixed
     head size, default the same); ``regroup``: GroupSummary list (default: a collapse onto self)."""
-    ppl = ppl or {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}
+    ppl = ppl or {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 16: [5.0, 5.01, 4.99]}  # head sizes 64, 8, 4
     ppl_fixed_head = ppl_fixed_head or ppl
     regroup = regroup or [group(H, 0.2, 0.3, 0.6), group(2, 0.7, 0.1, 0.3)]
     counts = sorted(ppl)

@@ -202,20 +202,33 @@ def test_conclusion_4_cannot_tell():
 
 
 def test_conclusion_5_can_hold():
-    v = claims.conclusion_5(rec.head_count({1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}))
+    v = claims.conclusion_5(rec.head_count({1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 16: [5.0, 5.01, 4.99]}))
     assert v.verdict == HOLDS and v.numbers["best head count"] == 8 and v.numbers["design"] == "fixed width"
+    assert v.numbers["best chosen on the other half"] == "8"
 
 
 def test_conclusion_5_can_fail():
-    more_is_better = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 32: [4.5, 4.51, 4.49]}
+    more_is_better = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 16: [4.5, 4.51, 4.49]}
     assert claims.conclusion_5(rec.head_count(more_is_better)).verdict == FAILS
-    noisy = {1: [5.0, 4.5, 5.5], 8: [4.9, 4.4, 5.4], 32: [5.0, 4.5, 5.5]}
+    noisy = {1: [5.0, 4.5, 5.5], 8: [4.9, 4.4, 5.4], 16: [5.0, 4.5, 5.5]}
     assert claims.conclusion_5(rec.head_count(noisy)).verdict == UNSURE
 
 
+def test_conclusion_5_leaves_out_degenerate_heads_and_says_so():
+    """At width 64, 32 heads have size 2: only that point makes "more heads is worse" hold."""
+    only_narrow_hurts = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 16: [4.5, 4.51, 4.49], 32: [6.0, 6.01, 5.99]}
+    v = claims.conclusion_5(rec.head_count(only_narrow_hurts))
+    assert v.verdict == FAILS  # among heads of size >= 4, the largest count (16) is the best
+    assert v.numbers["verdict with the degenerate point"] == HOLDS
+    assert "32 heads of size 2" in str(v)
+    assert claims.conclusion_5(rec.head_count(only_narrow_hurts), min_head_size=1).verdict == HOLDS
+    fixed_head = claims.conclusion_5(rec.head_count(only_narrow_hurts), design="fixed head size")
+    assert "verdict with the degenerate point" not in fixed_head.numbers  # every head has size 8 there
+
+
 def test_conclusion_5_designs_are_judged_apart():
-    narrow_hurts = {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 32: [5.0, 5.01, 4.99]}
-    more_is_better = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 32: [4.5, 4.51, 4.49]}
+    narrow_hurts = {1: [5.3, 5.31, 5.29], 8: [4.9, 4.91, 4.89], 16: [5.0, 5.01, 4.99]}
+    more_is_better = {1: [5.3, 5.31, 5.29], 8: [5.0, 5.01, 4.99], 16: [4.5, 4.51, 4.49]}
     hc = rec.head_count(narrow_hurts, ppl_fixed_head=more_is_better)
     assert claims.conclusion_5(hc, design="fixed width").verdict == HOLDS
     v = claims.conclusion_5(hc, design="fixed head size")

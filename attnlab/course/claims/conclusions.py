@@ -33,6 +33,7 @@ from attnlab.analysis.stats import (
 from attnlab.course.claims.head_count import (
     COLLAPSE_CLAIM,
     COLLAPSE_TARGET,
+    MIN_HEAD_SIZE,
     MORE_HEADS_CLAIM,
     SELF_CLAIM,
     verdict_fewer_heads_collapse,
@@ -399,8 +400,19 @@ def conclusion_4(pruning: PruningResult | None, *, share: float = REDUNDANCY_SHA
 # --------------------------------------------------------------------------- 5
 
 
-def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]) -> ClaimVerdict:
-    """Lesson 10's training study in one design: is the largest head count the best?"""
+def head_sizes(head_count: HeadCountResult, design: str) -> dict[int, int] | None:
+    """``{heads: head size}`` of one design: ``d_model // h`` at a fixed width, ``d_head`` at a
+    fixed head size; None when the record does not say (saved before the sizes were kept)."""
+    if design == DESIGNS[0]:
+        return {h: head_count.d_model // h for h in head_count.head_counts} if head_count.d_model else None
+    return {h: head_count.d_head for h in head_count.head_counts} if head_count.d_head else None
+
+
+def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0],
+                 min_head_size: int = MIN_HEAD_SIZE) -> ClaimVerdict:
+    """Lesson 10's training study in one design: is the largest head count the best? Head counts
+    whose heads are smaller than ``min_head_size`` (32 heads of size 2 at width 64) are left out,
+    and the verdict with them is shown beside (:func:`verdict_more_heads_not_always_better`)."""
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     if head_count is None:
@@ -408,7 +420,8 @@ def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]
     ppl = head_count.perplexities(design)
     if not ppl:
         return ClaimVerdict.missing(MORE_HEADS_CLAIM, f"lesson 10 saved no {design} runs: run it again")
-    return verdict_more_heads_not_always_better(ppl, design=design)
+    return verdict_more_heads_not_always_better(ppl, design=design, head_sizes=head_sizes(head_count, design),
+                                                min_head_size=min_head_size)
 
 
 # --------------------------------------------------------------------------- 6

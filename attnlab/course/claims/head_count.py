@@ -49,6 +49,9 @@ CLEAR_SE = 2.0
 CLEAR_SES = (1.0, 1.5, 2.0, 3.0)
 #: the row (A) pattern (worst, best in the middle, worse again) needs at least this many head counts
 MIN_HEAD_COUNTS = 3
+#: heads smaller than this (query/key dimensions per head) are degenerate: a 2-dimensional head can hardly
+#: pick out one position among 16, so "more heads is worse" would be decided by that point alone
+MIN_HEAD_SIZE = 4
 
 SELF_CLAIM = "with fewer heads, every token attends to itself (the mass on the token itself rises)"
 COLLAPSE_CLAIM = ("with fewer heads, attention collapses onto one token "
@@ -205,32 +208,100 @@ def verdict_head_count(perplexities: Mapping[int, Sequence[float]], *, n_se: flo
         })
 
 
+def seed_halves(n_seeds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two halves of the seed indices ``0 .. n_seeds - 1``: the even and the odd positions
+    (sizes ``ceil(n / 2)`` and ``floor(n / 2)``); every seed is in exactly one."""
+    if n_seeds < 2:
+        raise ValueError(f"splitting the seeds needs at least 2, got {n_seeds}")
+    idx = np.arange(n_seeds)
+    return idx[0::2], idx[1::2]
+
+
+def cross_fitted_best(perplexities: Mapping[int, Sequence[float]]) -> dict[int, int]:
+    """``{seed index: best head count chosen without that seed's half}``: for the seeds of each
+    half (:func:`seed_halves`), the head count with the lowest mean perplexity over the *other*
+    half. Every seed is scored by a choice its own numbers did not make."""
+    ppl = {int(h): np.asarray(p, dtype=float) for h, p in perplexities.items()}
+    n = min(len(p) for p in ppl.values())
+    halves = seed_halves(n)
+    out = {}
+    for mine, other in ((halves[0], halves[1]), (halves[1], halves[0])):
+        means = {h: float(p[other].mean()) for h, p in ppl.items()}
+        best = min(means, key=means.get)
+        out.update({int(i): best for i in mine})
+    return out
+
+
+def held_out_gap(perplexities: Mapping[int, Sequence[float]]) -> tuple[float, float, dict[int, int]]:
+    """``(mean gap, standard error, choices)``: the mean perplexity of the largest head count
+    minus the mean perplexity of the best count chosen on the other half of the seeds
+    (:func:`cross_fitted_best`: each seed's value is taken at the count its own half did not
+    choose), with the standard error of that difference as :func:`difference_se` gives it
+    (unpaired, like :func:`clearly_above`). Positive: the count chosen elsewhere beats the
+    largest on seeds it was not chosen on."""
+    ppl = {int(h): np.asarray(p, dtype=float) for h, p in perplexities.items()}
+    most = max(ppl)
+    choices = cross_fitted_best(ppl)
+    largest = np.array([ppl[most][i] for i in sorted(choices)])  # (seeds,)
+    chosen = np.array([ppl[best][i] for i, best in sorted(choices.items())])  # (seeds,)
+    return float(largest.mean() - chosen.mean()), difference_se(largest, chosen), choices
+
+
+def degenerate_counts(head_sizes: Mapping[int, int] | None, min_head_size: int = MIN_HEAD_SIZE) -> list[int]:
+    """The head counts whose heads are smaller than ``min_head_size`` (none without sizes)."""
+    return sorted(int(h) for h, size in (head_sizes or {}).items() if size < min_head_size)
+
+
 def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[float]], *,
-                                         n_se: float = CLEAR_SE, design: str = "") -> ClaimVerdict:
+                                         n_se: float = CLEAR_SE, design: str = "",
+                                         head_sizes: Mapping[int, int] | None = None,
+                                         min_head_size: int = MIN_HEAD_SIZE) -> ClaimVerdict:
     """The article's conclusion 5: the largest head count is not the best one.
 
-    Holds when some smaller head count has a mean perplexity lower than the
-    largest's by more than ``n_se`` standard errors (:func:`clearly_above`);
-    does not hold when the largest head count is clearly better than every
-    other; otherwise "cannot tell". ``design`` (how the head count was varied)
-    is shown with the numbers.
+    Holds when the best head count, **chosen on one half of the seeds**, beats the largest
+    count **on the other half** by more than ``n_se`` standard errors (:func:`held_out_gap`,
+    cross-fitted so every seed is scored once); does not hold when the largest head count is
+    clearly better than every other (:func:`clearly_above`, no choice involved); otherwise
+    "cannot tell" (also with one seed). ``design`` (how the head count was varied) is shown
+    with the numbers; the best count chosen on all seeds is shown beside the held-out choices.
+
+    Args:
+        head_sizes: ``{heads: head size}``; head counts with heads smaller than
+            ``min_head_size`` are left out of the decision, and the verdict with them is
+            reported beside (``"verdict with the degenerate point"``).
     """
-    if len(perplexities) < 2:
+    dropped = degenerate_counts(head_sizes, min_head_size)
+    kept = {int(h): p for h, p in perplexities.items() if int(h) not in dropped}
+    with_them = {}
+    if dropped:
+        everything = verdict_more_heads_not_always_better(perplexities, n_se=n_se, design=design)
+        with_them = {"left out (heads smaller than {n})".format(n=min_head_size):
+                     ", ".join(f"{h} heads of size {head_sizes[h]}" for h in dropped),
+                     "verdict with the degenerate point": everything.verdict}
+    if len(kept) < 2:
         return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=False, fails=False,
-                                   missing="the claim needs more head counts", head_counts=len(perplexities), needed=2)
-    ppl = {int(h): np.asarray(p, dtype=float) for h, p in perplexities.items()}
+                                   missing="the claim needs more head counts", head_counts=len(kept), needed=2,
+                                   **with_them)
+    ppl = {h: np.asarray(p, dtype=float) for h, p in kept.items()}
     means = _means(ppl)
     most = max(ppl)
     best = min(means, key=means.get)
-    holds = best != most and clearly_above(ppl[most], ppl[best], n_se=n_se)
+    seeds = min(len(p) for p in ppl.values())
     fails = best == most and all(clearly_above(ppl[h], ppl[most], n_se=n_se) for h in ppl if h != most)
-    gap, margin = means[most] - means[best], n_se * difference_se(ppl[most], ppl[best])
+    if seeds < 2:
+        gap, se, choices = means[most] - means[best], 0.0, {}
+    else:
+        gap, se, choices = held_out_gap(ppl)
+    holds = seeds >= 2 and gap > 0 and gap > n_se * se and not fails
+    chosen = sorted(set(choices.values()))
     return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=holds, fails=fails, **{
-        "measure": f"perplexity at {most} minus at {best} heads, +- {n_se:g} standard errors",
-        "estimate": gap, "low": gap - margin, "high": gap + margin,
-        "design": design or "not given", "best head count": best, f"perplexity at {best} heads": means[best],
-        f"perplexity at {most} heads": means[most], "standard errors for clear": n_se,
-        "seeds": min(len(p) for p in ppl.values()),
+        "measure": f"perplexity at {most} minus at the best count chosen on the other half of the seeds, "
+                   f"+- {n_se:g} standard errors",
+        "estimate": gap, "low": gap - n_se * se, "high": gap + n_se * se,
+        "design": design or "not given", "best head count": best,
+        "best chosen on the other half": ", ".join(str(h) for h in chosen) or "one seed: no split",
+        f"perplexity at {best} heads": means[best], f"perplexity at {most} heads": means[most],
+        "standard errors for clear": n_se, "seeds": seeds, **with_them,
     })
 
 
