@@ -447,8 +447,10 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
 
 
 def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
-                      threads: int | None = None) -> dict[str, np.ndarray]:
-    """Loss change of every text when each head alone is masked.
+                      threads: int | None = None, fill: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+    """Loss change of every text when each head alone is masked: zero-ablation, or with
+    ``fill`` (``[layers, heads, d_head]`` from :func:`attnlab.core.gates.head_output_means`)
+    mean-ablation, the head's output replaced by its mean over reference texts.
 
     One pass over the texts per head. A representation objective gives the
     ``"sentence"`` and the ``"token"`` loss at once; ``"contrastive"`` and ``"mlm"`` give
@@ -468,7 +470,7 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
             # each batch's input of this layer (run keeps no graph); layer 0: whole passes
             starts = [(layer, objective.layer_input(batch, layer)) for batch in objective.batches] if layer else None
             for head in range(m.n_heads):
-                with mask_heads(m, [(layer, head)]):
+                with mask_heads(m, [(layer, head)], fill):
                     for kind, values in objective.per_text(starts).items():
                         out[kind][:, layer, head] = values - base[kind]
                 bar.update(1)

@@ -27,6 +27,15 @@ install the same specs for a ``with`` block:
   values (it may require grad: gradients flow into it).
 
 Both remove their hooks on exit, also when the body raises.
+
+**What a removed head leaves behind** (``fill``). Zero-ablation replaces a head's
+output by 0, a value the trained model never saw from that head; the later
+layers may react to the unusual input rather than to the missing information.
+Mean-ablation replaces it by the head's *mean* output over reference texts
+(:func:`head_output_means`), which keeps the average input of the later layers
+and removes only what varies from text to text. With ``fill`` (``[layers,
+heads, d_head]``) the hook computes ``xi_h * Att_h + (1 - xi_h) * fill_h``:
+gate 1 keeps the head, gate 0 puts its mean in its place.
 """
 
 from __future__ import annotations
@@ -90,7 +99,17 @@ def _check_gates(m: LoadedModel, gates: torch.Tensor) -> torch.Tensor:
     return gates
 
 
-def gate_hook_specs(m: LoadedModel, gates: torch.Tensor) -> list[Hook]:
+def _check_fill(m: LoadedModel, fill: torch.Tensor | None) -> torch.Tensor | None:
+    if fill is None:
+        return None
+    fill = torch.as_tensor(fill)
+    if tuple(fill.shape) != (m.n_layers, m.n_heads, m.head_dim):
+        raise ValueError(f"fill must have shape [layers, heads, d_head] = [{m.n_layers}, {m.n_heads}, "
+                         f"{m.head_dim}] (from head_output_means), got {list(fill.shape)}")
+    return fill
+
+
+def gate_hook_specs(m: LoadedModel, gates: torch.Tensor, fill: torch.Tensor | None = None) -> list[Hook]:
     """Hook specs that scale every head's output by ``gates[layer, head]``, for
     :func:`attnlab.core.run.run` (``hooks=``) or :func:`gate_heads`.
 
@@ -99,21 +118,28 @@ def gate_hook_specs(m: LoadedModel, gates: torch.Tensor) -> list[Hook]:
     calls of ALBERT's shared module). ``gates`` (``[layers, heads]``, floating) is
     used as it is, not copied: gradients flow into it, and changing its values
     changes the next pass. Use a fresh list for each installation.
+
+    ``fill``: None (a gate of 0 leaves 0) or ``[layers, heads, d_head]`` (a gate of 0
+    leaves the head's mean output, :func:`head_output_means`; see the module docstring).
     """
     gates = _check_gates(m, gates)
+    fill = _check_fill(m, fill)
     n_heads, d_head = m.n_heads, m.head_dim
 
     def scale(layer: int, context: torch.Tensor) -> torch.Tensor:
         shape = context.shape  # (B, T, H * d_head)
         per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
-        g = gates[layer].to(dtype=context.dtype, device=context.device)  # (H,)
-        return (per_head * g[:, None]).view(shape)  # (B, T, H * d_head)
+        g = gates[layer].to(dtype=context.dtype, device=context.device)[:, None]  # (H, 1)
+        out = per_head * g  # (B, T, H, d_head)
+        if fill is not None:
+            out = out + (1.0 - g) * fill[layer].to(dtype=context.dtype, device=context.device)  # (H, d_head)
+        return out.reshape(shape)  # (B, T, H * d_head)
 
     return layer_hook_specs(m, context=scale)
 
 
 @contextlib.contextmanager
-def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
+def gate_heads(m: LoadedModel, gates: torch.Tensor, fill: torch.Tensor | None = None) -> Iterator[torch.Tensor]:
     """Scale every head's output by ``gates[layer, head]`` inside the ``with`` block.
 
     Args:
@@ -122,6 +148,8 @@ def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
             copied: with ``requires_grad=True`` a backward pass fills
             ``gates.grad`` with ``dL/dxi``. Changing its values inside the block
             changes the next forward pass.
+        fill: what a gate of 0 leaves: None for 0, or ``[layers, heads, d_head]``
+            mean outputs (:func:`head_output_means`).
 
     Yields:
         ``gates``.
@@ -130,16 +158,19 @@ def gate_heads(m: LoadedModel, gates: torch.Tensor) -> Iterator[torch.Tensor]:
     exit, also when the body raises.
     """
     gates = _check_gates(m, gates)
-    with installed(m.model, gate_hook_specs(m, gates)):
+    with installed(m.model, gate_hook_specs(m, gates, fill)):
         yield gates
 
 
 @contextlib.contextmanager
-def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]]) -> Iterator[torch.Tensor]:
+def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]],
+               fill: torch.Tensor | None = None) -> Iterator[torch.Tensor]:
     """Switch off the listed heads inside the ``with`` block.
 
     Each listed head's output (its slice of the context vector, before the
-    output projection) is multiplied by 0; the other heads are untouched.
+    output projection) is multiplied by 0 (zero-ablation), or replaced by its mean
+    output when ``fill`` (``[layers, heads, d_head]``, :func:`head_output_means`) is
+    given (mean-ablation); the other heads are untouched.
 
     Args:
         m: the loaded model.
@@ -155,5 +186,33 @@ def mask_heads(m: LoadedModel, heads: Iterable[Sequence[int]]) -> Iterator[torch
             att = al.attention(m, ["how do you play chess"])
     """
     gates = gates_for(m, heads)
-    with gate_heads(m, gates) as g:
+    with gate_heads(m, gates, fill) as g:
         yield g
+
+
+def head_output_means(m: LoadedModel, texts: Sequence[str], *, batch_size: int = 32) -> torch.Tensor:
+    """``[layers, heads, d_head]``: every head's output (its slice of the context vector, the
+    output projection's input) averaged over every real token of ``texts`` (padding left out).
+
+    The ``fill`` of mean-ablation (:func:`mask_heads`): what the later layers receive from a
+    head on average over these reference texts.
+    """
+    texts = list(texts)
+    if not texts:
+        raise ValueError("head_output_means needs at least one reference text")
+    total = torch.zeros(m.n_layers, m.n_heads * m.head_dim, dtype=torch.float64)
+    count = 0.0
+    for start in range(0, len(texts), batch_size):
+        enc = m.encode(texts[start:start + batch_size])
+        keep = enc["attention_mask"].to(torch.float64)  # (B, T)
+        seen: dict[int, torch.Tensor] = {}
+
+        def record(layer: int, context: torch.Tensor) -> None:
+            seen[layer] = torch.einsum("btd,bt->d", context.detach().to(torch.float64).cpu(), keep.cpu())  # (H*d,)
+
+        with torch.no_grad(), installed(m.model, layer_hook_specs(m, context=record)):
+            m.model(**enc)
+        for layer, summed in seen.items():
+            total[layer] += summed
+        count += float(keep.sum())
+    return (total / count).view(m.n_layers, m.n_heads, m.head_dim).to(torch.float32)
