@@ -17,7 +17,10 @@ measurements here, for texts of one token length:
   orders (a band). The **fraction replaceable** is the largest fraction of heads
   whose cumulative cost stays within a tolerance, with an interval from
   resampling the texts. The tolerance is a share of the distance between two
-  *different* texts' sentence representations (what "a lot" means for this model).
+  *different* texts' sentence representations (what "a lot" means for this model):
+  the same tolerance as lesson 11's pruning, :mod:`attnlab.analysis.costs_nothing`.
+  Each text's reference is its mean distance to every other text, so the mean of
+  the references is the mean over all pairs.
 
 Comparing one-at-a-time cost with the head's fixedness (from the same
 :class:`MeanAttention`, through :func:`head_fixedness`) asks whether fixed
@@ -36,6 +39,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnlab.analysis.costs_nothing import TOLERANCE_SHARE as COSTS_NOTHING_SHARE
+from attnlab.analysis.costs_nothing import distance_to_others
 from attnlab.analysis.interventions import cosine_distance, replace_maps, sentence_vectors
 from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correlation,
                                     permutation_correlation_within, side_of)
@@ -45,8 +50,9 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, layer_input, run
 from attnlab.core.streaming import MeanAttention
 
-#: A cost is "little" when it is at most this share of the distance between two different texts.
-TOLERANCE_SHARE = 0.05
+#: A cost is "little" when it is at most this share of the distance between two different texts
+#: (:data:`attnlab.analysis.costs_nothing.TOLERANCE_SHARE`, shared with lesson 11).
+TOLERANCE_SHARE = COSTS_NOTHING_SHARE
 #: Random orders behind the band of :func:`replace_together`.
 N_RANDOM_ORDERS = 5
 #: Steps of the cumulative curves (fractions 0, 1/STEPS, ..., 1 of the heads).
@@ -187,11 +193,13 @@ def _check_same_length(m: LoadedModel, texts: Sequence[str], mean: MeanAttention
     return texts
 
 
-def reference_distance(m: LoadedModel, texts: list[str], partner: np.ndarray, batch_size: int) -> np.ndarray:
-    """``(N,)``: cosine distance between text ``i``'s sentence representation and text ``partner[i]``'s."""
+def reference_distance(m: LoadedModel, texts: list[str], batch_size: int) -> np.ndarray:
+    """``(N,)``: mean cosine distance between text ``i``'s sentence representation and every other
+    text's (:func:`attnlab.analysis.costs_nothing.distance_to_others`; the mean over texts is the
+    mean over all pairs)."""
     vectors = torch.cat([sentence_vectors(m, encode(m, texts[s : s + batch_size]).inputs)
                          for s in range(0, len(texts), batch_size)])  # (N, d)
-    return cosine_distance(vectors, vectors[torch.from_numpy(partner)]).cpu().numpy()
+    return distance_to_others(vectors.double().cpu().numpy())
 
 
 def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttention, *, seed: int = 0,
@@ -228,7 +236,7 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
                 with replace_maps(m, {(layer, head): others[:, li, head]}):
                     control[rows, li, head] = cosine_distance(sentence_vectors(m, inputs, start_at), base).numpy()
     return MapReplacement(layers=layers, cost=cost, control=control, fixedness=head_fixedness(mean),
-                          mean_count=mean.count, reference=reference_distance(m, texts, partner, batch_size))
+                          mean_count=mean.count, reference=reference_distance(m, texts, batch_size))
 
 
 def _own_maps(m: LoadedModel, texts: list[str], layers: list[int], batch_size: int) -> torch.Tensor:
@@ -346,7 +354,7 @@ def replace_together(m: LoadedModel, texts: Sequence[str], mean: MeanAttention, 
         mean: mean maps of the same length; the heads of ``mean.layers`` take part.
         n_random: random orders behind the band.
         steps: the curves have ``steps + 1`` points, fractions ``0, 1/steps, ..., 1``.
-        seed: draws the random orders and the reference partners.
+        seed: draws the random orders.
         batch_size: texts per forward pass.
     """
     texts = _check_same_length(m, texts, mean, 2)
@@ -370,9 +378,8 @@ def replace_together(m: LoadedModel, texts: Sequence[str], mean: MeanAttention, 
         base = sentence_vectors(m, inputs)  # (B, d)
         for name, order in orders.items():
             curves[name][rows] = cumulative_costs(m, inputs, base, maps, [heads[i] for i in order], counts)
-    partner = _derangement(len(texts), rng)
     return TogetherCurves(
         layers=layers, fractions=fractions, counts=counts, fixed_first=curves["fixed_first"],
         reverse=curves["reverse"], random=np.stack([curves[f"random {r}"] for r in range(n_random)]),
-        reference=reference_distance(m, texts, partner, batch_size), orders=orders,
+        reference=reference_distance(m, texts, batch_size), orders=orders,
     )

@@ -41,6 +41,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from attnlab.analysis.costs_nothing import SHARE_GRID
 from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
@@ -69,7 +70,7 @@ SINK_SHARE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
 NORM_REMOVES_GRID = (0.25, 0.5, 0.75)
 TRACKING_RHO_GRID = (0.3, 0.5, 0.7, 0.9)
 REPLACEABLE_SHARE_GRID = (0.25, 0.5, 0.75)
-TOLERANCE_GRID = (0.02, 0.05, 0.1, 0.2)
+TOLERANCE_GRID = SHARE_GRID  # the shares of "costs nothing" shared with lesson 11
 
 # the claims are passed around by name, so each is marked with N_ for the catalogue
 CLAIM_SINK_MASS = N_("in some layer, more than half of the attention goes to the separator ([SEP] or </s>) alone")

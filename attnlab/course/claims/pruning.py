@@ -7,12 +7,20 @@ on the pruning study of :mod:`attnlab.analysis.pruning`: the heads are ranked
 on one set of texts and pruned on another, and the loss of the pruned model
 is measured text by text, so it gets a bootstrap interval over texts. The control is
 removing heads at random: the same share masked in random orders, on the same texts.
+
+"Almost no loss" is the course's one tolerance for "costs nothing"
+(:mod:`attnlab.analysis.costs_nothing`, shared with lesson 13): ``1 - cos`` at most 5%
+of the mean distance between two different texts' sentence vectors, measured on the
+evaluation texts, with the sensitivity grid 2, 5, 10 and 20%.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from attnlab.analysis.costs_nothing import SHARE_GRID
+from attnlab.analysis.costs_nothing import TOLERANCE_SHARE as COSTS_NOTHING_SHARE
+from attnlab.analysis.costs_nothing import CostsNothing
 from attnlab.analysis.pruning import PruningStudy, loss_limit
 from attnlab.analysis.stats import Interval, bootstrap_mean, too_few_units
 from attnlab.core.language import _
@@ -25,9 +33,10 @@ MICHEL_WMT_FRACTION = 0.20
 #: the claim is about masking at least this share of the heads together
 PRUNABLE_SHARE = 0.10
 #: "almost no loss" for a representation objective: ``1 - cos`` with the full model rises by at most this
-TOLERANCE = 0.01
-#: the tolerances and shares of the sensitivity table
-TOLERANCES = (0.005, 0.01, 0.02, 0.05)
+#: share of the mean distance between two different texts (:class:`~attnlab.analysis.costs_nothing.CostsNothing`)
+TOLERANCE_SHARE = COSTS_NOTHING_SHARE
+#: the shares of that distance, and of heads masked, of the sensitivity table
+TOLERANCE_SHARES = SHARE_GRID
 SHARES = (0.1, 0.2, 0.3)
 
 PRUNABLE_CLAIM = "some heads can be pruned with almost no loss"
@@ -81,7 +90,8 @@ def advantage_over_random(study: PruningStudy, share: float, *, seed: int = 0) -
 
 
 def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None = None, *,
-                                tolerance: float | None = None, share: float = PRUNABLE_SHARE) -> ClaimVerdict:
+                                tolerance: float | None = None, share: float = PRUNABLE_SHARE,
+                                costs: CostsNothing | None = None) -> ClaimVerdict:
     """Some heads, picked by their importance, can be removed together with almost no loss.
 
     Masks ``share`` of the heads (the grid point at or above it) in importance order and
@@ -94,7 +104,8 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
     when the increase lies above the allowed one, or the ranking does clearly worse than
     random; otherwise "cannot tell" (for instance when random orders do as well: then the
     share is too small to tell which heads are prunable). ``effects`` (single-head ablation)
-    adds the share of heads removable alone.
+    adds the share of heads removable alone; ``costs`` (the tolerance's scale, the mean
+    distance between two different texts) adds the allowed increase as a share of it.
     """
     if study.per_text.get("importance") is None:
         return ClaimVerdict.missing(PRUNABLE_CLAIM, "the study has no per-text losses (use a representation "
@@ -120,6 +131,9 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
         "grid, random order (median)": study.prunable["random"],
         "Michel et al. BERT": MICHEL_BERT_FRACTION,
     }
+    if costs is not None:
+        numbers["distance between two texts"] = costs.distance
+        numbers["allowed, share of that distance"] = allowed / costs.distance if costs.distance > 0 else float("nan")
     if effects is not None:
         numbers["removable alone"] = round(removable_alone(effects, study.base_loss, tolerance,
                                                            relative=study.relative), 3)

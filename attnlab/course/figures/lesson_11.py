@@ -3,6 +3,7 @@ of texts, pruned on another; lesson 11's saved result when it exists)."""
 
 from __future__ import annotations
 
+from attnlab.analysis import costs_nothing
 from attnlab.analysis.importance import ablation_per_text, make_objective
 from attnlab.analysis.pruning import pruning_study
 from attnlab.course import results
@@ -27,7 +28,8 @@ def _study(ctx: FigureContext):
         ranking = make_objective(m, pool[:n_importance], kind="sentence", batch_size=64)
         importance = ablation_per_text(m, ranking)["sentence"].mean(axis=0)  # (L, H)
         held_out = make_objective(m, pool[n_importance:], kind="sentence", batch_size=64)
-        return pruning_study(m, held_out, importance=importance, n_random=ctx.pick(20, 3), tolerance=0.01)
+        tolerance = costs_nothing.for_texts(m, pool[n_importance:]).tolerance  # 5% of the distance between texts
+        return pruning_study(m, held_out, importance=importance, n_random=ctx.pick(20, 3), tolerance=tolerance)
 
     return ctx.memo("pruning_study_11", compute)
 
