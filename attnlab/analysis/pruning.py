@@ -107,13 +107,14 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
     return np.array(losses)
 
 
-def _masked(m: LoadedModel, heads: Sequence[tuple[int, int]], compute, seen: dict | None):
+def _masked(m: LoadedModel, heads: Sequence[tuple[int, int]], compute, seen: dict | None, fill=None):
     """``compute()`` with ``heads`` masked, or its value from ``seen`` (keyed by the set of heads
-    and the function) when an earlier pass masked the same set: the same pass, the same numbers."""
-    key = (frozenset(tuple(p) for p in heads), getattr(compute, "__name__", ""))
+    and the function) when an earlier pass masked the same set: the same pass, the same numbers.
+    ``fill``: as in :func:`attnlab.core.gates.mask_heads` (None: zero-ablation)."""
+    key = (frozenset(tuple(p) for p in heads), getattr(compute, "__name__", ""), fill is None)
     if seen is not None and key in seen:
         return seen[key]
-    with mask_heads(m, heads):
+    with mask_heads(m, heads, fill):
         value = compute()
     if seen is not None:
         seen[key] = value
@@ -180,7 +181,7 @@ def _check_tolerance(tolerance: float) -> float:
 
 def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]], *,
                    tolerance: float = 0.01, base_loss: float | None = None, threads: int | None = None,
-                   seen: dict | None = None) -> int:
+                   seen: dict | None = None, fill=None) -> int:
     """How many heads of ``order`` can be masked, one head at a time, before the loss
     first exceeds :func:`loss_limit` (the 10% grid at one-head resolution).
 
@@ -191,14 +192,16 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
     (:func:`pruning_curve_per_text`) for a representation objective,
     :meth:`~attnlab.analysis.importance.Objective.evaluate` otherwise; ``seen``
     (as in :func:`pruning_curve`) skips the sets of heads a curve has masked already.
+    ``fill`` (``[layers, heads, d_head]``, :func:`attnlab.core.gates.head_output_means`):
+    mean-ablation instead of zero-ablation.
     """
     order = [tuple(p) for p in order]
     tolerance = _check_tolerance(tolerance)
 
     def loss(k: int) -> float:
         if is_absolute(objective):
-            return float(_masked(m, order[:k], objective.per_text, seen)[objective.kind].mean())
-        return float(_masked(m, order[:k], objective.evaluate, seen))
+            return float(_masked(m, order[:k], objective.per_text, seen, fill)[objective.kind].mean())
+        return float(_masked(m, order[:k], objective.evaluate, seen, fill))
 
     with torch_threads(threads):
         base = loss(0) if base_loss is None else base_loss
