@@ -90,3 +90,15 @@ def test_ablation_per_text_with_fill(tiny_en):
     base = objective.per_text()["sentence"]
     np.testing.assert_allclose(mean_effects[:, 1, 5], masked - base, atol=1e-6)
     assert not np.allclose(mean_effects, zero_effects)
+
+
+def test_prunable_heads_with_a_zero_fill_is_zero_ablation(tiny_en):
+    from attnlab.analysis.pruning import order_by_score, prunable_heads
+
+    m = tiny_en
+    objective = importance.make_objective(m, TEXTS, kind="sentence", batch_size=8)
+    order = order_by_score(np.arange(m.n_layers * m.n_heads, dtype=float).reshape(m.n_layers, m.n_heads))
+    zero_fill = torch.zeros(m.n_layers, m.n_heads, m.head_dim)
+    tol = 0.02
+    assert prunable_heads(m, objective, order, tolerance=tol, fill=zero_fill) == prunable_heads(
+        m, objective, order, tolerance=tol)

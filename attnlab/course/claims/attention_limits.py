@@ -143,7 +143,7 @@ def verdict_sink_mass(profile: SinkProfile, threshold: float = SINK_SHARE) -> Cl
         clark_layers_share=float(np.mean(np.asarray(share.estimate)[clark])) if clark else float("nan"),
         special_top_layer=top_both + 1, special_top_share=float(np.asarray(both.estimate)[top_both]),
         special_layers_above=[int(l) + 1 for l in np.nonzero(np.asarray(both.low) > threshold)[0]],
-        simultaneous=N_("95% simultaneous over {n} layers").format(n=share.family), texts=share.n,
+        interval=N_("95% simultaneous over {n} layers").format(n=share.family), texts=share.n,
     )
 
 

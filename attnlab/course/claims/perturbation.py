@@ -220,7 +220,7 @@ def verdict_lexical_only_heads_exist(study: PerturbationStudy, *, threshold: flo
     return ClaimVerdict.decide(
         CLAIM_LEXICAL_ONLY, holds=bool(clear.any()), fails=not possible.any(),
         clear_heads=int(clear.sum()), possible_heads=int(possible.sum()), heads=int(clear.size),
-        simultaneous=simultaneous_note(int(clear.size)), clear_heads_uncorrected=int(uncorrected.sum()),
+        interval=simultaneous_note(int(clear.size)), clear_heads_uncorrected=int(uncorrected.sum()),
         first_clear=", ".join(shown), threshold=threshold, space=space, queries=study.n_queries,
     )
 
@@ -332,7 +332,7 @@ def verdict_layer_pattern(study: PerturbationStudy, layer: int, *, threshold: fl
         heads_lexical_and_syntactic=int(both_clear.sum()), heads_lexical_only=int(only_clear.sum()),
         heads_possibly_lexical_and_syntactic=int(both_possible.sum()),
         heads_possibly_lexical_only=int(only_possible.sum()),
-        simultaneous=simultaneous_note(int(lex.size)), threshold=threshold, queries=study.n_queries,
+        interval=simultaneous_note(int(lex.size)), threshold=threshold, queries=study.n_queries,
     )
 
 
@@ -374,7 +374,7 @@ def verdict_lexical_beyond_displacement(control: DisplacementControl, *, margin:
     return ClaimVerdict.decide(
         CLAIM_BEYOND_DISPLACEMENT, holds=bool(above.any()), fails=bool(below.all()),
         heads_above=int(above.sum()), heads_below=int(below.sum()), heads=int(above.size),
-        simultaneous=simultaneous_note(int(gap.family)),
+        interval=simultaneous_note(int(gap.family)),
         heads_above_uncorrected=int(np.asarray(control.gap.above(margin)).sum()),
         largest_gap=float(np.nanmax(gap.estimate)), margin=margin,
         mean_displacement_lexical=control.mean_displacement["lexical"],
