@@ -75,3 +75,15 @@ def test_prunable_verdict_flips_across_the_grid_where_it_should():
     assert words == {0.02: FAILS, 0.05: FAILS, 0.1: HOLDS, 0.2: HOLDS}
     assert verdict_some_heads_prunable(_study(0.0099), tolerance=c.at(0.05)).verdict in (HOLDS, UNSURE)
     assert verdict_some_heads_prunable(_study(0.0099, n=40), tolerance=c.at(0.06)).verdict == HOLDS
+
+
+def test_lesson_13_reference_is_the_same_distance_as_lesson_11(tiny_en):
+    """Lesson 13's per-text reference is each text's mean distance to the others, so its mean is
+    the pairwise mean that lesson 11's tolerance uses (both from the full model's sentence vectors)."""
+    from attnlab.analysis.mean_map_replacement import reference_distance
+
+    texts = ["how do you play chess", "what is the best game", "where is the station", "a short one"]
+    vectors = costs_nothing.text_vectors(tiny_en, texts, batch_size=3)  # (N, d), two batches
+    per_text, mean = _brute_force(vectors)
+    np.testing.assert_allclose(reference_distance(tiny_en, texts, batch_size=2), per_text, atol=1e-6)
+    assert costs_nothing.for_texts(tiny_en, texts).distance == pytest.approx(mean, abs=1e-6)
