@@ -19,6 +19,7 @@ interval on every machine.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -132,7 +133,8 @@ def simultaneous_from_samples(estimate, boots, *, level: float = 0.95, n: int = 
     flat = b.reshape(b.shape[0], -1)  # (B, K)
     if flat.shape[1] != flat_est.size:
         raise ValueError(f"boots {b.shape} do not match the estimate's shape {est.shape}")
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a column without values has no spread: it is left out
         if se is None:
             scale = np.nanstd(flat, axis=0, ddof=1) if flat.shape[0] > 1 else np.zeros(flat_est.size)  # (K,)
             boot_scale = np.broadcast_to(scale, flat.shape)  # (B, K)
