@@ -5,6 +5,8 @@ words in a row: words of letters only, separated by nothing but spaces and
 light punctuation (``, ; : ! ? ( )``), e.g. ``Check: rows sum to 1: passed``
 (``Check rows sum to``). What is not prose:
 
+* mathematics: a one-letter word other than ``a`` and ``I`` is a variable
+  (``n x n``, ``n < d``), and it ends a run;
 * code and data: a word touching a digit, ``_``, ``.``, ``=``, a quote or a
   bracket is part of an identifier, a number, a token string or a value
   (``al.set_language``, ``'the'``, ``[CLS]``, ``layer=0``, ``e5``);
@@ -48,7 +50,7 @@ ALLOWED: tuple[Allowed, ...] = (
 )
 
 _ALLOWED = re.compile("|".join(f"(?:{a.pattern})" for a in ALLOWED))
-_WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+_WORD = re.compile(r"[A-Za-z]{2,}(?:['’-][A-Za-z]+)*|[A-Za-z]")
 _GAP = re.compile(r"[ \t,;:!?()]*\Z")  # what may stand between two words of one run
 _CODE_BEFORE = re.compile(r"[A-Za-z0-9_.=/\\'\"`\[{<@#$%-]\Z")
 _CODE_AFTER = re.compile(r"\A(?:[0-9_=/\\'\"`\[{<(]|[.-][A-Za-z0-9])")
@@ -62,6 +64,8 @@ def words(line: str) -> list[tuple[int, int]]:
     spans = []
     for m in _WORD.finditer(line):
         before, after = line[max(0, m.start() - 1): m.start()], line[m.end(): m.end() + 2]
+        if len(m.group()) == 1 and m.group() not in "aAI":
+            continue  # a one-letter word is a variable (n x n, n < d), not prose
         if _CODE_BEFORE.search(before) or _CODE_AFTER.search(after):
             continue
         spans.append((m.start(), m.end()))

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import Attention, attention
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 from attnlab.viz.offline_views import plot_line_view
@@ -112,12 +113,12 @@ def explorer(m: LoadedModel, text: str | None = None, *, layer: int = 0, head: i
     _check_view(view)
     cache = AttentionCache(lambda t: attention(m, [t]), cache_texts)
 
-    text_box = W.Text(value=text or example_for(m), description="text", continuous_update=False,
+    text_box = W.Text(value=text or example_for(m), description=_("text"), continuous_update=False,
                       layout=W.Layout(width="480px"))
     layer_dd = W.Dropdown(options=[(str(l + 1), l) for l in range(m.n_layers)], value=layer,
-                          description="layer", layout=W.Layout(width="150px"))
+                          description=_("layer"), layout=W.Layout(width="150px"))
     head_dd = W.Dropdown(options=[(str(h + 1), h) for h in range(m.n_heads)], value=head,
-                         description="head", layout=W.Layout(width="150px"))
+                         description=_("head"), layout=W.Layout(width="150px"))
     kind = W.ToggleButtons(options=list(VIEWS), value=view)
     out = W.Output()
 
