@@ -43,12 +43,12 @@ from typing import Callable
 from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_download, hf_hub_url
 
 from attnlab.core import config
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 
-REACHABLE = "reachable"
-REFUSED = "refused"
-SILENT = "not answering"
-ERRORS = "answering with errors"
+REACHABLE = N_("reachable")
+REFUSED = N_("refused")
+SILENT = N_("not answering")
+ERRORS = N_("answering with errors")
 #: the four answers a hub can give; a missing model counts as an error answer
 STATES = (REACHABLE, REFUSED, SILENT, ERRORS)
 

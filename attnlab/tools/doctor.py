@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from attnlab.core.language import _, ngettext  # standard library only: safe on a broken installation
+from attnlab.core.language import N_, _, ngettext  # standard library only: safe on a broken installation
 
-OK, WARN, FAIL = "ok", "warn", "fail"
+OK, WARN, FAIL = N_("ok"), N_("warn"), N_("fail")
 
 #: Supported ranges used when the installed package metadata cannot be read
 #: (e.g. running from a source checkout without ``pip install -e .``). The
