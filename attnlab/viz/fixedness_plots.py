@@ -219,7 +219,7 @@ def threshold_slider(fixedness: np.ndarray, mask_at: Callable[[float], np.ndarra
                            readout_format=".3f", continuous_update=False)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             fig = plot_fixed_at(fixedness, mask_at(slider.value), layers, slider.value)

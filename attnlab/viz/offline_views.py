@@ -216,7 +216,7 @@ def plot_line_view(
     cjk_font_for(tokens)
     n = len(tokens)
     if ax is None:
-        _, ax = plt.subplots(figsize=(3.6, 0.32 * n + 0.9))
+        _fig, ax = plt.subplots(figsize=(3.6, 0.32 * n + 0.9))
     y = -np.arange(n, dtype=float)  # token i at height -i
     for h in heads:
         w = a[layer, h]  # (n, n)

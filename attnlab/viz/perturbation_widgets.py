@@ -76,7 +76,7 @@ def perturbation_box(m: LoadedModel, original: Query | str, new_text: str, *, la
                           layout=W.Layout(width="150px"))
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             print(describe_custom(m, original, box.value.strip(), layer_dd.value))
@@ -103,11 +103,11 @@ def threshold_slider(describe: Callable[[float], str], values: Sequence[float], 
         print("(ipywidgets is not installed: showing the starting value only)")
         print(describe(float(value)))
         return None
-    W, _ = found
+    W, _display = found
     slider = W.SelectionSlider(options=values, value=float(value), description=description, continuous_update=False)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             print(describe(slider.value))

@@ -122,7 +122,7 @@ def explorer(m: LoadedModel, text: str | None = None, *, layer: int = 0, head: i
     kind = W.ToggleButtons(options=list(VIEWS), value=view)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             try:
