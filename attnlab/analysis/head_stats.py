@@ -63,6 +63,7 @@ import torch
 from attnlab.core.checks import check_index
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, Batch, iter_attention_batches
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 
 #: Clark et al.'s smoothing for entropies.
@@ -156,7 +157,8 @@ class HeadStats:
 
     def __repr__(self) -> str:
         l, h = self.shape
-        return f"HeadStats({l} layers x {h} heads, {self.n_rows} query rows from {self.n_texts} texts)"
+        return _("HeadStats({layers} layers x {heads} heads, {rows} query rows from {texts} texts)").format(
+            layers=l, heads=h, rows=self.n_rows, texts=self.n_texts)
 
 
 def format_table(rows: list[list[Any]]) -> str:

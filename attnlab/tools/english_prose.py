@@ -46,6 +46,8 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(r"Attention is Not Only a Weight[^。，]*", "paper title (Kobayashi et al. 2020)"),
     Allowed(r"Efficient Streaming Language Models with Attention Sinks", "paper title (Xiao et al. 2023)"),
     Allowed(r"all-MiniLM-L6-v2(?: \(bundled\))?", "model name, as the model hub spells it"),
+    Allowed(r"\bself +prev +next\b", "column names of head statistics (the labels self/previous/next), "
+            "kept in English as the glossary keeps label names"),
     Allowed(r"Jensen-Shannon", "a name; the glossary keeps it (Jensen-Shannon 散度)"),
 )
 
