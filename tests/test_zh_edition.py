@@ -591,3 +591,47 @@ def test_the_figure_hook_collects_every_text_of_every_figure(tmp_path):
     records = figure_texts.read(path)
     assert [r["execution_count"] for r in records] == [book.cells[2].execution_count]
     assert {"曲线", "标题", "横轴", "纵轴", "甲", "乙", "图例", "注释", "总标题"} <= set(records[0]["texts"])
+
+
+# --------------------------------------------------------------------------- one vocabulary
+
+
+def _chinese_texts() -> list[tuple[str, str]]:
+    """``(name, text)`` of everything a Chinese reader reads: the markdown of every Chinese notebook,
+    the catalogue's translations, README.zh-CN and the teacher's guide."""
+    out = []
+    for lesson in LESSONS:
+        book = nbformat.read(str(lesson.chinese), as_version=4)
+        out += [(f"{lesson.chinese.relative_to(ROOT)}:{c.id}", c.source) for c in book.cells if c.cell_type == "markdown"]
+    out += [(f"attnlab.po:{key.split(chr(0))[0][:60]!r}", value) for key, value in language.catalogue("zh").items() if key]
+    out += [(name, (ROOT / name).read_text(encoding="utf-8")) for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md")]
+    return out
+
+
+@pytest.mark.parametrize("text, variant", [
+    ("每层 12 层 x 12 个头", " x "), ("取决于线划在哪里", "线划在哪里"), ("注意力汇聚点", "注意力汇聚点"),
+    ("1,000 条查询上", "条查询"), ("隐藏层宽度", "宽度"), ("去掉位置编码", "位置编码"),
+])
+def test_the_vocabulary_check_finds_a_planted_variant_and_fix_removes_it(text, variant):
+    from attnlab.tools import zh_vocabulary
+
+    assert [found for _line, found, _v in zh_vocabulary.found_in(text)][:1] == [variant]
+    assert zh_vocabulary.found_in(zh_vocabulary.fix(text)) == []
+
+
+def test_the_vocabulary_check_leaves_the_words_it_recommends_and_code_alone():
+    from attnlab.tools import zh_vocabulary
+
+    fine = ("12 层 × 12 个头；汇点；1,000 条查询句；每条查询行；隐藏维度；位置嵌入；连线视图、头视图；"
+            "`q = x W_q`；x 的形状；阈值定在哪里；平均注意力图")
+    assert zh_vocabulary.found_in(fine) == []
+
+
+def test_the_chinese_edition_uses_the_glossarys_words():
+    """No variant the glossary discourages (docs/glossary.zh-CN.md, 统一用词) in what a Chinese reader reads."""
+    from attnlab.tools import zh_vocabulary
+
+    assert all(len(v.reason) > 10 for v in zh_vocabulary.DISCOURAGED)
+    bad = [f"{name} (line {line}): {found!r} -> {variant.use.strip()!r} ({variant.reason})"
+           for name, text in _chinese_texts() for line, found, variant in zh_vocabulary.found_in(text)]
+    assert bad == [], f"{len(bad)} discouraged variant(s); zh_vocabulary.fix() rewrites them:\n" + "\n".join(bad)

@@ -48,6 +48,8 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(r"all-MiniLM-L6-v2(?: \(bundled\))?", "model name, as the model hub spells it"),
     Allowed(r"\bself +prev +next\b", "column names of head statistics (the labels self/previous/next), "
             "kept in English as the glossary keeps label names"),
+    Allowed(r"Noto (?:Sans|Serif) CJK \w+|Source Han (?:Sans|Serif)(?: \w+)?|WenQuanYi (?:Micro|Zen) Hei"
+            r"|Microsoft YaHei|PingFang SC", "the family name of a CJK font, as the system names it"),
     Allowed(r"Jensen-Shannon", "a name; the glossary keeps it (Jensen-Shannon 散度)"),
 )
 
