@@ -346,7 +346,7 @@ def head_sums(
     if tokens is not None and len(tokens) != len(lengths):
         raise ValueError(f"got {len(tokens)} token lists for {len(lengths)} texts")
     maps = maps.double()
-    b, n_layers, n_heads, t, _ = maps.shape
+    b, n_layers, n_heads, t, _keys = maps.shape
     lens = torch.tensor(lengths)  # (B,)
     pos = torch.arange(t)  # (T,)
     valid = pos[None, :] < lens[:, None]  # (B, T): real rows / columns
