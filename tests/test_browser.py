@@ -10,6 +10,8 @@ in its Chinese edition, Run All Cells in smoke mode, then check that
 * changing the explorer's layer (a drop-down) redraws its figure;
 * the offline head view draws its tokens (Chinese ones when the model reads Chinese);
 * the Chinese edition's narrative and printed verdict are Chinese, the English one's English;
+* in the Chinese edition the widgets' labels are Chinese, and so is every figure's text (collected in
+  the kernel by ``attnlab.tools.figure_texts``: titles, axes, ticks, legends; no English prose);
 * the browser logs no console error and sends no request off 127.0.0.1.
 
 Skips, saying why, where Chromium or Playwright is missing; fails instead when
@@ -33,7 +35,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from attnlab.tools import zh_edition
+from attnlab.tools import english_prose, figure_texts, zh_edition
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker holds the JupyterLab
 
@@ -44,6 +46,7 @@ CHROMIUM = next((p for p in (os.environ.get("ATTNLAB_CHROMIUM"), shutil.which("c
                              shutil.which("chromium-browser"), "/usr/bin/chromium") if p and Path(p).exists()), None)
 CJK = re.compile(r"[\u3400-\u9fff]")
 RUN_TIMEOUT_S = 240
+FIGURE_TEXTS = "zh-figure-texts.jsonl"  # what the Chinese copy's figures show, written by its first cell
 
 
 def _unavailable(why: str) -> None:
@@ -85,14 +88,20 @@ def _settings(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 serving copies of lesson 04 in both languages: (base url, token)."""
+    """A JupyterLab server on 127.0.0.1 serving copies of lesson 04 in both languages: (base url, token, folder).
+
+    The Chinese copy starts with a cell that records every figure's texts in ``folder / FIGURE_TEXTS``."""
     _playwright()
     folder = tmp_path_factory.mktemp("lab")
     lesson = next(l for l in zh_edition.lessons(ROOT, [LESSON[:2]]))
     english = lesson.read_english()
     (folder / "zh").mkdir()
     nbformat.write(english, str(folder / f"{LESSON}.ipynb"))
-    nbformat.write(zh_edition.build(english, _chinese_blocks(lesson)), str(folder / "zh" / f"{LESSON}.ipynb"))
+    chinese = zh_edition.build(english, _chinese_blocks(lesson))
+    hook = nbformat.v4.new_code_cell(figure_texts.hook_source(folder / FIGURE_TEXTS))
+    hook["id"] = "figure-texts"
+    chinese.cells.insert(0, hook)
+    nbformat.write(chinese, str(folder / "zh" / f"{LESSON}.ipynb"))
     port, token = _free_port(), "attnlab-browser-test"
     env = dict(os.environ, ATTNLAB_SMOKE="1", ATTNLAB_RESULTS=str(folder / "results"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -122,7 +131,7 @@ def lab(tmp_path_factory):
                 if time.time() > deadline:
                     pytest.fail("JupyterLab did not answer within 60 s")
                 time.sleep(0.5)
-        yield base, token
+        yield base, token, folder
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -205,7 +214,7 @@ def _explorer_image(page) -> str:
 
 @pytest.mark.parametrize("edition", ["en", "zh"])
 def test_lesson_04_runs_in_the_browser(lab, edition):
-    base, token = lab
+    base, token, folder = lab
     sync_playwright = _playwright()
     path = f"{LESSON}.ipynb" if edition == "en" else f"zh/{LESSON}.ipynb"
     off_machine, console_errors = [], []
@@ -258,6 +267,18 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             else:
                 assert not CJK.search(markdown) and "Claim:" in text
             assert not re.search(r"\b(does not hold|cannot tell)\b", text if edition == "zh" else "")
+
+            # the widgets' labels and the figures' texts are in the edition's language
+            labels = {t.strip() for t in page.locator(".widget-label").all_inner_texts() if t.strip()}
+            if edition == "zh":
+                assert {"文本", "层", "头"} <= labels and not labels & {"text", "layer", "head"}, labels
+                shown = [line for record in figure_texts.read(folder / FIGURE_TEXTS)
+                         for t in record["texts"] for line in t.splitlines()]
+                assert any(CJK.search(t) for t in shown), f"no Chinese text in the figures: {shown[:20]}"
+                english = [t for t in shown if english_prose.is_prose(t)]
+                assert english == [], f"English prose in the Chinese edition's figures: {english}"
+            else:
+                assert {"text", "layer", "head"} <= labels, labels
             _shut_down_kernel(page)
         finally:
             browser.close()

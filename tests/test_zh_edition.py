@@ -7,7 +7,9 @@
   ``python scripts/zh_notebooks.py --build`` writes.
 * Messages: every message the course prints has a Chinese entry, with the same
   placeholders; the in-memory ``.mo`` compiler is read back by ``gettext``.
-* Each Chinese lesson runs in smoke mode with no English verdict word in its output.
+* Each Chinese lesson runs in smoke mode with no English verdict word in its output,
+  and shows only Chinese: no English prose (``attnlab/tools/english_prose.py``) in what it
+  prints or in the text of any figure it draws.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pytest
 
 from attnlab.core import language
 from attnlab.core.language import _, compile_mo, read_po
-from attnlab.tools import messages, zh_edition
+from attnlab.tools import english_prose, figure_texts, messages, zh_edition
 from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,32 +278,85 @@ def test_translations_keep_the_placeholders_of_their_message():
 # --------------------------------------------------------------------------- Chinese lessons in smoke mode
 
 
-@pytest.mark.notebooks
-@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
-def test_chinese_lesson_runs_and_prints_no_english_verdict(lesson, tmp_path, monkeypatch):
+#: lessons whose Chinese output is still being cleared of English (edited in parallel): expected to fail
+PENDING_ENGLISH = {"06_perturbation", "07_position_embeddings", "08_layer_averaging", "09_head_diversity",
+                   "10_how_many_heads", "11_pruning_heads", "12_conclusions", "13_attention_limits"}
+FIGURE_HOOK_ID = "figure-texts"
+
+
+class EnglishProse(AssertionError):
+    """A Chinese lesson showed English prose (the only failure a pending lesson is excused)."""
+
+
+def run_chinese_lesson(lesson, folder: Path) -> tuple[nbformat.NotebookNode, list[dict]]:
+    """Execute ``lesson``'s Chinese notebook in smoke mode (environment already set by the caller),
+    with a first cell that records every figure's texts; returns the executed notebook (hook cell
+    removed) and the figure records of :func:`attnlab.tools.figure_texts.read`."""
     from attnlab.tools.lesson_runner import execute_notebook
 
-    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
+    book = nbformat.read(str(lesson.chinese), as_version=4)
+    texts = folder / "figure-texts.jsonl"
+    hook = nbformat.v4.new_code_cell(figure_texts.hook_source(texts))
+    hook["id"] = FIGURE_HOOK_ID
+    book.cells.insert(0, hook)
+    execute_notebook(book, lesson.chinese.parent)
+    book.cells = [c for c in book.cells if c.id != FIGURE_HOOK_ID]
+    return book, figure_texts.read(texts)
 
-    if not lesson.chinese.exists():
-        pytest.fail(f"{lesson.chinese.name} missing: run python scripts/zh_notebooks.py --build")
-    results_dir = tmp_path / "results"
+
+def reader_lines(book: nbformat.NotebookNode, figures: list[dict]) -> list[tuple[str, str]]:
+    """``(where, line)`` for every line the reader sees: printed text, rich outputs (HTML as its
+    visible text), error messages, and the texts of every figure (``where`` = cell id, ``figure``)."""
+    by_count = {c.execution_count: c.id for c in book.cells if c.cell_type == "code"}
+    out = []
+    for cell in book.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = output.get("text", "") + data.get("text/markdown", "")
+            if "text/html" in data:
+                text += english_prose.visible_text(data["text/html"])
+            elif "text/plain" in data and "application/vnd.jupyter.widget-view+json" not in data:
+                text += data["text/plain"]
+            if output.get("output_type") == "error":
+                text += f"{output.get('ename')}: {output.get('evalue')}"
+            out += [(cell.id, line) for line in text.splitlines() if line.strip()]
+    for record in figures:
+        where = f"{by_count.get(record['execution_count'], '?')} (figure)"
+        out += [(where, line) for text in record["texts"] for line in text.splitlines() if line.strip()]
+    return out
+
+
+def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:
     monkeypatch.setenv("ATTNLAB_SMOKE", "1")
-    monkeypatch.delenv("MPLBACKEND", raising=False)
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # inline backend, as in Jupyter
     monkeypatch.delenv("ATTNLAB_LANG", raising=False)  # the lesson's own first cells must switch
     monkeypatch.setenv("ATTNLAB_RESULTS", str(results_dir))
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("lesson", [
+    pytest.param(lesson, marks=pytest.mark.xfail(
+        strict=False, raises=EnglishProse,
+        reason="its printed lines and figures are still being moved into the catalogue (issue 33)"))
+    if lesson.name in PENDING_ENGLISH else lesson for lesson in LESSONS], ids=IDS)
+def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch):
+    """The lesson runs; no English verdict word, and no English prose (outside english_prose.ALLOWED),
+    in what it prints or draws. A lesson of PENDING_ENGLISH may still show English prose, nothing else."""
+    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
+
+    results_dir = tmp_path / "results"
+    chinese_lesson_environment(monkeypatch, results_dir)
     if lesson.name == "12_conclusions":
         seed_earlier_lessons(results_dir)
-    book = nbformat.read(str(lesson.chinese), as_version=4)
-    execute_notebook(book, lesson.chinese.parent)
-    english = []
-    for cell in book.cells:
-        for out in cell.get("outputs", []):
-            text = out.get("text", "") + "".join(str(v) for k, v in out.get("data", {}).items()
-                                                 if k in ("text/plain", "text/markdown", "text/html"))
-            english += [f"{cell.id}: ...{text[max(0, m.start() - 60): m.end() + 20]!r}..."
-                        for m in ENGLISH_VERDICT.finditer(text)]
-    assert english == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(english)
+    book, figures = run_chinese_lesson(lesson, tmp_path)
+    lines = reader_lines(book, figures)
+    verdicts = [f"{where}: {line.strip()[:160]}" for where, line in lines if ENGLISH_VERDICT.search(line)]
+    assert verdicts == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(verdicts)
+    english = [f"{where}: {line.strip()[:160]}" for where, line in lines if english_prose.is_prose(line)]
+    if english:
+        raise EnglishProse(f"{len(english)} line(s) of English prose in the Chinese {lesson.name} "
+                           "(translate them through _() and the .po, or add a reasoned entry to "
+                           "english_prose.ALLOWED):\n" + "\n".join(english))
 
 
 def test_no_module_that_translates_rebinds_the_underscore():
@@ -481,3 +536,102 @@ def test_checks_show_their_result_and_what_they_checked_in_the_readers_language(
     assert shown.startswith("检查：") and "不通过" in shown and "方差为 1 的随机 q 和 k" in shown
     language.set_language("en")
     assert str(Check.of(CHECK_VARIANCE, passed=True)).startswith(f"Check: {CHECK_VARIANCE}: passed")
+
+
+# --------------------------------------------------------------------------- the English-prose detector
+
+
+@pytest.mark.parametrize("line, prose", [
+    ("Check: rows sum to 1: passed", True),
+    ("  * Attention faster than an LSTM for n < d: 无法判断", True),
+    ("mean distance within a layer 1.512, between layers 2.381", True),
+    ("attnlab 0.1.0 doctor: is this machine ready for the course?", True),
+    ("query token (the row's owner)", True),
+    ("检查：各行之和为 1：通过", False),
+    ('al.set_language("en") 换回英文', False),  # code
+    ("['[CLS]', 'the', 'cat', 'sat', 'on']", False),  # token strings
+    ("第 1 层的 bootstrap 区间，smoke 模式", False),  # single English terms the glossary keeps
+    ("模型 all-MiniLM-L6-v2 (bundled)", False),  # an allowed model name
+    ("见 Michel 等的 Are Sixteen Heads Really Better than One?", False),  # an allowed paper title
+    ("L1 H7 layer=0 head=6 d_k=64", False),
+    ("two words", False),
+])
+def test_the_detector_finds_english_prose_and_leaves_code_data_and_allowed_names(line, prose):
+    assert english_prose.is_prose(line) is prose, english_prose.runs(line)
+
+
+def test_every_allowed_english_phrase_has_a_reason_and_matches_its_example():
+    for allowed in english_prose.ALLOWED:
+        assert len(allowed.reason) > 10, allowed
+        re.compile(allowed.pattern)
+    shown = english_prose.visible_text("<b>层</b><script>var a = 'not shown to the reader';</script>&lt;1")
+    assert shown.split() == ["层", "<1"]
+
+
+@pytest.mark.notebooks
+def test_the_figure_hook_collects_every_text_of_every_figure(tmp_path):
+    """A planted notebook draws known texts; the hook must report each of them, with its cell."""
+    from attnlab.tools.lesson_runner import execute_notebook
+
+    path = tmp_path / "texts.jsonl"
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell(figure_texts.hook_source(path)),
+                  nbformat.v4.new_code_cell("print('no figure here')"),
+                  nbformat.v4.new_code_cell(
+                      "import matplotlib.pyplot as plt\n"
+                      "fig, ax = plt.subplots()\n"
+                      "ax.plot([0, 1], [0, 1], label='曲线')\n"
+                      "ax.set_title('标题'); ax.set_xlabel('横轴'); ax.set_ylabel('纵轴')\n"
+                      "ax.set_xticks([0, 1], ['甲', '乙'])\n"
+                      "ax.legend(title='图例')\n"
+                      "ax.annotate('注释', (0.5, 0.5))\n"
+                      "fig.suptitle('总标题')\n"
+                      "plt.show()")]
+    execute_notebook(book, tmp_path)
+    records = figure_texts.read(path)
+    assert [r["execution_count"] for r in records] == [book.cells[2].execution_count]
+    assert {"曲线", "标题", "横轴", "纵轴", "甲", "乙", "图例", "注释", "总标题"} <= set(records[0]["texts"])
+
+
+# --------------------------------------------------------------------------- one vocabulary
+
+
+def _chinese_texts() -> list[tuple[str, str]]:
+    """``(name, text)`` of everything a Chinese reader reads: the markdown of every Chinese notebook,
+    the catalogue's translations, README.zh-CN and the teacher's guide."""
+    out = []
+    for lesson in LESSONS:
+        book = nbformat.read(str(lesson.chinese), as_version=4)
+        out += [(f"{lesson.chinese.relative_to(ROOT)}:{c.id}", c.source) for c in book.cells if c.cell_type == "markdown"]
+    out += [(f"attnlab.po:{key.split(chr(0))[0][:60]!r}", value) for key, value in language.catalogue("zh").items() if key]
+    out += [(name, (ROOT / name).read_text(encoding="utf-8")) for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md")]
+    return out
+
+
+@pytest.mark.parametrize("text, variant", [
+    ("每层 12 层 x 12 个头", " x "), ("取决于线划在哪里", "线划在哪里"), ("注意力汇聚点", "注意力汇聚点"),
+    ("1,000 条查询上", "条查询"), ("隐藏层宽度", "宽度"), ("去掉位置编码", "位置编码"),
+])
+def test_the_vocabulary_check_finds_a_planted_variant_and_fix_removes_it(text, variant):
+    from attnlab.tools import zh_vocabulary
+
+    assert [found for _line, found, _v in zh_vocabulary.found_in(text)][:1] == [variant]
+    assert zh_vocabulary.found_in(zh_vocabulary.fix(text)) == []
+
+
+def test_the_vocabulary_check_leaves_the_words_it_recommends_and_code_alone():
+    from attnlab.tools import zh_vocabulary
+
+    fine = ("12 层 × 12 个头；汇点；1,000 条查询句；每条查询行；隐藏维度；位置嵌入；连线视图、头视图；"
+            "`q = x W_q`；x 的形状；阈值定在哪里；平均注意力图")
+    assert zh_vocabulary.found_in(fine) == []
+
+
+def test_the_chinese_edition_uses_the_glossarys_words():
+    """No variant the glossary discourages (docs/glossary.zh-CN.md, 统一用词) in what a Chinese reader reads."""
+    from attnlab.tools import zh_vocabulary
+
+    assert all(len(v.reason) > 10 for v in zh_vocabulary.DISCOURAGED)
+    bad = [f"{name} (line {line}): {found!r} -> {variant.use.strip()!r} ({variant.reason})"
+           for name, text in _chinese_texts() for line, found, variant in zh_vocabulary.found_in(text)]
+    assert bad == [], f"{len(bad)} discouraged variant(s); zh_vocabulary.fix() rewrites them:\n" + "\n".join(bad)

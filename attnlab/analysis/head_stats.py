@@ -63,6 +63,7 @@ import torch
 from attnlab.core.checks import check_index
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, Batch, iter_attention_batches
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 
 #: Clark et al.'s smoothing for entropies.
@@ -156,7 +157,8 @@ class HeadStats:
 
     def __repr__(self) -> str:
         l, h = self.shape
-        return f"HeadStats({l} layers x {h} heads, {self.n_rows} query rows from {self.n_texts} texts)"
+        return _("HeadStats({layers} layers x {heads} heads, {rows} query rows from {texts} texts)").format(
+            layers=l, heads=h, rows=self.n_rows, texts=self.n_texts)
 
 
 def format_table(rows: list[list[Any]]) -> str:
@@ -344,7 +346,7 @@ def head_sums(
     if tokens is not None and len(tokens) != len(lengths):
         raise ValueError(f"got {len(tokens)} token lists for {len(lengths)} texts")
     maps = maps.double()
-    b, n_layers, n_heads, t, _ = maps.shape
+    b, n_layers, n_heads, t, _keys = maps.shape
     lens = torch.tensor(lengths)  # (B,)
     pos = torch.arange(t)  # (T,)
     valid = pos[None, :] < lens[:, None]  # (B, T): real rows / columns

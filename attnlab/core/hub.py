@@ -43,12 +43,12 @@ from typing import Callable
 from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_download, hf_hub_url
 
 from attnlab.core import config
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 
-REACHABLE = "reachable"
-REFUSED = "refused"
-SILENT = "not answering"
-ERRORS = "answering with errors"
+REACHABLE = N_("reachable")
+REFUSED = N_("refused")
+SILENT = N_("not answering")
+ERRORS = N_("answering with errors")
 #: the four answers a hub can give; a missing model counts as an error answer
 STATES = (REACHABLE, REFUSED, SILENT, ERRORS)
 
@@ -159,7 +159,7 @@ def classify(exc: BaseException, ep: str, repo_id: str) -> HubAnswer:
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(status, int):
         if status == 404:
-            return HubAnswer(ERRORS, f"no model {repo_id} there, HTTP 404", ep)
+            return HubAnswer(ERRORS, _("no model {repo} there, HTTP 404").format(repo=repo_id), ep)
         return HubAnswer(ERRORS, f"HTTP {status}", ep)
     chain, seen = [], exc
     while seen is not None and len(chain) < 10:
@@ -169,9 +169,9 @@ def classify(exc: BaseException, ep: str, repo_id: str) -> HubAnswer:
     text = " ".join(str(e) for e in chain)
     if "gaierror" in names or "Name or service not known" in text or "nodename nor servname" in text \
             or "getaddrinfo failed" in text:
-        return HubAnswer(REFUSED, f"the name {host_and_port(ep)[0]} does not resolve", ep)
+        return HubAnswer(REFUSED, _("the name {host} does not resolve").format(host=host_and_port(ep)[0]), ep)
     if names & {"TimeoutError", "timeout", "TimeoutException", "Timeout", "ReadTimeout", "ConnectTimeout"}:
-        return HubAnswer(SILENT, "no answer in time", ep)
+        return HubAnswer(SILENT, _("no answer in time"), ep)
     if names & {"ConnectionRefusedError", "ConnectError", "ConnectionError", "RemoteProtocolError",
                 "ConnectionResetError", "ReadError"}:
         return HubAnswer(REFUSED, first_line(exc), ep)

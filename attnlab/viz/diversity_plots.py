@@ -21,7 +21,7 @@ def plot_mds(hd: HeadDistances, xy: np.ndarray | None = None, *, seed: int = 0):
     fig, ax = plt.subplots(figsize=(6.2, 5.2))
     for i, layer in enumerate(hd.layers):
         rows = slice(i * hd.n_heads, (i + 1) * hd.n_heads)
-        ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=f"layer {layer + 1}", s=28,
+        ax.scatter(xy[rows, 0], xy[rows, 1], color=colours[i], label=_("layer {layer}").format(layer=layer + 1), s=28,
                    edgecolor="black", linewidth=0.3)
     ax.legend(fontsize=7, ncol=2, frameon=False)
     ax.set_title(_("Heads embedded by MDS of their JS distances ({count} queries)").format(count=hd.count), fontsize=10)

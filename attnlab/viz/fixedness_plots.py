@@ -41,8 +41,9 @@ def plot_mean_maps(acc: MeanAttention, *, layers: Sequence[int] | None = None, h
     sample = mean.flatten()[:: max(1, mean.numel() // 200_000)]
     vmax = float(torch.quantile(sample, 0.99))
     return plot_heads_grid(mean, position_labels(acc), layers=layers, heads=heads, cell=cell, vmax=vmax,
-                           suptitle=f"Mean attention over {acc.count:,} queries of {acc.length} tokens "
-                                    "(rows: layers, columns: heads; one colour scale)")
+                           suptitle=_("Mean attention over {count:,} input texts of {length} tokens "
+                                      "(rows: layers, columns: heads; one colour scale)").format(
+                               count=acc.count, length=acc.length))
 
 
 def fitted_range(*arrays: np.ndarray, step: float = 0.05) -> tuple[float, float]:
@@ -214,11 +215,11 @@ def threshold_slider(fixedness: np.ndarray, mask_at: Callable[[float], np.ndarra
         from IPython.display import display
     except ImportError:
         return None
-    slider = W.FloatSlider(value=start, min=low, max=high, step=step, description="threshold",
+    slider = W.FloatSlider(value=start, min=low, max=high, step=step, description=_("threshold"),
                            readout_format=".3f", continuous_update=False)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             fig = plot_fixed_at(fixedness, mask_at(slider.value), layers, slider.value)

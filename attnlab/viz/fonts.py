@@ -9,6 +9,7 @@ none found it warns once and the course still runs.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterable
 from functools import lru_cache
@@ -17,7 +18,7 @@ import matplotlib as mpl
 from matplotlib import font_manager
 
 from attnlab.core import language
-from attnlab.core.language import current_language
+from attnlab.core.language import _, current_language
 
 _SYSTEM_HINTS = ("wqy", "notosanscjk", "notoserifcjk", "droidsansfallback", "sourcehansans", "simhei", "pingfang", "msyh", "ukai", "uming")
 
@@ -60,8 +61,8 @@ def use_cjk_font(warn: bool = True) -> str | None:
     if found is None:
         if warn and not _warned:
             warnings.warn(
-                "No CJK font found: Chinese labels will show as boxes. Install one with "
-                "`pip install noto-cjk-sans-otc` or `apt-get install fonts-wqy-microhei`.",
+                _("No CJK font found: Chinese labels will show as boxes. Install one with "
+                  "`pip install noto-cjk-sans-otc` or `apt-get install fonts-wqy-microhei`."),
                 stacklevel=2,
             )
             _warned = True
@@ -72,6 +73,9 @@ def use_cjk_font(warn: bool = True) -> str | None:
         mpl.rcParams["font.sans-serif"] = [family, *current]
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["axes.unicode_minus"] = False
+    # a CJK font often has one weight only: matplotlib then draws bold titles in the regular weight, which
+    # is fine, but logs "findfont: Failed to find font weight bold" into the lesson's output; keep it quiet
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     return family
 
 

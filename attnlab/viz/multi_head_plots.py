@@ -34,6 +34,6 @@ def plot_layer_heads_with_scale(maps: "torch.Tensor | np.ndarray", tokens: Seque
     fig = plot_layer_heads(a, tokens, layer=layer, ncols=ncols, vmax=top, title=title)
     panels = [ax for ax in fig.axes if ax.images]
     fig.colorbar(panels[0].images[0], ax=panels, shrink=0.8, label=_("attention weight"))
-    fig.supxlabel("key token (the token looked at)", fontsize=10)
-    fig.supylabel("query token (the row's owner)", fontsize=10)
+    fig.supxlabel(_("key token (the token looked at)"), fontsize=10)
+    fig.supylabel(_("query token (the row's owner)"), fontsize=10)
     return fig

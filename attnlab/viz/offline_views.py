@@ -34,6 +34,7 @@ from matplotlib.colors import to_rgba
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.checks import check_index
+from attnlab.core.language import _
 from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import head_label
 
@@ -106,7 +107,7 @@ class _View:
         return (
             f"<style>{css}</style>\n"
             f'<div id="{root}" class="attnlab-view">{title}'
-            f"<noscript>This attention view needs JavaScript.</noscript></div>\n"
+            f"<noscript>{html_lib.escape(_('This attention view needs JavaScript.'))}</noscript></div>\n"
             f"<script>\n{_asset('views.js')}\n"
             f"window.attnlabViews.{self.kind}(document.getElementById({json.dumps(root)}), "
             f"{_script_json(self._data())});\n</script>"
@@ -215,7 +216,7 @@ def plot_line_view(
     cjk_font_for(tokens)
     n = len(tokens)
     if ax is None:
-        _, ax = plt.subplots(figsize=(3.6, 0.32 * n + 0.9))
+        _fig, ax = plt.subplots(figsize=(3.6, 0.32 * n + 0.9))
     y = -np.arange(n, dtype=float)  # token i at height -i
     for h in heads:
         w = a[layer, h]  # (n, n)
@@ -231,8 +232,8 @@ def plot_line_view(
     ax.set_ylim(y[-1] - 0.7, 0.7)
     ax.axis("off")
     if title is None:
-        names = ", ".join(str(h + 1) for h in heads) if len(heads) <= 4 else f"{len(heads)} heads"
-        title = f"layer {layer + 1}, head{'s' if len(heads) > 1 else ''} {names}" if len(heads) > 1 \
+        names = ", ".join(str(h + 1) for h in heads) if len(heads) <= 4 else _("{n} heads").format(n=len(heads))
+        title = _("layer {layer}, heads {names}").format(layer=layer + 1, names=names) if len(heads) > 1 \
             else head_label(layer, heads[0])
     ax.set_title(title, fontsize=10)
     return ax.figure

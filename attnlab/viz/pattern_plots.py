@@ -121,7 +121,7 @@ def plot_pattern_zoo(m: LoadedModel, labels: HeadLabels, text: str | None = None
         axes[0, c].set_xlabel("")
         axes[0, c].set_ylabel("")
         axes[0, c].tick_params(labelsize=7)
-        plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reasons[l, h], 44))
+        plot_line_view(att[0], tokens, l, [h], ax=axes[1, c], title=textwrap.fill(labels.reason(l, h), 44))
         axes[1, c].title.set_fontsize(7)
     fig.suptitle(_("Pattern zoo of {model}: the clearest head of each type (heatmap, line view)").format(model=m.name))
     fig.tight_layout()
@@ -143,7 +143,7 @@ def plot_example_lines(m: LoadedModel, labels: HeadLabels, text: str | None = No
     heads = list(chosen.values())
     fig, ax = plt.subplots(figsize=(5.4, 0.34 * len(att.tokens[0]) + 1.2))
     plot_line_view(att[0], att.tokens[0], layer, heads, ax=ax,
-                   title=f"{text!r}: layer {layer + 1}, one head per pattern")
+                   title=_("{text!r}: layer {layer}, one head per pattern").format(text=text, layer=layer + 1))
     ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=f"H{h + 1}: {name}")
                        for name, h in chosen.items()],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)

@@ -13,6 +13,7 @@ import numpy as np
 
 from attnlab.analysis.compare import compare_texts
 from attnlab.core.checks import check_index
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import Query
 
@@ -35,8 +36,8 @@ def change_table(position: np.ndarray, token: np.ndarray, layer: int) -> str:
         position, token: ``[L, H]`` similarities.
     """
     layer = check_index(layer, position.shape[0], "layer")
-    lines = [f"layer {layer + 1}: change (1 - similarity) of each head",
-             "head   position  token"]
+    lines = [_("layer {layer}: change (1 - similarity) of each head").format(layer=layer + 1),
+             _("head   position  token")]
     for h in range(position.shape[1]):
         p, t = 1 - position[layer, h], 1 - token[layer, h]
         lines.append(f"H{h + 1:<4d} {p:9.3f} {t:6.3f}  " + "#" * int(round(20 * max(p, 0.0))))
@@ -49,8 +50,8 @@ def describe_custom(m: LoadedModel, original: Query | str, new_text: str, layer:
     try:
         position, token, p = compare_texts(m, original, new_text)
     except ValueError as err:
-        return f"Cannot compare {new_text!r}: {err}"
-    head = f"{p.source.text!r} -> {p.text!r}" + (f" (respelled units: {list(p.respelled)})" if p.respelled else "")
+        return _("Cannot compare {text!r}: {error}").format(text=new_text, error=err)
+    head = f"{p.source.text!r} -> {p.text!r}" + (_(" (respelled units: {units})").format(units=list(p.respelled)) if p.respelled else "")
     return head + "\n" + change_table(position, token, layer)
 
 
@@ -70,12 +71,12 @@ def perturbation_box(m: LoadedModel, original: Query | str, new_text: str, *, la
         print(describe_custom(m, original, new_text, layer))
         return None
     W, display = found
-    box = W.Text(value=new_text, description="perturbed", continuous_update=False, layout=W.Layout(width="480px"))
-    layer_dd = W.Dropdown(options=[(str(l + 1), l) for l in range(m.n_layers)], value=layer, description="layer",
+    box = W.Text(value=new_text, description=_("perturbed"), continuous_update=False, layout=W.Layout(width="480px"))
+    layer_dd = W.Dropdown(options=[(str(l + 1), l) for l in range(m.n_layers)], value=layer, description=_("layer"),
                           layout=W.Layout(width="150px"))
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             print(describe_custom(m, original, box.value.strip(), layer_dd.value))
@@ -102,11 +103,11 @@ def threshold_slider(describe: Callable[[float], str], values: Sequence[float], 
         print("(ipywidgets is not installed: showing the starting value only)")
         print(describe(float(value)))
         return None
-    W, _ = found
+    W, _display = found
     slider = W.SelectionSlider(options=values, value=float(value), description=description, continuous_update=False)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             print(describe(slider.value))

@@ -444,21 +444,21 @@ def plot_elmo_vs_attention(tokens: Sequence[str], weights_row, position: int):
         for i in steps:
             j = i + 1 if y < 2 else i - 1
             left.annotate("", xy=(j, y), xytext=(i, y), arrowprops=dict(arrowstyle="->", color=colour, lw=1.5))
-    left.text(position, 3.1, "[ forward ; backward ]", ha="center", fontsize=8,
+    left.text(position, 3.1, _("[ forward ; backward ]"), ha="center", fontsize=8,
               bbox=dict(boxstyle="round", fc="#ffe9b3"))
     for y in (1.2, 2.2):
         left.annotate("", xy=(position, 2.9), xytext=(position, y + 0.15),
                       arrowprops=dict(arrowstyle="->", color="black", lw=1))
-    left.set_title("ELMo: two recurrent chains, concatenated", fontsize=10)
+    left.set_title(_("ELMo: two recurrent chains, concatenated"), fontsize=10)
     # right: one attention row, a direct line from the query to every token
     top = 2.2
     right.scatter([position], [top], s=300, color="tab:green", zorder=3)
-    right.text(position, top + 0.45, f"query: {tokens[position]}", ha="center", fontsize=8)
+    right.text(position, top + 0.45, _("query: {token}").format(token=tokens[position]), ha="center", fontsize=8)
     scale = 8.0 / max(float(w.max()), 1e-9)
     for j in range(n):
         right.plot([position, j], [top, 0.25], color="tab:green", lw=0.3 + scale * w[j], alpha=0.8)
         right.text(j, -0.45, f"{w[j]:.2f}", ha="center", fontsize=7)
-    right.set_title("self-attention: one step to every token (width = weight)", fontsize=10)
+    right.set_title(_("self-attention: one step to every token (width = weight)"), fontsize=10)
     for ax in (left, right):
         ax.set_xlim(-1.6 if ax is left else -0.8, n - 0.2)
         ax.set_ylim(-0.8, 3.5)
@@ -513,8 +513,8 @@ def plot_layer_head_map(
     ax.set_xticklabels(range(1, v.shape[1] + 1), fontsize=fontsize)
     ax.set_yticks(range(v.shape[0]))
     ax.set_yticklabels(range(1, v.shape[0] + 1), fontsize=fontsize)
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax.set_xlabel(_("head"))
+    ax.set_ylabel(_("layer"))
     if marks is not None:
         for l in range(v.shape[0]):
             for h in range(v.shape[1]):

@@ -19,12 +19,12 @@ from attnlab.analysis.compare import similarity
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
 
 #: How each intervention is named in titles.
-NAMES = {"zero": "positions zeroed", "mean": "mean position vector", "shuffle": "positions shuffled"}
+NAMES = {"zero": N_("positions zeroed"), "mean": N_("mean position vector"), "shuffle": N_("positions shuffled")}
 
 
 def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer: int, *, text: str = "",
@@ -67,12 +67,13 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
                 ax.set_xticklabels(tokens, rotation=90, fontsize=5)
                 ax.set_yticklabels(tokens, fontsize=5)
             if r == 0:
-                ax.set_title(f"H{h + 1}\nsim {sims[h]:.2f}", fontsize=7)
+                ax.set_title(_("H{head}\nsim {sim:.2f}").format(head=h + 1, sim=sims[h]), fontsize=7)
             if h == 0:
                 ax.set_ylabel(name, fontsize=8)
-    fig.colorbar(axes[0, 0].images[0], ax=list(axes.ravel()), fraction=0.025, pad=0.02, label="attention weight")
+    fig.colorbar(axes[0, 0].images[0], ax=list(axes.ravel()), fraction=0.025, pad=0.02, label=_("attention weight"))
     shown = f", {text!r}" if text else ""
-    fig.suptitle(f"Layer {layer + 1}{shown}: with positions and {NAMES.get(how, how)}", fontsize=9)
+    fig.suptitle(_("Layer {layer}{text}: with positions and {how}").format(layer=layer + 1, text=shown, how=_(NAMES.get(how, how))),
+                 fontsize=9)
     return fig
 
 
@@ -86,18 +87,18 @@ def plot_controls(study: PositionStudy, **boot) -> Figure:
     fig, axes = plt.subplots(1, len(hows) + 1, figsize=(4.0 * (len(hows) + 1) + 1.0, 3.6), squeeze=False,
                              layout="constrained")
     for ax, how in zip(axes[0], hows):
-        plot_layer_head_map(changes[how], ax=ax, vmin=0, vmax=top, title=NAMES.get(how, how), fontsize=6,
+        plot_layer_head_map(changes[how], ax=ax, vmin=0, vmax=top, title=_(NAMES.get(how, how)), fontsize=6,
                             colorbar=False)
     fig.colorbar(axes[0, 0].images[0], ax=list(axes[0, :len(hows)]), fraction=0.03, pad=0.02,
-                 label="change of the map (1 - similarity)")
+                 label=_("change of the map (1 - similarity)"))
     if "zero" in hows:
         share = study.special_share_of_moved("zero", **boot).estimate  # (L, H)
         plot_layer_head_map(np.clip(share, -1, 1), ax=axes[0, -1], cmap="PuOr_r", vmin=-1, vmax=1, fontsize=6,
-                            title="positions zeroed: moved weight\nthat lands on [CLS]/[SEP]",
-                            label="share of the moved weight (< 0: leaves them)")
+                            title=_("positions zeroed: moved weight\nthat lands on [CLS]/[SEP]"),
+                            label=_("share of the moved weight (< 0: leaves them)"))
     else:
         axes[0, -1].axis("off")
-    fig.suptitle(f"What each head does without its positions, {study.n_texts} queries", fontsize=10)
+    fig.suptitle(_("What each head does without its positions, {n} input texts").format(n=study.n_texts), fontsize=10)
     return fig
 
 
@@ -127,10 +128,10 @@ def plot_correlation(unchanged, changed, per_layer: Interval, pooled: Interval |
     layers = np.repeat(np.arange(x.shape[0]), x.shape[1])  # (L * H,)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
     sc = left.scatter(x.ravel(), y.ravel(), c=layers + 1, cmap="viridis", s=22)
-    fig.colorbar(sc, ax=left, label="layer")
-    left.set_xlabel("unchanged under perturbation (position-space similarity)")
-    left.set_ylabel(f"change with {what} (1 - similarity)")
-    left.set_title("one point per head", fontsize=9)
+    fig.colorbar(sc, ax=left, label=_("layer"))
+    left.set_xlabel(_("unchanged under perturbation (position-space similarity)"))
+    left.set_ylabel(_("change with {what} (1 - similarity)").format(what=_(what)))
+    left.set_title(_("one point per head"), fontsize=9)
     r = np.asarray(per_layer.estimate, dtype=float)
     low, high = np.asarray(per_layer.low, dtype=float), np.asarray(per_layer.high, dtype=float)
     ticks = np.arange(1, r.size + 1)
@@ -139,15 +140,15 @@ def plot_correlation(unchanged, changed, per_layer: Interval, pooled: Interval |
                        level=per_layer.level, n=per_layer.n))
     right.axhline(0.0, color="grey", linewidth=0.8)
     if strong is not None:
-        right.axhline(strong, color="tab:green", linestyle=":", label=f"strong = {strong:g}")
+        right.axhline(strong, color="tab:green", linestyle=":", label=_("strong = {strong:g}").format(strong=strong))
     if pooled is not None:
         right.axhline(float(pooled.estimate), color="tab:red", linestyle="--",
                       label=_("pooled over all {heads} heads: {r:.2f} [{low:.2f}, {high:.2f}]").format(
                           heads=x.size, r=float(pooled.estimate), low=float(pooled.low), high=float(pooled.high)))
     right.set_xticks(ticks)
-    right.set_xlabel("layer")
-    right.set_ylabel(f"{method} correlation across the layer's heads")
+    right.set_xlabel(_("layer"))
+    right.set_ylabel(_("{method} correlation across the layer's heads").format(method=method))
     right.set_ylim(-1.05, 1.05)
     right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    right.set_title("the link, layer by layer", fontsize=9)
+    right.set_title(_("the link, layer by layer"), fontsize=9)
     return fig

@@ -51,6 +51,6 @@ def plot_first_token_share(influence: Influence, *, ax=None, title: str | None =
                      title=title or _("dependence of the last output on the first token ({seeds} seeds)").format(
                          seeds=len(influence.seeds)))
     if any(v <= 0 for vals in influence.share.values() for v in vals):
-        ax.axhline(SHARE_FLOOR, color="grey", ls=":", lw=1, label=f"0 (underflow), drawn at {SHARE_FLOOR:g}")
+        ax.axhline(SHARE_FLOOR, color="grey", ls=":", lw=1, label=_("0 (underflow), drawn at {floor:g}").format(floor=SHARE_FLOOR))
         ax.legend(fontsize=8)
     return ax

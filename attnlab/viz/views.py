@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from attnlab.core.checks import check_index
 from attnlab.core.config import is_offline
 from attnlab.core.extract import Attention
+from attnlab.core.language import _
 from attnlab.core.models import tcp_reachable
 from attnlab.viz.offline_views import HeadView, ModelView
 
@@ -50,13 +51,13 @@ def _reachable(host: str, port: int, timeout: float = 2.0) -> bool:
 def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
     """``(usable, reason)``: whether bertviz can render here, and why not."""
     if is_offline():
-        return False, "ATTNLAB_OFFLINE is set"
+        return False, _("ATTNLAB_OFFLINE is set")
     try:
         import bertviz  # noqa: F401
     except Exception:  # noqa: BLE001 - any import failure means "not usable"
-        return False, "bertviz is not installed"
+        return False, _("bertviz is not installed")
     if not _reachable(*BERTVIZ_CDN, timeout=timeout):
-        return False, f"bertviz's CDN ({BERTVIZ_CDN[0]}) is not reachable"
+        return False, _("bertviz's CDN ({host}) is not reachable").format(host=BERTVIZ_CDN[0])
     return True, "bertviz and its CDN are available"
 
 
@@ -98,7 +99,7 @@ def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Seque
     usable, reason = bertviz_status()
     if not usable:
         if verbose:
-            print(f"Offline head view ({reason}).")
+            print(_("Offline head view ({reason}).").format(reason=reason))
         return view
     from bertviz import head_view as bv_head_view  # optional: imported only when it can render
 
@@ -117,7 +118,7 @@ def model_view(att: Attention, i: int = 0, *, verbose: bool = True):
     usable, reason = bertviz_status()
     if not usable:
         if verbose:
-            print(f"Offline model view ({reason}).")
+            print(_("Offline model view ({reason}).").format(reason=reason))
         return view
     from bertviz import model_view as bv_model_view  # optional: imported only when it can render
 

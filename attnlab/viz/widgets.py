@@ -17,12 +17,14 @@ import matplotlib.pyplot as plt
 
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import Attention, attention
+from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 from attnlab.viz.offline_views import plot_line_view
 from attnlab.viz.plot import head_label, plot_head
 
 VIEWS = ("heatmap", "lines")
+VIEW_LABELS = {"heatmap": N_("heatmap"), "lines": N_("lines")}  # what the toggle buttons show
 
 #: Texts whose attention the explorer keeps (each holds layers x heads x n x n weights).
 CACHE_TEXTS = 8
@@ -112,16 +114,16 @@ def explorer(m: LoadedModel, text: str | None = None, *, layer: int = 0, head: i
     _check_view(view)
     cache = AttentionCache(lambda t: attention(m, [t]), cache_texts)
 
-    text_box = W.Text(value=text or example_for(m), description="text", continuous_update=False,
+    text_box = W.Text(value=text or example_for(m), description=_("text"), continuous_update=False,
                       layout=W.Layout(width="480px"))
     layer_dd = W.Dropdown(options=[(str(l + 1), l) for l in range(m.n_layers)], value=layer,
-                          description="layer", layout=W.Layout(width="150px"))
+                          description=_("layer"), layout=W.Layout(width="150px"))
     head_dd = W.Dropdown(options=[(str(h + 1), h) for h in range(m.n_heads)], value=head,
-                         description="head", layout=W.Layout(width="150px"))
-    kind = W.ToggleButtons(options=list(VIEWS), value=view)
+                         description=_("head"), layout=W.Layout(width="150px"))
+    kind = W.ToggleButtons(options=[(_(VIEW_LABELS[v]), v) for v in VIEWS], value=view)
     out = W.Output()
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_change: Any = None) -> None:
         with out:
             out.clear_output(wait=True)
             try:
