@@ -24,7 +24,8 @@ install the same specs for a ``with`` block:
 
 * :func:`mask_heads` ``(m, [(layer, head), ...])`` zeros the listed heads;
 * :func:`gate_heads` ``(m, gates)`` uses a ``[layers, heads]`` tensor of gate
-  values (it may require grad: gradients flow into it).
+  values (it may require grad: gradients flow into it), or ``[texts, layers, heads]``
+  with one row of gates per text of the batch.
 
 Both remove their hooks on exit, also when the body raises.
 """
@@ -80,10 +81,11 @@ def gates_for(m: LoadedModel, masked: Iterable[Sequence[int]]) -> torch.Tensor:
 def _check_gates(m: LoadedModel, gates: torch.Tensor) -> torch.Tensor:
     if not isinstance(gates, torch.Tensor):
         gates = torch.as_tensor(gates, dtype=torch.float32)
-    if tuple(gates.shape) != (m.n_layers, m.n_heads):
+    if tuple(gates.shape[-2:]) != (m.n_layers, m.n_heads) or gates.dim() not in (2, 3):
         raise ValueError(
-            f"gates must have shape [layers, heads] = [{m.n_layers}, {m.n_heads}] for this model, "
-            f"got {list(gates.shape)}. Start from attnlab.core.gates.ones_gates(m)."
+            f"gates must have shape [layers, heads] = [{m.n_layers}, {m.n_heads}] for this model "
+            f"(or [texts, layers, heads], one row of gates per text), got {list(gates.shape)}. "
+            "Start from attnlab.core.gates.ones_gates(m)."
         )
     if not gates.is_floating_point():
         raise TypeError(f"gates must be a floating-point tensor, got {gates.dtype}")
@@ -99,6 +101,10 @@ def gate_hook_specs(m: LoadedModel, gates: torch.Tensor) -> list[Hook]:
     calls of ALBERT's shared module). ``gates`` (``[layers, heads]``, floating) is
     used as it is, not copied: gradients flow into it, and changing its values
     changes the next pass. Use a fresh list for each installation.
+
+    ``gates`` may also be ``[texts, layers, heads]``: one row of gates per text of the
+    batch (the batch must then have exactly that many texts), so that one pass can
+    run the same text with different heads masked.
     """
     gates = _check_gates(m, gates)
     n_heads, d_head = m.n_heads, m.head_dim
@@ -106,6 +112,9 @@ def gate_hook_specs(m: LoadedModel, gates: torch.Tensor) -> list[Hook]:
     def scale(layer: int, context: torch.Tensor) -> torch.Tensor:
         shape = context.shape  # (B, T, H * d_head)
         per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
+        if gates.dim() == 3:  # one row of gates per text
+            g = gates[:, layer].to(dtype=context.dtype, device=context.device)  # (B, H)
+            return (per_head * g[:, None, :, None]).view(shape)
         g = gates[layer].to(dtype=context.dtype, device=context.device)  # (H,)
         return (per_head * g[:, None]).view(shape)  # (B, T, H * d_head)
 
