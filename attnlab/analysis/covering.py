@@ -207,6 +207,25 @@ def random_sets(n_total: int, k: int, n_sets: int, seed: int = 0) -> list[list[i
     return [sorted(int(i) for i in rng.choice(n_total, size=k, replace=False)) for _ in range(n_sets)]
 
 
+def covering_from_vectors(full: np.ndarray, single: np.ndarray, joint: np.ndarray, everything: np.ndarray,
+                          sets: Sequence[Sequence[int]], n_heads: int, *, seed: int = 0) -> Covering:
+    """:class:`Covering` from sentence vectors measured elsewhere.
+
+    Args:
+        full: ``(N, D)`` full model; single: ``(K, N, D)`` each head alone masked (flat index);
+        joint: ``(S, N, D)`` each set of ``sets`` masked; everything: ``(N, D)`` every head masked.
+        n_heads: heads per layer.
+    """
+    sets = [[int(i) for i in s] for s in sets]
+    sizes = {len(s) for s in sets}
+    if len(sizes) != 1:
+        raise ValueError(f"every set must have the same size, got sizes {sorted(sizes)}")
+    joint_norm, sum_norm, single_norm = effect_norms(full, single, joint, sets)
+    return Covering(sizes.pop(), sets, joint_norm, sum_norm, single_norm,
+                    np.linalg.norm(np.asarray(everything, dtype=float) - np.asarray(full, dtype=float), axis=-1),
+                    n_heads, seed=seed)
+
+
 def covering_study(m: LoadedModel, objective: Objective, *, share: float = 0.1, n_sets: int = 20,
                    importance: np.ndarray | None = None, seed: int = 0, progress: bool = False,
                    threads: int | None = None, single: np.ndarray | None = None) -> Covering:
@@ -232,9 +251,7 @@ def covering_study(m: LoadedModel, objective: Objective, *, share: float = 0.1, 
     joint = np.stack([masked_states(m, objective, pairs(s), sentence_vectors_of, threads=threads)
                       for s in sets])  # (S, N, D)
     everything = masked_states(m, objective, pairs(range(total)), sentence_vectors_of, threads=threads)
-    joint_norm, sum_norm, single_norm = effect_norms(full, single, joint, sets)
-    cov = Covering(k, sets, joint_norm, sum_norm, single_norm, np.linalg.norm(everything - full, axis=-1),
-                   m.n_heads, seed=seed)
+    cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed)
     if importance is not None:
         top = [int(i) for i in np.argsort(-np.asarray(importance, dtype=float).ravel(), kind="stable")[:k]]
         top_joint = masked_states(m, objective, pairs(top), sentence_vectors_of, threads=threads)
