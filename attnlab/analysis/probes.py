@@ -39,13 +39,20 @@ from attnlab.analysis.importance import (
     split_half_agreement,
 )
 from attnlab.analysis.stats import Interval
-from attnlab.core.language import N_
+from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
 #: the two tasks, as stored (English) and as printed
 TASKS = ("family", "word start")
 TASK_LABELS = {"family": N_("query family (sentence level)"), "word start": N_("word start (token level)")}
+
+
+def task_label(task: str) -> str:
+    """A task's name (:data:`TASKS`) in the reader's language; any other name unchanged."""
+    return _(TASK_LABELS[task]) if task in TASK_LABELS else task
+
+
 #: no label for this token (special token, marker, or a query that could not be walked)
 IGNORE = -1
 #: probabilities are clipped here before the log (a class the probe never saw)
