@@ -196,15 +196,7 @@ class Objective:
             target = torch.arange(n, device=sims.device)
             return {"contrastive": torch.nn.functional.cross_entropy(sims, target, reduction="none")}
         hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (B, T, D)
-        ref = batch["reference"]  # the full model's (B, T, D)
-        mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (B, T)
-        n = mask.sum(1)  # (B,) real tokens
-        pooled = (hidden * mask[..., None]).sum(1) / n[:, None]  # (B, D)
-        ref_pooled = (ref * mask[..., None]).sum(1) / n[:, None]  # (B, D)
-        sentence = 1 - torch.nn.functional.cosine_similarity(pooled, ref_pooled, dim=-1)  # (B,)
-        per_token = 1 - torch.nn.functional.cosine_similarity(hidden, ref, dim=-1)  # (B, T)
-        token = (per_token * mask).sum(1) / n  # (B,)
-        return {"sentence": sentence, "token": token}
+        return representation_losses(hidden, batch["reference"], batch["inputs"]["attention_mask"])
 
     def per_text(self, layer_inputs: Sequence[tuple[int, torch.Tensor]] | None = None) -> dict[str, np.ndarray]:
         """Every text's loss over all batches, ``{name: (N,)}`` (names as :meth:`text_losses`), no gradients.
@@ -266,6 +258,20 @@ class Objective:
             for batch, size in zip(self.batches, self.sizes):
                 total += float(self.batch_loss(batch)) * size
         return total / self.n_texts
+
+
+def representation_losses(hidden: torch.Tensor, reference: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``{"sentence": (B,), "token": (B,)}``: ``1 - cos`` of the mean-pooled vectors, and of each
+    real token's vector averaged over the text, between ``hidden`` and the full model's
+    ``reference`` (both ``(B, T, D)``; ``mask`` ``(B, T)``)."""
+    mask = mask.to(hidden.dtype)  # (B, T)
+    n = mask.sum(1)  # (B,) real tokens
+    pooled_hidden = (hidden * mask[..., None]).sum(1) / n[:, None]  # (B, D)
+    ref_pooled = (reference * mask[..., None]).sum(1) / n[:, None]  # (B, D)
+    sentence = 1 - torch.nn.functional.cosine_similarity(pooled_hidden, ref_pooled, dim=-1)  # (B,)
+    per_token = 1 - torch.nn.functional.cosine_similarity(hidden, reference, dim=-1)  # (B, T)
+    token = (per_token * mask).sum(1) / n  # (B,)
+    return {"sentence": sentence, "token": token}
 
 
 def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -483,11 +489,24 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     their own per-text loss (:meth:`Objective.text_losses`). Masking a head of layer ``l``
     leaves layers ``0 .. l - 1`` as they are, so each pass begins at layer ``l``, on the
     unchanged model's hidden state there (:meth:`Objective.layer_input`): the same numbers
-    as whole passes, in a little over half the time on a 12-layer model.
+    as whole passes, in a little over half the time on a 12-layer model. For a representation
+    objective each pass also masks every head of the layer at once, each in its own copy of the
+    batch (:func:`single_head_states`).
 
     Returns:
         ``{name: (N, L, H)}``: ``L_text(without head) - L_text``.
     """
+    if objective.absolute:  # one batched pass per layer masks each of its heads in its own copy
+        with torch_threads(threads):
+            base = objective.per_text()  # {kind: (N,)}
+        def losses(states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
+            parts = [representation_losses(hidden, batch["reference"], mask)
+                     for (hidden, mask), batch in zip(states, objective.batches)]
+            return np.stack([np.concatenate([p[k].double().cpu().numpy() for p in parts])
+                             for k in REPRESENTATION_KINDS], axis=1)  # (N, kinds)
+        sweep = single_head_states(m, objective, losses, progress=progress, threads=threads)  # (L, H, N, kinds)
+        return {kind: np.moveaxis(sweep[..., j], 2, 0) - base[kind][:, None, None]
+                for j, kind in enumerate(REPRESENTATION_KINDS)}
     bar = tqdm(total=m.n_layers * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar:
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
