@@ -60,7 +60,7 @@ COVERS = 1.1
 COVERS_GRID = (1.05, 1.1, 1.2)
 #: the three readings of a covering ratio, as printed
 READINGS = {"cover": N_("cover for one another (redundant)"), "add": N_("add up independently"),
-            "together": N_("work only together (or saturate)"), "unclear": N_("between two readings")}
+            "together": N_("work only together (or saturate)"), "unclear": N_("fall between two readings")}
 #: percentiles of the per-set ratios shown as the random sets' band
 SET_BAND = (10.0, 90.0)
 
