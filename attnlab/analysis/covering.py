@@ -204,7 +204,7 @@ def random_sets(n_total: int, k: int, n_sets: int, seed: int = 0) -> list[list[i
     if k > n_total:
         raise ValueError(f"a set of {k} heads out of {n_total}")
     rng = np.random.default_rng(seed)
-    return [sorted(int(i) for i in rng.choice(n_total, size=k, replace=False)) for _ in range(n_sets)]
+    return [sorted(int(i) for i in rng.choice(n_total, size=k, replace=False)) for _draw in range(n_sets)]
 
 
 def covering_from_vectors(full: np.ndarray, single: np.ndarray, joint: np.ndarray, everything: np.ndarray,
