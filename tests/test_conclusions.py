@@ -423,7 +423,7 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     assert c.deciding_number(verdicts["4"]) == (f"covering ratio ||masked together|| / ||sum alone|| "
                                                 f"{four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
     six = c.deciding_number(verdicts["6"])
-    assert six.startswith("6a: non-content share of the least important heads") and "; 6b: rank agreement" in six
+    assert six.startswith("6a: non-content share of the least important heads (p ") and "; 6b: rank agreement" in six
     assert c.deciding_number(verdicts["3a"]).startswith("change ")  # lesson 10's own key names
     five = verdicts["5a"].numbers  # the gap between the most heads and the best, and the margin that makes it clear
     assert c.deciding_number(verdicts["5a"]).startswith("perplexity at ")

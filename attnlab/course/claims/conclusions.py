@@ -459,7 +459,8 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
     band = np.percentile(null, [2.5, 97.5])
     numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
-               "measure": "non-content share of the least important heads [95% of within-layer shuffles]",
+               "measure": f"non-content share of the least important heads (p {p:.2g}) against within-layer "
+                          "shuffles [2.5th, 97.5th pct]",
                "shuffles, median": float(np.median(null)), "p (over-represented)": p, "alpha": alpha,
                "least important heads": int(chosen.sum()), "their share of all heads": least,
                "non-content share of all heads": len(other) / labels.size,
