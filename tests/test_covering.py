@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
@@ -140,3 +141,22 @@ def test_covering_study_on_a_real_model(tiny_en):
     np.testing.assert_allclose(one.joint_norm, one.sum_norm, rtol=1e-4, atol=1e-6)
     back = cv.Covering.from_record(cov.to_record())
     assert cv.covering_ratio(back).estimate == pytest.approx(cv.covering_ratio(cov).estimate)
+
+
+def test_one_row_of_gates_per_text_equals_one_pass_per_mask(tiny_en):
+    from attnlab.core.gates import gate_heads, ones_gates
+    from attnlab.core.run import encode
+
+    enc = encode(tiny_en, ["how do you play chess"] * 3).inputs
+    gates = ones_gates(tiny_en).repeat(3, 1, 1)  # (3, L, H)
+    gates[1, 0, 4] = 0.0
+    gates[2, 1, 7] = 0.5
+    with gate_heads(tiny_en, gates):
+        rows = tiny_en.model(**enc).last_hidden_state  # (3, T, D)
+    for i in range(3):
+        with gate_heads(tiny_en, gates[i]):
+            one = tiny_en.model(**{k: v[:1] for k, v in enc.items()}).last_hidden_state[0]
+        np.testing.assert_allclose(rows[i].detach().numpy(), one.detach().numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="texts, layers, heads"):
+        with gate_heads(tiny_en, torch.zeros((2, 3, 4, 5))):
+            pass
