@@ -362,16 +362,16 @@ def conclusion_4(pruning: PruningResult | None, *, covers: float = COVERS, weak:
     top, head = held_out_top_head(cov)
     low, median, high = set_band(cov)
     numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
-               "measure": "covering ratio ||masked together|| / ||sum alone||",
-               "reading": READINGS[reading(ratio, covers)], "covers means above": covers,
-               "heads per random set": cov.k, "random sets": len(cov.sets), "texts": ratio.n,
-               "random sets, 10th-90th percentile": f"{low:.3g}-{high:.3g} (median {median:.3g})",
-               "top head / all heads masked (held out)": top.estimate, "top low": top.low, "top high": top.high,
-               "top head (chosen on the other half)": f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
-               "weak means below": weak, "strong means above": strong}
+               "measure": N_("covering ratio ||masked together|| / ||sum alone||"),
+               N_("reading"): READINGS[reading(ratio, covers)], N_("covers means above"): covers,
+               N_("heads per random set"): cov.k, N_("random sets"): len(cov.sets), "texts": ratio.n,
+               N_("random sets, 10th-90th percentile"): f"{low:.3g}-{high:.3g} (median {median:.3g})",
+               N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low, N_("top high"): top.high,
+               N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
+               N_("weak means below"): weak, N_("strong means above"): strong}
     top_set = top_set_ratio(cov)
     if top_set is not None:
-        numbers["covering ratio of the most important heads (ranked on other texts)"] = str(top_set)
+        numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
     why = too_few_units(ratio) or too_few_units(top)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=why, **numbers)
@@ -454,17 +454,17 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     why = too_small_groups(content, other)
     if why is not None:
         return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why,
-                                   **{"content heads": len(content), "other heads": len(other)})
+                                   **{N_("content heads"): len(content), N_("other heads"): len(other)})
     chosen = least_important(pruning.ablation, least)
     observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
     band = np.percentile(null, [2.5, 97.5])
     numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
                "measure": f"non-content share of the least important heads (p {p:.2g}) against within-layer "
                           "shuffles [2.5th, 97.5th pct]",
-               "shuffles, median": float(np.median(null)), "p (over-represented)": p, "alpha": alpha,
-               "least important heads": int(chosen.sum()), "their share of all heads": least,
-               "non-content share of all heads": len(other) / labels.size,
-               "content heads": len(content), "other heads": len(other), "shuffles": len(null)}
+               N_("shuffles, median"): float(np.median(null)), N_("p (over-represented)"): p, "alpha": alpha,
+               N_("least important heads"): int(chosen.sum()), N_("their share of all heads"): least,
+               N_("non-content share of all heads"): len(other) / labels.size,
+               N_("content heads"): len(content), N_("other heads"): len(other), N_("shuffles"): len(null)}
     return ClaimVerdict.decide(USEFUL_CLAIM, holds=p >= 0.5, fails=p < alpha, **numbers)
 
 
@@ -498,12 +498,12 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
     own_low = min(float(h.low) for h in halves.values())
     steady = all(h.above(stable) for h in halves.values())
     numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
-               "measure": "rank agreement of the two tasks",
+               "measure": N_("rank agreement of the two tasks"),
                **{f"split-half, {t}": str(h) for t, h in halves.items()},
-               "stable means split-half above": stable,
+               N_("stable means split-half above"): stable,
                **{f"probe accuracy, {t}": tasks.accuracy[t] for t in tasks.tasks},
                **{f"commonest label, {t}": tasks.chance[t] for t in tasks.tasks},
-               "held-out queries": tasks.n_test, "training queries": tasks.n_train}
+               N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
     useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
     if useless:
         return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=_(
