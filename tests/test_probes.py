@@ -34,6 +34,12 @@ def test_probe_log_loss_by_hand():
     expected = -np.log(ref.predict_proba((x - mean) / scale)[np.arange(80), y])
     np.testing.assert_allclose(probe.losses(x, y), expected, rtol=1e-6)
     assert probe.losses(x[:1], np.array([7]))[0] == pytest.approx(-np.log(probes.FLOOR))  # a class never seen
+    p_right = np.exp(-expected)
+    np.testing.assert_allclose(probe.log_odds(x, y), np.log(p_right / (1 - p_right)), rtol=1e-6, atol=1e-9)
+    three = probes.fit_probe(np.r_[x, rng.normal(0, 1, (40, 3)) + [0, 6, 0]], np.r_[y, np.full(40, 2)])
+    logp = three.log_probs(x[:5])  # (5, 3)
+    by_hand = logp[np.arange(5), y[:5]] - np.log(np.exp(logp).sum(1) - np.exp(logp[np.arange(5), y[:5]]))
+    np.testing.assert_allclose(three.log_odds(x[:5], y[:5]), by_hand, rtol=1e-6)
 
 
 def test_task_study_on_a_real_model(tiny_en):

@@ -10,8 +10,11 @@ Two tasks are built from the texts' own annotations (no download):
 Each task gets a logistic-regression probe (scikit-learn), trained once on the
 full model's representations of the *training* queries. A head's importance
 for a task is what masking it costs the frozen probe on **held-out** queries:
-the rise of each query's log-loss (for the token task, the mean over its
-labelled tokens). Every query has its own cost, so each task's ranking of the
+how far it lowers the log-odds of each query's right label (for the token
+task, the mean over its labelled tokens). The log-odds, unlike the log-loss,
+do not flatten out where the probe is already sure (a probe right on almost
+every query would otherwise leave a handful of queries to carry every head's
+cost, and the rankings would be noise). Every query has its own cost, so each task's ranking of the
 heads has a split-half agreement (two disjoint halves of the held-out queries)
 and the two tasks' rankings an agreement on the same queries
 (:func:`task_agreements`).
@@ -132,6 +135,20 @@ class Probe:
         out[seen] = -np.maximum(logp[np.flatnonzero(seen), idx[seen]], np.log(FLOOR))
         return out
 
+    def log_odds(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``(n,)`` log-odds of the right label, ``log p_y - log(1 - p_y)``: unlike the log-loss it
+        does not flatten out where the probe is already sure, so every example tells how far a
+        change of the representation pushes it; 0 for a label the probe never saw."""
+        logp = self.log_probs(x)  # (n, C)
+        column = {c: i for i, c in enumerate(self.classes.tolist())}
+        idx = np.array([column.get(v, -1) for v in np.asarray(y).tolist()])
+        out = np.zeros(len(idx))
+        for row in np.flatnonzero(idx >= 0):
+            right = logp[row, idx[row]]
+            others = np.delete(logp[row], idx[row])
+            out[row] = right - np.logaddexp.reduce(others)
+        return out
+
     def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
         """Share of examples whose most probable class is their label."""
         return float(np.mean(self.classes[np.argmax(self.log_probs(x), axis=1)] == np.asarray(y)))
@@ -195,11 +212,12 @@ def features(states: list[tuple[torch.Tensor, torch.Tensor]], data: TaskData) ->
 
 
 def per_query_losses(probes: dict[str, Probe], states, data: TaskData) -> np.ndarray:
-    """``(N, tasks)``: each held-out query's log-loss under each task's probe (the token task: the
-    mean over the query's labelled tokens; NaN for a query without any)."""
+    """``(N, tasks)``: each held-out query's loss under each task's probe, minus the log-odds of
+    the right label (:meth:`Probe.log_odds`; the token task: the mean over the query's labelled
+    tokens; NaN for a query without any). Masking a head that the task needs raises it."""
     out = np.full((len(data.family), len(TASKS)), np.nan)
     for j, (task, (x, y, query)) in enumerate(features(states, data).items()):
-        losses = probes[task].losses(x, y)  # (n,)
+        losses = -probes[task].log_odds(x, y)  # (n,)
         total = np.bincount(query, weights=losses, minlength=len(out))
         count = np.bincount(query, minlength=len(out))
         np.divide(total, count, out=out[:, j], where=count > 0)
@@ -212,7 +230,8 @@ class TaskStudy(Record):
 
     Attributes:
         tasks: the task names (:data:`TASKS`).
-        costs: task -> ``(N, L, H)``: each held-out query's log-loss rise with each head masked.
+        costs: task -> ``(N, L, H)``: how far masking each head lowers each held-out query's
+            log-odds of the right label (:func:`per_query_losses`).
         accuracy: task -> the probe's accuracy on the held-out queries, full model.
         chance: task -> the accuracy of always answering the training set's commonest label.
         n_train, n_test: training and held-out queries; ``n_tokens``: labelled held-out tokens.
@@ -256,7 +275,7 @@ class TaskProbes:
 
     def losses(self, states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
         """A states reducer (:func:`attnlab.analysis.importance.single_head_states`): ``(N, tasks)``
-        per-query log-losses (:func:`per_query_losses`)."""
+        per-query losses, minus the log-odds of the right label (:func:`per_query_losses`)."""
         return per_query_losses(self.probes, states, self.data)
 
 

@@ -479,8 +479,8 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
 
     A sentence-level probe (which family a query comes from) and a token-level probe (does a
     token begin a word), both trained on the full model and frozen; a head's importance for a
-    task is the rise of the probe's log-loss on held-out queries when the head is masked
-    (:class:`attnlab.analysis.probes.TaskStudy`). The rank agreement (Spearman) of the two
+    task is how far masking the head lowers the probe's log-odds of the right label on
+    held-out queries (:class:`attnlab.analysis.probes.TaskStudy`). The rank agreement (Spearman) of the two
     tasks' head importance is set against each task's own split-half agreement (two disjoint
     halves of the queries); every interval comes from resampling queries. Holds when the
     agreement's interval lies wholly below the lower of the two split-half intervals, which
