@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.analysis.covering import Covering
+from attnlab.analysis.probes import TASKS, TaskStudy
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
@@ -102,14 +104,43 @@ def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
                            perplexity_fixed_head=[list(ppl_fixed_head[h]) for h in counts], d_head=8, d_model=64)
 
 
+def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_heads: int = H, n_texts: int = 30,
+             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0) -> Covering:
+    """A covering record: every head alone moves each text's sentence vector by about 1 (head
+    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set masked
+    together by ``factor`` x the length of its heads' summed effects (> 1: the heads cover for
+    one another, 1: additive, < 1: they work only together), each text scattered by ``noise``."""
+    rng = np.random.default_rng(1)
+    total = n_layers * n_heads
+    k = max(1, int(round(0.25 * total)))
+    sets = [sorted(int(i) for i in rng.choice(total, size=k, replace=False)) for _ in range(n_sets)]
+    single = 1.0 + noise * rng.normal(size=(n_texts, total))  # (N, K)
+    single[:, 0] *= strong
+    sums = np.sqrt(k) * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))  # (S, N)
+    joint = factor * sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
+    everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
+    return Covering(k, sets, joint, sums, single, everything, n_heads)
+
+
+def tasks(kind: str = "different", *, n_layers: int = L, n_heads: int = H, n_texts: int = 30, noise: float = 0.05,
+          accuracy: float = 0.9, chance: float = 0.3) -> TaskStudy:
+    """A task study: the two probes' per-query head costs scatter by ``noise`` around a ranking
+    that is the same for both tasks (``kind="same"``: one task measured twice) or reversed
+    (``"different"``)."""
+    rng = np.random.default_rng(2)
+    base = np.linspace(0.0, 1.0, n_layers * n_heads)[rng.permutation(n_layers * n_heads)].reshape(n_layers, n_heads)
+    other = base if kind == "same" else 1.0 - base
+    costs = {t: b + noise * rng.normal(size=(n_texts, n_layers, n_heads)) for t, b in zip(TASKS, (base, other))}
+    return TaskStudy(list(TASKS), costs, dict.fromkeys(TASKS, accuracy), dict.fromkeys(TASKS, chance),
+                     n_train=2 * n_texts, n_test=n_texts)
+
+
 def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: int = L, n_heads: int = H,
-            n_texts: int = 30, noise: float = 0.002, agreement: float = 0.3, stable: float = 0.95,
-            joint_factor: float = 0.5, n_random: int = 5) -> PruningResult:
+            n_texts: int = 30, noise: float = 0.002, n_random: int = 5, cover: float = 1.5, top: float = 0.05,
+            task_kind: str = "different", task_noise: float = 0.05) -> PruningResult:
     """A representation-objective pruning record: single-head effects ``effects`` (default 0.01 each,
-    each text scattered by ``noise``), curves rising to ``base + prune_max``, random sets whose loss
-    increase on every text is ``joint_factor`` x the sum of their heads' effects alone on that text
-    (< 1: redundant heads, 1: additive, > 1: compounding), and the sentence and contrastive
-    rankings agreeing at ``agreement``, each stable at ``stable`` (split-half)."""
+    each text scattered by ``noise``), curves rising to ``base + prune_max``, random orders, a
+    :func:`covering` record (``cover``, ``top``) and a :func:`tasks` record (``task_kind``, ``task_noise``)."""
     effects = np.full((n_layers, n_heads), 0.01) if effects is None else np.asarray(effects, dtype=float)
     rng = np.random.default_rng(0)
     per_text_effects = effects + rng.normal(0, noise, size=(n_texts,) + effects.shape)  # (N, L, H)
@@ -124,8 +155,7 @@ def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: i
     for s, order in enumerate(orders):
         for i, f in enumerate(fractions):
             k = int(round(f * total))
-            alone = sum((per_text_effects[:, l, h] for l, h in order[:k]), np.zeros(n_texts))  # (N,)
-            random[s, i] = base + joint_factor * alone
+            random[s, i] = base + sum((per_text_effects[:, l, h] for l, h in order[:k]), np.zeros(n_texts))
     per_text["random"] = random
     curves = {name: v.mean(axis=1) for name, v in per_text.items() if name != "random"}
     curves["random"] = random.mean(axis=2)
@@ -133,15 +163,17 @@ def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: i
                          base_loss=base, prunable={"importance": 0.5, "random": 0.0, "reverse": 0.0},
                          tolerance=0.01, objective="test objective", relative=False, per_text=per_text,
                          random_orders=orders)
-    halves = Interval(stable, stable - 0.02, stable + 0.02, 0.95, n_texts)
+    halves = Interval(0.95, 0.93, 0.97, 0.95, n_texts)
     return PruningResult(study=study, ablation=effects, verdict=ANY, ablation_per_text=per_text_effects,
                          objective_importance={"sentence": effects, "token": effects, "contrastive": effects},
                          split_half={"sentence": halves, "token": halves, "contrastive": halves},
                          objective_agreement=Interval(0.99, 0.98, 0.995, 0.95, n_texts),
                          objective_agreements={"sentence vs token": Interval(0.99, 0.98, 0.995, 0.95, n_texts),
-                                               "sentence vs contrastive": Interval(agreement, agreement - 0.05,
-                                                                                   agreement + 0.05, 0.95, n_texts)},
-                         n_importance_texts=n_texts, n_eval_texts=n_texts)
+                                               "sentence vs contrastive": Interval(0.3, 0.25, 0.35, 0.95, n_texts)},
+                         n_importance_texts=n_texts, n_eval_texts=n_texts,
+                         covering=covering(cover, top, n_layers=n_layers, n_heads=n_heads, n_texts=n_texts),
+                         tasks=tasks(task_kind, n_layers=n_layers, n_heads=n_heads, n_texts=n_texts,
+                                     noise=task_noise))
 
 
 def evidence(**records) -> Evidence:

@@ -19,6 +19,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
 )
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
+from attnlab.analysis.covering import COVERS
 
 BIG = {"n_layers": 6, "n_heads": 12}
 
@@ -154,51 +155,41 @@ def test_conclusion_3_can_fail():
     assert "missing" in claims.conclusion_3(rec.head_count(regroup=no_two)).numbers
 
 
-def test_set_damage_reads_the_random_sets_against_an_independent_sum():
-    from attnlab.analysis.pruning import set_damage
-
-    pr = rec.pruning(**BIG, joint_factor=0.5)
-    d = set_damage(pr.study, pr.ablation_per_text, 0.25)
-    assert d.k == 18 and d.n_sets == 5  # round(0.25 * 72) heads in each of the 5 random sets
-    by_hand = np.mean([[sum(pr.ablation_per_text[n, l, h] for l, h in order[:18]) for n in range(30)]
-                       for order in pr.study.random_orders], axis=0)  # (N,)
-    np.testing.assert_allclose(d.sum_alone, by_hand, atol=1e-12)
-    np.testing.assert_allclose(d.joint, 0.5 * by_hand, atol=1e-12)
-    with pytest.raises(ValueError, match="fractions"):
-        set_damage(pr.study, pr.ablation_per_text, 0.3)
-
-
 def test_conclusion_4_can_hold():
-    v = claims.conclusion_4(rec.pruning(**BIG, joint_factor=0.5))  # 18 heads together: half their sum
+    v = claims.conclusion_4(rec.pruning(**BIG, cover=1.5, top=0.05))  # together 1.5 x the sum alone
     assert v.verdict == HOLDS
-    assert v.numbers["estimate"] == pytest.approx(0.5, abs=1e-9) and v.numbers["high"] < claims.REDUNDANT
-    assert v.numbers["heads per random set"] == 18
-    assert v.numbers["top / set high"] < claims.WEAK_SHARE  # 0.01 against 18 x 0.01 x 0.5
+    assert v.numbers["estimate"] == pytest.approx(1.5, abs=0.02) and v.numbers["low"] > COVERS
+    assert v.numbers["reading"] == "cover for one another (redundant)"
+    assert v.numbers["heads per random set"] == 18 and v.numbers["random sets"] == 5
+    assert v.numbers["top high"] < claims.WEAK_SHARE  # held out: about 1 against 20
 
 
 def test_conclusion_4_can_fail():
-    # every head is needed: the damage adds up exactly, or compounds
-    for factor in (1.0, 1.5):
-        v = claims.conclusion_4(rec.pruning(**BIG, joint_factor=factor))
-        assert v.verdict == FAILS and v.numbers["low"] > claims.REDUNDANT
-    one_strong = np.full((6, 12), 0.01)
-    one_strong[1, 2] = 0.4  # one head alone does more than a random quarter of the heads
-    v = claims.conclusion_4(rec.pruning(effects=one_strong, **BIG, joint_factor=0.5))
-    assert v.verdict == FAILS and v.numbers["top / set low"] > claims.STRONG_SHARE
+    for factor, words in ((1.0, "add up independently"), (0.5, "work only together (or saturate)")):
+        v = claims.conclusion_4(rec.pruning(**BIG, cover=factor))
+        assert v.verdict == FAILS and v.numbers["high"] < COVERS and v.numbers["reading"] == words
+    strong = rec.pruning(**BIG, cover=1.5)
+    strong.covering = rec.covering(1.5, 0.05, strong=15.0, **BIG)  # head (0, 0) alone does 15 / 20 of all
+    v = claims.conclusion_4(strong)
+    assert v.verdict == FAILS and v.numbers["top low"] > claims.STRONG_SHARE
+    assert v.numbers["top head (chosen on the other half)"] == "layer 1, head 1"
 
 
 def test_conclusion_4_cannot_tell():
-    near = claims.conclusion_4(rec.pruning(**BIG, joint_factor=0.9, noise=0.008))  # on the redundancy line
-    assert near.verdict == UNSURE and near.numbers["low"] < claims.REDUNDANT < near.numbers["high"]
-    few = claims.conclusion_4(rec.pruning(**BIG, joint_factor=0.5, n_texts=4))
-    assert few.verdict == UNSURE and "resampled units" in few.numbers["why"]
-    nothing = claims.conclusion_4(rec.pruning(effects=np.zeros((6, 12)), **BIG, noise=0.0))
-    assert nothing.verdict == UNSURE and "alone change nothing" in nothing.numbers["why"]
+    pr = rec.pruning(**BIG)
+    pr.covering = rec.covering(1.1, noise=0.3, **BIG)  # on the line
+    near = claims.conclusion_4(pr)
+    assert near.verdict == UNSURE and near.numbers["low"] < COVERS < near.numbers["high"]
+    few = rec.pruning(**BIG)
+    few.covering = rec.covering(1.5, n_texts=6, **BIG)
+    few_v = claims.conclusion_4(few)
+    assert few_v.verdict == UNSURE and "resampled units" in few_v.numbers["why"]
+    nothing = rec.pruning(**BIG)
+    nothing.covering.sum_norm = np.zeros_like(nothing.covering.sum_norm)
+    assert "alone change nothing" in claims.conclusion_4(nothing).numbers["why"]
     old = rec.pruning()
-    old.study.per_text.pop("random")
+    old.covering = None
     assert "missing" in claims.conclusion_4(old).numbers
-    assert "missing" in claims.conclusion_4(rec.evidence().pruning.__class__(
-        study=rec.pruning().study, ablation=np.zeros((2, 4)), verdict=rec.ANY)).numbers
 
 
 def test_conclusion_5_can_hold():
@@ -237,28 +228,41 @@ def test_conclusion_5_designs_are_judged_apart():
         claims.conclusion_5(hc, design="fixed depth")
 
 
+LAYERED = [["content"] * 6 + ["position"] * 6] * 6  # 6 x 12 heads, half of each layer follows the content
+
+
 def test_conclusion_6a_can_hold():
-    useful_positional = np.array([[0.1, 0.9, 0.8, 0.7], [0.1, 0.8, 0.9, 0.6]])  # content heads (column 0) least
-    labels = [["content", "position", "position", "neither"], ["content", "position", "position", "neither"]]
-    v = claims.conclusion_6a(rec.perturbation(labels=labels), rec.pruning(effects=useful_positional))
-    assert v.verdict == HOLDS and v.numbers["low"] > claims.FAIR_SHARE
-    share = (0.9 + 0.8 + 0.7 + 0.8 + 0.9 + 0.6) / useful_positional.sum()
-    assert v.numbers["estimate"] == pytest.approx(share / 0.75, rel=1e-9)
+    effects = np.tile(np.r_[np.full(6, 0.01), np.full(6, 0.5)], (6, 1))  # the content heads are the least useful
+    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=effects, **BIG))
+    assert v.verdict == HOLDS and v.numbers["estimate"] == 0.0  # no non-content head among the least important 18
+    assert v.numbers["least important heads"] == 18 and v.numbers["p (over-represented)"] == 1.0
+    assert v.numbers["shuffles, median"] == pytest.approx(0.5, abs=0.06)
 
 
 def test_conclusion_6a_can_fail():
-    labels = [["content"] * 6 + ["position"] * 6] * 6
     effects = np.tile(np.r_[np.full(6, 0.5), np.full(6, 0.01)], (6, 1))  # only the content heads matter
+    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=effects, **BIG))
+    assert v.verdict == FAILS and v.numbers["estimate"] == 1.0 and v.numbers["p (over-represented)"] < 0.001
+
+
+def test_conclusion_6a_holds_depth_fixed():
+    """Upper layers are both unimportant and mostly label-free: shuffling labels across layers would call the
+    label-free heads over-represented among the least important; within each layer they are not."""
+    labels = [["content"] * 10 + ["position"] * 2] * 3 + [["content"] * 2 + ["position"] * 10] * 3
+    effects = np.tile(np.linspace(1.0, 2.0, 12), (6, 1)) * np.repeat([1.0, 0.01], 3)[:, None]  # (6, 12)
+    effects[3:, :2] = 0.001  # within the upper layers the content heads are the least useful
     v = claims.conclusion_6a(rec.perturbation(labels=labels, **BIG), rec.pruning(effects=effects, **BIG))
-    assert v.verdict == FAILS and v.numbers["high"] < claims.FAIR_SHARE
+    assert v.numbers["estimate"] > v.numbers["non-content share of all heads"]  # naive reading: over-represented
+    assert v.verdict == HOLDS  # depth held fixed: no more than the shuffles give
 
 
 def test_conclusion_6a_cannot_tell():
+    rng = np.random.default_rng(3)
     labels = [["content"] * 6 + ["position"] * 6] * 6
-    effects = np.tile(np.r_[np.full(6, 0.01), np.full(6, 0.008)], (6, 1))  # ratio 0.89 ...
-    v = claims.conclusion_6a(rec.perturbation(labels=labels, **BIG),
-                             rec.pruning(effects=effects, **BIG, noise=0.02), fair_share=0.89)  # ... on the line
-    assert v.verdict == UNSURE and v.numbers["low"] < 0.89 < v.numbers["high"]
+    effects = rng.random((6, 12))
+    effects[:, 6:8] *= 0.4  # the non-content heads a little less useful: between the median and the 5% tail
+    v = claims.conclusion_6a(rec.perturbation(labels=labels, **BIG), rec.pruning(effects=effects, **BIG))
+    assert v.verdict == UNSURE and claims.USEFUL_ALPHA <= v.numbers["p (over-represented)"] < 0.5
     other_shape = claims.conclusion_6a(rec.perturbation(n_layers=3), rec.pruning())
     assert "missing" in other_shape.numbers
 
@@ -270,42 +274,55 @@ def test_conclusion_6a_cannot_tell_on_an_empty_or_one_head_group(labels):
     assert v.verdict == UNSURE and "too small to compare" in v.numbers["why"]
 
 
+def test_shuffled_within_layers_keeps_each_layers_count():
+    flags = np.array([[True, True, False, False], [True, False, False, False]])
+    chosen = np.array([[True, False, False, False], [True, True, False, False]])
+    observed, null, p = claims.shuffled_within_layers(flags, chosen, n_shuffles=4000)
+    assert observed == pytest.approx(2 / 3)
+    # by hand: layer 0 puts a flag on its chosen head with chance 1/2, layer 1 on its two with chance 1/2
+    assert null.mean() == pytest.approx((0.5 + 0.5) / 3, abs=0.01)
+    assert p == pytest.approx(np.mean(null >= observed - 1e-12), abs=0.01)
+
+
 def test_conclusion_6b_can_hold():
-    v = claims.conclusion_6b(rec.pruning(agreement=0.3, stable=0.95))
-    assert v.verdict == HOLDS and v.numbers["pairs that clearly disagree"] == ["sentence vs contrastive"]
-    assert v.numbers["estimate"] == pytest.approx(0.3)  # sentence vs token (0.99, same passes) is not used
+    v = claims.conclusion_6b(rec.pruning(task_kind="different"))  # the word-start ranking is the family's reversed
+    assert v.verdict == HOLDS and v.numbers["estimate"] < -0.9
+    assert v.numbers["probe accuracy, family"] == 0.9
 
 
-def test_conclusion_6b_can_fail():
-    v = claims.conclusion_6b(rec.pruning(agreement=0.95, stable=0.9))  # as alike as each with itself
-    assert v.verdict == FAILS and v.numbers["pairs that agree"] == ["sentence vs contrastive"]
+def test_task_dependence_can_fail():
+    """Both "tasks" are one task measured twice: they agree as well as each agrees with itself."""
+    v = claims.conclusion_6b(rec.pruning(task_kind="same"))
+    assert v.verdict == FAILS and v.numbers["estimate"] > 0.9
 
 
 def test_conclusion_6b_cannot_tell():
-    assert claims.conclusion_6b(rec.pruning(agreement=0.3, stable=0.4)).verdict == UNSURE  # unstable rankings
-    assert claims.conclusion_6b(rec.pruning(agreement=0.9, stable=0.95)).verdict == UNSURE  # just below, overlapping
-    only_same_passes = rec.pruning()
-    only_same_passes.objective_agreements.pop("sentence vs contrastive")
-    assert "missing" in claims.conclusion_6b(only_same_passes).numbers  # sentence vs token cannot decide
+    assert claims.conclusion_6b(rec.pruning(task_kind="different", task_noise=3.0)).verdict == UNSURE  # unstable
+    at_chance = rec.pruning()
+    at_chance.tasks.accuracy["family"] = 0.3  # no better than the commonest family
+    v = claims.conclusion_6b(at_chance)
+    assert v.verdict == UNSURE and "commonest label" in v.numbers["why"]
+    old = rec.pruning()
+    old.tasks = None
+    assert "missing" in claims.conclusion_6b(old).numbers
 
 
-SIX_LABELS = [["content", "position", "position", "neither"]] * 2
 SIX_USEFUL = np.array([[0.1, 0.9, 0.8, 0.7], [0.1, 0.8, 0.9, 0.6]])  # the content heads are the least useful
+SIX_LABELS = [["content", "position", "position", "neither"]] * 2
 
 
 def test_conclusion_6_can_hold():
-    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL, agreement=0.3))
-    assert v.verdict == HOLDS and v.numbers["6b: estimate"] == pytest.approx(0.3)
+    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL))
+    assert v.verdict == HOLDS and v.numbers["6b: estimate"] < -0.9
 
 
 def test_conclusion_6_can_fail():
-    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL, agreement=0.95,
-                                                                               stable=0.9))
+    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL, task_kind="same"))
     assert v.verdict == FAILS and v.numbers["not useless (6a)"] == HOLDS  # one half failing sinks it
 
 
 def test_conclusion_6_cannot_tell():
-    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL, agreement=0.9))
+    v = claims.conclusion_6(rec.perturbation(labels=SIX_LABELS), rec.pruning(effects=SIX_USEFUL, task_noise=3.0))
     assert v.verdict == UNSURE and v.numbers["depends on the task (6b)"] == UNSURE
 
 
@@ -416,10 +433,10 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     ev = rec.evidence(perturbation=rec.perturbation(labels=labels, **BIG), pruning=rec.pruning(**BIG))
     verdicts = c.all_conclusions(ev)
     four = verdicts["4"].numbers
-    assert c.deciding_number(verdicts["4"]) == (
-        f"together / sum alone {four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
+    assert c.deciding_number(verdicts["4"]) == (f"covering ratio ||masked together|| / ||sum alone|| "
+                                                f"{four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
     six = c.deciding_number(verdicts["6"])
-    assert six.startswith("6a: importance share / head share") and "; 6b: rank correlation" in six
+    assert six.startswith("6a: non-content share of the least important heads (p ") and "; 6b: rank agreement" in six
     assert c.deciding_number(verdicts["3a"]).startswith("change ")  # lesson 10's own key names
     five = verdicts["5a"].numbers  # the gap between the most heads and the best, and the margin that makes it clear
     assert c.deciding_number(verdicts["5a"]).startswith("perplexity at ")

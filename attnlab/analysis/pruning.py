@@ -237,7 +237,7 @@ class PruningStudy(Record):
         per_text: ``"importance"`` and ``"reverse"`` ``(F, N)``: each text's loss, and
             ``"random"`` ``(seeds, F, N)`` (representation objectives only; empty otherwise).
         random_orders: the random orders, one list of ``(layer, head)`` per seed, so that
-            the heads masked together at each fraction are known (:func:`set_damage`).
+            the heads masked together at each fraction are known.
     """
 
     fractions: np.ndarray
@@ -356,70 +356,6 @@ def pruning_study(
                           seen=seen)  # the grid's sets of heads are not masked again
     return PruningStudy(fractions, importance, curves, base, prunable, tolerance, objective.description, survivors,
                         n_ok, relative, per_text, [[tuple(p) for p in o] for o in random_orders])
-
-
-# --------------------------------------------------------------------------- redundancy
-
-
-@dataclass
-class SetDamage:
-    """What masking sets of heads *together* does, against the sum of what each head does alone.
-
-    On every evaluation text, for the random orders' sets at one fraction (the first ``k``
-    heads of each random order), averaged over the orders:
-
-    Attributes:
-        k: heads in each set.
-        joint: ``(N,)`` loss increase with the set masked together.
-        sum_alone: ``(N,)`` sum over the set's heads of each one's loss increase when masked alone.
-        top_alone: ``(N,)`` loss increase of the head with the largest mean single-head effect.
-        n_sets: random sets averaged (one per random order).
-
-    ``joint`` below ``sum_alone`` (sub-additive) means the heads cover for each other: masking
-    one makes the others matter less. Equal (additive) or above (super-additive) means each
-    head is needed for what it does on its own.
-    """
-
-    k: int
-    joint: np.ndarray
-    sum_alone: np.ndarray
-    top_alone: np.ndarray
-    n_sets: int
-
-
-def set_damage(study: PruningStudy, effects_per_text: np.ndarray, fraction: float) -> SetDamage:
-    """:class:`SetDamage` of the study's random sets at ``fraction`` (a point of its grid).
-
-    Args:
-        study: a representation-objective study with ``per_text["random"]`` ``(S, F, N)`` and
-            its ``random_orders``.
-        effects_per_text: ``(N, L, H)`` single-head ablation effects on the *same* evaluation
-            texts (:func:`attnlab.analysis.importance.ablation_per_text`).
-        fraction: share of the heads in each set; must be one of ``study.fractions`` above 0.
-
-    No forward pass is needed: the joint losses are the random pruning curves' own points.
-    """
-    effects = np.asarray(effects_per_text, dtype=float)  # (N, L, H)
-    per_text = study.per_text.get("random")
-    if per_text is None or not study.random_orders:
-        raise ValueError("the study kept no per-text random curves (run pruning_study with a "
-                         "representation objective)")
-    per_text = np.asarray(per_text, dtype=float)  # (S, F, N)
-    fractions = np.asarray(study.fractions, dtype=float)
-    hits = np.nonzero(np.isclose(fractions, fraction))[0]
-    if len(hits) == 0 or fraction <= 0:
-        raise ValueError(f"fraction must be one of the study's fractions above 0, got {fraction}")
-    i = int(hits[0])
-    if per_text.shape[2] != effects.shape[0]:
-        raise ValueError(f"the curves have {per_text.shape[2]} texts, the effects {effects.shape[0]}")
-    k = heads_masked_at(float(fractions[i]), effects[0].size)
-    if k < 1:
-        raise ValueError(f"{fraction:.0%} of {effects[0].size} heads rounds to no head")
-    joint = per_text[:, i, :] - per_text[:, 0, :]  # (S, N)
-    sums = np.stack([sum(effects[:, l, h] for l, h in order[:k]) for order in study.random_orders])  # (S, N)
-    flat = effects.reshape(len(effects), -1)  # (N, L*H)
-    top = flat[:, int(np.argmax(flat.mean(axis=0)))]  # (N,): chosen once, on all texts
-    return SetDamage(k, joint.mean(axis=0), sums.mean(axis=0), top, len(study.random_orders))
 
 
 # --------------------------------------------------------------------------- survivors and sensitivity

@@ -24,7 +24,8 @@ install the same specs for a ``with`` block:
 
 * :func:`mask_heads` ``(m, [(layer, head), ...])`` zeros the listed heads;
 * :func:`gate_heads` ``(m, gates)`` uses a ``[layers, heads]`` tensor of gate
-  values (it may require grad: gradients flow into it).
+  values (it may require grad: gradients flow into it), or ``[texts, layers, heads]``
+  with one row of gates per text of the batch.
 
 Both remove their hooks on exit, also when the body raises.
 
@@ -89,10 +90,11 @@ def gates_for(m: LoadedModel, masked: Iterable[Sequence[int]]) -> torch.Tensor:
 def _check_gates(m: LoadedModel, gates: torch.Tensor) -> torch.Tensor:
     if not isinstance(gates, torch.Tensor):
         gates = torch.as_tensor(gates, dtype=torch.float32)
-    if tuple(gates.shape) != (m.n_layers, m.n_heads):
+    if tuple(gates.shape[-2:]) != (m.n_layers, m.n_heads) or gates.dim() not in (2, 3):
         raise ValueError(
-            f"gates must have shape [layers, heads] = [{m.n_layers}, {m.n_heads}] for this model, "
-            f"got {list(gates.shape)}. Start from attnlab.core.gates.ones_gates(m)."
+            f"gates must have shape [layers, heads] = [{m.n_layers}, {m.n_heads}] for this model "
+            f"(or [texts, layers, heads], one row of gates per text), got {list(gates.shape)}. "
+            "Start from attnlab.core.gates.ones_gates(m)."
         )
     if not gates.is_floating_point():
         raise TypeError(f"gates must be a floating-point tensor, got {gates.dtype}")
@@ -121,6 +123,9 @@ def gate_hook_specs(m: LoadedModel, gates: torch.Tensor, fill: torch.Tensor | No
 
     ``fill``: None (a gate of 0 leaves 0) or ``[layers, heads, d_head]`` (a gate of 0
     leaves the head's mean output, :func:`head_output_means`; see the module docstring).
+    ``gates`` may also be ``[texts, layers, heads]``: one row of gates per text of the
+    batch (the batch must then have exactly that many texts), so that one pass can
+    run the same text with different heads masked.
     """
     gates = _check_gates(m, gates)
     fill = _check_fill(m, fill)
@@ -129,7 +134,10 @@ def gate_hook_specs(m: LoadedModel, gates: torch.Tensor, fill: torch.Tensor | No
     def scale(layer: int, context: torch.Tensor) -> torch.Tensor:
         shape = context.shape  # (B, T, H * d_head)
         per_head = context.view(*shape[:-1], n_heads, d_head)  # (B, T, H, d_head)
-        g = gates[layer].to(dtype=context.dtype, device=context.device)[:, None]  # (H, 1)
+        if gates.dim() == 3:  # one row of gates per text
+            g = gates[:, layer].to(dtype=context.dtype, device=context.device)[:, None, :, None]  # (B, 1, H, 1)
+        else:
+            g = gates[layer].to(dtype=context.dtype, device=context.device)[:, None]  # (H, 1)
         out = per_head * g  # (B, T, H, d_head)
         if fill is not None:
             out = out + (1.0 - g) * fill[layer].to(dtype=context.dtype, device=context.device)  # (H, d_head)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attnlab.analysis.covering import Covering
+from attnlab.analysis.probes import TaskStudy
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
@@ -216,6 +218,8 @@ class PruningResult(Record):
     objective_agreements: dict[str, Interval] = field(default_factory=dict)  # "a vs b" -> rank agreement, same texts
     n_importance_texts: int = 0
     n_eval_texts: int = 0
+    covering: Covering | None = None  # heads masked together against the sum alone, on the evaluation texts
+    tasks: TaskStudy | None = None  # two probes' head costs (query family, word starts) on the evaluation texts
 
 
 @dataclass

@@ -21,11 +21,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.analysis.pruning import SetDamage, set_damage
+from attnlab.analysis.covering import (
+    COVERS,
+    COVERS_GRID,
+    READINGS,
+    covering_ratio,
+    held_out_top_head,
+    reading,
+    set_band,
+    top_set_ratio,
+)
 from attnlab.analysis.stats import (
     Interval,
-    bootstrap,
-    bootstrap_mean,
     permutation_test,
     too_few_units,
     too_small_groups,
@@ -42,7 +49,6 @@ from attnlab.course.claims.head_count import (
 )
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
-from attnlab.course.claims.pruning import grid_index
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
     AveragingResult,
@@ -59,15 +65,19 @@ CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
     2: N_("lower layers are more diverse; heads of upper layers converge"),
     3: COLLAPSE_CLAIM,
-    4: N_("multi-head attention is an ensemble of weak learners: no single head matters much, and the heads "
-          "cover for one another"),
+    4: N_("multi-head attention is an ensemble of weak learners: the strongest head (chosen on half the texts) "
+          "does clearly less than a quarter of what masking every head does on the other half, and heads masked "
+          "together move the sentence vectors clearly more than the sum of their moves alone (they cover for one "
+          "another)"),
     5: MORE_HEADS_CLAIM,
     6: N_("heads without visible lexical/syntactic structure are not useless, and what they are used for "
           "depends on the task"),
 }
 #: the two halves of conclusion 6
-USEFUL_CLAIM = "heads that do not follow the content are not the useless ones"
-TASK_CLAIM = "which heads matter depends on the task (objective)"
+USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: they are no more common among "
+                  "the least important quarter of the heads than labels shuffled within each layer make them")
+TASK_CLAIM = N_("which heads matter depends on the task: a query-family probe and a word-start probe rank the heads "
+                "clearly less alike than each ranks them on two halves of its queries")
 #: the two designs of lesson 10's training study
 DESIGNS = ("fixed width", "fixed head size")
 
@@ -75,33 +85,29 @@ DESIGNS = ("fixed width", "fixed head size")
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
-#: conclusion 4: random sets of this share of the heads are masked together (a point of lesson 11's grid)
-REDUNDANCY_SHARE = 0.1
-#: ... the heads are redundant when the set's loss increase is below this share of the sum of its
-#: heads' increases alone (1 would be exactly additive)
-REDUNDANT = 0.9
-#: ... each head is weak when the top single head does at most WEAK_SHARE of what a random set does;
-#: one head is strong from STRONG_SHARE
+#: conclusion 4: the heads cover for one another when the covering ratio's interval lies above
+#: :data:`attnlab.analysis.covering.COVERS` (1 = their effects add up); each head is weak when the
+#: held-out top head does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
 #: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
 CONTROL_ALPHA = 0.05
-#: conclusion 6a: the share of their fair share of importance the non-content heads must carry
-#: for "not useless" (the interval over texts must lie above it)
-FAIR_SHARE = 0.8
-#: conclusion 6b: an objective's ranking is stable when its split-half interval lies above this
+#: conclusion 6a: "the least important heads" are this share of all heads (lowest single-head effect)
+LEAST_SHARE = 0.25
+#: ... label shuffles within each layer for the null, and the one-sided level of "over-represented"
+N_SHUFFLES = 2000
+USEFUL_ALPHA = 0.05
+#: conclusion 6b: a task's ranking is stable when its split-half interval lies above this
 STABLE = 0.5
-#: conclusion 6b: objectives read off the same forward passes (not different tasks)
-SAME_PASS_OBJECTIVES = ("sentence", "token")
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
 
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
-    4: {"redundant": [0.7, 0.8, 0.9, 1.0], "share": [0.1, 0.2, 0.3]},
+    4: {"covers": list(COVERS_GRID), "weak": [0.1, 0.25, 0.4]},
     2: {"alpha": [0.01, 0.05, 0.1]},
-    "6a": {"fair_share": [0.6, 0.8, 1.0]},
+    "6a": {"least": [0.1, 0.25, 0.5], "alpha": [0.01, 0.05, 0.1]},
     "6b": {"stable": [0.3, 0.5, 0.7]},
 }
 
@@ -323,77 +329,55 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-class NothingAlone(ValueError):
-    """The heads of the random sets change nothing when masked alone: no ratio to form."""
+def conclusion_4(pruning: PruningResult | None, *, covers: float = COVERS, weak: float = WEAK_SHARE,
+                 strong: float = STRONG_SHARE) -> ClaimVerdict:
+    """Heads are weak one by one and cover for one another (lesson 11's :class:`~attnlab.analysis.covering.Covering`).
 
+    Two measurements on lesson 11's evaluation texts, on the sentence vectors' effect vectors
+    (how far masking moves each text's sentence vector):
 
-def redundancy_evidence(pruning: PruningResult, *, share: float = REDUNDANCY_SHARE,
-                        seed: int = 0) -> tuple[Interval, Interval, SetDamage]:
-    """``(together / sum alone, top head / random set, damage)`` with bootstrap intervals over texts.
+    * the **covering ratio** (:func:`attnlab.analysis.covering.covering_ratio`): random sets of
+      heads masked together, ``||delta_S||``, against the sum of their heads' effects alone,
+      ``||sum_i delta_i||``; exactly 1 for heads whose effects add up, whatever their directions;
+    * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
+      that moves the vectors most on one half of the texts, scored on the other half against
+      masking every head.
 
-    ``damage`` is :func:`attnlab.analysis.pruning.set_damage` of lesson 11's random sets at the
-    grid point at or above ``share``; on each evaluation text it pairs the loss increase of each
-    random set masked together with the sum of its heads' single-head increases, and the top
-    single head's increase. Each resample draws texts and recomputes both ratios of means on
-    the same texts.
-    """
-    study = pruning.study
-    fraction = float(study.fractions[grid_index(study, share)])
-    damage = set_damage(study, pruning.ablation_per_text, fraction)
-    if not damage.sum_alone.mean() > 0:
-        raise NothingAlone(_("the heads alone change nothing: no sum to compare with"))
-
-    def ratio(v: np.ndarray) -> float:
-        top, bottom = v.mean(axis=0)
-        return float(top / bottom) if bottom > 0 else float("nan")
-
-    together = bootstrap(np.stack([damage.joint, damage.sum_alone], axis=1), ratio, seed=seed)
-    single = bootstrap(np.stack([damage.top_alone, damage.joint], axis=1), ratio, seed=seed)
-    return together, single, damage
-
-
-def conclusion_4(pruning: PruningResult | None, *, share: float = REDUNDANCY_SHARE, redundant: float = REDUNDANT,
-                 weak: float = WEAK_SHARE, strong: float = STRONG_SHARE) -> ClaimVerdict:
-    """Heads are weak one by one and cover for one another (lesson 11).
-
-    Two measurements on lesson 11's evaluation texts, from passes the lesson already made
-    (:func:`redundancy_evidence`): random sets of ``share`` of the heads masked together,
-    against the sum of what each of their heads does alone (``together / sum alone``), and
-    the most damaging single head against those same random sets (``top / set``).
-
-    Holds when the interval of ``together / sum alone`` lies below ``redundant`` (masked
-    together the heads do clearly less than the sum of their parts: they are redundant)
-    **and** the interval of ``top / set`` below ``weak`` (no head alone comes near a random
-    set). Does not hold when ``together / sum alone`` lies above ``redundant`` (damage adds
-    up or compounds: every head is needed for what it does itself) or ``top / set`` above
-    ``strong`` (one head alone does most of what a set does); otherwise "cannot tell".
-    ``estimate``, ``low`` and ``high`` are ``together / sum alone``.
+    Holds when the covering ratio's interval lies above ``covers`` (together the heads do
+    clearly more than the sum of their parts: each is backed up by others) **and** the top
+    head's interval below ``weak``. Does not hold when the covering ratio's interval lies
+    below ``covers`` (the effects add up, or the heads work only together) or the top head's
+    above ``strong`` (one head does most of what all do); otherwise "cannot tell".
+    ``estimate``, ``low`` and ``high`` are the covering ratio; ``reading`` says which of
+    "cover for one another", "add up independently" and "work only together" it supports.
     """
     if pruning is None:
         return _missing(4, PruningResult)
-    study = pruning.study
-    if (pruning.ablation_per_text is None or study.per_text.get("random") is None
-            or not study.random_orders):
-        return ClaimVerdict.missing(CLAIMS[4], "lesson 11 saved no per-text losses of its random sets: run it again")
-    try:
-        together, single, damage = redundancy_evidence(pruning, share=share)
-    except NothingAlone as exc:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=str(exc))
-    except ValueError as exc:
-        return ClaimVerdict.missing(CLAIMS[4], _("no random sets to compare: {reason}").format(reason=exc))
-    numbers = {"estimate": together.estimate, "low": together.low, "high": together.high,
-               "measure": "together / sum alone", "heads per random set": damage.k,
-               "random sets": damage.n_sets, "texts": together.n,
-               "loss increase, set masked together": float(damage.joint.mean()),
-               "sum of its heads' increases alone": float(damage.sum_alone.mean()),
-               "redundant means below": redundant,
-               "top head / random set": single.estimate, "top / set low": single.low, "top / set high": single.high,
-               "weak means below": weak, "strong means above": strong}
-    why = too_few_units(together)
+    cov = pruning.covering
+    if cov is None:
+        return ClaimVerdict.missing(CLAIMS[4], _("lesson 11 saved no covering measurement: run it again"))
+    if not np.asarray(cov.sum_norm).mean() > 0:
+        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False,
+                                   why=_("the heads alone change nothing: no sum to compare with"))
+    ratio = covering_ratio(cov)
+    top, head = held_out_top_head(cov)
+    low, median, high = set_band(cov)
+    numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
+               "measure": N_("covering ratio ||masked together|| / ||sum alone||"),
+               N_("reading"): READINGS[reading(ratio, covers)], N_("covers means above"): covers,
+               N_("heads per random set"): cov.k, N_("random sets"): len(cov.sets), "texts": ratio.n,
+               N_("random sets, 10th-90th percentile"): f"{low:.3g}-{high:.3g} (median {median:.3g})",
+               N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low, N_("top high"): top.high,
+               N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
+               N_("weak means below"): weak, N_("strong means above"): strong}
+    top_set = top_set_ratio(cov)
+    if top_set is not None:
+        numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
+    why = too_few_units(ratio) or too_few_units(top)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=why, **numbers)
-    holds = together.below(redundant) and single.below(weak)
-    fails = together.above(redundant) or single.above(strong)
+    holds = ratio.above(covers) and top.below(weak)
+    fails = ratio.below(covers) or top.above(strong)
     return ClaimVerdict.decide(CLAIMS[4], holds=holds, fails=fails, **numbers)
 
 
@@ -427,44 +411,52 @@ def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]
 # --------------------------------------------------------------------------- 6
 
 
-def non_content_ratio(perturbation: PerturbationResult, pruning: PruningResult, *, seed: int = 0) -> Interval:
-    """The non-content heads' share of all importance divided by their share of the heads.
-
-    Importance is each head's single-head ablation effect on lesson 11's evaluation texts
-    (negatives counted as 0). 1 means importance ignores lesson 06's labels; below 1 the
-    non-content heads matter less. The interval resamples the evaluation texts (the heads
-    and their labels are the whole population and stay fixed).
-    """
-    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()  # (L*H,)
-    other = labels != CONTENT_LABEL
-    effects = np.asarray(pruning.ablation_per_text, dtype=float)
-    effects = effects.reshape(len(effects), -1)  # (N, L*H)
-    base = float(other.mean())
-
-    def ratio(rows: np.ndarray) -> float:
-        importance = np.clip(rows.mean(axis=0), 0.0, None)  # (L*H,)
-        total = importance.sum()
-        return float(importance[other].sum() / total / base) if total > 0 else float("nan")
-
-    return bootstrap(effects, ratio, seed=seed)
-
-
 def label_groups(perturbation: PerturbationResult) -> tuple[np.ndarray, np.ndarray]:
     """Lesson 06's heads as two groups: ``(content, other)`` flat indices into ``[layers, heads]``."""
     labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
     return np.flatnonzero(labels == CONTENT_LABEL), np.flatnonzero(labels != CONTENT_LABEL)
 
 
+def least_important(importance: np.ndarray, share: float = LEAST_SHARE) -> np.ndarray:
+    """``(L, H)`` booleans: the ``round(share * L * H)`` heads (at least one) with the lowest
+    importance (ties: layer, then head)."""
+    importance = np.asarray(importance, dtype=float)
+    k = max(1, int(round(share * importance.size)))
+    flat = np.zeros(importance.size, dtype=bool)
+    flat[np.lexsort((np.arange(importance.size), importance.ravel()))[:k]] = True
+    return flat.reshape(importance.shape)
+
+
+def shuffled_within_layers(flags: np.ndarray, chosen: np.ndarray, *, n_shuffles: int = N_SHUFFLES,
+                           seed: int = 0) -> tuple[float, np.ndarray, float]:
+    """``(observed, null, p)``: the share of ``flags`` among the ``chosen`` heads (both ``(L, H)``
+    booleans), the same share after each of ``n_shuffles`` shuffles of ``flags`` **within each
+    layer** (``(n_shuffles,)``; every layer keeps its number of flagged heads, so depth is held
+    fixed), and the one-sided p of a share at least as high (the observed labelling counted)."""
+    flags, chosen = np.asarray(flags, dtype=bool), np.asarray(chosen, dtype=bool)
+    observed = float(flags[chosen].mean())
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(flags, (n_shuffles,) + flags.shape).copy(), axis=2)  # (P, L, H)
+    null = shuffled[:, chosen].mean(axis=1)  # (P,)
+    p = float(((null >= observed - 1e-12).sum() + 1) / (n_shuffles + 1))
+    return observed, null, p
+
+
 def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
-                  fair_share: float = FAIR_SHARE) -> ClaimVerdict:
+                  least: float = LEAST_SHARE, alpha: float = USEFUL_ALPHA) -> ClaimVerdict:
     """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11).
 
-    Their share of the total importance over their share of the heads (the base rate), with
-    an interval over the evaluation texts (:func:`non_content_ratio`): holds when the whole
-    interval lies above ``fair_share`` (they carry at least that much of their fair share);
-    does not hold when it lies below (usefulness goes with visible structure); otherwise
-    "cannot tell". An empty or one-head group of labels, or too few texts, is "cannot tell"
-    with the reason.
+    The least important heads are the ``least`` share of all heads with the smallest mean
+    single-head effect on lesson 11's evaluation texts. The share of non-content heads among
+    them is set against the same share after shuffling lesson 06's labels **within each
+    layer** (:func:`shuffled_within_layers`, :data:`N_SHUFFLES` shuffles; depth held fixed,
+    since labels and importance both change with the layer). Holds when the observed share is
+    at or below the shuffles' median (one-sided p at least 0.5: no sign that they are
+    over-represented); does not hold when p lies below ``alpha`` (they are clearly
+    over-represented among the least important: usefulness goes with visible structure);
+    otherwise "cannot tell". A group of labels with fewer than two heads is "cannot tell"
+    with the reason. ``estimate`` is the observed share, ``low`` and ``high`` the shuffles'
+    2.5th and 97.5th percentiles.
     """
     if perturbation is None or pruning is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 (run those lessons first)")
@@ -475,70 +467,66 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     why = too_small_groups(content, other)
     if why is not None:
         return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why,
-                                   **{"content heads": len(content), "other heads": len(other)})
-    if pruning.ablation_per_text is None:
-        return ClaimVerdict.missing(USEFUL_CLAIM, "lesson 11 saved no per-text effects: run it again")
-    ratio = non_content_ratio(perturbation, pruning)
-    numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
-               "measure": "importance share / head share (non-content heads)",
-               "their share of heads (base rate)": len(other) / labels.size, "fair share needed": fair_share,
-               "content heads": len(content), "other heads": len(other), "texts": ratio.n}
-    why = too_few_units(ratio)
-    if why is not None:
-        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why, **numbers)
-    return ClaimVerdict.decide(USEFUL_CLAIM, holds=ratio.above(fair_share), fails=ratio.below(fair_share),
-                               **numbers)
+                                   **{N_("content heads"): len(content), N_("other heads"): len(other)})
+    chosen = least_important(pruning.ablation, least)
+    observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
+    band = np.percentile(null, [2.5, 97.5])
+    numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
+               "measure": f"non-content share of the least important heads (p {p:.2g}) against within-layer "
+                          "shuffles [2.5th, 97.5th pct]",
+               N_("shuffles, median"): float(np.median(null)), N_("p (over-represented)"): p, "alpha": alpha,
+               N_("least important heads"): int(chosen.sum()), N_("their share of all heads"): least,
+               N_("non-content share of all heads"): len(other) / labels.size,
+               N_("content heads"): len(content), N_("other heads"): len(other), N_("shuffles"): len(null)}
+    return ClaimVerdict.decide(USEFUL_CLAIM, holds=p >= 0.5, fails=p < alpha, **numbers)
 
 
-def objective_pairs(pruning: PruningResult) -> dict[str, Interval]:
-    """Lesson 11's between-objective agreements of objectives that are computed differently
-    (``"sentence vs token"`` come from the same passes over the same hidden states: left out)."""
-    pairs = dict(pruning.objective_agreements)
-    return {name: iv for name, iv in pairs.items()
-            if not set(name.split(" vs ")) <= set(SAME_PASS_OBJECTIVES)}
+def task_evidence(pruning: PruningResult) -> tuple[dict[str, Interval], Interval]:
+    """``(split-half per task, agreement of the two tasks)`` of lesson 11's probes (all intervals over queries)."""
+    tasks = pruning.tasks
+    return {t: tasks.split_half(t) for t in tasks.tasks}, tasks.agreement()
 
 
 def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> ClaimVerdict:
-    """Which heads matter changes with the objective (lesson 11's objectives that differ).
+    """Which heads matter changes with the task (lesson 11's two probes).
 
-    For each pair of objectives (sentence similarity against contrastive, and the masked-LM
-    loss when the model has its head), the rank correlation of their head importance is
-    set against each objective's own split-half correlation (every interval from
-    resampling texts). Holds when, for some pair, the between-objective interval lies
-    wholly below both objectives' own split-half intervals, which themselves lie above
-    ``stable`` (so the disagreement is not noise). Does not hold when every pair's
-    between-objective interval reaches into the lower objective's split-half interval
-    (they agree as well as each agrees with itself) and both are stable; otherwise
-    "cannot tell". ``estimate``, ``low`` and ``high`` are the lowest pair's correlation.
+    A sentence-level probe (which family a query comes from) and a token-level probe (does a
+    token begin a word), both trained on the full model and frozen; a head's importance for a
+    task is how far masking the head lowers the probe's log-odds of the right label on
+    held-out queries (:class:`attnlab.analysis.probes.TaskStudy`). The rank agreement (Spearman) of the two
+    tasks' head importance is set against each task's own split-half agreement (two disjoint
+    halves of the queries); every interval comes from resampling queries. Holds when the
+    agreement's interval lies wholly below the lower of the two split-half intervals, which
+    themselves lie above ``stable`` (so the disagreement is not noise). Does not hold when it
+    reaches the lower split-half interval's low end (the tasks agree as well as each agrees
+    with itself) and both are stable; otherwise "cannot tell", and so when a probe does no
+    better than always answering the commonest label.
     """
     if pruning is None:
         return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} (run that lesson first)")
-    pairs = objective_pairs(pruning)
-    if not pairs:
-        return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no importance under objectives that differ "
-                                                  "(sentence vs contrastive): run it again"))
-    rows, disagree, agree, unstable = {}, [], [], []
-    for name, across in pairs.items():
-        a, b = name.split(" vs ")
-        halves = [pruning.split_half.get(a), pruning.split_half.get(b)]
-        if any(h is None for h in halves):
-            unstable.append(name)
-            continue
-        own_low = min(float(h.low) for h in halves)
-        steady = all(h.above(stable) for h in halves)
-        rows[name] = f"{across} against split-half " + ", ".join(f"{o} {h}" for o, h in zip((a, b), halves))
-        if not steady:
-            unstable.append(name)
-        elif across.below(own_low):
-            disagree.append(name)
-        elif float(across.low) >= own_low:
-            agree.append(name)
-    lowest = min(pairs, key=lambda n: float(pairs[n].estimate))
-    numbers = {"estimate": pairs[lowest].estimate, "low": pairs[lowest].low, "high": pairs[lowest].high,
-               "measure": f"rank correlation, {lowest}", "pairs": rows, "stable means split-half above": stable,
-               "pairs that clearly disagree": disagree, "pairs that agree": agree,
-               "pairs with an unstable objective": unstable}
-    return ClaimVerdict.decide(TASK_CLAIM, holds=bool(disagree), fails=len(agree) == len(pairs), **numbers)
+    if pruning.tasks is None:
+        return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no task probes: run it again"))
+    halves, across = task_evidence(pruning)
+    tasks = pruning.tasks
+    own_low = min(float(h.low) for h in halves.values())
+    steady = all(h.above(stable) for h in halves.values())
+    numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
+               "measure": N_("rank agreement of the two tasks"),
+               **{f"split-half, {t}": str(h) for t, h in halves.items()},
+               N_("stable means split-half above"): stable,
+               **{f"probe accuracy, {t}": tasks.accuracy[t] for t in tasks.tasks},
+               **{f"commonest label, {t}": tasks.chance[t] for t in tasks.tasks},
+               N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
+    useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
+    if useless:
+        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=_(
+            "a probe does no better than the commonest label: {tasks}").format(tasks=", ".join(useless)))
+    why = too_few_units(across)
+    if why is not None:
+        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, why=why, **numbers)
+    holds = steady and across.below(own_low)
+    fails = steady and float(across.low) >= own_low
+    return ClaimVerdict.decide(TASK_CLAIM, holds=holds, fails=fails, **numbers)
 
 
 def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:

@@ -1,0 +1,64 @@
+"""Task probes: word-start labels, the logistic probe, and a head sweep on a real model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlab.analysis import importance, probes
+from attnlab.data import corpus
+
+
+def test_word_start_labels_walk_the_tokens():
+    words, special = ("洗衣机", "哪个", "牌子", "好"), [True, False, False, False, False, False, False, False, True]
+    tokens = ["<s>", "▁", "洗衣", "机", "哪个", "牌", "子", "好", "</s>"]
+    labels = probes.word_start_labels(tokens, words, "", special)
+    assert labels.tolist() == [-1, -1, 1, 0, 1, 1, 0, 1, -1]
+    en = probes.word_start_labels(["[CLS]", "how", "do", "you", "eat", "ice", "cream", "[SEP]"],
+                                  ("how do you", "eat", "ice cream"), " ", [True] + [False] * 6 + [True])
+    assert en.tolist() == [-1, 1, 0, 0, 1, 1, 0, -1]
+    unknown = probes.word_start_labels(["[CLS]", "[UNK]", "[SEP]"], ("cat",), " ", [True, False, True])
+    assert (unknown == probes.IGNORE).all()
+
+
+def test_probe_log_loss_by_hand():
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(-2, 1, (40, 3)), rng.normal(2, 1, (40, 3))]
+    y = np.r_[np.zeros(40, int), np.ones(40, int)]
+    probe = probes.fit_probe(x, y)
+    assert probe.accuracy(x, y) > 0.95
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(0), x.std(0) + 1e-8
+    ref = LogisticRegression(C=probes.PROBE_C, max_iter=2000).fit((x - mean) / scale, y)
+    expected = -np.log(ref.predict_proba((x - mean) / scale)[np.arange(80), y])
+    np.testing.assert_allclose(probe.losses(x, y), expected, rtol=1e-6)
+    assert probe.losses(x[:1], np.array([7]))[0] == pytest.approx(-np.log(probes.FLOOR))  # a class never seen
+    p_right = np.exp(-expected)
+    np.testing.assert_allclose(probe.log_odds(x, y), np.log(p_right / (1 - p_right)), rtol=1e-6, atol=1e-9)
+    three = probes.fit_probe(np.r_[x, rng.normal(0, 1, (40, 3)) + [0, 6, 0]], np.r_[y, np.full(40, 2)])
+    logp = three.log_probs(x[:5])  # (5, 3)
+    by_hand = logp[np.arange(5), y[:5]] - np.log(np.exp(logp).sum(1) - np.exp(logp[np.arange(5), y[:5]]))
+    np.testing.assert_allclose(three.log_odds(x[:5], y[:5]), by_hand, rtol=1e-6)
+
+
+def test_task_study_on_a_real_model(tiny_en):
+    qs = corpus.queries("en", 40, seed=0)
+    train, test = qs[:32], qs[32:]
+    held = importance.make_objective(tiny_en, [q.text for q in test], kind="sentence", batch_size=4)
+    fitted = probes.fit_probes(tiny_en, train, held, test)
+    study = probes.task_study(tiny_en, fitted, held)
+    assert set(study.costs) == set(probes.TASKS)
+    assert study.costs["family"].shape == (8, tiny_en.n_layers, tiny_en.n_heads)
+    assert study.n_tokens > 8 and 0 <= study.accuracy["word start"] <= 1
+    # one head by hand: the family probe's log-loss with head (1, 3) masked, minus the full model's
+    import attnlab as al
+
+    full = fitted.losses(held.final_states())[:, 0]
+    with al.mask_heads(tiny_en, [(1, 3)]):
+        masked = fitted.losses(held.final_states())[:, 0]
+    np.testing.assert_allclose(study.costs["family"][:, 1, 3], masked - full, atol=1e-5)
+    back = probes.TaskStudy.from_record(study.to_record())
+    np.testing.assert_allclose(back.costs["word start"], study.costs["word start"], equal_nan=True)
+    with pytest.raises(ValueError, match="share a text"):
+        probes.fit_probes(tiny_en, qs[:33], held, test)
