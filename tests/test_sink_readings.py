@@ -158,3 +158,27 @@ def test_with_other_reading_keeps_the_decided_word():
     beside = ClaimVerdict.decide("c", holds=False, fails=True, estimate=0.1)
     out = with_other_reading(decided, CONTENT_KEYS, beside)
     assert out.verdict == decided.verdict and out.numbers[f"{ALL_KEYS}: estimate"] == 0.1
+
+
+# --------------------------------------------------------------------------- conclusion 1
+
+
+def test_conclusion_1_names_its_reading_and_decides_on_content_keys():
+    import lesson_records as rec
+    from attnlab.analysis.stats import Interval
+    from attnlab.course.claims import conclusions
+    from attnlab.course.verdicts import FAILS, HOLDS
+
+    big = dict(n_layers=12, n_heads=12)
+    avg, pert = rec.averaging(0.9, **big), rec.perturbation(0.05, **big)
+    v = conclusions.conclusion_1(avg, pert)
+    assert v.verdict == HOLDS and v.numbers[READING] == CONTENT_KEYS
+    assert v.numbers["content low"] < v.numbers["content high"]  # the interval over queries is not a point
+    assert "all keys: fixed heads (lesson 08)" in v.numbers
+    # all keys: 90% fixed; content keys: 20% fixed (the sink made them look fixed) -> decided on content
+    sunk = rec.averaging(0.2, **big)
+    avg.content_fixed_share, avg.content_labels = sunk.content_fixed_share, sunk.content_labels
+    assert conclusions.conclusion_1(avg, pert).verdict == FAILS
+    old = rec.perturbation(0.05, **big)
+    old.content_share_by_reading = {}
+    assert "content-key reading" in conclusions.conclusion_1(rec.averaging(0.9, **big), old).numbers["missing"]

@@ -78,6 +78,10 @@ class PerturbationResult(Record):
     # over the kinds run on the query, and the follower gap under "both". None in records saved before them.
     unchanged_per_query: np.ndarray | None = None
     follower_gap_per_query: np.ndarray | None = None
+    # reading ("all keys" / "content keys") -> [L][H] "position" / "content" / "cannot tell", from each head's
+    # interval over queries; and -> share of content-followers with its interval over queries
+    follower_labels_by_reading: dict[str, list[list[str]]] = field(default_factory=dict)
+    content_share_by_reading: dict[str, Interval] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,6 +150,12 @@ class AveragingResult(Record):
     difference_slope: Interval | None = None  # slope of per-layer (real - control) fixedness against depth
     js_score: np.ndarray | None = None  # (L', H): the old score 1 - JS / ln n, for comparison only
     information: np.ndarray | None = None  # (L', H): the rows' information E KL(row || uniform) / ln n
+    # the content-key reading (special keys left out, rows renormalised): fixedness, labels, share labelled fixed
+    content_fixedness: np.ndarray | None = None  # (L', H)
+    content_labels: list[list[str]] = field(default_factory=list)  # [L'][H]
+    content_fixed_share: Interval | None = None
+    special_weight: np.ndarray | None = None  # (L', H): mean weight on [CLS]/[SEP], <s>/</s>
+    sink_labels: list[list[str]] = field(default_factory=list)  # [L'][H]: content label, "sink + " when it rests on one
 
 
 @dataclass
