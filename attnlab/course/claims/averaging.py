@@ -98,8 +98,8 @@ _COUNT_KEYS = {FIXED: N_("fixed heads"), VARYING: N_("varying heads"), UNSURE_LA
 SINK_WEIGHT = 0.5
 #: The prefix of such a head's label.
 SINK_PREFIX = N_("sink + ")
-#: Labels of both readings per head (:func:`sink_labels`).
-SINK_LABELS = tuple(SINK_PREFIX + label for label in LABELS)
+#: The labels of heads that rest on a sink (:func:`sink_labels`), marked for the catalogue.
+SINK_LABELS = (N_("sink + fixed"), N_("sink + varying"), N_("sink + cannot tell"), N_("sink + uniform"))
 
 #: The source article's head groups (0-based head indices) in its layers 1-4.
 ARTICLE_FIXED_HEADS = (0, 2, 3, 4, 10, 11)
