@@ -175,6 +175,11 @@ class DiversityResult(Record):
     sep_mass_per_layer: np.ndarray | None = None  # (L,)
     baseline_slope: Interval | None = None  # slopes when heads are dealt to layers at random (middle 95%)
     baseline_p: float = float("nan")  # share of those shuffles with a slope at or below the observed one
+    # the same on the content keys (special tokens left out, rows renormalised); None in older records
+    content_dispersion: Interval | None = None  # (L,)
+    content_slope: Interval | None = None
+    content_baseline_slope: Interval | None = None
+    content_baseline_p: float = float("nan")
 
 
 @dataclass

@@ -304,6 +304,11 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     ``1 - alpha`` of them fall as fast); otherwise "cannot tell". A record without the
     control, or an interval on too few texts, is "cannot tell" with the reason.
     Lesson 08's slope of fixedness against depth is shown beside it.
+
+    Decided on **all keys**: the claim is about the picture Clark et al. drew, heads placed by
+    how alike their whole rows are. Heads that all rest on the same special token are alike
+    there; the same slope on the content keys (special tokens left out, rows renormalised) is
+    shown beside it, so a trend carried by the sinks alone can be seen.
     """
     if diversity is None:
         return _missing(2, DiversityResult)
@@ -322,6 +327,17 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
                "share of random deals falling as fast (p)": float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
         numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
+    numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
+    if diversity.content_slope is not None and diversity.content_baseline_slope is not None:
+        offset = float(diversity.content_baseline_slope.estimate)
+        c = diversity.content_slope
+        numbers.update({N_("content keys: slope minus control"): float(c.estimate) - offset,
+                        N_("content keys: low"): float(c.low) - offset,
+                        N_("content keys: high"): float(c.high) - offset,
+                        N_("content keys: share of random deals falling as fast (p)"):
+                            float(diversity.content_baseline_p)})
+    else:
+        numbers[N_("content keys")] = N_("not measured (run lesson 09 again)")
     why = too_few_units(excess)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[2], holds=False, fails=False, why=why, **numbers)
