@@ -182,3 +182,48 @@ def test_conclusion_1_names_its_reading_and_decides_on_content_keys():
     old = rec.perturbation(0.05, **big)
     old.content_share_by_reading = {}
     assert "content-key reading" in conclusions.conclusion_1(rec.averaging(0.9, **big), old).numbers["missing"]
+
+
+# --------------------------------------------------------------------------- lesson 13: gradient x input
+
+
+def test_grad_input_against_finite_differences(tiny_en):
+    from attnlab.analysis.faithfulness import grad_input
+    from attnlab.core.run import encode
+
+    inputs = encode(tiny_en, ["the cat sat on the mat"]).inputs
+    ids = inputs["input_ids"]
+    positions = list(range(ids.shape[1]))  # special tokens too
+    got = grad_input(tiny_en, inputs, positions)
+    with torch.no_grad():
+        embeds = tiny_en.model.get_input_embeddings()(ids).double()  # (1, T, d)
+        model = tiny_en.model.double()
+        try:
+            def unit(x):
+                out = model(inputs_embeds=x, attention_mask=inputs["attention_mask"]).last_hidden_state
+                s = out.mean(dim=1)
+                return s / s.norm(dim=-1, keepdim=True)
+            expected = []
+            h = 1e-6
+            for j in positions:
+                step = torch.zeros_like(embeds)
+                step[0, j] = embeds[0, j]
+                expected.append(float(((unit(embeds + h * step) - unit(embeds - h * step)) / (2 * h)).norm()))
+        finally:
+            model.float()
+    np.testing.assert_allclose(got, expected, rtol=2e-3, atol=1e-7)
+    assert (got > 0).all()
+
+
+def test_scoreboard_has_a_special_row(tiny_en):
+    from attnlab.analysis.faithfulness import TRUTHS, VIEWS, scoreboard
+
+    board = scoreboard(tiny_en, ["the quick brown fox jumps over the lazy dog", "a small bird sings in the old tree",
+                                 "we walked along the river until the sun went down"])
+    assert "grad_input" in board.rho
+    for name in VIEWS + TRUTHS:
+        share = board.special_share(name)
+        assert 0.0 <= float(share.estimate) <= 1.0
+    q = board.queries[0]
+    raw_all = q.scores["raw"].sum() / (1 - q.special["raw"])  # the words' share plus the special share is 1
+    assert raw_all > q.scores["raw"].sum()
