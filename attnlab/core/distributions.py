@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.core.language import N_
+
 
 def smooth(p: torch.Tensor, eps: float, n: torch.Tensor | int | None = None) -> torch.Tensor:
     """``(1 - eps) * p + eps / n`` (Clark et al. 2019 use eps = 1e-4 for entropy,
@@ -52,8 +54,8 @@ def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 #: the special tokens ([CLS], [SEP], ``<s>``, ``</s>``, padding) included. "content keys": the row
 #: with the special tokens' columns left out and the rest renormalised to sum to 1, i.e. how the
 #: part of the row that reads the text is spread over the text (:func:`content_keys`).
-ALL_KEYS = "all keys"
-CONTENT_KEYS = "content keys"
+ALL_KEYS = N_("all keys")
+CONTENT_KEYS = N_("content keys")
 KEY_READINGS = (ALL_KEYS, CONTENT_KEYS)
 
 

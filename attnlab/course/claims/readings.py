@@ -31,6 +31,13 @@ WHY = {
 #: keys of the numbers added by :func:`with_other_reading`
 READING = N_("reading")
 WHY_READING = N_("why this reading")
+#: the other reading's numbers shown beside a verdict (marked for the catalogue)
+BESIDE = {
+    ALL_KEYS: {"verdict": N_("all keys: verdict"), "estimate": N_("all keys: estimate"),
+               "low": N_("all keys: low"), "high": N_("all keys: high")},
+    CONTENT_KEYS: {"verdict": N_("content keys: verdict"), "estimate": N_("content keys: estimate"),
+                   "low": N_("content keys: low"), "high": N_("content keys: high")},
+}
 
 
 def other(reading: str) -> str:
@@ -45,14 +52,14 @@ def with_other_reading(decided: ClaimVerdict, reading: str, beside: ClaimVerdict
     claim on the other reading: its word and estimate) among its numbers. The word is
     ``decided``'s: the other reading is shown, never decides."""
     numbers = {READING: reading, WHY_READING: WHY[reading], **decided.numbers}
-    name = other(reading)
+    keys = BESIDE[other(reading)]
     if beside is None:
-        numbers[f"{name}: verdict"] = N_("not measured")
+        numbers[keys["verdict"]] = N_("not measured")
     else:
-        numbers[f"{name}: verdict"] = beside.verdict
+        numbers[keys["verdict"]] = beside.verdict
         for key in ("estimate", "low", "high"):
             if key in beside.numbers:
-                numbers[f"{name}: {key}"] = beside.numbers[key]
+                numbers[keys[key]] = beside.numbers[key]
     return ClaimVerdict(decided.claim, decided.verdict, numbers)
 
 
