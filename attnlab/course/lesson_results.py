@@ -55,7 +55,7 @@ class PerturbationResult(Record):
     n_queries: int
     chosen_layer: int
     verdict: ClaimVerdict  # "most heads keep their pattern; only a few follow the content"
-    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "neither"
+    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "cannot tell" (all keys; older records: "neither")
     position_follower_share: float
     content_follower_share: float
     unchanged: np.ndarray  # (L, H): mean position-space similarity over the perturbation kinds

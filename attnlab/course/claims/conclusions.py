@@ -147,7 +147,7 @@ def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationRes
 
     Returns:
         ``{"fixed": {label: count}, "not fixed": {label: count}}`` over lesson 06's
-        labels (``"position"``, ``"content"``, ``"neither"`` ...).
+        labels on all keys (``"position"``, ``"content"``, ``"cannot tell"``).
     """
     labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
     fixed = fixed_flags(averaging)  # (L', H)
