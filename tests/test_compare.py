@@ -14,6 +14,7 @@ import attnlab as al
 from attnlab.analysis import compare, perturb, stats
 from attnlab.core import multilingual
 from attnlab.core.distributions import CONTENT_KEYS
+from attnlab.course.claims import followers
 from attnlab.data import corpus
 
 
@@ -75,7 +76,7 @@ def _previous_token_map(n):
 def test_synthetic_positional_and_content_heads_are_classified():
     """Head 0 attends to the previous position whatever the text (positional);
     head 1 attends from each token to a fixed partner token (content);
-    head 2 attends uniformly (these queries cannot tell: identical in both spaces)."""
+    head 2 attends uniformly (neither: identical in both spaces)."""
     rng = np.random.default_rng(0)
     n, n_queries = 8, 40
     pos_vals, tok_vals = [], []
@@ -92,9 +93,9 @@ def test_synthetic_positional_and_content_heads_are_classified():
     study = compare.PerturbationStudy({"both": np.stack(pos_vals)}, {"both": np.stack(tok_vals)},
                                       ["q"] * n_queries, {"both": ["q"] * n_queries})
     labels = study.followers("both")
-    assert labels.tolist() == [["position", "content", "cannot tell"]]
-    assert study.follower_shares("both") == pytest.approx({"position": 1 / 3, "content": 1 / 3,
-                                                           "cannot tell": 1 / 3})
+    assert labels.tolist() == [["position", "content", "neither"]]
+    assert study.follower_shares("both") == pytest.approx({"position": 1 / 3, "content": 1 / 3, "neither": 1 / 3})
+    assert followers.follower_labels(study, "both").tolist() == [["position", "content", "cannot tell"]]
     share = study.follower_share("content", "both", n_boot=200)
     assert share.estimate == pytest.approx(1 / 3) and share.n == n_queries
     top = study.top_sensitive("both", "token", k=1)[0]
@@ -443,7 +444,7 @@ def test_content_key_followers_see_through_the_sink():
                                       ["q"] * n_queries, {"both": ["q"] * n_queries},
                                       content_position={"both": np.stack(rows["pc"])},
                                       content_token={"both": np.stack(rows["tc"])})
-    assert study.followers("both", n_boot=200)[0, 0] == "cannot tell"
+    assert followers.follower_labels(study, "both", n_boot=200)[0, 0] == "cannot tell"
     assert study.followers("both", keys=CONTENT_KEYS, n_boot=200)[0, 0] == "content"
     share = study.follower_share("content", keys=CONTENT_KEYS, n_boot=200)
     assert share.estimate == 1.0

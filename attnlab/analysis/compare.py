@@ -276,9 +276,11 @@ def heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) 
 # --------------------------------------------------------------------------- the study
 
 
-#: The follower labels, three-way from each head's interval over queries (see :meth:`PerturbationStudy.followers`).
-POSITION, CONTENT, CANNOT_TELL = "position", "content", "cannot tell"
-FOLLOWER_LABELS = (POSITION, CONTENT, CANNOT_TELL)
+#: The follower labels from each head's interval over queries (see :meth:`PerturbationStudy.followers`);
+#: "neither": the interval reaches into the band, so these queries cannot place the head (the course
+#: shows it as "cannot tell": :mod:`attnlab.course.claims.followers`).
+POSITION, CONTENT, NEITHER = "position", "content", "neither"
+FOLLOWER_LABELS = (POSITION, CONTENT, NEITHER)
 
 #: Default margin of the follower labels: the whole interval of
 #: ``position - token`` similarity must clear it (a mean row JS of 0.05 ln 2).
@@ -378,12 +380,12 @@ class PerturbationStudy:
 
     def followers(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, keys: str = ALL_KEYS,
                   **boot) -> np.ndarray:
-        """Label every head ``"position"``, ``"content"`` or ``"cannot tell"``, from its interval over queries.
+        """Label every head ``"position"``, ``"content"`` or ``"neither"``, from its interval over queries.
 
         A head is a position-follower when its whole interval of
         ``position - token`` similarity lies above ``margin``; a content-follower
-        when it lies below ``-margin``; otherwise these queries cannot tell
-        (the interval reaches into ``[-margin, margin]``: e.g. heads that look
+        when it lies below ``-margin``; otherwise neither: these queries cannot
+        place it (the interval reaches into ``[-margin, margin]``: e.g. heads that look
         at [CLS]/[SEP] or at themselves, identical in both spaces, or heads too
         noisy to place). ``keys=CONTENT_KEYS`` labels the part of each row that
         reads the text (:func:`content_similarity`).
@@ -392,7 +394,7 @@ class PerturbationStudy:
             ``[L, H]`` array of strings.
         """
         gap = self.follower_gap(kind, keys, **boot)
-        labels = np.full(np.shape(gap.estimate), CANNOT_TELL, dtype=object)  # (L, H)
+        labels = np.full(np.shape(gap.estimate), NEITHER, dtype=object)  # (L, H)
         labels[gap.above(margin)] = POSITION
         labels[gap.below(-margin)] = CONTENT
         return labels
