@@ -10,6 +10,7 @@ from attnlab.analysis.probes import TASKS, TaskStudy
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.course.conclusions import Evidence
 from attnlab.course.lesson_results import (
     AveragingResult,
@@ -32,18 +33,26 @@ def patterns(fixed_share: float = 0.5, n_layers: int = L, n_heads: int = H) -> H
                               depth_spearman=0.0)
 
 
-def perturbation(content_share: float = 0.1, labels=None, n_layers: int = L, n_heads: int = H) -> PerturbationResult:
+def perturbation(content_share: float = 0.1, labels=None, n_layers: int = L, n_heads: int = H, *,
+                 half_width: float = 0.03, queries: int = 50) -> PerturbationResult:
+    """Lesson 06's record: the first ``content_share`` of the heads follow content (on both readings),
+    the rest alternate position / cannot tell; the content share's interval over ``queries`` queries
+    is the point +- ``half_width``."""
     if labels is None:  # the first round(content_share * heads) heads follow content, the rest alternate
         n_content = int(round(content_share * n_layers * n_heads))
-        flat = ["content" if i < n_content else ("position" if i % 2 else "neither")
+        flat = ["content" if i < n_content else ("position" if i % 2 else "cannot tell")
                 for i in range(n_layers * n_heads)]
         labels = [flat[l * n_heads:(l + 1) * n_heads] for l in range(n_layers)]
     zeros = np.zeros((n_layers, n_heads))
-    return PerturbationResult(n_queries=10, chosen_layer=0, verdict=ANY, follower_labels=labels,
+    point = float(np.mean(np.asarray(labels, dtype=object) == "content"))
+    share = Interval(point, max(point - half_width, 0.0), min(point + half_width, 1.0), 0.95, queries)
+    return PerturbationResult(n_queries=queries, chosen_layer=0, verdict=ANY, follower_labels=labels,
                               position_follower_share=0.5, content_follower_share=content_share,
                               unchanged=zeros + 0.9,
                               sensitivity={"lexical_position": zeros + 0.1, "syntactic_position": zeros + 0.2},
-                              follower_gap=zeros)
+                              follower_gap=zeros,
+                              follower_labels_by_reading={ALL_KEYS: labels, CONTENT_KEYS: labels},
+                              content_share_by_reading={ALL_KEYS: share, CONTENT_KEYS: share})
 
 
 def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slope: float = 0.1, *,
@@ -64,7 +73,10 @@ def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slo
                            fixedness_per_layer=Interval(per_layer, per_layer - 0.1, per_layer + 0.1, 0.95, 10),
                            slope=Interval(slope, slope - 0.05, slope + 0.05, 0.95, 10),
                            fixed_heads=[(i // n_heads, i % n_heads) for i in range(n_fixed)],
-                           fixed_threshold=0.5, verdicts={}, labels=labels, fixed_share=share, n_shards=shards)
+                           fixed_threshold=0.5, verdicts={}, labels=labels, fixed_share=share, n_shards=shards,
+                           content_fixedness=np.ones((n_layers, n_heads)), content_labels=labels,
+                           content_fixed_share=share, special_weight=np.full((n_layers, n_heads), 0.3),
+                           sink_labels=labels)
 
 
 def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1, control_slope: float = 0.0,

@@ -59,7 +59,7 @@ def board(means: dict[str, float], spread=0.1, deleted: dict[str, float] | None 
     deleted = means if deleted is None else deleted
     return Scoreboard(rho={truth: {v: np.clip(centre[v] + noise(n, spread, k + 10 * t), -1, 1)
                                    for k, v in enumerate(VIEWS)}
-                           for t, (truth, centre) in enumerate(zip(TRUTHS, (means, deleted)))})
+                           for t, (truth, centre) in enumerate(zip(TRUTHS, (means, deleted, deleted)))})
 
 
 def replacement(slope=-1.0, control_extra=0.01, spread=0.002, depth=0.0, n=N_TEXTS) -> MapReplacement:

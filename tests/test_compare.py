@@ -13,6 +13,8 @@ import attnlab as al
 
 from attnlab.analysis import compare, perturb, stats
 from attnlab.core import multilingual
+from attnlab.core.distributions import CONTENT_KEYS
+from attnlab.course.claims import followers
 from attnlab.data import corpus
 
 
@@ -74,7 +76,7 @@ def _previous_token_map(n):
 def test_synthetic_positional_and_content_heads_are_classified():
     """Head 0 attends to the previous position whatever the text (positional);
     head 1 attends from each token to a fixed partner token (content);
-    head 2 attends uniformly (neither)."""
+    head 2 attends uniformly (neither: identical in both spaces)."""
     rng = np.random.default_rng(0)
     n, n_queries = 8, 40
     pos_vals, tok_vals = [], []
@@ -93,6 +95,9 @@ def test_synthetic_positional_and_content_heads_are_classified():
     labels = study.followers("both")
     assert labels.tolist() == [["position", "content", "neither"]]
     assert study.follower_shares("both") == pytest.approx({"position": 1 / 3, "content": 1 / 3, "neither": 1 / 3})
+    assert followers.follower_labels(study, "both").tolist() == [["position", "content", "cannot tell"]]
+    share = study.follower_share("content", "both", n_boot=200)
+    assert share.estimate == pytest.approx(1 / 3) and share.n == n_queries
     top = study.top_sensitive("both", "token", k=1)[0]
     assert (top.layer, top.head) == (0, 0)  # the positional head changes most when tokens are followed
     assert study.top_sensitive("both", "position", k=1)[0].head == 1
@@ -356,3 +361,90 @@ def test_multilingual_study_and_example_keep_every_query(e5):
     study = compare.perturbation_study(e5, corpus.queries("zh", 6, seed=1))
     assert study.skipped == []
     assert not np.isnan(study.values("both")).any()
+
+
+# --------------------------------------------------------------------------- content keys
+
+
+def _sink_head(n: int, content_rows: torch.Tensor, sink: float = 0.9) -> torch.Tensor:
+    """``sink`` of every row on <s> (key 0), the rest spread like ``content_rows`` over keys 1..n-2."""
+    out = torch.zeros(n, n, dtype=torch.float64)
+    out[:, 0] = sink
+    out[:, 1:n - 1] = (1 - sink) * content_rows
+    return out
+
+
+def test_content_similarity_against_brute_force():
+    rng = np.random.default_rng(5)
+    n = 6
+    special = torch.tensor([True, False, False, False, False, True])
+    a = torch.from_numpy(rng.dirichlet(np.ones(n), size=(2, n)))  # (2, n, n)
+    b = torch.from_numpy(rng.dirichlet(np.ones(n), size=(2, n)))
+    got = compare.content_similarity(a, b, special)  # (2,)
+    keep = ~special
+    for k in range(2):
+        ra = a[k][:, keep] / a[k][:, keep].sum(-1, keepdim=True)
+        rb = b[k][:, keep] / b[k][:, keep].sum(-1, keepdim=True)
+        mid = (ra + rb) / 2
+        js = 0.5 * (ra * (ra / mid).log()).sum(-1) + 0.5 * (rb * (rb / mid).log()).sum(-1)  # (n,)
+        assert abs(float(got[k]) - float(1 - js.mean() / np.log(2))) < 1e-10
+    assert torch.allclose(compare.content_similarity(a, a, special), torch.ones(2, dtype=torch.float64))
+
+
+def test_content_key_similarity():
+    """A head with 90% of every row on <s> whose other 10% moves with the text: on all keys it can
+    lose at most 0.1 ("unchanged"), on the content keys it "changes"."""
+    from attnlab.course.claims.perturbation import BARELY_CHANGES, CHANGES, change_labels
+
+    rng = np.random.default_rng(6)
+    n, n_queries = 9, 40
+    special = torch.zeros(n, dtype=torch.bool)
+    special[[0, n - 1]] = True
+    pos_all, tok_all, pos_con, tok_con = [], [], [], []
+    for _ in range(n_queries):
+        perm = np.arange(n)  # nothing moves: only where the head reads changes
+        before = torch.eye(n - 2, dtype=torch.float64)[rng.integers(0, n - 2, size=n)]  # (n, n-2) one key per row
+        after = torch.eye(n - 2, dtype=torch.float64)[rng.integers(0, n - 2, size=n)]
+        a, b = _sink_head(n, before)[None], _sink_head(n, after)[None]  # (H=1, n, n)
+        p, t = compare.compare_maps(a, b, perm)
+        pos_all.append(p.numpy()[None])
+        tok_all.append(t.numpy()[None])
+        pos_con.append(compare.content_similarity(a, b, special).numpy()[None])
+        tok_con.append(compare.content_similarity(compare.reindex(a, perm), b, special).numpy()[None])
+    study = compare.PerturbationStudy({"both": np.stack(pos_all)}, {"both": np.stack(tok_all)},
+                                      ["q"] * n_queries, {"both": ["q"] * n_queries},
+                                      content_position={"both": np.stack(pos_con)},
+                                      content_token={"both": np.stack(tok_con)})
+    assert change_labels(study, "both", n_boot=200)[0, 0] == BARELY_CHANGES
+    assert (1 - study.values("both", "position")).max() <= 0.1 + 1e-9  # JS <= ln 2 * TV
+    content = study.sensitivity("both", "position", keys=CONTENT_KEYS, n_boot=200)
+    assert float(content.low[0, 0]) > 0.5
+    assert change_labels(study, "both", n_boot=200, keys=CONTENT_KEYS)[0, 0] == CHANGES
+
+
+def test_content_key_followers_see_through_the_sink():
+    """97% on <s>, the rest follows one token wherever it moves: on all keys the gap cannot pass the
+    margin (0.03 < 0.05), on the content keys the head is a content-follower."""
+    rng = np.random.default_rng(7)
+    n, n_queries = 9, 40
+    special = torch.zeros(n, dtype=torch.bool)
+    special[[0, n - 1]] = True
+    rows = {k: [] for k in ("p", "t", "pc", "tc")}
+    for _ in range(n_queries):
+        perm = np.concatenate([[0], rng.permutation(np.arange(1, n - 1)), [n - 1]])
+        partner = torch.eye(n - 2, dtype=torch.float64)[rng.permutation(n - 2)[np.r_[0, np.arange(n - 2), 0]]]
+        a = _sink_head(n, partner, sink=0.97)[None]  # (1, n, n)
+        b = compare.reindex(a, perm)  # the same head, following the tokens
+        p, t = compare.compare_maps(a, b, perm)
+        rows["p"].append(p.numpy()[None])
+        rows["t"].append(t.numpy()[None])
+        rows["pc"].append(compare.content_similarity(a, b, special).numpy()[None])
+        rows["tc"].append(compare.content_similarity(compare.reindex(a, perm), b, special).numpy()[None])
+    study = compare.PerturbationStudy({"both": np.stack(rows["p"])}, {"both": np.stack(rows["t"])},
+                                      ["q"] * n_queries, {"both": ["q"] * n_queries},
+                                      content_position={"both": np.stack(rows["pc"])},
+                                      content_token={"both": np.stack(rows["tc"])})
+    assert followers.follower_labels(study, "both", n_boot=200)[0, 0] == "cannot tell"
+    assert study.followers("both", keys=CONTENT_KEYS, n_boot=200)[0, 0] == "content"
+    share = study.follower_share("content", keys=CONTENT_KEYS, n_boot=200)
+    assert share.estimate == 1.0

@@ -395,3 +395,20 @@ def test_frozen_weights_take_no_gradients_and_come_back(tiny_en):
             raise RuntimeError("an error inside the block")
     assert [p.requires_grad for p in tiny_en.model.parameters()] == before  # restored after the error
     torch.testing.assert_close(frozen, plain, rtol=0, atol=1e-7)
+
+
+def test_confidence_on_content_keys_brute_force(tiny_en):
+    from attnlab.core.distributions import CONTENT_KEYS, special_token_ids
+
+    texts = TEXTS[:3]
+    att = al.attention(tiny_en, texts)
+    special = special_token_ids(tiny_en.tokenizer)
+    peaks = []
+    for i, text in enumerate(texts):
+        ids = tiny_en.tokenizer(text)["input_ids"]
+        keep = [k for k, t in enumerate(ids) if t not in special]
+        rows = att[i][..., keep].double()  # (L, H, n, n_content)
+        peaks.append(rows.amax(dim=-1) / rows.sum(dim=-1))  # (L, H, n)
+    expected = torch.cat(peaks, dim=-1).mean(dim=-1).numpy()
+    got = head_confidence(tiny_en, texts, batch_size=2, keys=CONTENT_KEYS)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -22,6 +22,15 @@ with JS the Jensen-Shannon divergence of row ``i`` in nats
 0 for maps whose rows have disjoint support. Every row counts, special tokens
 ([CLS], [SEP]) included; they never move.
 
+**Two readings.** :func:`similarity` reads **all keys**: weight on [CLS]/[SEP],
+``<s>``/``</s>`` included. Since ``JS <= ln 2 * TV``, a head with 90% of every
+row on ``<s>`` can never lose more than 0.1 of it, however the other 10% moves:
+"few heads change" would partly say "many heads rest on a sink".
+:func:`content_similarity` reads the **content keys**: the special columns left
+out and each row renormalised (:func:`attnlab.core.distributions.content_keys`),
+so it measures how the part of a row that reads the text moves. The study keeps
+both (``keys=`` of :meth:`PerturbationStudy.values` and of the follower labels).
+
 Maps are compared **unit by unit** (:func:`group_maps`): characters for
 Chinese, words for English. Attention to a unit sums the columns of the pieces
 that cover it, attention from a unit averages their rows, so that a respelled
@@ -66,13 +75,15 @@ from attnlab.analysis.perturb import (
 )
 from attnlab.analysis.stats import (
     Interval,
+    bootstrap,
     bootstrap_mean,
     bootstrap_samples,
+    bootstrap_share_above,
     interval_from_samples,
     simultaneous_from_samples,
 )
 from attnlab.core.checks import check_index, check_positive_int
-from attnlab.core.distributions import js_divergence
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, KEY_READINGS, js_divergence, special_token_ids
 from attnlab.core.extract import attention, to_word_level
 from attnlab.core.language import _, translated
 from attnlab.core.models import LoadedModel
@@ -104,6 +115,40 @@ def similarity(a, b) -> torch.Tensor:
         raise ValueError(f"maps must be [..., n, n], got {tuple(a.shape)}")
     js = js_divergence(a, b)  # (..., n): one value per query row
     return 1.0 - js.mean(dim=-1) / LN2
+
+
+def content_similarity(a, b, special) -> torch.Tensor:
+    """:func:`similarity` on the **content keys**: ``[..., n, n] -> [...]``.
+
+    The special keys' columns (``special``: booleans ``[n]``, or broadcasting to ``[..., n]``) are
+    left out of both maps and every row renormalised over the rest
+    (:func:`attnlab.core.distributions.content_keys`), then ``1 - mean row JS / ln 2``. A row with
+    no weight on any content key in either map says nothing about the content and is left out of
+    the mean (NaN when every row is).
+    """
+    a, b = _as_tensor(a), _as_tensor(b)
+    if a.shape != b.shape:
+        raise ValueError(f"maps must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"maps must be [..., n, n], got {tuple(a.shape)}")
+    keep = ~torch.as_tensor(special, dtype=torch.bool)
+    if keep.shape[-1] != a.shape[-1]:
+        raise ValueError(f"special marks {keep.shape[-1]} keys, the maps have {a.shape[-1]}")
+    keep = keep.unsqueeze(-2).to(a.dtype)  # (..., 1, n): one mask for every row of a map
+    a, b = a * keep, b * keep  # (..., n, n): special columns zeroed
+    mass_a, mass_b = a.sum(dim=-1), b.sum(dim=-1)  # (..., n)
+    a = a / mass_a.clamp_min(1e-300).unsqueeze(-1)
+    b = b / mass_b.clamp_min(1e-300).unsqueeze(-1)
+    js = js_divergence(a, b)  # (..., n): zero columns add nothing
+    js = torch.where((mass_a > 0) & (mass_b > 0), js, torch.nan)
+    return 1.0 - js.nanmean(dim=-1) / LN2
+
+
+def special_groups(m: LoadedModel, tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """``[G]`` booleans: the groups of :func:`group_maps` that are one special token ([CLS]/[SEP],
+    ``<s>``/``</s>``, padding: :func:`attnlab.core.distributions.special_token_ids`)."""
+    names = set(m.tokenizer.convert_ids_to_tokens(sorted(special_token_ids(m.tokenizer))))
+    return np.array([len(g) == 1 and tokens[g[0]] in names for g in groups], dtype=bool)
 
 
 def check_permutation(perm, n: int) -> np.ndarray:
@@ -276,7 +321,11 @@ def heads_report(values: Interval, layer: int, heads: Sequence[int], what: str) 
 # --------------------------------------------------------------------------- the study
 
 
-FOLLOWER_LABELS = ("position", "content", "neither")
+#: The follower labels from each head's interval over queries (see :meth:`PerturbationStudy.followers`);
+#: "neither": the interval reaches into the band, so these queries cannot place the head (the course
+#: shows it as "cannot tell": :mod:`attnlab.course.claims.followers`).
+POSITION, CONTENT, NEITHER = "position", "content", "neither"
+FOLLOWER_LABELS = (POSITION, CONTENT, NEITHER)
 
 #: Default margin of the follower labels: the whole interval of
 #: ``position - token`` similarity must clear it (a mean row JS of 0.05 ln 2).
@@ -294,6 +343,8 @@ class PerturbationStudy:
         skipped: ``(text, kind, reason)`` for every skipped pair.
         displacement: ``{kind: array [N]}`` mean distance the units moved, in
             token positions (NaN where skipped).
+        content_position, content_token: the same similarities on the **content keys**
+            (:func:`content_similarity`); empty in studies made before them.
     """
 
     position: dict[str, np.ndarray]
@@ -304,6 +355,8 @@ class PerturbationStudy:
     model_name: str = ""
     seed: int = 0
     displacement: dict[str, np.ndarray] = field(default_factory=dict)
+    content_position: dict[str, np.ndarray] = field(default_factory=dict)
+    content_token: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def kinds(self) -> list[str]:
@@ -313,23 +366,30 @@ class PerturbationStudy:
     def n_queries(self) -> int:
         return len(self.texts)
 
-    def values(self, kind: str, space: str = "position") -> np.ndarray:
-        """``[N, L, H]`` similarities of one kind in one space."""
+    def values(self, kind: str, space: str = "position", keys: str = ALL_KEYS) -> np.ndarray:
+        """``[N, L, H]`` similarities of one kind in one space, on all keys or on the content keys."""
         if space not in SPACES:
             raise ValueError(f"space must be one of {SPACES}, got {space!r}")
-        table = self.position if space == "position" else self.token
+        if keys not in KEY_READINGS:
+            raise ValueError(f"keys must be one of {KEY_READINGS}, got {keys!r}")
+        if keys == CONTENT_KEYS:
+            table = self.content_position if space == "position" else self.content_token
+            if not table:
+                raise ValueError("this study has no content-key similarities (made before them): run it again")
+        else:
+            table = self.position if space == "position" else self.token
         if kind not in table:
             raise ValueError(f"kind {kind!r} was not run; have {list(table)}")
         return table[kind]
 
-    def similarity(self, kind: str, space: str = "position", **boot) -> Interval:
+    def similarity(self, kind: str, space: str = "position", keys: str = ALL_KEYS, **boot) -> Interval:
         """Mean similarity per head (arrays ``[L, H]``) with a bootstrap interval over queries."""
-        return bootstrap_mean(self.values(kind, space), **boot)
+        return bootstrap_mean(self.values(kind, space, keys), **boot)
 
-    def sensitivity(self, kind: str, space: str = "position", **boot) -> Interval:
+    def sensitivity(self, kind: str, space: str = "position", keys: str = ALL_KEYS, **boot) -> Interval:
         """``1 - similarity`` per head (arrays ``[L, H]``): how much the head's map
         changes (0 = not at all), with a bootstrap interval over queries."""
-        return bootstrap_mean(1.0 - self.values(kind, space), **boot)
+        return bootstrap_mean(1.0 - self.values(kind, space, keys), **boot)
 
     def unchanged(self) -> np.ndarray:
         """``[L, H]``: mean position-space similarity over the queries (skipped ones left
@@ -349,41 +409,60 @@ class PerturbationStudy:
         total = np.where(finite, stack, 0.0).sum(axis=0)
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
-    def follower_gap_per_query(self, kind: str = "both") -> np.ndarray:
+    def follower_gap_per_query(self, kind: str = "both", keys: str = ALL_KEYS) -> np.ndarray:
         """``[N, L, H]``: per query, ``position similarity - token similarity`` (NaN where skipped);
         its mean over queries is :meth:`follower_gap`'s estimate."""
-        return self.values(kind, "position") - self.values(kind, "token")
+        return self.values(kind, "position", keys) - self.values(kind, "token", keys)
 
     def top_sensitive(self, kind: str, space: str = "position", k: int = 3, **boot) -> list[HeadScore]:
         """The ``k`` heads most changed by ``kind`` in ``space``, with intervals."""
         return top_heads(self.sensitivity(kind, space, **boot), k)
 
-    def follower_gap(self, kind: str = "both", **boot) -> Interval:
+    def follower_gap(self, kind: str = "both", keys: str = ALL_KEYS, **boot) -> Interval:
         """``position similarity - token similarity`` per head (arrays ``[L, H]``):
         > 0 position-follower, < 0 content-follower."""
-        return bootstrap_mean(self.follower_gap_per_query(kind), **boot)
+        return bootstrap_mean(self.follower_gap_per_query(kind, keys), **boot)
 
-    def followers(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, **boot) -> np.ndarray:
-        """Label every head ``"position"``, ``"content"`` or ``"neither"``.
+    def followers(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, keys: str = ALL_KEYS,
+                  **boot) -> np.ndarray:
+        """Label every head ``"position"``, ``"content"`` or ``"neither"``, from its interval over queries.
 
         A head is a position-follower when its whole interval of
         ``position - token`` similarity lies above ``margin``; a content-follower
-        when it lies below ``-margin``; otherwise neither (e.g. heads that look
-        at [CLS]/[SEP] or at themselves, identical in both spaces).
+        when it lies below ``-margin``; otherwise neither: these queries cannot
+        place it (the interval reaches into ``[-margin, margin]``: e.g. heads that look
+        at [CLS]/[SEP] or at themselves, identical in both spaces, or heads too
+        noisy to place). ``keys=CONTENT_KEYS`` labels the part of each row that
+        reads the text (:func:`content_similarity`).
 
         Returns:
             ``[L, H]`` array of strings.
         """
-        gap = self.follower_gap(kind, **boot)
-        labels = np.full(np.shape(gap.estimate), "neither", dtype=object)  # (L, H)
-        labels[gap.above(margin)] = "position"
-        labels[gap.below(-margin)] = "content"
+        gap = self.follower_gap(kind, keys, **boot)
+        labels = np.full(np.shape(gap.estimate), NEITHER, dtype=object)  # (L, H)
+        labels[gap.above(margin)] = POSITION
+        labels[gap.below(-margin)] = CONTENT
         return labels
 
-    def follower_shares(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, **boot) -> dict[str, float]:
-        """Share of heads with each follower label."""
-        labels = self.followers(kind, margin, **boot)
+    def follower_shares(self, kind: str = "both", margin: float = FOLLOWER_MARGIN, keys: str = ALL_KEYS,
+                        **boot) -> dict[str, float]:
+        """Share of heads with each follower label (:meth:`followers`)."""
+        labels = self.followers(kind, margin, keys, **boot)
         return {lab: float(np.mean(labels == lab)) for lab in FOLLOWER_LABELS}
+
+    def follower_share(self, label: str = CONTENT, kind: str = "both", margin: float = FOLLOWER_MARGIN,
+                       keys: str = ALL_KEYS, **boot) -> Interval:
+        """Share of heads following ``label`` (``"content"`` or ``"position"``), with an interval
+        over **queries**: the estimate is the share of heads whose mean gap lies beyond the margin
+        on the side of ``label``; each resample of the queries labels every head anew. (The heads
+        are the whole population and are never resampled.) :meth:`followers` counts, beside it,
+        how many heads each label gets from their own intervals."""
+        gap = self.follower_gap_per_query(kind, keys)  # (N, L, H)
+        if label == CONTENT:
+            return bootstrap_share_above(-gap, margin, **boot)
+        if label == POSITION:
+            return bootstrap_share_above(gap, margin, **boot)
+        raise ValueError(f"label must be {CONTENT!r} or {POSITION!r}, got {label!r}")
 
 
 def _mean_over_queries(values: np.ndarray) -> np.ndarray:
@@ -459,6 +538,8 @@ def perturbation_study(
     n, shape = len(qs), (m.n_layers, m.n_heads)
     pos = {k: np.full((n,) + shape, np.nan) for k in kinds}  # (N, L, H) per kind
     tok = {k: np.full((n,) + shape, np.nan) for k in kinds}
+    pos_c = {k: np.full((n,) + shape, np.nan) for k in kinds}  # (N, L, H) per kind, content keys
+    tok_c = {k: np.full((n,) + shape, np.nan) for k in kinds}
     moved = {k: np.full(n, np.nan) for k in kinds}  # (N,) per kind
     new_texts = {k: [""] * n for k in kinds}
     skipped: list[tuple[str, str, str]] = []
@@ -469,22 +550,30 @@ def perturbation_study(
         jobs, perturbed_texts = _planned_pairs(m, qs, block, kinds, seed, new_texts, skipped)
         # originals first, then one perturbed text per job
         att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size)
-        by_size: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
+        by_size: dict[int, list[tuple[int, torch.Tensor, torch.Tensor, np.ndarray]]] = {}
         for j, (i, _kind, aligned) in enumerate(jobs):
             a = group_maps(att[i - s].double(), aligned.old_groups)  # (L, H, G, G)
             b = group_maps(att[len(block) + j].double(), aligned.new_groups)  # (L, H, G, G)
-            by_size.setdefault(a.shape[-1], []).append((j, a, b))
+            special = (special_groups(m, att.tokens[i - s], aligned.old_groups)
+                       | special_groups(m, att.tokens[len(block) + j], aligned.new_groups))  # (G,)
+            by_size.setdefault(a.shape[-1], []).append((j, a, b, special))
         for items in by_size.values():  # compare all pairs with one group count at once
             a = torch.stack([x[1] for x in items])  # (J, L, H, G, G)
             b = torch.stack([x[2] for x in items])  # (J, L, H, G, G)
+            special = torch.as_tensor(np.stack([x[3] for x in items]))[:, None, None, :]  # (J, 1, 1, G)
             perms = torch.as_tensor(np.stack([jobs[x[0]][2].perm for x in items]))  # (J, G)
+            moved_a = reindex_batch(a, perms)  # (J, L, H, G, G): the original in the perturbed order
             p_sim = similarity(a, b).numpy()  # (J, L, H)
-            t_sim = similarity(reindex_batch(a, perms), b).numpy()  # (J, L, H)
-            for r, (j, _a, _b) in enumerate(items):
+            t_sim = similarity(moved_a, b).numpy()  # (J, L, H)
+            p_con = content_similarity(a, b, special).numpy()  # (J, L, H)
+            t_con = content_similarity(moved_a, b, special).numpy()  # special groups never move
+            for r, (j, _a, _b, _s) in enumerate(items):
                 i, k, aligned = jobs[j]
                 pos[k][i], tok[k][i] = p_sim[r], t_sim[r]
+                pos_c[k][i], tok_c[k][i] = p_con[r], t_con[r]
                 moved[k][i] = aligned.displacement
-    return PerturbationStudy(pos, tok, [q.text for q in qs], new_texts, skipped, m.name, seed, moved)
+    return PerturbationStudy(pos, tok, [q.text for q in qs], new_texts, skipped, m.name, seed, moved,
+                             content_position=pos_c, content_token=tok_c)
 
 
 # --------------------------------------------------------------------------- displacement
@@ -586,6 +675,7 @@ class ExampleMaps:
         alignments: ``{kind: UnitAlignment}`` with the original.
         position, token: ``{kind: [L, H]}`` similarity to the original in each
             space, compared unit by unit (:func:`group_maps`).
+        content_position, content_token: the same on the content keys (:func:`content_similarity`).
     """
 
     maps: dict
@@ -594,6 +684,8 @@ class ExampleMaps:
     alignments: dict
     position: dict
     token: dict
+    content_position: dict = field(default_factory=dict)
+    content_token: dict = field(default_factory=dict)
 
     def sensitivity(self) -> np.ndarray:
         """``[L, H]``: position-space change averaged over the three perturbations."""
@@ -615,6 +707,16 @@ def compare_one(original_maps, perturbed_maps, aligned: UnitAlignment) -> tuple[
     return p.numpy(), t.numpy()
 
 
+def compare_one_content(original_maps, perturbed_maps, aligned: UnitAlignment,
+                        special) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`compare_one` on the content keys: ``special`` ``[G]`` booleans marks the special groups."""
+    a = group_maps(original_maps, aligned.old_groups)  # (L, H, G, G)
+    b = group_maps(perturbed_maps, aligned.new_groups)  # (L, H, G, G)
+    special = torch.as_tensor(np.asarray(special, dtype=bool))
+    return (content_similarity(a, b, special).numpy(),
+            content_similarity(reindex(a, aligned.perm), b, special).numpy())
+
+
 def example_maps(m: LoadedModel, perturbed: dict[str, Perturbed]) -> ExampleMaps:
     """Attention and similarities for a dict of :class:`~attnlab.analysis.perturb.Perturbed`
     (e.g. :func:`attnlab.analysis.perturb.example_perturbations`), ``"original"`` included."""
@@ -624,11 +726,15 @@ def example_maps(m: LoadedModel, perturbed: dict[str, Perturbed]) -> ExampleMaps
     att = attention(m, [perturbed[k].text for k in kinds])
     maps = {k: att[i] for i, k in enumerate(kinds)}  # {kind: (L, H, n, n)}
     aligned = {k: unit_alignment(m, perturbed[k]) for k in kinds}
-    pos, tok = {}, {}
-    for k in kinds:
+    pos, tok, pos_c, tok_c = {}, {}, {}, {}
+    first = kinds.index("original")
+    for i, k in enumerate(kinds):
         pos[k], tok[k] = compare_one(maps["original"], maps[k], aligned[k])  # (L, H) each
+        special = (special_groups(m, att.tokens[first], aligned[k].old_groups)
+                   | special_groups(m, att.tokens[i], aligned[k].new_groups))  # (G,)
+        pos_c[k], tok_c[k] = compare_one_content(maps["original"], maps[k], aligned[k], special)
     return ExampleMaps(maps, {k: att.tokens[i] for i, k in enumerate(kinds)},
-                       {k: perturbed[k].text for k in kinds}, aligned, pos, tok)
+                       {k: perturbed[k].text for k in kinds}, aligned, pos, tok, pos_c, tok_c)
 
 
 def compare_texts(m: LoadedModel, original: Query | str, new_text: str) -> tuple[np.ndarray, np.ndarray, Perturbed]:

@@ -24,6 +24,13 @@ with depth"; :func:`depth_trend` measures that claim.
 * :func:`layer_clustering` compares distances within and between layers
   with a permutation test over the layer labels.
 
+**Two readings.** Heads that all rest on the same special token ([SEP],
+``<s>``: a sink) are "alike" on **all keys** whatever the rest of their rows
+does. With ``content_keys=True``, :func:`head_distances` also measures the
+distances on the **content keys** (special columns left out, rows
+renormalised: :func:`attnlab.core.distributions.content_keys`) in the same
+pass, as :attr:`HeadDistances.content`; every function below takes either.
+
 The verdicts on the claims are :mod:`attnlab.course.claims.diversity`'s job.
 """
 
@@ -47,10 +54,10 @@ from attnlab.analysis.stats import (
     slope,
 )
 from attnlab.core.checks import check_positive_int
-from attnlab.core.distributions import smooth
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, smooth, special_mask, special_token_ids
 from attnlab.core.fast import check_layers, encode_same_length, forward_maps
 from attnlab.core.models import LoadedModel
-from attnlab.core.streaming import checked_token_ids, text_batches
+from attnlab.core.streaming import checked_token_ids, content_rows, text_batches
 
 #: Clark et al.'s smoothing for head distances.
 DISTANCE_EPS = 1e-3
@@ -60,7 +67,8 @@ def pairwise_head_js(maps: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence between every pair of heads, per text.
 
     Args:
-        maps: attention ``(B, K, n, n)`` for ``K`` heads (all layers flattened),
+        maps: attention ``(B, K, n, m)`` for ``K`` heads (all layers flattened; ``m = n`` keys, or fewer
+            for the content-key reading),
             rows summing to 1, *not* yet smoothed.
 
     Returns:
@@ -110,12 +118,16 @@ class HeadDistances:
         per_text: float64 ``[N, layers]``, each text's within-layer dispersion.
         layers: the 0-based model layers covered.
         n_heads: heads per layer.
+        reading: ``ALL_KEYS`` or ``CONTENT_KEYS`` (rows renormalised over the non-special keys).
+        content: the same distances on the content keys (None unless asked for).
     """
 
     distance: torch.Tensor
     per_text: torch.Tensor
     layers: list[int]
     n_heads: int
+    reading: str = ALL_KEYS
+    content: "HeadDistances | None" = None
 
     @property
     def count(self) -> int:
@@ -150,6 +162,7 @@ def head_distances(
     batch_size: int = 32,
     progress: bool = True,
     precision: str = "fp32",
+    content_keys: bool = False,
 ) -> HeadDistances:
     """Clark et al.'s head distances over texts of one token length, streamed.
 
@@ -161,6 +174,8 @@ def head_distances(
         batch_size: texts per forward pass.
         progress: tqdm progress bar.
         precision: forwarded to the fast forward pass.
+        content_keys: also measure the distances on the content keys, from the same
+            forward passes (:attr:`HeadDistances.content`).
 
     Returns:
         :class:`HeadDistances`.
@@ -171,6 +186,9 @@ def head_distances(
     chosen = check_layers(m, layers)
     total_dist: torch.Tensor | None = None
     per_text: list[torch.Tensor] = []
+    content_total: torch.Tensor | None = None
+    content_per_text: list[torch.Tensor] = []
+    special: torch.Tensor | None = None  # (n,) the special key positions, from the first text
     length = None
     seen = 0
     with tqdm(unit="queries", desc="head distances", disable=not progress) as bar:
@@ -189,11 +207,22 @@ def head_distances(
             dist = pairwise_head_js(maps.reshape(b, l * h, n, n))  # (B, K, K)
             total_dist = dist.sum(dim=0) if total_dist is None else total_dist + dist.sum(dim=0)
             per_text.append(layer_dispersion(dist, l, h))  # (B, L')
+            if content_keys:
+                if special is None:
+                    special = special_mask(ids[0], special_token_ids(m.tokenizer))  # (n,)
+                rows = content_rows(maps, special.to(maps.device))  # (B, L', H, n, n_content)
+                c_dist = pairwise_head_js(rows.reshape(b, l * h, n, -1))  # (B, K, K)
+                content_total = c_dist.sum(dim=0) if content_total is None else content_total + c_dist.sum(dim=0)
+                content_per_text.append(layer_dispersion(c_dist, l, h))
             seen += b
             bar.update(b)
     if total_dist is None:
         raise ValueError("texts is empty: pass at least two texts of one token length")
-    return HeadDistances(total_dist / seen, torch.cat(per_text), chosen, m.n_heads)
+    hd = HeadDistances(total_dist / seen, torch.cat(per_text), chosen, m.n_heads)
+    if content_keys:
+        hd.content = HeadDistances(content_total / seen, torch.cat(content_per_text), chosen, m.n_heads,
+                                   reading=CONTENT_KEYS)
+    return hd
 
 
 # --------------------------------------------------------------------------- the depth trend

@@ -30,6 +30,20 @@ Each view is compared with the token's **effect**, two ground truths:
   position) and the mean of the last hidden states is compared with the full
   run's. This also loses ``j``'s own output from the pool, so it partly measures
   how unusual ``j``'s own vector is.
+* ``grad_input``: gradient x input on the sentence vector, a ground truth that
+  does **not** go through attention: how far the direction of the sentence
+  vector ``s / ||s||`` moves, to first order, when token ``j``'s input (word)
+  embedding ``e_j`` is taken away, ``|| d(s/||s||)/d e_j . e_j ||``: one
+  Jacobian-vector product (:func:`grad_input`). Masking a token from the
+  attention of every layer goes through attention itself, which favours the
+  views read from the weights; this one does not.
+
+**Special tokens** ([CLS]/[SEP], ``<s>``/``</s>``) are not ranked with the
+words (they are in every text), but they get a row of their own:
+:meth:`Scoreboard.special_share` is the share of each view's total score, and
+of each ground truth's total effect, that falls on the special tokens. Raw
+attention puts much of its weight there (the sinks); if the effects put little,
+that row is where attention's best-known failure shows.
 
 The Spearman correlation of scores and effects, per query, says how well a view
 ranks tokens by what they do. Every view is compared on the same queries (a
@@ -62,9 +76,11 @@ from attnlab.core.run import encode, run
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
 VIEW_LABELS = {"raw": N_("raw attention"), "norm": N_("norm-based"), "rollout": N_("rollout"),
                "value_zeroing": N_("value zeroing (Mohebbi)"), "knockout": N_("whole-model knockout")}
-#: The ground truths: leave one out keeping positions (the main one), and deletion.
-TRUTHS = ("masked", "deleted")
-TRUTH_LABELS = {"masked": N_("leave one out, positions kept"), "deleted": N_("token deleted")}
+#: The ground truths: leave one out keeping positions (the main one), deletion, and gradient x input
+#: on the sentence vector (the one that does not go through attention).
+TRUTHS = ("masked", "deleted", "grad_input")
+TRUTH_LABELS = {"masked": N_("leave one out, positions kept"), "deleted": N_("token deleted"),
+                "grad_input": N_("gradient × input on the sentence vector")}
 #: Fewest non-special tokens a query needs (with 3 or 4, rho takes only a handful of values).
 MIN_TOKENS = 5
 
@@ -78,6 +94,8 @@ class QueryScores:
     positions: list[int]
     scores: dict[str, np.ndarray]  # view -> (k,)
     effects: dict[str, np.ndarray]  # ground truth -> (k,)
+    # view or ground truth -> share of its total over all tokens that falls on the special tokens
+    special: dict[str, float] = field(default_factory=dict)
 
     @property
     def effect(self) -> np.ndarray:
@@ -112,6 +130,13 @@ class Scoreboard:
         """Mean over queries of ``rho_a - rho_b`` (the same queries), with its interval."""
         rho = self.rho[_check_truth(truth)]
         return bootstrap_mean(rho[_check_view(a)] - rho[_check_view(b)], seed=seed)
+
+    def special_share(self, name: str, *, seed: int = 0) -> Interval:
+        """The share of a view's total score (or a ground truth's total effect) over all tokens that
+        falls on the special tokens, mean over queries with its bootstrap interval."""
+        if name not in VIEWS + TRUTHS:
+            raise ValueError(f"name must be a view {VIEWS} or a ground truth {TRUTHS}, got {name!r}")
+        return bootstrap_mean(np.array([q.special[name] for q in self.queries]), seed=seed)
 
     def ranking(self, truth: str = "masked") -> list[str]:
         """Views from the best mean rho to the worst."""
@@ -178,6 +203,39 @@ def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Se
     return cosine_distance(sentence_vectors(m, shorter), base).cpu().numpy()
 
 
+def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
+    """``(k,)``: gradient x input on the sentence vector, a ground truth that does not go through attention.
+
+    For each listed token ``j``: ``|| J_j e_j ||`` where ``e_j`` ``(d,)`` is its input (word) embedding and
+    ``J_j`` the Jacobian of the unit sentence vector ``s / ||s||`` (``s``: the mean of the last hidden
+    states, :func:`~attnlab.analysis.interventions.sentence_vectors`) with respect to ``e_j``: how far the
+    direction of the sentence vector moves, to first order, when the token's embedding is taken away
+    (its position embedding stays). All ``k`` tokens in one Jacobian-vector product over ``k`` copies.
+
+    Args:
+        inputs: one text's encoding, ``(1, T)`` tensors without padding.
+        positions: the tokens to score.
+    """
+    k = len(positions)
+    ids = inputs["input_ids"]  # (1, T)
+    with torch.no_grad():
+        embeds = m.model.get_input_embeddings()(ids).expand(k, -1, -1).clone()  # (k, T, d)
+    tangent = torch.zeros_like(embeds)  # (k, T, d): copy r moves token positions[r] only
+    rows = torch.arange(k)
+    cols = torch.tensor(list(positions), dtype=torch.long)
+    tangent[rows, cols] = embeds[rows, cols]
+    others = {name: value.expand(k, -1) for name, value in inputs.items() if name != "input_ids"}  # (k, T) each
+    mask = others["attention_mask"]
+
+    def direction(x: torch.Tensor) -> torch.Tensor:
+        s = pooled(m.model(inputs_embeds=x, **others).last_hidden_state, mask)  # (k, d)
+        return s / s.norm(dim=-1, keepdim=True)
+
+    with torch.enable_grad():
+        _unit, moved = torch.autograd.functional.jvp(direction, embeds, tangent)  # (k, d) each
+    return moved.double().norm(dim=-1).cpu().numpy()
+
+
 # --------------------------------------------------------------------------- interventions as views
 
 
@@ -230,13 +288,16 @@ def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tens
 
 
 def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
-    """Every view's score and both effects of each non-special token of ``text``
-    (None when it has fewer than :data:`MIN_TOKENS` of them)."""
+    """Every view's score and every effect of each non-special token of ``text``, and the share of each
+    that falls on the special tokens (None when it has fewer than :data:`MIN_TOKENS` non-special tokens)."""
     inputs = encode(m, [text]).inputs
     tokens = m.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
     positions = [j for j, tok in enumerate(tokens) if tok not in m.special_tokens]
     if len(positions) < MIN_TOKENS:
         return None
+    special = [j for j in range(len(tokens)) if j not in set(positions)]
+    everyone = positions + special  # words first, then the special tokens
+    k = len(positions)
     na = norm_attention(m, [text])
     last = na.weights[0, -1]  # (H, T, T)
     received = {
@@ -245,16 +306,21 @@ def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
         "rollout": rollout(na.weights[0])[-1].mean(dim=0),  # (T,)
         "value_zeroing": value_zeroing(m, inputs),  # (T,)
     }
-    scores = {view: values[positions].numpy() for view, values in received.items()}
-    scores["knockout"] = knockout(m, inputs, positions)
-    effects = {"masked": masked_leave_one_out(m, inputs, positions), "deleted": leave_one_out(m, inputs, positions)}
+    every = {view: values[everyone].numpy() for view, values in received.items()}  # (k + s,) each
+    every["knockout"] = knockout(m, inputs, everyone)
+    every.update({"masked": masked_leave_one_out(m, inputs, everyone), "deleted": leave_one_out(m, inputs, everyone),
+                  "grad_input": grad_input(m, inputs, everyone)})
+    shares = {name: float(v[k:].sum() / v.sum()) if v.sum() > 0 else float("nan") for name, v in every.items()}
     return QueryScores(text=text, tokens=[tokens[j] for j in positions], positions=positions,
-                       scores=scores, effects=effects)
+                       scores={view: every[view][:k] for view in VIEWS},
+                       effects={truth: every[truth][:k] for truth in TRUTHS}, special=shares)
 
 
 def correlations(q: QueryScores) -> dict[str, dict[str, float]]:
-    """Ground truth -> view -> Spearman rho of one query (NaN where either side is constant)."""
-    return {truth: {view: correlation(q.scores[view], q.effects[truth]) for view in VIEWS} for truth in TRUTHS}
+    """Ground truth -> view -> Spearman rho of one query (NaN where either side is constant), for the
+    ground truths the query has."""
+    return {truth: {view: correlation(q.scores[view], q.effects[truth]) for view in VIEWS}
+            for truth in TRUTHS if truth in q.effects}
 
 
 def board_from(queries: Sequence[QueryScores], skipped: int = 0) -> Scoreboard:
@@ -268,7 +334,8 @@ def board_from(queries: Sequence[QueryScores], skipped: int = 0) -> Scoreboard:
             rhos.append(rho)
     if not kept:
         raise ValueError("no query gives a correlation for every view: use more or longer texts")
-    rho = {truth: {view: np.array([r[truth][view] for r in rhos]) for view in VIEWS} for truth in TRUTHS}
+    truths = [t for t in TRUTHS if all(t in r for r in rhos)]
+    rho = {truth: {view: np.array([r[truth][view] for r in rhos]) for view in VIEWS} for truth in truths}
     return Scoreboard(rho=rho, queries=kept, skipped=skipped, constant=len(queries) - len(kept))
 
 

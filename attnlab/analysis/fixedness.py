@@ -52,6 +52,18 @@ module measures, from the shards:
 * how the fixedness settles as more queries are averaged
   (:func:`fixedness_curve`).
 
+**Two readings.** Most heads of a trained encoder rest much of every row on
+a special token (``<s>``, [CLS], [SEP]: an attention sink, lesson 13). That
+part is the same for every query, so it counts as "fixed" whatever the rest
+of the row does: a head with 90% of each row on ``<s>`` and the other 10% on
+a token chosen anew by every text scores about 0.9. Every report therefore
+holds both readings (the accumulator fills both in one pass): the report
+itself reads **all keys**, :attr:`FixednessReport.content` reads the **content
+keys** (special columns left out, rows renormalised:
+:func:`attnlab.core.distributions.content_keys`), and
+:attr:`FixednessReport.special_weight` says how much of each head's rows the
+content reading leaves out.
+
 Only numbers live here; which heads count as fixed and what that says about
 the source article's claims is :mod:`attnlab.course.claims.averaging`'s job.
 """
@@ -67,6 +79,7 @@ import numpy as np
 import torch
 
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts, slope
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import MeanAttention, information_from_sums, mean_attention, merge_all
@@ -164,6 +177,11 @@ class FixednessReport:
         difference_per_layer: per-layer mean of the difference over heads uniform in neither run ``[L]``.
         difference_slope: slope of ``difference_per_layer`` against depth, with its interval.
         control_count: strings in the control run; control_shards: their shards.
+        reading: which reading of the rows these numbers are (``ALL_KEYS`` or ``CONTENT_KEYS``).
+        special_weight: ``[L, H]`` mean weight on the special keys ([CLS]/[SEP], ``<s>``/``</s>``)
+            over rows and queries (None when the special positions are unknown).
+        content: the same report on the **content keys** (None when the shards hold no content
+            reading); its own ``content`` is None.
     """
 
     layers: list[int]
@@ -192,6 +210,22 @@ class FixednessReport:
     difference_slope: Interval | None = None
     control_count: int = 0
     control_shards: int = 0
+    reading: str = ALL_KEYS
+    special_weight: np.ndarray | None = None  # (L, H)
+    content: "FixednessReport | None" = None
+
+    def reading_report(self, reading: str) -> "FixednessReport":
+        """The report of one reading: ``ALL_KEYS`` (this one) or ``CONTENT_KEYS`` (:attr:`content`).
+
+        Raises:
+            ValueError: an unknown reading, or the content reading was not measured.
+        """
+        if reading == self.reading:
+            return self
+        if reading == CONTENT_KEYS and self.content is not None:
+            return self.content
+        raise ValueError(f"reading {reading!r} is not in this report (it reads {self.reading!r}"
+                         f"{'' if self.content is None else ' and ' + CONTENT_KEYS!r})")
 
     def share_most_fixed(self, layer: int, among: Sequence[int] | None = None) -> float:
         """Share of resamples in which model layer ``layer`` has the highest per-layer
@@ -288,6 +322,16 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
     )
     if control is not None:
         _add_control(report, _as_parts(control), n_boot, seed)
+    if whole.special:
+        report.special_weight = whole.special_weight().numpy()
+    if all(p.content is not None for p in parts):
+        controls = _as_parts(control) if control is not None else None
+        content_control = ([c.content for c in controls] if controls is not None
+                           and all(c.content is not None for c in controls) else None)
+        report.content = fixedness_report([p.content for p in parts], n_boot=n_boot, seed=seed,
+                                          control=content_control)
+        report.content.reading = CONTENT_KEYS
+        report.content.special_weight = report.special_weight
     return report
 
 

@@ -67,6 +67,7 @@ from tqdm.auto import tqdm
 
 from attnlab.analysis.stats import Interval, correlation, interval_from_samples, resample_counts
 from attnlab.core.checks import check_positive_int
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, KEY_READINGS, special_mask, special_token_ids
 from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
 from attnlab.core.language import N_, _
@@ -631,15 +632,34 @@ def split_half_agreement(effects: np.ndarray, *, n_boot: int = 1000, seed: int =
                                 seed=seed)
 
 
-def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: int = 32) -> np.ndarray:
+def head_confidence(m: LoadedModel, texts: Sequence[str] | str, *, batch_size: int = 32,
+                    keys: str = ALL_KEYS) -> np.ndarray:
     """Voita et al.'s confidence: mean over query tokens of each head's largest weight, ``[layers, heads]``.
 
     Averaged over all real query rows of all texts (padding excluded).
+
+    Args:
+        keys: ``ALL_KEYS`` (the rows as computed, special tokens included) or ``CONTENT_KEYS``: each
+            row renormalised over the non-special keys (:func:`attnlab.core.distributions.content_keys`;
+            Voita et al. left the end-of-sentence token out), so that a head resting on ``<s>`` is as
+            confident as the part of its row that reads the text. A row with no weight on any content
+            key says nothing about the text and is left out (per head).
     """
+    if keys not in KEY_READINGS:
+        raise ValueError(f"keys must be one of {KEY_READINGS}, got {keys!r}")
     total = torch.zeros(m.n_layers, m.n_heads, dtype=torch.float64)
-    rows = 0
+    rows = torch.zeros(m.n_layers, m.n_heads, dtype=torch.float64)
+    special_ids = special_token_ids(m.tokenizer)
     for batch in iter_attention_batches(m, texts, batch_size=batch_size):
-        peak = batch.maps.amax(dim=-1).double()  # (B, L, H, T); 0 on padding rows
-        total += peak.sum(dim=(0, 3))
-        rows += int(batch.lengths.sum())
-    return (total / rows).numpy()
+        maps = batch.maps.double()  # (B, L, H, T, T); 0 on padding rows and columns
+        if keys == CONTENT_KEYS:
+            content = (~special_mask(batch.input_ids, special_ids)).double()  # (B, T): padding is special too
+            maps = maps * content[:, None, None, None, :]  # (B, L, H, T, T): special columns zeroed
+            mass = maps.sum(dim=-1)  # (B, L, H, T)
+            peak = torch.where(mass > 0, maps.amax(dim=-1) / mass.clamp_min(1e-300), 0.0)  # (B, L, H, T)
+            total += peak.sum(dim=(0, 3))
+            rows += (mass > 0).double().sum(dim=(0, 3))
+        else:
+            total += maps.amax(dim=-1).sum(dim=(0, 3))  # (L, H)
+            rows += float(batch.lengths.sum())
+    return (total / rows.clamp_min(1)).numpy()

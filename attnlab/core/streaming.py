@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 
 from attnlab.core.atomic import atomic_path, write_text_atomic
 from attnlab.core.checks import check_positive_int, check_positive_number
-from attnlab.core.distributions import entropy, smooth
+from attnlab.core.distributions import content_keys, entropy, smooth, special_mask, special_token_ids
 from attnlab.core.extract import check_text
 from attnlab.core.fast import check_layers, choose_precision, forward_maps
 from attnlab.core.language import _
@@ -84,6 +84,13 @@ class MeanAttention:
             between this precision's and fp32's mean maps over the first
             queries (``DEVIATION_SAMPLE``); ``None`` for fp32.
         stopped_early: the ``tolerance`` was reached before the texts ran out.
+        special: the key positions of the special tokens ([CLS]/[SEP], ``<s>``/``</s>``), the same
+            in every text of one length; empty when unknown.
+        content: the same sums for the **content-key reading** of the same maps
+            (:func:`attnlab.core.distributions.content_keys`: special columns left out, rows
+            renormalised), maps ``[layers, heads, n, n_content]``; None when ``special`` is empty.
+            A row with no weight on any content key counts as uniform over them. One pass fills
+            both readings.
     """
 
     total: torch.Tensor
@@ -97,15 +104,22 @@ class MeanAttention:
     precision: str = "fp32"
     deviation: float | None = None
     stopped_early: bool = False
+    special: list[int] = field(default_factory=list)
+    content: "MeanAttention | None" = None
 
     # ----------------------------------------------------------------- building
 
     @classmethod
     def empty(cls, n_layers: int, n_heads: int, length: int, *, layers: Sequence[int] | None = None,
               **meta) -> "MeanAttention":
-        """A zero accumulator for maps ``[n_layers, n_heads, length, length]``."""
-        shape = (n_layers, n_heads, length, length)
-        return cls(
+        """A zero accumulator for maps ``[n_layers, n_heads, length, length]``.
+
+        With ``special`` (key positions of the special tokens, in ``meta``), it also holds a zero
+        :attr:`content` accumulator for maps ``[n_layers, n_heads, length, length - len(special)]``.
+        """
+        keys = meta.pop("keys", length)
+        shape = (n_layers, n_heads, length, keys)
+        acc = cls(
             total=torch.zeros(shape, dtype=torch.float64),
             total_sq=torch.zeros(shape, dtype=torch.float64),
             entropy_total=torch.zeros(shape[:3], dtype=torch.float64),
@@ -113,6 +127,17 @@ class MeanAttention:
             length=length,
             **meta,
         )
+        acc.special = sorted(int(k) for k in acc.special)
+        if acc.special and keys == length and len(acc.special) < length:
+            acc.content = cls.empty(n_layers, n_heads, length, layers=acc.layers, keys=length - len(acc.special),
+                                    model_name=acc.model_name, precision=acc.precision)
+        return acc
+
+    def special_keys(self) -> torch.Tensor:
+        """``[n]`` booleans, True at the special key positions :attr:`special`."""
+        mask = torch.zeros(self.total.shape[-1], dtype=torch.bool)
+        mask[self.special] = True
+        return mask
 
     def add(self, maps: torch.Tensor) -> "MeanAttention":
         """Add a batch of maps ``(B, layers, heads, n, n)`` in place; returns self."""
@@ -128,6 +153,8 @@ class MeanAttention:
         self.total_sq += maps.square().sum(dim=0, dtype=torch.float64).to(where)
         self.entropy_total += entropy(smooth(maps, ENTROPY_EPS)).sum(dim=0, dtype=torch.float64).to(where)  # (L, H, n)
         self.count += maps.shape[0]
+        if self.content is not None:
+            self.content.add(content_rows(maps, self.special_keys().to(maps.device)))  # (B, L, H, n, n_content)
         return self
 
     def merge(self, other: "MeanAttention") -> "MeanAttention":
@@ -137,6 +164,7 @@ class MeanAttention:
                 f"cannot merge means of layers {self.layers} length {self.length} with layers "
                 f"{other.layers} length {other.length}: they describe different maps"
             )
+        both = self.special == other.special and self.content is not None and other.content is not None
         return MeanAttention(
             total=self.total + other.total,
             total_sq=self.total_sq + other.total_sq,
@@ -149,6 +177,8 @@ class MeanAttention:
             precision=self.precision,
             deviation=_max_or_none(self.deviation, other.deviation),
             stopped_early=self.stopped_early or other.stopped_early,
+            special=list(self.special) if both else [],
+            content=self.content.merge(other.content) if both else None,
         )
 
     __add__ = merge
@@ -216,13 +246,18 @@ class MeanAttention:
         """``[layers, heads]``: how far the *mean* map is from uniform, ``1 - H(p̄) / ln n``
         averaged over rows; 0 for a flat mean map. This is the article's visual
         criterion (a mean map that "still shows a pattern")."""
-        return 1.0 - self.entropy_of_mean() / math.log(self.length)
+        return 1.0 - self.entropy_of_mean() / math.log(self.total.shape[-1])
 
     def special_mass(self) -> dict[str, torch.Tensor]:
         """``{"cls": [layers, heads], "sep": [layers, heads]}``: mean attention to the first
         ([CLS]) and last ([SEP]) position, over rows and texts (exact from the mean map)."""
         mean = self.mean
         return {"cls": mean[..., 0].mean(dim=-1), "sep": mean[..., -1].mean(dim=-1)}
+
+    def special_weight(self) -> torch.Tensor:
+        """``[layers, heads]``: mean weight on the special keys :attr:`special` (all of them together),
+        over query rows and texts (exact from the mean map); zeros when :attr:`special` is empty."""
+        return self.mean[..., self.special].sum(dim=-1).mean(dim=-1)
 
     def _need(self, k: int) -> None:
         if self.count < k:
@@ -237,11 +272,18 @@ class MeanAttention:
             "count": self.count, "layers": list(self.layers), "length": self.length,
             "tokens": list(self.tokens), "model_name": self.model_name, "precision": self.precision,
             "deviation": self.deviation, "stopped_early": self.stopped_early,
+            "special": list(self.special),
+            "content": self.content.state_dict() if self.content is not None else None,
         }
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "MeanAttention":
-        return cls(**state)
+        """The accumulator of :meth:`state_dict` (files saved before the content reading load without it)."""
+        state = dict(state)
+        content = state.pop("content", None)
+        acc = cls(**state)
+        acc.content = cls.from_state_dict(content) if content is not None else None
+        return acc
 
     def save(self, path: str | Path) -> Path:
         """Write the accumulator to ``path`` (torch format), atomically: an interrupted
@@ -258,6 +300,14 @@ class MeanAttention:
     def __repr__(self) -> str:
         return (f"MeanAttention(count={self.count}, layers={self.layers}, length={self.length}, "
                 f"precision={self.precision!r}, model={self.model_name!r})")
+
+
+def content_rows(maps: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """:func:`~attnlab.core.distributions.content_keys` of maps ``[..., n, n]`` ->
+    ``[..., n, n_content]``, a row without any content weight replaced by the uniform row
+    (it prefers no content token)."""
+    rows = content_keys(maps, special)  # (..., n, n_content), NaN rows where no content weight
+    return torch.nan_to_num(rows, nan=1.0 / rows.shape[-1])
 
 
 def _max_or_none(a: float | None, b: float | None) -> float | None:
@@ -543,6 +593,16 @@ def _sum_device(m: LoadedModel) -> torch.device:
 
 def _to_host(acc: MeanAttention) -> MeanAttention:
     acc.total, acc.total_sq, acc.entropy_total = acc.total.cpu(), acc.total_sq.cpu(), acc.entropy_total.cpu()
+    if acc.content is not None:
+        _to_host(acc.content)
+    return acc
+
+
+def _to_device(acc: MeanAttention, device: torch.device) -> MeanAttention:
+    acc.total, acc.total_sq = acc.total.to(device), acc.total_sq.to(device)
+    acc.entropy_total = acc.entropy_total.to(device)
+    if acc.content is not None:
+        _to_device(acc.content, device)
     return acc
 
 
@@ -557,17 +617,16 @@ class _Runner:
 
     def _empty(self, n: int, **meta) -> MeanAttention:
         acc = MeanAttention.empty(len(self.layers), self.m.n_heads, n, layers=self.layers, **meta)
-        acc.total, acc.total_sq = acc.total.to(self.device), acc.total_sq.to(self.device)
-        acc.entropy_total = acc.entropy_total.to(self.device)
-        return acc
+        return _to_device(acc, self.device)
 
     def run(self, buckets: dict[int, MeanAttention], n: int, rows) -> None:
         m = self.m
         acc = buckets.get(n)
         if acc is None:
             first = rows[0].tolist() if isinstance(rows, torch.Tensor) else rows[0]
+            special = torch.nonzero(special_mask(first, special_token_ids(m.tokenizer))).flatten().tolist()
             acc = buckets[n] = self._empty(n, model_name=m.name, precision=self.precision,
-                                           tokens=m.tokenizer.convert_ids_to_tokens(first))
+                                           tokens=m.tokenizer.convert_ids_to_tokens(first), special=special)
         inputs = encode_ids(m, rows).inputs  # (B, n), pinned and copied without blocking on a GPU
         maps = forward_maps(m, inputs, self.layers, precision=self.precision)  # (B, L', H, n, n)
         acc.add(maps)

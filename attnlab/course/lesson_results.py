@@ -57,7 +57,7 @@ class PerturbationResult(Record):
     n_queries: int
     chosen_layer: int
     verdict: ClaimVerdict  # "most heads keep their pattern; only a few follow the content"
-    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "neither"
+    follower_labels: list[list[str]]  # [L][H]: "position", "content" or "cannot tell" (all keys; older records: "neither")
     position_follower_share: float
     content_follower_share: float
     unchanged: np.ndarray  # (L, H): mean position-space similarity over the perturbation kinds
@@ -80,6 +80,10 @@ class PerturbationResult(Record):
     # over the kinds run on the query, and the follower gap under "both". None in records saved before them.
     unchanged_per_query: np.ndarray | None = None
     follower_gap_per_query: np.ndarray | None = None
+    # reading ("all keys" / "content keys") -> [L][H] "position" / "content" / "cannot tell", from each head's
+    # interval over queries; and -> share of content-followers with its interval over queries
+    follower_labels_by_reading: dict[str, list[list[str]]] = field(default_factory=dict)
+    content_share_by_reading: dict[str, Interval] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,6 +152,12 @@ class AveragingResult(Record):
     difference_slope: Interval | None = None  # slope of per-layer (real - control) fixedness against depth
     js_score: np.ndarray | None = None  # (L', H): the old score 1 - JS / ln n, for comparison only
     information: np.ndarray | None = None  # (L', H): the rows' information E KL(row || uniform) / ln n
+    # the content-key reading (special keys left out, rows renormalised): fixedness, labels, share labelled fixed
+    content_fixedness: np.ndarray | None = None  # (L', H)
+    content_labels: list[list[str]] = field(default_factory=list)  # [L'][H]
+    content_fixed_share: Interval | None = None
+    special_weight: np.ndarray | None = None  # (L', H): mean weight on [CLS]/[SEP], <s>/</s>
+    sink_labels: list[list[str]] = field(default_factory=list)  # [L'][H]: content label, "sink + " when it rests on one
 
 
 @dataclass
@@ -167,6 +177,11 @@ class DiversityResult(Record):
     sep_mass_per_layer: np.ndarray | None = None  # (L,)
     baseline_slope: Interval | None = None  # slopes when heads are dealt to layers at random (middle 95%)
     baseline_p: float = float("nan")  # share of those shuffles with a slope at or below the observed one
+    # the same on the content keys (special tokens left out, rows renormalised); None in older records
+    content_dispersion: Interval | None = None  # (L,)
+    content_slope: Interval | None = None
+    content_baseline_slope: Interval | None = None
+    content_baseline_p: float = float("nan")
 
 
 @dataclass

@@ -132,4 +132,6 @@ def _fmt(v) -> str:
         return f"{v:.3g}"
     if isinstance(v, str):
         return translated(v)  # a reason such as "lesson 08 was not run", numbers and all, when the catalogue has it
+    if isinstance(v, dict):  # e.g. a cross-tab of labels: keys and words shown in the reader's language
+        return "{" + ", ".join(f"{translated(str(k))}: {_fmt(x)}" for k, x in v.items()) + "}"
     return str(v)

@@ -44,6 +44,7 @@ import torch.distributed as dist
 from attnlab.core.checks import check_positive_int
 from attnlab.core.fast import PRECISIONS, check_layers
 from attnlab.core.models import LoadedModel, load_model
+from attnlab.core.distributions import special_mask, special_token_ids
 from attnlab.core.streaming import MeanAttention, mean_attention, text_batches
 
 #: Queries tokenised per call while the lengths are checked.
@@ -232,6 +233,8 @@ def _all_reduce(acc: MeanAttention) -> MeanAttention:
     count = torch.tensor([acc.count], dtype=torch.float64, device=device)
     dist.all_reduce(count, op=dist.ReduceOp.SUM)
     acc.count = int(count.item())
+    if acc.content is not None:  # the content-key reading's sums (every rank has them: same special positions)
+        _all_reduce(acc.content)
     if acc.deviation is not None:
         dev = torch.tensor([acc.deviation], dtype=torch.float64, device=device)
         dist.all_reduce(dev, op=dist.ReduceOp.MAX)
@@ -281,9 +284,11 @@ def distributed_mean_attention(
         if mine.lengths:
             acc = mean_attention(m, read_queries(queries, rank, world_size), batch_size=batch_size,
                                  progress=progress and rank == 0, layers=chosen, precision=precision)
-        else:  # fewer queries than processes: this rank adds zeros
+        else:  # fewer queries than processes: this rank adds zeros (both readings)
+            first = m.tokenizer(next(read_queries(queries)))["input_ids"]
+            special = torch.nonzero(special_mask(first, special_token_ids(m.tokenizer))).flatten().tolist()
             acc = MeanAttention.empty(len(chosen), m.n_heads, length, layers=chosen, model_name=m.name,
-                                      precision=precision)
+                                      precision=precision, special=special)
         if world_size > 1:
             acc = _all_reduce(acc)
             if not acc.tokens:

@@ -86,16 +86,18 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
 
 def plot_scoreboard(board: Scoreboard) -> Figure:
     """Mean Spearman rho of each view with each ground truth (bars, bootstrap interval over the
-    same queries): leave one out keeping positions (dark) and deletion (light); dots are the
-    queries' rho against the first."""
+    same queries): leave one out keeping positions (dark), deletion (light) and, when measured,
+    gradient x input on the sentence vector (green, the one that does not go through attention);
+    dots are the queries' rho against the first."""
     fig, ax = plt.subplots(figsize=(8.5, 3.8))
     rng = np.random.default_rng(0)
-    width = 0.38
-    colours = {"masked": "steelblue", "deleted": "lightsteelblue"}
-    for t, truth in enumerate(TRUTHS):
+    truths = [t for t in TRUTHS if t in board.rho]
+    width = 0.76 / len(truths)
+    colours = {"masked": "steelblue", "deleted": "lightsteelblue", "grad_input": "darkseagreen"}
+    for t, truth in enumerate(truths):
         for x, view in enumerate(VIEWS):
             interval = board.interval(view, truth)
-            pos = x + (t - 0.5) * width
+            pos = x + (t - (len(truths) - 1) / 2) * width
             ax.bar(pos, interval.estimate, color=colours[truth], width=width,
                    label=_(TRUTH_LABELS[truth]) if x == 0 else None)
             ax.errorbar(pos, interval.estimate,

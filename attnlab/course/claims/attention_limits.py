@@ -233,7 +233,7 @@ def ranking_change(board: Scoreboard) -> dict[str, dict[str, object]]:
     """View -> ``{"masked": [estimate, low, high], "deleted": [...], "rank_masked": r, "rank_deleted": r,
     "difference": [...]}``: each view's rho under both ground truths (ranks 1-based) and the paired
     difference masked minus deleted over the same queries."""
-    ranks = {truth: {v: i + 1 for i, v in enumerate(board.ranking(truth))} for truth in TRUTHS}
+    ranks = {truth: {v: i + 1 for i, v in enumerate(board.ranking(truth))} for truth in ("masked", "deleted")}
     out = {}
     for view in VIEWS:
         diff = bootstrap_mean(board.rho["masked"][view] - board.rho["deleted"][view])

@@ -51,6 +51,7 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from attnlab.analysis.fixedness import UNIFORM_INFO, FixednessReport
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, KEY_READINGS
 from attnlab.analysis.stats import (
     MIN_UNITS,
     Interval,
@@ -61,6 +62,7 @@ from attnlab.analysis.stats import (
 )
 from attnlab.core.language import N_
 from attnlab.core.models import ARTICLE_MODEL
+from attnlab.course.claims.readings import with_other_reading
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: A head counts as "fixed" when the mean map explains at least half of what its rows say
@@ -90,6 +92,14 @@ FIXED, VARYING, UNSURE_LABEL, UNIFORM = N_("fixed"), N_("varying"), UNSURE, N_("
 LABELS = (FIXED, VARYING, UNSURE_LABEL, UNIFORM)
 _COUNT_KEYS = {FIXED: N_("fixed heads"), VARYING: N_("varying heads"), UNSURE_LABEL: N_("cannot tell heads"),
                UNIFORM: N_("uniform heads")}  # keys of a verdict's numbers, shown translated
+
+#: A head "rests on the sink" when at least this share of its rows (mean over rows and queries) sits on
+#: special tokens ([CLS]/[SEP], ``<s>``/``</s>``); its label then says so ("sink + varying" ...).
+SINK_WEIGHT = 0.5
+#: The prefix of such a head's label.
+SINK_PREFIX = N_("sink + ")
+#: The labels of heads that rest on a sink (:func:`sink_labels`), marked for the catalogue.
+SINK_LABELS = (N_("sink + fixed"), N_("sink + varying"), N_("sink + cannot tell"), N_("sink + uniform"))
 
 #: The source article's head groups (0-based head indices) in its layers 1-4.
 ARTICLE_FIXED_HEADS = (0, 2, 3, 4, 10, 11)
@@ -159,6 +169,72 @@ def head_labels(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD, 
     labels[high < threshold] = VARYING
     labels[np.asarray(info.high, dtype=float) < uniform] = UNIFORM
     return labels
+
+
+def reading_labels(report: FixednessReport, reading: str = CONTENT_KEYS, **kwargs) -> np.ndarray:
+    """``[L, H]`` labels (:func:`head_labels`) of one reading: ``ALL_KEYS`` (the rows as computed)
+    or ``CONTENT_KEYS`` (special keys left out, rows renormalised: :attr:`FixednessReport.content`).
+
+    Raises:
+        ValueError: an unknown reading, or a report without the content reading.
+    """
+    if reading not in KEY_READINGS:
+        raise ValueError(f"reading must be one of {KEY_READINGS}, got {reading!r}")
+    return head_labels(report.reading_report(reading), **kwargs)
+
+
+def sink_labels(report: FixednessReport, *, sink: float = SINK_WEIGHT, **kwargs) -> np.ndarray:
+    """``[L, H]``: each head's **content-key** label, prefixed ``"sink + "`` when it rests on the
+    special tokens (mean special weight at least ``sink``). A head with 90% of every row on ``<s>``
+    and the rest on a token chosen by each text is "sink + varying", never "fixed"."""
+    labels = reading_labels(report, CONTENT_KEYS, **kwargs)  # (L, H)
+    weight = report.special_weight if report.special_weight is not None else np.zeros(labels.shape)
+    return np.where(np.asarray(weight) >= sink, SINK_PREFIX + labels.astype(str), labels).astype(object)
+
+
+def both_readings(report: FixednessReport, **kwargs) -> list[list]:
+    """One row per head, header first: ``[layer, head, special weight, fixedness (all keys), label
+    (all keys), fixedness (content keys), label (content keys), label with the sink]``, layers and
+    heads 1-based. Needs the content reading (:attr:`FixednessReport.content`)."""
+    all_labels = reading_labels(report, ALL_KEYS, **kwargs)
+    content = report.reading_report(CONTENT_KEYS)
+    content_labels, sinks = reading_labels(report, CONTENT_KEYS, **kwargs), sink_labels(report, **kwargs)
+    weight = report.special_weight if report.special_weight is not None else np.full(all_labels.shape, np.nan)
+    rows: list[list] = [[N_("layer"), N_("head"), N_("special weight"), N_("fixedness, all keys"),
+                         N_("label, all keys"), N_("fixedness, content keys"), N_("label, content keys"),
+                         N_("label")]]
+    for l, layer in enumerate(report.layers):
+        for h in range(all_labels.shape[1]):
+            rows.append([layer + 1, h + 1, float(weight[l, h]), float(report.fixedness[l, h]), all_labels[l, h],
+                         float(content.fixedness[l, h]), content_labels[l, h], sinks[l, h]])
+    return rows
+
+
+_SHORT = {FIXED: "F", VARYING: "v", UNSURE_LABEL: "?", UNIFORM: "u"}
+
+
+def readings_grid(report: FixednessReport, **kwargs) -> str:
+    """Both readings of every head in one compact layer x head table: each cell is
+    ``special weight (%) | all-keys fixedness and label | content-key fixedness and label``, labels
+    F fixed, v varying, ? cannot tell, u uniform (e.g. ``84|.91F|.12v``: 84% on special tokens,
+    fixed on all keys, varying on the content keys)."""
+    all_labels = reading_labels(report, ALL_KEYS, **kwargs)
+    content = report.reading_report(CONTENT_KEYS)
+    content_labels = reading_labels(report, CONTENT_KEYS, **kwargs)
+    weight = report.special_weight if report.special_weight is not None else np.full(all_labels.shape, np.nan)
+
+    def cell(l: int, h: int) -> str:
+        def part(x: float, label: str) -> str:
+            return ("nan" if np.isnan(x) else f"{x:.2f}".replace("0.", ".").replace("1.00", "1.0")) + _SHORT[label]
+        w = "--" if np.isnan(weight[l, h]) else f"{100 * weight[l, h]:2.0f}"
+        return f"{w}|{part(report.fixedness[l, h], all_labels[l, h])}|{part(content.fixedness[l, h], content_labels[l, h])}"
+
+    n_heads = all_labels.shape[1]
+    width = max(len(cell(l, h)) for l in range(len(report.layers)) for h in range(n_heads))
+    lines = ["     " + " ".join(f"H{h + 1}".ljust(width) for h in range(n_heads))]
+    for l, layer in enumerate(report.layers):
+        lines.append(f"L{layer + 1:<3d} " + " ".join(cell(l, h).ljust(width) for h in range(n_heads)))
+    return "\n".join(lines)
 
 
 def label_counts(labels: np.ndarray) -> dict[str, int]:
@@ -388,14 +464,26 @@ def verdict_last_layer_all_fixed(report: FixednessReport, *, reading: str = "mod
                                fails=clearly_not or most <= 1 - LAST_MOST_FIXED_SHARE, **numbers)
 
 
-def verdicts(report: FixednessReport) -> dict[str, ClaimVerdict]:
+def verdicts(report: FixednessReport, *, keys: str = ALL_KEYS) -> dict[str, ClaimVerdict]:
     """Every claim, keyed by :data:`FLAT_MEANS_VARYING`, :data:`ARTICLE_HEAD_GROUPS`,
     :data:`MORE_FIXED_WITH_DEPTH`, :data:`LAST_LAYER_ALL_FIXED` and
-    :data:`FIGURE_LAST_LAYER_ALL_FIXED`."""
-    return {
-        FLAT_MEANS_VARYING: verdict_flat_means_varying(report),
-        ARTICLE_HEAD_GROUPS: verdict_article_head_groups(report),
-        MORE_FIXED_WITH_DEPTH: verdict_more_fixed_with_depth(report),
-        LAST_LAYER_ALL_FIXED: verdict_last_layer_all_fixed(report, reading="model"),
-        FIGURE_LAST_LAYER_ALL_FIXED: verdict_last_layer_all_fixed(report, reading="figure"),
-    }
+    :data:`FIGURE_LAST_LAYER_ALL_FIXED`.
+
+    Decided on the reading ``keys`` (default ``ALL_KEYS``: the article's claims are about the mean
+    maps it drew, special tokens included); when the report holds the content reading, each verdict
+    also shows the other reading's word and estimate beside its own (:mod:`attnlab.course.claims.readings`).
+    """
+    def decide(r: FixednessReport) -> dict[str, ClaimVerdict]:
+        return {
+            FLAT_MEANS_VARYING: verdict_flat_means_varying(r),
+            ARTICLE_HEAD_GROUPS: verdict_article_head_groups(r),
+            MORE_FIXED_WITH_DEPTH: verdict_more_fixed_with_depth(r),
+            LAST_LAYER_ALL_FIXED: verdict_last_layer_all_fixed(r, reading="model"),
+            FIGURE_LAST_LAYER_ALL_FIXED: verdict_last_layer_all_fixed(r, reading="figure"),
+        }
+
+    used = decide(report.reading_report(keys))
+    if report.content is None:
+        return used
+    other = decide(report.reading_report(CONTENT_KEYS if keys == ALL_KEYS else ALL_KEYS))
+    return {k: with_other_reading(v, keys, other[k]) for k, v in used.items()}

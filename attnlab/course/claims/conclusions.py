@@ -58,7 +58,9 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_, _
+from attnlab.course.claims.readings import READING, WHY, WHY_READING
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
@@ -152,7 +154,7 @@ def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationRes
 
     Returns:
         ``{"fixed": {label: count}, "not fixed": {label: count}}`` over lesson 06's
-        labels (``"position"``, ``"content"``, ``"neither"`` ...).
+        labels on all keys (``"position"``, ``"content"``, ``"cannot tell"``).
     """
     labels = np.asarray(perturbation.follower_labels, dtype=object)  # (L, H)
     fixed = fixed_flags(averaging)  # (L', H)
@@ -190,28 +192,35 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                  patterns: HeadPatternsResult | None = None,
                  attention_limits: AttentionLimitsResult | None = None, *, most: float = MOST_FIXED,
                  few: float = FEW_CONTENT) -> ClaimVerdict:
-    """Fixed patterns dominate and few heads follow content.
+    """Fixed patterns dominate and few heads follow content, decided on the **content keys**.
 
-    Decided on lesson 08's share of heads **labelled** fixed (each head's whole
-    interval of fixedness over query shards above lesson 08's threshold; a
-    head with i.i.d. rows is never fixed), whose interval comes from
-    resampling query shards and is widened to hold every "cannot tell" head
-    going either way (``numbers["estimate"]``, ``["low"]``, ``["high"]``), and
-    on lesson 06's share of content-following heads (from its labels; heads
-    whose label cannot tell widen it). Heads are never resampled: they are the
-    whole population. Holds when the fixed share's interval lies above
-    ``most`` **and** the content share's below ``few``; does not hold when the
-    fixed share's interval lies below ``most`` or the content share's above
-    ``few``; "cannot tell" otherwise, and when the fixed share rests on fewer
-    than :data:`~attnlab.analysis.stats.MIN_UNITS` shards. The head-by-head
-    cross-tab of the two lessons (:func:`fixed_vs_followers`) and lesson 05's
-    share of fixed-pattern labels are shown beside.
+    The reading: most heads of a trained encoder rest much of every row on a special token
+    ([CLS]/[SEP], ``<s>``/``</s>``), the same for every query; counted in, that weight makes
+    almost every head "fixed" and keeps it from "changing". The article asks whether the part
+    of a row that reads the text follows a fixed pattern or the content, so both halves are
+    decided with the special keys left out and rows renormalised
+    (:func:`attnlab.core.distributions.content_keys`); the all-keys numbers are shown beside.
 
-    Lesson 13 (replacing each head's map by its mean map, Hassid et al.'s
-    PAPA test) measures the same conclusion by what the model loses: when its
-    result is saved, the rank correlation of fixedness with replacement cost
-    and the saving over another query's map are cited beside the verdict
-    (evidence about *which* heads are fixed, not about how many).
+    * lesson 08's share of heads **labelled** fixed on the content keys (each head's whole
+      interval of fixedness over query shards above lesson 08's threshold), its interval from
+      resampling query shards, widened to hold every "cannot tell" head going either way
+      (``numbers["estimate"]``, ``["low"]``, ``["high"]``);
+    * lesson 06's share of content-followers on the content keys, with its interval from
+      resampling the **queries** (each resample labels every head anew), and the three-way
+      label counts (content / position / cannot tell) from each head's own interval.
+
+    Heads are never resampled: they are the whole population. Holds when the fixed share's
+    interval lies above ``most`` **and** the content share's below ``few``; does not hold when
+    the fixed share's interval lies below ``most`` or the content share's above ``few``;
+    "cannot tell" otherwise, and when an interval rests on fewer than
+    :data:`~attnlab.analysis.stats.MIN_UNITS` shards or queries. The head-by-head cross-tab of
+    the two lessons (:func:`fixed_vs_followers`, all keys) and lesson 05's share of
+    fixed-pattern labels are shown beside.
+
+    Lesson 13 (replacing each head's map by its mean map, Hassid et al.'s PAPA test) measures
+    the same conclusion by what the model loses: when its result is saved, the rank correlation
+    of fixedness with replacement cost and the saving over another query's map are cited beside
+    the verdict (evidence about *which* heads are fixed, not about how many).
     """
     if averaging is None or perturbation is None:
         return _missing(1, *[k for k, r in ((AveragingResult, averaging), (PerturbationResult, perturbation))
@@ -219,22 +228,44 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     if averaging.fixed_share is None or not averaging.labels:
         return ClaimVerdict.missing(CLAIMS[1], f"{RESULT_NAMES[AveragingResult]} was saved before heads had "
                                                "three-way labels (run lesson 08 again)")
-    fixed = averaging.fixed_share
-    labels = np.asarray(perturbation.follower_labels, dtype=object)
-    content = share_interval(labels == CONTENT_LABEL, labels == UNSURE)
-    kinds = np.asarray(averaging.labels, dtype=object).ravel().tolist()
+    fixed = averaging.content_fixed_share
+    content = perturbation.content_share_by_reading.get(CONTENT_KEYS)
+    if fixed is None or content is None or not averaging.content_labels:
+        late = [RESULT_NAMES[k] for k, ok in ((AveragingResult, fixed is not None and averaging.content_labels),
+                                               (PerturbationResult, content is not None)) if not ok]
+        return ClaimVerdict.missing(CLAIMS[1], N_("{names} saved before the content-key reading "
+                                                  "(run those lessons again)").format(names=", ".join(late)))
+    kinds = np.asarray(averaging.content_labels, dtype=object).ravel().tolist()
+    followers = np.asarray(perturbation.follower_labels_by_reading.get(CONTENT_KEYS, []), dtype=object).ravel().tolist()
+    all_content = perturbation.content_share_by_reading.get(ALL_KEYS)
     table = fixed_vs_followers(averaging, perturbation)
-    numbers = {"estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
+    numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
+               "estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
                "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
                N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
                N_("varying (lesson 08 heads)"): kinds.count("varying"),
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
                N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
                "most means more than": most,
-               "content followers (lesson 06)": content.estimate, "content low": content.low,
-               "content high": content.high, "a few means at most": few,
-               "fixed and content-following (same heads)": table["fixed"].get(CONTENT_LABEL, 0),
-               "cross-tab 08 x 06": table}
+               "content followers (lesson 06)": float(content.estimate), "content low": float(content.low),
+               "content high": float(content.high), "queries (lesson 06)": content.n,
+               N_("content (lesson 06 heads)"): followers.count("content"),
+               N_("position (lesson 06 heads)"): followers.count("position"),
+               N_("cannot tell (lesson 06 heads)"): followers.count(UNSURE),
+               "a few means at most": few,
+               N_("all keys: fixed heads (lesson 08)"): float(averaging.fixed_share.estimate),
+               N_("all keys: fixed low"): float(averaging.fixed_share.low),
+               N_("all keys: fixed high"): float(averaging.fixed_share.high)}
+    if all_content is not None:
+        numbers.update({N_("all keys: content followers (lesson 06)"): float(all_content.estimate),
+                        N_("all keys: content low"): float(all_content.low),
+                        N_("all keys: content high"): float(all_content.high)})
+    if averaging.special_weight is not None:
+        weight = np.asarray(averaging.special_weight, dtype=float)
+        numbers[N_("weight on special tokens, per head (min, median, max)")] = [
+            round(float(np.nanmin(weight)), 3), round(float(np.nanmedian(weight)), 3), round(float(np.nanmax(weight)), 3)]
+    numbers.update({"fixed and content-following (same heads)": table["fixed"].get(CONTENT_LABEL, 0),
+                    "cross-tab 08 x 06": table})
     if patterns is not None:
         numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
     if attention_limits is not None:
@@ -245,7 +276,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers["fixed heads cheap to replace (lesson 13)"] = cheap.verdict if cheap is not None else "not judged"
     else:
         numbers["mean-map replacement (lesson 13)"] = "not run yet"
-    why = too_few_units(fixed)
+    why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = fixed.above(most) and content.below(few)
@@ -280,6 +311,11 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     ``1 - alpha`` of them fall as fast); otherwise "cannot tell". A record without the
     control, or an interval on too few texts, is "cannot tell" with the reason.
     Lesson 08's slope of fixedness against depth is shown beside it.
+
+    Decided on **all keys**: the claim is about the picture Clark et al. drew, heads placed by
+    how alike their whole rows are. Heads that all rest on the same special token are alike
+    there; the same slope on the content keys (special tokens left out, rows renormalised) is
+    shown beside it, so a trend carried by the sinks alone can be seen.
     """
     if diversity is None:
         return _missing(2, DiversityResult)
@@ -298,6 +334,17 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
                "share of random deals falling as fast (p)": float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
         numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
+    numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
+    if diversity.content_slope is not None and diversity.content_baseline_slope is not None:
+        offset = float(diversity.content_baseline_slope.estimate)
+        c = diversity.content_slope
+        numbers.update({N_("content keys: slope minus control"): float(c.estimate) - offset,
+                        N_("content keys: low"): float(c.low) - offset,
+                        N_("content keys: high"): float(c.high) - offset,
+                        N_("content keys: share of random deals falling as fast (p)"):
+                            float(diversity.content_baseline_p)})
+    else:
+        numbers[N_("content keys")] = N_("not measured (run lesson 09 again)")
     why = too_few_units(excess)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[2], holds=False, fails=False, why=why, **numbers)
