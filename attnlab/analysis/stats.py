@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats as _scipy_stats
 
 from attnlab.core.language import N_
+from attnlab.core.records import nan_for_none
 
 Statistic = Callable[[np.ndarray], "np.ndarray | float"]
 
@@ -59,10 +60,11 @@ class Interval:
     @classmethod
     def from_record(cls, data: dict) -> "Interval":
         def back(v):
+            v = nan_for_none(v)  # a NaN bound was saved as null
             return float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
 
         return cls(back(data["estimate"]), back(data["low"]), back(data["high"]),
-                   float(data["level"]), int(data["n"]))
+                   float(nan_for_none(data["level"])), int(data["n"]))
 
     def __str__(self) -> str:
         if np.ndim(self.estimate) == 0:
