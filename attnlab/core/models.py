@@ -636,6 +636,25 @@ def load_masked_lm(m: LoadedModel) -> torch.nn.Module | None:
     return mlm
 
 
+def masked_lm_head(mlm: torch.nn.Module) -> Any | None:
+    """The part of a masked-LM model after its encoder: final hidden states ``(..., d)`` to
+    vocabulary logits ``(..., V)``; None for an architecture it does not know.
+
+    It lets a caller project only the positions it predicts (the masked ones) instead of
+    every position of every text (``(B, T, V)``, 21,128 columns for bert-base-chinese):
+    the same numbers for those positions, since the head works position by position.
+    """
+    for name in ("cls", "lm_head", "predictions"):  # BERT; RoBERTa / XLM-R; ALBERT
+        head = getattr(mlm, name, None)
+        if isinstance(head, torch.nn.Module):
+            return head
+    if all(hasattr(mlm, n) for n in ("vocab_transform", "activation", "vocab_layer_norm", "vocab_projector")):
+        return lambda h: mlm.vocab_projector(mlm.vocab_layer_norm(mlm.activation(mlm.vocab_transform(h))))  # DistilBERT
+    if hasattr(mlm, "generator_predictions") and hasattr(mlm, "generator_lm_head"):
+        return lambda h: mlm.generator_lm_head(mlm.generator_predictions(h))  # ELECTRA
+    return None
+
+
 def _force_eager(model: torch.nn.Module) -> None:
     setter = getattr(model, "set_attn_implementation", None)
     if callable(setter):
