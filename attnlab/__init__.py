@@ -26,6 +26,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from attnlab.core import offline as _offline
+
+# First, before anything imports huggingface_hub or transformers: under ATTNLAB_OFFLINE the hub
+# libraries must see HF_HUB_OFFLINE=1 when they load (see attnlab.core.offline).
+_offline.enforce_from_env()
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it

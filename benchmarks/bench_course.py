@@ -3,6 +3,15 @@
     python benchmarks/bench_course.py              # every lesson, full mode (about half an hour on 2 cores)
     python benchmarks/bench_course.py 08 11        # only lessons whose names start with these
     python benchmarks/bench_course.py --smoke 08   # the quick pass, to try the script
+    python benchmarks/bench_course.py --model DIR  # the course on any model folder (ATTNLAB_MODEL=DIR)
+    python benchmarks/bench_course.py --random-bert-base   # on a random bert-base-chinese-shaped model
+
+``--random-bert-base`` builds a randomly initialised model with the article
+model's full shape (12 x 12, hidden 768, 21,128-entry vocabulary; about 400 MB,
+built in a temporary folder and deleted afterwards): speed does not depend on
+the weights, so it times the course on the article's model without the model
+hub. The results folder is a temporary one too, so the runs neither use nor
+change the course's own saved results.
 
 Each lesson runs headless in its own kernel (``scripts/run_lessons.py`` does
 the running and measures the kernel's peak resident memory); this prints one
@@ -13,10 +22,13 @@ line per lesson, the total, and how each compares with the course's targets
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,11 +43,55 @@ def _lesson_runner():
     return module
 
 
+@contextlib.contextmanager
+def model_folder(args: argparse.Namespace) -> Iterator[str | None]:
+    """The folder the lessons load (``--model``, or a random bert-base-chinese-shaped one), or None (``auto``)."""
+    if args.model:
+        folder = Path(args.model).expanduser().resolve()
+        if not (folder / "config.json").is_file():
+            raise SystemExit(f"{folder} is not a saved model (no config.json)")
+        yield str(folder)
+        return
+    if not args.random_bert_base:
+        yield None
+        return
+    sys.path.insert(0, str(ROOT))
+    from attnlab.tools.testing import save_bert_base_chinese_shaped
+
+    with tempfile.TemporaryDirectory(prefix="bert-base-chinese-shaped-") as tmp:
+        print("building a random bert-base-chinese-shaped model (12 x 12, hidden 768, 21,128 entries) ...",
+              flush=True)
+        yield str(save_bert_base_chinese_shaped(Path(tmp) / "model"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 08 11 (default: all)")
     ap.add_argument("--smoke", action="store_true", help="smoke mode instead of full mode")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--model", metavar="DIR", help="run the course on this model folder (ATTNLAB_MODEL=DIR)")
+    which.add_argument("--random-bert-base", action="store_true",
+                       help="run it on a random model shaped like bert-base-chinese, built in a temporary folder")
     args = ap.parse_args(argv)
+    with model_folder(args) as folder:
+        if folder is None:
+            return run_course(args)
+        before = {key: os.environ.get(key) for key in ("ATTNLAB_MODEL", "ATTNLAB_RESULTS")}
+        with tempfile.TemporaryDirectory(prefix="attnlab-bench-results-") as results:
+            os.environ["ATTNLAB_MODEL"], os.environ["ATTNLAB_RESULTS"] = folder, results
+            try:
+                print(f"model: {folder}")
+                return run_course(args)
+            finally:
+                for key, value in before.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+
+
+def run_course(args: argparse.Namespace) -> int:
+    """Run the chosen lessons one by one and print their seconds, peaks and the targets."""
     if args.smoke:
         os.environ["ATTNLAB_SMOKE"] = "1"
     else:

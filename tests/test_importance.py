@@ -412,3 +412,29 @@ def test_confidence_on_content_keys_brute_force(tiny_en):
     expected = torch.cat(peaks, dim=-1).mean(dim=-1).numpy()
     got = head_confidence(tiny_en, texts, batch_size=2, keys=CONTENT_KEYS)
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta", "distilbert", "albert", "electra"])
+def test_mlm_losses_from_the_masked_positions_equal_the_whole_vocabulary_projection(arch, tmp_path):
+    """Projecting only the masked positions gives each text's loss of the full (B, T, V) logits."""
+    from attnlab.core.models import masked_lm_head
+
+    folder = save_tiny_model(tmp_path / arch, arch=arch, n_layers=2, n_heads=4, hidden=16, mlm_head=True, seed=2)
+    m = al.load_model(str(folder), verbose=False)
+    objective = make_objective(m, TEXTS, kind="mlm", batch_size=2, seed=1)
+    mlm = mlm_model(m)
+    assert masked_lm_head(mlm) is not None and mlm is not m.model
+    expected, batch_losses = [], []
+    with torch.no_grad():
+        for batch in objective.batches:
+            logits = mlm(**batch["inputs"]).logits  # (B, T, V): every position, the raw masked-LM model
+            labels = batch["labels"]  # (B, T)
+            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
+                                                   reduction="none")  # (B, T)
+            expected.append((ce.sum(1) / (labels != -100).sum(1).clamp_min(1)).double().numpy())
+            batch_losses.append((float(torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)),
+                float(objective.batch_loss(batch))))
+    np.testing.assert_allclose(objective.per_text()["mlm"], np.concatenate(expected), atol=1e-5)
+    for want, got in batch_losses:
+        assert got == pytest.approx(want, abs=1e-5)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from attnlab.analysis.stats import Interval
 from attnlab.core.records import Record, RecordError
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_KINDS, RESULT_NAMES, PerturbationResult
@@ -139,3 +140,145 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path):
             raise RuntimeError("interrupted")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+
+
+# --------------------------------------------------------------------------- NaN and infinities
+
+
+def _poisoned(value):
+    """``value`` with NaN in every floating-point number (floats, float arrays and tensors), everywhere inside."""
+    import dataclasses
+
+    import torch
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _poisoned(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return float("nan")
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return np.full_like(value, np.nan)
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return torch.full_like(value, float("nan"))
+    if isinstance(value, dict):
+        return {k: _poisoned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_poisoned(v) for v in value)
+    return value
+
+
+def _nan_count(value) -> int:
+    """How many NaN numbers ``value`` holds (walked like :func:`_poisoned`)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(_nan_count(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init)
+    if isinstance(value, float):
+        return int(np.isnan(value))
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return int(np.isnan(value).sum())
+    if isinstance(value, dict):
+        return sum(_nan_count(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_nan_count(v) for v in value)
+    return 0
+
+
+def _assert_same(saved, back, where: str) -> None:
+    """``back`` equals ``saved`` field by field, NaN where NaN (lists and tuples alike)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(saved) and not isinstance(saved, type):
+        assert type(back) is type(saved), where
+        for f in dataclasses.fields(saved):
+            if f.init:
+                _assert_same(getattr(saved, f.name), getattr(back, f.name), f"{where}.{f.name}")
+    elif isinstance(saved, float) and not isinstance(saved, bool):
+        assert isinstance(back, float), f"{where}: {back!r} is not a float"
+        assert (np.isnan(back) and np.isnan(saved)) or back == saved, f"{where}: {back!r} != {saved!r}"
+    elif isinstance(saved, np.ndarray):
+        np.testing.assert_array_equal(np.asarray(back, dtype=saved.dtype), saved, err_msg=where)  # NaN == NaN here
+    elif isinstance(saved, dict):
+        assert set(back) == set(saved), where
+        for k in saved:
+            _assert_same(saved[k], back[k], f"{where}[{k!r}]")
+    elif isinstance(saved, (list, tuple)):
+        assert isinstance(back, (list, tuple)) and len(back) == len(saved), where
+        for i, (a, b) in enumerate(zip(saved, back)):
+            _assert_same(a, b, f"{where}[{i}]")
+    else:
+        assert back == saved, f"{where}: {back!r} != {saved!r}"
+
+
+def _example_records() -> dict[type, object]:
+    """One record of every lesson's result kind (tests/lesson_records.py, and by hand for 07, 12, 13)."""
+    import lesson_records as rec
+
+    from attnlab.course.attention_limits_result import AttentionLimitsResult
+    from attnlab.course.conclusions import all_conclusions
+    from attnlab.course.lesson_results import ConclusionsResult, PositionResult
+
+    L, H = rec.L, rec.H
+    grid = np.full((L, H), 0.5)
+    per_layer = Interval(np.full(L, 0.5), np.full(L, 0.4), np.full(L, 0.6), 0.95, 10)
+    one = Interval(0.5, 0.4, 0.6, 0.95, 10)
+    verdicts = all_conclusions(rec.evidence())
+    position = PositionResult(n_queries=10, chosen_layer=0, change=grid, verdict=rec.ANY, correlation=per_layer,
+                              change_low=grid - 0.1, change_high=grid + 0.1, follower_gap_correlation=per_layer,
+                              follower_gap_verdict=rec.ANY, output_cosine_mean=0.9, equivariance_gap_with=0.1,
+                              equivariance_gap_without=0.2, pooled_correlation=one, change_mean=grid,
+                              change_shuffle=grid, position_dependent_share=0.3, disrupted_share=0.2,
+                              special_share_zero_by_layer=np.full(L, 0.1), verdicts_by_intervention={"zero": rec.ANY},
+                              position_labels=[["cannot tell"] * H] * L, position_dependent_share_interval=one,
+                              disrupted_share_interval=one)
+    limits = AttentionLimitsResult(sink_texts=10, special_share_raw=per_layer, special_share_norm=per_layer,
+                                   removed_share=0.3, sink_effect=0.01, control_effect=0.02,
+                                   view_rho={"raw": one}, view_ranking=["raw"], scored_queries=10, papa_layers=[0],
+                                   papa_cost=grid, papa_control=grid, papa_fixedness=grid, papa_rho=one,
+                                   papa_saving=one, mean_queries=10, separator_share_raw=per_layer,
+                                   view_rho_deleted={"raw": one}, view_ranking_deleted=["raw"], papa_within_rho=one,
+                                   papa_labels=[["cheap"] * H] * L, together_fractions=np.array([0.0, 0.5]),
+                                   together_fixed_first=np.array([0.0, 0.1]), together_reverse=np.array([0.0, 0.2]),
+                                   together_random_low=np.array([0.0, 0.1]), together_random_high=np.array([0.0, 0.3]),
+                                   together_replaceable=one, together_tolerance=0.01, verdicts={"sink": rec.ANY},
+                                   sensitivity={"sink": {"0.5": "holds"}})
+    return {kind: record for kind, record in [
+        (type(rec.patterns()), rec.patterns()), (type(rec.perturbation()), rec.perturbation()),
+        (PositionResult, position), (type(rec.averaging()), rec.averaging()),
+        (type(rec.diversity()), rec.diversity()), (type(rec.head_count()), rec.head_count()),
+        (type(rec.pruning()), rec.pruning()),
+        (ConclusionsResult, ConclusionsResult(verdicts=list(verdicts.values()), evidence_origin={"x": "saved"},
+                                              labels=list(verdicts))),
+        (AttentionLimitsResult, limits)]}
+
+
+def test_every_lesson_result_keeps_nan_in_every_number(tiny_en, tmp_path):
+    examples = _example_records()
+    assert set(examples) == set(RESULT_NAMES)  # every lesson's kind has an example
+    for kind, record in examples.items():
+        poisoned = _poisoned(record)
+        assert _nan_count(poisoned) > 0, kind.__name__
+        name = RESULT_NAMES[kind]
+        path = results.save(name, poisoned, model=tiny_en)
+        text = path.read_text(encoding="utf-8")
+        assert "NaN" not in text and "Infinity" not in text and "null" in text
+        assert json.loads(text)["non_finite"] == "null" and json.loads(text)["schema"] == results.SCHEMA
+        back = results.load(name, kind, model=tiny_en)
+        assert back is not None, kind.__name__
+        _assert_same(poisoned, back, kind.__name__)
+        assert _nan_count(back) == _nan_count(poisoned), kind.__name__
+
+
+@dataclass
+class Bounds(Record):
+    interval: Interval
+    ratio: float
+
+
+def test_infinities_are_saved_as_null_and_read_back_as_nan(tiny_en):
+    results.save("inf", Bounds(Interval(float("inf"), float("-inf"), np.inf, 0.95, 3), float("-inf")), model=tiny_en)
+    back = results.load("inf", Bounds, model=tiny_en)
+    assert np.isnan(back.ratio) and np.isnan(back.interval.estimate) and np.isnan(back.interval.low)
+    assert back.interval.n == 3

@@ -72,7 +72,7 @@ from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
-from attnlab.core.models import LoadedModel, load_masked_lm
+from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
 from attnlab.core.run import encode, layer_input, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
@@ -181,12 +181,7 @@ class Objective:
         pass part-way, on the hidden state of an unchanged lower part.
         """
         if self.kind == "mlm":
-            logits = self._forward(batch, self._mlm, start_at).logits  # (B, T, V)
-            labels = batch["labels"]  # (B, T), -100 where nothing is predicted
-            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
-                                                   reduction="none")  # (B, T), 0 where ignored
-            counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
-            return {"mlm": ce.sum(1) / counts}
+            return {"mlm": self._mlm_text_losses(batch, start_at)}
         if self.kind == "contrastive":
             hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (2B, T, D)
             mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
@@ -198,6 +193,27 @@ class Objective:
             return {"contrastive": torch.nn.functional.cross_entropy(sims, target, reduction="none")}
         hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (B, T, D)
         return representation_losses(hidden, batch["reference"], batch["inputs"]["attention_mask"])
+
+    def _mlm_text_losses(self, batch: dict[str, Any], start_at: tuple[int, torch.Tensor] | None) -> torch.Tensor:
+        """``(B,)``: each text's mean cross-entropy over its masked tokens.
+
+        The vocabulary projection runs on the masked positions only (``(M, V)``, not
+        ``(B, T, V)``): the encoder's pass gives the hidden states, the MLM head
+        (:func:`attnlab.core.models.masked_lm_head`) maps the few that are predicted.
+        """
+        labels = batch["labels"]  # (B, T), -100 where nothing is predicted
+        counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
+        head = masked_lm_head(self._mlm) if self._mlm is not self._m.model else None
+        if head is None:  # every position through the whole MLM model
+            logits = self._forward(batch, self._mlm, start_at).logits  # (B, T, V)
+            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
+                                                   reduction="none")  # (B, T), 0 where ignored
+            return ce.sum(1) / counts
+        hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (B, T, D): the shared encoder
+        rows, cols = torch.nonzero(labels != -100, as_tuple=True)  # (M,) each: the masked positions
+        logits = head(hidden[rows, cols])  # (M, V)
+        ce = torch.nn.functional.cross_entropy(logits, labels[rows, cols], reduction="none")  # (M,)
+        return torch.zeros(labels.shape[0], dtype=ce.dtype, device=ce.device).index_add(0, rows, ce) / counts
 
     def per_text(self, layer_inputs: Sequence[tuple[int, torch.Tensor]] | None = None) -> dict[str, np.ndarray]:
         """Every text's loss over all batches, ``{name: (N,)}`` (names as :meth:`text_losses`), no gradients.
@@ -240,11 +256,9 @@ class Objective:
         """Scalar loss of one prepared batch (graph kept: call ``backward`` on it)."""
         if self.absolute:
             return self.text_losses(batch)[self.kind].mean()
-        if self.kind == "mlm":
-            logits = self._forward(batch, self._mlm).logits  # (B, T, V)
-            return torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100
-            )
+        if self.kind == "mlm":  # the mean over every masked token of the batch
+            weights = (batch["labels"] != -100).sum(1)  # (B,) masked tokens of each text
+            return (self._mlm_text_losses(batch, None) * weights).sum() / weights.sum().clamp_min(1)
         return self.text_losses(batch)["contrastive"].mean()  # anchors and positives in one forward pass
 
     def losses(self) -> Iterator[tuple[torch.Tensor, int]]:

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats as _scipy_stats
 
 from attnlab.core.language import N_
+from attnlab.core.records import nan_for_none
 
 Statistic = Callable[[np.ndarray], "np.ndarray | float"]
 
@@ -68,10 +69,11 @@ class Interval:
     @classmethod
     def from_record(cls, data: dict) -> "Interval":
         def back(v):
+            v = nan_for_none(v)  # a NaN bound was saved as null
             return float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
 
         return cls(back(data["estimate"]), back(data["low"]), back(data["high"]),
-                   float(data["level"]), int(data["n"]), int(data.get("family", 1)))
+                   float(nan_for_none(data["level"])), int(data["n"]), int(data.get("family", 1)))
 
     def __str__(self) -> str:
         if np.ndim(self.estimate) == 0:

@@ -44,7 +44,7 @@ from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 from huggingface_hub import try_to_load_from_cache
 from transformers.utils import logging as hf_logging
 
-from attnlab.core import config, hub
+from attnlab.core import config, hub, offline
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.inputs import encode
@@ -59,6 +59,9 @@ MULTILINGUAL = multilingual.NAME
 
 #: ``config.model_type`` values that the course supports.
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
+
+#: why "auto" chose ``ATTNLAB_MODEL``'s model (the only choice of "auto" that may still download)
+OVERRIDE_REASON = "ATTNLAB_MODEL is set"
 
 #: prefix that names a hub id explicitly (``hub:org/name``); a bare name with a
 #: path separator is always a folder, never a hub id
@@ -242,7 +245,8 @@ def _load_pretrained(path_or_id: str, local_only: bool, *, allow_pickle: bool = 
     never asked about); safetensors weights unless ``allow_pickle`` (then the pickle
     is read with ``weights_only=True``, torch's safe loader).
     """
-    kwargs = {"local_files_only": local_only or config.is_offline(), "trust_remote_code": False,
+    kwargs = {"local_files_only": local_only or config.is_offline() or offline.hub_switched_off(),
+              "trust_remote_code": False,
               "cache_dir": str(hub.cache_dir())}
     weights = {} if allow_pickle else {"use_safetensors": True}
     with quiet_transformers():
@@ -435,7 +439,7 @@ def _choose_auto(verbose: bool = False) -> tuple[str, str]:
     hub deadline); never waits longer than that for a hub that does not deliver."""
     override = config.model_override()
     if override:
-        return override, "ATTNLAB_MODEL is set"
+        return override, OVERRIDE_REASON
     if is_cached(ARTICLE_MODEL):
         return ARTICLE_MODEL, _("the source article's model is in the local cache")
     offline = hub.offline_reason()
@@ -496,14 +500,19 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     reason = ""
     if name == "auto":
         name, reason = _choose_auto(verbose=verbose)
-    try:
-        model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights, verbose=verbose)
-    except ModelLoadError as exc:
-        if not (reason and name == ARTICLE_MODEL):
-            raise
-        name, reason = _offline_default(_("{model} could not be loaded ({error})").format(
-            model=ARTICLE_MODEL, error=_load_error_gist(exc)))
-        model, tok, resolved, source, path = _resolve(name)
+    # "auto" has decided: what it chose (a cached or just downloaded model, the offline default)
+    # is read from disk, so the hub libraries stay offline while it loads (attnlab.core.offline)
+    stay_offline = bool(reason) and reason != OVERRIDE_REASON
+    with offline.hub_offline() if stay_offline else contextlib.nullcontext():
+        try:
+            model, tok, resolved, source, path = _resolve(name, allow_pickle=allow_pickle_weights, verbose=verbose)
+        except ModelLoadError as exc:
+            if not (reason and name == ARTICLE_MODEL):
+                raise
+            name, reason = _offline_default(_("{model} could not be loaded ({error})").format(
+                model=ARTICLE_MODEL, error=_load_error_gist(exc)))
+            with offline.hub_offline():
+                model, tok, resolved, source, path = _resolve(name)
     # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
     language = "zh" if resolved == MULTILINGUAL else None
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
@@ -627,6 +636,25 @@ def load_masked_lm(m: LoadedModel) -> torch.nn.Module | None:
     setattr(mlm, prefix, m.model)  # share the (hooked) encoder
     mlm.to(m.device).eval()
     return mlm
+
+
+def masked_lm_head(mlm: torch.nn.Module) -> Any | None:
+    """The part of a masked-LM model after its encoder: final hidden states ``(..., d)`` to
+    vocabulary logits ``(..., V)``; None for an architecture it does not know.
+
+    It lets a caller project only the positions it predicts (the masked ones) instead of
+    every position of every text (``(B, T, V)``, 21,128 columns for bert-base-chinese):
+    the same numbers for those positions, since the head works position by position.
+    """
+    for name in ("cls", "lm_head", "predictions"):  # BERT; RoBERTa / XLM-R; ALBERT
+        head = getattr(mlm, name, None)
+        if isinstance(head, torch.nn.Module):
+            return head
+    if all(hasattr(mlm, n) for n in ("vocab_transform", "activation", "vocab_layer_norm", "vocab_projector")):
+        return lambda h: mlm.vocab_projector(mlm.vocab_layer_norm(mlm.activation(mlm.vocab_transform(h))))  # DistilBERT
+    if hasattr(mlm, "generator_predictions") and hasattr(mlm, "generator_lm_head"):
+        return lambda h: mlm.generator_lm_head(mlm.generator_predictions(h))  # ELECTRA
+    return None
 
 
 def _force_eager(model: torch.nn.Module) -> None:

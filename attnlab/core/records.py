@@ -6,6 +6,13 @@ JSON-ready values (arrays become nested lists, NaN becomes ``None``) and
 ``Cls.from_record(d)`` rebuilds the study, turning lists back into arrays
 for the fields annotated as arrays or tensors. Saving and loading files is
 :mod:`attnlab.course.results`' job; this module only converts.
+
+Numbers that are not finite (NaN, +inf, -inf: a head that attends evenly has
+no fixedness, a statistic of one text has no interval) are written as JSON
+``null``, because strict JSON has no such numbers, and read back as NaN by
+:func:`nan_for_none`, the one place that turns ``null`` into a number: in
+fields annotated ``float``, arrays and tensors, intervals and the numbers of
+verdicts. (Infinities therefore come back as NaN: "no finite number".)
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Record):
         return value.to_record()
     if hasattr(value, "to_record") and callable(value.to_record):
-        return value.to_record()
+        return to_plain(value.to_record())  # a hand-written to_record may still hold NaN
     if isinstance(value, dict):
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -48,14 +55,20 @@ def to_plain(value: Any) -> Any:
 
 
 def _array(value: Any, dtype) -> np.ndarray:
-    return np.array(_nan_for_none(value), dtype=dtype)
+    return np.array(nan_for_none(value), dtype=dtype)
 
 
-def _nan_for_none(value: Any) -> Any:
+def nan_for_none(value: Any) -> Any:
+    """``value`` with every ``None`` (a non-finite number written by :func:`to_plain`) as NaN.
+
+    Goes into lists, tuples and dict values; leaves strings, numbers and other values alone.
+    """
     if value is None:
         return float("nan")
-    if isinstance(value, list):
-        return [_nan_for_none(v) for v in value]
+    if isinstance(value, (list, tuple)):
+        return [nan_for_none(v) for v in value]
+    if isinstance(value, dict):
+        return {k: nan_for_none(v) for k, v in value.items()}
     return value
 
 

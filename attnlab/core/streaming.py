@@ -719,6 +719,8 @@ def sharded_mean_attention(
     bootstrap intervals over queries for anything computed from the sums
     (fixedness per layer, its trend with depth). Keyword arguments go to
     :func:`mean_attention` (``layers``, ``batch_size``, ``precision``).
+    :func:`iter_shards` gives the same shards one at a time, so that a caller
+    can stop when the answer has settled.
 
     Args:
         resume_dir: a folder for finished shards. Each shard is written there
@@ -734,6 +736,33 @@ def sharded_mean_attention(
             and a control) kept under one ``resume_dir`` never overwrite each
             other's shards.
     """
+    shards: list[MeanAttention] = []
+    read_back, folder = 0, None
+    for shard, was_saved, folder in _shards(m, texts, shard_size, progress=progress, resume_dir=resume_dir,
+                                            **kwargs):
+        shards.append(shard)
+        read_back += was_saved
+    if not shards:
+        raise ValueError("texts is empty")
+    if read_back and progress:
+        print(_("{k} of {n} shards read back from {folder} (finished by an earlier run): "
+                "a time measured around this call counts only the others").format(k=read_back, n=len(shards),
+                                                                                folder=folder))
+    return shards
+
+
+def iter_shards(m: LoadedModel, texts: Iterable[str], shard_size: int, *, progress: bool = True,
+                resume_dir: str | Path | None = None, **kwargs) -> Iterator[MeanAttention]:
+    """The shards of :func:`sharded_mean_attention`, one at a time (lazily: the texts of shard ``k + 1``
+    are read only when it is asked for), with the same ``resume_dir`` folder and files."""
+    for shard, _was_saved, _folder in _shards(m, texts, shard_size, progress=progress, resume_dir=resume_dir,
+                                              **kwargs):
+        yield shard
+
+
+def _shards(m: LoadedModel, texts: Iterable[str], shard_size: int, *, progress: bool,
+            resume_dir: str | Path | None, **kwargs) -> Iterator[tuple[MeanAttention, bool, Path | None]]:
+    """(shard, read back from ``resume_dir``?, its folder) for each consecutive shard of ``texts``."""
     if check_positive_int(shard_size, "shard_size") < 2:
         raise ValueError(f"shard_size must be at least 2 (a shard needs a variance), got {shard_size}")
     folder, arguments = None, None
@@ -742,8 +771,6 @@ def sharded_mean_attention(
         arguments["layers"] = check_layers(m, kwargs.get("layers"))
         arguments["precision"] = choose_precision(m, kwargs.get("precision", "fp32"))[0]
         arguments.setdefault("batch_size", 256)
-    shards: list[MeanAttention] = []
-    read_back = 0
     with _progress(None, progress) as bar:
         for k, chunk in enumerate(text_batches(texts, int(shard_size))):
             shard = None
@@ -753,20 +780,13 @@ def sharded_mean_attention(
                     folder = shard_folder(resume_dir, m, int(shard_size), {**arguments, "first_shard": digest})
                 path = folder / f"shard_{k:06d}.pt"
                 shard = _load_shard(path, digest)
-                read_back += shard is not None
+            was_saved = shard is not None
             if shard is None:
                 shard = mean_attention(m, chunk, progress=False, **kwargs)
                 if folder is not None:
                     _save_shard(path, shard, digest)
-            shards.append(shard)
             bar.update(len(chunk))
-    if not shards:
-        raise ValueError("texts is empty")
-    if read_back and progress:
-        print(_("{k} of {n} shards read back from {folder} (finished by an earlier run): "
-                "a time measured around this call counts only the others").format(k=read_back, n=len(shards),
-                                                                                folder=folder))
-    return shards
+            yield shard, was_saved, folder
 
 
 def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:

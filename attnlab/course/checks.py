@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attnlab.core.language import N_, _, translated
-from attnlab.core.records import to_plain
+from attnlab.core.records import nan_for_none, to_plain
 
 PASSED = N_("passed")  # marked: a threshold table shows these words translated
 FAILED = N_("failed")
@@ -51,7 +51,7 @@ class Check:
 
     @classmethod
     def from_record(cls, data: dict) -> "Check":
-        return cls(str(data["check"]), bool(data["passed"]), dict(data.get("numbers", {})))
+        return cls(str(data["check"]), bool(data["passed"]), nan_for_none(dict(data.get("numbers", {}))))
 
     def __str__(self) -> str:
         nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())

@@ -2,16 +2,22 @@
 
 One schema for every saved result. A file ``<results>/<name>.json`` holds::
 
-    {"schema": 2, "name": ..., "kind": "PerturbationStudy", "model": ..., "n_layers": 12,
-     "n_heads": 12, "smoke": false, "time": ..., "data": {...}}
+    {"schema": 3, "name": ..., "kind": "PerturbationStudy", "model": ..., "n_layers": 12,
+     "n_heads": 12, "smoke": false, "non_finite": "null", "time": ..., "data": {...}}
 
 ``data`` is a study's :meth:`~attnlab.core.records.Record.to_record` (or a
 plain dict of numbers). The folder is ``ATTNLAB_RESULTS`` when set, else
 ``results/`` at the top of the course checkout.
 
+Schema 3 says how numbers that are not finite are kept (``"non_finite": "null"``):
+strict JSON has no NaN or infinity, so every NaN, +inf and -inf in ``data``
+is written as ``null`` and read back as NaN (``attnlab.core.records.nan_for_none``).
+A model whose heads attend evenly has NaN fixedness by design, and its
+results are saved and read like any other. (Schema 2 wrote the same ``null``
+for NaN but could not write a NaN inside an interval; its files read alike.)
+
 * :func:`save` writes atomically (a temporary file in the same folder, then
-  ``os.replace``), so a reader never sees half a file; JSON is strict (NaN is
-  written as ``null``).
+  ``os.replace``), so a reader never sees half a file; JSON is strict.
 * :func:`load` gives None when the result is absent, was made by another model
   (name or layers x heads) or in another run mode; a damaged or malformed file
   is treated as absent, with a warning that says so.
@@ -36,7 +42,9 @@ from attnlab.core.config import is_smoke
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
 
-SCHEMA = 2
+SCHEMA = 3
+#: how ``data`` writes a number that is not finite (NaN, +inf, -inf): JSON null, read back as NaN
+NON_FINITE = "null"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 T = TypeVar("T")
@@ -80,7 +88,7 @@ def save(name: str, result: Any, *, model: LoadedModel | str = "") -> Path:
     path = path_of(name)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
     record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), "smoke": is_smoke(),
-              "time": time.time(), "data": to_plain(result)}
+              "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
     write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
     return path
 

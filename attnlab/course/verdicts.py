@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from attnlab.core.language import _, translated
-from attnlab.core.records import to_plain
+from attnlab.core.records import nan_for_none, to_plain
 
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -116,7 +116,7 @@ class ClaimVerdict:
 
     @classmethod
     def from_record(cls, data: dict) -> "ClaimVerdict":
-        return cls(str(data["claim"]), str(data["verdict"]), dict(data.get("numbers", {})))
+        return cls(str(data["claim"]), str(data["verdict"]), nan_for_none(dict(data.get("numbers", {}))))
 
     def __str__(self) -> str:
         nums = ", ".join(f"{_(k)} = {_fmt(v)}" for k, v in self.numbers.items())  # a key the catalogue has, translated

@@ -461,6 +461,25 @@ def check_bertviz(timeout: float = 1.5) -> Check:
         reason=reason))
 
 
+def check_connections() -> Check:
+    """Every connection this process has opened (counted by :mod:`attnlab.core.offline` since ``import attnlab``).
+
+    Under ``ATTNLAB_OFFLINE`` any connection breaks the promise of no network (a
+    warning that names where it went); otherwise the connections are listed.
+    """
+    from attnlab.core import offline  # deferred: see the module docstring
+
+    found = offline.connections()
+    seen = offline.describe(found)
+    if not offline.requested():
+        return Check("connections", OK, f"{seen} since attnlab was imported (ATTNLAB_OFFLINE is not set)")
+    if not found:
+        return Check("connections", OK, f"{seen} since attnlab was imported (ATTNLAB_OFFLINE is set)")
+    return Check("connections", WARN, f"{seen} since attnlab was imported, although ATTNLAB_OFFLINE is set",
+                 "import attnlab before transformers or huggingface_hub (or set HF_HUB_OFFLINE=1 too), and "
+                 "report it to the maintainers if it persists")
+
+
 class _Background:
     """Run one check in a daemon thread; ``result(wait)`` never blocks longer than ``wait``."""
 
@@ -507,6 +526,7 @@ def doctor(model: Any = "auto", verbose: bool = True, *, network_timeout: float 
                check_bundled(), check_multilingual(), check_article_model(), check_model_override(), check_smoke()]
     checks.append(network.result(hub_wait + 1.0))
     checks.append(bertviz.result(cdn_wait + 1.0))
+    checks.append(check_connections())
     if verbose:
         print(report(checks))
     return checks

@@ -10,6 +10,8 @@ local model, so the whole loading path is exercised without a model hub.
   by default (like ``bert-base-chinese``) with a small hidden size.
 * :func:`save_bert_chinese_like` — a small random model saved with
   ``bert-base-chinese``'s tokenizer layout and its pre-training heads.
+* :func:`save_bert_base_chinese_shaped` — a random model with ``bert-base-chinese``'s
+  full shape (12 x 12, hidden 768, 21,128 entries), for timing and for heads that attend evenly.
 * :class:`StandInHub` — a local stand-in for the model hub (``HF_ENDPOINT``),
   which can also refuse to answer, answer with errors or cut a download off.
 """
@@ -185,6 +187,66 @@ def save_bert_chinese_like(
                      num_hidden_layers=n_layers, intermediate_size=2 * hidden,
                      max_position_embeddings=max_positions, pad_token_id=0,
                      architectures=["BertForMaskedLM"])
+    torch.manual_seed(seed)
+    model = BertForPreTraining(cfg)  # encoder with pooler, plus the cls.* pre-training heads
+    with quiet_transformers():
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")  # as the real repository has
+    return path
+
+
+#: the shape of bert-base-chinese's config.json
+BERT_BASE_CHINESE_SHAPE = {"vocab_size": 21_128, "hidden_size": 768, "num_hidden_layers": 12,
+                           "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
+                           "type_vocab_size": 2}
+
+
+def bert_base_chinese_vocab(size: int = BERT_BASE_CHINESE_SHAPE["vocab_size"]) -> list[str]:
+    """A ``size``-entry vocabulary laid out like ``bert-base-chinese``'s, built offline.
+
+    The special tokens at the real ids ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102,
+    [MASK] 103), ASCII marks, digits and letters, Chinese punctuation, then one
+    entry per CJK character from U+4E00 on (so almost every character of a
+    Chinese query is one known piece, as in the real vocabulary), then ``##``
+    continuation pieces of those characters until ``size`` entries.
+    """
+    base = bert_chinese_vocab()
+    head = base[: base.index("，")]  # special tokens and ASCII
+    punctuation = [c for c in "，。？！、：；“”（）《》…—·" if c not in head]
+    chars = [chr(code) for code in range(0x4E00, 0x9FA6)]
+    vocab = head + punctuation + chars
+    vocab = vocab[:size]
+    pieces = iter("##" + c for c in chars)
+    while len(vocab) < size:
+        vocab.append(next(pieces))
+    return vocab
+
+
+def save_bert_base_chinese_shaped(path: str | Path, *, seed: int = 0) -> Path:
+    """A randomly initialised model with ``bert-base-chinese``'s full shape, saved like the real checkpoint.
+
+    12 layers x 12 heads, hidden 768, feed-forward 3072, 512 positions, a
+    21,128-entry character vocabulary (:func:`bert_base_chinese_vocab`), the
+    pre-training heads (``cls.*`` keys, so the masked-LM head loads too), random
+    weights (transformers' initialisation, std 0.02): every head attends almost
+    evenly, so fixedness is undefined (NaN) for such heads by design. Speed does
+    not depend on the weights, so it times the course on the article's model
+    without downloading it. About 410 MB on disk (fp32 safetensors); built in
+    about 10 s.
+
+    Returns:
+        The folder, ready for ``attnlab.load_model(path)`` or ``ATTNLAB_MODEL=path``.
+    """
+    from transformers import BertConfig, BertForPreTraining, BertTokenizer
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = bert_base_chinese_vocab()
+    shape = BERT_BASE_CHINESE_SHAPE
+    tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True,
+                              tokenize_chinese_chars=True, model_max_length=shape["max_position_embeddings"])
+    cfg = BertConfig(**shape, pad_token_id=0, architectures=["BertForMaskedLM"])
     torch.manual_seed(seed)
     model = BertForPreTraining(cfg)  # encoder with pooler, plus the cls.* pre-training heads
     with quiet_transformers():
