@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.analysis.settling import CANNOT_TELL, LabelWatch, average_until_settled
+from attnlab.analysis.settling import LabelWatch, average_until_settled
+from attnlab.course.verdicts import UNSURE as CANNOT_TELL
 
 THRESHOLD = 0.5
 
@@ -39,7 +40,7 @@ def stream(means, n: int, noise: float = 0.02, seed: int = 0):
 
 
 def test_a_stream_that_settles_early_stops_early():
-    run = average_until_settled(stream([0.9, 0.1, 0.8, 0.2], 100), interval_labels)
+    run = average_until_settled(stream([0.9, 0.1, 0.8, 0.2], 100), interval_labels, unsure=CANNOT_TELL)
     # shard 1: all "cannot tell" (no interval yet); shard 2: decided; shards 3 and 4: unchanged -> stop
     assert run.settled and run.n_shards == 4 and stream.read == 4  # the rest of the stream is never read
     assert list(run.labels) == ["fixed", "varying", "fixed", "varying"]
@@ -48,22 +49,23 @@ def test_a_stream_that_settles_early_stops_early():
 
 def test_a_stream_that_keeps_flipping_runs_to_the_ceiling():
     flips = (np.array(["fixed", "varying"] if k % 2 else ["varying", "fixed"], dtype=object) for k in range(30))
-    run = average_until_settled(flips, lambda taken: taken[-1])
+    run = average_until_settled(flips, lambda taken: taken[-1], unsure=CANNOT_TELL)
     assert not run.settled and run.n_shards == 30
     assert run.watch.changes[1:] == [2] * 29
 
 
 def test_a_head_on_the_threshold_stays_cannot_tell_and_runs_to_the_ceiling():
-    run = average_until_settled(stream([0.9, 0.5], 40, noise=0.2), interval_labels)
+    run = average_until_settled(stream([0.9, 0.5], 40, noise=0.2), interval_labels, unsure=CANNOT_TELL)
     assert not run.settled and run.n_shards == 40 and run.labels[1] == CANNOT_TELL
     assert run.labels[0] == "fixed"
 
 
 def test_a_late_change_restarts_the_count():
     labels = ["a", "a", "b", "b", "b", "b", "b", "b"]  # one head; "a" holds one quiet shard, then it changes
-    run = average_until_settled(iter(labels), lambda taken: np.array([taken[-1]], dtype=object), patience=2)
+    run = average_until_settled(iter(labels), lambda taken: np.array([taken[-1]], dtype=object), patience=2,
+                                unsure=CANNOT_TELL)
     assert run.settled and run.n_shards == 5 and run.watch.changes == [-1, 0, 1, 0, 0]
-    patient = average_until_settled(iter(labels), lambda taken: np.array([taken[-1]], dtype=object), patience=3)
+    patient = average_until_settled(iter(labels), lambda taken: np.array([taken[-1]], dtype=object), patience=3, unsure=CANNOT_TELL)
     assert patient.settled and patient.n_shards == 6
 
 
@@ -74,14 +76,14 @@ def test_labelling_starts_after_start_shards():
         calls.append(len(taken))
         return interval_labels(taken)
 
-    run = average_until_settled(stream([0.9, 0.1], 100), labels_of, start=8)
+    run = average_until_settled(stream([0.9, 0.1], 100), labels_of, start=8, unsure=CANNOT_TELL)
     assert calls[0] == 8 and run.first_labelled == 8 and run.settled and run.n_shards == 10
-    short = average_until_settled(stream([0.9, 0.1], 5), labels_of, start=8)  # fewer shards than start
+    short = average_until_settled(stream([0.9, 0.1], 5), labels_of, start=8, unsure=CANNOT_TELL)  # fewer shards than start
     assert not short.settled and short.n_shards == 5 and short.labels is None and short.first_labelled == 0
 
 
 def test_cannot_tell_keeps_the_watch_open_even_when_nothing_changes():
-    watch = LabelWatch()
+    watch = LabelWatch(unsure=CANNOT_TELL)
     for _ in range(5):
         watch.update(np.array(["fixed", CANNOT_TELL], dtype=object))
     assert not watch.settled and watch.quiet == 0 and watch.changes == [-1, 0, 0, 0, 0]
@@ -89,4 +91,4 @@ def test_cannot_tell_keeps_the_watch_open_even_when_nothing_changes():
 
 def test_patience_must_be_positive():
     with pytest.raises(ValueError):
-        average_until_settled([], interval_labels, patience=0)
+        average_until_settled([], interval_labels, patience=0, unsure=CANNOT_TELL)

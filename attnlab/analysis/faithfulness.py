@@ -228,7 +228,8 @@ def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Seque
     mask = others["attention_mask"]
 
     def direction(x: torch.Tensor) -> torch.Tensor:
-        s = pooled(m.model(inputs_embeds=x, **others).last_hidden_state, mask)  # (k, d)
+        out = run(m, {"inputs_embeds": x, **others}, keep=("output",), grad=True).output
+        s = pooled(out.last_hidden_state, mask)  # (k, d)
         return s / s.norm(dim=-1, keepdim=True)
 
     with torch.enable_grad():

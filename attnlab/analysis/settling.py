@@ -23,9 +23,6 @@ from typing import Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
-#: the label that means the data cannot decide (``attnlab.course.claims.averaging.UNSURE_LABEL``)
-CANNOT_TELL = "cannot tell"
-
 #: shards running with no change and no "cannot tell" before the labels count as settled
 PATIENCE = 2
 
@@ -37,15 +34,15 @@ class LabelWatch:
     """Per-head labels seen shard after shard, and whether they have settled.
 
     Attributes:
+        unsure: the label that keeps the watch from settling (the caller's "cannot tell").
         patience: quiet shards running needed to settle.
-        unsure: the label that keeps the watch from settling.
         history: the labels after each :meth:`update`, each ``(L, H)`` (any shape).
         changes: heads whose label differs from the update before (-1 for the first).
         quiet: the current run of quiet updates (no change from the one before, no ``unsure``).
     """
 
+    unsure: str
     patience: int = PATIENCE
-    unsure: str = CANNOT_TELL
     history: list[np.ndarray] = field(default_factory=list)
     changes: list[int] = field(default_factory=list)
     quiet: int = 0
@@ -96,7 +93,7 @@ class SettledAverage(Generic[T]):
 
 
 def average_until_settled(shards: Iterable[T], labels_of: Callable[[list[T]], np.ndarray], *,
-                          patience: int = PATIENCE, unsure: str = CANNOT_TELL, start: int = 1) -> SettledAverage[T]:
+                          unsure: str, patience: int = PATIENCE, start: int = 1) -> SettledAverage[T]:
     """Read ``shards`` until the labels have settled (see the module docstring) or the shards run out.
 
     Args:
