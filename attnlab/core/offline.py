@@ -139,16 +139,3 @@ def install_counter() -> None:
 def connections() -> list[tuple[str, int]]:
     """Every ``(host, port)`` this process connected to since :func:`install_counter`, in order."""
     return list(_seen)
-
-
-def describe(found: list[tuple[str, int]] | None = None) -> str:
-    """One line: how many connections, and to where (``"2 connections: 127.0.0.1:8080 (2)"``)."""
-    found = connections() if found is None else found
-    if not found:
-        return "no connection"
-    counts: dict[str, int] = {}
-    for host, port in found:
-        key = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        counts[key] = counts.get(key, 0) + 1
-    where = ", ".join(f"{key} ({n})" for key, n in counts.items())
-    return f"{len(found)} connection{'s' if len(found) != 1 else ''}: {where}"

@@ -470,14 +470,29 @@ def check_connections() -> Check:
     from attnlab.core import offline  # deferred: see the module docstring
 
     found = offline.connections()
-    seen = offline.describe(found)
+    seen = _connections_line(found)
     if not offline.requested():
-        return Check("connections", OK, f"{seen} since attnlab was imported (ATTNLAB_OFFLINE is not set)")
+        return Check("connections", OK, _("{seen} since attnlab was imported (ATTNLAB_OFFLINE is not set)").format(
+            seen=seen))
     if not found:
-        return Check("connections", OK, f"{seen} since attnlab was imported (ATTNLAB_OFFLINE is set)")
-    return Check("connections", WARN, f"{seen} since attnlab was imported, although ATTNLAB_OFFLINE is set",
-                 "import attnlab before transformers or huggingface_hub (or set HF_HUB_OFFLINE=1 too), and "
-                 "report it to the maintainers if it persists")
+        return Check("connections", OK, _("{seen} since attnlab was imported (ATTNLAB_OFFLINE is set)").format(
+            seen=seen))
+    return Check("connections", WARN,
+                 _("{seen} since attnlab was imported, although ATTNLAB_OFFLINE is set").format(seen=seen),
+                 _("import attnlab before transformers or huggingface_hub (or set HF_HUB_OFFLINE=1 too), and "
+                   "report it to the maintainers if it persists"))
+
+
+def _connections_line(found: list[tuple[str, int]]) -> str:
+    """How many connections, and to where, in the reader's language ("2 connections: 127.0.0.1:8080 (2)")."""
+    if not found:
+        return _("no connection")
+    counts: dict[str, int] = {}
+    for host, port in found:
+        key = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        counts[key] = counts.get(key, 0) + 1
+    where = ", ".join(f"{key} ({n})" for key, n in counts.items())
+    return ngettext("{n} connection: {where}", "{n} connections: {where}", len(found)).format(n=len(found), where=where)
 
 
 class _Background:
