@@ -139,9 +139,9 @@ class LookupLanguage:
 
     def describe(self) -> str:
         rule = ", ".join(f"x[t-{o}]" for o in self.offsets)
-        return (f"lookup language: {self.vocab} symbols, x[t] = table[{rule}] with probability "
-                f"{1 - self.noise:.2f} (else random), sequences of {self.seq_len}; best possible "
-                f"perplexity {math.exp(self.best_loss()):.3f}, chance {self.vocab}")
+        return _("lookup language: {vocab} symbols, x[t] = table[{rule}] with probability {p:.2f} (else random), "
+                 "sequences of {n}; best possible perplexity {best:.3f}, chance {vocab}").format(
+            vocab=self.vocab, rule=rule, p=1 - self.noise, n=self.seq_len, best=math.exp(self.best_loss()))
 
 
 # --------------------------------------------------------------------------- model

@@ -70,14 +70,14 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
     cjk_font_for(list(tokens) + [title])
     norm = norm / np.maximum(norm.sum(axis=-1, keepdims=True), 1e-12)
     fig, axes = plt.subplots(1, 2, figsize=(2 * (0.45 * n + 1.8), 0.45 * n + 1.4))
-    for ax, values, name in ((axes[0], raw, "raw weights alpha"), (axes[1], norm, "norm-based ||alpha f(x)||")):
+    for ax, values, name in ((axes[0], raw, _("raw weights alpha")), (axes[1], norm, _("norm-based ||alpha f(x)||"))):
         im = ax.imshow(values, cmap="viridis", vmin=0, vmax=1)
         ax.set_xticks(range(n), tokens, rotation=90, fontsize=8)
         ax.set_yticks(range(n), tokens, fontsize=8)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel(_("key token (the token looked at)"), fontsize=9)
         ax.set_ylabel(_("query token (the row's owner)"), fontsize=9)
-        fig.colorbar(im, ax=ax, shrink=0.8).set_label("share of the row", fontsize=9)
+        fig.colorbar(im, ax=ax, shrink=0.8).set_label(_("share of the row"), fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

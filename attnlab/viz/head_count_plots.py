@@ -116,7 +116,7 @@ def plot_head_count(perplexities: Mapping[str, Mapping[int, Sequence[float]]], *
         x = [h * shift for h in hs]
         note = f" ({head_sizes[design]})" if head_sizes and design in head_sizes else ""
         ax.errorbar(x, means, yerr=[means - [v.min() for v in values], [v.max() for v in values] - means],
-                    marker="o", capsize=4, color=f"C{i}", label=_("{design}{note}: mean, bars = seed range").format(design=design, note=note))
+                    marker="o", capsize=4, color=f"C{i}", label=_("{design}{note}: mean, bars = seed range").format(design=_(design), note=note))
         for xi, v in zip(x, values):
             ax.scatter([xi] * len(v), v, color=f"C{i}", s=9, alpha=0.5, zorder=3)
     if best_possible is not None:
