@@ -32,7 +32,7 @@ def _summary(n_groups, self_mass, cls_mass, entropy_ratio, *, spread=0.01, n_tex
 def test_self_collapse_can_hold():
     v = verdict_self_collapse({12: _summary(12, 0.2, 0.3, 0.6), 2: _summary(2, 0.7, 0.1, 0.3)}, n_heads=12)
     assert v.verdict == HOLDS and v.numbers["change"] == pytest.approx(0.5, abs=0.02)
-    assert v.numbers["where the mass goes at 2"]["self"] == pytest.approx(0.7, abs=0.01)
+    assert v.numbers["where the mass goes, merged"]["self"] == pytest.approx(0.7, abs=0.01)
 
 
 def test_self_collapse_can_fail():
@@ -56,10 +56,10 @@ def test_self_collapse_cannot_tell():
 def test_fewer_heads_collapse_can_hold():
     onto_self = {12: _summary(12, 0.2, 0.3, 0.6), 2: _summary(2, 0.7, 0.1, 0.3)}
     v = verdict_fewer_heads_collapse(onto_self, n_heads=12)
-    assert v.verdict == HOLDS and v.numbers["focus token at 2"] == "self"
-    assert v.numbers["its mass at 12 heads"] == pytest.approx(0.2, abs=0.01)
+    assert v.verdict == HOLDS and v.numbers["focus token, merged"] == "self"
+    assert v.numbers["its mass, all heads"] == pytest.approx(0.2, abs=0.01)
     onto_cls = {12: _summary(12, 0.3, 0.2, 0.6), 2: _summary(2, 0.1, 0.7, 0.3)}
-    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).numbers["focus token at 2"] == "[CLS]"
+    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).numbers["focus token, merged"] == "[CLS]"
     assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).verdict == HOLDS
 
 

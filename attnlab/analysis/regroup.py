@@ -42,7 +42,7 @@ from attnlab.analysis.head_stats import ENTROPY_EPS
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, check_texts
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.core.run import Hook, encode, run
@@ -186,7 +186,7 @@ def regroup_all(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequen
 
 
 #: where a weight can land, one name per kind of key; every weight lands in exactly one
-DESTINATIONS = ("self", "previous", "next", "[CLS]", "[SEP]", "other")
+DESTINATIONS = (N_("self"), N_("previous"), N_("next"), "[CLS]", "[SEP]", N_("other"))  # marked: shown translated
 #: the destinations that are one single token (all but "other")
 SINGLE_TOKENS = DESTINATIONS[:5]
 
@@ -344,10 +344,10 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
 
 def summary_table(summaries: dict[int, GroupSummary]) -> str:
     """One row per h': the mass on each destination, the entropy ratio, the confidence, the focus."""
-    header = " ".join(f"{name:>8}" for name in DESTINATIONS)
+    header = " ".join(f"{_(name):>8}" for name in DESTINATIONS)
     lines = [f"{_('heads'):>5} {header} {_('entropy/uniform'):>15} {_('confidence'):>10}  "
              + _("most attended single token")]
     for g, s in summaries.items():
         masses = " ".join(f"{s.masses[name]:>8.3f}" for name in DESTINATIONS)
-        lines.append(f"{g:>5} {masses} {s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {s.focus_on}")
+        lines.append(f"{g:>5} {masses} {s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {_(s.focus_on)}")
     return "\n".join(lines)

@@ -27,7 +27,7 @@ import numpy as np
 
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval, bootstrap_mean
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.course.verdicts import ClaimVerdict, from_tests
 from attnlab.scratch.head_count_training import HeadCountStudy, shown_design
 
@@ -96,10 +96,11 @@ def verdict_self_collapse(summaries: Mapping[int, GroupSummary], *, n_heads: int
     full, few = pair
     d = change(full.mass_per_text("self"), few.mass_per_text("self"))
     return ClaimVerdict.decide(SELF_CLAIM, holds=d.above(margin), fails=d.below(margin), **{
-        f"self mass at {n_heads} heads": full.self_mass, f"self mass at {target}": few.self_mass,
-        "change": d.estimate, "change low": d.low, "change high": d.high, "margin": margin,
-        f"where the mass goes at {target}": {k: round(v, 3) for k, v in few.masses.items()},
-        "texts": d.n,
+        N_("heads"): n_heads, N_("merged into"): target,
+        N_("self mass, all heads"): full.self_mass, N_("self mass, merged"): few.self_mass,
+        N_("change"): d.estimate, N_("change low"): d.low, N_("change high"): d.high, N_("margin"): margin,
+        N_("where the mass goes, merged"): {k: round(v, 3) for k, v in few.masses.items()},
+        N_("texts"): d.n,
     })
 
 
@@ -126,12 +127,12 @@ def verdict_fewer_heads_collapse(summaries: Mapping[int, GroupSummary], *, n_hea
     holds = d_focus.above(margin) and d_entropy.below(margin)
     fails = d_focus.below(margin) or (d_entropy.above(margin) and not d_focus.above(margin))
     return ClaimVerdict.decide(COLLAPSE_CLAIM, holds=holds, fails=fails, **{
-        f"focus token at {target}": where,
-        f"its mass at {n_heads} heads": full.mass(where), f"its mass at {target}": few.mass(where),
-        "mass change": d_focus.estimate, "mass change low": d_focus.low, "mass change high": d_focus.high,
-        f"entropy/uniform at {n_heads}": full.entropy_ratio, f"entropy/uniform at {target}": few.entropy_ratio,
-        "entropy change low": d_entropy.low, "entropy change high": d_entropy.high,
-        f"focus token at {n_heads}": full.focus_on, "margin": margin,
+        N_("heads"): n_heads, N_("merged into"): target, N_("focus token, merged"): where,
+        N_("its mass, all heads"): full.mass(where), N_("its mass, merged"): few.mass(where),
+        N_("mass change"): d_focus.estimate, N_("mass change low"): d_focus.low, N_("mass change high"): d_focus.high,
+        N_("entropy/uniform, all heads"): full.entropy_ratio, N_("entropy/uniform, merged"): few.entropy_ratio,
+        N_("entropy change low"): d_entropy.low, N_("entropy change high"): d_entropy.high,
+        N_("focus token, all heads"): full.focus_on, N_("margin"): margin,
     })
 
 
@@ -198,13 +199,13 @@ def verdict_head_count(perplexities: Mapping[int, Sequence[float]], *, n_se: flo
     c_fails = best == many and all(above(h, many) for h in rest)
     return ClaimVerdict.decide(
         ROW_A_CLAIM, holds=a_holds and b_holds and c_holds, fails=a_fails or b_fails or c_fails, **{
-            "design": design or "not given", "standard errors for clear": n_se,
-            "mean perplexity": {h: round(v, 3) for h, v in means.items()},
-            "best h": best,
-            f"1 head worst ({few})": from_tests(a_holds, a_fails),
-            "middle best": from_tests(b_holds, b_fails),
-            f"too many heads worse ({many})": from_tests(c_holds, c_fails),
-            "seeds": min(len(p) for p in ppl.values()),
+            N_("design"): design or N_("not given"), N_("standard errors for clear"): n_se,
+            N_("mean perplexity"): {h: round(v, 3) for h, v in means.items()},
+            N_("best h"): best,
+            N_("fewest heads"): few, N_("fewest heads worst"): from_tests(a_holds, a_fails),
+            N_("middle best"): from_tests(b_holds, b_fails),
+            N_("most heads"): many, N_("most heads worse"): from_tests(c_holds, c_fails),
+            N_("seeds"): min(len(p) for p in ppl.values()),
         })
 
 
@@ -275,9 +276,9 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     with_them = {}
     if dropped:
         everything = verdict_more_heads_not_always_better(perplexities, n_se=n_se, design=design)
-        with_them = {"left out (heads smaller than {n})".format(n=min_head_size):
-                     ", ".join(f"{h} heads of size {head_sizes[h]}" for h in dropped),
-                     "verdict with the degenerate point": everything.verdict}
+        with_them = {N_("smallest head size kept"): min_head_size,
+                     N_("left out: head size by head count"): {h: head_sizes[h] for h in dropped},
+                     N_("verdict with the degenerate point"): everything.verdict}
     if len(kept) < 2:
         return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=False, fails=False,
                                    missing="the claim needs more head counts", head_counts=len(kept), needed=2,
@@ -295,13 +296,14 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     holds = seeds >= 2 and gap > 0 and gap > n_se * se and not fails
     chosen = sorted(set(choices.values()))
     return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=holds, fails=fails, **{
-        "measure": f"perplexity at {most} minus at the best count chosen on the other half of the seeds, "
-                   f"+- {n_se:g} standard errors",
-        "estimate": gap, "low": gap - n_se * se, "high": gap + n_se * se,
-        "design": design or "not given", "best head count": best,
-        "best chosen on the other half": ", ".join(str(h) for h in chosen) or "one seed: no split",
-        f"perplexity at {best} heads": means[best], f"perplexity at {most} heads": means[most],
-        "standard errors for clear": n_se, "seeds": seeds, **with_them,
+        N_("measure"): N_("perplexity at {most} heads minus at the best count chosen on the other half of the "
+                          "seeds, +- {n_se} standard errors").format(most=most, n_se=f"{n_se:g}"),
+        N_("estimate"): gap, N_("low"): gap - n_se * se, N_("high"): gap + n_se * se,
+        N_("design"): design or N_("not given"), N_("best head count"): best,
+        N_("best chosen on the other half"): ", ".join(str(h) for h in chosen) or N_("one seed: no split"),
+        N_("largest head count"): most,
+        N_("perplexity at the best count"): means[best], N_("perplexity at the largest count"): means[most],
+        N_("standard errors for clear"): n_se, N_("seeds"): seeds, **with_them,
     })
 
 
