@@ -16,7 +16,7 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from attnlab.core.language import N_, _
+from attnlab.core.language import N_, _, translated
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
 from attnlab.course.attention_limits_result import RESULT_NAME as ATTENTION_LIMITS, AttentionLimitsResult
@@ -120,12 +120,13 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
 #: one row per verdict of lesson 12: conclusions 3 and 5 are judged in two readings each
 LABELS = ("1", "2", "3a", "3b", "4", "5a", "5b", "6")
 #: what each two-reading row reads the conclusion as
-READINGS = {"3a": "onto itself", "3b": "onto one token", "5a": "fixed width", "5b": "fixed head size"}
+READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "5a": N_("fixed width"),
+            "5b": N_("fixed head size")}  # marked: shown through row_titles
 
 
 def row_titles(labels) -> list[str]:
     """Labels with their reading, for a figure or a table: ``"5a"`` -> ``"5a (fixed width)"``."""
-    return [f"{label} ({READINGS[label]})" if label in READINGS else str(label) for label in labels]
+    return [f"{label} ({_(READINGS[label])})" if label in READINGS else str(label) for label in labels]
 
 
 def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
@@ -170,11 +171,11 @@ def deciding_number(verdict: ClaimVerdict) -> str:
             est, low, high = (numbers.get(prefix + k) for k in keys)
             if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (est, low, high)):
                 measure = numbers.get(prefix + "measure", keys[0])
-                parts.append(f"{prefix}{measure} {est:.3g} [{low:.3g}, {high:.3g}]")
+                parts.append(f"{prefix}{translated(str(measure))} {est:.3g} [{low:.3g}, {high:.3g}]")
                 break
     if parts:
         return "; ".join(parts)
     for key in ("why", "missing", "6a: why", "6b: missing"):
         if key in numbers:
-            return str(numbers[key])
+            return translated(str(numbers[key]))
     return ""

@@ -37,12 +37,19 @@ def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name:
     for i, (v, label, detail) in enumerate(zip(verdicts, labels, details)):
         ax.add_patch(plt.Rectangle((0.0, i - 0.38), 0.17, 0.76, color=colours.get(v.verdict, GREY)))
         ax.text(0.085, i, _(v.verdict), ha="center", va="center", color="white", fontsize=10, weight="bold")
-        claim = f"{label}. " + "\n".join(textwrap.wrap(_(v.claim), 80))
+        claim = f"{label}. " + "\n".join(_wrap(_(v.claim), 80))
         ax.text(0.19, i - (0.12 if detail else 0.0), claim, va="center", fontsize=10)
         if detail:
-            ax.text(0.19, i + 0.3, "\n".join(textwrap.wrap(detail, 110)), va="center", fontsize=8, color="#424242")
+            ax.text(0.19, i + 0.3, "\n".join(_wrap(detail, 110)), va="center", fontsize=8, color="#424242")
     title = _("The source article's six conclusions, checked on {model}") if model_name else _(
         "The source article's six conclusions, checked")
     ax.set_title(title.format(model=model_name), loc="left", fontsize=12)
     fig.tight_layout()
     return fig
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most ``width`` columns; Chinese characters take two columns and may break anywhere."""
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+        return textwrap.wrap(text, width // 2, break_long_words=True)
+    return textwrap.wrap(text, width)

@@ -325,7 +325,7 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     excess = depth_excess(diversity)
     slope = diversity.slope
     numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
-               "measure": "slope minus shuffled-layer control",
+               "measure": N_("slope minus shuffled-layer control"),
                "dispersion, first layer": float(disp[0]), "dispersion, last layer": float(disp[-1]),
                "slope per layer": float(slope.estimate), "slope low": float(slope.low),
                "slope high": float(slope.high), "control slope": float(diversity.baseline_slope.estimate),
@@ -519,8 +519,8 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
     band = np.percentile(null, [2.5, 97.5])
     numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
-               "measure": f"non-content share of the least important heads (p {p:.2g}) against within-layer "
-                          "shuffles [2.5th, 97.5th pct]",
+               "measure": N_("non-content share of the least important heads (p {p}) against within-layer "
+                             "shuffles [2.5th, 97.5th pct]").format(p=f"{p:.2g}"),
                N_("shuffles, median"): float(np.median(null)), N_("p (over-represented)"): p, "alpha": alpha,
                N_("least important heads"): int(chosen.sum()), N_("their share of all heads"): least,
                N_("non-content share of all heads"): len(other) / labels.size,
