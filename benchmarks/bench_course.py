@@ -76,18 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     with model_folder(args) as folder:
         if folder is None:
             return run_course(args)
-        before = {key: os.environ.get(key) for key in ("ATTNLAB_MODEL", "ATTNLAB_RESULTS")}
-        with tempfile.TemporaryDirectory(prefix="attnlab-bench-results-") as results:
-            os.environ["ATTNLAB_MODEL"], os.environ["ATTNLAB_RESULTS"] = folder, results
-            try:
-                print(f"model: {folder}")
-                return run_course(args)
-            finally:
-                for key, value in before.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
+        from attnlab.tools.lesson_runner import environment
+
+        with tempfile.TemporaryDirectory(prefix="attnlab-bench-results-") as results, \
+                environment(ATTNLAB_MODEL=folder, ATTNLAB_RESULTS=results):
+            print(f"model: {folder}")
+            return run_course(args)
 
 
 def run_course(args: argparse.Namespace) -> int:

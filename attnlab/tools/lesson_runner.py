@@ -17,7 +17,6 @@ from attnlab.core.models import LoadedModel
 from attnlab.course import results
 
 #: the environment a re-run lesson inherits from this one
-_ENVIRONMENT = ("ATTNLAB_MODEL", "ATTNLAB_RESULTS", "MPLBACKEND")
 
 
 def notebooks_dir() -> Path | None:
@@ -66,6 +65,21 @@ def lesson_kernel(book, folder: Path, *, timeout: int = 900) -> Iterator:
         shutil.rmtree(sockets, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set these environment variables inside the ``with`` block, and put back what was there after it."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
     """Run every cell of ``book`` (an nbformat notebook, filled with outputs in place) in a fresh local
     kernel whose working folder is ``folder`` (:func:`lesson_kernel`: the kernel ends with the run)."""
@@ -83,15 +97,6 @@ def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     if folder is None or not (folder / f"{name}.ipynb").exists():
         raise FileNotFoundError(f"lesson notebook {name}.ipynb not found: run it yourself first")
     book = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
-    before = {key: os.environ.get(key) for key in _ENVIRONMENT}
-    os.environ["ATTNLAB_MODEL"] = model_setting(m)
-    os.environ["ATTNLAB_RESULTS"] = str(results.results_dir().resolve())
-    os.environ["MPLBACKEND"] = "Agg"
-    try:
+    with environment(ATTNLAB_MODEL=model_setting(m), ATTNLAB_RESULTS=str(results.results_dir().resolve()),
+                     MPLBACKEND="Agg"):
         execute_notebook(book, folder, timeout=timeout)
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

@@ -176,7 +176,7 @@ def save_bert_chinese_like(
     Returns:
         The folder, ready for ``attnlab.load_model(path)`` or for :class:`StandInHub`.
     """
-    from transformers import BertConfig, BertForPreTraining, BertTokenizer
+    from transformers import BertConfig, BertTokenizer
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -187,6 +187,13 @@ def save_bert_chinese_like(
                      num_hidden_layers=n_layers, intermediate_size=2 * hidden,
                      max_position_embeddings=max_positions, pad_token_id=0,
                      architectures=["BertForMaskedLM"])
+    return _save_bert(path, cfg, tokenizer, vocab, seed)
+
+
+def _save_bert(path: Path, cfg, tokenizer, vocab: list[str], seed: int) -> Path:
+    """Save a randomly initialised ``BertForPreTraining`` of ``cfg`` with its tokenizer and vocab.txt."""
+    from transformers import BertForPreTraining
+
     torch.manual_seed(seed)
     model = BertForPreTraining(cfg)  # encoder with pooler, plus the cls.* pre-training heads
     with quiet_transformers():
@@ -238,7 +245,7 @@ def save_bert_base_chinese_shaped(path: str | Path, *, seed: int = 0) -> Path:
     Returns:
         The folder, ready for ``attnlab.load_model(path)`` or ``ATTNLAB_MODEL=path``.
     """
-    from transformers import BertConfig, BertForPreTraining, BertTokenizer
+    from transformers import BertConfig, BertTokenizer
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -247,13 +254,7 @@ def save_bert_base_chinese_shaped(path: str | Path, *, seed: int = 0) -> Path:
     tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True,
                               tokenize_chinese_chars=True, model_max_length=shape["max_position_embeddings"])
     cfg = BertConfig(**shape, pad_token_id=0, architectures=["BertForMaskedLM"])
-    torch.manual_seed(seed)
-    model = BertForPreTraining(cfg)  # encoder with pooler, plus the cls.* pre-training heads
-    with quiet_transformers():
-        model.save_pretrained(path)
-        tokenizer.save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")  # as the real repository has
-    return path
+    return _save_bert(path, cfg, tokenizer, vocab, seed)
 
 
 class StandInHub:
