@@ -599,3 +599,23 @@ def test_per_layer_zeroing_changes_each_copy_in_its_own_layer(tiny_en):
     with pytest.raises(ValueError, match="one mask per layer"):
         with zero_values(tiny_en, where[:1]):
             pass
+
+
+def test_best_view_is_chosen_on_one_half_and_scored_on_the_other():
+    """A view that wins only on the choosing half is scored on the other half's queries, not on its own."""
+    from attnlab.analysis.faithfulness import VIEWS, Scoreboard
+
+    n = 40
+    order = np.random.default_rng(0).permutation(n)
+    choose, score = order[: n // 2], order[n // 2:]
+    rho = {view: np.full(n, 0.5) for view in VIEWS}
+    lucky = np.full(n, 0.5)
+    lucky[choose], lucky[score] = 0.9, 0.1  # best where it is chosen, worst where it is scored
+    rho["rollout"] = lucky
+    board = Scoreboard(rho={"masked": rho})
+    best, interval = board.best_held_out(["raw", "norm", "rollout"])
+    assert best == "rollout"
+    assert interval.estimate == pytest.approx(0.1, abs=1e-12)  # the same-data mean would be 0.5
+    assert float(np.mean(lucky)) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        Scoreboard(rho={"masked": {v: np.ones(3) for v in VIEWS}}).best_held_out(["raw"])

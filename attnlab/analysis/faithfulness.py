@@ -138,6 +138,23 @@ class Scoreboard:
             raise ValueError(f"name must be a view {VIEWS} or a ground truth {TRUTHS}, got {name!r}")
         return bootstrap_mean(np.array([q.special[name] for q in self.queries]), seed=seed)
 
+    def best_held_out(self, views: Sequence[str], truth: str = "masked", *, seed: int = 0) -> tuple[str, Interval]:
+        """The best of ``views`` chosen on one half of the queries, and its mean rho on the other half.
+
+        Choosing the best view and reporting its score on the same queries flatters it (the
+        winner of several noisy means is biased upwards); here the halves are fixed by ``seed``
+        and the interval resamples the scoring half's queries.
+        """
+        rho = self.rho[_check_truth(truth)]
+        views = [_check_view(v) for v in views]
+        n = len(rho[views[0]])
+        if n < 4:
+            raise ValueError(f"a held-out choice needs at least 4 queries, got {n}")
+        order = np.random.default_rng(seed).permutation(n)
+        choose, score = order[: n // 2], order[n // 2:]
+        best = max(views, key=lambda v: float(np.mean(rho[v][choose])))
+        return best, bootstrap_mean(rho[best][score], seed=seed)
+
     def ranking(self, truth: str = "masked") -> list[str]:
         """Views from the best mean rho to the worst."""
         rho = self.rho[_check_truth(truth)]
