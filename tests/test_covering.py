@@ -63,7 +63,7 @@ def test_additive_heads_are_not_redundant(aligned):
         return BASE + np.einsum("k,knd->nd", g, effects)
 
     cov = _measure(model)
-    np.testing.assert_allclose(cov.joint_norm, cov.sum_norm, rtol=1e-9)
+    np.testing.assert_allclose(cov.joint_norm, cov.sum_norm, rtol=1e-9, atol=1e-12)
     assert cv.covering_ratio(cov).estimate == pytest.approx(1.0, abs=1e-9)
     v = _judge(cov)
     assert v.verdict == FAILS and v.numbers["reading"] == "add up independently"
@@ -110,9 +110,9 @@ def test_effect_norms_by_hand():
     single = np.array([[[1.0, 0, 0], [0, 1, 0]], [[1.0, 0, 0], [0, -1, 0]], [[0, 0, 2.0], [0, 0, 0]]])  # (K=3, N=2, D)
     joint = np.array([[[3.0, 0, 0], [0, 0, 0]]])  # set {0, 1}
     joint_norm, sum_norm, single_norm = cv.effect_norms(full, single, joint, [[0, 1]])
-    np.testing.assert_allclose(joint_norm, [[3.0, 0.0]])
-    np.testing.assert_allclose(sum_norm, [[2.0, 0.0]])  # (1,0,0)+(1,0,0); (0,1,0)+(0,-1,0)
-    np.testing.assert_allclose(single_norm, [[1, 1, 2], [1, 1, 0]])
+    np.testing.assert_allclose(joint_norm, [[3.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(sum_norm, [[2.0, 0.0]], atol=1e-12)  # (1,0,0)+(1,0,0); (0,1,0)+(0,-1,0)
+    np.testing.assert_allclose(single_norm, [[1, 1, 2], [1, 1, 0]], atol=1e-12)
 
 
 def test_batched_single_head_states_equal_one_head_at_a_time(tiny_en):
