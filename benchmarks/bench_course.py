@@ -17,6 +17,8 @@ Each lesson runs headless in its own kernel (``scripts/run_lessons.py`` does
 the running and measures the kernel's peak resident memory); this prints one
 line per lesson, the total, and how each compares with the course's targets
 (no lesson over 5 minutes or 1.5 GB, the whole course within 15 minutes).
+Under a lesson over its time target it names its slowest cells, so that one
+can see where the time goes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: the course's targets on a 2-core CPU with the offline default (full mode)
 LESSON_SECONDS, LESSON_MB, COURSE_SECONDS = 300, 1536, 900
+#: how many of an over-target lesson's slowest cells are named
+SLOWEST_CELLS = 4
 
 
 def _lesson_runner():
@@ -68,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 08 11 (default: all)")
     ap.add_argument("--smoke", action="store_true", help="smoke mode instead of full mode")
+    ap.add_argument("--cells", action="store_true", help="name every lesson's slowest cells, not only those over target")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--model", metavar="DIR", help="run the course on this model folder (ATTNLAB_MODEL=DIR)")
     which.add_argument("--random-bert-base", action="store_true",
@@ -103,12 +108,16 @@ def run_course(args: argparse.Namespace) -> int:
     print(f"{'lesson':34s} {'seconds':>8s} {'peak MB':>8s}")
     total, over = 0.0, []
     for book in books:
-        seconds, peak = runner.run(book, ROOT / "build" / "notebooks")
+        cells: dict[str, float] = {}
+        seconds, peak = runner.run(book, ROOT / "build" / "notebooks", cells)
         total += seconds
         flag = "  over target" if seconds > LESSON_SECONDS or peak > LESSON_MB else ""
         if flag:
             over.append(book.name)
         print(f"{book.name:34s} {seconds:8.1f} {peak:8.0f}{flag}", flush=True)
+        if seconds > LESSON_SECONDS or args.cells:
+            slowest = sorted(cells.items(), key=lambda item: -item[1])[:SLOWEST_CELLS]
+            print("    slowest cells: " + ", ".join(f"{cell} {s:.0f} s" for cell, s in slowest), flush=True)
     print(f"{'total':34s} {total:8.1f}")
     if not args.smoke:
         print(f"targets: each lesson <= {LESSON_SECONDS} s and {LESSON_MB} MB "

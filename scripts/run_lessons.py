@@ -37,7 +37,11 @@ def _peak_rss_mb(pid: int, stop: threading.Event, out: list[float]) -> None:
     out.append(peak)
 
 
-def run(path: Path, out_dir: Path) -> tuple[float, float]:
+def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None) -> tuple[float, float]:
+    """Execute ``path`` in a fresh kernel; return its wall seconds and its kernel's peak memory (MB).
+
+    ``cell_seconds``, when given, is filled with each code cell's wall seconds by cell id.
+    """
     book = nbformat.read(str(path), as_version=4)
     start = time.time()
     peak: list[float] = []
@@ -49,7 +53,10 @@ def run(path: Path, out_dir: Path) -> tuple[float, float]:
             watcher.start()
         try:
             for index, cell in enumerate(book.cells):
+                cell_start = time.time()
                 client.execute_cell(cell, index)
+                if cell_seconds is not None and cell.cell_type == "code":
+                    cell_seconds[cell.get("id", str(index))] = time.time() - cell_start
         finally:
             stop.set()
             if watcher:

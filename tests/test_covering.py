@@ -130,6 +130,21 @@ def test_batched_single_head_states_equal_one_head_at_a_time(tiny_en):
     np.testing.assert_allclose(both["v"], batched, atol=1e-5)
 
 
+def test_ablation_keeps_other_measures_of_the_same_passes(tiny_en):
+    objective = importance.make_objective(tiny_en, ["how do you play chess", "why is the sky blue", "red"],
+                                          kind="sentence", batch_size=2)
+    out = importance.ablation_per_text(tiny_en, objective, keep={"vectors": importance.sentence_vectors_of})
+    assert out["sentence"].shape == (3, tiny_en.n_layers, tiny_en.n_heads)
+    assert out["vectors"].shape == (tiny_en.n_layers, tiny_en.n_heads, 3, tiny_en.model.config.hidden_size)
+    plain = importance.ablation_per_text(tiny_en, objective)
+    np.testing.assert_allclose(out["sentence"], plain["sentence"], atol=1e-9)
+    with al.mask_heads(tiny_en, [(1, 3)]):
+        one = objective.sentence_vectors()  # (N, D), head (1, 3) masked in a whole pass
+    np.testing.assert_allclose(out["vectors"][1, 3], one, atol=1e-5)
+    full = objective.sentence_vectors()
+    assert np.abs(out["vectors"][1, 3] - full).max() > 1e-4  # the kept vectors did change with the head
+
+
 def test_covering_study_on_a_real_model(tiny_en):
     objective = importance.make_objective(tiny_en, ["how do you play chess", "why is the sky blue", "red car",
                                                     "where is the bank", "best pizza in town"], kind="sentence")

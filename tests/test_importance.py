@@ -370,11 +370,27 @@ def test_ablation_begins_at_the_masked_layer_and_equals_whole_passes(tmp_path, k
     for (layer, head), values in whole.items():
         np.testing.assert_allclose(effects[:, layer, head], values - base, atol=1e-6)
     batches = len(objective.batches)
-    # layer 0 runs for the base pass, both heads of layer 0, and the pass that finds layer 1's input
-    # (layer 2's input also needs layer 0): 5 passes per batch, never for the heads of layers 1 and 2;
-    # a representation objective masks both heads of layer 0 in one pass (a copy of the batch each): 4
-    assert len(calls) == (4 if kind in ("sentence", "token") else 5) * batches
+    # layer 0 runs for the base pass, one pass that masks both heads of layer 0 (a copy of the batch
+    # each), and the passes that find layer 1's and layer 2's inputs: 4 per batch, never for the heads
+    # of layers 1 and 2 (every kind's loss follows from the final states here, the MLM one too)
+    assert objective.from_final_states
+    assert len(calls) == 4 * batches
     assert len(m.model.encoder.layer) == 3
+
+
+def test_mlm_ablation_without_a_known_head_runs_one_pass_per_head_with_the_same_numbers(tmp_path, monkeypatch):
+    # an MLM model whose head the course cannot split off: every position goes through the whole
+    # model, one pass per head; the numbers equal the batched sweep over the final states
+    folder = save_tiny_model(tmp_path / "m", n_layers=2, n_heads=3, hidden=12, mlm_head=True, seed=4)
+    m = al.load_model(str(folder), verbose=False)
+    objective = make_objective(m, TEXTS, kind="mlm", batch_size=4, seed=3)
+    assert objective.from_final_states
+    batched = ablation_per_text(m, objective)["mlm"]  # (N, L, H)
+    monkeypatch.setattr(importance, "masked_lm_head", lambda mlm: None)
+    assert not objective.from_final_states
+    one_by_one = ablation_per_text(m, objective)["mlm"]
+    np.testing.assert_allclose(one_by_one, batched, atol=1e-6)
+    assert np.abs(batched).max() > 1e-4  # masking a head changes the masked-LM loss at all
 
 
 def test_frozen_weights_take_no_gradients_and_come_back(tiny_en):

@@ -180,10 +180,33 @@ class Objective:
         masked tokens of each text). ``start_at`` (see :func:`attnlab.core.run.run`) begins the
         pass part-way, on the hidden state of an unchanged lower part.
         """
-        if self.kind == "mlm":
+        if not self.from_final_states:  # an MLM model whose head this course cannot split off
             return {"mlm": self._mlm_text_losses(batch, start_at)}
+        return self.losses_of_states(batch, self._forward(batch, start_at=start_at).last_hidden_state)
+
+    @property
+    def from_final_states(self) -> bool:
+        """True when every text's loss follows from the encoder's final hidden states alone
+        (:meth:`losses_of_states`): always, except an MLM model whose head is not known."""
+        return self.kind != "mlm" or self._mlm_head() is not None
+
+    def _mlm_head(self) -> Any | None:
+        """The masked-LM head on the shared encoder's final states, or None."""
+        return masked_lm_head(self._mlm) if self._mlm is not self._m.model else None
+
+    def losses_of_states(self, batch: dict[str, Any], hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{name: (B,)}`` as :meth:`text_losses`, from the final hidden states ``hidden``
+        ``(rows of batch, T, D)`` of one pass over ``batch`` (a contrastive batch holds its texts
+        and then their copies, ``2B`` rows)."""
+        if self.kind == "mlm":
+            labels = batch["labels"]  # (B, T), -100 where nothing is predicted
+            counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
+            rows, cols = torch.nonzero(labels != -100, as_tuple=True)  # (M,) each: the masked positions
+            logits = self._mlm_head()(hidden[rows, cols])  # (M, V): only the predicted positions
+            ce = torch.nn.functional.cross_entropy(logits, labels[rows, cols], reduction="none")  # (M,)
+            return {"mlm": torch.zeros(labels.shape[0], dtype=ce.dtype, device=ce.device).index_add(0, rows, ce)
+                    / counts}
         if self.kind == "contrastive":
-            hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (2B, T, D)
             mask = batch["inputs"]["attention_mask"].to(hidden.dtype)  # (2B, T)
             pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (2B, D)
             pooled = torch.nn.functional.normalize(pooled, dim=-1)
@@ -191,29 +214,23 @@ class Objective:
             sims = CONTRASTIVE_SCALE * pooled[:n] @ pooled[n:].T  # (B, B): query i against copy j
             target = torch.arange(n, device=sims.device)
             return {"contrastive": torch.nn.functional.cross_entropy(sims, target, reduction="none")}
-        hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (B, T, D)
         return representation_losses(hidden, batch["reference"], batch["inputs"]["attention_mask"])
 
     def _mlm_text_losses(self, batch: dict[str, Any], start_at: tuple[int, torch.Tensor] | None) -> torch.Tensor:
         """``(B,)``: each text's mean cross-entropy over its masked tokens.
 
         The vocabulary projection runs on the masked positions only (``(M, V)``, not
-        ``(B, T, V)``): the encoder's pass gives the hidden states, the MLM head
-        (:func:`attnlab.core.models.masked_lm_head`) maps the few that are predicted.
+        ``(B, T, V)``) where the MLM head is known (:meth:`losses_of_states`); otherwise every
+        position goes through the whole MLM model.
         """
+        if self.from_final_states:
+            return self.losses_of_states(batch, self._forward(batch, start_at=start_at).last_hidden_state)["mlm"]
         labels = batch["labels"]  # (B, T), -100 where nothing is predicted
         counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
-        head = masked_lm_head(self._mlm) if self._mlm is not self._m.model else None
-        if head is None:  # every position through the whole MLM model
-            logits = self._forward(batch, self._mlm, start_at).logits  # (B, T, V)
-            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
-                                                   reduction="none")  # (B, T), 0 where ignored
-            return ce.sum(1) / counts
-        hidden = self._forward(batch, start_at=start_at).last_hidden_state  # (B, T, D): the shared encoder
-        rows, cols = torch.nonzero(labels != -100, as_tuple=True)  # (M,) each: the masked positions
-        logits = head(hidden[rows, cols])  # (M, V)
-        ce = torch.nn.functional.cross_entropy(logits, labels[rows, cols], reduction="none")  # (M,)
-        return torch.zeros(labels.shape[0], dtype=ce.dtype, device=ce.device).index_add(0, rows, ce) / counts
+        logits = self._forward(batch, self._mlm, start_at).logits  # (B, T, V)
+        ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
+                                               reduction="none")  # (B, T), 0 where ignored
+        return ce.sum(1) / counts
 
     def per_text(self, layer_inputs: Sequence[tuple[int, torch.Tensor]] | None = None) -> dict[str, np.ndarray]:
         """Every text's loss over all batches, ``{name: (N,)}`` (names as :meth:`text_losses`), no gradients.
@@ -496,39 +513,47 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
 
 
 def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
-                      threads: int | None = None, fill: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+                      threads: int | None = None, fill: torch.Tensor | None = None,
+                      keep: dict[str, "StatesReducer"] | None = None) -> dict[str, np.ndarray]:
     """Loss change of every text when each head alone is masked: zero-ablation, or with
     ``fill`` (``[layers, heads, d_head]`` from :func:`attnlab.core.gates.head_output_means`)
     mean-ablation, the head's output replaced by its mean over reference texts.
 
-    One pass over the texts per head. A representation objective gives the
-    ``"sentence"`` and the ``"token"`` loss at once; ``"contrastive"`` and ``"mlm"`` give
-    their own per-text loss (:meth:`Objective.text_losses`). Masking a head of layer ``l``
-    leaves layers ``0 .. l - 1`` as they are, so each pass begins at layer ``l``, on the
-    unchanged model's hidden state there (:meth:`Objective.layer_input`): the same numbers
-    as whole passes, in a little over half the time on a 12-layer model. For a representation
-    objective each pass also masks every head of the layer at once, each in its own copy of the
-    batch (:func:`single_head_states`).
+    A representation objective gives the ``"sentence"`` and the ``"token"`` loss at once;
+    ``"contrastive"`` and ``"mlm"`` give their own per-text loss (:meth:`Objective.text_losses`).
+    Masking a head of layer ``l`` leaves layers ``0 .. l - 1`` as they are, so each pass begins
+    at layer ``l``, on the unchanged model's hidden state there (:meth:`Objective.layer_input`):
+    the same numbers as whole passes, in a little over half the time on a 12-layer model. Each
+    pass also masks every head of the layer at once, each in its own copy of the batch
+    (:func:`single_head_states`), whenever the loss follows from the final states
+    (:attr:`Objective.from_final_states`); otherwise one pass per head.
+
+    ``keep``: more reducers of the same masked final states (as in :func:`single_head_states`,
+    e.g. every text's sentence vector), so that another measure needs no sweep of its own; each
+    adds ``{name: (L, H, ...)}`` to the result (batched path only).
 
     Returns:
-        ``{name: (N, L, H)}``: ``L_text(without head) - L_text``.
+        ``{name: (N, L, H)}``: ``L_text(without head) - L_text``; and ``keep``'s arrays.
     """
-    if objective.absolute:  # one batched pass per layer masks each of its heads in its own copy
-        with torch_threads(threads):
-            base = objective.per_text()  # {kind: (N,)}
+    keep = dict(keep or {})
+    if keep and not objective.from_final_states:
+        raise ValueError("keep needs an objective whose loss follows from the final states")
+    with torch_threads(threads):
+        base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
+    kinds = list(base)
+    if objective.from_final_states:
         def losses(states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
-            parts = [representation_losses(hidden, batch["reference"], mask)
-                     for (hidden, mask), batch in zip(states, objective.batches)]
-            return np.stack([np.concatenate([p[k].double().cpu().numpy() for p in parts])
-                             for k in REPRESENTATION_KINDS], axis=1)  # (N, kinds)
-        sweep = single_head_states(m, objective, losses, progress=progress, threads=threads,
-                                   fill=fill)  # (L, H, N, kinds)
-        return {kind: np.moveaxis(sweep[..., j], 2, 0) - base[kind][:, None, None]
-                for j, kind in enumerate(REPRESENTATION_KINDS)}
+            parts = [objective.losses_of_states(batch, hidden) for (hidden, _mask), batch in zip(states, objective.batches)]
+            return np.stack([np.concatenate([p[k].double().cpu().numpy() for p in parts]) for k in kinds],
+                            axis=1)  # (N, kinds)
+        sweep = single_head_states(m, objective, {**keep, "": losses}, progress=progress, threads=threads,
+                                   fill=fill)  # {"": (L, H, N, kinds), and keep's names}
+        kept = {name: sweep[name] for name in keep}
+        return {**{kind: np.moveaxis(sweep[""][..., j], 2, 0) - base[kind][:, None, None]
+                   for j, kind in enumerate(kinds)}, **kept}
     bar = tqdm(total=m.n_layers * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar:
-        base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
-        out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in base}
+        out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in kinds}
         for layer in range(m.n_layers):
             # each batch's input of this layer (run keeps no graph); layer 0: whole passes
             starts = [(layer, objective.layer_input(batch, layer)) for batch in objective.batches] if layer else None
