@@ -122,6 +122,14 @@ def test_auto_falls_back_at_once_when_the_hub_refuses(caches, monkeypatch):
     nothing_half_written(caches)
 
 
+def test_the_fallback_message_ends_its_sentence_once(caches, monkeypatch, capsys):
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    al.load_model("auto")
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("attnlab: using ") and "refused the connection" in line
+    assert line.endswith("mirror of it.") and not line.endswith("..")
+
+
 # --------------------------------------------------------------------------- an explicit name fails, with the reason
 
 

@@ -519,6 +519,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
                         language=language, device=target)
     if verbose:
         if reason:
+            reason = reason.rstrip().rstrip(".。")  # the sentence gives its own full stop
             print(_("attnlab: using {model} because {reason}.").format(model=loaded.describe(), reason=reason))
         else:
             print(_("attnlab: using {model}.").format(model=loaded.describe()))
