@@ -448,6 +448,16 @@ def test_lesson_06_and_08_figures_draw_no_english_prose(chinese):
     assert perturbation_plots.kind_word("both") == "both" and perturbation_plots.space_word("token") == "token space"
 
 
+def test_lesson_06s_threshold_slider_is_labelled_in_the_readers_language(chinese):
+    pytest.importorskip("ipywidgets")
+    from attnlab.viz.perturbation_widgets import threshold_slider
+
+    assert threshold_slider(str, [0.1, 0.2], 0.1).children[0].description == "阈值"
+    language.set_language("en")
+    assert threshold_slider(str, [0.1, 0.2], 0.1).children[0].description == "threshold"
+    assert threshold_slider(str, [0.1, 0.2], 0.1, description="change >").children[0].description == "change >"
+
+
 def test_figures_command_writes_the_chinese_gallery_to_figures_zh(monkeypatch, tmp_path):
     from attnlab.tools import cli
 
