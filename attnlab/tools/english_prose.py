@@ -51,6 +51,8 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(r"Noto (?:Sans|Serif) CJK \w+|Source Han (?:Sans|Serif)(?: \w+)?|WenQuanYi (?:Micro|Zen) Hei"
             r"|Microsoft YaHei|PingFang SC", "the family name of a CJK font, as the system names it"),
     Allowed(r"Jensen-Shannon", "a name; the glossary keeps it (Jensen-Shannon 散度)"),
+    Allowed(r"随机 token 串「[^」]*」", "lesson 08's control: strings of random vocabulary tokens, printed as "
+            "drawn (token strings, not prose)"),
 )
 
 _ALLOWED = re.compile("|".join(f"(?:{a.pattern})" for a in ALLOWED))

@@ -117,7 +117,7 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
             _mark_level(bar, level, "--")
         diff = np.asarray(report.difference.estimate)
         span = max(0.05, float(np.nanmax(np.abs(diff))))
-        _heatmap(fig, axes[1, 0], diff, report.layers, "real - control (< 0: less fixed on real queries)",
+        _heatmap(fig, axes[1, 0], diff, report.layers, _("real - control (< 0: less fixed on real queries)"),
                  cmap="RdBu", vmin=-span, vmax=span, marks=below_control, fmt="{:+.2f}")
         sharp_ax = axes[1, 1]
     else:
@@ -131,13 +131,13 @@ def plot_fixedness(report: FixednessReport, *, threshold: float | None = None, f
         cbar_c.set_label(marks[-1], fontsize=7)
     if marks:
         cbar.set_label("; ".join(marks), fontsize=7)
-    _heatmap(fig, sharp_ax, sharp, report.layers, "sharpness of the mean map (0 = flat)", cmap="viridis",
+    _heatmap(fig, sharp_ax, sharp, report.layers, _("sharpness of the mean map (0 = flat)"), cmap="viridis",
              vmin=0.0, vmax=1.0)
     notes = []
     if fixed is not None:
         notes.append(_("* top left: labelled fixed"))
     if below_control is not None and has_control:
-        notes.append("* bottom left: clearly below the control")
+        notes.append(_("* bottom left: clearly below the control"))
     fig.suptitle(_("Fixedness per head (colour scale fitted to the data)")
                  + (f"; {', '.join(notes)}" if notes else ""),
                  fontsize=9)

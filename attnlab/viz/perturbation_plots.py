@@ -21,6 +21,21 @@ from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
 
 
+def kind_word(word: str) -> str:
+    """A kind of damage (``"original"``, ``"lexical"``, ``"syntactic"``, ``"both"``) or a space
+    (``"position"``, ``"token"``) in the reader's language; any other word unchanged. (The lessons'
+    printed words, :func:`attnlab.course.claims.perturbation.kind_word`, use the same catalogue entries.)"""
+    words = {"original": _("original"), "lexical": _("lexical"), "syntactic": _("syntactic"), "both": _("both"),
+             "position": _("position"), "token": _("token")}
+    return words.get(word, word)
+
+
+def space_word(space: str) -> str:
+    """``"position"`` -> "position space", ``"token"`` -> "token space", in the reader's language."""
+    words = {"position": _("position space"), "token": _("token space")}
+    return words.get(space, space)
+
+
 def _shared_colorbar(fig: Figure, axes, label: str) -> None:
     """One labelled colour bar for panels drawn on one scale."""
     fig.colorbar(axes[0].images[0], ax=list(axes), fraction=0.025, pad=0.02, label=label)
@@ -52,7 +67,7 @@ def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | Non
             if c == 0:
                 ax.set_xticklabels(tokens, rotation=90, fontsize=5)
                 ax.set_yticklabels(tokens, fontsize=5)
-                ax.set_ylabel(f"{k}\n{ex.texts[k]}", fontsize=7)
+                ax.set_ylabel(f"{kind_word(k)}\n{ex.texts[k]}", fontsize=7)
             title = f"H{h + 1}" if r == 0 else ""
             if k != "original":
                 title += ("\n" if title else "") + f"p{ex.position[k][layer, h]:.2f} t{ex.token[k][layer, h]:.2f}"
@@ -74,9 +89,9 @@ def plot_sensitivity_maps(study: PerturbationStudy, *, kinds: Sequence[str] | No
                              layout="constrained")
     for c, k in enumerate(kinds):
         for r, space in enumerate(SPACES):
-            plot_layer_head_map(maps[(k, space)], ax=axes[r, c], title=f"{k}, {space} space", vmin=0, vmax=top,
+            plot_layer_head_map(maps[(k, space)], ax=axes[r, c], title=_("{kind}, {space}").format(kind=kind_word(k), space=space_word(space)), vmin=0, vmax=top,
                                 fontsize=6, colorbar=False)
-    _shared_colorbar(fig, axes.ravel(), "change of the map (1 - similarity), one scale for all panels")
+    _shared_colorbar(fig, axes.ravel(), _("change of the map (1 - similarity), one scale for all panels"))
     fig.suptitle(_("Sensitivity (1 - similarity) over {n} queries").format(n=study.n_queries), fontsize=10)
     return fig
 
@@ -98,7 +113,7 @@ def plot_followers(study: PerturbationStudy, kind: str = "both", margin: float =
     for edge in (-margin, margin):
         bar.ax.axhline(edge, color="black", linewidth=1.0)
     ax.set_title(_("under '{kind}' damage: P = position-follower (interval above +{margin}), "
-                   "C = content-follower (below -{margin})").format(kind=kind, margin=f"{margin:g}"), fontsize=8)
+                   "C = content-follower (below -{margin})").format(kind=kind_word(kind), margin=f"{margin:g}"), fontsize=8)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -109,8 +124,8 @@ def plot_displacement_control(control: DisplacementControl) -> Figure:
     displacement; heads whose interval lies above 0 are marked "+", below 0 "-".
     Returns the figure."""
     first, second = control.kinds
-    panels = (("plain difference of mean changes", control.raw_gap),
-              ("difference at equal displacement", control.gap))
+    panels = ((_("plain difference of mean changes"), control.raw_gap),
+              (_("difference at equal displacement"), control.gap))
     lim = max(0.05, max(float(np.nanmax(np.abs(iv.estimate))) for _title, iv in panels))
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), squeeze=False, layout="constrained")
     for ax, (title, iv) in zip(axes[0], panels):
@@ -118,10 +133,10 @@ def plot_displacement_control(control: DisplacementControl) -> Figure:
         plot_layer_head_map(iv.estimate, ax=ax, cmap="coolwarm", vmin=-lim, vmax=lim, marks=marks.tolist(),
                             title=title, fontsize=6, colorbar=False)
     _shared_colorbar(fig, axes[0], _("{first} minus {second} change (1 - similarity)").format(
-        first=first, second=second))
+        first=kind_word(first), second=kind_word(second)))
     d = control.mean_displacement
-    fig.suptitle(_("{first} vs {second} damage, {space} space; mean displacement {d_first} vs "
+    fig.suptitle(_("{first} vs {second} damage, {space}; mean displacement {d_first} vs "
                    "{d_second} token positions ({n} queries; +/-: interval above/below 0)").format(
-        first=first, second=second, space=control.space, d_first=f"{d[first]:.2f}", d_second=f"{d[second]:.2f}",
+        first=kind_word(first), second=kind_word(second), space=space_word(control.space), d_first=f"{d[first]:.2f}", d_second=f"{d[second]:.2f}",
         n=control.n_queries), fontsize=9)
     return fig

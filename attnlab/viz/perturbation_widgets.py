@@ -67,7 +67,7 @@ def perturbation_box(m: LoadedModel, original: Query | str, new_text: str, *, la
     layer = m.check_layer(layer)
     found = _widgets()
     if found is None:
-        print("(ipywidgets is not installed: showing the first view only)")
+        print(_("(ipywidgets is not installed: showing the first view only)"))
         print(describe_custom(m, original, new_text, layer))
         return None
     W, display = found
@@ -88,8 +88,10 @@ def perturbation_box(m: LoadedModel, original: Query | str, new_text: str, *, la
 
 
 def threshold_slider(describe: Callable[[float], str], values: Sequence[float], value: float, *,
-                     description: str = "threshold"):
+                     description: str | None = None):
     """A slider over ``values``; below it, ``describe(value)`` (e.g. a verdict at that threshold).
+
+    ``description`` is the slider's label (default: "threshold" in the reader's language).
 
     Returns:
         The ipywidgets ``VBox``, or None (after printing ``describe(value)``) when
@@ -100,11 +102,12 @@ def threshold_slider(describe: Callable[[float], str], values: Sequence[float], 
         raise ValueError(f"value {value} is not one of the slider's values {values}")
     found = _widgets()
     if found is None:
-        print("(ipywidgets is not installed: showing the starting value only)")
+        print(_("(ipywidgets is not installed: showing the starting value only)"))
         print(describe(float(value)))
         return None
     W, _display = found
-    slider = W.SelectionSlider(options=values, value=float(value), description=description, continuous_update=False)
+    slider = W.SelectionSlider(options=values, value=float(value), description=description or _("threshold"),
+                               continuous_update=False)
     out = W.Output()
 
     def redraw(_change: Any = None) -> None:
