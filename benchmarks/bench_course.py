@@ -68,10 +68,26 @@ def model_folder(args: argparse.Namespace) -> Iterator[str | None]:
         yield str(save_bert_base_chinese_shaped(Path(tmp) / "model"))
 
 
+@contextlib.contextmanager
+def results_folder(args: argparse.Namespace) -> Iterator[str]:
+    """``--results DIR`` (kept, so that a later run, e.g. of lesson 12, reads what this one saved),
+    or a temporary folder deleted afterwards."""
+    if args.results:
+        folder = Path(args.results).expanduser().resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        yield str(folder)
+        return
+    with tempfile.TemporaryDirectory(prefix="attnlab-bench-results-") as tmp:
+        yield tmp
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 08 11 (default: all)")
     ap.add_argument("--smoke", action="store_true", help="smoke mode instead of full mode")
+    ap.add_argument("--results", metavar="DIR",
+                    help="with --model or --random-bert-base: keep the lessons' results in DIR (default: a "
+                         "temporary folder), so that a later run of lesson 12 reads them instead of re-running")
     ap.add_argument("--cells", action="store_true", help="name every lesson's slowest cells, not only those over target")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--model", metavar="DIR", help="run the course on this model folder (ATTNLAB_MODEL=DIR)")
@@ -83,9 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_course(args)
         from attnlab.tools.lesson_runner import environment
 
-        with tempfile.TemporaryDirectory(prefix="attnlab-bench-results-") as results, \
-                environment(ATTNLAB_MODEL=folder, ATTNLAB_RESULTS=results):
-            print(f"model: {folder}")
+        with results_folder(args) as results, environment(ATTNLAB_MODEL=folder, ATTNLAB_RESULTS=results):
+            print(f"model: {folder}; results: {results}")
             return run_course(args)
 
 
