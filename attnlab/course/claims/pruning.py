@@ -23,7 +23,7 @@ from attnlab.analysis.costs_nothing import TOLERANCE_SHARE as COSTS_NOTHING_SHAR
 from attnlab.analysis.costs_nothing import CostsNothing
 from attnlab.analysis.pruning import PruningStudy, loss_limit
 from attnlab.analysis.stats import Interval, bootstrap_mean, too_few_units
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.course.verdicts import ClaimVerdict
 
 #: Michel et al. 2019: share of heads pruned "without noticeable loss", BERT fine-tuned on MNLI
@@ -38,6 +38,8 @@ TOLERANCE_SHARE = COSTS_NOTHING_SHARE
 #: the shares of that distance, and of heads masked, of the sensitivity table
 TOLERANCE_SHARES = SHARE_GRID
 SHARES = (0.1, 0.2, 0.3)
+#: the names of the verdict's parameters the sensitivity table varies: its header shows them translated
+SENSITIVITY_PARAMETERS = (N_("share"), N_("tolerance"))
 
 PRUNABLE_CLAIM = "some heads can be pruned with almost no loss"
 
@@ -120,20 +122,23 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
     i = grid_index(study, share)
     low, random_median, high = study.random_band()
     numbers = {
-        "estimate": rise.estimate, "low": rise.low, "high": rise.high, "measure": "loss increase",
-        "heads masked together": float(study.fractions[i]),
-        "loss increase": rise.estimate, "increase low": rise.low, "increase high": rise.high,
-        "allowed increase": allowed, "random orders, median increase": float(random_median[i] - study.base_loss),
-        "random band low": float(low[i] - study.base_loss), "random band high": float(high[i] - study.base_loss),
-        "advantage over random": advantage.estimate, "advantage low": advantage.low,
-        "advantage high": advantage.high,
-        "prunable together (importance order, one head at a time)": round(prunable_together(study), 3),
-        "grid, random order (median)": study.prunable["random"],
-        "Michel et al. BERT": MICHEL_BERT_FRACTION,
+        "estimate": rise.estimate, "low": rise.low, "high": rise.high, "measure": N_("loss increase"),
+        N_("heads masked together"): float(study.fractions[i]),
+        N_("loss increase"): rise.estimate, N_("increase low"): rise.low, N_("increase high"): rise.high,
+        N_("allowed increase"): allowed,
+        N_("random orders, median increase"): float(random_median[i] - study.base_loss),
+        N_("random band low"): float(low[i] - study.base_loss),
+        N_("random band high"): float(high[i] - study.base_loss),
+        N_("advantage over random"): advantage.estimate, N_("advantage low"): advantage.low,
+        N_("advantage high"): advantage.high,
+        N_("prunable together (importance order, one head at a time)"): round(prunable_together(study), 3),
+        N_("grid, random order (median)"): study.prunable["random"],
+        N_("Michel et al. BERT"): MICHEL_BERT_FRACTION,
     }
     if costs is not None:
-        numbers["distance between two texts"] = costs.distance
-        numbers["allowed, share of that distance"] = allowed / costs.distance if costs.distance > 0 else float("nan")
+        numbers[N_("distance between two texts")] = costs.distance
+        numbers[N_("allowed, share of that distance")] = (allowed / costs.distance if costs.distance > 0
+                                                          else float("nan"))
     if effects is not None:
         numbers["removable alone"] = round(removable_alone(effects, study.base_loss, tolerance,
                                                            relative=study.relative), 3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from attnlab.analysis import costs_nothing
 from attnlab.analysis.importance import ablation_per_text, make_objective
 from attnlab.analysis.pruning import pruning_study
+from attnlab.core.language import _
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES, PruningResult
 from attnlab.data.corpus import texts
@@ -38,10 +39,10 @@ def _study(ctx: FigureContext):
         caption="Head importance: how far the sentence vector moves (1 - cos) when the head alone is masked, "
                 "layers x heads, on the texts used for ranking")
 def head_importance_map(ctx: FigureContext):
-    ax = plot_head_scores(_study(ctx).importance, title="Head importance: 1 - cos when the head alone is masked",
-                          label="1 - cos with the full model's sentence vector")
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax = plot_head_scores(_study(ctx).importance, title=_("Head importance: 1 - cos when the head alone is masked"),
+                          label=_("1 - cos with the full model's sentence vector"))
+    ax.set_xlabel(_("head"))
+    ax.set_ylabel(_("layer"))
     return ax.figure
 
 
