@@ -20,3 +20,8 @@ def display_width(text: str) -> int:
 def pad_right(text: str, width: int) -> str:
     """``text`` followed by spaces up to ``width`` columns (unchanged when already as wide)."""
     return text + " " * max(0, width - display_width(text))
+
+
+def pad_left(text: str, width: int) -> str:
+    """Spaces up to ``width`` columns, then ``text`` (right-aligned; unchanged when already as wide)."""
+    return " " * max(0, width - display_width(text)) + text

@@ -241,18 +241,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     table = fixed_vs_followers(averaging, perturbation)
     numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
                "estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
-               "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
+               N_("fixed heads (lesson 08)"): float(fixed.estimate), N_("query shards"): fixed.n,
                N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
                N_("varying (lesson 08 heads)"): kinds.count("varying"),
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
                N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
-               "most means more than": most,
-               "content followers (lesson 06)": float(content.estimate), "content low": float(content.low),
-               "content high": float(content.high), "queries (lesson 06)": content.n,
+               N_("most means more than"): most,
+               N_("content followers (lesson 06)"): float(content.estimate), N_("content low"): float(content.low),
+               N_("content high"): float(content.high), N_("queries (lesson 06)"): content.n,
                N_("content (lesson 06 heads)"): followers.count("content"),
                N_("position (lesson 06 heads)"): followers.count("position"),
                N_("cannot tell (lesson 06 heads)"): followers.count(UNSURE),
-               "a few means at most": few,
+               N_("a few means at most"): few,
                N_("all keys: fixed heads (lesson 08)"): float(averaging.fixed_share.estimate),
                N_("all keys: fixed low"): float(averaging.fixed_share.low),
                N_("all keys: fixed high"): float(averaging.fixed_share.high)}
@@ -264,8 +264,8 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         weight = np.asarray(averaging.special_weight, dtype=float)
         numbers[N_("weight on special tokens, per head (min, median, max)")] = [
             round(float(np.nanmin(weight)), 3), round(float(np.nanmedian(weight)), 3), round(float(np.nanmax(weight)), 3)]
-    numbers.update({"fixed and content-following (same heads)": table["fixed"].get(CONTENT_LABEL, 0),
-                    "cross-tab 08 x 06": table})
+    numbers.update({N_("fixed and content-following (same heads)"): table["fixed"].get(CONTENT_LABEL, 0),
+                    N_("cross-tab 08 x 06"): table})
     if patterns is not None:
         numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
     if attention_limits is not None:
@@ -326,12 +326,12 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     slope = diversity.slope
     numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
                "measure": N_("slope minus shuffled-layer control"),
-               "dispersion, first layer": float(disp[0]), "dispersion, last layer": float(disp[-1]),
-               "slope per layer": float(slope.estimate), "slope low": float(slope.low),
-               "slope high": float(slope.high), "control slope": float(diversity.baseline_slope.estimate),
-               "control low": float(diversity.baseline_slope.low),
-               "control high": float(diversity.baseline_slope.high),
-               "share of random deals falling as fast (p)": float(diversity.baseline_p), "texts": excess.n}
+               N_("dispersion, first layer"): float(disp[0]), N_("dispersion, last layer"): float(disp[-1]),
+               N_("slope per layer"): float(slope.estimate), N_("slope low"): float(slope.low),
+               N_("slope high"): float(slope.high), N_("control slope"): float(diversity.baseline_slope.estimate),
+               N_("control low"): float(diversity.baseline_slope.low),
+               N_("control high"): float(diversity.baseline_slope.high),
+               N_("share of random deals falling as fast (p)"): float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
         numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
     numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
@@ -559,10 +559,10 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
     steady = all(h.above(stable) for h in halves.values())
     numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
                "measure": N_("rank agreement of the two tasks"),
-               **{f"split-half, {t}": str(h) for t, h in halves.items()},
+               **{N_("split-half, {task}").format(task=t): str(h) for t, h in halves.items()},
                N_("stable means split-half above"): stable,
-               **{f"probe accuracy, {t}": tasks.accuracy[t] for t in tasks.tasks},
-               **{f"commonest label, {t}": tasks.chance[t] for t in tasks.tasks},
+               **{N_("probe accuracy, {task}").format(task=t): tasks.accuracy[t] for t in tasks.tasks},
+               **{N_("commonest label, {task}").format(task=t): tasks.chance[t] for t in tasks.tasks},
                N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
     useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
     if useless:
@@ -581,6 +581,6 @@ def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult
     a, b = conclusion_6a(perturbation, pruning), conclusion_6b(pruning)
     word = combine([a.verdict, b.verdict])
     return ClaimVerdict.decide(CLAIMS[6], holds=word == HOLDS, fails=word == FAILS, **{
-        "not useless (6a)": a.verdict, "depends on the task (6b)": b.verdict,
-        **{f"6a: {k}": v for k, v in a.numbers.items()}, **{f"6b: {k}": v for k, v in b.numbers.items()},
+        N_("not useless (6a)"): a.verdict, N_("depends on the task (6b)"): b.verdict,
+        **{N_("6a: {number}").format(number=k): v for k, v in a.numbers.items()}, **{N_("6b: {number}").format(number=k): v for k, v in b.numbers.items()},
     })
