@@ -116,7 +116,7 @@ SENSITIVITY = {
 
 def _missing(number: int, *kinds: type) -> ClaimVerdict:
     names = ", ".join(RESULT_NAMES[k] for k in kinds)
-    return ClaimVerdict.missing(CLAIMS[number], f"{names} (run those lessons first)")
+    return ClaimVerdict.missing(CLAIMS[number], N_("{names} (run those lessons first)").format(names=names))
 
 
 # --------------------------------------------------------------------------- 1
@@ -360,7 +360,7 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
 def conclusion_3_self(head_count: HeadCountResult | None, *, target: int = COLLAPSE_TARGET) -> ClaimVerdict:
     """The article's reading: merged into ``target`` heads, every token attends to *itself* (lesson 10)."""
     if head_count is None:
-        return ClaimVerdict.missing(SELF_CLAIM, f"{RESULT_NAMES[HeadCountResult]} (run that lesson first)")
+        return ClaimVerdict.missing(SELF_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[HeadCountResult]))
     summaries = head_count.summaries()
     return verdict_self_collapse(summaries, n_heads=max(summaries), target=target)
 
@@ -506,7 +506,7 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     2.5th and 97.5th percentiles.
     """
     if perturbation is None or pruning is None:
-        return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 (run those lessons first)")
+        return ClaimVerdict.missing(USEFUL_CLAIM, N_("lessons 06 and 11 (run those lessons first)"))
     labels = np.asarray(perturbation.follower_labels, dtype=object)
     if labels.shape != np.shape(pruning.ablation):
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
@@ -550,7 +550,7 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
     better than always answering the commonest label.
     """
     if pruning is None:
-        return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} (run that lesson first)")
+        return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
     if pruning.tasks is None:
         return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no task probes: run it again"))
     halves, across = task_evidence(pruning)
