@@ -204,7 +204,7 @@ def head_distances(
                         "head distances here need texts of one token length"
                     )
             maps = forward_maps(m, encode_same_length(m, ids), chosen, precision=precision)  # (B, L', H, n, n)
-            b, l, h, n, _ = maps.shape
+            b, l, h, n, _n = maps.shape
             dist = pairwise_head_js(maps.reshape(b, l * h, n, n))  # (B, K, K)
             total_dist = dist.sum(dim=0) if total_dist is None else total_dist + dist.sum(dim=0)
             per_text.append(layer_dispersion(dist, l, h))  # (B, L')
@@ -334,7 +334,7 @@ def shuffled_baseline(hd: HeadDistances, *, n_perm: int = 2000, level: float = 0
     gen = torch.Generator().manual_seed(seed)
     rows = []
     for start in range(0, n_perm, chunk):
-        perms = torch.stack([torch.randperm(k, generator=gen) for _ in range(min(chunk, n_perm - start))])  # (P, K)
+        perms = torch.stack([torch.randperm(k, generator=gen) for _shuffle in range(min(chunk, n_perm - start))])  # (P, K)
         shuffled = d[perms[:, :, None], perms[:, None, :]]  # (P, K, K)
         rows.append(layer_dispersion(shuffled, n_layers, hd.n_heads).numpy())  # (P, L)
     null = np.concatenate(rows)  # (n_perm, L)
@@ -398,6 +398,6 @@ def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> La
 
     within, between = within_between(labels)
     rng = np.random.default_rng(seed)
-    null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])  # (P,)
+    null = np.array([within_between(rng.permutation(labels))[0] for _perm in range(n_perm)])  # (P,)
     p = float(((null <= within + 1e-12).sum() + 1) / (n_perm + 1))
     return LayerClustering(within, between, p, n_perm)
