@@ -267,15 +267,15 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     numbers.update({N_("fixed and content-following (same heads)"): table["fixed"].get(CONTENT_LABEL, 0),
                     N_("cross-tab 08 x 06"): table})
     if patterns is not None:
-        numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
+        numbers[N_("fixed-pattern labels (lesson 05)")] = float(patterns.fixed_share)
     if attention_limits is not None:
         rho = attention_limits.papa_rho
-        numbers["fixedness vs cost of mean-map replacement (lesson 13)"] = (
+        numbers[N_("fixedness vs cost of mean-map replacement (lesson 13)")] = (
             f"rho {float(rho.estimate):+.2f} [{float(rho.low):+.2f}, {float(rho.high):+.2f}]")
         cheap = attention_limits.verdicts.get(FIXED_HEADS_CHEAP)
-        numbers["fixed heads cheap to replace (lesson 13)"] = cheap.verdict if cheap is not None else "not judged"
+        numbers[N_("fixed heads cheap to replace (lesson 13)")] = cheap.verdict if cheap is not None else "not judged"
     else:
-        numbers["mean-map replacement (lesson 13)"] = "not run yet"
+        numbers[N_("mean-map replacement (lesson 13)")] = "not run yet"
     why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
@@ -333,7 +333,7 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
                N_("control high"): float(diversity.baseline_slope.high),
                N_("share of random deals falling as fast (p)"): float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
-        numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
+        numbers[N_("fixedness slope per layer (lesson 08)")] = float(averaging.slope.estimate)
     numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
     if diversity.content_slope is not None and diversity.content_baseline_slope is not None:
         offset = float(diversity.content_baseline_slope.estimate)
