@@ -275,7 +275,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         cheap = attention_limits.verdicts.get(FIXED_HEADS_CHEAP)
         numbers[N_("fixed heads cheap to replace (lesson 13)")] = cheap.verdict if cheap is not None else "not judged"
     else:
-        numbers[N_("mean-map replacement (lesson 13)")] = "not run yet"
+        numbers[N_("mean-map replacement (lesson 13)")] = N_("not run yet")
     why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
