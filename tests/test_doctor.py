@@ -225,3 +225,28 @@ def test_chinese_model_check_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setattr(multilingual, "is_converted", lambda folder, source_line: True)
     check = dr.check_multilingual()
     assert check.status == "ok" and "is converted in" in check.detail
+
+
+def test_display_width_counts_wide_characters_twice():
+    """Hand-counted: 'ok' 2 columns, '正常' 4, 'cjk 字体' 3 + 1 + 4 = 8."""
+    from attnlab.core.display_width import display_width, pad_right
+
+    assert display_width("ok") == 2
+    assert display_width("正常") == 4
+    assert display_width("cjk 字体") == 8
+    assert pad_right("正常", 5) == "正常 "
+    assert pad_right("too long", 3) == "too long"
+
+
+def test_report_columns_align_by_display_width_with_chinese_cells():
+    """A table mixing Chinese and English cells: every detail starts at the same terminal column."""
+    from attnlab.core.display_width import display_width
+
+    checks = [dr.Check("python", "ok", "3.11"), dr.Check("中文字体", "警告", "无"),
+              dr.Check("cjk 字体", "fail", "缺"), dr.Check("模型", "ok", "e5")]
+    columns = set()
+    for check in checks:
+        line = check.line()
+        detail_at = line.rindex(" " + check.detail) + 1
+        columns.add(display_width(line[:detail_at]))
+    assert columns == {21}

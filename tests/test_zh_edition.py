@@ -278,13 +278,7 @@ def test_translations_keep_the_placeholders_of_their_message():
 # --------------------------------------------------------------------------- Chinese lessons in smoke mode
 
 
-#: lessons whose Chinese output is still being cleared of English (edited in parallel): expected to fail
-PENDING_ENGLISH = {"09_head_diversity", "12_conclusions"}
 FIGURE_HOOK_ID = "figure-texts"
-
-
-class EnglishProse(AssertionError):
-    """A Chinese lesson showed English prose (the only failure a pending lesson is excused)."""
 
 
 def run_chinese_lesson(lesson, folder: Path) -> tuple[nbformat.NotebookNode, list[dict]]:
@@ -333,14 +327,10 @@ def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("lesson", [
-    pytest.param(lesson, marks=pytest.mark.xfail(
-        strict=False, raises=EnglishProse,
-        reason="its printed lines and figures are still being moved into the catalogue (issue 33)"))
-    if lesson.name in PENDING_ENGLISH else lesson for lesson in LESSONS], ids=IDS)
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch):
     """The lesson runs; no English verdict word, and no English prose (outside english_prose.ALLOWED),
-    in what it prints or draws. A lesson of PENDING_ENGLISH may still show English prose, nothing else."""
+    in what it prints or draws (every figure's texts included)."""
     from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
 
     results_dir = tmp_path / "results"
@@ -352,8 +342,7 @@ def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch):
     verdicts = [f"{where}: {line.strip()[:160]}" for where, line in lines if ENGLISH_VERDICT.search(line)]
     assert verdicts == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(verdicts)
     english = [f"{where}: {line.strip()[:160]}" for where, line in lines if english_prose.is_prose(line)]
-    if english:
-        raise EnglishProse(f"{len(english)} line(s) of English prose in the Chinese {lesson.name} "
+    assert english == [], (f"{len(english)} line(s) of English prose in the Chinese {lesson.name} "
                            "(translate them through _() and the .po, or add a reasoned entry to "
                            "english_prose.ALLOWED):\n" + "\n".join(english))
 

@@ -56,6 +56,7 @@ from attnlab.analysis.stats import (
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, smooth, special_mask, special_token_ids
 from attnlab.core.fast import check_layers, encode_same_length, forward_maps
+from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import checked_token_ids, content_rows, text_batches
 
@@ -203,7 +204,7 @@ def head_distances(
                         "head distances here need texts of one token length"
                     )
             maps = forward_maps(m, encode_same_length(m, ids), chosen, precision=precision)  # (B, L', H, n, n)
-            b, l, h, n, _ = maps.shape
+            b, l, h, n, _n = maps.shape
             dist = pairwise_head_js(maps.reshape(b, l * h, n, n))  # (B, K, K)
             total_dist = dist.sum(dim=0) if total_dist is None else total_dist + dist.sum(dim=0)
             per_text.append(layer_dispersion(dist, l, h))  # (B, L')
@@ -258,10 +259,12 @@ class DepthTrend:
         per_layer = ", ".join(f"L{l + 1} {x:.3f} [{lo:.3f}, {hi:.3f}]"
                               for l, x, lo, hi in zip(self.layers, d.estimate, d.low, d.high))
         return (
-            f"Slope of within-layer dispersion {self.slope.estimate:+.4f} per layer ({self.slope.level:.0%} "
-            f"interval [{self.slope.low:+.4f}, {self.slope.high:+.4f}]), Spearman rho with depth "
-            f"{self.spearman:+.2f}; {self.n_texts} texts, {self.n_boot} resamples.\n"
-            f"Dispersion per layer: {per_layer}"
+            _("Slope of within-layer dispersion {slope} per layer ({level} interval [{low}, {high}]), "
+              "Spearman rho with depth {rho}; {n_texts} texts, {n_boot} resamples.").format(
+                slope=f"{self.slope.estimate:+.4f}", level=f"{self.slope.level:.0%}",
+                low=f"{self.slope.low:+.4f}", high=f"{self.slope.high:+.4f}", rho=f"{self.spearman:+.2f}",
+                n_texts=self.n_texts, n_boot=self.n_boot)
+            + "\n" + _("Dispersion per layer: {per_layer}").format(per_layer=per_layer)
         )
 
 
@@ -307,10 +310,12 @@ class ShuffledBaseline:
 
     def summary(self) -> str:
         s = self.slope
-        return (f"heads dealt to layers at random ({self.n_perm} shuffles): dispersion about "
-                f"{float(np.mean(self.dispersion.estimate)):.3f} in every layer, slope {s.estimate:+.4f} "
-                f"[{s.low:+.4f}, {s.high:+.4f}]; observed slope {self.observed_slope:+.4f}, "
-                f"share of shuffles at or below it p = {self.p_value:.3g}")
+        return _("heads dealt to layers at random ({n_perm} shuffles): dispersion about {mean} in every "
+                 "layer, slope {slope} [{low}, {high}]; observed slope {observed}, share of shuffles at or "
+                 "below it p = {p}").format(
+            n_perm=self.n_perm, mean=f"{float(np.mean(self.dispersion.estimate)):.3f}", slope=f"{s.estimate:+.4f}",
+            low=f"{s.low:+.4f}", high=f"{s.high:+.4f}", observed=f"{self.observed_slope:+.4f}",
+            p=f"{self.p_value:.3g}")
 
 
 def shuffled_baseline(hd: HeadDistances, *, n_perm: int = 2000, level: float = 0.95, seed: int = 0,
@@ -329,7 +334,7 @@ def shuffled_baseline(hd: HeadDistances, *, n_perm: int = 2000, level: float = 0
     gen = torch.Generator().manual_seed(seed)
     rows = []
     for start in range(0, n_perm, chunk):
-        perms = torch.stack([torch.randperm(k, generator=gen) for _ in range(min(chunk, n_perm - start))])  # (P, K)
+        perms = torch.stack([torch.randperm(k, generator=gen) for _shuffle in range(min(chunk, n_perm - start))])  # (P, K)
         shuffled = d[perms[:, :, None], perms[:, None, :]]  # (P, K, K)
         rows.append(layer_dispersion(shuffled, n_layers, hd.n_heads).numpy())  # (P, L)
     null = np.concatenate(rows)  # (n_perm, L)
@@ -368,8 +373,10 @@ class LayerClustering:
         return self.within / self.between
 
     def summary(self) -> str:
-        return (f"mean distance within a layer {self.within:.3f}, between layers {self.between:.3f} "
-                f"(ratio {self.ratio:.2f}, permutation p = {self.p_value:.3g} over {self.n_perm} shuffles)")
+        return _("mean distance within a layer {within}, between layers {between} (ratio {ratio}, "
+                 "permutation p = {p} over {n_perm} shuffles)").format(
+            within=f"{self.within:.3f}", between=f"{self.between:.3f}", ratio=f"{self.ratio:.2f}",
+            p=f"{self.p_value:.3g}", n_perm=self.n_perm)
 
 
 def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> LayerClustering:
@@ -391,6 +398,6 @@ def layer_clustering(hd: HeadDistances, n_perm: int = 2000, seed: int = 0) -> La
 
     within, between = within_between(labels)
     rng = np.random.default_rng(seed)
-    null = np.array([within_between(rng.permutation(labels))[0] for _ in range(n_perm)])  # (P,)
+    null = np.array([within_between(rng.permutation(labels))[0] for _perm in range(n_perm)])  # (P,)
     p = float(((null <= within + 1e-12).sum() + 1) / (n_perm + 1))
     return LayerClustering(within, between, p, n_perm)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from attnlab.core.display_width import pad_right  # standard library only
 from attnlab.core.language import N_, _, ngettext  # standard library only: safe on a broken installation
 
 OK, WARN, FAIL = N_("ok"), N_("warn"), N_("fail")
@@ -81,7 +82,7 @@ class Check:
 
     def line(self) -> str:
         """The report line (plus an indented "what to do" line when there is advice)."""
-        text = f"{_(self.status):<5} {_(self.name):<14} {self.detail}"
+        text = f"{pad_right(_(self.status), 5)} {pad_right(_(self.name), 14)} {self.detail}"
         if self.advice and self.status != OK:
             text += f"\n{'':21}" + _("-> to do: {advice}").format(advice=self.advice)
         return text

@@ -46,7 +46,7 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(r"Attention is Not Only a Weight[^。，]*", "paper title (Kobayashi et al. 2020)"),
     Allowed(r"Efficient Streaming Language Models with Attention Sinks", "paper title (Xiao et al. 2023)"),
     Allowed(r"all-MiniLM-L6-v2(?: \(bundled\))?", "model name, as the model hub spells it"),
-    Allowed(r"\bself +prev +next\b", "column names of head statistics (the labels self/previous/next), "
+    Allowed(r"\bself +prev(?:ious)? +next\b", "column names of head statistics (the labels self/previous/next), "
             "kept in English as the glossary keeps label names"),
     Allowed(r"Noto (?:Sans|Serif) CJK \w+|Source Han (?:Sans|Serif)(?: \w+)?|WenQuanYi (?:Micro|Zen) Hei"
             r"|Microsoft YaHei|PingFang SC", "the family name of a CJK font, as the system names it"),

@@ -116,7 +116,7 @@ SENSITIVITY = {
 
 def _missing(number: int, *kinds: type) -> ClaimVerdict:
     names = ", ".join(RESULT_NAMES[k] for k in kinds)
-    return ClaimVerdict.missing(CLAIMS[number], f"{names} (run those lessons first)")
+    return ClaimVerdict.missing(CLAIMS[number], N_("{names} (run those lessons first)").format(names=names))
 
 
 # --------------------------------------------------------------------------- 1
@@ -241,18 +241,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     table = fixed_vs_followers(averaging, perturbation)
     numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
                "estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
-               "fixed heads (lesson 08)": float(fixed.estimate), "query shards": fixed.n,
+               N_("fixed heads (lesson 08)"): float(fixed.estimate), N_("query shards"): fixed.n,
                N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
                N_("varying (lesson 08 heads)"): kinds.count("varying"),
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
                N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
-               "most means more than": most,
-               "content followers (lesson 06)": float(content.estimate), "content low": float(content.low),
-               "content high": float(content.high), "queries (lesson 06)": content.n,
+               N_("most means more than"): most,
+               N_("content followers (lesson 06)"): float(content.estimate), N_("content low"): float(content.low),
+               N_("content high"): float(content.high), N_("queries (lesson 06)"): content.n,
                N_("content (lesson 06 heads)"): followers.count("content"),
                N_("position (lesson 06 heads)"): followers.count("position"),
                N_("cannot tell (lesson 06 heads)"): followers.count(UNSURE),
-               "a few means at most": few,
+               N_("a few means at most"): few,
                N_("all keys: fixed heads (lesson 08)"): float(averaging.fixed_share.estimate),
                N_("all keys: fixed low"): float(averaging.fixed_share.low),
                N_("all keys: fixed high"): float(averaging.fixed_share.high)}
@@ -264,18 +264,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         weight = np.asarray(averaging.special_weight, dtype=float)
         numbers[N_("weight on special tokens, per head (min, median, max)")] = [
             round(float(np.nanmin(weight)), 3), round(float(np.nanmedian(weight)), 3), round(float(np.nanmax(weight)), 3)]
-    numbers.update({"fixed and content-following (same heads)": table["fixed"].get(CONTENT_LABEL, 0),
-                    "cross-tab 08 x 06": table})
+    numbers.update({N_("fixed and content-following (same heads)"): table["fixed"].get(CONTENT_LABEL, 0),
+                    N_("cross-tab 08 x 06"): table})
     if patterns is not None:
-        numbers["fixed-pattern labels (lesson 05)"] = float(patterns.fixed_share)
+        numbers[N_("fixed-pattern labels (lesson 05)")] = float(patterns.fixed_share)
     if attention_limits is not None:
         rho = attention_limits.papa_rho
-        numbers["fixedness vs cost of mean-map replacement (lesson 13)"] = (
+        numbers[N_("fixedness vs cost of mean-map replacement (lesson 13)")] = (
             f"rho {float(rho.estimate):+.2f} [{float(rho.low):+.2f}, {float(rho.high):+.2f}]")
         cheap = attention_limits.verdicts.get(FIXED_HEADS_CHEAP)
-        numbers["fixed heads cheap to replace (lesson 13)"] = cheap.verdict if cheap is not None else "not judged"
+        numbers[N_("fixed heads cheap to replace (lesson 13)")] = cheap.verdict if cheap is not None else "not judged"
     else:
-        numbers["mean-map replacement (lesson 13)"] = "not run yet"
+        numbers[N_("mean-map replacement (lesson 13)")] = N_("not run yet")
     why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
@@ -326,14 +326,14 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
     slope = diversity.slope
     numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
                "measure": N_("slope minus shuffled-layer control"),
-               "dispersion, first layer": float(disp[0]), "dispersion, last layer": float(disp[-1]),
-               "slope per layer": float(slope.estimate), "slope low": float(slope.low),
-               "slope high": float(slope.high), "control slope": float(diversity.baseline_slope.estimate),
-               "control low": float(diversity.baseline_slope.low),
-               "control high": float(diversity.baseline_slope.high),
-               "share of random deals falling as fast (p)": float(diversity.baseline_p), "texts": excess.n}
+               N_("dispersion, first layer"): float(disp[0]), N_("dispersion, last layer"): float(disp[-1]),
+               N_("slope per layer"): float(slope.estimate), N_("slope low"): float(slope.low),
+               N_("slope high"): float(slope.high), N_("control slope"): float(diversity.baseline_slope.estimate),
+               N_("control low"): float(diversity.baseline_slope.low),
+               N_("control high"): float(diversity.baseline_slope.high),
+               N_("share of random deals falling as fast (p)"): float(diversity.baseline_p), "texts": excess.n}
     if averaging is not None:
-        numbers["fixedness slope per layer (lesson 08)"] = float(averaging.slope.estimate)
+        numbers[N_("fixedness slope per layer (lesson 08)")] = float(averaging.slope.estimate)
     numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
     if diversity.content_slope is not None and diversity.content_baseline_slope is not None:
         offset = float(diversity.content_baseline_slope.estimate)
@@ -360,7 +360,7 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
 def conclusion_3_self(head_count: HeadCountResult | None, *, target: int = COLLAPSE_TARGET) -> ClaimVerdict:
     """The article's reading: merged into ``target`` heads, every token attends to *itself* (lesson 10)."""
     if head_count is None:
-        return ClaimVerdict.missing(SELF_CLAIM, f"{RESULT_NAMES[HeadCountResult]} (run that lesson first)")
+        return ClaimVerdict.missing(SELF_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[HeadCountResult]))
     summaries = head_count.summaries()
     return verdict_self_collapse(summaries, n_heads=max(summaries), target=target)
 
@@ -506,7 +506,7 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     2.5th and 97.5th percentiles.
     """
     if perturbation is None or pruning is None:
-        return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 (run those lessons first)")
+        return ClaimVerdict.missing(USEFUL_CLAIM, N_("lessons 06 and 11 (run those lessons first)"))
     labels = np.asarray(perturbation.follower_labels, dtype=object)
     if labels.shape != np.shape(pruning.ablation):
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
@@ -550,7 +550,7 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
     better than always answering the commonest label.
     """
     if pruning is None:
-        return ClaimVerdict.missing(TASK_CLAIM, f"{RESULT_NAMES[PruningResult]} (run that lesson first)")
+        return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
     if pruning.tasks is None:
         return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no task probes: run it again"))
     halves, across = task_evidence(pruning)
@@ -559,10 +559,10 @@ def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> C
     steady = all(h.above(stable) for h in halves.values())
     numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
                "measure": N_("rank agreement of the two tasks"),
-               **{f"split-half, {t}": str(h) for t, h in halves.items()},
+               **{N_("split-half, {task}").format(task=t): str(h) for t, h in halves.items()},
                N_("stable means split-half above"): stable,
-               **{f"probe accuracy, {t}": tasks.accuracy[t] for t in tasks.tasks},
-               **{f"commonest label, {t}": tasks.chance[t] for t in tasks.tasks},
+               **{N_("probe accuracy, {task}").format(task=t): tasks.accuracy[t] for t in tasks.tasks},
+               **{N_("commonest label, {task}").format(task=t): tasks.chance[t] for t in tasks.tasks},
                N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
     useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
     if useless:
@@ -581,6 +581,6 @@ def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult
     a, b = conclusion_6a(perturbation, pruning), conclusion_6b(pruning)
     word = combine([a.verdict, b.verdict])
     return ClaimVerdict.decide(CLAIMS[6], holds=word == HOLDS, fails=word == FAILS, **{
-        "not useless (6a)": a.verdict, "depends on the task (6b)": b.verdict,
-        **{f"6a: {k}": v for k, v in a.numbers.items()}, **{f"6b: {k}": v for k, v in b.numbers.items()},
+        N_("not useless (6a)"): a.verdict, N_("depends on the task (6b)"): b.verdict,
+        **{N_("6a: {number}").format(number=k): v for k, v in a.numbers.items()}, **{N_("6b: {number}").format(number=k): v for k, v in b.numbers.items()},
     })

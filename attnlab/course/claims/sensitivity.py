@@ -24,7 +24,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.core.language import _
+from attnlab.core.display_width import display_width, pad_left, pad_right
+from attnlab.core.language import _, translated
 from attnlab.course.verdicts import WORDS, ClaimVerdict, shown
 
 Row = list[Any]
@@ -88,16 +89,16 @@ def format_rows(rows: Sequence[Row]) -> str:
     the verdict column and the header's words in the reader's language."""
     text = [[_cell(v) for v in row] for row in rows]
     if text:
-        text[0] = [_(v) for v in text[0]]  # a header word the catalogue has is shown translated
+        text[0] = [translated(v) for v in text[0]]  # a header word the catalogue has is shown translated
     if rows and "verdict" in list(rows[0]):
         column = list(rows[0]).index("verdict")
         text[0][column] = _("verdict")
         for r in text[1:]:
             r[column] = _word(r[column])
-    widths = [max(len(r[c]) for r in text) for c in range(len(text[0]))]
+    widths = [max(display_width(r[c]) for r in text) for c in range(len(text[0]))]  # columns, CJK counts 2
     lines = []
     for r in text:
-        cells = [r[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(r[1:], widths[1:])]
+        cells = [pad_right(r[0], widths[0])] + [pad_left(v, w) for v, w in zip(r[1:], widths[1:])]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
