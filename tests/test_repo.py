@@ -55,20 +55,38 @@ def test_ci_calls_the_readme_test_command():
     assert "bash scripts/test.sh" in readme and "bash scripts/test.sh" in ci
 
 
-def test_readme_gallery_images_exist():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+GALLERIES = [("README.md", "figures"), ("README.zh-CN.md", "figures/zh")]
+
+
+@pytest.mark.parametrize("readme_name, folder", GALLERIES, ids=[g[0] for g in GALLERIES])
+def test_readme_gallery_images_exist(readme_name, folder):
+    readme = (ROOT / readme_name).read_text(encoding="utf-8")
     images = re.findall(r'<img src="([^"]+)"', readme)
     assert images, "the README has a gallery"
+    assert [i for i in images if not i.startswith(folder + "/") or "/" in i[len(folder) + 1:]] == [], \
+        f"{readme_name} shows the figures of {folder}/ only"
     assert [i for i in images if not (ROOT / i).exists()] == []
 
 
-def test_every_gallery_image_is_in_the_manifest():
+@pytest.mark.parametrize("readme_name, folder", GALLERIES, ids=[g[0] for g in GALLERIES])
+def test_every_gallery_image_is_in_the_manifest(readme_name, folder):
     import json
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    manifest = {e["file"] for e in json.loads((ROOT / "figures" / "manifest.json").read_text(encoding="utf-8"))}
-    images = {Path(i).name for i in re.findall(r'<img src="figures/([^"]+)"', readme)}
+    readme = (ROOT / readme_name).read_text(encoding="utf-8")
+    manifest = {e["file"] for e in json.loads((ROOT / folder / "manifest.json").read_text(encoding="utf-8"))}
+    images = {Path(i).name for i in re.findall(rf'<img src="{folder}/([^"]+)"', readme)}
     assert images <= manifest
+
+
+def test_the_chinese_gallery_holds_every_figure_drawn_in_chinese():
+    """figures/zh/ has a Chinese twin of every figure of figures/, from a full run (not smoke)."""
+    import json
+
+    english = json.loads((ROOT / "figures" / "manifest.json").read_text(encoding="utf-8"))
+    chinese = {e["file"]: e for e in json.loads((ROOT / "figures" / "zh" / "manifest.json").read_text(encoding="utf-8"))}
+    assert sorted(e["file"] for e in english if e["file"] not in chinese) == []
+    assert [f for f, e in chinese.items() if e["lang"] != "zh" or e["smoke"]] == []
+    assert [f for f in chinese if not (ROOT / "figures" / "zh" / f).exists()] == []
 
 
 PACKAGE_PATH = re.compile(r"\battnlab/[\w/]+\.py\b")
