@@ -50,3 +50,17 @@ def tiny_zh(tiny_factory):
 def bundled():
     """The real bundled MiniLM (6 layers x 12 heads)."""
     return al.load_model("bundled", verbose=False)
+
+
+@pytest.fixture
+def chinese():
+    """Chinese for the duration of a test, then back to what it was (figures drawn in it closed)."""
+    import matplotlib.pyplot as plt
+
+    from attnlab.core import language
+
+    before = language.current_language()
+    language.set_language("zh")
+    yield
+    language.set_language(before)
+    plt.close("all")

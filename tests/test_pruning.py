@@ -212,15 +212,6 @@ def test_dips_count_steps_down():
     assert study.all_masked == pytest.approx(0.2)
 
 
-@pytest.fixture
-def chinese_language():
-    """Chinese for the duration of a test, then back to what it was."""
-    before = language.current_language()
-    language.set_language("zh")
-    yield
-    language.set_language(before)
-
-
 def test_table_and_descriptions_are_english_by_default_and_chinese_on_request(tiny_en):
     objective = make_objective(tiny_en, TEXTS, kind="sentence")
     study = pruning_study(tiny_en, objective, n_random=2)
@@ -246,13 +237,13 @@ def test_table_and_descriptions_are_english_by_default_and_chinese_on_request(ti
 
 
 @pytest.mark.parametrize("kind", ["token", "contrastive"])
-def test_every_objective_description_has_its_chinese_form(tiny_en, kind, chinese_language):
+def test_every_objective_description_has_its_chinese_form(tiny_en, kind, chinese):
     objective = make_objective(tiny_en, TEXTS, kind=kind, batch_size=2)
     shown = translated(objective.description)
     assert shown != objective.description and str(len(TEXTS)) in shown
 
 
-def test_objective_and_order_names_in_chinese(chinese_language):
+def test_objective_and_order_names_in_chinese(chinese):
     assert kind_label("sentence") == "句子" and kind_label("auto") == "auto"
     assert pair_label("sentence vs contrastive") == "句子 对 对比"
     assert order_label("importance") == "最不重要的先剪" and order_label("reverse") == "最重要的先剪"

@@ -21,16 +21,6 @@ from attnlab.viz import pruning_plots  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font")  # CJK fonts vary by machine
 
 
-@pytest.fixture
-def chinese():
-    """Chinese for the duration of a test, then back to what it was."""
-    before = language.current_language()
-    language.set_language("zh")
-    yield
-    language.set_language(before)
-    plt.close("all")
-
-
 def _study(relative: bool) -> PruningStudy:
     """A planted study: 2 layers x 3 heads, 3 fractions, 4 random seeds."""
     fractions = np.array([0.0, 0.5, 1.0])

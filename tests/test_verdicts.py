@@ -64,15 +64,6 @@ def test_verdict_words_are_typed_only_in_the_verdicts_module():
     assert not typed, "use HOLDS / FAILS / UNSURE from attnlab.course.verdicts:\n" + "\n".join(typed)
 
 
-@pytest.fixture
-def chinese():
-    from attnlab.core import language
-
-    before = language.current_language()
-    language.set_language("zh")
-    yield
-    language.set_language(before)
-
 
 def test_a_verdict_prints_in_chinese_and_its_record_stays_english(chinese):
     from attnlab.course.verdicts import shown

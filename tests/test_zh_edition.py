@@ -37,15 +37,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 ENGLISH_VERDICT = re.compile(r"\b(holds|does not hold|cannot tell)\b", re.IGNORECASE)
 
 
-@pytest.fixture
-def chinese():
-    """Chinese for the duration of a test, then back to what it was."""
-    before = language.current_language()
-    language.set_language("zh")
-    yield
-    language.set_language(before)
-
-
 # --------------------------------------------------------------------------- catalogue format, on fixtures
 
 
