@@ -217,14 +217,9 @@ class Objective:
         return representation_losses(hidden, batch["reference"], batch["inputs"]["attention_mask"])
 
     def _mlm_text_losses(self, batch: dict[str, Any], start_at: tuple[int, torch.Tensor] | None) -> torch.Tensor:
-        """``(B,)``: each text's mean cross-entropy over its masked tokens.
-
-        The vocabulary projection runs on the masked positions only (``(M, V)``, not
-        ``(B, T, V)``) where the MLM head is known (:meth:`losses_of_states`); otherwise every
-        position goes through the whole MLM model.
-        """
-        if self.from_final_states:
-            return self.losses_of_states(batch, self._forward(batch, start_at=start_at).last_hidden_state)["mlm"]
+        """``(B,)``: each text's mean cross-entropy over its masked tokens, every position through the
+        whole MLM model (for an MLM head this course cannot split off; otherwise
+        :meth:`losses_of_states` projects only the masked positions)."""
         labels = batch["labels"]  # (B, T), -100 where nothing is predicted
         counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
         logits = self._forward(batch, self._mlm, start_at).logits  # (B, T, V)
@@ -275,7 +270,7 @@ class Objective:
             return self.text_losses(batch)[self.kind].mean()
         if self.kind == "mlm":  # the mean over every masked token of the batch
             weights = (batch["labels"] != -100).sum(1)  # (B,) masked tokens of each text
-            return (self._mlm_text_losses(batch, None) * weights).sum() / weights.sum().clamp_min(1)
+            return (self.text_losses(batch)["mlm"] * weights).sum() / weights.sum().clamp_min(1)
         return self.text_losses(batch)["contrastive"].mean()  # anchors and positives in one forward pass
 
     def losses(self) -> Iterator[tuple[torch.Tensor, int]]:
