@@ -93,6 +93,15 @@ LN2 = math.log(2.0)
 SPACES = ("position", "token")
 
 
+def kind_word(word: str) -> str:
+    """A kind of damage (``"original"``, ``"lexical"``, ``"syntactic"``, ``"both"``), a space
+    (``"position"``, ``"token"``) or a reading of the article's layer (``"last"``, ``"chosen"``)
+    in the reader's language, as the lessons print it and the figures draw it; any other word unchanged."""
+    words = {"original": _("original"), "lexical": _("lexical"), "syntactic": _("syntactic"), "both": _("both"),
+             "position": _("position"), "token": _("token"), "last": _("last"), "chosen": _("chosen")}
+    return words.get(word, word)
+
+
 # --------------------------------------------------------------------------- map similarity
 
 

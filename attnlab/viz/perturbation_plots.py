@@ -15,19 +15,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from attnlab.core.language import _
-from attnlab.analysis.compare import FOLLOWER_MARGIN, SPACES, DisplacementControl, ExampleMaps, PerturbationStudy
+from attnlab.analysis.compare import (FOLLOWER_MARGIN, SPACES, DisplacementControl, ExampleMaps, PerturbationStudy,
+                                     kind_word)
 from attnlab.core.checks import check_index
 from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import plot_layer_head_map
-
-
-def kind_word(word: str) -> str:
-    """A kind of damage (``"original"``, ``"lexical"``, ``"syntactic"``, ``"both"``) or a space
-    (``"position"``, ``"token"``) in the reader's language; any other word unchanged. (The lessons'
-    printed words, :func:`attnlab.course.claims.perturbation.kind_word`, use the same catalogue entries.)"""
-    words = {"original": _("original"), "lexical": _("lexical"), "syntactic": _("syntactic"), "both": _("both"),
-             "position": _("position"), "token": _("token")}
-    return words.get(word, word)
 
 
 def space_word(space: str) -> str:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy
+from attnlab.analysis.compare import FOLLOWER_MARGIN, DisplacementControl, PerturbationStudy, kind_word  # noqa: F401 (lessons call claims.kind_word)
 from attnlab.analysis.stats import (
     ABOVE,
     BELOW,
@@ -86,14 +86,6 @@ HEAD_WORDS = (CHANGES, BARELY_CHANGES, CANNOT_TELL)
 #: :meth:`attnlab.analysis.compare.ExampleMaps.chosen_layer` picks from the data.
 READINGS = ("last", "chosen")
 
-
-def kind_word(word: str) -> str:
-    """A kind of damage (``"lexical"``, ``"syntactic"``, ``"both"``), a space (``"position"``,
-    ``"token"``) or a reading of the article's layer (``"last"``, ``"chosen"``) as printed in
-    the reader's language; any other word unchanged."""
-    words = {"lexical": _("lexical"), "syntactic": _("syntactic"), "both": _("both"),
-             "position": _("position"), "token": _("token"), "last": _("last"), "chosen": _("chosen")}
-    return words.get(word, word)
 
 CLAIM_FEW_CHANGE = "most heads keep their pattern under lexical/syntactic damage; only a few follow the content"
 CLAIM_LEXICAL_ONLY = "some heads change with lexical damage but not with syntactic damage"
