@@ -10,6 +10,7 @@ import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.analysis import covering as cv
 from attnlab.analysis import importance
+from attnlab.core.gates import head_output_means
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.verdicts import FAILS, HOLDS
 
@@ -128,6 +129,26 @@ def test_batched_single_head_states_equal_one_head_at_a_time(tiny_en):
                                                                "n": lambda st: np.array([len(st)])},
                                          heads_per_pass=5)
     np.testing.assert_allclose(both["v"], batched, atol=1e-5)
+
+
+def test_sets_of_heads_in_copies_equal_one_set_at_a_time(tiny_en):
+    """Several sets of heads, each masked in its own copy of the texts, give each set's own numbers
+    (mask_heads and a plain pass, set by set), for zero- and mean-ablation and any number of copies a pass."""
+    texts = ["how do you play chess", "why is the sky blue", "red"]
+    objective = importance.make_objective(tiny_en, texts, kind="sentence", batch_size=2)
+    sets = [[], [(0, 0)], [(0, 1), (1, 3), (1, 4)], [(l, h) for l in range(tiny_en.n_layers) for h in range(6)]]
+    fill = head_output_means(tiny_en, ["a short text", "another one here"])  # (L, H, d_head)
+    for how in (None, fill):
+        for per_pass in (None, 1, 3):
+            got = importance.head_sets_states(tiny_en, objective, sets, importance.text_losses_of(objective),
+                                              sets_per_pass=per_pass, fill=how)
+            assert len(got) == len(sets)
+            for heads, value in zip(sets, got):
+                with al.mask_heads(tiny_en, heads, how):
+                    want = objective.per_text()
+                for kind in ("sentence", "token"):
+                    np.testing.assert_allclose(value[kind], want[kind], atol=1e-6)
+    assert np.abs(got[0]["sentence"]).max() < 1e-6  # nothing masked: the full model's own vectors
 
 
 def test_ablation_keeps_other_measures_of_the_same_passes(tiny_en):

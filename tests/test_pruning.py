@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import attnlab as al
+from attnlab.analysis import importance
 from attnlab.analysis.importance import kind_label, make_objective, pair_label
 from attnlab.analysis.pruning import (
     RANDOM_BAND,
@@ -269,24 +270,33 @@ def test_curves_that_share_seen_mask_each_set_of_heads_once(tiny_factory):
     assert len(passes) == len(distinct) * len(objective.batches)
 
 
-def test_study_masks_each_set_of_heads_once(tiny_en, monkeypatch):
-    """Curves and the one-head scan share passes: one per distinct set of masked heads, counted by brute force."""
+def test_study_masks_each_set_of_heads_once(tiny_en):
+    """Curves and the one-head scan share passes: each distinct set of masked heads goes through the
+    model once, in its own copy of the texts, counted row by row by brute force; the curves and the
+    count equal one pass per set without any sharing."""
     objective = make_objective(tiny_en, TEXTS, kind="sentence", batch_size=2)
-    calls = []
-    plain = objective.per_text
+    rows = []
 
-    def per_text(*args, **kwargs):
-        calls.append(1)
-        return plain(*args, **kwargs)
+    def count(_module, _args, kwargs):
+        rows.append(int(kwargs["input_ids"].shape[0]))
 
-    monkeypatch.setattr(objective, "per_text", per_text)
     scores = np.arange(24.0).reshape(2, 12)
     fractions = [0.0, 0.25, 0.5, 0.75, 1.0]
-    study = pruning_study(tiny_en, objective, importance=scores, fractions=fractions, n_random=3, tolerance=0.05)
+    handle = tiny_en.model.register_forward_pre_hook(count, with_kwargs=True)
+    try:
+        study = pruning_study(tiny_en, objective, importance=scores, fractions=fractions, n_random=3, tolerance=0.05)
+    finally:
+        handle.remove()
     orders = [order_by_score(scores), order_by_score(scores, ascending=False)] + study.random_orders
     sets = {frozenset(order[:heads_masked_at(f, 24)]) for order in orders for f in fractions}
     scan = orders[0]
-    sets |= {frozenset(scan[:k]) for k in range(1, min(study.prunable_heads + 1, 24) + 1)}
-    assert len(calls) == len(sets) < len(orders) * len(fractions) + study.prunable_heads + 1
-    monkeypatch.setattr(objective, "per_text", plain)
+    scanned = {frozenset(scan[:k]) for k in range(1, min(study.prunable_heads + 1, 24) + 1)}
+    ahead = importance.copies_per_pass(objective)  # the scan may mask this many counts beyond the crossing
+    per_set = len(TEXTS)  # every text once per set of heads
+    assert len(sets | scanned) * per_set <= sum(rows) <= (len(sets | scanned) + ahead - 1) * per_set
+    assert max(rows) <= max(importance.ROWS_PER_PASS, 2)
+    assert len(rows) < len(sets | scanned) * len(objective.batches)  # several sets a pass
+    for name, order in (("importance", orders[0]), ("reverse", orders[1])):
+        alone = pruning_curve_per_text(tiny_en, objective, order, fractions)  # one pass per set, nothing shared
+        np.testing.assert_allclose(study.per_text[name], alone, atol=1e-6)
     assert study.prunable_heads == prunable_heads(tiny_en, objective, scan, tolerance=0.05)  # no memo: the same count

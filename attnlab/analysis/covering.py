@@ -32,7 +32,7 @@ chosen on one half of the texts and scored on the other
 
 Everything here works on arrays (``(N, D)`` per set of heads); the passes
 that produce them are :func:`attnlab.analysis.importance.single_head_states`
-and :func:`~attnlab.analysis.importance.masked_states` (see :func:`covering_study`).
+and :func:`~attnlab.analysis.importance.head_sets_states` (see :func:`covering_study`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import numpy as np
 
 from attnlab.analysis.importance import (
     Objective,
+    head_sets_states,
     masked_states,
     sentence_vectors_of,
     single_head_states,
@@ -248,13 +249,14 @@ def covering_study(m: LoadedModel, objective: Objective, *, share: float = 0.1, 
     if single is None:
         single = single_head_states(m, objective, sentence_vectors_of, progress=progress, threads=threads)
     single = np.asarray(single, dtype=float).reshape((total,) + full.shape)  # (K, N, D)
-    joint = np.stack([masked_states(m, objective, pairs(s), sentence_vectors_of, threads=threads)
-                      for s in sets])  # (S, N, D)
-    everything = masked_states(m, objective, pairs(range(total)), sentence_vectors_of, threads=threads)
+    top = ([] if importance is None else
+           [int(i) for i in np.argsort(-np.asarray(importance, dtype=float).ravel(), kind="stable")[:k]])
+    together = [pairs(s) for s in sets] + [pairs(range(total))] + ([pairs(top)] if top else [])
+    vectors = np.stack(head_sets_states(m, objective, together, sentence_vectors_of, threads=threads))  # (S+1(+1), N, D)
+    joint, everything = vectors[:len(sets)], vectors[len(sets)]  # (S, N, D), (N, D)
     cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed)
-    if importance is not None:
-        top = [int(i) for i in np.argsort(-np.asarray(importance, dtype=float).ravel(), kind="stable")[:k]]
-        top_joint = masked_states(m, objective, pairs(top), sentence_vectors_of, threads=threads)
+    if top:
+        top_joint = vectors[-1]  # (N, D)
         t_joint, t_sum, _single = effect_norms(full, single, top_joint[None], [top])
         cov.top_set, cov.top_joint_norm, cov.top_sum_norm = top, t_joint[0], t_sum[0]
     return cov

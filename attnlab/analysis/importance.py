@@ -69,7 +69,7 @@ from attnlab.analysis.stats import Interval, correlation, interval_from_samples,
 from attnlab.core.checks import check_positive_int
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, KEY_READINGS, special_mask, special_token_ids
 from attnlab.core.extract import check_texts, iter_attention_batches
-from attnlab.core.gates import gate_heads, mask_heads, ones_gates
+from attnlab.core.gates import gate_heads, gates_for, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
@@ -571,6 +571,32 @@ def masked_states(m: LoadedModel, objective: Objective, heads: Sequence[tuple[in
         return np.asarray(reduce(objective.final_states()))
 
 
+#: rows (texts times copies) one batched pass aims at: on a 2-core CPU a pass over 8 texts of
+#: bert-base's shape ran 3-4x fewer texts a second than one over 256
+ROWS_PER_PASS = 256
+
+
+def copies_per_pass(objective: Objective, rows_per_pass: int = ROWS_PER_PASS) -> int:
+    """How many copies of the objective's largest batch fit in one pass of ``rows_per_pass`` rows (at least 1)."""
+    rows = max(batch["inputs"]["input_ids"].shape[0] for batch in objective.batches)
+    return max(1, check_positive_int(rows_per_pass, "rows_per_pass") // rows)
+
+
+def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], gates: torch.Tensor,
+                 fill: torch.Tensor | None, start: torch.Tensor | None = None, layer: int = 0) -> list[torch.Tensor]:
+    """One pass over ``len(gates)`` copies of ``batch``, copy ``j`` with the gates ``gates[j]`` ``(L, H)``.
+
+    ``start``: the unchanged model's input of ``layer`` ``(B, T, d)`` (nothing below ``layer`` may be
+    gated); the pass then begins there. Returns each copy's final hidden states ``(B, T, D)``."""
+    copies, size = gates.shape[0], batch["inputs"]["input_ids"].shape[0]
+    inputs = {k: v.repeat(copies, *[1] * (v.dim() - 1)) for k, v in batch["inputs"].items()}
+    rows = gates.repeat_interleave(size, dim=0)  # (copies * B, L, H): one row of gates per text of each copy
+    start_at = None if start is None else (layer, start.repeat(copies, 1, 1))
+    with gate_heads(m, rows, fill):
+        hidden = objective._forward({"inputs": inputs}, start_at=start_at).last_hidden_state  # (copies * B, T, D)
+    return [hidden[j * size:(j + 1) * size] for j in range(copies)]
+
+
 def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReducer | dict[str, StatesReducer], *,
                        heads_per_pass: int | None = None, progress: bool = False,
                        threads: int | None = None,
@@ -580,16 +606,17 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
     ``reduce`` maps :meth:`Objective.final_states` (a list of ``(hidden, mask)`` per batch) to
     an array, e.g. every text's sentence vector ``(N, D)``; a dict of reducers gives a dict of
     such arrays from the same passes. Every batch is repeated once per
-    head of a layer (``heads_per_pass`` at a time; default all of the layer's heads) with one
-    row of gates per copy (:func:`attnlab.core.gates.gate_heads`), so one pass masks each of
-    those heads in its own copy. As in :func:`ablation_per_text`, a head of layer ``l`` leaves
-    the layers below unchanged, so the passes begin at layer ``l`` on the unchanged model's
-    hidden state there. The same numbers as one pass per head, in a fraction of the time.
-    ``fill`` (``[layers, heads, d_head]``): a masked head leaves its mean output, not 0
+    head of a layer (``heads_per_pass`` at a time; default :func:`copies_per_pass`, at most the
+    layer's heads) with one row of gates per copy (:func:`attnlab.core.gates.gate_heads`), so one
+    pass masks each of those heads in its own copy. As in :func:`ablation_per_text`, a head of
+    layer ``l`` leaves the layers below unchanged, so the passes begin at layer ``l`` on the
+    unchanged model's hidden state there. The same numbers as one pass per head, in a fraction of
+    the time. ``fill`` (``[layers, heads, d_head]``): a masked head leaves its mean output, not 0
     (:func:`attnlab.core.gates.head_output_means`).
     """
     n_heads = m.n_heads
-    per_pass = n_heads if heads_per_pass is None else check_positive_int(heads_per_pass, "heads_per_pass")
+    per_pass = (copies_per_pass(objective) if heads_per_pass is None
+                else check_positive_int(heads_per_pass, "heads_per_pass"))
     reducers = reduce if isinstance(reduce, dict) else {"": reduce}
     rows: list[dict[str, np.ndarray]] = []
     bar = tqdm(total=m.n_layers * n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
@@ -598,25 +625,55 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
             states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _h in range(n_heads)]
             for batch in objective.batches:
                 start = objective.layer_input(batch, layer) if layer else None  # (B, T, d)
-                size = batch["inputs"]["input_ids"].shape[0]
                 for first in range(0, n_heads, per_pass):
                     heads = list(range(first, min(n_heads, first + per_pass)))
-                    copies = len(heads)
-                    inputs = {k: v.repeat(copies, *[1] * (v.dim() - 1)) for k, v in batch["inputs"].items()}
-                    gates = ones_gates(m).repeat(copies * size, 1, 1)  # (copies * B, L, H)
+                    gates = ones_gates(m).repeat(len(heads), 1, 1)  # (copies, L, H)
                     for j, head in enumerate(heads):
-                        gates[j * size:(j + 1) * size, layer, head] = 0.0
-                    start_at = None if start is None else (layer, start.repeat(copies, 1, 1))
-                    with gate_heads(m, gates, fill):
-                        hidden = objective._forward({"inputs": inputs}, start_at=start_at).last_hidden_state
-                    for j, head in enumerate(heads):  # (B, T, D) of each copy
-                        states[head].append((hidden[j * size:(j + 1) * size], batch["inputs"]["attention_mask"]))
+                        gates[j, layer, head] = 0.0
+                    hidden = _copies_pass(m, objective, batch, gates, fill, start, layer)
+                    for head, copy in zip(heads, hidden):  # (B, T, D) of each copy
+                        states[head].append((copy, batch["inputs"]["attention_mask"]))
             for head in range(n_heads):
                 rows.append({name: np.asarray(r(states[head])) for name, r in reducers.items()})
                 bar.update(1)
     out = {name: np.stack([row[name] for row in rows]).reshape((m.n_layers, n_heads) + rows[0][name].shape)
            for name in reducers}  # (L, H, ...) each
     return out if isinstance(reduce, dict) else out[""]
+
+
+def head_sets_states(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[tuple[int, int]]],
+                     reduce: Callable[[list[tuple[torch.Tensor, torch.Tensor]]], Any], *,
+                     sets_per_pass: int | None = None, threads: int | None = None,
+                     fill: torch.Tensor | None = None) -> list[Any]:
+    """``[reduce(final states with sets[i] masked together) for each i]``, several sets a pass.
+
+    Each set of heads is masked in its own copy of every batch (``sets_per_pass`` copies a pass;
+    default :func:`copies_per_pass`), so small batches of texts make full passes: the same numbers
+    as :func:`masked_states` set by set, up to rounding. ``reduce`` as in :func:`single_head_states`
+    (one list of ``(hidden, mask)``, aligned with ``objective.batches``); its result is returned as
+    it is. ``fill``: as in :func:`attnlab.core.gates.mask_heads`."""
+    per_pass = copies_per_pass(objective) if sets_per_pass is None else check_positive_int(sets_per_pass,
+                                                                                             "sets_per_pass")
+    out: list[Any] = []
+    with torch_threads(threads), torch.no_grad():
+        for first in range(0, len(sets), per_pass):
+            group = sets[first:first + per_pass]
+            gates = torch.stack([gates_for(m, heads) for heads in group])  # (copies, L, H)
+            states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _s in group]
+            for batch in objective.batches:
+                for j, hidden in enumerate(_copies_pass(m, objective, batch, gates, fill)):
+                    states[j].append((hidden, batch["inputs"]["attention_mask"]))
+            out.extend(reduce(s) for s in states)
+    return out
+
+
+def text_losses_of(objective: Objective) -> Callable[[list[tuple[torch.Tensor, torch.Tensor]]], dict[str, np.ndarray]]:
+    """A reducer for :func:`head_sets_states`: every text's loss ``{name: (N,)}`` as
+    :meth:`Objective.per_text`, from final states aligned with ``objective.batches``."""
+    def losses(states: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, np.ndarray]:
+        parts = [objective.losses_of_states(batch, hidden) for (hidden, _mask), batch in zip(states, objective.batches)]
+        return {kind: np.concatenate([p[kind].double().cpu().numpy() for p in parts]) for kind in parts[0]}
+    return losses
 
 
 def sentence_vectors_of(states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:

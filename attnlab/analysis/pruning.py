@@ -37,7 +37,8 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from attnlab.analysis.importance import Objective, head_importance, make_objective, torch_threads
+from attnlab.analysis.importance import (Objective, copies_per_pass, head_importance, head_sets_states,
+                                         make_objective, text_losses_of, torch_threads)
 from attnlab.core.checks import check_fraction, check_positive_int
 from attnlab.core.gates import mask_heads
 from attnlab.core.language import N_, _
@@ -107,11 +108,16 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
     return np.array(losses)
 
 
+def _key(heads: Sequence[tuple[int, int]], compute, fill) -> tuple:
+    """The key of ``seen``: the set of heads, the function and the kind of ablation."""
+    return frozenset(tuple(p) for p in heads), getattr(compute, "__name__", ""), fill is None
+
+
 def _masked(m: LoadedModel, heads: Sequence[tuple[int, int]], compute, seen: dict | None, fill=None):
     """``compute()`` with ``heads`` masked, or its value from ``seen`` (keyed by the set of heads
     and the function) when an earlier pass masked the same set: the same pass, the same numbers.
     ``fill``: as in :func:`attnlab.core.gates.mask_heads` (None: zero-ablation)."""
-    key = (frozenset(tuple(p) for p in heads), getattr(compute, "__name__", ""), fill is None)
+    key = _key(heads, compute, fill)
     if seen is not None and key in seen:
         return seen[key]
     with mask_heads(m, heads, fill):
@@ -119,6 +125,24 @@ def _masked(m: LoadedModel, heads: Sequence[tuple[int, int]], compute, seen: dic
     if seen is not None:
         seen[key] = value
     return value
+
+
+def _prefill(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[tuple[int, int]]], seen: dict,
+             fill=None, *, threads: int | None = None) -> None:
+    """Put every text's loss with each set of ``sets`` masked into ``seen`` (as ``objective.per_text``
+    under :func:`_masked` would), several sets a pass (:func:`~attnlab.analysis.importance.head_sets_states`).
+    Only for a representation objective, whose curves read text by text; a set already seen is skipped."""
+    todo, keys = [], set()
+    for heads in sets:
+        key = _key(heads, objective.per_text, fill)
+        if key not in seen and key not in keys:
+            keys.add(key)
+            todo.append([tuple(p) for p in heads])
+    if not todo:
+        return
+    values = head_sets_states(m, objective, todo, text_losses_of(objective), fill=fill, threads=threads)
+    for heads, value in zip(todo, values):
+        seen[_key(heads, objective.per_text, fill)] = value
 
 
 def pruning_curve_per_text(m: LoadedModel, objective: Objective, order: Sequence[tuple[int, int]],
@@ -185,8 +209,10 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
     """How many heads of ``order`` can be masked, one head at a time, before the loss
     first exceeds :func:`loss_limit` (the 10% grid at one-head resolution).
 
-    Masks the first 1, 2, 3, ... heads and stops at the first crossing, so it
-    costs one forward pass over the texts per head that passes, plus one. The
+    Masks the first 1, 2, 3, ... heads and stops at the first crossing. For a representation
+    objective the next counts are masked together, each in its own copy of the texts
+    (:func:`~attnlab.analysis.importance.copies_per_pass` of them a pass), so a scan over a few
+    texts still makes full passes; otherwise one pass per head that passes, plus one. The
     tolerance is absolute for a representation objective, relative otherwise.
     The loss is the one the curves plot: the mean of the texts' losses
     (:func:`pruning_curve_per_text`) for a representation objective,
@@ -203,10 +229,14 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
             return float(_masked(m, order[:k], objective.per_text, seen, fill)[objective.kind].mean())
         return float(_masked(m, order[:k], objective.evaluate, seen, fill))
 
+    seen = {} if seen is None else seen
+    ahead = copies_per_pass(objective) if is_absolute(objective) else 1  # the next counts, in one pass
     with torch_threads(threads):
         base = loss(0) if base_loss is None else base_loss
         limit = loss_limit(base, tolerance, relative=not is_absolute(objective))
         for k in range(1, len(order) + 1):
+            if ahead > 1 and _key(order[:k], objective.per_text, fill) not in seen:
+                _prefill(m, objective, [order[:j] for j in range(k, min(len(order), k + ahead - 1) + 1)], seen, fill)
             if loss(k) > limit:
                 return k - 1
     return len(order)
@@ -326,6 +356,11 @@ def pruning_study(
     fractions = np.asarray(fractions, dtype=float)
     orders = {"importance": order_by_score(importance), "reverse": order_by_score(importance, ascending=False)}
     per_text, seen = {}, {}  # seen: every set of heads is masked once (all orders share 0 and 100%)
+    random_orders = [random_order(m.n_layers, m.n_heads, seed + s) for s in range(n_random)]
+    if not relative:  # every set of every curve, several sets a pass
+        counts = _checked_counts(m, orders["importance"], fractions)
+        _prefill(m, objective, [order[:k] for order in [*orders.values(), *random_orders] for k in counts], seen,
+                 threads=threads)
     if relative:
         curves = {name: pruning_curve(m, objective, order, fractions, progress=progress, threads=threads, seen=seen)
                   for name, order in orders.items()}
@@ -333,7 +368,6 @@ def pruning_study(
         per_text = {name: pruning_curve_per_text(m, objective, order, fractions, threads=threads, seen=seen)
                     for name, order in orders.items()}  # (F, N) each
         curves = {name: values.mean(axis=1) for name, values in per_text.items()}
-    random_orders = [random_order(m.n_layers, m.n_heads, seed + s) for s in range(n_random)]
     if relative:
         curves["random"] = np.stack([pruning_curve(m, objective, order, fractions, progress=progress,
                                                    threads=threads, seen=seen) for order in random_orders])  # (S, F)
