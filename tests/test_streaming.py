@@ -310,6 +310,7 @@ def test_js_score_from_sums_broadcasts_over_leading_axes():
 def test_auto_precision_takes_bf16_only_where_it_is_native(tiny_en, monkeypatch):
     from attnlab.core import fast
 
+    monkeypatch.delenv("ATTNLAB_PRECISION", raising=False)
     monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "fma"})
     assert fast.choose_precision(tiny_en, "auto")[0] == "fp32"
     assert "emulated" in fast.choose_precision(tiny_en, "auto")[1]
@@ -318,6 +319,45 @@ def test_auto_precision_takes_bf16_only_where_it_is_native(tiny_en, monkeypatch)
     assert fast.choose_precision(tiny_en, "int8") == ("int8", "asked for")
     with pytest.raises(ValueError, match="precision"):
         fast.choose_precision(tiny_en, "fp8")
+
+
+def test_attnlab_precision_decides_auto_and_nothing_else(tiny_en, monkeypatch):
+    from attnlab.core import fast
+
+    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "avx512_bf16"})
+    monkeypatch.setenv("ATTNLAB_PRECISION", "FP32")
+    assert fast.choose_precision(tiny_en, "auto") == ("fp32", "ATTNLAB_PRECISION")
+    assert fast.choose_precision(tiny_en, "bf16") == ("bf16", "asked for")  # an explicit choice stands
+    monkeypatch.setenv("ATTNLAB_PRECISION", "half")
+    with pytest.raises(ValueError, match="ATTNLAB_PRECISION"):
+        fast.choose_precision(tiny_en, "auto")
+
+
+def test_attention_in_bf16_stays_near_fp32_and_refuses_int8(tiny_en):
+    texts = ["how do you play chess", "why is the sky blue today"]
+    exact = al.attention(tiny_en, texts).tensor  # (N, L, H, T, T)
+    low = al.attention(tiny_en, texts, precision="bf16").tensor
+    assert low.dtype == torch.float32 and low.shape == exact.shape
+    torch.testing.assert_close(low.sum(-1), exact.sum(-1), atol=2e-2, rtol=0)  # rows still sum to 1 (or 0: padding)
+    assert float((low - exact).abs().max()) < 0.05
+    with pytest.raises(ValueError, match="precision"):
+        al.attention(tiny_en, texts, precision="int8")
+
+
+def test_precision_check_passes_what_fp32_measures_and_fails_a_planted_shift():
+    from attnlab.course.checks import precision_check
+
+    rng = np.random.default_rng(0)
+    exact = rng.uniform(0.5, 1.0, size=(32, 2, 3))  # (N, L, H) similarities
+    exact[3] = np.nan  # a skipped query
+    noisy = exact + rng.normal(0, 0.01, size=exact.shape)  # per-query noise that averages out
+    assert precision_check(exact, noisy).passed
+    shifted = exact.copy()
+    shifted[:, 1, 2] += 0.02  # one head's mean moved by twice the bound
+    check = precision_check(exact, shifted)
+    assert not check.passed and check.numbers["largest_move_of_a_mean"] == pytest.approx(0.02)
+    with pytest.raises(ValueError, match="same queries"):
+        precision_check(exact, exact[:10])
 
 
 def test_auto_precision_on_this_machine_matches_fp32_where_bf16_is_not_native(tiny_en):

@@ -513,6 +513,7 @@ def perturbation_study(
     chunk: int = 32,
     batch_size: int = 64,
     progress: bool = False,
+    precision: str = "fp32",
 ) -> PerturbationStudy:
     """Run the perturbation experiment over many queries.
 
@@ -532,6 +533,7 @@ def perturbation_study(
             peaked 600 MB above the loaded model with 128 a round, 360 MB with 32, which was no slower).
         batch_size: texts per forward pass.
         progress: show a progress bar.
+        precision: of the maps, as in :func:`attnlab.core.extract.attention` (``"fp32"``: exact).
 
     Returns:
         :class:`PerturbationStudy` with arrays ``[N, L, H]``.
@@ -558,7 +560,8 @@ def perturbation_study(
         block = list(range(s, min(n, s + chunk)))
         jobs, perturbed_texts = _planned_pairs(m, qs, block, kinds, seed, new_texts, skipped)
         # originals first, then one perturbed text per job
-        att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size)
+        att = attention(m, [qs[i].text for i in block] + perturbed_texts, batch_size=batch_size,
+                        precision=precision)
         by_size: dict[int, list[tuple[int, torch.Tensor, torch.Tensor, np.ndarray]]] = {}
         for j, (i, _kind, aligned) in enumerate(jobs):
             a = group_maps(att[i - s].double(), aligned.old_groups)  # (L, H, G, G)

@@ -129,7 +129,8 @@ def _special_columns(m: LoadedModel, tokens: list[str]) -> torch.Tensor:
 
 
 def position_study(m: LoadedModel, texts: Sequence[str | Query], *, interventions: Sequence[str] = REPLACEMENTS,
-                   seed: int = 0, batch_size: int = 64, chunk: int = 64, progress: bool = False) -> PositionStudy:
+                   seed: int = 0, batch_size: int = 64, chunk: int = 64, progress: bool = False,
+                   precision: str = "fp32") -> PositionStudy:
     """How much each head's map changes when the position embeddings are replaced.
 
     Texts are run in groups of one token length, so no padding enters the mean
@@ -145,6 +146,7 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
         batch_size: texts per forward pass.
         chunk: texts of one length compared at a time (bounds memory: every map of a chunk
             is held in float64 with and without the intervention).
+        precision: of the maps, as in :func:`attnlab.core.extract.attention` (``"fp32"``: exact).
 
     Returns:
         :class:`PositionStudy` with arrays ``[N, L, H]``.
@@ -165,13 +167,13 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
     rounds = [idx[s : s + chunk] for idx in by_length.values() for s in range(0, len(idx), chunk)]
     for idx in tqdm(rounds, desc="position study", unit="round", disable=not progress):
         group = [texts[i] for i in idx]
-        normal = attention(m, group, batch_size=batch_size)
+        normal = attention(m, group, batch_size=batch_size, precision=precision)
         a = torch.stack([normal[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)
         cols = torch.stack([_special_columns(m, normal.tokens[j]) for j in range(len(idx))])  # (J, n)
         special["normal"][idx] = (a * cols[:, None, None, None, :]).sum(-1).mean(-1).numpy()  # (J, L, H)
         for how in interventions:
             with replace_positions(m, how, seed=seed):
-                changed = attention(m, group, batch_size=batch_size)
+                changed = attention(m, group, batch_size=batch_size, precision=precision)
             b = torch.stack([changed[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)
             sims[how][idx] = similarity(a, b).numpy()
             special[how][idx] = (b * cols[:, None, None, None, :]).sum(-1).mean(-1).numpy()

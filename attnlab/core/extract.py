@@ -151,6 +151,10 @@ class Batch:
     token_type_ids: torch.Tensor | None = None
 
 
+#: the precisions :func:`attention` runs at (the int8 copy is for :mod:`attnlab.core.fast`)
+MAP_PRECISIONS = ("fp32", "tf32", "bf16")
+
+
 def iter_attention_batches(
     m: LoadedModel,
     texts: Sequence[str],
@@ -161,11 +165,13 @@ def iter_attention_batches(
     sort_by_length: bool = True,
     progress: bool = False,
     validate: bool = True,
+    precision: str = "fp32",
 ) -> Iterator[Batch]:
     """Yield :class:`Batch` objects covering ``texts``.
 
     Texts are grouped by token length (when ``sort_by_length``) to cut padding.
-    Attention rows and columns of padding are set to zero.
+    Attention rows and columns of padding are set to zero. ``precision``: as in
+    :func:`attention`.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -183,12 +189,13 @@ def iter_attention_batches(
     for idx in iterator:
         batch_texts = [texts[i] for i in idx]
         batch_pairs = [pairs[i] for i in idx] if pairs is not None else None
-        yield _forward(m, idx, batch_texts, batch_pairs, truncate)
+        yield _forward(m, idx, batch_texts, batch_pairs, truncate, precision)
 
 
-def _forward(m: LoadedModel, idx: list[int], texts: list[str], pairs: list[str] | None, truncate: bool) -> Batch:
+def _forward(m: LoadedModel, idx: list[int], texts: list[str], pairs: list[str] | None, truncate: bool,
+             precision: str = "fp32") -> Batch:
     batch = encode(m, texts, pairs, truncate=truncate)  # (B, T) each
-    maps = run(m, batch, keep=("maps",)).stacked_maps()  # (B, L, H, T, T)
+    maps = run(m, batch, keep=("maps",), precision=precision).stacked_maps().float()  # (B, L, H, T, T)
     mask = batch.attention_mask.to(maps.dtype)  # (B, T)
     maps = maps * mask[:, None, None, :, None] * mask[:, None, None, None, :]
     return Batch(
@@ -369,6 +376,7 @@ def attention(
     batch_size: int = 32,
     truncate: bool = False,
     progress: bool = False,
+    precision: str = "fp32",
 ) -> Attention:
     """Attention maps of every layer and head for each text.
 
@@ -380,11 +388,16 @@ def attention(
         truncate: cut texts longer than the model's limit (with a warning)
             instead of raising.
         progress: show a progress bar.
+        precision: ``"fp32"`` (exact, the default) or ``"bf16"`` (bfloat16 autocast: about 2x
+            faster where the CPU or GPU has native bfloat16, :func:`attnlab.core.fast.choose_precision`;
+            the maps come back as float32 and differ from fp32 by a few thousandths).
 
     Returns:
         :class:`Attention` with ``tensor`` float32 ``[texts, layers, heads, T, T]``,
         ``T`` the longest text's token count.
     """
+    if precision not in MAP_PRECISIONS:
+        raise ValueError(f"precision must be one of {MAP_PRECISIONS}, got {precision!r}")
     texts, pairs = check_texts(m, texts, pairs, truncate=truncate)
     args = (texts, pairs) if pairs is not None else (texts,)
     enc = m.tokenizer(
@@ -395,7 +408,8 @@ def attention(
     t_max = max(lengths)
     out = torch.zeros(len(texts), m.n_layers, m.n_heads, t_max, t_max)  # (N, L, H, T, T)
     for batch in iter_attention_batches(
-        m, texts, pairs, batch_size=batch_size, truncate=truncate, progress=progress, validate=False
+        m, texts, pairs, batch_size=batch_size, truncate=truncate, progress=progress, validate=False,
+        precision=precision,
     ):
         t = batch.maps.shape[-1]
         out[batch.index, :, :, :t, :t] = batch.maps

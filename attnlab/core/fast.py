@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import os
 import warnings
 import weakref
 from pathlib import Path
@@ -153,7 +154,13 @@ def native_bf16(device: torch.device) -> bool:
 
 def choose_precision(m: LoadedModel, precision: str = "auto") -> tuple[str, str]:
     """``(precision, why)``: ``"auto"`` becomes ``"bf16"`` where it is native, else ``"fp32"``;
-    any other value is checked and returned as asked."""
+    any other value is checked and returned as asked. ``ATTNLAB_PRECISION`` (e.g. ``fp32``, for the
+    same numbers on every machine) decides ``"auto"`` when it is set."""
+    if precision == "auto" and os.environ.get("ATTNLAB_PRECISION"):
+        chosen = os.environ["ATTNLAB_PRECISION"].strip().lower()
+        if chosen not in PRECISIONS:
+            raise ValueError(f"ATTNLAB_PRECISION must be one of {PRECISIONS}, got {chosen!r}")
+        return chosen, "ATTNLAB_PRECISION"
     if precision == "auto":
         if native_bf16(m.device):
             return "bf16", f"{m.device.type} runs bfloat16 natively"

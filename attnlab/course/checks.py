@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from attnlab.core.language import N_, _, translated
 from attnlab.core.records import nan_for_none, to_plain
 
@@ -60,6 +62,30 @@ class Check:
 
     def __repr__(self) -> str:
         return str(self)
+
+
+#: how far a reduced precision may move a head's mean similarity over the checked queries (lessons 06
+#: and 07): a tenth of the change threshold that labels a head
+PRECISION_BOUND = 0.01
+#: queries measured a second time at fp32 for :func:`precision_check`
+PRECISION_CHECK_QUERIES = 32
+
+
+def precision_check(exact: np.ndarray, reduced: np.ndarray, *, bound: float = PRECISION_BOUND) -> Check:
+    """Whether a reduced precision (bf16) measures what fp32 does, on the same first queries.
+
+    ``exact`` and ``reduced``: ``(N, ...)``, one measure per query (e.g. ``(N, L, H)``
+    similarities; NaN where a query was skipped) at fp32 and at the reduced precision. Passes
+    when no entry's mean over the queries moves by more than ``bound``; the largest single
+    query's move is shown beside it."""
+    exact, reduced = np.asarray(exact, dtype=float), np.asarray(reduced, dtype=float)
+    if exact.shape != reduced.shape:
+        raise ValueError(f"exact {exact.shape} and reduced {reduced.shape} must measure the same queries")
+    moved = float(np.nanmax(np.abs(np.nanmean(exact, axis=0) - np.nanmean(reduced, axis=0))))
+    worst = float(np.nanmax(np.abs(exact - reduced)))
+    return Check.of(N_("the reduced precision moves no mean over the checked queries by more than the bound"),
+                    passed=moved <= bound, largest_move_of_a_mean=moved, bound=bound,
+                    largest_move_of_one_query=worst, queries=int(exact.shape[0]))
 
 
 def _fmt(v) -> str:
