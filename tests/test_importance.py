@@ -370,11 +370,11 @@ def test_ablation_begins_at_the_masked_layer_and_equals_whole_passes(tmp_path, k
     for (layer, head), values in whole.items():
         np.testing.assert_allclose(effects[:, layer, head], values - base, atol=1e-6)
     batches = len(objective.batches)
-    # layer 0 runs for the base pass, one pass that masks both heads of layer 0 (a copy of the batch
-    # each), and the passes that find layer 1's and layer 2's inputs: 4 per batch, never for the heads
-    # of layers 1 and 2 (every kind's loss follows from the final states here, the MLM one too)
+    # layer 0 runs for the base pass, one pass that finds every layer's input, and one pass that
+    # masks both heads of layer 0 (a copy of the batch each): 3 per batch, never for the heads of
+    # layers 1 and 2 (every kind's loss follows from the final states here, the MLM one too)
     assert objective.from_final_states
-    assert len(calls) == 4 * batches
+    assert len(calls) == 3 * batches
     assert len(m.model.encoder.layer) == 3
 
 

@@ -169,6 +169,13 @@ class Objective:
         (:func:`attnlab.core.run.layer_input`; for the MLM kind, inside the MLM model)."""
         return layer_input(self._m, batch["inputs"], layer, model=self._mlm if self.kind == "mlm" else None)
 
+    def layer_inputs(self, batch: dict[str, Any]) -> list[torch.Tensor]:
+        """The input of every layer, ``[hidden state l for l in 0 .. L - 1]`` (each ``(B, T, d)``), of the
+        unchanged model on ``batch``, from one pass (:meth:`layer_input` makes a pass per layer)."""
+        model = self._mlm if self.kind == "mlm" else None
+        cache = run(self._m, batch["inputs"], keep=("hidden",), layers=None, model=model)
+        return [cache.hidden[layer] for layer in range(self._m.n_layers)]
+
     def text_losses(self, batch: dict[str, Any],
                     start_at: tuple[int, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """The loss of each text of one batch, ``{name: (B,)}``.
@@ -549,9 +556,10 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     bar = tqdm(total=m.n_layers * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar:
         out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in kinds}
+        inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
         for layer in range(m.n_layers):
             # each batch's input of this layer (run keeps no graph); layer 0: whole passes
-            starts = [(layer, objective.layer_input(batch, layer)) for batch in objective.batches] if layer else None
+            starts = [(layer, per_layer[layer]) for per_layer in inputs] if layer else None
             for head in range(m.n_heads):
                 with mask_heads(m, [(layer, head)], fill):
                     for kind, values in objective.per_text(starts).items():
@@ -621,10 +629,11 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
     rows: list[dict[str, np.ndarray]] = []
     bar = tqdm(total=m.n_layers * n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar, torch.no_grad():
+        inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
         for layer in range(m.n_layers):
             states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _h in range(n_heads)]
-            for batch in objective.batches:
-                start = objective.layer_input(batch, layer) if layer else None  # (B, T, d)
+            for batch, per_layer in zip(objective.batches, inputs):
+                start = per_layer[layer] if layer else None  # (B, T, d)
                 for first in range(0, n_heads, per_pass):
                     heads = list(range(first, min(n_heads, first + per_pass)))
                     gates = ones_gates(m).repeat(len(heads), 1, 1)  # (copies, L, H)

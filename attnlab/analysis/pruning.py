@@ -46,6 +46,8 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
 DEFAULT_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
+#: counts the one-head scan masks in its first pass (each in its own copy of the texts; doubled after each pass)
+SCAN_AHEAD = 4
 #: percentiles of the random orders drawn as a band around their median
 RANDOM_BAND = (10.0, 90.0)
 ORDER_LABELS = {"importance": N_("least important first"), "reverse": N_("most important first"),
@@ -211,8 +213,9 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
 
     Masks the first 1, 2, 3, ... heads and stops at the first crossing. For a representation
     objective the next counts are masked together, each in its own copy of the texts
-    (:func:`~attnlab.analysis.importance.copies_per_pass` of them a pass), so a scan over a few
-    texts still makes full passes; otherwise one pass per head that passes, plus one. The
+    (:data:`SCAN_AHEAD` in the first pass, twice as many in each next one, up to
+    :func:`~attnlab.analysis.importance.copies_per_pass`), so a scan over a few texts still makes
+    full passes; otherwise one pass per head that passes, plus one. The
     tolerance is absolute for a representation objective, relative otherwise.
     The loss is the one the curves plot: the mean of the texts' losses
     (:func:`pruning_curve_per_text`) for a representation objective,
@@ -230,13 +233,15 @@ def prunable_heads(m: LoadedModel, objective: Objective, order: Sequence[tuple[i
         return float(_masked(m, order[:k], objective.evaluate, seen, fill))
 
     seen = {} if seen is None else seen
-    ahead = copies_per_pass(objective) if is_absolute(objective) else 1  # the next counts, in one pass
+    most = copies_per_pass(objective) if is_absolute(objective) else 1  # counts masked in one pass, at most
+    ahead = min(SCAN_AHEAD, most)  # doubles while the scan goes on, so a scan that stops early wastes little
     with torch_threads(threads):
         base = loss(0) if base_loss is None else base_loss
         limit = loss_limit(base, tolerance, relative=not is_absolute(objective))
         for k in range(1, len(order) + 1):
-            if ahead > 1 and _key(order[:k], objective.per_text, fill) not in seen:
+            if most > 1 and _key(order[:k], objective.per_text, fill) not in seen:
                 _prefill(m, objective, [order[:j] for j in range(k, min(len(order), k + ahead - 1) + 1)], seen, fill)
+                ahead = min(2 * ahead, most)
             if loss(k) > limit:
                 return k - 1
     return len(order)
