@@ -454,3 +454,17 @@ def test_mlm_losses_from_the_masked_positions_equal_the_whole_vocabulary_project
     np.testing.assert_allclose(objective.per_text()["mlm"], np.concatenate(expected), atol=1e-5)
     for want, got in batch_losses:
         assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_full_states_are_the_kept_references_and_need_no_pass(tiny_en):
+    objective = make_objective(tiny_en, TEXTS, kind="sentence", batch_size=3)
+    calls = []
+    handle = tiny_en.model.register_forward_pre_hook(lambda *a: calls.append(1))
+    try:
+        kept = objective.full_states()
+    finally:
+        handle.remove()
+    assert calls == []  # read from the objective, not computed
+    for (hidden, mask), (again, same_mask) in zip(kept, objective.final_states()):
+        torch.testing.assert_close(hidden, again, atol=1e-6, rtol=0)
+        assert torch.equal(mask, same_mask)

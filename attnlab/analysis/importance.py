@@ -266,6 +266,14 @@ class Objective:
                 out.append((hidden, batch["inputs"]["attention_mask"]))
         return out
 
+    def full_states(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The unchanged model's final hidden states, as :meth:`final_states` gives them with nothing
+        masked: kept from when a representation objective was made (no pass); for another objective
+        one pass now (call it with nothing masked)."""
+        if not self.absolute:
+            return self.final_states()
+        return [(batch["reference"], batch["inputs"]["attention_mask"]) for batch in self.batches]
+
     def sentence_vectors(self, layer_inputs: Sequence[tuple[int, torch.Tensor]] | None = None) -> np.ndarray:
         """``(N, D)``: every text's mean-pooled final hidden state (over its real tokens), as the
         model is now (:meth:`final_states`); float64."""

@@ -286,10 +286,10 @@ def fit_probes(m: LoadedModel, train: Sequence[Annotated], held_out: Objective, 
     if set(q.text for q in train) & set(q.text for q in test):
         raise ValueError("the training and the held-out queries must not share a text")
     fit_on = make_objective(m, [q.text for q in train], kind="sentence", batch_size=batch_size)
-    train_feats = features(fit_on.final_states(), task_data(m, fit_on, train))
+    train_feats = features(fit_on.full_states(), task_data(m, fit_on, train))
     probes = {task: fit_probe(x, y) for task, (x, y, _q) in train_feats.items()}
     data = task_data(m, held_out, test)
-    test_y = {task: y for task, (_x, y, _q) in features(held_out.final_states(), data).items()}
+    test_y = {task: y for task, (_x, y, _q) in features(held_out.full_states(), data).items()}
     chance = {}
     for task, (_x, y, _q) in train_feats.items():
         values, counts = np.unique(y, return_counts=True)
@@ -305,7 +305,7 @@ def task_study(m: LoadedModel, task_probes: TaskProbes, held_out: Objective, *, 
     with :meth:`TaskProbes.losses` (passes made together with other reducers); measured here
     when not given (one batched pass per layer).
     """
-    full_states = held_out.final_states()
+    full_states = held_out.full_states()
     full = task_probes.losses(full_states)  # (N, tasks)
     feats = features(full_states, task_probes.data)
     accuracy = {task: task_probes.probes[task].accuracy(x, y) for task, (x, y, _q) in feats.items()}
