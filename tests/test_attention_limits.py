@@ -524,6 +524,41 @@ def test_mean_map_replacement(tiny_en):
         mean_map_replacement(tiny_en, texts[:1], mean)
 
 
+def test_copies_in_one_pass_give_each_heads_own_replacement(tiny_en, monkeypatch):
+    """Heads replaced in copies of the batch (two heads a pass here) give, for every head, what
+    replacing that head alone in a plain pass gives: by its mean map, and by another text's map."""
+    from attnlab.analysis import mean_map_replacement as module
+
+    monkeypatch.setattr(module, "ROWS_PER_PASS", 8)  # batches of 2 texts: 2 heads, 4 copies a pass
+    texts = same_length_texts(3, seed=5)
+    mean = al.mean_attention(tiny_en, same_length_texts(12, seed=6), progress=False, layers=[0, 1])
+    result = mean_map_replacement(tiny_en, texts, mean, batch_size=2, seed=3)
+    partner = _derangement(len(texts), np.random.default_rng(3))
+    own = al.attention(tiny_en, texts).tensor  # (N, L, H, n, n): no padding, one length
+    for i, text in enumerate(texts):
+        inputs = tiny_en.encode([text])
+        base = sentence_vectors(tiny_en, inputs)
+        for li, layer in enumerate([0, 1]):
+            for head in range(tiny_en.n_heads):
+                for amap, got in ((mean.mean[li, head].float(), result.cost), (own[partner[i], layer, head], result.control)):
+                    with replace_maps(tiny_en, {(layer, head): amap}):
+                        want = float(cosine_distance(sentence_vectors(tiny_en, inputs), base)[0])
+                    assert got[i, li, head] == pytest.approx(want, abs=1e-6)
+
+
+def test_a_map_given_for_some_rows_leaves_the_others_alone(tiny_en):
+    texts = same_length_texts(2, seed=7)
+    inputs = tiny_en.encode(texts)
+    n = inputs["input_ids"].shape[1]
+    uniform = torch.full((1, n, n), 1.0 / n)
+    with replace_maps(tiny_en, {(0, 3): (uniform, torch.tensor([1]))}):  # only the second text
+        both = sentence_vectors(tiny_en, inputs)
+    with replace_maps(tiny_en, {(0, 3): uniform[0]}):
+        second = sentence_vectors(tiny_en, tiny_en.encode(texts[1:]))
+    torch.testing.assert_close(both[0], sentence_vectors(tiny_en, tiny_en.encode(texts[:1]))[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(both[1], second[0], atol=1e-5, rtol=0)
+
+
 def test_heads_replaced_together(tiny_en):
     texts = same_length_texts(5, seed=5)
     mean = al.mean_attention(tiny_en, same_length_texts(20, seed=6), progress=False)
@@ -546,6 +581,15 @@ def test_heads_replaced_together(tiny_en):
         changed = sentence_vectors(tiny_en, inputs)
     expected = float(cosine_distance(changed, sentence_vectors(tiny_en, inputs))[0])
     assert together.fixed_first[0, 2] == pytest.approx(expected, abs=1e-9)
+    # every point of a random order and of the reverse order, set by set in plain passes
+    # (the study replaces the sets in copies of the batch, several a pass)
+    for name, curve in (("random 1", together.random[1]), ("reverse", together.reverse)):
+        for f, k in enumerate(together.counts):
+            chosen = [divmod(i, tiny_en.n_heads) for i in together.orders[name][:k]]
+            with replace_maps(tiny_en, {(l, h): mean.mean[l, h].float() for l, h in chosen}):
+                changed = sentence_vectors(tiny_en, inputs)
+            want = float(cosine_distance(changed, sentence_vectors(tiny_en, inputs))[0])
+            assert curve[0, f] == pytest.approx(want, abs=1e-6)
     share = together.replaceable()
     assert 0.0 <= share.low <= share.estimate <= share.high <= 1.0 and share.n == 5
     assert together.tolerance() == pytest.approx(0.05 * together.reference.mean())

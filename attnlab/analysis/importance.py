@@ -73,7 +73,7 @@ from attnlab.core.gates import gate_heads, gates_for, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
-from attnlab.core.run import encode, layer_input, run
+from attnlab.core.run import ROWS_PER_PASS, encode, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -164,14 +164,9 @@ class Objective:
         return run(self._m, batch["inputs"], keep=("output",), model=model,
                    grad=torch.is_grad_enabled(), start_at=start_at).output
 
-    def layer_input(self, batch: dict[str, Any], layer: int) -> torch.Tensor:
-        """Hidden state ``layer`` ``(B, T, d)`` of the unchanged model on ``batch``
-        (:func:`attnlab.core.run.layer_input`; for the MLM kind, inside the MLM model)."""
-        return layer_input(self._m, batch["inputs"], layer, model=self._mlm if self.kind == "mlm" else None)
-
     def layer_inputs(self, batch: dict[str, Any]) -> list[torch.Tensor]:
         """The input of every layer, ``[hidden state l for l in 0 .. L - 1]`` (each ``(B, T, d)``), of the
-        unchanged model on ``batch``, from one pass (:meth:`layer_input` makes a pass per layer)."""
+        unchanged model on ``batch``, from one pass."""
         model = self._mlm if self.kind == "mlm" else None
         cache = run(self._m, batch["inputs"], keep=("hidden",), layers=None, model=model)
         return [cache.hidden[layer] for layer in range(self._m.n_layers)]
@@ -237,7 +232,7 @@ class Objective:
     def per_text(self, layer_inputs: Sequence[tuple[int, torch.Tensor]] | None = None) -> dict[str, np.ndarray]:
         """Every text's loss over all batches, ``{name: (N,)}`` (names as :meth:`text_losses`), no gradients.
 
-        ``layer_inputs``: one ``(layer, hidden)`` per batch (from :meth:`layer_input`): each
+        ``layer_inputs``: one ``(layer, hidden)`` per batch (from :meth:`layer_inputs`): each
         batch's pass begins at that layer; right only where nothing below it is changed."""
         out: dict[str, list[np.ndarray]] = {}
         starts = [None] * len(self.batches) if layer_inputs is None else list(layer_inputs)
@@ -532,7 +527,7 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     A representation objective gives the ``"sentence"`` and the ``"token"`` loss at once;
     ``"contrastive"`` and ``"mlm"`` give their own per-text loss (:meth:`Objective.text_losses`).
     Masking a head of layer ``l`` leaves layers ``0 .. l - 1`` as they are, so each pass begins
-    at layer ``l``, on the unchanged model's hidden state there (:meth:`Objective.layer_input`):
+    at layer ``l``, on the unchanged model's hidden state there (:meth:`Objective.layer_inputs`):
     the same numbers as whole passes, in a little over half the time on a 12-layer model. Each
     pass also masks every head of the layer at once, each in its own copy of the batch
     (:func:`single_head_states`), whenever the loss follows from the final states
@@ -585,11 +580,6 @@ def masked_states(m: LoadedModel, objective: Objective, heads: Sequence[tuple[in
     (:func:`attnlab.core.gates.mask_heads`; an empty list: the full model)."""
     with torch_threads(threads), mask_heads(m, heads):
         return np.asarray(reduce(objective.final_states()))
-
-
-#: rows (texts times copies) one batched pass aims at: on a 2-core CPU a pass over 8 texts of
-#: bert-base's shape ran 3-4x fewer texts a second than one over 256
-ROWS_PER_PASS = 256
 
 
 def copies_per_pass(objective: Objective, rows_per_pass: int = ROWS_PER_PASS) -> int:

@@ -134,13 +134,18 @@ def replace_maps_hooks(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tens
     Args:
         m: the loaded model.
         maps: ``{(layer, head): M}`` with ``M`` ``(T, T)`` (the same map for every text) or
-            ``(B, T, T)`` (one per text); rows are queries. The texts must all have ``T``
-            tokens (no padding: a replaced map would otherwise reach padding tokens).
+            ``(B, T, T)`` (one per text); rows are queries. Or ``{(layer, head): (M, rows)}``
+            with ``M`` ``(R, T, T)`` for the ``R`` texts ``rows`` of the batch only (the other
+            texts keep the head's own map): copies of a batch, each with other heads replaced,
+            run in one pass. The texts must all have ``T`` tokens (no padding: a replaced map
+            would otherwise reach padding tokens).
     """
-    by_layer: dict[int, dict[int, torch.Tensor]] = {}
+    by_layer: dict[int, dict[int, tuple[torch.Tensor, torch.Tensor | None]]] = {}
     for key, value in maps.items():
         layer, head = key
-        by_layer.setdefault(m.check_layer(layer), {})[m.check_head(head)] = torch.as_tensor(value)
+        amap, rows = value if isinstance(value, tuple) else (value, None)
+        by_layer.setdefault(m.check_layer(layer), {})[m.check_head(head)] = (
+            torch.as_tensor(amap), None if rows is None else torch.as_tensor(rows, dtype=torch.long))
     d_head = m.head_dim
     values: dict[int, torch.Tensor] = {}
 
@@ -154,12 +159,15 @@ def replace_maps_hooks(m: LoadedModel, maps: Mapping[tuple[int, int], torch.Tens
             return None
         v = values.pop(layer).view(*context.shape[:2], -1, d_head)  # (B, T, H, d_head)
         out = context.view(*context.shape[:2], -1, d_head).clone()  # (B, T, H, d_head)
-        for head, amap in by_layer[layer].items():
+        for head, (amap, rows) in by_layer[layer].items():
             amap = amap.to(device=v.device, dtype=v.dtype)
             if amap.shape[-1] != v.shape[1] or amap.shape[-2] != v.shape[1]:
                 raise ValueError(f"the map for layer {layer}, head {head} is {tuple(amap.shape)} but the texts "
                                  f"have {v.shape[1]} tokens")
-            if amap.dim() == 2:
+            if rows is not None:  # only these texts of the batch: (R, T, T) maps
+                rows = rows.to(v.device)
+                out[rows, :, head] = torch.einsum("bij,bjd->bid", amap, v[rows, :, head])  # (R, T, d_head)
+            elif amap.dim() == 2:
                 out[:, :, head] = torch.einsum("ij,bjd->bid", amap, v[:, :, head])  # (B, T, d_head)
             else:
                 out[:, :, head] = torch.einsum("bij,bjd->bid", amap, v[:, :, head])  # (B, T, d_head)

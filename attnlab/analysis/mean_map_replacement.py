@@ -47,7 +47,7 @@ from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correla
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import encode, layer_input, run
+from attnlab.core.run import ROWS_PER_PASS, encode, run
 from attnlab.core.streaming import MeanAttention
 
 #: A cost is "little" when it is at most this share of the distance between two different texts
@@ -226,15 +226,26 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
     for start in range(0, len(texts), batch_size):
         rows = np.arange(start, min(start + batch_size, len(texts)))
         inputs = encode(m, [texts[i] for i in rows]).inputs
+        b, n = len(rows), inputs["input_ids"].shape[1]
         base = sentence_vectors(m, inputs)  # (B, d)
         others = own_maps[torch.from_numpy(partner[rows])]  # (B, L, H, n, n): another text's maps
+        below = run(m, inputs, keep=("hidden",), layers=None).hidden  # {l: (B, n, d)}: every layer's input
+        per_pass = max(1, ROWS_PER_PASS // (2 * b))  # heads a pass: a copy of the batch with the mean, one with the control
         for li, layer in enumerate(layers):
-            start_at = (layer, layer_input(m, inputs, layer)) if layer else None  # layers below stay as they are
-            for head in range(n_heads):
-                with replace_maps(m, {(layer, head): mean_maps[li, head]}):
-                    cost[rows, li, head] = cosine_distance(sentence_vectors(m, inputs, start_at), base).numpy()
-                with replace_maps(m, {(layer, head): others[:, li, head]}):
-                    control[rows, li, head] = cosine_distance(sentence_vectors(m, inputs, start_at), base).numpy()
+            for first in range(0, n_heads, per_pass):
+                heads = list(range(first, min(n_heads, first + per_pass)))
+                copies = 2 * len(heads)  # copy j: head j's mean map; copy len(heads) + j: another text's map
+                batch = {k: v.repeat(copies, 1) for k, v in inputs.items()}  # (copies * B, n) each
+                start_at = (layer, below[layer].repeat(copies, 1, 1)) if layer else None  # layers below as they are
+                spec = {(layer, head): (torch.cat([mean_maps[li, head].expand(b, n, n), others[:, li, head]]),
+                                        torch.cat([torch.arange(j * b, (j + 1) * b),
+                                                   torch.arange((len(heads) + j) * b, (len(heads) + j + 1) * b)]))
+                        for j, head in enumerate(heads)}
+                with replace_maps(m, spec):
+                    vectors = sentence_vectors(m, batch, start_at).view(copies, b, -1)  # (copies, B, d)
+                for j, head in enumerate(heads):
+                    cost[rows, li, head] = cosine_distance(vectors[j], base).numpy()
+                    control[rows, li, head] = cosine_distance(vectors[len(heads) + j], base).numpy()
     return MapReplacement(layers=layers, cost=cost, control=control, fixedness=head_fixedness(mean),
                           mean_count=mean.count, reference=reference_distance(m, texts, batch_size))
 
@@ -334,12 +345,33 @@ def cumulative_costs(m: LoadedModel, inputs: dict[str, torch.Tensor], base: torc
                      counts: Sequence[int]) -> np.ndarray:
     """``(B, F)``: cosine distance of the sentence representation from ``base`` ``(B, d)`` when the
     first ``counts[f]`` heads of ``order`` use their map from ``maps`` together."""
-    out = np.zeros((base.shape[0], len(counts)))
-    for f, k in enumerate(counts):
-        if k == 0:
-            continue  # nothing replaced: the unchanged run
-        with replace_maps(m, {key: maps[key] for key in order[:k]}):
-            out[:, f] = cosine_distance(sentence_vectors(m, inputs), base).cpu().numpy()
+    return sets_costs(m, inputs, base, maps, [list(order[:k]) for k in counts]).T
+
+
+def sets_costs(m: LoadedModel, inputs: dict[str, torch.Tensor], base: torch.Tensor,
+               maps: dict[tuple[int, int], torch.Tensor], sets: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
+    """``(S, B)``: cosine distance of the sentence representation from ``base`` ``(B, d)`` when the
+    heads of ``sets[s]`` use their ``(n, n)`` map from ``maps`` together (0 for an empty set).
+
+    Each set is replaced in its own copy of the batch, as many copies a pass as make about
+    ``ROWS_PER_PASS`` texts: the numbers of one pass per set, in fewer, fuller passes."""
+    b = inputs["input_ids"].shape[0]
+    out = np.zeros((len(sets), b))
+    todo = [i for i, heads in enumerate(sets) if len(heads)]  # nothing replaced: the unchanged run, 0
+    per_pass = max(1, ROWS_PER_PASS // b)
+    for first in range(0, len(todo), per_pass):
+        group = todo[first:first + per_pass]
+        parts: dict[tuple[int, int], list[torch.Tensor]] = {}
+        for j, i in enumerate(group):
+            for key in sets[i]:
+                parts.setdefault(tuple(key), []).append(torch.arange(j * b, (j + 1) * b))  # copy j's texts
+        spec = {key: (maps[key].expand(len(rows) * b, *maps[key].shape[-2:]), torch.cat(rows))
+                for key, rows in parts.items()}
+        batch = {k: v.repeat(len(group), 1) for k, v in inputs.items()}  # (copies * B, n) each
+        with replace_maps(m, spec):
+            vectors = sentence_vectors(m, batch).view(len(group), b, -1)  # (copies, B, d)
+        for j, i in enumerate(group):
+            out[i] = cosine_distance(vectors[j], base).cpu().numpy()
     return out
 
 
@@ -376,8 +408,10 @@ def replace_together(m: LoadedModel, texts: Sequence[str], mean: MeanAttention, 
         rows = slice(start, min(start + batch_size, len(texts)))
         inputs = encode(m, texts[rows]).inputs
         base = sentence_vectors(m, inputs)  # (B, d)
-        for name, order in orders.items():
-            curves[name][rows] = cumulative_costs(m, inputs, base, maps, [heads[i] for i in order], counts)
+        sets = [[heads[i] for i in order[:k]] for order in orders.values() for k in counts]  # every point of every curve
+        costs = sets_costs(m, inputs, base, maps, sets).reshape(len(orders), len(counts), -1)  # (orders, F, B)
+        for name, per_order in zip(orders, costs):
+            curves[name][rows] = per_order.T
     return TogetherCurves(
         layers=layers, fractions=fractions, counts=counts, fixed_first=curves["fixed_first"],
         reverse=curves["reverse"], random=np.stack([curves[f"random {r}"] for r in range(n_random)]),

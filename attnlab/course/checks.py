@@ -71,6 +71,12 @@ PRECISION_BOUND = 0.01
 PRECISION_CHECK_QUERIES = 32
 
 
+def precision_note(precision: str) -> str:
+    """One line saying at which precision a lesson's maps were computed, and why (in the reader's language)."""
+    why = _("(native bfloat16 here)") if precision == "bf16" else _("(exact: no native bfloat16 here)")
+    return _("maps computed in {precision}").format(precision=precision) + " " + why
+
+
 def precision_check(exact: np.ndarray, reduced: np.ndarray, *, bound: float = PRECISION_BOUND) -> Check:
     """Whether a reduced precision (bf16) measures what fp32 does, on the same first queries.
 
