@@ -527,9 +527,9 @@ def test_mean_map_replacement(tiny_en):
 def test_copies_in_one_pass_give_each_heads_own_replacement(tiny_en, monkeypatch):
     """Heads replaced in copies of the batch (two heads a pass here) give, for every head, what
     replacing that head alone in a plain pass gives: by its mean map, and by another text's map."""
-    from attnlab.analysis import mean_map_replacement as module
+    from attnlab.core import run as core_run
 
-    monkeypatch.setattr(module, "ROWS_PER_PASS", 8)  # batches of 2 texts: 2 heads, 4 copies a pass
+    monkeypatch.setattr(core_run, "ROWS_PER_PASS", 8)  # batches of 2 texts: 2 heads, 4 copies a pass
     texts = same_length_texts(3, seed=5)
     mean = al.mean_attention(tiny_en, same_length_texts(12, seed=6), progress=False, layers=[0, 1])
     result = mean_map_replacement(tiny_en, texts, mean, batch_size=2, seed=3)

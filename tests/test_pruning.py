@@ -10,6 +10,7 @@ import torch
 
 import attnlab as al
 from attnlab.analysis import importance
+from attnlab.core import run as core_run
 from attnlab.analysis.importance import kind_label, make_objective, pair_label
 from attnlab.analysis.pruning import (
     RANDOM_BAND,
@@ -294,7 +295,7 @@ def test_study_masks_each_set_of_heads_once(tiny_en):
     ahead = importance.copies_per_pass(objective)  # the scan may mask this many counts beyond the crossing
     per_set = len(TEXTS)  # every text once per set of heads
     assert len(sets | scanned) * per_set <= sum(rows) <= (len(sets | scanned) + ahead - 1) * per_set
-    assert max(rows) <= max(importance.ROWS_PER_PASS, 2)
+    assert max(rows) <= max(core_run.ROWS_PER_PASS, 2)
     assert len(rows) < len(sets | scanned) * len(objective.batches)  # several sets a pass
     for name, order in (("importance", orders[0]), ("reverse", orders[1])):
         alone = pruning_curve_per_text(tiny_en, objective, order, fractions)  # one pass per set, nothing shared

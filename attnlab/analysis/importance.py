@@ -73,7 +73,7 @@ from attnlab.core.gates import gate_heads, gates_for, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
-from attnlab.core.run import ROWS_PER_PASS, encode, run
+from attnlab.core.run import copies_that_fit, encode, repeat_batch, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -582,10 +582,10 @@ def masked_states(m: LoadedModel, objective: Objective, heads: Sequence[tuple[in
         return np.asarray(reduce(objective.final_states()))
 
 
-def copies_per_pass(objective: Objective, rows_per_pass: int = ROWS_PER_PASS) -> int:
+def copies_per_pass(objective: Objective, rows_per_pass: int | None = None) -> int:
     """How many copies of the objective's largest batch fit in one pass of ``rows_per_pass`` rows (at least 1)."""
     rows = max(batch["inputs"]["input_ids"].shape[0] for batch in objective.batches)
-    return max(1, check_positive_int(rows_per_pass, "rows_per_pass") // rows)
+    return copies_that_fit(rows, None if rows_per_pass is None else check_positive_int(rows_per_pass, "rows_per_pass"))
 
 
 def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], gates: torch.Tensor,
@@ -595,7 +595,7 @@ def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], ga
     ``start``: the unchanged model's input of ``layer`` ``(B, T, d)`` (nothing below ``layer`` may be
     gated); the pass then begins there. Returns each copy's final hidden states ``(B, T, D)``."""
     copies, size = gates.shape[0], batch["inputs"]["input_ids"].shape[0]
-    inputs = {k: v.repeat(copies, *[1] * (v.dim() - 1)) for k, v in batch["inputs"].items()}
+    inputs = repeat_batch(batch["inputs"], copies)  # (copies * B, T) each
     rows = gates.repeat_interleave(size, dim=0)  # (copies * B, L, H): one row of gates per text of each copy
     start_at = None if start is None else (layer, start.repeat(copies, 1, 1))
     with gate_heads(m, rows, fill):

@@ -47,7 +47,7 @@ from attnlab.analysis.stats import (Interval, bootstrap, bootstrap_mean, correla
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import ROWS_PER_PASS, encode, run
+from attnlab.core.run import copies_that_fit, encode, repeat_batch, run
 from attnlab.core.streaming import MeanAttention
 
 #: A cost is "little" when it is at most this share of the distance between two different texts
@@ -230,12 +230,12 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
         base = sentence_vectors(m, inputs)  # (B, d)
         others = own_maps[torch.from_numpy(partner[rows])]  # (B, L, H, n, n): another text's maps
         below = run(m, inputs, keep=("hidden",), layers=None).hidden  # {l: (B, n, d)}: every layer's input
-        per_pass = max(1, ROWS_PER_PASS // (2 * b))  # heads a pass: a copy of the batch with the mean, one with the control
+        per_pass = copies_that_fit(2 * b)  # heads a pass: a copy of the batch with the mean, one with the control
         for li, layer in enumerate(layers):
             for first in range(0, n_heads, per_pass):
                 heads = list(range(first, min(n_heads, first + per_pass)))
                 copies = 2 * len(heads)  # copy j: head j's mean map; copy len(heads) + j: another text's map
-                batch = {k: v.repeat(copies, 1) for k, v in inputs.items()}  # (copies * B, n) each
+                batch = repeat_batch(inputs, copies)  # (copies * B, n) each
                 start_at = (layer, below[layer].repeat(copies, 1, 1)) if layer else None  # layers below as they are
                 spec = {(layer, head): (torch.cat([mean_maps[li, head].expand(b, n, n), others[:, li, head]]),
                                         torch.cat([torch.arange(j * b, (j + 1) * b),
@@ -354,11 +354,11 @@ def sets_costs(m: LoadedModel, inputs: dict[str, torch.Tensor], base: torch.Tens
     heads of ``sets[s]`` use their ``(n, n)`` map from ``maps`` together (0 for an empty set).
 
     Each set is replaced in its own copy of the batch, as many copies a pass as make about
-    ``ROWS_PER_PASS`` texts: the numbers of one pass per set, in fewer, fuller passes."""
+    :data:`~attnlab.core.run.ROWS_PER_PASS` texts: the numbers of one pass per set, in fewer, fuller passes."""
     b = inputs["input_ids"].shape[0]
     out = np.zeros((len(sets), b))
     todo = [i for i, heads in enumerate(sets) if len(heads)]  # nothing replaced: the unchanged run, 0
-    per_pass = max(1, ROWS_PER_PASS // b)
+    per_pass = copies_that_fit(b)
     for first in range(0, len(todo), per_pass):
         group = todo[first:first + per_pass]
         parts: dict[tuple[int, int], list[torch.Tensor]] = {}
@@ -367,7 +367,7 @@ def sets_costs(m: LoadedModel, inputs: dict[str, torch.Tensor], base: torch.Tens
                 parts.setdefault(tuple(key), []).append(torch.arange(j * b, (j + 1) * b))  # copy j's texts
         spec = {key: (maps[key].expand(len(rows) * b, *maps[key].shape[-2:]), torch.cat(rows))
                 for key, rows in parts.items()}
-        batch = {k: v.repeat(len(group), 1) for k, v in inputs.items()}  # (copies * B, n) each
+        batch = repeat_batch(inputs, len(group))  # (copies * B, n) each
         with replace_maps(m, spec):
             vectors = sentence_vectors(m, batch).view(len(group), b, -1)  # (copies, B, d)
         for j, i in enumerate(group):

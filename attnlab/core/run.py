@@ -48,6 +48,18 @@ KEEPABLE = ("maps", "hidden", "output")
 #: of bert-base's shape ran 3-4x fewer texts a second than one over 256
 ROWS_PER_PASS = 256
 
+def copies_that_fit(rows: int, rows_per_pass: int | None = None) -> int:
+    """How many copies of a batch of ``rows`` texts make one pass of about ``rows_per_pass`` rows
+    (default :data:`ROWS_PER_PASS`), at least 1."""
+    return max(1, (ROWS_PER_PASS if rows_per_pass is None else rows_per_pass) // max(1, rows))
+
+
+def repeat_batch(inputs: dict[str, torch.Tensor], copies: int) -> dict[str, torch.Tensor]:
+    """Model inputs (``(B, T)`` each, or ``(B, T, d)`` hidden states) repeated ``copies`` times along
+    the batch: copy ``j`` holds rows ``j * B .. (j + 1) * B - 1``."""
+    return {k: v.repeat(copies, *[1] * (v.dim() - 1)) for k, v in inputs.items()}
+
+
 #: reduced-precision modes of a forward pass (``"fp32"`` is exact)
 PRECISIONS = ("fp32", "tf32", "bf16", "int8")
 
