@@ -468,3 +468,46 @@ def test_full_states_are_the_kept_references_and_need_no_pass(tiny_en):
     for (hidden, mask), (again, same_mask) in zip(kept, objective.final_states()):
         torch.testing.assert_close(hidden, again, atol=1e-6, rtol=0)
         assert torch.equal(mask, same_mask)
+
+
+@pytest.mark.parametrize("kind", ["sentence", "mlm"])
+def test_ablation_of_some_layers_equals_those_layers_of_the_whole_sweep(tiny_mlm64, kind):
+    m = tiny_mlm64
+    objective = make_objective(m, TEXTS, kind=kind, batch_size=3, seed=1)
+    whole = ablation_per_text(m, objective)
+    for layers in ([1], [0], [1, 0]):
+        part = ablation_per_text(m, objective, layers=layers)
+        for name, values in whole.items():
+            assert part[name].shape == (len(TEXTS), len(layers), m.n_heads)
+            np.testing.assert_allclose(part[name], values[:, layers], atol=1e-12)
+    for bad in ([], [2], [0, 0], [-1]):
+        with pytest.raises(ValueError, match="layers"):
+            ablation_per_text(m, objective, layers=bad)
+
+
+def test_first_batch_keeps_the_first_texts_and_their_effects(tiny_plain64):
+    m = tiny_plain64
+    objective = make_objective(m, TEXTS, kind="contrastive", batch_size=3, seed=2)
+    first = objective.first_batch()
+    assert first.n_texts == 3 and first.batches[0] is objective.batches[0] and objective.n_texts == 5
+    np.testing.assert_allclose(ablation_per_text(m, first)["contrastive"],
+                               ablation_per_text(m, objective)["contrastive"][:3], atol=1e-12)
+
+
+def test_bf16_ablation_stays_near_fp32_and_measures_both_losses_alike(tmp_path):
+    # a float32 model: bf16 moves every effect a little, and the unchanged model's loss is measured in
+    # bf16 too, so that an effect is a difference of two losses that carry the same rounding
+    folder = save_tiny_model(tmp_path / "m", n_layers=2, n_heads=4, hidden=32, seed=5)
+    m = al.load_model(str(folder), verbose=False)
+    objective = make_objective(m, TEXTS, kind="contrastive", batch_size=5, seed=2)
+    exact = ablation_per_text(m, objective)["contrastive"]  # (N, L, H)
+    low = ablation_per_text(m, objective, precision="bf16")["contrastive"]
+    assert objective.precision == "fp32" and objective.at_precision("bf16").precision == "bf16"
+    assert objective.at_precision("fp32") is objective
+    spread = np.abs(exact).max()
+    assert spread > 1e-3  # the heads matter at all
+    assert 0 < np.abs(low - exact).max() < 0.1 * spread  # rounded, and near
+    with al.mask_heads(m, [(1, 3)]):
+        masked = objective.at_precision("bf16").per_text()["contrastive"]
+    base = objective.at_precision("bf16").per_text()["contrastive"]
+    np.testing.assert_allclose(low[:, 1, 3], masked - base, atol=1e-6)

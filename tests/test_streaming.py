@@ -534,3 +534,25 @@ def test_two_streams_under_one_resume_dir_keep_their_own_shards(tiny_en, tmp_pat
     for before, after in zip(first, again):
         assert all(same_sums(a, b) for a, b in zip(before, after))
     assert not same_sums(again[0][0], again[1][0])
+
+
+def test_ablation_precision_bound_is_a_quarter_of_the_spread_of_the_heads_means():
+    from attnlab.course.checks import ABLATION_PRECISION_SHARE, ablation_precision_bound, precision_check
+
+    rng = np.random.default_rng(1)
+    means = np.linspace(0.0, 1.0, 12).reshape(2, 6)  # (L, H): the heads' mean effects; IQR 0.5
+    effects = means + rng.normal(0, 0.05, size=(40, 2, 6))  # (N, L, H)
+    effects -= effects.mean(0) - means  # the means exactly as planted
+    bound = ablation_precision_bound(effects)
+    assert ABLATION_PRECISION_SHARE == 0.25 and bound == pytest.approx(0.25 * 0.5)
+    assert precision_check(effects[:, :1], effects[:, :1] + 0.1, bound=bound).passed  # every head moved 0.1 < 0.125
+    assert not precision_check(effects[:, :1], effects[:, :1] + 0.15, bound=bound).passed
+
+
+def test_precision_note_names_what_was_computed(monkeypatch):
+    from attnlab.course.checks import precision_note
+
+    assert precision_note("bf16").startswith("maps computed in bf16")
+    assert precision_note("fp32", "ablations").startswith("heads' removals measured in fp32")
+    with pytest.raises(KeyError):
+        precision_note("fp32", "gradients")

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -138,6 +138,8 @@ class Objective:
             representation kinds also the full model's outputs, ``"reference"``).
         sizes: number of texts in each batch (for weighted means).
         description: one line saying what the loss is.
+        precision: of its passes, ``"fp32"`` (exact) or a reduced one (see
+            :func:`attnlab.core.run.run`); :meth:`at_precision` gives a copy at another.
     """
 
     kind: str
@@ -146,6 +148,15 @@ class Objective:
     description: str
     _m: LoadedModel = field(repr=False, default=None)
     _mlm: Any = field(repr=False, default=None)
+    precision: str = "fp32"
+
+    def at_precision(self, precision: str) -> "Objective":
+        """The same objective (the same batches and references) whose passes run at ``precision``."""
+        return self if precision == self.precision else replace(self, precision=precision)
+
+    def first_batch(self) -> "Objective":
+        """The same objective on its first batch only (its first ``sizes[0]`` texts)."""
+        return replace(self, batches=self.batches[:1], sizes=self.sizes[:1])
 
     @property
     def n_texts(self) -> int:
@@ -162,13 +173,13 @@ class Objective:
         ``m.model`` by default), through :func:`attnlab.core.run.run`; the autograd graph is kept
         when gradients are enabled (as in :meth:`losses`). ``start_at``: see :func:`run`."""
         return run(self._m, batch["inputs"], keep=("output",), model=model,
-                   grad=torch.is_grad_enabled(), start_at=start_at).output
+                   grad=torch.is_grad_enabled(), start_at=start_at, precision=self.precision).output
 
     def layer_inputs(self, batch: dict[str, Any]) -> list[torch.Tensor]:
         """The input of every layer, ``[hidden state l for l in 0 .. L - 1]`` (each ``(B, T, d)``), of the
         unchanged model on ``batch``, from one pass."""
         model = self._mlm if self.kind == "mlm" else None
-        cache = run(self._m, batch["inputs"], keep=("hidden",), layers=None, model=model)
+        cache = run(self._m, batch["inputs"], keep=("hidden",), layers=None, model=model, precision=self.precision)
         return [cache.hidden[layer] for layer in range(self._m.n_layers)]
 
     def text_losses(self, batch: dict[str, Any],
@@ -519,7 +530,8 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
 
 def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
                       threads: int | None = None, fill: torch.Tensor | None = None,
-                      keep: dict[str, "StatesReducer"] | None = None) -> dict[str, np.ndarray]:
+                      keep: dict[str, "StatesReducer"] | None = None, layers: Sequence[int] | None = None,
+                      precision: str = "fp32") -> dict[str, np.ndarray]:
     """Loss change of every text when each head alone is masked: zero-ablation, or with
     ``fill`` (``[layers, heads, d_head]`` from :func:`attnlab.core.gates.head_output_means`)
     mean-ablation, the head's output replaced by its mean over reference texts.
@@ -537,12 +549,19 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     e.g. every text's sentence vector), so that another measure needs no sweep of its own; each
     adds ``{name: (L, H, ...)}`` to the result (batched path only).
 
+    ``layers``: mask only the heads of these layers (default all); the arrays then hold those
+    layers only, in that order. ``precision``: of every pass, the unchanged model's included, so
+    that each effect is a difference of two losses measured alike (``"bf16"`` about halves the
+    time where it is native; :func:`attnlab.course.checks.precision_check` compares it with fp32).
+
     Returns:
         ``{name: (N, L, H)}``: ``L_text(without head) - L_text``; and ``keep``'s arrays.
     """
     keep = dict(keep or {})
     if keep and not objective.from_final_states:
         raise ValueError("keep needs an objective whose loss follows from the final states")
+    objective = objective.at_precision(precision)
+    layers = _checked_layers(m, layers)
     with torch_threads(threads):
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
     kinds = list(base)
@@ -552,23 +571,33 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
             return np.stack([np.concatenate([p[k].double().cpu().numpy() for p in parts]) for k in kinds],
                             axis=1)  # (N, kinds)
         sweep = single_head_states(m, objective, {**keep, "": losses}, progress=progress, threads=threads,
-                                   fill=fill)  # {"": (L, H, N, kinds), and keep's names}
+                                   fill=fill, layers=layers)  # {"": (L, H, N, kinds), and keep's names}
         kept = {name: sweep[name] for name in keep}
         return {**{kind: np.moveaxis(sweep[""][..., j], 2, 0) - base[kind][:, None, None]
                    for j, kind in enumerate(kinds)}, **kept}
-    bar = tqdm(total=m.n_layers * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar:
-        out = {kind: np.zeros((objective.n_texts, m.n_layers, m.n_heads)) for kind in kinds}
+        out = {kind: np.zeros((objective.n_texts, len(layers), m.n_heads)) for kind in kinds}
         inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
-        for layer in range(m.n_layers):
+        for i, layer in enumerate(layers):
             # each batch's input of this layer (run keeps no graph); layer 0: whole passes
             starts = [(layer, per_layer[layer]) for per_layer in inputs] if layer else None
             for head in range(m.n_heads):
                 with mask_heads(m, [(layer, head)], fill):
                     for kind, values in objective.per_text(starts).items():
-                        out[kind][:, layer, head] = values - base[kind]
+                        out[kind][:, i, head] = values - base[kind]
                 bar.update(1)
     return out
+
+
+def _checked_layers(m: LoadedModel, layers: Sequence[int] | None) -> list[int]:
+    """``layers`` as a list of distinct layer indices of ``m`` (default: every layer, in order)."""
+    if layers is None:
+        return list(range(m.n_layers))
+    chosen = [int(layer) for layer in layers]
+    if not chosen or len(set(chosen)) != len(chosen) or not all(0 <= layer < m.n_layers for layer in chosen):
+        raise ValueError(f"layers must be distinct indices from 0 to {m.n_layers - 1}, got {list(layers)}")
+    return chosen
 
 
 StatesReducer = Callable[[list[tuple[torch.Tensor, torch.Tensor]]], np.ndarray]
@@ -605,8 +634,8 @@ def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], ga
 
 def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReducer | dict[str, StatesReducer], *,
                        heads_per_pass: int | None = None, progress: bool = False,
-                       threads: int | None = None,
-                       fill: torch.Tensor | None = None) -> np.ndarray | dict[str, np.ndarray]:
+                       threads: int | None = None, fill: torch.Tensor | None = None,
+                       layers: Sequence[int] | None = None) -> np.ndarray | dict[str, np.ndarray]:
     """``(L, H, ...)``: ``reduce`` of the final states with each head alone masked.
 
     ``reduce`` maps :meth:`Objective.final_states` (a list of ``(hidden, mask)`` per batch) to
@@ -618,17 +647,21 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
     layer ``l`` leaves the layers below unchanged, so the passes begin at layer ``l`` on the
     unchanged model's hidden state there. The same numbers as one pass per head, in a fraction of
     the time. ``fill`` (``[layers, heads, d_head]``): a masked head leaves its mean output, not 0
-    (:func:`attnlab.core.gates.head_output_means`).
+    (:func:`attnlab.core.gates.head_output_means`). ``layers``: mask only the heads of these layers
+    (default all), giving ``(len(layers), H, ...)``. The passes run at ``objective.precision``.
     """
     n_heads = m.n_heads
+    layers = _checked_layers(m, layers)
     per_pass = (copies_per_pass(objective) if heads_per_pass is None
                 else check_positive_int(heads_per_pass, "heads_per_pass"))
     reducers = reduce if isinstance(reduce, dict) else {"": reduce}
     rows: list[dict[str, np.ndarray]] = []
-    bar = tqdm(total=m.n_layers * n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar, torch.no_grad():
-        inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
-        for layer in range(m.n_layers):
+        # every layer's input, per batch (none needed when only layer 0's heads are masked)
+        inputs = ([objective.layer_inputs(batch) for batch in objective.batches] if max(layers) > 0
+                  else [None] * len(objective.batches))
+        for layer in layers:
             states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _h in range(n_heads)]
             for batch, per_layer in zip(objective.batches, inputs):
                 start = per_layer[layer] if layer else None  # (B, T, d)
@@ -643,7 +676,7 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
             for head in range(n_heads):
                 rows.append({name: np.asarray(r(states[head])) for name, r in reducers.items()})
                 bar.update(1)
-    out = {name: np.stack([row[name] for row in rows]).reshape((m.n_layers, n_heads) + rows[0][name].shape)
+    out = {name: np.stack([row[name] for row in rows]).reshape((len(layers), n_heads) + rows[0][name].shape)
            for name in reducers}  # (L, H, ...) each
     return out if isinstance(reduce, dict) else out[""]
 

@@ -71,10 +71,16 @@ PRECISION_BOUND = 0.01
 PRECISION_CHECK_QUERIES = 32
 
 
-def precision_note(precision: str) -> str:
-    """One line saying at which precision a lesson's maps were computed, and why (in the reader's language)."""
+#: what a lesson computed at the chosen precision, as :func:`precision_note` says it
+PRECISION_SUBJECTS = {"maps": N_("maps computed in {precision}"),
+                      "ablations": N_("heads' removals measured in {precision}")}
+
+
+def precision_note(precision: str, what: str = "maps") -> str:
+    """One line saying at which precision a lesson computed ``what`` (a key of :data:`PRECISION_SUBJECTS`),
+    and why (in the reader's language)."""
     why = _("(native bfloat16 here)") if precision == "bf16" else _("(exact: no native bfloat16 here)")
-    return _("maps computed in {precision}").format(precision=precision) + " " + why
+    return _(PRECISION_SUBJECTS[what]).format(precision=precision) + " " + why
 
 
 def precision_check(exact: np.ndarray, reduced: np.ndarray, *, bound: float = PRECISION_BOUND) -> Check:
@@ -92,6 +98,20 @@ def precision_check(exact: np.ndarray, reduced: np.ndarray, *, bound: float = PR
     return Check.of(N_("the reduced precision moves no mean over the checked queries by more than the bound"),
                     passed=moved <= bound, largest_move_of_a_mean=moved, bound=bound,
                     largest_move_of_one_query=worst, queries=int(exact.shape[0]))
+
+
+#: for single-head effects measured at a reduced precision: :func:`precision_check`'s bound as a share
+#: of the spread (interquartile range) of the heads' mean effects, so that a head can move at most a
+#: quarter of the way between the middle heads
+ABLATION_PRECISION_SHARE = 0.25
+
+
+def ablation_precision_bound(effects: np.ndarray) -> float:
+    """:func:`precision_check`'s bound for single-head effects ``(N, L, H)`` (one per text and head):
+    :data:`ABLATION_PRECISION_SHARE` of the interquartile range of the heads' means over the texts."""
+    means = np.nanmean(np.asarray(effects, dtype=float), axis=0).ravel()  # (L * H,)
+    low, high = np.nanpercentile(means, [25, 75])
+    return float(ABLATION_PRECISION_SHARE * (high - low))
 
 
 def _fmt(v) -> str:
