@@ -471,7 +471,7 @@ def test_full_states_are_the_kept_references_and_need_no_pass(tiny_en):
 
 
 @pytest.mark.parametrize("kind", ["sentence", "mlm"])
-def test_ablation_of_some_layers_equals_those_layers_of_the_whole_sweep(tiny_mlm64, kind):
+def test_ablation_of_some_heads_equals_those_heads_of_the_whole_sweep(tiny_mlm64, kind):
     m = tiny_mlm64
     objective = make_objective(m, TEXTS, kind=kind, batch_size=3, seed=1)
     whole = ablation_per_text(m, objective)
@@ -480,9 +480,16 @@ def test_ablation_of_some_layers_equals_those_layers_of_the_whole_sweep(tiny_mlm
         for name, values in whole.items():
             assert part[name].shape == (len(TEXTS), len(layers), m.n_heads)
             np.testing.assert_allclose(part[name], values[:, layers], atol=1e-12)
+    for layers, heads in (([1], [3, 0]), ([0], [2])):
+        part = ablation_per_text(m, objective, layers=layers, heads=heads)
+        for name, values in whole.items():
+            assert part[name].shape == (len(TEXTS), len(layers), len(heads))
+            np.testing.assert_allclose(part[name], values[:, layers][:, :, heads], atol=1e-12)
     for bad in ([], [2], [0, 0], [-1]):
         with pytest.raises(ValueError, match="layers"):
             ablation_per_text(m, objective, layers=bad)
+    with pytest.raises(ValueError, match="heads"):
+        ablation_per_text(m, objective, heads=[4])
 
 
 def test_first_batch_keeps_the_first_texts_and_their_effects(tiny_plain64):

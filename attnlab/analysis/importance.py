@@ -73,7 +73,7 @@ from attnlab.core.gates import gate_heads, gates_for, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
-from attnlab.core.run import copies_that_fit, encode, repeat_batch, run
+from attnlab.core.run import copies_that_fit, encode, precision_context, repeat_batch, run
 
 CONTRASTIVE_SCALE = 20.0  # all-MiniLM-L6-v2's training scale (temperature 0.05)
 MASK_FRACTION = 0.15
@@ -215,7 +215,8 @@ class Objective:
             labels = batch["labels"]  # (B, T), -100 where nothing is predicted
             counts = (labels != -100).sum(1).clamp_min(1)  # (B,)
             rows, cols = torch.nonzero(labels != -100, as_tuple=True)  # (M,) each: the masked positions
-            logits = self._mlm_head()(hidden[rows, cols])  # (M, V): only the predicted positions
+            with precision_context(self.precision, hidden.device):  # the head at the passes' precision
+                logits = self._mlm_head()(hidden[rows, cols]).to(hidden.dtype)  # (M, V): only the predicted positions
             ce = torch.nn.functional.cross_entropy(logits, labels[rows, cols], reduction="none")  # (M,)
             return {"mlm": torch.zeros(labels.shape[0], dtype=ce.dtype, device=ce.device).index_add(0, rows, ce)
                     / counts}
@@ -531,7 +532,7 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
 def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = False,
                       threads: int | None = None, fill: torch.Tensor | None = None,
                       keep: dict[str, "StatesReducer"] | None = None, layers: Sequence[int] | None = None,
-                      precision: str = "fp32") -> dict[str, np.ndarray]:
+                      heads: Sequence[int] | None = None, precision: str = "fp32") -> dict[str, np.ndarray]:
     """Loss change of every text when each head alone is masked: zero-ablation, or with
     ``fill`` (``[layers, heads, d_head]`` from :func:`attnlab.core.gates.head_output_means`)
     mean-ablation, the head's output replaced by its mean over reference texts.
@@ -549,8 +550,8 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     e.g. every text's sentence vector), so that another measure needs no sweep of its own; each
     adds ``{name: (L, H, ...)}`` to the result (batched path only).
 
-    ``layers``: mask only the heads of these layers (default all); the arrays then hold those
-    layers only, in that order. ``precision``: of every pass, the unchanged model's included, so
+    ``layers``, ``heads``: mask only these heads of these layers (default all); the arrays then
+    hold those only, in that order. ``precision``: of every pass, the unchanged model's included, so
     that each effect is a difference of two losses measured alike (``"bf16"`` about halves the
     time where it is native; :func:`attnlab.course.checks.precision_check` compares it with fp32).
 
@@ -561,7 +562,8 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
     if keep and not objective.from_final_states:
         raise ValueError("keep needs an objective whose loss follows from the final states")
     objective = objective.at_precision(precision)
-    layers = _checked_layers(m, layers)
+    layers = _checked_indices(layers, m.n_layers, "layers")
+    heads = _checked_indices(heads, m.n_heads, "heads")
     with torch_threads(threads):
         base = objective.per_text()  # {kind: (N,)}; 0 up to rounding for a representation objective
     kinds = list(base)
@@ -571,33 +573,33 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
             return np.stack([np.concatenate([p[k].double().cpu().numpy() for p in parts]) for k in kinds],
                             axis=1)  # (N, kinds)
         sweep = single_head_states(m, objective, {**keep, "": losses}, progress=progress, threads=threads,
-                                   fill=fill, layers=layers)  # {"": (L, H, N, kinds), and keep's names}
+                                   fill=fill, layers=layers, heads=heads)  # {"": (L, H, N, kinds), and keep's}
         kept = {name: sweep[name] for name in keep}
         return {**{kind: np.moveaxis(sweep[""][..., j], 2, 0) - base[kind][:, None, None]
                    for j, kind in enumerate(kinds)}, **kept}
-    bar = tqdm(total=len(layers) * m.n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * len(heads), desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar:
-        out = {kind: np.zeros((objective.n_texts, len(layers), m.n_heads)) for kind in kinds}
+        out = {kind: np.zeros((objective.n_texts, len(layers), len(heads))) for kind in kinds}
         inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
         for i, layer in enumerate(layers):
             # each batch's input of this layer (run keeps no graph); layer 0: whole passes
             starts = [(layer, per_layer[layer]) for per_layer in inputs] if layer else None
-            for head in range(m.n_heads):
+            for j, head in enumerate(heads):
                 with mask_heads(m, [(layer, head)], fill):
                     for kind, values in objective.per_text(starts).items():
-                        out[kind][:, i, head] = values - base[kind]
+                        out[kind][:, i, j] = values - base[kind]
                 bar.update(1)
     return out
 
 
-def _checked_layers(m: LoadedModel, layers: Sequence[int] | None) -> list[int]:
-    """``layers`` as a list of distinct layer indices of ``m`` (default: every layer, in order)."""
-    if layers is None:
-        return list(range(m.n_layers))
-    chosen = [int(layer) for layer in layers]
-    if not chosen or len(set(chosen)) != len(chosen) or not all(0 <= layer < m.n_layers for layer in chosen):
-        raise ValueError(f"layers must be distinct indices from 0 to {m.n_layers - 1}, got {list(layers)}")
-    return chosen
+def _checked_indices(chosen: Sequence[int] | None, count: int, name: str) -> list[int]:
+    """``chosen`` layers (or heads) as a list of distinct indices below ``count`` (default: all, in order)."""
+    if chosen is None:
+        return list(range(count))
+    out = [int(i) for i in chosen]
+    if not out or len(set(out)) != len(out) or not all(0 <= i < count for i in out):
+        raise ValueError(f"{name} must be distinct indices from 0 to {count - 1}, got {list(chosen)}")
+    return out
 
 
 StatesReducer = Callable[[list[tuple[torch.Tensor, torch.Tensor]]], np.ndarray]
@@ -635,7 +637,8 @@ def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], ga
 def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReducer | dict[str, StatesReducer], *,
                        heads_per_pass: int | None = None, progress: bool = False,
                        threads: int | None = None, fill: torch.Tensor | None = None,
-                       layers: Sequence[int] | None = None) -> np.ndarray | dict[str, np.ndarray]:
+                       layers: Sequence[int] | None = None,
+                       heads: Sequence[int] | None = None) -> np.ndarray | dict[str, np.ndarray]:
     """``(L, H, ...)``: ``reduce`` of the final states with each head alone masked.
 
     ``reduce`` maps :meth:`Objective.final_states` (a list of ``(hidden, mask)`` per batch) to
@@ -647,36 +650,37 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
     layer ``l`` leaves the layers below unchanged, so the passes begin at layer ``l`` on the
     unchanged model's hidden state there. The same numbers as one pass per head, in a fraction of
     the time. ``fill`` (``[layers, heads, d_head]``): a masked head leaves its mean output, not 0
-    (:func:`attnlab.core.gates.head_output_means`). ``layers``: mask only the heads of these layers
-    (default all), giving ``(len(layers), H, ...)``. The passes run at ``objective.precision``.
+    (:func:`attnlab.core.gates.head_output_means`). ``layers``, ``heads``: mask only these heads of
+    these layers (default all), giving ``(len(layers), len(heads), ...)``. The passes run at
+    ``objective.precision``.
     """
-    n_heads = m.n_heads
-    layers = _checked_layers(m, layers)
+    layers = _checked_indices(layers, m.n_layers, "layers")
+    chosen = _checked_indices(heads, m.n_heads, "heads")
     per_pass = (copies_per_pass(objective) if heads_per_pass is None
                 else check_positive_int(heads_per_pass, "heads_per_pass"))
     reducers = reduce if isinstance(reduce, dict) else {"": reduce}
     rows: list[dict[str, np.ndarray]] = []
-    bar = tqdm(total=len(layers) * n_heads, desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * len(chosen), desc=_("ablating heads"), unit="head", disable=not progress)
     with torch_threads(threads), bar, torch.no_grad():
         # every layer's input, per batch (none needed when only layer 0's heads are masked)
         inputs = ([objective.layer_inputs(batch) for batch in objective.batches] if max(layers) > 0
                   else [None] * len(objective.batches))
         for layer in layers:
-            states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _h in range(n_heads)]
+            states: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _h in chosen]  # per chosen head
             for batch, per_layer in zip(objective.batches, inputs):
                 start = per_layer[layer] if layer else None  # (B, T, d)
-                for first in range(0, n_heads, per_pass):
-                    heads = list(range(first, min(n_heads, first + per_pass)))
-                    gates = ones_gates(m).repeat(len(heads), 1, 1)  # (copies, L, H)
-                    for j, head in enumerate(heads):
-                        gates[j, layer, head] = 0.0
+                for first in range(0, len(chosen), per_pass):
+                    group = range(first, min(len(chosen), first + per_pass))  # places in chosen
+                    gates = ones_gates(m).repeat(len(group), 1, 1)  # (copies, L, H)
+                    for j, place in enumerate(group):
+                        gates[j, layer, chosen[place]] = 0.0
                     hidden = _copies_pass(m, objective, batch, gates, fill, start, layer)
-                    for head, copy in zip(heads, hidden):  # (B, T, D) of each copy
-                        states[head].append((copy, batch["inputs"]["attention_mask"]))
-            for head in range(n_heads):
-                rows.append({name: np.asarray(r(states[head])) for name, r in reducers.items()})
+                    for place, copy in zip(group, hidden):  # (B, T, D) of each copy
+                        states[place].append((copy, batch["inputs"]["attention_mask"]))
+            for per_head in states:
+                rows.append({name: np.asarray(r(per_head)) for name, r in reducers.items()})
                 bar.update(1)
-    out = {name: np.stack([row[name] for row in rows]).reshape((len(layers), n_heads) + rows[0][name].shape)
+    out = {name: np.stack([row[name] for row in rows]).reshape((len(layers), len(chosen)) + rows[0][name].shape)
            for name in reducers}  # (L, H, ...) each
     return out if isinstance(reduce, dict) else out[""]
 

@@ -104,6 +104,9 @@ def precision_check(exact: np.ndarray, reduced: np.ndarray, *, bound: float = PR
 #: of the spread (interquartile range) of the heads' mean effects, so that a head can move at most a
 #: quarter of the way between the middle heads
 ABLATION_PRECISION_SHARE = 0.25
+#: how many of layer 1's heads a lesson measures once more in fp32 to check a reduced precision (their
+#: change crosses every layer, so they collect the most rounding)
+ABLATION_CHECK_HEADS = 4
 
 
 def ablation_precision_bound(effects: np.ndarray) -> float:
