@@ -663,3 +663,28 @@ def test_best_view_is_chosen_on_one_half_and_scored_on_the_other():
     assert float(np.mean(lucky)) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         Scoreboard(rho={"masked": {v: np.ones(3) for v in VIEWS}}).best_held_out(["raw"])
+
+
+def test_queries_scored_together_equal_one_at_a_time(tiny_en, monkeypatch):
+    # texts of different lengths padded into shared passes give each text's own numbers, in the
+    # texts' order; a text too short to score stays None; a small pass budget makes several groups
+    from attnlab.core import run as core_run
+
+    texts = ["how do you play chess ?", "good game .", "what is the best way to learn the rules of chess",
+             "where can i learn the rules", "the king moves one square at a time on the board"]
+    alone = [faith.query_scores(tiny_en, t) for t in texts]
+    assert alone[1] is None and all(q is not None for i, q in enumerate(alone) if i != 1)
+    for budget in (256, 20):
+        monkeypatch.setattr(core_run, "ROWS_PER_PASS", budget)
+        together = faith.queries_scores(tiny_en, texts)
+        for a, b in zip(alone, together):
+            assert (a is None) == (b is None)
+            if a is None:
+                continue
+            assert a.text == b.text and a.tokens == b.tokens and a.positions == b.positions
+            for name in faith.VIEWS:
+                np.testing.assert_allclose(b.scores[name], a.scores[name], atol=1e-6)
+            for name in faith.TRUTHS:
+                np.testing.assert_allclose(b.effects[name], a.effects[name], atol=1e-6, rtol=1e-4)
+            for name, share in a.special.items():
+                assert b.special[name] == pytest.approx(share, abs=1e-6)

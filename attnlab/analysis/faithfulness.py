@@ -70,7 +70,7 @@ from attnlab.analysis.stats import Interval, bootstrap_mean, correlation
 from attnlab.core.extract import check_texts
 from attnlab.core.language import N_
 from attnlab.core.models import LoadedModel
-from attnlab.core.run import encode, run
+from attnlab.core.run import copies_that_fit, encode, run
 
 #: The views, in the order of the scoreboard.
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
@@ -180,8 +180,48 @@ def _one_hot(positions: Sequence[int], t: int) -> torch.Tensor:
     return chosen
 
 
-def _copies(inputs: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
-    return {name: value.expand(k, -1).clone() for name, value in inputs.items()}  # (k, T) each
+@dataclass
+class _Copies:
+    """Copies of the texts of one padded batch, one copy per listed token of each text.
+
+    ``inputs``: ``(R, T)`` each, row ``r`` a copy of text ``text[r]``; ``position[r]`` is the token that
+    row changes; ``real`` ``(R, T)`` bool marks each copy's real (not padding) tokens; ``rows[b]`` lists
+    the rows of text ``b``, in the order of its positions."""
+
+    inputs: dict[str, torch.Tensor]
+    text: torch.Tensor
+    position: torch.Tensor
+    real: torch.Tensor
+    rows: list[list[int]]
+
+    @property
+    def chosen(self) -> torch.Tensor:
+        """``(R, T)`` bool: each row's changed token."""
+        return _one_hot(self.position.tolist(), self.real.shape[1])
+
+    def split(self, values: torch.Tensor) -> list[np.ndarray]:
+        """``(R,)`` values, one per row, as one ``(k_b,)`` array per text."""
+        values = values.detach().double().cpu().numpy()
+        return [values[rows] for rows in self.rows]
+
+
+def _copies_of(inputs: dict[str, torch.Tensor], positions: Sequence[Sequence[int]]) -> _Copies:
+    """:class:`_Copies` of a padded batch ``inputs`` (``(B, T)`` each) for ``positions[b]`` of text ``b``."""
+    if len(positions) != inputs["input_ids"].shape[0]:
+        raise ValueError(f"{len(positions)} lists of positions for {inputs['input_ids'].shape[0]} texts")
+    text = torch.tensor([b for b, listed in enumerate(positions) for _p in listed], dtype=torch.long)
+    position = torch.tensor([int(p) for listed in positions for p in listed], dtype=torch.long)
+    rows, start = [], 0
+    for listed in positions:
+        rows.append(list(range(start, start + len(listed))))
+        start += len(listed)
+    copies = {name: value[text].clone() for name, value in inputs.items()}  # (R, T) each
+    return _Copies(copies, text, position, copies["attention_mask"].bool(), rows)
+
+
+def _one_text(inputs: dict[str, torch.Tensor]) -> None:
+    if inputs["input_ids"].shape[0] != 1:
+        raise ValueError(f"one text's encoding expected, (1, T) tensors; got {tuple(inputs['input_ids'].shape)}")
 
 
 # --------------------------------------------------------------------------- ground truths
@@ -196,13 +236,19 @@ def masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positi
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the tokens to leave out, one at a time.
     """
-    t = inputs["input_ids"].shape[1]
-    others = ~_one_hot(positions, t)  # (k, T): the tokens kept in both pools
-    base = last_hidden(m, inputs).expand(len(positions), -1, -1)  # (k, T, d)
-    masked = _copies(inputs, len(positions))
-    masked["attention_mask"] = masked["attention_mask"] * others.to(masked["attention_mask"].dtype)  # (k, T)
-    changed = last_hidden(m, masked)  # (k, T, d)
-    return cosine_distance(pooled(changed, others), pooled(base, others)).cpu().numpy()
+    _one_text(inputs)
+    return _masked_leave_one_out(m, inputs, [positions])[0]
+
+
+def _masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                          positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`masked_leave_one_out` of every text of a padded batch (``positions[b]`` for text ``b``), one pass."""
+    copies = _copies_of(inputs, positions)
+    others = copies.real & ~copies.chosen  # (R, T): the real tokens kept in both pools
+    base = last_hidden(m, inputs)[copies.text]  # (R, T, d)
+    copies.inputs["attention_mask"] = copies.inputs["attention_mask"] * others.to(copies.inputs["attention_mask"].dtype)
+    changed = last_hidden(m, copies.inputs)  # (R, T, d)
+    return copies.split(cosine_distance(pooled(changed, others), pooled(base, others)))
 
 
 def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
@@ -213,11 +259,21 @@ def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Se
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the token positions to remove, one at a time.
     """
-    base = sentence_vectors(m, inputs)  # (1, d)
-    keep = [[t for t in range(inputs["input_ids"].shape[1]) if t != j] for j in positions]  # k x (T - 1)
-    index = torch.tensor(keep, device=inputs["input_ids"].device)  # (k, T - 1)
-    shorter = {name: value[0][index] for name, value in inputs.items()}  # (k, T - 1) each
-    return cosine_distance(sentence_vectors(m, shorter), base).cpu().numpy()
+    _one_text(inputs)
+    return _leave_one_out(m, inputs, [positions])[0]
+
+
+def _leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                   positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`leave_one_out` of every text of a padded batch, one pass: each copy is its text without
+    one token, padded at the end to ``T - 1``."""
+    copies = _copies_of(inputs, positions)
+    base = sentence_vectors(m, inputs)[copies.text]  # (R, d)
+    slots = torch.arange(copies.real.shape[1] - 1)[None, :]  # (1, T - 1)
+    index = slots + (slots >= copies.position[:, None]).long()  # (R, T - 1): every token but the deleted one
+    # (R, T - 1) each; a shorter text's last real slot now holds its first padding token
+    shorter = {name: value.gather(1, index) for name, value in copies.inputs.items()}
+    return copies.split(cosine_distance(sentence_vectors(m, shorter), base))
 
 
 def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
@@ -233,25 +289,30 @@ def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Seque
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the tokens to score.
     """
-    k = len(positions)
-    ids = inputs["input_ids"]  # (1, T)
+    _one_text(inputs)
+    return _grad_input(m, inputs, [positions])[0]
+
+
+def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`grad_input` of every text of a padded batch, in one Jacobian-vector product."""
+    copies = _copies_of(inputs, positions)
     with torch.no_grad():
-        embeds = m.model.get_input_embeddings()(ids).expand(k, -1, -1).clone()  # (k, T, d)
-    tangent = torch.zeros_like(embeds)  # (k, T, d): copy r moves token positions[r] only
-    rows = torch.arange(k)
-    cols = torch.tensor(list(positions), dtype=torch.long)
-    tangent[rows, cols] = embeds[rows, cols]
-    others = {name: value.expand(k, -1) for name, value in inputs.items() if name != "input_ids"}  # (k, T) each
+        embeds = m.model.get_input_embeddings()(copies.inputs["input_ids"])  # (R, T, d)
+    tangent = torch.zeros_like(embeds)  # (R, T, d): row r moves its token position[r] only
+    rows = torch.arange(len(copies.position))
+    tangent[rows, copies.position] = embeds[rows, copies.position]
+    others = {name: value for name, value in copies.inputs.items() if name != "input_ids"}  # (R, T) each
     mask = others["attention_mask"]
 
     def direction(x: torch.Tensor) -> torch.Tensor:
         out = run(m, {"inputs_embeds": x, **others}, keep=("output",), grad=True).output
-        s = pooled(out.last_hidden_state, mask)  # (k, d)
+        s = pooled(out.last_hidden_state, mask)  # (R, d)
         return s / s.norm(dim=-1, keepdim=True)
 
     with torch.enable_grad():
-        _unit, moved = torch.autograd.functional.jvp(direction, embeds, tangent)  # (k, d) each
-    return moved.double().norm(dim=-1).cpu().numpy()
+        _unit, moved = torch.autograd.functional.jvp(direction, embeds, tangent)  # (R, d) each
+    return copies.split(moved.double().norm(dim=-1))
 
 
 # --------------------------------------------------------------------------- interventions as views
@@ -261,14 +322,20 @@ def knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequenc
     """``(k,)``: whole-model knockout. For each listed token, zero its value vectors in every layer
     and head at once and return the mean cosine distance of the *other* tokens' last hidden states
     from the unchanged run."""
-    k, t = len(positions), inputs["input_ids"].shape[1]
-    chosen = _one_hot(positions, t)  # (k, T): copy r zeroes token positions[r]
-    base = last_hidden(m, inputs)  # (1, T, d)
+    _one_text(inputs)
+    return _knockout(m, inputs, [positions])[0]
+
+
+def _knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`knockout` of every text of a padded batch, one pass."""
+    copies = _copies_of(inputs, positions)
+    chosen = copies.chosen  # (R, T): row r zeroes its token position[r]
+    base = last_hidden(m, inputs)[copies.text]  # (R, T, d)
     with zero_values(m, chosen):
-        changed = last_hidden(m, _copies(inputs, k))  # (k, T, d)
-    distance = cosine_distance(changed, base.expand(k, -1, -1))  # (k, T)
-    others = (~chosen).double()  # (k, T)
-    return ((distance * others).sum(dim=1) / others.sum(dim=1)).cpu().numpy()
+        changed = last_hidden(m, copies.inputs)  # (R, T, d)
+    distance = cosine_distance(changed, base)  # (R, T)
+    others = (copies.real & ~chosen).double()  # (R, T): the other real tokens
+    return copies.split((distance * others).sum(dim=1) / others.sum(dim=1))
 
 
 def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -281,25 +348,39 @@ def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch
     Per layer one pass of ``T`` copies of the text (copy ``j`` zeroes token ``j``) through that
     layer alone: it starts from the unchanged pass's input of the layer and stops after it.
     """
-    n_layers, t = m.n_layers, inputs["input_ids"].shape[1]
-    base = run(m, inputs, keep=("hidden",)).hidden  # {0..L}: (1, T, d) each
-    copies = _copies(inputs, t)  # (T, T) each
-    out = torch.zeros(n_layers, t, t, dtype=torch.float64)
+    _one_text(inputs)
+    return _value_zeroing_maps(m, inputs)[0]
+
+
+def _value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    """:func:`value_zeroing_maps` of every text of a padded batch, ``(L, T_b, T_b)`` each: per layer one
+    pass of every token's copy of every text."""
+    lengths = [int(n) for n in inputs["attention_mask"].sum(dim=1)]
+    copies = _copies_of(inputs, [range(n) for n in lengths])
+    n_layers, rows = m.n_layers, len(copies.position)
+    base = run(m, inputs, keep=("hidden",)).hidden  # {0..L}: (B, T, d) each
+    out = [torch.zeros(n_layers, n, n, dtype=torch.float64) for n in lengths]
     for layer in range(n_layers):
-        where = torch.zeros(n_layers, t, t, dtype=torch.bool)  # (L, T copies, T): only this layer zeroes
-        where[layer] = torch.eye(t, dtype=torch.bool)
-        start_at = (layer, base[layer].expand(t, -1, -1).contiguous()) if layer else None
+        where = torch.zeros(n_layers, rows, copies.real.shape[1], dtype=torch.bool)  # (L, R, T): this layer only
+        where[layer] = copies.chosen
+        start_at = (layer, base[layer][copies.text].contiguous()) if layer else None  # (R, T, d)
         with zero_values(m, where):
-            after = run(m, copies, keep=("hidden",), layers=[layer], start_at=start_at).hidden[layer + 1]  # (T, T, d)
-        distance = cosine_distance(after, base[layer + 1].expand(t, -1, -1))  # (T_j, T_i): [j] = token j zeroed
-        out[layer] = distance.T.cpu()  # rows i, columns j
-    return row_shares(out)
+            after = run(m, copies.inputs, keep=("hidden",), layers=[layer], start_at=start_at).hidden[layer + 1]
+        distance = cosine_distance(after, base[layer + 1][copies.text]).cpu()  # (R, T): row = token j zeroed, col i
+        for b, n in enumerate(lengths):
+            out[b][layer] = distance[copies.rows[b], :n].T  # rows i, columns j
+    return [row_shares(maps) for maps in out]
 
 
 def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(T,)``: Mohebbi's value zeroing combined by rollout, each token's column after the last
     layer averaged over rows (float64)."""
-    return rollout(value_zeroing_maps(m, inputs), residual=0.0)[-1].mean(dim=0)  # (T,)
+    return _value_zeroing_combined(value_zeroing_maps(m, inputs))
+
+
+def _value_zeroing_combined(maps: torch.Tensor) -> torch.Tensor:
+    """``(T,)`` from one text's value-zeroing matrices ``(L, T, T)``: rollout, last layer, mean over rows."""
+    return rollout(maps, residual=0.0)[-1].mean(dim=0)  # (T,)
 
 
 # --------------------------------------------------------------------------- the scoreboard
@@ -308,30 +389,62 @@ def value_zeroing(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch.Tens
 def query_scores(m: LoadedModel, text: str) -> QueryScores | None:
     """Every view's score and every effect of each non-special token of ``text``, and the share of each
     that falls on the special tokens (None when it has fewer than :data:`MIN_TOKENS` non-special tokens)."""
-    inputs = encode(m, [text]).inputs
-    tokens = m.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
-    positions = [j for j, tok in enumerate(tokens) if tok not in m.special_tokens]
-    if len(positions) < MIN_TOKENS:
-        return None
-    special = [j for j in range(len(tokens)) if j not in set(positions)]
-    everyone = positions + special  # words first, then the special tokens
-    k = len(positions)
-    na = norm_attention(m, [text])
-    last = na.weights[0, -1]  # (H, T, T)
-    received = {
-        "raw": last.mean(dim=0).mean(dim=0),  # (T,): heads, then query rows averaged
-        "norm": row_shares(na.combined[0, -1]).mean(dim=0),  # (T,)
-        "rollout": rollout(na.weights[0])[-1].mean(dim=0),  # (T,)
-        "value_zeroing": value_zeroing(m, inputs),  # (T,)
-    }
-    every = {view: values[everyone].numpy() for view, values in received.items()}  # (k + s,) each
-    every["knockout"] = knockout(m, inputs, everyone)
-    every.update({"masked": masked_leave_one_out(m, inputs, everyone), "deleted": leave_one_out(m, inputs, everyone),
-                  "grad_input": grad_input(m, inputs, everyone)})
-    shares = {name: float(v[k:].sum() / v.sum()) if v.sum() > 0 else float("nan") for name, v in every.items()}
-    return QueryScores(text=text, tokens=[tokens[j] for j in positions], positions=positions,
-                       scores={view: every[view][:k] for view in VIEWS},
-                       effects={truth: every[truth][:k] for truth in TRUTHS}, special=shares)
+    return queries_scores(m, [text])[0]
+
+
+def queries_scores(m: LoadedModel, texts: Sequence[str]) -> list[QueryScores | None]:
+    """:func:`query_scores` of every text, several texts a pass: texts of similar length are grouped
+    (about :data:`attnlab.core.run.ROWS_PER_PASS` copies a pass, one per token) and each measure runs
+    once per group on the padded batch; the same numbers as one text at a time, up to rounding."""
+    out: list[QueryScores | None] = [None] * len(texts)
+    budget = copies_that_fit(1)  # rows a pass: attnlab.core.run.ROWS_PER_PASS
+    lengths = [len(ids) for ids in m.tokenizer(list(texts))["input_ids"]]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])  # similar lengths together: little padding
+    group: list[int] = []
+    for i in order + [None]:
+        if i is not None and (not group or sum(lengths[j] for j in group) + lengths[i] <= budget):
+            group.append(i)
+            continue
+        for j, scored in zip(group, _group_scores(m, [texts[j] for j in group])):
+            out[j] = scored
+        group = [i] if i is not None else []
+    return out
+
+
+def _group_scores(m: LoadedModel, texts: list[str]) -> list[QueryScores | None]:
+    """:func:`query_scores` of a few texts, each measure in one pass over the padded batch."""
+    inputs = encode(m, texts).inputs  # (B, T) each, padded at the end
+    lengths = [int(n) for n in inputs["attention_mask"].sum(dim=1)]
+    ids = [inputs["input_ids"][b, :n].tolist() for b, n in enumerate(lengths)]
+    tokens = [m.tokenizer.convert_ids_to_tokens(row) for row in ids]
+    words = [[j for j, tok in enumerate(row) if tok not in m.special_tokens] for row in tokens]
+    kept = [b for b in range(len(texts)) if len(words[b]) >= MIN_TOKENS]
+    out: list[QueryScores | None] = [None] * len(texts)
+    if not kept:
+        return out
+    inputs = {name: value[kept][:, :max(lengths[b] for b in kept)] for name, value in inputs.items()}  # (B', T')
+    # words first, then the special tokens: every token of each text
+    everyone = [words[b] + [j for j in range(lengths[b]) if j not in set(words[b])] for b in kept]
+    na = norm_attention(m, [texts[b] for b in kept], batch_size=len(kept))
+    zeroing = _value_zeroing_maps(m, inputs)  # (L, T_b, T_b) each
+    effects = {"knockout": _knockout(m, inputs, everyone), "masked": _masked_leave_one_out(m, inputs, everyone),
+               "deleted": _leave_one_out(m, inputs, everyone), "grad_input": _grad_input(m, inputs, everyone)}
+    for i, b in enumerate(kept):
+        n, k = lengths[b], len(words[b])
+        weights = na.weights[i, :, :, :n, :n]  # (L, H, n, n)
+        received = {
+            "raw": weights[-1].mean(dim=0).mean(dim=0),  # (n,): heads, then query rows averaged
+            "norm": row_shares(na.combined[i, -1, :n, :n]).mean(dim=0),  # (n,)
+            "rollout": rollout(weights)[-1].mean(dim=0),  # (n,)
+            "value_zeroing": _value_zeroing_combined(zeroing[i]),  # (n,)
+        }
+        every = {view: values[everyone[i]].numpy() for view, values in received.items()}  # (n,) each
+        every.update({name: values[i] for name, values in effects.items()})
+        shares = {name: float(v[k:].sum() / v.sum()) if v.sum() > 0 else float("nan") for name, v in every.items()}
+        out[b] = QueryScores(text=texts[b], tokens=[tokens[b][j] for j in words[b]], positions=words[b],
+                             scores={view: every[view][:k] for view in VIEWS},
+                             effects={truth: every[truth][:k] for truth in TRUTHS}, special=shares)
+    return out
 
 
 def correlations(q: QueryScores) -> dict[str, dict[str, float]]:
@@ -360,7 +473,7 @@ def board_from(queries: Sequence[QueryScores], skipped: int = 0) -> Scoreboard:
 def scoreboard(m: LoadedModel, texts: Sequence[str] | str) -> Scoreboard:
     """The faithfulness scoreboard of ``texts`` (see the module docstring)."""
     texts, _ = check_texts(m, texts)
-    queries = [q for q in (query_scores(m, text) for text in texts) if q is not None]
+    queries = [q for q in queries_scores(m, texts) if q is not None]
     if not queries:
         raise ValueError(f"no text has {MIN_TOKENS} or more non-special tokens: use longer texts")
     return board_from(queries, skipped=len(texts) - len(queries))
