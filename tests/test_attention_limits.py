@@ -668,14 +668,12 @@ def test_best_view_is_chosen_on_one_half_and_scored_on_the_other():
 def test_queries_scored_together_equal_one_at_a_time(tiny_en, monkeypatch):
     # texts of different lengths padded into shared passes give each text's own numbers, in the
     # texts' order; a text too short to score stays None; a small pass budget makes several groups
-    from attnlab.core import run as core_run
-
     texts = ["how do you play chess ?", "good game .", "what is the best way to learn the rules of chess",
              "where can i learn the rules", "the king moves one square at a time on the board"]
     alone = [faith.query_scores(tiny_en, t) for t in texts]
     assert alone[1] is None and all(q is not None for i, q in enumerate(alone) if i != 1)
     for budget in (256, 20):
-        monkeypatch.setattr(core_run, "ROWS_PER_PASS", budget)
+        monkeypatch.setattr(faith, "ROWS_PER_GROUP", budget)
         together = faith.queries_scores(tiny_en, texts)
         for a, b in zip(alone, together):
             assert (a is None) == (b is None)
