@@ -177,10 +177,11 @@ def _check_truth(truth: str) -> str:
     return truth
 
 
-def _one_hot(positions: Sequence[int], t: int) -> torch.Tensor:
-    """``(k, T)`` bool: row ``r`` is True at ``positions[r]``."""
-    chosen = torch.zeros(len(positions), t, dtype=torch.bool)
-    chosen[torch.arange(len(positions)), torch.tensor(list(positions), dtype=torch.long)] = True
+def _one_hot(positions: Sequence[int] | torch.Tensor, t: int) -> torch.Tensor:
+    """``(k, T)`` bool: row ``r`` is True at ``positions[r]`` (on the device of a tensor of positions)."""
+    positions = torch.as_tensor(positions, dtype=torch.long)
+    chosen = torch.zeros(len(positions), t, dtype=torch.bool, device=positions.device)
+    chosen[torch.arange(len(positions), device=positions.device), positions] = True
     return chosen
 
 
@@ -201,7 +202,7 @@ class _Copies:
     @property
     def chosen(self) -> torch.Tensor:
         """``(R, T)`` bool: each row's changed token."""
-        return _one_hot(self.position.tolist(), self.real.shape[1])
+        return _one_hot(self.position, self.real.shape[1])
 
     def split(self, values: torch.Tensor) -> list[np.ndarray]:
         """``(R,)`` values, one per row, as one ``(k_b,)`` array per text."""
@@ -213,8 +214,9 @@ def _copies_of(inputs: dict[str, torch.Tensor], positions: Sequence[Sequence[int
     """:class:`_Copies` of a padded batch ``inputs`` (``(B, T)`` each) for ``positions[b]`` of text ``b``."""
     if len(positions) != inputs["input_ids"].shape[0]:
         raise ValueError(f"{len(positions)} lists of positions for {inputs['input_ids'].shape[0]} texts")
-    text = torch.tensor([b for b, listed in enumerate(positions) for _p in listed], dtype=torch.long)
-    position = torch.tensor([int(p) for listed in positions for p in listed], dtype=torch.long)
+    device = inputs["input_ids"].device
+    text = torch.tensor([b for b, listed in enumerate(positions) for _p in listed], dtype=torch.long, device=device)
+    position = torch.tensor([int(p) for listed in positions for p in listed], dtype=torch.long, device=device)
     rows, start = [], 0
     for listed in positions:
         rows.append(list(range(start, start + len(listed))))
@@ -273,9 +275,9 @@ def _leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
     one token, padded at the end to ``T - 1``."""
     copies = _copies_of(inputs, positions)
     base = sentence_vectors(m, inputs)[copies.text]  # (R, d)
-    slots = torch.arange(copies.real.shape[1] - 1)[None, :]  # (1, T - 1)
+    slots = torch.arange(copies.real.shape[1] - 1, device=copies.position.device)[None, :]  # (1, T - 1)
     index = slots + (slots >= copies.position[:, None]).long()  # (R, T - 1): every token but the deleted one
-    # (R, T - 1) each; a shorter text's last real slot now holds its first padding token
+    # (R, T - 1) each; past a shorter text's last token the slots hold its padding, masked as before
     shorter = {name: value.gather(1, index) for name, value in copies.inputs.items()}
     return copies.split(cosine_distance(sentence_vectors(m, shorter), base))
 
@@ -304,7 +306,7 @@ def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
     with torch.no_grad():
         embeds = m.model.get_input_embeddings()(copies.inputs["input_ids"])  # (R, T, d)
     tangent = torch.zeros_like(embeds)  # (R, T, d): row r moves its token position[r] only
-    rows = torch.arange(len(copies.position))
+    rows = torch.arange(len(copies.position), device=embeds.device)
     tangent[rows, copies.position] = embeds[rows, copies.position]
     others = {name: value for name, value in copies.inputs.items() if name != "input_ids"}  # (R, T) each
     mask = others["attention_mask"]
@@ -365,7 +367,8 @@ def _value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> list
     base = run(m, inputs, keep=("hidden",)).hidden  # {0..L}: (B, T, d) each
     out = [torch.zeros(n_layers, n, n, dtype=torch.float64) for n in lengths]
     for layer in range(n_layers):
-        where = torch.zeros(n_layers, rows, copies.real.shape[1], dtype=torch.bool)  # (L, R, T): this layer only
+        # (L, R, T): only this layer zeroes
+        where = torch.zeros(n_layers, rows, copies.real.shape[1], dtype=torch.bool, device=copies.real.device)
         where[layer] = copies.chosen
         start_at = (layer, base[layer][copies.text].contiguous()) if layer else None  # (R, T, d)
         with zero_values(m, where):
