@@ -32,7 +32,7 @@ from attnlab.core import offline as _offline
 # libraries must see HF_HUB_OFFLINE=1 when they load (see attnlab.core.offline).
 _offline.enforce_from_env()
 
-__version__ = "0.1.0"
+from attnlab._meta import VERSION as __version__  # noqa: E402 - one version, in _meta
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

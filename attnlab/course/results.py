@@ -39,7 +39,7 @@ from typing import Any, Callable, TypeVar
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_smoke
-from attnlab.core.models import LoadedModel
+from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.records import RecordError, to_plain
 
 SCHEMA = 3
@@ -51,15 +51,15 @@ T = TypeVar("T")
 
 
 def results_dir() -> Path:
-    """``ATTNLAB_RESULTS`` when set; else ``results/`` at the top of the course
-    (lessons run inside ``notebooks/``, the ``attnlab`` command at the top: both
-    share one folder); else ``results/`` in the current directory."""
+    """``ATTNLAB_RESULTS`` when set; else ``results/`` at the top of the course, the nearest folder
+    at or above the working folder that holds both ``attnlab/`` and ``notebooks/`` (English lessons
+    run in ``notebooks/``, Chinese ones in ``notebooks/zh/``, the ``attnlab`` command at the top: all
+    share one folder, so Chinese lesson 12 reads what Chinese lessons 05-11 saved); else ``results/``
+    in the working folder (an installed package with no checkout, e.g. on Colab)."""
     if os.environ.get("ATTNLAB_RESULTS"):
         return Path(os.environ["ATTNLAB_RESULTS"])
-    here = Path.cwd()
-    if here.name == "notebooks" and (here.parent / "attnlab").is_dir():
-        return here.parent / "results"
-    return here / "results"
+    root = course_root(Path.cwd(), installed=False)
+    return (root if root is not None else Path.cwd()) / "results"
 
 
 def check_name(name: str) -> str:

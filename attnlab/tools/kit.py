@@ -113,7 +113,8 @@ def check_kit(folder: str | Path) -> KitReport:
                      unlisted_files(folder, record))
 
 
-def download_model(model: str, to: str | Path, *, force: bool = False, verbose: bool = True) -> Path:
+def download_model(model: str, to: str | Path, *, force: bool = False, verbose: bool = True,
+                   language: str = "") -> Path:
     """Save ``model`` (and its tokenizer) as a verified offline kit folder.
 
     Args:
@@ -125,6 +126,8 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
             manifest lists are replaced, and other files are reported, never
             touched or listed.
         verbose: print what happens.
+        language: ``"zh"`` or ``"en"``, recorded in the manifest; default: the loaded model's
+            (read from the source's manifest, else from its vocabulary).
 
     Returns:
         The folder, ready for ``load_model(folder)`` / ``ATTNLAB_MODEL=folder``.
@@ -162,7 +165,7 @@ def download_model(model: str, to: str | Path, *, force: bool = False, verbose: 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     name = "all-MiniLM-L6-v2" if m.source == BUNDLED else m.name
-    write_manifest(out, name, source=m.source, files=[out / rel for rel in written])
+    write_manifest(out, name, source=m.source, files=[out / rel for rel in written], language=language or m.language)
     others = unlisted_files(out, read_manifest(out))
     if verbose:
         report = check_kit(out)
@@ -215,7 +218,7 @@ def _download_cmd(args: argparse.Namespace) -> int:
         print("attnlab download: give MODEL and --to DIR (or --check DIR to verify a folder).")
         return 2
     try:
-        download_model(args.model, args.to, force=args.force)
+        download_model(args.model, args.to, force=args.force, language=args.language or "")
     except (KitError, ModelLoadError, NoAttentionError) as exc:
         print(f"attnlab download: {exc}")
         return 1
@@ -244,6 +247,8 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--to", metavar="DIR", help="folder to create")
     p.add_argument("--force", action="store_true", help="replace files in a non-empty DIR")
     p.add_argument("--check", metavar="DIR", help="only verify an existing kit folder")
+    p.add_argument("--language", choices=("zh", "en"), default=None,
+                   help="the language to record in the kit (default: the model's own)")
     p.set_defaults(func=_download_cmd)
 
     p = subparsers.add_parser("verify", help="check a kit folder against its checksum manifest")

@@ -1,7 +1,11 @@
 """Run a lesson notebook headless, so that it saves its results for the running model.
 
 Lesson 12 passes :func:`run_lesson` to :func:`attnlab.course.conclusions.gather`
-to recompute the evidence a student has not produced yet.
+to recompute the evidence a student has not produced yet. It runs the lesson of
+the edition that is speaking (a Chinese lesson 12 re-runs Chinese lessons), from
+the course checkout; where there is none (the package installed from git, as on
+Colab), from a copy of the lessons of this version, fetched once with git into
+attnlab's cache. If that cannot be fetched, the error says exactly what to run.
 """
 
 from __future__ import annotations
@@ -9,23 +13,83 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from attnlab.core.models import LoadedModel
+from attnlab import _meta
+from attnlab.core.language import _, current_language
+from attnlab.core.models import LoadedModel, course_root
+from attnlab.core.multilingual import cache_root
 from attnlab.course import results
 
-#: the environment a re-run lesson inherits from this one
+#: where the lessons of this version are fetched from when there is no checkout (a test points it
+#: at a local copy); the default is the course's own repository
+COURSE_GIT_ENV = "ATTNLAB_COURSE_GIT"
+#: seconds a fetch of the lessons may take
+FETCH_SECONDS = 120
 
 
-def notebooks_dir() -> Path | None:
-    """The course's ``notebooks/`` folder, if this is a checkout of the course."""
-    for candidate in (Path.cwd(), Path.cwd().parent, Path(__file__).resolve().parents[2]):
-        folder = candidate if candidate.name == "notebooks" else candidate / "notebooks"
+def notebooks_dir(lang: str | None = None) -> Path | None:
+    """The lessons of the edition ``lang`` (default: the language speaking now): ``notebooks/`` or
+    ``notebooks/zh/`` of the course checkout, else of a copy fetched earlier; None if neither."""
+    lang = lang or current_language()
+    for root in (course_root(), fetched_course()):
+        if root is None:
+            continue
+        folder = root / "notebooks" / ("zh" if lang == "zh" else "")
         if (folder / "00_tour.ipynb").exists():
             return folder
     return None
+
+
+def fetched_course() -> Path | None:
+    """The copy of this version's lessons in attnlab's cache, if one was fetched."""
+    copy = cache_root() / f"course-{_meta.TAG}"
+    return copy if (copy / "notebooks" / "00_tour.ipynb").exists() else None
+
+
+def fetch_command(target: Path) -> list[str]:
+    """The git command that fetches this version's lessons into ``target``."""
+    url = os.environ.get(COURSE_GIT_ENV, "").strip() or _meta.GIT_URL
+    return ["git", "clone", "--quiet", "--depth", "1", "--branch", _meta.TAG, url, str(target)]
+
+
+def fetch_course() -> Path:
+    """Fetch this version's lessons with git into attnlab's cache (once) and return the copy.
+
+    Raises:
+        FileNotFoundError: git is missing or the fetch failed; the message says what to run.
+    """
+    found = fetched_course()
+    if found is not None:
+        return found
+    copy = cache_root() / f"course-{_meta.TAG}"
+    work = Path(tempfile.mkdtemp(prefix="course-", dir=_made(cache_root())))
+    command = fetch_command(work / "course")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_SECONDS)
+        failure = done.stderr.strip().splitlines()[-1] if done.returncode else ""
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        failure = str(exc) or type(exc).__name__
+    try:
+        if failure or not (work / "course" / "notebooks" / "00_tour.ipynb").exists():
+            raise FileNotFoundError(_(
+                "There is no copy of the course's lessons here, and fetching them failed ({failure}). "
+                "Run this in a cell, then run this cell again: !{command}").format(
+                    failure=failure or _("no lessons in what was fetched"),
+                    command=" ".join(fetch_command(copy))))
+        if not copy.exists():
+            os.replace(work / "course", copy)  # whole or not at all
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return copy
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def model_setting(m: LoadedModel) -> str:
@@ -88,15 +152,18 @@ def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
 
 
 def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
-    """Execute ``notebooks/<name>.ipynb`` headless with the same model, run mode and
-    results folder as this process, so that it saves its results for this run."""
+    """Execute lesson ``name`` (of the edition speaking now) headless with the same model, run mode,
+    language and results folder as this process, so that it saves its results for this run."""
     # nbformat and nbclient come with the course's "dev" extra; only re-running a lesson needs them
     import nbformat
 
     folder = notebooks_dir()
+    if folder is None and course_root() is None:
+        fetch_course()  # no checkout (as on Colab): this version's lessons, fetched once
+        folder = notebooks_dir()
     if folder is None or not (folder / f"{name}.ipynb").exists():
-        raise FileNotFoundError(f"lesson notebook {name}.ipynb not found: run it yourself first")
+        raise FileNotFoundError(_("lesson notebook {name}.ipynb not found: run it yourself first").format(name=name))
     book = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
     with environment(ATTNLAB_MODEL=model_setting(m), ATTNLAB_RESULTS=str(results.results_dir().resolve()),
-                     MPLBACKEND="Agg"):
+                     ATTNLAB_LANG=current_language(), MPLBACKEND="Agg"):
         execute_notebook(book, folder, timeout=timeout)

@@ -1,0 +1,74 @@
+"""Which door the course was opened through (Colab, Binder, or a machine of one's own), and what
+the course costs there.
+
+:func:`which_door` reads only what each door leaves in the process: Colab imports
+``google.colab`` at start-up and sets ``COLAB_RELEASE_TAG``; Binder sets
+``BINDER_LAUNCH_HOST`` (and the course's own ``start`` script sets ``ATTNLAB_DOOR=binder``).
+``load_model("auto")`` uses it: on a Colab runtime with no GPU the article's
+``bert-base-chinese`` would make the course about 42 minutes long, so "auto" takes the
+offline Chinese model there and says that the article's model is one setting away.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+from attnlab.core.language import _
+
+COLAB, BINDER, LOCAL = "colab", "binder", "local"
+#: set by the course's Binder ``start`` script; also lets a test stand in for a door
+DOOR_ENV = "ATTNLAB_DOOR"
+
+#: minutes the whole course took in full mode on a 2-core CPU (benchmarks/bench_course.py)
+COURSE_MINUTES_ON_CPU = {"multilingual-e5-small": 12, "bert-base-chinese": 42}
+
+
+def which_door() -> str:
+    """``"colab"``, ``"binder"`` or ``"local"``."""
+    named = os.environ.get(DOOR_ENV, "").strip().lower()
+    if named in (COLAB, BINDER, LOCAL):
+        return named
+    if "google.colab" in sys.modules or os.environ.get("COLAB_RELEASE_TAG"):
+        return COLAB
+    if os.environ.get("BINDER_LAUNCH_HOST") or os.environ.get("BINDER_REQUEST"):
+        return BINDER
+    return LOCAL
+
+
+def has_gpu() -> bool:
+    """True when torch sees a CUDA GPU."""
+    return bool(torch.cuda.is_available())
+
+
+def course_minutes(model: str) -> int | None:
+    """The course's full-mode minutes on a 2-core CPU for a model of this name, if measured."""
+    for name, minutes in COURSE_MINUTES_ON_CPU.items():
+        if name in model:
+            return minutes
+    return None
+
+
+def colab_cpu_reason() -> str:
+    """Why "auto" does not take the article's model on a Colab runtime with no GPU."""
+    return _("this Colab runtime has no GPU, and on its CPU the article's {model} would make the course "
+             "about {minutes} minutes long").format(model="bert-base-chinese",
+                                                    minutes=COURSE_MINUTES_ON_CPU["bert-base-chinese"])
+
+
+def colab_line(model: str, on_gpu: bool) -> str:
+    """The line Colab adds under the loading line: which runtime this is, what the course costs on
+    the chosen model, and how to change either."""
+    if on_gpu:
+        return _("Colab, GPU runtime: {model} runs on the GPU (the course's time on a GPU is not yet "
+                 "measured; on a 2-core CPU it is about {minutes} minutes).").format(
+                     model=model, minutes=course_minutes(model) or "?")
+    minutes = course_minutes(model)
+    cost = (_("the whole course takes about {minutes} minutes on {model} in full mode").format(
+        minutes=minutes, model=model) if minutes else _("{model} runs on the CPU").format(model=model))
+    return _("Colab, CPU runtime (no GPU): {cost}. For the article's bert-base-chinese (about {bert} minutes "
+             "on this CPU), choose Runtime > Change runtime type > a GPU, or run "
+             "os.environ['ATTNLAB_MODEL'] = 'bert-base-chinese' before loading.").format(
+                 cost=cost, bert=COURSE_MINUTES_ON_CPU["bert-base-chinese"])
