@@ -4,6 +4,7 @@
 #   bash scripts/course.sh            set up, then open the course in JupyterLab
 #   bash scripts/course.sh run        set up, then execute every lesson headless into build/notebooks/
 #   bash scripts/course.sh figures    set up, then regenerate every figure in figures/
+#   bash scripts/course.sh bundle     set up, then write the offline bundle (course + model kit + wheels, one zip)
 #
 # The edition follows ATTNLAB_LANG (en, the default, or zh), or a --lang argument anywhere:
 #   bash scripts/course.sh --lang zh            the Chinese edition (notebooks/zh/), printing in Chinese
@@ -28,8 +29,14 @@ case "$(echo "$lang" | tr '[:upper:]_' '[:lower:]-')" in
   *) echo "attnlab: unknown language '$lang'; use --lang en or --lang zh" >&2; exit 2 ;;
 esac
 export ATTNLAB_LANG="$lang"   # lessons' kernels and the attnlab command print in this language
+# an offline bundle carries the Chinese-reading model as a kit folder: use it unless a model is named
+kit="$PWD/kit/multilingual-e5-small"
+if [ -z "${ATTNLAB_MODEL:-}" ] && [ -f "$kit/attnlab-manifest.json" ]; then
+  export ATTNLAB_MODEL="$kit"
+  echo "attnlab: using the bundle's model kit $kit (ATTNLAB_MODEL names another)" >&2
+fi
 
-bash scripts/setup.sh
+bash scripts/setup.sh course,lab
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then . .venv/bin/activate; fi
 
 case "${1:-lab}" in
@@ -51,10 +58,12 @@ case "${1:-lab}" in
     exec jupyter lab "${extra[@]}" "$@" "$first" ;;
   run)
     shift; exec python scripts/run_lessons.py "$@" ;;
+  bundle)
+    shift; exec attnlab bundle "$@" ;;
   figures)
     shift
     if [ "${ATTNLAB_SMOKE:-0}" = "1" ]; then set -- --smoke "$@"; fi
     exec attnlab figures --lang "$lang" "$@" ;;
   *)
-    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures]" >&2; exit 2 ;;
+    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures|bundle]" >&2; exit 2 ;;
 esac

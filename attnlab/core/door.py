@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -72,3 +73,39 @@ def colab_line(model: str, on_gpu: bool) -> str:
              "on this CPU), choose Runtime > Change runtime type > a GPU, or run "
              "os.environ['ATTNLAB_MODEL'] = 'bert-base-chinese' before loading.").format(
                  cost=cost, bert=COURSE_MINUTES_ON_CPU["bert-base-chinese"])
+
+
+#: memory a lesson's kernel may need beyond what is in use (the course keeps every kernel under 1.8 GB)
+LESSON_NEEDS_BYTES = 1_200_000_000
+#: where a container's memory limit and use are read (cgroup v2, then v1)
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def memory_room(files: tuple[tuple[str, str], ...] = CGROUP_FILES) -> tuple[int, int] | None:
+    """(limit, in use) in bytes of this container's memory, or None where no limit is set or readable."""
+    for limit_file, usage_file in files:
+        try:
+            limit_text = Path(limit_file).read_text().strip()
+            usage = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit_text == "max" or not limit_text.isdigit() or int(limit_text) >= 1 << 50:
+            return None
+        return int(limit_text), usage
+    return None
+
+
+def memory_warning(files: tuple[tuple[str, str], ...] = CGROUP_FILES) -> str:
+    """A sentence when this container has too little memory left for a lesson (other lessons' kernels
+    still running, as on Binder), else ''."""
+    room = memory_room(files)
+    if room is None:
+        return ""
+    limit, used = room
+    if limit - used >= LESSON_NEEDS_BYTES:
+        return ""
+    return _("Only {free:.1f} GB of this session's {limit:.1f} GB are free ({used:.1f} GB in use, probably by the "
+             "kernels of lessons opened before): this lesson may be stopped for lack of memory. Shut the other "
+             "lessons' kernels down first (Kernel > Shut Down Kernel, or the Running panel on the left).").format(
+                 free=(limit - used) / 1e9, limit=limit / 1e9, used=used / 1e9)

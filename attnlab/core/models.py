@@ -542,6 +542,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             print(language_note)
         if door.which_door() == door.COLAB:
             print(door.colab_line(resolved, loaded.device.type == "cuda"))
+        warning = door.memory_warning()
+        if warning:
+            print(warning)
     return loaded
 
 

@@ -23,7 +23,7 @@ from attnlab.core.manifest import KitError
 from attnlab.core.models import ModelLoadError, load_model
 from attnlab.course.figures import build_all, discover
 
-_PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor")
+_PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor", "attnlab.tools.bundle")
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -1,0 +1,93 @@
+"""Install torch for the course, the right build for this machine (standard library only: it runs
+before anything else is installed).
+
+    python scripts/install_torch.py            # install torch 2.13.0 unless a torch is importable
+    python scripts/install_torch.py --dry-run  # say what would be installed, install nothing
+
+- A torch that imports already (a CUDA build, Colab's) is kept.
+- Linux with no NVIDIA GPU: the CPU build from PyTorch's CPU index (about 200 MB instead of the
+  several-GB CUDA build the default index gives on Linux). The index is asked first, within
+  ``PROBE_SECONDS``; if it cannot be reached, the default index is used and a line says so.
+  ``ATTNLAB_TORCH_INDEX`` names another index (a mirror); empty means the default index.
+- Linux with an NVIDIA GPU, macOS, Windows: the default index (CUDA, or the only build there is).
+- ``PIP_INDEX_URL`` (a PyPI mirror) is honoured for everything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+TORCH = "torch==2.13.0"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INDEX_ENV = "ATTNLAB_TORCH_INDEX"
+#: seconds the CPU index may take to answer before the default index is used instead
+PROBE_SECONDS = 5.0
+
+
+def has_nvidia_gpu() -> bool:
+    """True when an NVIDIA driver is loaded (Linux) or nvidia-smi is on the PATH."""
+    if Path("/proc/driver/nvidia/version").exists():
+        return True
+    return any((Path(p) / "nvidia-smi").exists() for p in os.environ.get("PATH", "").split(os.pathsep) if p)
+
+
+def reachable(index: str, seconds: float = PROBE_SECONDS) -> str:
+    """'' when ``index`` answers within ``seconds``, else why not (one short phrase)."""
+    url = index.rstrip("/") + "/torch/"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=seconds):
+            return ""
+    except urllib.error.HTTPError as exc:
+        return "" if exc.code < 500 else f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason) or type(exc).__name__
+
+
+def plan(platform: str = sys.platform) -> tuple[list[str], str]:
+    """The pip arguments that install torch here, and a line saying why (empty: nothing to say)."""
+    chosen = os.environ.get(INDEX_ENV)
+    if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes"):
+        return [TORCH], f"attnlab: installing {TORCH} from the local wheels ({os.environ.get('PIP_FIND_LINKS', '')})"
+    if platform.startswith("linux") and not has_nvidia_gpu() and chosen != "":
+        index = chosen or CPU_INDEX
+        start = time.monotonic()
+        why = reachable(index)
+        if not why:
+            extra = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+            return ([TORCH, "--index-url", index, "--extra-index-url", extra],
+                    f"attnlab: installing {TORCH}, the CPU build, from {index}")
+        return ([TORCH], f"attnlab: the PyTorch CPU index {index} cannot be reached ({why}, after "
+                         f"{time.monotonic() - start:.1f} s), so {TORCH} comes from the default index: on Linux "
+                         f"that can be the CUDA build, several GB. Set {INDEX_ENV} to a reachable mirror of the "
+                         "CPU index to avoid it.")
+    if platform.startswith("linux") and has_nvidia_gpu():
+        return [TORCH], f"attnlab: an NVIDIA GPU is here, so {TORCH} comes from the default index (CUDA build)"
+    return [TORCH], f"attnlab: installing {TORCH} from the default index"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="say what would be installed, install nothing")
+    args = ap.parse_args(argv)
+    if importlib.util.find_spec("torch") is not None and not args.dry_run:
+        return 0
+    pip_args, line = plan()
+    print(line, flush=True)
+    command = [sys.executable, "-m", "pip", "install", "-q", *pip_args]
+    if args.dry_run:
+        print(" ".join(command))
+        return 0
+    return subprocess.call(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
