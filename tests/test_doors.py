@@ -50,6 +50,11 @@ book = nbformat.read(sys.argv[1], as_version=4)
 client = NotebookClient(book, timeout=1200, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
 try:
     client.execute()
+except Exception:
+    for cell in book.cells:  # what the lesson printed up to the error, for the test's message
+        for out in cell.get("outputs", []):
+            print(out.get("text", "") or out.get("evalue", ""), file=sys.stderr)
+    raise
 finally:
     nbformat.write(book, sys.argv[3])
 """
@@ -80,6 +85,7 @@ def _clean_env(home: Path, **extra: str) -> dict:
     """An environment with nothing of this test run's course settings, and a home of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNLAB_", "VIRTUAL_ENV", "PYTHONPATH",
                                                                     "JUPYTER", "MPLBACKEND"))}
+    home.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(home), ATTNLAB_CACHE=str(home / ".cache" / "attnlab"), JUPYTER_DATA_DIR=str(home / "jd"),
                PIP_DISABLE_PIP_VERSION_CHECK="1", HF_HUB_OFFLINE="1")
     env.update(extra)
@@ -478,3 +484,17 @@ def test_zh_lesson_12_reads_zh_results(tmp_path, monkeypatch):
                     for o in c.outputs)
     assert table.strip(), "lesson 12 printed its evidence table"
     assert not (zh / "results").exists() and not (course / "notebooks" / "results").exists()
+
+
+def test_the_chinese_run_executes_the_14_chinese_lessons(monkeypatch):
+    """`bash scripts/course.sh --lang zh run` exports ATTNLAB_LANG=zh; the runner then takes notebooks/zh/."""
+    import run_lessons  # scripts/run_lessons.py
+
+    monkeypatch.setenv("ATTNLAB_LANG", "zh")
+    books = run_lessons.lessons([])
+    assert len(books) == 14 and {b.parent for b in books} == {ROOT / "notebooks" / "zh"}
+    assert [b.name for b in run_lessons.lessons(["05", "12"])] == ["05_reading_heatmaps.ipynb", "12_conclusions.ipynb"]
+    monkeypatch.setenv("ATTNLAB_LANG", "en")
+    assert {b.parent for b in run_lessons.lessons([])} == {ROOT / "notebooks"}
+    course = (ROOT / "scripts" / "course.sh").read_text()
+    assert 'export ATTNLAB_LANG="$lang"' in course and "scripts/run_lessons.py" in course
