@@ -61,3 +61,22 @@ def test_the_kernel_and_its_socket_folder_end_after_an_error(tmp_path):
     pid = _kernel_pid(book)
     assert not _running(pid)
     assert not seen["sockets"].exists()
+
+
+def test_a_model_set_aside_holds_no_weights_and_comes_back_bit_for_bit(tiny_en):
+    """While lesson 12 re-runs a lesson, its own model's weights wait on disk (one model in memory)."""
+    import torch
+
+    from attnlab.tools.lesson_runner import model_set_aside
+
+    enc = tiny_en.encode(["the cat sat on the mat"])
+    with torch.no_grad():
+        before = tiny_en.model(**enc).last_hidden_state.clone()
+    params = dict(tiny_en.model.named_parameters())
+    copies = {k: p.detach().clone() for k, p in params.items()}
+    with model_set_aside(tiny_en):
+        assert sum(p.numel() for p in tiny_en.model.parameters()) == 0
+    assert all(dict(tiny_en.model.named_parameters())[k] is params[k] for k in params)  # same objects
+    assert all(torch.equal(params[k], copies[k]) for k in params)
+    with torch.no_grad():
+        assert torch.equal(tiny_en.model(**enc).last_hidden_state, before)

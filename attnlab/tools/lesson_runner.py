@@ -11,12 +11,15 @@ attnlab's cache. If that cannot be fetched, the error says exactly what to run.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+import torch
 
 from attnlab import _meta
 from attnlab.core.language import _, current_language
@@ -151,6 +154,30 @@ def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
         client.execute()
 
 
+@contextlib.contextmanager
+def model_set_aside(m: LoadedModel) -> Iterator[None]:
+    """Inside the ``with`` block, ``m``'s weights are on disk, not in memory; after it, back as they were.
+
+    Lesson 12 re-runs a lesson in a kernel of its own while its own kernel keeps the model: on Binder's
+    2 GB the two together would not fit, so the weights wait in a temporary file (one kernel's model
+    in memory at a time). Every parameter keeps its identity (hooks, gates and models that share the
+    encoder still see it); only its data leaves and comes back, bit for bit.
+    """
+    params = dict(m.model.named_parameters())  # a parameter shared by two modules appears once
+    with tempfile.TemporaryDirectory(prefix="weights-", dir=_made(cache_root())) as tmp:
+        path = Path(tmp) / "weights.pt"
+        torch.save({name: p.detach() for name, p in params.items()}, path)
+        for p in params.values():
+            p.data = torch.empty(0, dtype=p.dtype, device=p.device)
+        gc.collect()
+        try:
+            yield
+        finally:
+            saved = torch.load(path, weights_only=True, map_location=m.device)
+            for name, p in params.items():
+                p.data = saved[name]
+
+
 def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     """Execute lesson ``name`` (of the edition speaking now) headless with the same model, run mode,
     language and results folder as this process, so that it saves its results for this run."""
@@ -165,5 +192,5 @@ def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
         raise FileNotFoundError(_("lesson notebook {name}.ipynb not found: run it yourself first").format(name=name))
     book = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
     with environment(ATTNLAB_MODEL=model_setting(m), ATTNLAB_RESULTS=str(results.results_dir().resolve()),
-                     ATTNLAB_LANG=current_language(), MPLBACKEND="Agg"):
+                     ATTNLAB_LANG=current_language(), MPLBACKEND="Agg"), model_set_aside(m):
         execute_notebook(book, folder, timeout=timeout)
