@@ -113,14 +113,20 @@ def main(argv: list[str] | None = None) -> int:
             return run_course(args)
 
 
-def _peak_cell(peaks: dict[str, float]) -> str:
-    """The cell after which the kernel's high-water mark rose the most, with that rise (MB)."""
-    best, rise, before = "", 0.0, 0.0
+def _rises(peaks: dict[str, float]) -> list[tuple[str, float]]:
+    """Each cell with the rise of the kernel's high-water mark during it (MB), largest first."""
+    out, before = [], 0.0
     for cell, mb in peaks.items():
-        if mb == mb and mb - before > rise:  # skip NaN (no /proc)
-            best, rise = cell, mb - before
-        before = mb if mb == mb else before
-    return f"{best} (+{rise:.0f} MB)" if best else "-"
+        if mb == mb:  # skip NaN (no /proc)
+            out.append((cell, mb - before))
+            before = mb
+    return sorted(out, key=lambda item: -item[1])
+
+
+def _peak_cell(peaks: dict[str, float]) -> str:
+    """The cell during which the kernel's high-water mark rose the most, with that rise (MB)."""
+    rises = _rises(peaks)
+    return f"{rises[0][0]} (+{rises[0][1]:.0f} MB)" if rises and rises[0][1] > 0 else "-"
 
 
 def run_course(args: argparse.Namespace) -> int:
@@ -156,6 +162,9 @@ def run_course(args: argparse.Namespace) -> int:
         if flag:
             over.append(book.name)
         print(f"{book.name:34s} {seconds:8.1f} {peak:8.0f} {in_model / seconds:8.0%}  {peak_cell}{flag}", flush=True)
+        if args.cells:
+            print("    memory rises: " + ", ".join(f"{cell} +{mb:.0f} MB" for cell, mb in _rises(peaks)[:SLOWEST_CELLS]
+                                                   if mb > 0), flush=True)
         if too_slow or args.cells:
             slowest = sorted(cells.items(), key=lambda item: -item[1])[:SLOWEST_CELLS]
             print("    slowest cells: " + ", ".join(f"{cell} {s:.0f} s ({forward.get(cell, 0.0) / max(s, 1e-9):.0%} "

@@ -124,6 +124,8 @@ def _door_env(base: Path, folder: Path) -> Path:
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     (_site_packages(venv) / "zz_preinstalled.pth").write_text(str(_site_packages(base)) + "\n")
+    # Colab and Binder come with a current pip (the one venv seeds can be years old)
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip"], env=_clean_env(folder / "h"))
     return venv
 
 

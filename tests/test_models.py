@@ -306,3 +306,34 @@ def test_the_fallback_line_keeps_why_the_article_model_failed(monkeypatch, tmp_p
     assert ("bert-base-chinese could not be loaded (model hub: not reachable by choice (HF_HUB_OFFLINE is set))"
             in m.reason)
     assert m.reason in capsys.readouterr().out
+
+
+def test_the_masked_lm_head_loads_alone_with_the_same_numbers_as_the_whole_model(tmp_path):
+    """load_masked_lm reads only the head from the checkpoint (no second encoder in memory); its
+    logits equal those of transformers' own whole-model load, also with legacy gamma/beta names."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForMaskedLM
+
+    from attnlab.core import models
+    from attnlab.tools.testing import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "mlm", mlm_head=True)
+    m = al.load_model(str(folder), verbose=False)
+    mlm, decided = models._masked_lm_head_only(m)
+    assert decided
+    assert mlm is not None and getattr(mlm, mlm.base_model_prefix) is m.model
+    assert mlm.get_output_embeddings().weight is m.model.get_input_embeddings().weight  # tied again
+    whole = AutoModelForMaskedLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+    enc = m.encode(["the cat sat on the mat"])
+    with torch.no_grad():
+        torch.testing.assert_close(mlm(**enc).logits, whole(**enc).logits, atol=1e-5, rtol=0)
+    legacy = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+              if k.startswith("cls.") else k: v for k, v in load_file(str(folder / "model.safetensors")).items()}
+    save_file(legacy, str(folder / "model.safetensors"))
+    with torch.no_grad():
+        torch.testing.assert_close(models._masked_lm_head_only(m)[0](**enc).logits, whole(**enc).logits, atol=1e-5, rtol=0)
+    headless = {k: v for k, v in legacy.items() if not k.startswith("cls.predictions.transform")}
+    save_file(headless, str(folder / "model.safetensors"))
+    assert models._masked_lm_head_only(m) == (None, True)  # an incomplete head is no head
+    assert models.load_masked_lm(m) is None
