@@ -19,7 +19,7 @@ from attnlab.core.language import _
 from attnlab.core.checks import check_index
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_choice, check_number
+from attnlab.course.exercises import Feedback, check_choice, check_number, exercise
 from attnlab.data.examples import example_for
 from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
 
@@ -34,6 +34,7 @@ def _check_cell(row: int, col: int) -> tuple[int, int]:
     return check_index(row, 3, "row"), check_index(col, 3, "column")
 
 
+@exercise
 def check_tiny_weight(m: LoadedModel | None, answer: Any, row: int = 0, col: int = 1) -> Feedback:
     """How much does token ``row`` attend to token ``col`` in the tiny example (0-based)?
 
@@ -63,6 +64,7 @@ def _example_head(m: LoadedModel, layer: int, head: int) -> tuple[torch.Tensor, 
     return att.head(0, layer, head), att.tokens[0]
 
 
+@exercise
 def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Feedback:
     """Which token (as a string) does token ``query`` of the example look at most,
     in 0-based ``layer``/``head`` of the running model?"""
@@ -82,6 +84,7 @@ def solution_strongest_key(m: LoadedModel, layer: int = 0, head: int = 0, query:
     return tokens[int(weights[query].argmax())]
 
 
+@exercise
 def check_diagonal_head(m: LoadedModel, answer: Any) -> Feedback:
     """Which ``(layer, head)`` (0-based) puts the most weight on the diagonal
     for the example query?"""

@@ -11,10 +11,11 @@ from typing import Any
 
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_number
+from attnlab.course.exercises import Feedback, check_number, exercise
 from attnlab.data.examples import example_for
 
 
+@exercise
 def check_head_width(m: LoadedModel, answer: Any) -> Feedback:
     """Features per head (``hidden_size / n_heads``) of the running model."""
     return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what=_("head width"),
@@ -31,6 +32,7 @@ def _split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     return (1, m.n_heads, n, m.head_dim)
 
 
+@exercise
 def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
     """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
     expected = _split_shape(m)
@@ -52,6 +54,7 @@ def solution_split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     return _split_shape(m)
 
 
+@exercise
 def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
     """``(start, stop)`` of the hidden features that 0-based ``head`` owns
     (Python slice convention: ``stop`` excluded)."""
