@@ -147,7 +147,7 @@ NUMBER_LABELS = {
     "strong": N_("strong means at least"),
     "texts": N_("texts"),
     "ties": N_("ties"),
-    "tokens": N_("tokens"),
+    "tokens": N_("number of tokens"),
     "tolerance": N_("tolerance"),
     "too_few_units": N_("too few units"),
     "uniform_entropy": N_("entropy of a uniform row"),
