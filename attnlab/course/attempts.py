@@ -85,6 +85,8 @@ def plain_answer(answer: Any) -> Any:
     is kept as its text, at most :data:`MAX_ANSWER_CHARS` long."""
     if callable(answer):
         return f"<function {getattr(answer, '__name__', type(answer).__name__)}>"
+    if isinstance(answer, (tuple, list)) and any(callable(a) for a in answer):
+        return [plain_answer(a) for a in answer]
     try:
         plain = to_plain(answer)
         text = json.dumps(plain, allow_nan=False, ensure_ascii=False)

@@ -63,6 +63,7 @@ class Feedback:
     message: str
     expected: Any = None
     shown_answer: str = ""
+    attempted: bool = True  # False: nothing to check yet (a function still to write), so no attempt is saved
 
     def __bool__(self) -> bool:
         return self.correct
@@ -155,14 +156,15 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
         feedback = checker(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         answer = bound.arguments.get("answer")
-        if answer is None:
+        if answer is None or not feedback.attempted:
             return feedback
         attempt = attempts.record(ident, answer, feedback.correct, _model_name(bound.arguments.get("m")))
-        if not feedback.correct and feedback.expected is not None and (
-                attempt["attempt"] >= attempts.REVEAL_AFTER or attempts.solutions_shown()):
+        if feedback.correct or feedback.expected is None or feedback.shown_answer:
+            return feedback  # a function to write shows its worked solution itself (with the teacher's switch)
+        if attempt["attempt"] >= attempts.REVEAL_AFTER or attempts.solutions_shown():
             feedback.shown_answer = _("The expected answer: {expected}.").format(
                 expected=shown_expected(feedback.expected))
-        elif not feedback.correct:
+        else:
             feedback.shown_answer = _("(attempt {n}: the answer is shown at attempt {reveal})").format(
                 n=attempt["attempt"], reveal=attempts.REVEAL_AFTER)
         return feedback
