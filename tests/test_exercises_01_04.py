@@ -177,3 +177,11 @@ def test_a_damaged_attempts_file_is_kept_aside_and_a_new_one_started(attempts_fo
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "{not json"
     saved = json.loads((folder / "01.tiny_weight.json").read_text(encoding="utf-8"))
     assert [a["attempt"] for a in saved["attempts"]] == [1]
+
+
+def test_an_unwritable_results_folder_warns_and_the_check_still_answers(attempts_folder):
+    attempts_folder.mkdir(parents=True)
+    (attempts_folder / "exercises").write_text("a file where the folder should be", encoding="utf-8")
+    with pytest.warns(UserWarning, match="could not be saved"):
+        feedback = lesson_01.check_tiny_weight(None, lesson_01.solution_tiny_weight(None))
+    assert feedback

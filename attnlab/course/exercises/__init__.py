@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -158,7 +159,11 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
         answer = bound.arguments.get("answer")
         if answer is None or not feedback.attempted:
             return feedback
-        attempt = attempts.record(ident, answer, feedback.correct, _model_name(bound.arguments.get("m")))
+        try:
+            attempt = attempts.record(ident, answer, feedback.correct, _model_name(bound.arguments.get("m")))
+        except OSError as exc:  # a results folder that cannot be written: the check still counts for the student
+            warnings.warn(f"the attempt could not be saved in {attempts.attempts_dir()} ({exc})", stacklevel=2)
+            return feedback
         if feedback.correct or feedback.expected is None or feedback.shown_answer:
             return feedback  # a function to write shows its worked solution itself (with the teacher's switch)
         if attempt["attempt"] >= attempts.REVEAL_AFTER or attempts.solutions_shown():
