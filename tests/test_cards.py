@@ -134,3 +134,10 @@ def test_cards_speak_chinese_with_no_english_key(chinese):
     assert "不成立" in v._repr_html_() and "论断：" in v._repr_html_() and "详细数字" in v._repr_html_()
     assert "越过" in v.what_would_change() or "另一侧" in v.what_would_change()
     assert language.current_language() == "zh"
+
+
+def test_a_verdict_with_two_lines_draws_both():
+    d = cards.deciding({"fixed_share": 0.6, "fixed_share_low": 0.52, "fixed_share_high": 0.68, "margin": 0.05,
+                        "holds above": 0.55, "fails below": 0.45})
+    assert (d.key, d.thresholds) == ("fixed_share", {"holds above": 0.55, "fails below": 0.45})
+    assert d.nearest() == ("holds above", 0.55)

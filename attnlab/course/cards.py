@@ -15,7 +15,8 @@ The deciding number is found in a verdict's numbers by :func:`deciding`: an
 ``estimate`` with ``low`` / ``high``, or any ``x`` with ``x low`` / ``x high``
 (``x_low`` / ``x_high``; ``its_low`` / ``its_high`` belong to the number before
 them), or a ``[estimate, low, high]`` triple; thresholds are the numbers named in
-:data:`THRESHOLD_KEYS`. Every key is labelled by :func:`label`, from
+:data:`THRESHOLD_KEYS` (a verdict whose two tests use two lines names them ``"holds above"``
+and ``"fails below"``, or ``"holds below"`` and ``"fails above"``). Every key is labelled by :func:`label`, from
 :data:`NUMBER_LABELS` (keys written as Python names) or the catalogue.
 """
 
@@ -31,10 +32,10 @@ from attnlab.core.language import N_, _, current_language, translated
 #: card colours: the verdict word, the interval, the card's left edge
 COLOURS = {"good": "#1a7f37", "bad": "#cf222e", "unsure": "#9a6700"}
 #: numbers that are a threshold the deciding number is held to, in the order they are drawn
-THRESHOLD_KEYS = ("threshold", "most means more than", "a few means at most", "few", "many", "bound",
-                  "tolerance", "margin", "strong", "alpha")
+THRESHOLD_KEYS = ("threshold", "holds above", "holds below", "most means more than", "a few means at most", "few",
+                  "many", "bound", "tolerance", "margin", "strong", "alpha")
 #: thresholds drawn together: the first threshold found brings its partner
-PAIRED_THRESHOLDS = {"few": "many"}
+PAIRED_THRESHOLDS = {"few": "many", "holds above": "fails below", "holds below": "fails above"}
 #: ends of a key that name an interval's ends
 LOW_ENDS = ("_low", " low")
 HIGH_ENDS = ("_high", " high")
@@ -77,6 +78,10 @@ NUMBER_LABELS = {
     "head9_lexical": N_("head 9, lexical change"),
     "head9_syntactic": N_("head 9, syntactic change"),
     "head_counts": N_("head counts"),
+    "holds above": N_("holds above"),
+    "holds below": N_("holds below"),
+    "fails above": N_("fails above"),
+    "fails below": N_("fails below"),
     "h' without a summary": N_("h' without a summary"),
     "head_index": N_("head (0-based)"),
     "heads_above": N_("heads above"),
