@@ -302,9 +302,10 @@ def deciding(numbers: Mapping, *, value_keys: tuple[str, ...] = ("score",)) -> D
     return None
 
 
-def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 58) -> str:
+def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 70) -> str:
     """A small SVG: the axis, the interval ``[low, high]`` as a thick bar, the estimate as a dot,
-    each threshold as a dashed line with its label; values in the reader's language."""
+    each threshold as a dashed line with its label (labels on two rows, so that two lines near
+    each other stay readable); values in the reader's language."""
     values = [d.low, d.high, d.estimate, *d.thresholds.values()]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.12 or max(abs(hi), 1.0) * 0.1
@@ -314,20 +315,20 @@ def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 58)
     def x(v: float) -> float:
         return left + (v - lo) / (hi - lo) * (right - left)
 
-    axis_y, esc = 34, html.escape
+    axis_y, esc = 44, html.escape
     parts = [f'<line x1="{left}" y1="{axis_y}" x2="{right}" y2="{axis_y}" stroke="#8c959f" stroke-width="1"/>']
-    for key, t in d.thresholds.items():
-        tx = x(t)
-        parts.append(f'<line x1="{tx:.1f}" y1="8" x2="{tx:.1f}" y2="{axis_y + 10}" stroke="#57606a" '
+    for row, (key, t) in enumerate(d.thresholds.items()):
+        tx, ty = x(t), 11 + 12 * (row % 2)
+        parts.append(f'<line x1="{tx:.1f}" y1="{ty + 3}" x2="{tx:.1f}" y2="{axis_y + 10}" stroke="#57606a" '
                      f'stroke-width="1.5" stroke-dasharray="4,3"/>')
         anchor = "end" if tx > width * 0.7 else ("start" if tx < width * 0.3 else "middle")
-        parts.append(f'<text x="{tx:.1f}" y="7" font-size="10" text-anchor="{anchor}" fill="#57606a">'
+        parts.append(f'<text x="{tx:.1f}" y="{ty}" font-size="10" text-anchor="{anchor}" fill="#57606a">'
                      f'{esc(label(key))} {t:.3g}</text>')
     if d.has_interval:
         parts.append(f'<line x1="{x(d.low):.1f}" y1="{axis_y}" x2="{x(d.high):.1f}" y2="{axis_y}" '
                      f'stroke="{colour}" stroke-width="6" stroke-linecap="round" opacity="0.55"/>')
         for v, anchor in ((d.low, "end"), (d.high, "start")):
-            parts.append(f'<text x="{x(v) + (-4 if anchor == "end" else 4):.1f}" y="{axis_y + 18}" font-size="10" '
+            parts.append(f'<text x="{x(v) + (-4 if anchor == "end" else 4):.1f}" y="{axis_y + 19}" font-size="10" '
                          f'text-anchor="{anchor}" fill="currentColor">{v:.3g}</text>')
     parts.append(f'<circle cx="{x(d.estimate):.1f}" cy="{axis_y}" r="5" fill="{colour}"/>')
     title = _("{what}: {estimate:.3g}").format(what=label(d.key), estimate=d.estimate)
