@@ -141,3 +141,11 @@ def test_a_verdict_with_two_lines_draws_both():
                         "holds above": 0.55, "fails below": 0.45})
     assert (d.key, d.thresholds) == ("fixed_share", {"holds above": 0.55, "fails below": 0.45})
     assert d.nearest() == ("holds above", 0.55)
+
+
+def test_values_are_shown_alike_whatever_their_number_type():
+    import numpy as np
+
+    assert cards.value_text(np.float32(0.123456)) == cards.value_text(0.123456) == "0.123"
+    assert cards.value_text(np.int64(7)) == "7" and cards.value_text(True) == "True"
+    assert cards.value_text({"fixed": 0.5, "heads": [1, 2.25]}) == "{fixed: 0.5, heads: [1, 2.25]}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -199,8 +200,8 @@ def value_text(value: Any) -> str:
     """A number's value as shown: floats to 3 significant digits, words and dicts in the reader's language."""
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        return f"{value:.3g}"
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):  # numpy floats too
+        return f"{float(value):.3g}"
     if isinstance(value, str):
         return translated(value)
     if isinstance(value, Mapping):
