@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from attnlab.core.atomic import atomic_path
 from attnlab.core.language import N_, _, current_language, set_language
@@ -255,12 +256,14 @@ def draw(collected: Collected, path: Path) -> Path:
     bars.set_xlim(-0.5, len(exercises) - 0.5)
     bars.set_xticks([])
     bars.set_ylabel(_("students right"))
+    bars.yaxis.set_major_locator(MaxNLocator(integer=True))
     bars.set_title(_("Right answers per exercise ({n} students)").format(n=len(students)))
     side = axes["per_student"]
     side.barh(range(len(students)), right.sum(axis=1), color="#1a7f37")
     side.set_ylim(len(students) - 0.5, -0.5)
     side.set_yticks([])
     side.set_xlabel(_("exercises right"))
+    side.xaxis.set_major_locator(MaxNLocator(integer=True))
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
     return path
