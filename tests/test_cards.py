@@ -30,15 +30,21 @@ def _key(node: ast.AST) -> str | None:
     return None
 
 
+def _is_builder(func: ast.AST) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+        and (func.value.id, func.attr) in BUILDERS
+
+
 def number_keys() -> set[str]:
     """Every literal key a verdict's or check's numbers can have, read from the package's source: keyword
-    arguments of ``ClaimVerdict.decide`` / ``missing`` and ``Check.of``, the keys of dicts passed with
+    arguments of ``ClaimVerdict.decide`` / ``missing`` and ``Check.of`` (and of any helper called with
+    ``holds=`` and ``fails=``), the keys of dicts passed with
     ``**``, and the literal keys of dicts named ``numbers`` (assigned, updated or indexed)."""
     keys: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in BUILDERS:
+            if isinstance(node, ast.Call) and (_is_builder(node.func) or {"holds", "fails"} <= {
+                    kw.arg for kw in node.keywords}):  # a builder, or a helper that passes its tests on
                 for kw in node.keywords:
                     if kw.arg and kw.arg not in NOT_NUMBERS:
                         keys.add(kw.arg)

@@ -172,6 +172,51 @@ NUMBER_LABELS = {
     "within_layer": N_("mean distance within a layer"),
     "worst_d_k": N_("worst d_k"),
     "worst_relative_error": N_("worst relative error"),
+    "all_heads_rho": N_("correlation over all heads"),
+    "all_replaced_cost": N_("cost with every head replaced"),
+    "clark_layers_share": N_("share in Clark et al.'s layers"),
+    "control_effect": N_("effect of the control"),
+    "control_mass": N_("weight on the control token"),
+    "fixed_first_mean_cost": N_("mean cost, fixed heads first"),
+    "fraction": N_("fraction"),
+    "layers_above": N_("layers above the threshold"),
+    "mean_map_cost": N_("cost of the mean map"),
+    "mean_queries": N_("queries per mean map"),
+    "mean_rho": N_("mean rank correlation"),
+    "norm_share": N_("share by the norm view"),
+    "other_query_cost": N_("cost of another query's map"),
+    "per_layer_rho": N_("correlation per layer"),
+    "random_fractions": N_("fractions in random orders"),
+    "random_mean_cost": N_("mean cost, random order"),
+    "random_orders": N_("random orders"),
+    "ranking": N_("ranking"),
+    "ranking_deleted": N_("ranking, tokens deleted"),
+    "raw_share": N_("share by the raw weights"),
+    "removed": N_("removed"),
+    "reverse_fraction": N_("fraction in reverse order"),
+    "reverse_mean_cost": N_("mean cost, reverse order"),
+    "rho_deleted": N_("rank correlation, tokens deleted"),
+    "sink_effect": N_("effect of the sink"),
+    "sink_mass": N_("weight on the sink"),
+    "special_layers_above": N_("layers above the threshold, special tokens"),
+    "special_top_layer": N_("top layer, special tokens"),
+    "special_top_share": N_("top share, special tokens"),
+    "tolerance_share": N_("tolerance as a share"),
+    "top_layer": N_("top layer"),
+    "top_share": N_("top share"),
+    "top_low": N_("top share, low end"),
+    "top_high": N_("top share, high end"),
+    "within_layer_rho": N_("correlation within a layer"),
+    "minus_raw": N_("minus the raw weights"),
+    "minus_norm": N_("minus the norm view"),
+    "minus_rollout": N_("minus rollout"),
+    "minus_value_zeroing": N_("minus value zeroing"),
+    "minus_knockout": N_("minus knockout"),
+    "minus_raw_deleted": N_("minus the raw weights, tokens deleted"),
+    "minus_norm_deleted": N_("minus the norm view, tokens deleted"),
+    "minus_rollout_deleted": N_("minus rollout, tokens deleted"),
+    "minus_value_zeroing_deleted": N_("minus value zeroing, tokens deleted"),
+    "minus_knockout_deleted": N_("minus knockout, tokens deleted"),
 }
 #: an interval's ends, when a key is a known number's name with ``_low`` / ``_high`` added
 END_LABELS = {"low": N_("{what}, low end"), "high": N_("{what}, high end")}
@@ -258,16 +303,17 @@ def _interval(numbers: Mapping) -> tuple[str, float, float, float] | None:
                 continue
             base = key[: -len(low_end)]
             high = numbers.get(base + high_end)
-            if base == "its" and i > 0:
+            if base not in numbers and i > 0:  # "its_low", "top_low": the ends of the number before them
                 base = str(keys[i - 1])
             estimate = numbers.get(base)
             found = [_finite(v) for v in (estimate, numbers[keys[i]], high)]
             if all(v is not None for v in found):
                 return (base, *found)  # type: ignore[return-value]
-        if key in ("low",) and {"estimate", "high"} <= set(numbers):
-            found = [_finite(numbers[k]) for k in ("estimate", "low", "high")]
+        if key == "low" and "high" in numbers:  # the ends of "estimate", else of the number before them
+            base = "estimate" if "estimate" in numbers else (str(keys[i - 1]) if i > 0 else "")
+            found = [_finite(numbers.get(base)), _finite(numbers["low"]), _finite(numbers["high"])]
             if all(v is not None for v in found):
-                return ("estimate", *found)  # type: ignore[return-value]
+                return (base, *found)  # type: ignore[return-value]
     for key, value in numbers.items():  # an [estimate, low, high] triple
         if isinstance(value, (list, tuple)) and len(value) == 3:
             found = [_finite(v) for v in value]
