@@ -155,3 +155,12 @@ def test_values_are_shown_alike_whatever_their_number_type():
     assert cards.value_text(np.float32(0.123456)) == cards.value_text(0.123456) == "0.123"
     assert cards.value_text(np.int64(7)) == "7" and cards.value_text(True) == "True"
     assert cards.value_text({"fixed": 0.5, "heads": [1, 2.25]}) == "{fixed: 0.5, heads: [1, 2.25]}"
+
+
+def test_a_key_made_from_a_template_labels_the_key_inside_it(chinese):
+    from attnlab.core.language import N_
+
+    key = N_("6a: {number}").format(number="permutation_p")
+    assert cards.label(key) == "6a：置换检验 p 值"
+    language.set_language("en")
+    assert cards.label(key) == "6a: permutation p-value"

@@ -28,7 +28,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from attnlab.core.language import N_, _, current_language, translated
+from attnlab.core.language import N_, _, current_language, filled_template, translated
 
 #: card colours: the verdict word, the interval, the card's left edge
 COLOURS = {"good": "#1a7f37", "bad": "#cf222e", "unsure": "#9a6700"}
@@ -226,10 +226,17 @@ def label(key: Any) -> str:
     """The label of a number's ``key`` in the reader's language.
 
     :data:`NUMBER_LABELS` first, then the catalogue (a key written as a phrase, or a filled
-    template); a key that ends in ``_low`` / ``_high`` names its number's interval end."""
+    template whose filled-in keys are labelled in turn, e.g. ``"6a: fixed_share"``); a key that
+    ends in ``_low`` / ``_high`` names its number's interval end."""
     key = str(key)
     if key in NUMBER_LABELS:
         return _(NUMBER_LABELS[key])
+    shown = _(key)
+    if shown != key:
+        return shown
+    filled = filled_template(key, label)  # e.g. "6a: {number}" with the number's own label
+    if filled is not None:
+        return filled
     shown = translated(key)
     if shown != key:
         return shown
