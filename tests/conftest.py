@@ -64,3 +64,16 @@ def chinese():
     yield
     language.set_language(before)
     plt.close("all")
+
+
+@pytest.fixture
+def attempts_folder(tmp_path, monkeypatch):
+    """A results folder of the test's own, where checked exercises save their attempts; the teacher's
+    solutions off (unless a test switches them on)."""
+    from attnlab.course import attempts
+
+    folder = tmp_path / "results"
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(folder))
+    monkeypatch.delenv(attempts.SOLUTIONS_ENV, raising=False)
+    monkeypatch.setitem(attempts._switch, "solutions", None)
+    return folder

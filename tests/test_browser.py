@@ -14,6 +14,10 @@ in its Chinese edition, Run All Cells in smoke mode, then check that
   the kernel by ``attnlab.tools.figure_texts``: titles, axes, ticks, legends; no English prose);
 * the browser logs no console error and sends no request off 127.0.0.1.
 
+And for lesson 01 in both editions (``verdict_card_renders``): its verdicts render as cards (the
+claim, the verdict word in colour, the deciding number drawn as an SVG, the numbers folded in a
+``<details>``), labelled in Chinese in the Chinese edition, with no English key.
+
 Skips, saying why, where Chromium or Playwright is missing; fails instead when
 ``ATTNLAB_REQUIRE_BROWSER=1`` (CI, which installs both).
 """
@@ -41,6 +45,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one wo
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "04_multi_head_splitting"
+CARD_LESSON = "01_self_attention"  # shows its verdicts as cards
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "zh" / f"{LESSON}.md"
 CHROMIUM = next((p for p in (os.environ.get("ATTNLAB_CHROMIUM"), shutil.which("chromium"),
                              shutil.which("chromium-browser"), "/usr/bin/chromium") if p and Path(p).exists()), None)
@@ -102,6 +107,9 @@ def lab(tmp_path_factory):
     hook["id"] = "figure-texts"
     chinese.cells.insert(0, hook)
     nbformat.write(chinese, str(folder / "zh" / f"{LESSON}.ipynb"))
+    cards = next(l for l in zh_edition.lessons(ROOT, [CARD_LESSON[:2]]))  # the verdict cards' lesson, both editions
+    nbformat.write(cards.read_english(), str(folder / f"{CARD_LESSON}.ipynb"))
+    nbformat.write(zh_edition.build(cards.read_english(), cards.blocks()), str(folder / "zh" / f"{CARD_LESSON}.ipynb"))
     port, token = _free_port(), "attnlab-browser-test"
     env = dict(os.environ, ATTNLAB_SMOKE="1", ATTNLAB_RESULTS=str(folder / "results"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -284,3 +292,60 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             browser.close()
     assert off_machine == [], f"requests left 127.0.0.1: {off_machine}"
     assert console_errors == [], "console errors:\n" + "\n".join(console_errors)
+
+
+#: labels a card shows in English that must not appear in the Chinese edition's cards
+ENGLISH_CARD_LABELS = re.compile(r"\b(Claim|Details|HOLDS|DOES NOT HOLD|CANNOT TELL|score|threshold|chance_level|"
+                                 r"shuffled control|layer_index|head_index|shuffles|It would)\b")
+
+_CARDS = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output .al-card')).map(c => ({
+  lang: c.getAttribute('lang'),
+  claim: c.querySelector('.al-card-claim').innerText,
+  word: c.querySelector('.al-card-word').innerText,
+  colour: getComputedStyle(c.querySelector('.al-card-word')).color,
+  svg: c.querySelectorAll('svg.al-card-svg circle').length,
+  svgWidth: c.querySelector('svg.al-card-svg') ? c.querySelector('svg.al-card-svg').getBoundingClientRect().width : 0,
+  change: c.querySelector('.al-card-change').innerText,
+  details: c.querySelector('details.al-card-details') ? c.querySelector('details.al-card-details').open : null,
+  summary: c.querySelector('details.al-card-details summary').innerText,
+  labels: Array.from(c.querySelectorAll('details.al-card-details td:first-child')).map(t => t.textContent),
+  text: c.textContent,
+}))"""
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_verdict_card_renders(lab, edition):
+    """Lesson 01's verdicts show as cards in JupyterLab, in the edition's language."""
+    base, token, _folder = lab
+    sync_playwright = _playwright()
+    path = f"{CARD_LESSON}.ipynb" if edition == "en" else f"zh/{CARD_LESSON}.ipynb"
+    console_errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("pageerror", lambda e: console_errors.append(str(e)))
+            state = _run_all(page, base, token, path, workspace=f"cards-{edition}")
+            assert state["errors"] == [], f"cells with an error output: {state['errors']}"
+            page.wait_for_selector(".jp-OutputArea-output .al-card", timeout=30_000)
+            cards = page.evaluate(_CARDS)
+            _shut_down_kernel(page)
+        finally:
+            browser.close()
+    assert len(cards) >= 3, cards  # one per shape: diagonal, vertical, band
+    words = {"en": {"HOLDS", "DOES NOT HOLD", "CANNOT TELL"}, "zh": {"成立", "不成立", "无法判断"}}[edition]
+    for card in cards:
+        assert card["lang"] == edition and card["word"].strip() in words, card
+        assert card["colour"] in ("rgb(26, 127, 55)", "rgb(207, 34, 46)", "rgb(154, 103, 0)"), card  # the word's colour
+        assert card["svg"] == 1 and card["svgWidth"] > 100, card  # the score drawn against its threshold
+        assert card["details"] is False and len(card["labels"]) >= 4, card  # the numbers, folded away
+        assert card["change"].strip(), card
+        if edition == "zh":
+            assert card["claim"].startswith("论断：") and CJK.search(card["claim"][3:]) and card["summary"] == "详细数字"
+            assert all(CJK.search(label) for label in card["labels"]), card["labels"]
+            assert not ENGLISH_CARD_LABELS.search(card["text"]), card["text"]
+        else:
+            assert card["claim"].startswith("Claim:") and card["summary"] == "Details"
+            assert {"score", "threshold", "shuffled control"} <= set(card["labels"]), card["labels"]
+    assert console_errors == [], "page errors:\n" + "\n".join(console_errors)

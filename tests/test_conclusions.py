@@ -402,6 +402,7 @@ def test_conclusions_result_round_trips(tmp_path, monkeypatch, tiny_en):
     assert back.labels == list(c.LABELS) and back.evidence_origin == {"x": "saved"}
 
 
+@pytest.mark.usefixtures("attempts_folder")  # the checkers save attempts: in a folder of the test's own
 def test_lesson_12_exercises():
     ev = rec.evidence(averaging=rec.averaging(0.75, **BIG), perturbation=rec.perturbation(0.3, **BIG),
                       diversity=rec.diversity((3.0, 2.0, 1.0)))

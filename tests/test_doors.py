@@ -420,7 +420,9 @@ def test_offline_bundle_installs(tmp_path):
     with zipfile.ZipFile(zip_path) as archive:
         names = archive.namelist()
     assert "attnlab-course/install.sh" in names and "attnlab-course/BUNDLE.json" in names
-    assert any(n.startswith("attnlab-course/wheels/torch-") for n in names)
+    torches = [n for n in names if n.startswith("attnlab-course/wheels/torch-")]
+    assert len(torches) == 1 and not any("/wheels/nvidia" in n for n in names)  # one build of torch, no CUDA
+    assert zip_path.stat().st_size < 2_000_000_000
     assert f"attnlab-course/{bundle.KIT}/{manifest.MANIFEST}" in names
     course = bundle.extract(zip_path, tmp_path / "school-server")
     record = json.loads((course / "BUNDLE.json").read_text())

@@ -9,6 +9,8 @@ import torch
 
 from attnlab.course.exercises import lesson_00 as ex
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 
 @pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
 def m(request):

@@ -3,6 +3,7 @@ plausible wrong answer, and says "not yet" (without crashing) for None."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,8 @@ import pytest
 import torch
 
 from attnlab.course.exercises import lesson_01, lesson_02, lesson_03, lesson_04
+
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
 
 @pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
@@ -124,3 +127,61 @@ def test_lesson_04(model):
     assert lesson_04.check_head_slice(model, lesson_04.solution_head_slice(model, 6), head=6)
     assert not lesson_04.check_head_slice(model, (7 * model.head_dim, 8 * model.head_dim), head=6)  # 1-based slip
     _not_yet(lesson_04.check_head_slice(model, None))
+
+
+# --------------------------------------------------------------------------- attempts and hints
+
+
+def test_a_wrong_answer_gets_a_hint_and_the_value_only_at_the_third_attempt(attempts_folder):
+    from attnlab.course import attempts
+
+    expected = lesson_01.solution_tiny_weight(None, 1, 2)
+    shown = f"{expected:.4g}"
+    first = lesson_01.check_tiny_weight(None, 0.1, row=1, col=2)
+    second = lesson_01.check_tiny_weight(None, 0.9, row=1, col=2)
+    assert not first and not second
+    assert shown not in str(first) and shown not in str(second)
+    assert "too low" in str(first) and "too high" in str(second) and "softmax" in str(first)  # a hint
+    third = lesson_01.check_tiny_weight(None, 0.2, row=1, col=2)
+    assert shown in str(third)
+    right = lesson_01.check_tiny_weight(None, expected, row=1, col=2)
+    assert right
+    lesson_01.check_tiny_weight(None, None)  # the placeholder is not an attempt
+    saved = json.loads((attempts_folder / "exercises" / "01.tiny_weight.json").read_text(encoding="utf-8"))
+    assert saved["kind"] == attempts.KIND and saved["exercise"] == "01.tiny_weight"
+    assert [a["attempt"] for a in saved["attempts"]] == [1, 2, 3, 4]
+    assert [a["answer"] for a in saved["attempts"]] == [0.1, 0.9, 0.2, pytest.approx(expected)]
+    assert [a["right"] for a in saved["attempts"]] == [False, False, False, True]
+    assert all(a["time"].endswith("Z") for a in saved["attempts"])
+
+
+def test_the_teachers_solutions_show_the_value_at_once(attempts_folder, monkeypatch, tiny_en):
+    from attnlab.course import attempts
+
+    monkeypatch.setenv(attempts.SOLUTIONS_ENV, "1")
+    feedback = lesson_04.check_head_width(tiny_en, tiny_en.head_dim + 1)
+    assert not feedback and f"{tiny_en.head_dim}" in feedback.shown_answer
+    attempts.show_solutions(False)  # the function overrides the environment
+    assert lesson_04.check_head_width(tiny_en, tiny_en.head_dim + 1).shown_answer.startswith("(attempt 2")
+    saved = json.loads((attempts_folder / "exercises" / "04.head_width.json").read_text(encoding="utf-8"))
+    assert {a["model"] for a in saved["attempts"]} == {tiny_en.name}
+
+
+def test_a_damaged_attempts_file_is_kept_aside_and_a_new_one_started(attempts_folder):
+    folder = attempts_folder / "exercises"
+    folder.mkdir(parents=True)
+    (folder / "01.tiny_weight.json").write_text("{not json", encoding="utf-8")
+    with pytest.warns(UserWarning, match="damaged"):
+        lesson_01.check_tiny_weight(None, 0.5)
+    kept = [p for p in folder.iterdir() if ".damaged-" in p.name]
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "{not json"
+    saved = json.loads((folder / "01.tiny_weight.json").read_text(encoding="utf-8"))
+    assert [a["attempt"] for a in saved["attempts"]] == [1]
+
+
+def test_an_unwritable_results_folder_warns_and_the_check_still_answers(attempts_folder):
+    attempts_folder.mkdir(parents=True)
+    (attempts_folder / "exercises").write_text("a file where the folder should be", encoding="utf-8")
+    with pytest.warns(UserWarning, match="could not be saved"):
+        feedback = lesson_01.check_tiny_weight(None, lesson_01.solution_tiny_weight(None))
+    assert feedback

@@ -10,6 +10,8 @@ import attnlab as al
 from attnlab.course.exercises import lesson_05 as ex
 from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 
 @pytest.fixture(autouse=True)
 def smoke(monkeypatch):

@@ -12,6 +12,8 @@ from attnlab.data import corpus
 from attnlab.course.exercises import lesson_06 as ex6
 from attnlab.course.exercises import lesson_07 as ex7
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 
 @pytest.fixture(scope="module")
 def study_zh(tiny_zh):

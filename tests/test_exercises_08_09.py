@@ -15,6 +15,8 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 from same_length import same_length_texts
 from test_fixedness import numpy_fixedness
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 
 @pytest.fixture(scope="module")
 def texts():

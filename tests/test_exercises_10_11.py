@@ -12,6 +12,8 @@ from attnlab.course.exercises import lesson_10 as ex10
 from attnlab.course.exercises import lesson_11 as ex11
 from attnlab.scratch.head_count_training import LookupLanguage, TrainConfig, head_count_study
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 
 def test_none_is_not_yet(tiny_en):
     for verdict in (ex10.check_group_width(tiny_en, None), ex10.check_most_focused_group_count(tiny_en, None),

@@ -12,6 +12,8 @@ from attnlab.analysis.mean_map_replacement import TogetherCurves
 from attnlab.analysis.sinks import sink_profile
 from attnlab.course.exercises import lesson_13 as ex13
 
+pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
+
 TEXT = "how do you play chess ?"
 
 

@@ -245,3 +245,16 @@ def translated(text: str) -> str:
             shown = _(template)
             return _fill(shown, match.groupdict()) if shown != template else text
     return text
+
+
+def filled_template(text: str, field: Callable[[str], str]) -> str | None:
+    """When ``text`` is a template marked with :func:`N_` filled in: the template in the current
+    language, filled with ``field(value)`` for each value (e.g. a number's key shown as its label);
+    else None."""
+    for template, pattern in _templates.items():
+        if "{" not in template:
+            continue
+        match = pattern.fullmatch(text)
+        if match:
+            return _fill(_(template), {name: field(value) for name, value in match.groupdict().items()})
+    return None

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnlab.core.language import N_, _, translated
+from attnlab.core.language import N_, _
 from attnlab.core.records import nan_for_none, to_plain
+from attnlab.course.cards import THRESHOLD_KEYS, Decider, card, deciding, numbers_text
 
 PASSED = N_("passed")  # marked: a threshold table shows these words translated
 FAILED = N_("failed")
@@ -55,13 +56,31 @@ class Check:
     def from_record(cls, data: dict) -> "Check":
         return cls(str(data["check"]), bool(data["passed"]), nan_for_none(dict(data.get("numbers", {}))))
 
+    @property
+    def decider(self) -> Decider | None:
+        """The measured number held to a tolerance or bound, when the numbers name one."""
+        value_keys = tuple(k for k, v in self.numbers.items() if isinstance(v, float) and k not in THRESHOLD_KEYS)
+        return deciding(self.numbers, value_keys=value_keys)
+
+    def what_would_change(self) -> str:
+        """One line, in the reader's language, on what a different result would mean."""
+        if self.passed:
+            return _("A failure would point at a bug or at too few samples, not at a finding about the model.")
+        return _("This points at a bug or at too few samples: look at the code behind these numbers, or measure more.")
+
     def __str__(self) -> str:
-        nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
         result = _("passed") if self.passed else _("FAILED")
-        return _("Check: {what}: {result} ({numbers})").format(what=_(self.what), result=result, numbers=nums)
+        return _("Check: {what}: {result} ({numbers})").format(what=_(self.what), result=result,
+                                                              numbers=numbers_text(self.numbers))
 
     def __repr__(self) -> str:
         return str(self)
+
+    def _repr_html_(self) -> str:
+        """The check as a card in a notebook (see :mod:`attnlab.course.cards`)."""
+        return card(kind=_("Check:"), statement=_(self.what), word=_("passed") if self.passed else _("FAILED"),
+                    tone="good" if self.passed else "bad", numbers=self.numbers, change=self.what_would_change(),
+                    decider=self.decider)
 
 
 #: how far a reduced precision may move a head's mean similarity over the checked queries (lessons 06
@@ -116,10 +135,3 @@ def ablation_precision_bound(effects: np.ndarray) -> float:
     low, high = np.nanpercentile(means, [25, 75])
     return float(ABLATION_PRECISION_SHARE * (high - low))
 
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    if isinstance(v, str):
-        return translated(v)
-    return str(v)

@@ -23,8 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from attnlab.core.language import _, translated
+from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
+from attnlab.course.cards import Decider, card, deciding, numbers_text, value_text
+from attnlab.course.cards import label as label_of
 
 HOLDS = "holds"
 FAILS = "does not hold"
@@ -118,20 +120,43 @@ class ClaimVerdict:
     def from_record(cls, data: dict) -> "ClaimVerdict":
         return cls(str(data["claim"]), str(data["verdict"]), nan_for_none(dict(data.get("numbers", {}))))
 
+    @property
+    def decider(self) -> Decider | None:
+        """The number that decided the verdict, with its interval and threshold(s), when the numbers name one."""
+        return deciding(self.numbers)
+
+    def what_would_change(self) -> str:
+        """One line, in the reader's language, on what would change this verdict."""
+        why = self.numbers.get("missing", self.numbers.get("why"))
+        d = self.decider
+        near = d.nearest() if d is not None else None
+        if why and self.verdict == UNSURE:
+            return _("It waits for evidence: {why}").format(why=value_text(why))
+        if near is None:
+            return {HOLDS: _("It would change if its tests came out the other way on more data or on another "
+                             "model; the details show the numbers they used."),
+                    FAILS: _("It would change if its tests came out the other way on more data or on another "
+                             "model; the details show the numbers they used."),
+                    UNSURE: _("More queries, texts or seeds could narrow the numbers enough to decide; "
+                              "the details show them.")}[self.verdict]
+        values = {"low": f"{d.low:.3g}", "high": f"{d.high:.3g}", "threshold": f"{near[1]:.3g}"}
+        if not d.has_interval:
+            return _("It would change if {what} ({value}) moved to the other side of {threshold}.").format(
+                what=label_of(d.key), value=f"{d.estimate:.3g}", threshold=values["threshold"])
+        return {HOLDS: _("It would no longer hold if more data moved the interval [{low}, {high}] across {threshold}."),
+                FAILS: _("It would change if more data moved the interval [{low}, {high}] back across {threshold}."),
+                UNSURE: _("The interval [{low}, {high}] reaches {threshold} or another threshold: more queries, "
+                          "texts or seeds would narrow it until it falls on one side.")}[self.verdict].format(**values)
+
     def __str__(self) -> str:
-        nums = ", ".join(f"{translated(k)} = {_fmt(v)}" for k, v in self.numbers.items())  # a key the catalogue has (or a filled template of it), translated
         return _("Claim: {claim}\nVerdict for this model: {verdict} ({numbers})").format(
-            claim=_(self.claim), verdict=shown(self.verdict), numbers=nums)
+            claim=_(self.claim), verdict=shown(self.verdict), numbers=numbers_text(self.numbers))
 
     def __repr__(self) -> str:
         return str(self)
 
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    if isinstance(v, str):
-        return translated(v)  # a reason such as "lesson 08 was not run", numbers and all, when the catalogue has it
-    if isinstance(v, dict):  # e.g. a cross-tab of labels: keys and words shown in the reader's language
-        return "{" + ", ".join(f"{translated(str(k))}: {_fmt(x)}" for k, x in v.items()) + "}"
-    return str(v)
+    def _repr_html_(self) -> str:
+        """The verdict as a card in a notebook (see :mod:`attnlab.course.cards`)."""
+        tone = {HOLDS: "good", FAILS: "bad", UNSURE: "unsure"}[self.verdict]
+        return card(kind=_("Claim:"), statement=self.shown_claim, word=self.shown_word, tone=tone,
+                    numbers=self.numbers, change=self.what_would_change(), decider=self.decider)

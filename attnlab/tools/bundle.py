@@ -82,21 +82,26 @@ def course_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def _torch_plan(root: Path) -> list[str]:
-    """pip arguments for torch, by the rule of scripts/install_torch.py (CPU build where it can)."""
+def _torch_plan(root: Path) -> tuple[list[str], str]:
+    """pip arguments for torch by the rule of scripts/install_torch.py (CPU build where it can), and
+    the pinned requirement itself."""
     spec = importlib.util.spec_from_file_location("install_torch", root / "scripts" / "install_torch.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     pip_args, line = module.plan()
     print(line.replace("installing", "taking"), flush=True)
-    return pip_args
+    return pip_args, module.TORCH
 
 
 def download_wheels(root: Path, folder: Path, extras: str, pip_options: list[str]) -> None:
-    """Every wheel the course needs (torch, the extras' packages, setuptools to build attnlab) into ``folder``."""
-    torch_args = _torch_plan(root)
+    """Every wheel the course needs (torch, the extras' packages, setuptools to build attnlab) into ``folder``.
+
+    torch comes first, by its own rule; the rest is then resolved with that very wheel in view
+    (``--find-links`` the folder, torch pinned), so no second, larger build of torch comes along."""
+    torch_args, torch_pin = _torch_plan(root)
     command = [sys.executable, "-m", "pip", "download", "-q", "-d", str(folder), *pip_options]
-    for args in (torch_args, ["setuptools>=68", "wheel", f"{root}[{extras}]"]):
+    rest = ["--find-links", str(folder), torch_pin, "setuptools>=68", "wheel", f"{root}[{extras}]"]
+    for args in (torch_args, rest):
         done = subprocess.run(command + args, capture_output=True, text=True)
         if done.returncode:
             last = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()][-1:] or ["?"]
@@ -104,6 +109,9 @@ def download_wheels(root: Path, folder: Path, extras: str, pip_options: list[str
                               "package index (PIP_INDEX_URL names a mirror).")
     for stray in folder.glob("attnlab-*"):  # the course itself is installed from its own files
         stray.unlink()
+    torches = sorted(p.name for p in folder.glob("torch-*.whl"))
+    if len(torches) != 1:
+        raise BundleError(f"the wheels hold {len(torches)} builds of torch ({', '.join(torches)}); expected one")
 
 
 def make_kit(folder: Path) -> None:

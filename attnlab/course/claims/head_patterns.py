@@ -76,6 +76,7 @@ def verdict_most_heads_fixed(shares: PatternShares, *, margin: float = MAJORITY_
         broad_share=float(shares.broad_share.estimate),
         heads_fixed=counts[FIXED_WORD], heads_not_fixed=counts[NOT_FIXED_WORD], heads_cannot_tell=counts[CANNOT_TELL],
         heads=int(shares.sides.size), inputs=shares.n_texts, margin=margin,
+        **{"holds above": MAJORITY + margin, "fails below": MAJORITY - margin},  # the lines a card draws
     )
 
 

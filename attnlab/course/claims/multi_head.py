@@ -18,6 +18,8 @@ from attnlab.core.language import _
 from attnlab.course.verdicts import ClaimVerdict
 
 CLAIM_SPREAD = "for this query, the heads of the last layer are more alike than those of the first"
+#: the difference of spreads (first layer minus last) the interval must clear
+SPREAD_THRESHOLD = 0.0
 
 
 def verdict_spread_one_query(spread_rows: Sequence[Sequence[float]]) -> ClaimVerdict:
@@ -33,7 +35,8 @@ def verdict_spread_one_query(spread_rows: Sequence[Sequence[float]]) -> ClaimVer
     if rows.ndim != 2 or rows.shape[0] < 2:
         raise ValueError(_("need per-token spreads of at least two layers, got shape {shape}").format(shape=rows.shape))
     diff = bootstrap_mean(rows[0] - rows[-1])  # first minus last, paired by query token
-    return ClaimVerdict.decide(CLAIM_SPREAD, holds=diff.above(0.0), fails=diff.below(0.0),
+    return ClaimVerdict.decide(CLAIM_SPREAD, holds=diff.above(SPREAD_THRESHOLD), fails=diff.below(SPREAD_THRESHOLD),
                                first_layer_spread=float(rows[0].mean()), last_layer_spread=float(rows[-1].mean()),
                                difference=float(diff.estimate), difference_low=float(diff.low),
-                               difference_high=float(diff.high), tokens=rows.shape[1], layers=rows.shape[0])
+                               difference_high=float(diff.high), threshold=SPREAD_THRESHOLD, tokens=rows.shape[1],
+                               layers=rows.shape[0])

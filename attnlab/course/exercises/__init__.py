@@ -6,12 +6,21 @@ another run), and returns a :class:`Feedback` that prints as a short right /
 wrong line with a hint. Worked solutions live in ``solution_*`` functions
 that a teacher can reveal; lessons never call them.
 
+Every checker is wrapped by :func:`exercise`: each answer (not the placeholder
+``None``) is saved as an attempt (:mod:`attnlab.course.attempts`), a wrong one
+gets a hint but not the expected value until the third attempt, or at once
+when the teacher's solutions are on (``ATTNLAB_SOLUTIONS=1``, or
+``attnlab.course.attempts.show_solutions()``).
+
 One module per lesson: ``attnlab.course.exercises.lesson_02`` and so on. Shared
 building blocks are here.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -20,6 +29,7 @@ import numpy as np
 from attnlab.core.language import _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
+from attnlab.course import attempts
 
 
 T = TypeVar("T")
@@ -46,17 +56,22 @@ def not_yet() -> str:
 
 @dataclass
 class Feedback:
-    """Outcome of checking one answer."""
+    """Outcome of checking one answer: right or not, a message with a hint, the expected value
+    (kept for the teacher, not printed), and ``shown_answer``, the line that reveals it when
+    :func:`exercise` decides it may be shown."""
 
     correct: bool
     message: str
     expected: Any = None
+    shown_answer: str = ""
+    attempted: bool = True  # False: nothing to check yet (a function still to write), so no attempt is saved
 
     def __bool__(self) -> bool:
         return self.correct
 
     def __str__(self) -> str:
-        return (_("✅ right: ") if self.correct else _("❌ not yet: ")) + _(self.message)
+        text = (_("✅ right: ") if self.correct else _("❌ not yet: ")) + _(self.message)
+        return text + (" " + self.shown_answer if self.shown_answer else "")
 
     def _repr_markdown_(self) -> str:  # nice in notebooks
         return str(self)
@@ -76,8 +91,11 @@ def check_number(answer: Any, expected: float, *, rel: float = 0.02, abs_tol: fl
     if np.isfinite(value) and abs(value - expected) <= max(abs_tol, rel * abs(expected)):
         return Feedback(True, _("{what} = {value:.4g} matches {expected:.4g}.").format(
             what=what, value=value, expected=expected), expected)
-    return Feedback(False, _("{what} = {value:.4g}, expected about {expected:.4g}. {hint}").format(
-        what=what, value=value, expected=expected, hint=hint).strip(), expected)
+    if not np.isfinite(value):
+        return Feedback(False, _("{what} should be a finite number, got {answer!r}. {hint}").format(
+            what=what, answer=answer, hint=hint).strip(), expected)
+    side = _("{what} = {value:.4g} is too high. {hint}") if value > expected else _("{what} = {value:.4g} is too low. {hint}")
+    return Feedback(False, side.format(what=what, value=value, hint=hint).strip(), expected)
 
 
 def check_choice(answer: Any, expected: Any, *, hint: str = "", what: str = "your answer") -> Feedback:
@@ -112,3 +130,49 @@ def check_head(answer: Any, expected: tuple[int, int], *, hint: str = "", what: 
     except (TypeError, ValueError, IndexError):
         return Feedback(False, _("give a pair (layer, head) of 0-based ints, got {answer!r}").format(answer=answer))
     return check_choice(pair, (int(expected[0]), int(expected[1])), hint=hint, what=what)
+
+
+def shown_expected(expected: Any) -> str:
+    """The expected value as a student reads it: floats to 4 significant digits."""
+    if isinstance(expected, (float, np.floating)):
+        return f"{float(expected):.4g}"
+    if isinstance(expected, np.ndarray):
+        return np.array2string(expected, precision=4, threshold=20)
+    return repr(expected)
+
+
+def _model_name(m: Any) -> str:
+    return str(getattr(m, "name", "") or "")
+
+
+def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
+    """Wrap a lesson's ``check_*`` function: save each attempt (:func:`attnlab.course.attempts.record`)
+    and reveal the expected value of a wrong answer only after :data:`~attnlab.course.attempts.REVEAL_AFTER`
+    attempts or with the teacher's solutions on. The placeholder ``None`` is not an attempt."""
+    signature = inspect.signature(checker)
+    ident = attempts.exercise_id(checker.__module__, checker.__name__)
+
+    @functools.wraps(checker)
+    def checked(*args, **kwargs) -> Feedback:
+        feedback = checker(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        answer = bound.arguments.get("answer")
+        if answer is None or not feedback.attempted:
+            return feedback
+        try:
+            attempt = attempts.record(ident, answer, feedback.correct, _model_name(bound.arguments.get("m")))
+        except OSError as exc:  # a results folder that cannot be written: the check still counts for the student
+            warnings.warn(f"the attempt could not be saved in {attempts.attempts_dir()} ({exc})", stacklevel=2)
+            return feedback
+        if feedback.correct or feedback.expected is None or feedback.shown_answer:
+            return feedback  # a function to write shows its worked solution itself (with the teacher's switch)
+        if attempt["attempt"] >= attempts.REVEAL_AFTER or attempts.solutions_shown():
+            feedback.shown_answer = _("The expected answer: {expected}.").format(
+                expected=shown_expected(feedback.expected))
+        else:
+            feedback.shown_answer = _("(attempt {n}: the answer is shown at attempt {reveal})").format(
+                n=attempt["attempt"], reveal=attempts.REVEAL_AFTER)
+        return feedback
+
+    checked.exercise_id = ident  # type: ignore[attr-defined]
+    return checked

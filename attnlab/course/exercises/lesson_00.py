@@ -23,7 +23,7 @@ from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, run
 from attnlab.data.examples import example_for
-from attnlab.course.exercises import NOT_YET as _NOT_YET, Feedback, check_number
+from attnlab.course.exercises import Feedback, NOT_YET as _NOT_YET, check_number, exercise
 
 __all__ = [
     "check_total_heads", "solution_total_heads",
@@ -39,6 +39,7 @@ def _text(m: LoadedModel, text: str | None) -> str:
 # --------------------------------------------------------------------------- 1. layers x heads
 
 
+@exercise
 def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
     """How many attention heads does the running model have in all (layers x heads)?
 
@@ -88,6 +89,7 @@ def _token_count(m: LoadedModel, text: str) -> int:
     return len(m.tokenizer(text)["input_ids"])
 
 
+@exercise
 def check_token_count(m: LoadedModel, answer: Any, text: str | None = None) -> Feedback:
     """How many tokens does the example query have, special tokens included?
 
@@ -137,6 +139,7 @@ def _first_row(m: LoadedModel, text: str, layer: int, head: int) -> tuple[torch.
     return row, tokens
 
 
+@exercise
 def check_top_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, text: str | None = None) -> Feedback:
     """Which token does the first query row ([CLS]) of one head attend to most?
 

@@ -6,12 +6,13 @@
    a given head of the running model?
 3. :func:`check_diagonal_head` -- which head of the example query is the most
    "diagonal" (tokens looking at themselves)?
+4. :func:`check_attention` -- build it yourself: write scaled dot-product attention.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -19,7 +20,7 @@ from attnlab.core.language import _
 from attnlab.core.checks import check_index
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_choice, check_number
+from attnlab.course.exercises import Feedback, build_it, check_choice, check_number, exercise
 from attnlab.data.examples import example_for
 from attnlab.scratch.self_attention import attention_steps, find_pattern_heads, tiny_example
 
@@ -34,6 +35,7 @@ def _check_cell(row: int, col: int) -> tuple[int, int]:
     return check_index(row, 3, "row"), check_index(col, 3, "column")
 
 
+@exercise
 def check_tiny_weight(m: LoadedModel | None, answer: Any, row: int = 0, col: int = 1) -> Feedback:
     """How much does token ``row`` attend to token ``col`` in the tiny example (0-based)?
 
@@ -63,6 +65,7 @@ def _example_head(m: LoadedModel, layer: int, head: int) -> tuple[torch.Tensor, 
     return att.head(0, layer, head), att.tokens[0]
 
 
+@exercise
 def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, query: int = 1) -> Feedback:
     """Which token (as a string) does token ``query`` of the example look at most,
     in 0-based ``layer``/``head`` of the running model?"""
@@ -82,6 +85,7 @@ def solution_strongest_key(m: LoadedModel, layer: int = 0, head: int = 0, query:
     return tokens[int(weights[query].argmax())]
 
 
+@exercise
 def check_diagonal_head(m: LoadedModel, answer: Any) -> Feedback:
     """Which ``(layer, head)`` (0-based) puts the most weight on the diagonal
     for the example query?"""
@@ -106,3 +110,31 @@ def solution_diagonal_head(m: LoadedModel) -> tuple[int, int]:
     diag = maps.diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
     layer, head = divmod(int(diag.argmax()), diag.shape[1])
     return layer, head
+
+
+@exercise
+def check_attention(m: LoadedModel | None, answer: Callable) -> Feedback:
+    """Build it yourself: ``answer(q, k, v, mask=None) -> (output, weights)``, scaled dot-product attention
+    (``q (..., T_q, d_k)``, ``k (..., T_k, d_k)``, ``v (..., T_k, d_v)``, ``mask`` True where a query may look
+    at a key), tested against the package's ``scaled_dot_product_attention`` on random tensors: shapes,
+    rows that sum to 1, the scale, the mask, and one head alone as in a batch of heads.
+
+    ``m`` is not needed (the tests use random tensors) but kept so every checker is called the same way.
+    """
+    if answer is None:
+        return build_it.not_written()
+    return build_it.feedback(lambda: build_it.attention_problem(answer),
+                             _("your attention passes every test: the shapes, rows that sum to 1, the scale, "
+                               "the mask, and one head alone as in a batch of heads."),
+                             solutions=(solution_attention,))
+
+
+def solution_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's solution: scores ``(..., T_q, T_k)``, scaled by ``sqrt(d_k)``, hidden keys at -inf,
+    softmax over the keys, then the weighted values ``(..., T_q, d_v)``."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # a hidden key gets weight 0
+    weights = torch.softmax(scores, dim=-1)  # each row sums to 1
+    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)

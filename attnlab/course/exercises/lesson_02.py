@@ -14,10 +14,11 @@ from typing import Any
 from attnlab.core.language import _
 from attnlab.core.checks import check_positive_int
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_choice, check_number
+from attnlab.course.exercises import Feedback, check_choice, check_number, exercise
 from attnlab.scratch.scaling import dot_product_variance, saturation_curve
 
 
+@exercise
 def check_qk_variance(m: LoadedModel, answer: Any, d_k: int = 128) -> Feedback:
     """Predict the variance of ``q . k`` when q and k have ``d_k`` i.i.d. N(0, 1) entries.
 
@@ -37,6 +38,7 @@ def solution_qk_variance(m: LoadedModel | None = None, d_k: int = 128) -> float:
     return float(d_k)
 
 
+@exercise
 def check_scale_factor(m: LoadedModel, answer: Any) -> Feedback:
     """By what number does the running model divide q . k before the softmax?"""
     return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what=_("scale divisor"),
@@ -48,6 +50,7 @@ def solution_scale_factor(m: LoadedModel) -> float:
     return math.sqrt(m.head_dim)
 
 
+@exercise
 def check_saturation_direction(m: LoadedModel, answer: Any) -> Feedback:
     """Without 1/sqrt(d_k), does the largest softmax weight ``"rise"`` or ``"fall"``
     as d_k grows? The truth is measured (d_k 8 vs 512), not assumed."""

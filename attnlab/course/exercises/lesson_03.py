@@ -13,7 +13,7 @@ from typing import Any
 
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_number
+from attnlab.course.exercises import Feedback, check_number, exercise
 from attnlab.data.examples import example_for
 from attnlab.scratch.recurrence import path_length, sequential_steps
 
@@ -23,6 +23,7 @@ def example_length(m: LoadedModel) -> int:
     return len(m.tokenizer(example_for(m))["input_ids"])
 
 
+@exercise
 def check_path_length(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedback:
     """Maximum path length (first to last token of the example) for ``kind``
     (``"lstm"``, ``"bilstm"`` or ``"attention"``)."""
@@ -35,6 +36,7 @@ def solution_path_length(m: LoadedModel, kind: str = "lstm") -> int:
     return path_length(kind, example_length(m))
 
 
+@exercise
 def check_sequential_steps(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedback:
     """Sequential operations one layer of ``kind`` needs for the example."""
     n = example_length(m)
@@ -47,6 +49,7 @@ def solution_sequential_steps(m: LoadedModel, kind: str = "lstm") -> int:
     return sequential_steps(kind, example_length(m))
 
 
+@exercise
 def check_attention_entries(m: LoadedModel, answer: Any) -> Feedback:
     """How many attention weights does one layer compute for the example (all heads)?"""
     n = example_length(m)

@@ -3,18 +3,22 @@
 1. :func:`check_head_width` -- the width of one head of the running model.
 2. :func:`check_split_shape` -- the shape of the example's queries after ``split_heads``.
 3. :func:`check_head_slice` -- which features of the hidden vector belong to a head.
+4. :func:`check_split_and_merge` -- build it yourself: write the split into heads and the merge.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import torch
 
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.course.exercises import Feedback, check_number
+from attnlab.course.exercises import Feedback, build_it, check_number, exercise
 from attnlab.data.examples import example_for
 
 
+@exercise
 def check_head_width(m: LoadedModel, answer: Any) -> Feedback:
     """Features per head (``hidden_size / n_heads``) of the running model."""
     return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what=_("head width"),
@@ -31,6 +35,7 @@ def _split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     return (1, m.n_heads, n, m.head_dim)
 
 
+@exercise
 def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
     """Shape of ``split_heads(query(hidden), n_heads)`` for the example query alone (batch 1)."""
     expected = _split_shape(m)
@@ -52,6 +57,7 @@ def solution_split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
     return _split_shape(m)
 
 
+@exercise
 def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
     """``(start, stop)`` of the hidden features that 0-based ``head`` owns
     (Python slice convention: ``stop`` excluded)."""
@@ -74,3 +80,35 @@ def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
 def solution_head_slice(m: LoadedModel, head: int = 6) -> tuple[int, int]:
     head = m.check_head(head)
     return head * m.head_dim, (head + 1) * m.head_dim
+
+
+@exercise
+def check_split_and_merge(m: LoadedModel | None, answer: tuple[Callable, Callable]) -> Feedback:
+    """Build it yourself: ``answer = (split, merge)`` with ``split(x, n_heads)``: ``(B, T, d) -> (B, H, T, d / H)``
+    and ``merge(x)``: ``(B, H, T, d_h) -> (B, T, H * d_h)``, tested against the package's ``split_heads`` and
+    ``merge_heads`` on random tensors of the running model's width and head count (``m``; 24 wide, 4 heads
+    without one): shapes, which features each head owns, the transposes, one head, and multi-head attention
+    built with them against the heads computed one at a time (with a padding mask)."""
+    if answer is None:
+        return build_it.not_written()
+    try:
+        split, merge = answer
+    except (TypeError, ValueError):
+        return Feedback(False, _("answer should be the pair (my_split_heads, my_merge_heads)"))
+    width, heads = (m.hidden_size, m.n_heads) if m is not None else (24, 4)
+    return build_it.feedback(lambda: build_it.split_merge_problem(split, merge, width=width, n_heads=heads),
+                             _("your split and merge pass every test: the shapes, the features each head owns, "
+                               "the transposes, one head, and multi-head attention with a padding mask."),
+                             solutions=(solution_split_heads, solution_merge_heads))
+
+
+def solution_split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The teacher's solution: ``(B, T, d) -> (B, T, H, d_h) -> (B, H, T, d_h)``."""
+    B, T, d = x.shape
+    return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, d_h)
+
+
+def solution_merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """The teacher's solution: ``(B, H, T, d_h) -> (B, T, H, d_h) -> (B, T, H * d_h)``."""
+    B, H, T, d_h = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * d_h)  # (B, T, d)

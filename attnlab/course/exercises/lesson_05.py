@@ -21,7 +21,7 @@ from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 
-from . import NOT_YET as _NOT_YET, Feedback, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_number, exercise
 
 __all__ = [
     "quiz_head", "check_head_label", "solution_head_label",
@@ -61,6 +61,7 @@ def quiz_head(m: LoadedModel, seed: int = 0, *, show: bool = True) -> tuple[int,
     return layer, head
 
 
+@exercise
 def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feedback:
     """Is ``answer`` the label the lesson's rules give head ``(layer, head)``?
 
@@ -94,6 +95,7 @@ def solution_head_label(m: LoadedModel, layer: int, head: int) -> tuple[str, str
 # --------------------------------------------------------------------------- 2. [CLS] mass by hand
 
 
+@exercise
 def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str | None = None) -> Feedback:
     """The head's weight on [CLS], averaged over all query rows of the example query.
 
@@ -125,6 +127,7 @@ def solution_cls_mass(m: LoadedModel, layer: int, head: int, text: str | None = 
 # --------------------------------------------------------------------------- 3. majority in a layer
 
 
+@exercise
 def check_layer_majority(m: LoadedModel, answer: Any, layer: int) -> Feedback:
     """Which label do most heads of ``layer`` (0-based) have? Ties: any of the tied labels counts."""
     layer = m.check_layer(layer)

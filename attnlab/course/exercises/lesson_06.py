@@ -17,7 +17,7 @@ from attnlab.analysis.perturb import example_perturbations, token_permutation
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import queries
 
-from . import NOT_YET as _NOT_YET, Feedback, check_array, check_head, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_array, check_head, check_number, exercise
 
 
 def _study(m: LoadedModel, study: PerturbationStudy | None, n: int = 30) -> PerturbationStudy:
@@ -30,6 +30,7 @@ def solution_token_permutation(m: LoadedModel, kind: str = "syntactic") -> list[
     return token_permutation(m, example_perturbations(m.language)[kind]).tolist()
 
 
+@exercise
 def check_token_permutation(m: LoadedModel, answer: Any, kind: str = "syntactic") -> Feedback:
     """``answer``: list with ``new_tokens[i] == old_tokens[answer[i]]`` for the example's ``kind``."""
     if answer is None:
@@ -47,6 +48,7 @@ def solution_most_sensitive_head(m: LoadedModel, kind: str = "lexical",
     return (top.layer, top.head)
 
 
+@exercise
 def check_most_sensitive_head(m: LoadedModel, answer: Any, kind: str = "lexical",
                               study: PerturbationStudy | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
@@ -63,6 +65,7 @@ def solution_position_follower_share(m: LoadedModel, study: PerturbationStudy | 
     return _study(m, study).follower_shares(kind)["position"]
 
 
+@exercise
 def check_position_follower_share(m: LoadedModel, answer: Any, study: PerturbationStudy | None = None,
                                   kind: str = "both") -> Feedback:
     """``answer``: the share (0..1) of heads that follow positions under ``kind``."""

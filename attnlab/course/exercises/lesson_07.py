@@ -22,7 +22,7 @@ from attnlab.core.run import encode
 from attnlab.data.corpus import texts as corpus_texts
 from attnlab.data.examples import example_for
 
-from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_head
+from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_head, exercise
 
 #: Largest output difference (after undoing the permutation) still counted as "the same outputs".
 SAME_OUTPUTS = 1e-4
@@ -40,6 +40,7 @@ def solution_embedding_without_positions(m: LoadedModel, text: str | None = None
         return emb.LayerNorm(x)[0].numpy()  # (n, e)
 
 
+@exercise
 def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | None = None) -> Feedback:
     """``answer``: ``[n, e]`` embedding output of ``text`` without the position term."""
     if answer is None:
@@ -67,6 +68,7 @@ def solution_order_matters(m: LoadedModel) -> bool:
     return bool(gap > SAME_OUTPUTS)
 
 
+@exercise
 def check_order_matters(m: LoadedModel, answer: Any) -> Feedback:
     """``answer``: True or False - without position embeddings, does a reordered query
     give different token outputs (beyond moving them along)?"""
@@ -88,6 +90,7 @@ def solution_most_position_dependent_head(m: LoadedModel, study: PositionStudy |
     return (int(layer), int(head))
 
 
+@exercise
 def check_most_position_dependent_head(m: LoadedModel, answer: Any, study: PositionStudy | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
     if answer is None:

@@ -20,7 +20,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import ENTROPY_EPS, MeanAttention, mean_attention
 from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
 
 __all__ = [
     "check_mean_cell", "solution_mean_cell",
@@ -44,6 +44,7 @@ def solution_mean_cell(m: LoadedModel, texts: Sequence[str], layer: int = 0, hea
     return float(sum(att.head(i, layer, head)[0, -1] for i in range(len(att))) / len(att))
 
 
+@exercise
 def check_mean_cell(m: LoadedModel, answer: Any, texts: Sequence[str], layer: int = 0, head: int = 0) -> Feedback:
     """Is ``answer`` the mean [CLS]->[SEP] weight of ``(layer, head)`` over ``texts``?"""
     if answer is None:
@@ -78,6 +79,7 @@ def solution_fixedness_by_hand(m: LoadedModel, layer: int, head: int, result: Me
     return (kl_mean - null) / (kl_rows - null)
 
 
+@exercise
 def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
                             result: MeanAttention | None = None) -> Feedback:
     """Is ``answer`` the fixedness of ``(layer, head)``, as ``result.fixedness()`` defines it?"""
@@ -103,6 +105,7 @@ def solution_most_fixed_layer(m: LoadedModel, result: MeanAttention | None = Non
     return int(res.layers[int(per_layer.nan_to_num(nan=-math.inf).argmax())])
 
 
+@exercise
 def check_most_fixed_layer(m: LoadedModel, answer: Any, result: MeanAttention | None = None) -> Feedback:
     """Is ``answer`` (0-based) the layer whose heads are, on average, the most fixed?"""
     if answer is None:

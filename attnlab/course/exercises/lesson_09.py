@@ -29,7 +29,7 @@ from attnlab.course.claims.diversity import verdict_more_alike_with_depth
 from attnlab.course.verdicts import word_from
 from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
 
 __all__ = [
     "check_closest_pair", "solution_closest_pair",
@@ -56,6 +56,7 @@ def solution_closest_pair(m: LoadedModel, hd: HeadDistances | None = None) -> tu
     return tuple(sorted((labels[a], labels[b])))  # type: ignore[return-value]
 
 
+@exercise
 def check_closest_pair(m: LoadedModel, answer: Any, hd: HeadDistances | None = None) -> Feedback:
     """Is ``answer`` the closest pair of heads, e.g. ``((3, 1), (4, 7))`` (order does not matter)?"""
     if answer is None:
@@ -86,6 +87,7 @@ def solution_dispersion(m: LoadedModel, layer: int, hd: HeadDistances | None = N
     return float(block.sum() / (h * (h - 1)))
 
 
+@exercise
 def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances | None = None) -> Feedback:
     """Is ``answer`` the within-layer dispersion of ``layer`` (0-based)?"""
     if answer is None:
@@ -110,6 +112,7 @@ def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None,
     return verdict_more_alike_with_depth(trend, baseline).verdict
 
 
+@exercise
 def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = None,
                         baseline: ShuffledBaseline | None = None) -> Feedback:
     """Is ``answer`` ("holds", "does not hold" or "cannot tell", or the word as the verdict

@@ -15,7 +15,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 from attnlab.scratch.head_count_training import HeadCountStudy
 
-from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise
 
 
 def solution_group_width(m: LoadedModel, n_groups: int = 3) -> int:
@@ -23,6 +23,7 @@ def solution_group_width(m: LoadedModel, n_groups: int = 3) -> int:
     return group_width(m, n_groups)
 
 
+@exercise
 def check_group_width(m: LoadedModel, answer: Any, n_groups: int = 3) -> Feedback:
     """``answer``: the width (dimensions of Q and K) of one head after regrouping into ``n_groups``."""
     if answer is None:
@@ -38,6 +39,7 @@ def solution_most_focused_group_count(m: LoadedModel, texts: Sequence[str] | Non
     return max(summaries, key=lambda g: summaries[g].focus)
 
 
+@exercise
 def check_most_focused_group_count(m: LoadedModel, answer: Any, texts: Sequence[str] | None = None) -> Feedback:
     """``answer``: the number of heads h' (a divisor of H) at which attention is most focused
     on a single token (self, [CLS] or [SEP]) for ``texts`` (default: the example)."""
@@ -53,6 +55,7 @@ def solution_best_head_count(study: HeadCountStudy) -> int:
     return min(summary, key=lambda h: summary[h]["ppl_mean"])
 
 
+@exercise
 def check_best_head_count(m: LoadedModel, answer: Any, study: HeadCountStudy | None = None) -> Feedback:
     """``answer``: the head count with the lowest mean validation perplexity in ``study``."""
     if answer is None:

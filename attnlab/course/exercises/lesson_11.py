@@ -15,7 +15,7 @@ from attnlab.analysis.pruning import PruningStudy, heads_masked_at
 from attnlab.core.models import LoadedModel
 from attnlab.viz.plot import head_label
 
-from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise
 
 
 def solution_heads_masked(m: LoadedModel, fraction: float = 0.3) -> int:
@@ -23,6 +23,7 @@ def solution_heads_masked(m: LoadedModel, fraction: float = 0.3) -> int:
     return heads_masked_at(fraction, m.n_layers * m.n_heads)
 
 
+@exercise
 def check_heads_masked(m: LoadedModel, answer: Any, fraction: float = 0.3) -> Feedback:
     """``answer``: how many heads of this model are masked when ``fraction`` of them are pruned."""
     if answer is None:
@@ -37,6 +38,7 @@ def solution_most_important_head(importance: np.ndarray) -> tuple[int, int]:
     return int(layer), int(head)
 
 
+@exercise
 def check_most_important_head(m: LoadedModel, answer: Any, importance: np.ndarray | None = None) -> Feedback:
     """``answer``: 0-based ``(layer, head)`` with the largest score in ``importance [layers, heads]``."""
     if answer is None:
@@ -53,6 +55,7 @@ def check_most_important_head(m: LoadedModel, answer: Any, importance: np.ndarra
                         hint="np.unravel_index(np.argmax(importance), importance.shape); remember 0-based.")
 
 
+@exercise
 def check_prunable_fraction(m: LoadedModel, answer: Any, study: PruningStudy | None = None) -> Feedback:
     """``answer``: the largest fraction of heads masked in importance order before the loss first
     rose above the tolerance line (read from ``study.curves['importance']``; the line is

@@ -18,7 +18,7 @@ from attnlab.course.claims.conclusions import conclusion_1, fixed_share
 from attnlab.course.conclusions import Evidence
 from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, DiversityResult
 
-from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise
 
 #: "a few" in exercise 2: at most half of the heads
 HALF = 0.5
@@ -39,6 +39,7 @@ def solution_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
     return float((np.asarray(avg.fixedness, dtype=float) >= threshold).mean())
 
 
+@exercise
 def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None) -> Feedback:
     """What share of all heads is "fixed" in lesson 08's sense? (a number in [0, 1])"""
     if answer is None:
@@ -54,6 +55,7 @@ def solution_rejudge(ev: Evidence) -> str:
     return conclusion_1(ev.averaging, ev.perturbation, ev.patterns, few=HALF).verdict
 
 
+@exercise
 def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     """Predict conclusion 1's verdict if "a few" meant "at most half of the heads"
     (one of the three verdict words)."""
@@ -70,6 +72,7 @@ def solution_most_diverse_layer(ev: Evidence) -> int:
     return int(np.argmax(np.asarray(div.dispersion.estimate, dtype=float))) + 1
 
 
+@exercise
 def check_most_diverse_layer(ev: Evidence, answer: Any) -> Feedback:
     """Which layer (1-based) has the most diverse heads?"""
     if answer is None:

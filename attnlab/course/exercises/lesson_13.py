@@ -29,7 +29,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import texts as corpus_texts
 from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_number
+from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_number, exercise
 
 __all__ = [
     "check_norm_contribution", "solution_norm_contribution",
@@ -51,6 +51,7 @@ def solution_norm_contribution(m: LoadedModel, text: str, layer: int, head: int,
     return float(one.per_head[0, layer, head, check_index(i, n, "token"), check_index(j, n, "token")])
 
 
+@exercise
 def check_norm_contribution(m: LoadedModel, answer: Any, text: str, layer: int, head: int, i: int,
                             j: int) -> Feedback:
     """Is ``answer`` the norm of what head ``head`` of ``layer`` moves from token ``j`` into token ``i``?"""
@@ -73,6 +74,7 @@ def solution_rollout_two_layers(m: LoadedModel, text: str) -> list[list[float]]:
     return rollout(attention(m, [text])[0][:2])[1].tolist()
 
 
+@exercise
 def check_rollout_two_layers(m: LoadedModel, answer: Any, text: str) -> Feedback:
     """Is ``answer`` (a ``[T, T]`` matrix) the rollout after the first two layers?"""
     if answer is None:
@@ -100,6 +102,7 @@ def solution_sink_layer(m: LoadedModel, profile: SinkProfile | None = None) -> i
     return profile.sink_layer()
 
 
+@exercise
 def check_sink_layer(m: LoadedModel, answer: Any, profile: SinkProfile | None = None) -> Feedback:
     """Is ``answer`` (0-based) the layer with the most attention on [CLS]/[SEP] (or <s>/</s>)?"""
     if answer is None:
@@ -122,6 +125,7 @@ def solution_best_view(m: LoadedModel, board: Scoreboard | None = None, truth: s
     return board.ranking(truth)[0]
 
 
+@exercise
 def check_best_view(m: LoadedModel, answer: Any, board: Scoreboard | None = None, truth: str = "masked") -> Feedback:
     """Is ``answer`` (one of :data:`attnlab.analysis.faithfulness.VIEWS`) the view that ranks tokens
     most like the effect of leaving them out (``truth``: ``"masked"`` keeps positions, ``"deleted"``)?"""
@@ -151,6 +155,7 @@ def solution_replaceable_fraction(m: LoadedModel, together: TogetherCurves | Non
     return replaceable_fraction(together.fixed_first.mean(axis=0), together.fractions, together.tolerance())
 
 
+@exercise
 def check_replaceable_fraction(m: LoadedModel, answer: Any, together: TogetherCurves | None = None) -> Feedback:
     """Is ``answer`` the share of heads that can be replaced by their mean maps together (most fixed
     first) before the cost first goes over ``together.tolerance()``?"""
