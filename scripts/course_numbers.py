@@ -154,20 +154,30 @@ def heading_inside(numbers: dict, n: str, lang: str) -> str:
     return text
 
 
+def _load(numbers: dict, key: str, lang: str) -> str:
+    """``quiet`` or ``busy``: how loaded the machine of a source was (its record says)."""
+    quiet = "quiet" in numbers["sources"].get(key, {}).get("machine", "")
+    if lang == "en":
+        return "quiet machine" if quiet else "busy machine"
+    return "空闲机器" if quiet else "繁忙机器"
+
+
 def estimate_text(numbers: dict, n: str, lang: str) -> str:
     """A lesson header's estimated time, after its label."""
     row = numbers["lessons"][n]
     full, smoke = row.get("offline_full_s"), row.get("offline_smoke_s")
     if lang == "en":
         text = (f"{row['class_minutes']} minutes in class; computing on a 2-core CPU with the offline default: "
-                f"full run {seconds_text(full, lang)}, smoke mode {seconds_text(smoke, lang)}")
+                f"full run {seconds_text(full, lang)} ({_load(numbers, 'offline_full', lang)}), "
+                f"smoke mode {seconds_text(smoke, lang)} ({_load(numbers, 'offline_smoke', lang)})")
         if n == "12":
-            text += " (plus the time to re-run any lesson whose results are missing)"
+            text += "; plus the time to re-run any lesson whose results are missing"
         return text
-    text = (f"课堂 {row['class_minutes']} 分钟；双核 CPU、离线默认模型上的计算：完整运行 {seconds_text(full, lang)}，"
-            f"冒烟模式 {seconds_text(smoke, lang)}")
+    text = (f"课堂 {row['class_minutes']} 分钟；双核 CPU、离线默认模型上的计算：完整运行 {seconds_text(full, lang)}"
+            f"（{_load(numbers, 'offline_full', lang)}），冒烟模式 {seconds_text(smoke, lang)}"
+            f"（{_load(numbers, 'offline_smoke', lang)}）")
     if n == "12":
-        text += "（另加重跑缺少结果的各课的时间）"
+        text += "；另加重跑缺少结果的各课的时间"
     return text
 
 
@@ -215,7 +225,7 @@ def _sources_list(numbers: dict, lang: str) -> str:
 
 
 def _smoke_table(numbers: dict, lang: str) -> str:
-    from attnlab.core.language import _, current_language, set_language
+    from attnlab.core.language import current_language, set_language, translated
     from attnlab.course.verdicts import shown
 
     head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | 冒烟模式的判断 |"
@@ -225,7 +235,7 @@ def _smoke_table(numbers: dict, lang: str) -> str:
     try:
         for n, claims in numbers["smoke_verdicts"].items():
             for claim, word in claims.items():
-                lines.append(f"| {n} | {_(claim)} | {shown(word)} |")
+                lines.append(f"| {n} | {translated(claim)} | {shown(word)} |")
     finally:
         set_language(before)
     return "\n".join(lines) + "\n"
@@ -252,8 +262,8 @@ def _measured(numbers: dict, lang: str) -> str:
     long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
     return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
-            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上较早的两次完整运行用了"
-            + "和".join(seconds_text(t, lang) for t in earlier)
+            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上较早的两次完整运行用了 "
+            + " 和 ".join(seconds_text(t, lang) for t in earlier)
             + f"。冒烟模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
             "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `docs/numbers.json`）。\n")
 
