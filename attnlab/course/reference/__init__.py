@@ -14,6 +14,11 @@ queries, texts or inputs a study used)::
     found = reference.differences()          # [Difference, ...]; [] when everything matches
     print(reference.report(found))           # one line each, in the reader's language
 
+Provenance of ``reference/smoke/``: ``python benchmarks/bench_course.py --smoke`` with
+``ATTNLAB_OFFLINE=1`` on 2026-12-04, torch 2.13.0 on a 2-core x86_64 CPU with AVX512-BF16 (so the
+lessons' "auto" precision chose bf16; every file records it), ``OMP_NUM_THREADS=1``. Its run times
+are ``benchmarks/measured/course_smoke_offline.json``.
+
 A number "differs" when it is more than ``rtol`` (relative) and ``atol``
 (absolute) away from the reference's: seeded runs on the same model, mode and
 precision repeat to far better than that, while another precision moves
