@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --model or --random-bert-base: keep the lessons' results in DIR (default: a "
                          "temporary folder), so that a later run of lesson 12 reads them instead of re-running")
     ap.add_argument("--cells", action="store_true", help="name every lesson's slowest cells, not only those over target")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write the measurements to FILE (what scripts/course_numbers.py reads)")
     ap.add_argument("--lang", choices=("en", "zh"), default=None,
                     help="the edition to run (default: ATTNLAB_LANG, else en)")
     which = ap.add_mutually_exclusive_group()
@@ -148,6 +150,7 @@ def run_course(args: argparse.Namespace) -> int:
     print(f"{len(books)} lesson(s), {mode} mode, {os.cpu_count()} CPU(s)")
     print(f"{'lesson':34s} {'seconds':>8s} {'peak MB':>8s} {'forward':>8s}  peak reached in")
     total, over, why = 0.0, [], []
+    measured: dict[str, dict[str, float]] = {}
     for book in books:
         cells: dict[str, float] = {}
         forward: dict[str, float] = {}
@@ -162,6 +165,8 @@ def run_course(args: argparse.Namespace) -> int:
         if flag:
             over.append(book.name)
         print(f"{book.name:34s} {seconds:8.1f} {peak:8.0f} {in_model / seconds:8.0%}  {peak_cell}{flag}", flush=True)
+        measured[book.name[:2]] = {"seconds": round(seconds, 1), "peak_mb": round(peak),
+                                   "forward_share": round(in_model / max(seconds, 1e-9), 2), "peak_cell": peak_cell}
         if args.cells:
             print("    memory rises: " + ", ".join(f"{cell} +{mb:.0f} MB" for cell, mb in _rises(peaks)[:SLOWEST_CELLS]
                                                    if mb > 0), flush=True)
@@ -185,7 +190,28 @@ def run_course(args: argparse.Namespace) -> int:
     print(targets)
     for line in why:
         print("  " + line)
+    if args.json:
+        write_measurements(Path(args.json), mode, measured)
     return 0
+
+
+def write_measurements(path: Path, mode: str, measured: dict[str, dict[str, float]]) -> None:
+    """Save one run's seconds and peaks per lesson with the model, mode, machine and date they come from."""
+    import datetime
+    import json
+    import platform
+
+    record = {
+        "mode": mode,
+        "model": os.environ.get("ATTNLAB_MODEL") or "auto (offline default: multilingual-e5-small)",
+        "machine": f"{os.cpu_count()}-core {platform.machine()} CPU ({platform.processor() or platform.system()})",
+        "date": datetime.date.today().isoformat(),
+        "lessons": measured,
+        "total_seconds": round(sum(m["seconds"] for m in measured.values()), 1),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"measurements saved to {path}")
 
 
 if __name__ == "__main__":

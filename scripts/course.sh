@@ -5,20 +5,24 @@
 #   bash scripts/course.sh run        set up, then execute every lesson headless into build/notebooks/
 #   bash scripts/course.sh figures    set up, then regenerate every figure in figures/
 #   bash scripts/course.sh bundle     set up, then write the offline bundle (course + model kit + wheels, one zip)
+#   bash scripts/course.sh html       set up, then write every executed lesson of both editions as static HTML
+#                                     (build/html/index.html), running first any lesson with no executed copy
 #
 # The edition follows ATTNLAB_LANG (en, the default, or zh), or a --lang argument anywhere:
 #   bash scripts/course.sh --lang zh            the Chinese edition (notebooks/zh/), printing in Chinese
 #   bash scripts/course.sh --lang zh figures    figures with Chinese labels in figures/zh/
-# ATTNLAB_SMOKE=1 makes `run` and `figures` quick (small sizes).
+# ATTNLAB_SMOKE=1 makes `run`, `figures` and the lessons `html` must run first quick (small sizes).
+# `html` writes both editions unless --lang names one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 lang="${ATTNLAB_LANG:-en}"
+lang_given=0
 rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --lang) [ $# -ge 2 ] || { echo "usage: --lang en|zh" >&2; exit 2; }; lang="$2"; shift 2 ;;
-    --lang=*) lang="${1#--lang=}"; shift ;;
+    --lang) [ $# -ge 2 ] || { echo "usage: --lang en|zh" >&2; exit 2; }; lang="$2"; lang_given=1; shift 2 ;;
+    --lang=*) lang="${1#--lang=}"; lang_given=1; shift ;;
     *) rest+=("$1"); shift ;;
   esac
 done
@@ -60,10 +64,14 @@ case "${1:-lab}" in
     shift; exec python scripts/run_lessons.py "$@" ;;
   bundle)
     shift; exec attnlab bundle "$@" ;;
+  html)
+    shift
+    if [ "$lang_given" = "1" ]; then set -- --lang "$lang" "$@"; fi
+    exec python scripts/course_html.py "$@" ;;
   figures)
     shift
     if [ "${ATTNLAB_SMOKE:-0}" = "1" ]; then set -- --smoke "$@"; fi
     exec attnlab figures --lang "$lang" "$@" ;;
   *)
-    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures|bundle]" >&2; exit 2 ;;
+    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures|bundle|html]" >&2; exit 2 ;;
 esac

@@ -59,10 +59,20 @@ _clock_module.register_module_forward_hook(_forward_clock_leave, always_call=Tru
 FORWARD_READ = 'print(_forward_clock["seconds"])'
 
 
+def _execute_aside(client, cell, index: int) -> None:
+    """Run ``cell`` in the lesson's kernel without it taking the place of the lesson's cell ``index``
+    (nbclient stores the cell it executes in the notebook at that index)."""
+    lesson_cell = client.nb.cells[index]
+    try:
+        client.execute_cell(cell, index)
+    finally:
+        client.nb.cells[index] = lesson_cell
+
+
 def _forward_seconds_so_far(client, index: int) -> float:
     """The kernel's forward seconds so far, read by a cell of its own (not part of the lesson)."""
     probe = nbformat.v4.new_code_cell(FORWARD_READ)
-    client.execute_cell(probe, index)
+    _execute_aside(client, probe, index)
     text = "".join(out.get("text", "") for out in probe.outputs if out.get("output_type") == "stream")
     return float(text.strip() or "nan")
 
@@ -116,7 +126,7 @@ def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None,
             watcher.start()
         try:
             if forward_seconds is not None:
-                client.execute_cell(nbformat.v4.new_code_cell(FORWARD_CLOCK), 0)
+                _execute_aside(client, nbformat.v4.new_code_cell(FORWARD_CLOCK), 0)
             before = 0.0
             for index, cell in enumerate(book.cells):
                 cell_start = time.time()

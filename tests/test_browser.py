@@ -349,3 +349,66 @@ def test_verdict_card_renders(lab, edition):
             assert card["claim"].startswith("Claim:") and card["summary"] == "Details"
             assert {"score", "threshold", "shuffled control"} <= set(card["labels"]), card["labels"]
     assert console_errors == [], "page errors:\n" + "\n".join(console_errors)
+
+
+# ----------------------------------------------------------------------------- the course to read
+HTML_LESSONS = ("00", "05")  # the command builds every lesson; CI builds these two, in smoke mode, in both editions
+
+
+@pytest.fixture(scope="module")
+def html_course(tmp_path_factory):
+    """``scripts/course_html.py`` run on lessons 00 and 05 of both editions, executed first in smoke mode."""
+    out, executed = tmp_path_factory.mktemp("html"), tmp_path_factory.mktemp("executed")
+    env = {**os.environ, "ATTNLAB_SMOKE": "1", "ATTNLAB_OFFLINE": "1",
+           "ATTNLAB_RESULTS": str(tmp_path_factory.mktemp("results"))}
+    env.pop("MPLBACKEND", None)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "course_html.py"), *HTML_LESSONS, "--out", str(out),
+                    "--executed", str(executed)], cwd=ROOT, env=env, check=True, timeout=1800)
+    return out
+
+
+def test_html_course(html_course):
+    """The index opens and links every page; every page opens and shows all its lesson's figures."""
+    import json
+
+    sync_playwright = _playwright()
+    pages = {p["page"]: p for p in json.loads((html_course / "pages.json").read_text(encoding="utf-8"))}
+    assert sorted((p["lang"], p["lesson"][:2]) for p in pages.values()) == sorted(
+        (lang, n) for lang in ("en", "zh") for n in HTML_LESSONS)
+    off_machine = []
+
+    def guard(route):
+        if route.request.url.startswith(("file:", "data:", "blob:")):
+            route.continue_()
+        else:  # the pages' optional CDN scripts (MathJax, require.js): a page must read without them
+            off_machine.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.route("**/*", guard)
+            page.goto((html_course / "index.html").as_uri())
+            links = page.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+            assert sorted(links) == sorted(pages), links
+            for href in links:
+                page.goto((html_course / href).as_uri())
+                page.wait_for_load_state("load")
+                info = pages[href]
+                assert info["mode"] == "smoke" and info["figures"] > 0, info
+                # every figure is in the page, as image data the browser decoded
+                sizes = page.locator("img[src^='data:image/']").evaluate_all(
+                    "els => els.map(e => [e.naturalWidth, e.naturalHeight])")
+                assert len(sizes) >= info["figures"], (href, len(sizes), info["figures"])
+                assert all(w > 0 and h > 0 for w, h in sizes), (href, sizes)
+                text = page.locator("body").inner_text()
+                assert info["title"] and info["title"] in text
+                assert "Traceback" not in text, href
+                if info["lang"] == "zh":
+                    assert CJK.search(info["title"]), info["title"]
+                else:
+                    assert not CJK.search(info["title"]), info["title"]
+        finally:
+            browser.close()

@@ -3,7 +3,13 @@
 One schema for every saved result. A file ``<results>/<name>.json`` holds::
 
     {"schema": 3, "name": ..., "kind": "PerturbationStudy", "model": ..., "n_layers": 12,
-     "n_heads": 12, "smoke": false, "non_finite": "null", "time": ..., "data": {...}}
+     "n_heads": 12, "precision": "fp32", "device": "cpu", "smoke": false, "non_finite": "null",
+     "time": ..., "data": {...}}
+
+``precision`` is what a lesson's ``"auto"`` precision chose on this machine (``bf16`` where it is
+native, else ``fp32``, or ``ATTNLAB_PRECISION``) and ``device`` the model's device; both are null in
+files saved before they were recorded, and :mod:`attnlab.course.reference` reads them to say why a
+run differs from the reference.
 
 ``data`` is a study's :meth:`~attnlab.core.records.Record.to_record` (or a
 plain dict of numbers). The folder is ``ATTNLAB_RESULTS`` when set, else
@@ -83,12 +89,21 @@ def _model_fields(model: LoadedModel | str | None) -> dict:
     return {"model": model or "", "n_layers": None, "n_heads": None}
 
 
+def _run_fields(model: LoadedModel | str | None) -> dict:
+    """The precision lessons choose on their own ("auto") and the device of this run (None when unknown)."""
+    if not isinstance(model, LoadedModel):
+        return {"precision": None, "device": None}
+    from attnlab.core.fast import choose_precision
+
+    return {"precision": choose_precision(model)[0], "device": str(model.device)}
+
+
 def save(name: str, result: Any, *, model: LoadedModel | str = "") -> Path:
     """Save ``result`` (a study with ``to_record()``, or a dict of numbers and arrays) as ``name``."""
     path = path_of(name)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
-    record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), "smoke": is_smoke(),
-              "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
+    record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), **_run_fields(model),
+              "smoke": is_smoke(), "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
     write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
     return path
 

@@ -1,0 +1,415 @@
+"""The course's times and expected numbers, from one generated file, and the docs that quote them.
+
+    python scripts/course_numbers.py            # write docs/numbers.json, then every quoted number in the docs
+    python scripts/course_numbers.py --check    # exit 1 (and say where) when a doc or docs/numbers.json is out of date
+
+Sources (each records the model, mode, machine and date it was measured with):
+
+* ``benchmarks/measured/course_*.json``: seconds and peak memory per lesson, written by
+  ``python benchmarks/bench_course.py --json FILE`` (the earlier full runs were entered from the
+  numbers that run printed, with their provenance);
+* ``attnlab/course/reference/smoke/``: the saved results of a smoke run on the offline default
+  (the verdicts a smoke run should give).
+
+What is written from ``docs/numbers.json``:
+
+* blocks between ``<!-- numbers:NAME -->`` and ``<!-- /numbers -->`` in README.md, README.zh-CN.md
+  and both teacher's guides (a table of times per model, the expected smoke verdicts, the measured
+  paragraph);
+* the guides' lesson headings ``### NN · Title (X min; full run N s)``;
+* every English lesson's "Estimated time" line and its Chinese translation (the translation block's
+  fingerprint follows), after which ``python scripts/zh_notebooks.py --build`` rebuilds the Chinese
+  notebooks.
+
+``tests/test_numbers.py`` (``numbers_from_one_source``) fails when any of these differs from what
+this script writes, or when a lesson time written by hand elsewhere in those files is not one the
+sources measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from attnlab.tools.zh_edition import english_hash  # noqa: E402
+
+NUMBERS = ROOT / "docs" / "numbers.json"
+SOURCES = {  # key in numbers.json -> measured file
+    "offline_full": ROOT / "benchmarks" / "measured" / "course_full_offline.json",
+    "offline_smoke": ROOT / "benchmarks" / "measured" / "course_smoke_offline.json",
+    "minilm_full": ROOT / "benchmarks" / "measured" / "course_full_minilm.json",
+    "bert_base_shape_full": ROOT / "benchmarks" / "measured" / "course_full_bert_base_shape.json",
+}
+REFERENCE = ROOT / "attnlab" / "course" / "reference" / "smoke"
+DOCS = {"en": [ROOT / "README.md", ROOT / "docs" / "teaching.md"],
+        "zh": [ROOT / "README.zh-CN.md", ROOT / "docs" / "teaching.zh-CN.md"]}
+GUIDES = {"en": ROOT / "docs" / "teaching.md", "zh": ROOT / "docs" / "teaching.zh-CN.md"}
+
+#: minutes of class time each lesson plans for (the lessons' own estimate, not a measurement)
+CLASS_MINUTES = {"00": 10, "01": 25, "02": 25, "03": 25, "04": 30, "05": 35, "06": 35, "07": 35, "08": 50,
+                 "09": 30, "10": 40, "11": 30, "12": 20, "13": 50}
+#: lessons whose results lesson 12 reads (it re-runs the missing ones)
+FEEDS_12 = ["05", "06", "07", "08", "09", "10", "11"]
+
+BLOCK = re.compile(r"(<!-- numbers:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
+HEADING = {"en": re.compile(r"^(### (?P<n>\d\d) · [^(\n]*?) \((?P<inside>\d+ min;[^)\n]*)\)", re.M),
+           "zh": re.compile(r"^(### (?P<n>\d\d) · [^（\n]*?)（(?P<inside>\d+ 分钟；[^）\n]*)）", re.M)}
+ESTIMATE = {"en": re.compile(r"(\| \*\*Estimated time\*\* \| )[^\n|]*( \|)$|(\*\*Estimated time:\*\* ).*?(\.)(?=\n\n|\Z)",
+                             re.M | re.S),
+            "zh": re.compile(r"(\| \*\*预计用时\*\* \| )[^\n|]*( \|)$|(\*\*预计用时：\*\* ).*?(。)(?=\n\n|\Z)",
+                             re.M | re.S)}
+
+
+# ----------------------------------------------------------------------------- the generated file
+def gather() -> dict:
+    """docs/numbers.json's content, from the measured files and the reference results."""
+    sources = {}
+    for key, path in SOURCES.items():
+        if path.exists():
+            run = json.loads(path.read_text(encoding="utf-8"))
+            run["file"] = path.relative_to(ROOT).as_posix()
+            sources[key] = run
+    lessons = {}
+    for n, minutes in CLASS_MINUTES.items():
+        row: dict = {"class_minutes": minutes}
+        for key, run in sources.items():
+            measured = run["lessons"].get(n)
+            if measured:
+                row[f"{key}_s"] = _round_seconds(measured["seconds"])
+                if "peak_mb" in measured:
+                    row[f"{key}_peak_mb"] = int(round(measured["peak_mb"]))
+        lessons[n] = row
+    course = {}
+    for key, run in sources.items():
+        if set(run["lessons"]) != set(CLASS_MINUTES):
+            continue  # a total only where every lesson was measured
+        total = sum(_round_seconds(m["seconds"]) for m in run["lessons"].values())
+        course[f"{key}_total_s"] = round(total, 1) if total != int(total) else int(total)
+    full = sources.get("offline_full")
+    if full:
+        course["offline_full_earlier_totals_s"] = full.get("earlier_total_seconds", [])
+        course["offline_full_feeds_12_s"] = sum(lessons[n]["offline_full_s"] for n in FEEDS_12)
+        peak_lesson = max(full["lessons"], key=lambda n: full["lessons"][n]["peak_mb"])
+        course["offline_full_highest_peak"] = {"lesson": peak_lesson,
+                                               "peak_mb": full["lessons"][peak_lesson]["peak_mb"]}
+    if "bert_base_shape_full" in sources:
+        course["bert_base_shape_full_total_minutes"] = sources["bert_base_shape_full"].get("total_minutes")
+    return {"about": "Generated by python scripts/course_numbers.py; do not edit by hand. Every time quoted in the "
+                     "READMEs, the teacher's guides and the lessons' headers comes from here.",
+            "sources": {key: {k: v for k, v in run.items() if k != "lessons"} for key, run in sources.items()},
+            "lessons": lessons, "course": course, "smoke_verdicts": smoke_verdicts()}
+
+
+def _round_seconds(seconds: float) -> float | int:
+    if seconds >= 20 or float(seconds).is_integer():
+        return int(round(seconds))
+    return round(float(seconds), 1)
+
+
+def smoke_verdicts() -> dict[str, dict[str, str]]:
+    """lesson -> claim -> verdict word, from the reference results of a smoke run (empty when absent)."""
+    from attnlab.course.reference import reference_verdicts
+
+    found: dict[str, dict[str, str]] = {}
+    if REFERENCE.is_dir():
+        for (name, claim), word in sorted(reference_verdicts("smoke").items()):
+            found.setdefault(name[:2], {})[claim] = word
+    return found
+
+
+# ----------------------------------------------------------------------------- rendering
+def _s(value, lang: str) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+    return text
+
+
+def seconds_text(value, lang: str) -> str:
+    if value is None:
+        return "not measured" if lang == "en" else "未测"
+    return f"{_s(value, lang)} s" if lang == "en" else f"{_s(value, lang)} 秒"
+
+
+def heading_inside(numbers: dict, n: str, lang: str) -> str:
+    """The parenthesis of a guide's lesson heading."""
+    row = numbers["lessons"][n]
+    full = row.get("offline_full_s")
+    if lang == "en":
+        text = f"{row['class_minutes']} min; full run {seconds_text(full, lang)}"
+        if n == "12":
+            feeds = numbers["course"]["offline_full_feeds_12_s"]
+            text += (f" when 05-11 saved their results, about {round(feeds / 60)} minutes when it must re-run them")
+        return text
+    text = f"{row['class_minutes']} 分钟；完整运行 {seconds_text(full, lang)}"
+    if n == "12":
+        feeds = numbers["course"]["offline_full_feeds_12_s"]
+        text += f"，前提是 05 到 11 课的结果都已保存；需要重跑它们时约 {round(feeds / 60)} 分钟"
+    return text
+
+
+def _load(numbers: dict, key: str, lang: str) -> str:
+    """``quiet`` or ``busy``: how loaded the machine of a source was (its record says)."""
+    quiet = "quiet" in numbers["sources"].get(key, {}).get("machine", "")
+    if lang == "en":
+        return "quiet machine" if quiet else "busy machine"
+    return "空闲机器" if quiet else "繁忙机器"
+
+
+def estimate_text(numbers: dict, n: str, lang: str) -> str:
+    """A lesson header's estimated time, after its label."""
+    row = numbers["lessons"][n]
+    full, smoke = row.get("offline_full_s"), row.get("offline_smoke_s")
+    if lang == "en":
+        text = (f"{row['class_minutes']} minutes in class; computing on a 2-core CPU with the offline default: "
+                f"full run {seconds_text(full, lang)} ({_load(numbers, 'offline_full', lang)}), "
+                f"smoke mode {seconds_text(smoke, lang)} ({_load(numbers, 'offline_smoke', lang)})")
+        if n == "12":
+            text += "; plus the time to re-run any lesson whose results are missing"
+        return text
+    text = (f"课堂 {row['class_minutes']} 分钟；双核 CPU、离线默认模型上的计算：完整运行 {seconds_text(full, lang)}"
+            f"（{_load(numbers, 'offline_full', lang)}），冒烟模式 {seconds_text(smoke, lang)}"
+            f"（{_load(numbers, 'offline_smoke', lang)}）")
+    if n == "12":
+        text += "；另加重跑缺少结果的各课的时间"
+    return text
+
+
+def render_block(name: str, numbers: dict, lang: str) -> str:
+    """The text of the block ``name`` (ends with a newline)."""
+    return {"times": _times_table, "sources": _sources_list, "smoke_verdicts": _smoke_table,
+            "measured": _measured, "smoke_total": _smoke_total}[name](numbers, lang)
+
+
+def _times_table(numbers: dict, lang: str) -> str:
+    head = ("| lesson | class | offline default, full (s) | its peak (MB) | offline default, smoke (s) | "
+            "MiniLM, full (s) | bert-base-chinese shape, full (s) |" if lang == "en" else
+            "| 课 | 课堂 | 离线默认模型，完整运行（秒） | 内存峰值（MB） | 离线默认模型，冒烟模式（秒） | "
+            "MiniLM，完整运行（秒） | bert-base-chinese 形状，完整运行（秒） |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    minutes = "min" if lang == "en" else "分钟"
+    for n, row in numbers["lessons"].items():
+        cells = [n, f"{row['class_minutes']} {minutes}"] + [
+            _s(row.get(key), lang) for key in ("offline_full_s", "offline_full_peak_mb", "offline_smoke_s",
+                                               "minilm_full_s", "bert_base_shape_full_s")]
+        lines.append("| " + " | ".join(cells) + " |")
+    course = numbers["course"]
+    total = "all 14" if lang == "en" else "14 课合计"
+    lines.append("| " + " | ".join([total, f"{sum(r['class_minutes'] for r in numbers['lessons'].values())} {minutes}",
+                                    _s(course.get("offline_full_total_s"), lang), "-",
+                                    _s(course.get("offline_smoke_total_s"), lang), "-",
+                                    (f"about {course.get('bert_base_shape_full_total_minutes')} min" if lang == "en"
+                                     else f"约 {course.get('bert_base_shape_full_total_minutes')} 分钟")]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _sources_list(numbers: dict, lang: str) -> str:
+    names = {"offline_full": ("offline default, full", "离线默认模型，完整运行"),
+             "offline_smoke": ("offline default, smoke", "离线默认模型，冒烟模式"),
+             "minilm_full": ("MiniLM, full", "MiniLM，完整运行"),
+             "bert_base_shape_full": ("bert-base-chinese shape, full", "bert-base-chinese 形状，完整运行")}
+    lines = []
+    for key, src in numbers["sources"].items():
+        label = names[key][0 if lang == "en" else 1]
+        if lang == "en":
+            lines.append(f"- **{label}**: {src['model']}, {src['machine']}, {src['date']} (`{src['file']}`).")
+        else:
+            lines.append(f"- **{label}**：{src['model']}，{src['machine']}，{src['date']}（`{src['file']}`）。")
+    return "\n".join(lines) + "\n"
+
+
+def _smoke_table(numbers: dict, lang: str) -> str:
+    from attnlab.core.language import current_language, set_language, translated
+    from attnlab.course.verdicts import shown
+
+    head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | 冒烟模式的判断 |"
+    lines = [head, "|---|---|---|"]
+    before = current_language()
+    set_language(lang)
+    try:
+        for n, claims in numbers["smoke_verdicts"].items():
+            for claim, word in claims.items():
+                lines.append(f"| {n} | {translated(claim)} | {shown(word)} |")
+    finally:
+        set_language(before)
+    return "\n".join(lines) + "\n"
+
+
+def _measured(numbers: dict, lang: str) -> str:
+    row = numbers["lessons"]
+    course = numbers["course"]
+    total = course["offline_full_total_s"]
+    peak = course["offline_full_highest_peak"]
+    longest = sorted(row, key=lambda n: -row[n]["offline_full_s"])[:4]
+    earlier = course.get("offline_full_earlier_totals_s", [])
+    if lang == "en":
+        long_text = ", ".join(f"lesson {n} ({seconds_text(row[n]['offline_full_s'], lang)})" for n in longest)
+        return (f"All 14 lessons took **{seconds_text(total, lang)} ({total / 60:.1f} minutes)** in full mode on a "
+                f"quiet machine (`python benchmarks/bench_course.py`); the highest kernel peak was "
+                f"{peak['peak_mb']:,} MB (lesson {peak['lesson']}), so the course fits Binder's 2 GB. The long ones "
+                f"are {long_text}. Earlier full runs of nearly the same code on this machine type took "
+                + " and ".join(seconds_text(t, lang) for t in earlier) + ". In smoke mode all 14 took "
+                f"{seconds_text(course.get('offline_smoke_total_s'), lang)} on a busy 2-core machine. "
+                "Every lesson's time, per model, is in the\n"
+                "[teacher's guide](docs/teaching.md#times-and-where-they-come-from) (all from "
+                "`docs/numbers.json`).\n")
+    long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
+    return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
+            f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
+            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上较早的两次完整运行用了 "
+            + " 和 ".join(seconds_text(t, lang) for t in earlier)
+            + f"。冒烟模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
+            "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `docs/numbers.json`）。\n")
+
+
+def _smoke_total(numbers: dict, lang: str) -> str:
+    total = numbers["course"].get("offline_smoke_total_s")
+    if lang == "en":
+        return (f"The smoke pass of all 14 lessons took {seconds_text(total, lang)} on a busy 2-core CPU with the "
+                "offline default (a quiet machine is faster; see [the times](#times-and-where-they-come-from)).\n")
+    return (f"在一台繁忙的双核 CPU 上，用离线默认模型以冒烟模式跑完 14 课用了 {seconds_text(total, lang)}"
+            "（空闲机器更快；见[用时及其出处](#用时及其出处)）。\n")
+
+
+# ----------------------------------------------------------------------------- applying to files
+def render_markdown(text: str, numbers: dict, lang: str) -> str:
+    """``text`` with every numbers block and (in a guide) every lesson heading rewritten."""
+    text = BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), numbers, lang) + m.group(4), text)
+    pattern = HEADING[lang]
+    open_, close = (" (", ")") if lang == "en" else ("（", "）")
+    return pattern.sub(lambda m: m.group(1) + open_ + heading_inside(numbers, m.group("n"), lang) + close, text)
+
+
+def render_estimate(text: str, numbers: dict, n: str, lang: str) -> str:
+    """A header cell's text with its estimated-time line (a table row or a paragraph) rewritten."""
+    def line(m: re.Match) -> str:
+        label, end = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return label + estimate_text(numbers, n, lang) + end
+    return ESTIMATE[lang].sub(line, text, count=1)
+
+
+def english_header(path: Path) -> tuple[dict, int]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and ESTIMATE["en"].search("".join(cell["source"])):
+            return nb, i
+    raise ValueError(f"{path.name} has no 'Estimated time' line")
+
+
+def planned(numbers: dict) -> dict[Path, str]:
+    """Every file this script writes, with the content it should have."""
+    out: dict[Path, str] = {}
+    for lang, paths in DOCS.items():
+        for path in paths:
+            out[path] = render_markdown(path.read_text(encoding="utf-8"), numbers, lang)
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        n = path.name[:2]
+        nb, i = english_header(path)
+        cell = nb["cells"][i]
+        old_source = "".join(cell["source"])
+        new_source = render_estimate(old_source, numbers, n, "en")
+        if new_source != old_source:
+            cell["source"] = new_source.splitlines(keepends=True)
+            out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        tr = ROOT / "notebooks" / "zh" / "translations" / f"{path.stem}.md"
+        text = tr.read_text(encoding="utf-8")
+        marker = re.compile(r"(<!-- cell: " + re.escape(cell["id"]) + r" \| en: )([0-9a-f]+)( -->\n)(.*?)(?=\n<!-- cell: |\Z)",
+                            re.S)
+        found = marker.search(text)
+        if found is None:
+            raise ValueError(f"{tr.name} has no block for {cell['id']}")
+        block = render_estimate(found.group(4), numbers, n, "zh")
+        out[tr] = text[:found.start()] + found.group(1) + english_hash(new_source) + found.group(3) + block + \
+            text[found.end():]
+    out[NUMBERS] = json.dumps(numbers, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+HAND_WRITTEN = {
+    "en": re.compile(r"\b[Ll]essons? (?P<n>\d\d)\b[^.;:\n(]{0,40}?[ (](?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>s|seconds|minutes)\b"),
+    "zh": re.compile(r"第 ?(?P<n>\d\d) ?课[^。；：\n（]{0,30}?(?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>秒|分钟)"),
+}
+
+
+COURSE_TOTAL = {
+    "en": re.compile(r"\b(?:smoke (?:mode|pass|run)s?|all 1[34](?: lessons)?)\b[^.;:\n(]{0,40}?[ (](?P<v>\d[\d,]*(?:\.\d+)?) ?"
+                     r"(?P<u>s|seconds|minutes)\b", re.I),
+    "zh": re.compile(r"(?:冒烟|smoke|(?<!第 )(?<!第)1[34] 课)[^。；：\n（]{0,30}?(?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>秒|分钟)"),
+}
+
+
+def course_values(numbers: dict) -> set[float]:
+    """Every whole-course time recorded (seconds, and the same in whole or tenths of minutes)."""
+    course = numbers["course"]
+    seconds = [v for k, v in course.items() if k.endswith("_total_s") and v is not None]
+    seconds += list(course.get("offline_full_earlier_totals_s", []))
+    values = {float(v) for v in seconds} | {float(round(v / 60)) for v in seconds}
+    values |= {round(v / 60, 1) for v in seconds}
+    if course.get("bert_base_shape_full_total_minutes"):
+        values.add(float(course["bert_base_shape_full_total_minutes"]))
+    return values
+
+
+def known_values(numbers: dict, n: str) -> set[float]:
+    """Every time (seconds, and minutes as minutes) recorded for lesson ``n``."""
+    row = numbers["lessons"].get(n, {})
+    values = {float(v) for k, v in row.items() if k.endswith("_s") and v is not None}
+    values |= {float(round(v / 60)) for k, v in row.items() if k.endswith("_s") and v is not None}
+    return values | {float(row.get("class_minutes", -1))}
+
+
+def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
+    """Lesson times written by hand outside the generated blocks that no source recorded for that lesson."""
+    outside = BLOCK.sub("", text)
+    found = []
+    for m in HAND_WRITTEN[lang].finditer(outside):
+        value = float(m.group("v").replace(",", ""))
+        if value not in known_values(numbers, m.group("n")):
+            found.append(f"lesson {m.group('n')}: {m.group(0)!r}")
+    for m in COURSE_TOTAL[lang].finditer(outside):
+        if float(m.group("v").replace(",", "")) not in course_values(numbers):
+            found.append(f"the course: {m.group(0)!r}")
+    return found
+
+
+def problems(numbers: dict) -> list[str]:
+    """Every file out of date with ``numbers``, and every hand-written lesson time no source recorded."""
+    found = [f"out of date: {path.relative_to(ROOT).as_posix()} (run python scripts/course_numbers.py)"
+             for path, text in planned(numbers).items()
+             if not path.exists() or path.read_text(encoding="utf-8") != text]
+    for lang, paths in DOCS.items():
+        for path in paths:
+            found += [f"{path.relative_to(ROOT).as_posix()}: {d}"
+                      for d in hand_written_drift(path.read_text(encoding="utf-8"), numbers, lang)]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a file is out of date")
+    args = ap.parse_args(argv)
+    numbers = gather()
+    if args.check:
+        found = problems(numbers)
+        print("\n".join(found) or "every quoted time and expected number agrees with docs/numbers.json")
+        return 1 if found else 0
+    stale = []
+    for path, text in planned(numbers).items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(path)
+            path.write_text(text, encoding="utf-8")
+    for r in [p.relative_to(ROOT).as_posix() for p in stale]:
+        print(f"wrote {r}")
+    if any(p.suffix == ".md" and "translations" in p.parts for p in stale):
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "zh_notebooks.py"), "--build"], cwd=ROOT, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
