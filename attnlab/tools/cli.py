@@ -5,7 +5,7 @@
     attnlab figures --lang zh                 ... with Chinese labels, in figures/zh/
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
-(listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``.
+(listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``, ``report``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from attnlab.core.manifest import KitError
 from attnlab.core.models import ModelLoadError, load_model
 from attnlab.course.figures import build_all, discover
 
-_PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor")
+_PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor", "attnlab.tools.report")
 
 
 def _info(args: argparse.Namespace) -> int:
