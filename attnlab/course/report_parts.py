@@ -154,8 +154,8 @@ def word_of_interval(interval, *, below: float | None = None, above: float | Non
 SIZES: dict[str, dict[str, tuple]] = {
     "patterns": {"n_boot": (1000, 100)},
     "perturbation": {"queries": ((100, 1000), (12, 48)), "n_boot": (1000, 100)},
-    "averaging": {"queries": ((MIN_UNITS * 1000, averaging_claims.COURSE_QUERIES), (MIN_UNITS * 50, 16 * 50)),
-                  "shard": (1000, 50), "control": (2000, 100), "n_boot": (1000, 100)},
+    "averaging": {"queries": ((MIN_UNITS * 1000, averaging_claims.COURSE_QUERIES), (MIN_UNITS * 25, 12 * 25)),
+                  "shard": (1000, 25), "control": (2000, 100), "n_boot": (1000, 100)},
     "diversity": {"texts": ((250, 2000), (12, 48)), "n_boot": (2000, 200)},
     "head_count": {"texts": (500, 40), "seeds": ((0, 1, 2, 3, 4), (0, 1))},
     "pruning": {"importance_texts": (128, 4), "eval_texts": (128, 4), "probe_texts": (128, 36),
@@ -397,13 +397,17 @@ def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fa
     costs = costs_nothing.for_texts(m, eval_texts)
     study = pruning.pruning_study(m, held_out, importance=imp, n_random=size["random_orders"],
                                   tolerance=costs.tolerance)
-    fitted = probes.fit_probes(m, queries[:n_importance] + queries[n_importance + n_eval:], held_out, eval_queries)
-    sweep = importance.ablation_per_text(m, held_out, progress=progress, keep={
-        "vectors": importance.sentence_vectors_of, "tasks": fitted.losses})
+    try:
+        fitted = probes.fit_probes(m, queries[:n_importance] + queries[n_importance + n_eval:], held_out,
+                                   eval_queries)
+    except ValueError:  # e.g. a tokenizer whose every token starts a word: nothing to probe (6b cannot tell)
+        fitted = None
+    keep = {"vectors": importance.sentence_vectors_of, **({"tasks": fitted.losses} if fitted is not None else {})}
+    sweep = importance.ablation_per_text(m, held_out, progress=progress, keep=keep)
     effects_eval = sweep["sentence"]  # (N, L, H)
     effects = effects_eval.mean(axis=0)  # (L, H)
     cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"])
-    tasks = probes.task_study(m, fitted, held_out, masked=sweep["tasks"])
+    tasks = probes.task_study(m, fitted, held_out, masked=sweep["tasks"]) if fitted is not None else None
     split_half = {kind: importance.split_half_agreement(effects_rank[kind]) for kind in ("sentence", "token")}
     record = PruningResult(
         study=study, ablation=effects, verdict=pruning_claims.verdict_some_heads_prunable(study, effects, costs=costs),

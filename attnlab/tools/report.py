@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_offline, is_smoke
-from attnlab.core.language import _, current_language, set_language, translated
+from attnlab.core.language import _, current_language, translated
 from attnlab.core.models import (
     SUPPORTED_MODEL_TYPES,
     LoadedModel,
@@ -61,6 +61,7 @@ from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.report_parts import PARTS, SIZES, Stopping, sizes_of
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
+from attnlab.viz.fonts import cjk_font_for, set_language
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
 MIN_HEADS = 4
@@ -301,6 +302,13 @@ def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
 
 def _with_failures(verdicts: dict[str, ClaimVerdict], runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
     """A verdict left without evidence by a part that failed says so, with the part's error."""
+    pruning_run = runs.get("pruning")
+    if pruning_run is not None and pruning_run.record is not None and pruning_run.record.tasks is None:
+        for v in verdicts.values():
+            for key in ("missing", "6b: missing"):
+                if "task probes" in str(v.numbers.get(key, "")):
+                    v.numbers[key] = _("the task probes cannot be trained on this model (one label only: e.g. "
+                                       "every token starts a word)")
     for part, run in runs.items():
         if run.origin != "failed":
             continue
@@ -331,6 +339,8 @@ def figures(m: LoadedModel, verdicts: dict[str, ClaimVerdict], ev: Evidence) -> 
     """``(caption, data URL)`` of the report's key figures."""
     from attnlab.viz.conclusions_plots import plot_verdicts
     from attnlab.viz.report_plots import plot_dispersion_by_layer, plot_view_rho
+
+    cjk_font_for([m.name, *(v.shown_claim for v in verdicts.values())])
 
     shown_ = [(_("The six conclusions on {model}: verdict and deciding number").format(model=m.name),
                plot_verdicts(list(verdicts.values()), VERDICT_COLOURS, model_name=m.name,
@@ -535,7 +545,7 @@ def compare_table(folders: list[str | Path]) -> str:
 
 def _report_cmd(args: argparse.Namespace) -> int:
     if args.lang:
-        set_language(args.lang)
+        set_language(args.lang)  # the CJK font too, for Chinese
     if args.compare:
         table = compare_table(args.compare)
         if args.out:
