@@ -23,6 +23,7 @@ survey, lesson 11's split halves) are not sized.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -357,9 +358,12 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
     language = train.LookupLanguage()
     config = pick(train.TrainConfig(), train.smoke_config())
     seeds = size["seeds"]
-    study = train.head_count_study(train.HEAD_COUNTS, seeds, language=language, config=config, progress=progress)
+    workers = pick(os.cpu_count() or 1, 1)  # the runs are independent: one per core at a time, as in lesson 10
+    study = train.head_count_study(train.HEAD_COUNTS, seeds, language=language, config=config, progress=progress,
+                                   workers=workers)
     fixed_head = train.head_count_study(train.HEAD_COUNTS, seeds, language=language,
-                                        config=train.fixed_head_size(config), progress=progress, reuse=study)
+                                        config=train.fixed_head_size(config), progress=progress, reuse=study,
+                                        workers=workers)
     designs = {"fixed width": study.perplexities_by_heads(), "fixed head size": fixed_head.perplexities_by_heads()}
     head_sizes = {"fixed width": {h: study.config.head_size(h) for h in study.head_counts},
                   "fixed head size": {h: fixed_head.config.head_size(h) for h in study.head_counts}}

@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_offline, is_smoke
 from attnlab.core.language import _, current_language, translated
+from attnlab.core.language import set_language as set_course_language
 from attnlab.core.models import (
     SUPPORTED_MODEL_TYPES,
     LoadedModel,
@@ -368,8 +369,14 @@ def run_settings(m: LoadedModel, precision: str, runs: dict[str, PartRun], lang:
 
 
 def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
-    """The results JSON's claims: each verdict's record and its deciding number, by label."""
-    return {label: {**v.to_record(), "deciding": deciding_number(v)} for label, v in verdicts.items()}
+    """The results JSON's claims: each verdict's record and its deciding number (in English, as records
+    keep their words), by label."""
+    before = current_language()
+    set_course_language("en")
+    try:
+        return {label: {**v.to_record(), "deciding": deciding_number(v)} for label, v in verdicts.items()}
+    finally:
+        set_course_language(before)
 
 
 def verdict_html(label: str, v: ClaimVerdict) -> str:
