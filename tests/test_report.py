@@ -247,3 +247,21 @@ def test_report_page_opens_in_a_browser(tiny_reports):
     assert headings and verdicts == len(LABELS)
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     assert errors == []
+
+
+def test_every_message_of_the_report_has_a_chinese_translation():
+    """Every literal the report passes to ``_()`` (or marks with ``N_``) is in the Chinese catalogue."""
+    import ast
+
+    from attnlab.core.language import read_po
+
+    root = Path(__file__).resolve().parents[1]
+    catalogue = read_po((root / "attnlab" / "locale" / "zh" / "LC_MESSAGES" / "attnlab.po").read_text(encoding="utf-8"))
+    messages = set()
+    for module in ("attnlab/tools/report.py", "attnlab/viz/report_plots.py", "attnlab/course/report_parts.py"):
+        for node in ast.walk(ast.parse((root / module).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_")
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                messages.add(node.args[0].value)
+    assert len(messages) > 30
+    assert sorted(m for m in messages if not catalogue.get(m)) == []
