@@ -159,6 +159,7 @@ def _no_attention(path: Path) -> Path:
 def test_report_refuses(plant, says, tmp_path, capsys):
     """Each model gets its one sentence, no traceback, and nothing is measured or written."""
     model = plant(tmp_path / "model")
+    capsys.readouterr()  # what saving the planted model printed
     out = tmp_path / "out"
     assert _report(["--model", str(model), "--smoke", "--out", str(out)]) == 2
     captured = capsys.readouterr()
