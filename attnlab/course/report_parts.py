@@ -41,6 +41,7 @@ from attnlab.analysis.settling import PATIENCE, LabelWatch, average_until_settle
 from attnlab.analysis.sinks import sink_intervention, sink_profile
 from attnlab.analysis.stats import MIN_UNITS
 from attnlab.core.config import pick
+from attnlab.core.language import N_
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
@@ -63,7 +64,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 from attnlab.data import corpus
 from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
 from attnlab.scratch import head_count_training as train
@@ -347,6 +348,13 @@ def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
 # --------------------------------------------------------------------------- 10
 
 
+def unsplittable_reason(n_heads: int, target: int = 2) -> str:
+    """Why ``n_heads`` heads cannot be merged into ``target`` (a reason for "cannot tell"), or ``""``."""
+    if n_heads % target == 0:
+        return ""
+    return N_("{n} heads cannot be merged into {k} groups of equal size").format(n=n_heads, k=target)
+
+
 def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[HeadCountResult, None]:
     """Lesson 10: the model's heads regrouped into fewer (conclusion 3), and small transformers trained with
     different head counts in two designs (conclusion 5; this half does not depend on ``m``)."""
@@ -354,7 +362,8 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
     texts = corpus.texts(m.language, size["texts"], seed=0)
     counts = regroup.valid_group_counts(m.n_heads)
     summaries = regroup.regroup_summaries(m, texts, counts, progress=progress)
-    target = min(head_count_claims.COLLAPSE_TARGET, min(counts))
+    unsplittable = unsplittable_reason(m.n_heads)
+    target = head_count_claims.COLLAPSE_TARGET
     language = train.LookupLanguage()
     config = pick(train.TrainConfig(), train.smoke_config())
     seeds = size["seeds"]
@@ -369,8 +378,10 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
                   "fixed head size": {h: fixed_head.config.head_size(h) for h in study.head_counts}}
     record = HeadCountResult(
         n_texts=len(texts), regroup=list(summaries.values()),
-        collapse=head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target),
-        self_collapse=head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target),
+        collapse=(head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target)
+                  if target in summaries else ClaimVerdict.missing(head_count_claims.COLLAPSE_CLAIM, unsplittable)),
+        self_collapse=(head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target)
+                       if target in summaries else ClaimVerdict.missing(head_count_claims.SELF_CLAIM, unsplittable)),
         head_counts=list(study.head_counts), seeds=list(seeds),
         perplexity=[designs["fixed width"][h].tolist() for h in study.head_counts],
         head_count=head_count_claims.verdict_head_count(designs["fixed width"], design="fixed width"),

@@ -59,7 +59,7 @@ from attnlab.course import results
 from attnlab.course.conclusions import LABELS, SOURCES, VERDICT_COLOURS, Evidence, all_conclusions, deciding_number, row_titles
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.course.attention_limits_result import AttentionLimitsResult
-from attnlab.course.report_parts import PARTS, SIZES, Stopping, sizes_of
+from attnlab.course.report_parts import PARTS, SIZES, Stopping, sizes_of, unsplittable_reason
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
 from attnlab.viz.fonts import cjk_font_for, set_language
@@ -274,12 +274,20 @@ def evidence_of(runs: dict[str, PartRun]) -> Evidence:
 def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
     """Every conclusion's verdict; one that cannot be judged (a part failed, a model too small for
     the measurement) is "cannot tell" with the reason, never an error."""
+    if ev.head_count is not None and unsplittable_reason(max(ev.head_count.summaries())):
+        why = unsplittable_reason(max(ev.head_count.summaries()))
+        from attnlab.course.claims import conclusions as claims
+        from attnlab.course.claims.head_count import SELF_CLAIM
+
+        ev_verdicts = {"3a": ClaimVerdict.missing(SELF_CLAIM, why), "3b": ClaimVerdict.missing(claims.CLAIMS[3], why)}
+    else:
+        ev_verdicts = {}
     try:
         verdicts = all_conclusions(ev)
     except Exception:  # noqa: BLE001 - judge them one by one below
         verdicts = {}
     if len(verdicts) == len(LABELS):
-        return _with_failures(verdicts, runs)
+        return _with_failures({**verdicts, **ev_verdicts}, runs)
     from attnlab.course.claims import conclusions as claims
 
     one_by_one = {
@@ -292,6 +300,9 @@ def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
         "6": lambda: claims.conclusion_6(ev.perturbation, ev.pruning),
     }
     for label, judge in one_by_one.items():
+        if label in ev_verdicts:
+            verdicts[label] = ev_verdicts[label]
+            continue
         try:
             verdicts[label] = judge()
         except Exception as exc:  # noqa: BLE001 - cannot be measured on this model: say why
