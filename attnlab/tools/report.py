@@ -56,10 +56,18 @@ from attnlab.core.models import (
 )
 from attnlab.core.records import RecordError, to_plain
 from attnlab.course import results
-from attnlab.course.conclusions import LABELS, SOURCES, VERDICT_COLOURS, Evidence, all_conclusions, deciding_number, row_titles
+from attnlab.course.conclusions import (
+    LABELS,
+    SOURCES,
+    VERDICT_COLOURS,
+    Evidence,
+    all_conclusions,
+    deciding_number,
+    row_titles,
+)
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.course.attention_limits_result import AttentionLimitsResult
-from attnlab.course.report_parts import PARTS, SIZES, Stopping, sizes_of, unsplittable_reason
+from attnlab.course.report_parts import PARTS, Stopping, sizes_of, unsplittable_reason
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
 from attnlab.viz.fonts import cjk_font_for, set_language
@@ -194,7 +202,8 @@ def load_checked(name: str, *, device: str = "auto") -> LoadedModel:
     try:
         m = load_model(name, device=device)
     except NoAttentionError:
-        raise Refusal(_("{name} returns no attention maps, so there is nothing to measure.").format(name=name)) from None
+        why = _("{name} returns no attention maps, so there is nothing to measure.").format(name=name)
+        raise Refusal(why) from None
     why = refusal_after_loading(m)
     if why:
         raise Refusal(why)
