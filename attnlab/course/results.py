@@ -78,9 +78,9 @@ def check_name(name: str) -> str:
     return name
 
 
-def path_of(name: str) -> Path:
-    """Where the result ``name`` is saved."""
-    return results_dir() / f"{check_name(name)}.json"
+def path_of(name: str, folder: str | Path | None = None) -> Path:
+    """Where the result ``name`` is saved: in ``folder``, else in :func:`results_dir`."""
+    return (Path(folder) if folder is not None else results_dir()) / f"{check_name(name)}.json"
 
 
 def _model_fields(model: LoadedModel | str | None) -> dict:
@@ -98,9 +98,10 @@ def _run_fields(model: LoadedModel | str | None) -> dict:
     return {"precision": choose_precision(model)[0], "device": str(model.device)}
 
 
-def save(name: str, result: Any, *, model: LoadedModel | str = "") -> Path:
-    """Save ``result`` (a study with ``to_record()``, or a dict of numbers and arrays) as ``name``."""
-    path = path_of(name)
+def save(name: str, result: Any, *, model: LoadedModel | str = "", folder: str | Path | None = None) -> Path:
+    """Save ``result`` (a study with ``to_record()``, or a dict of numbers and arrays) as ``name``
+    (in ``folder`` when given, else in :func:`results_dir`)."""
+    path = path_of(name, folder)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
     record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), **_run_fields(model),
               "smoke": is_smoke(), "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
@@ -135,15 +136,17 @@ def _matches(record: dict, model: LoadedModel | str | None) -> bool:
     return True
 
 
-def load(name: str, kind: type[T] | None = None, *, model: LoadedModel | str | None = None) -> T | dict | None:
+def load(name: str, kind: type[T] | None = None, *, model: LoadedModel | str | None = None,
+         folder: str | Path | None = None) -> T | dict | None:
     """The saved result ``name``, or None when absent, made by another model or run mode, or damaged.
 
     Args:
         kind: the study class (``Cls.from_record``) to rebuild; None gives the plain dict.
         model: the running model (name and shape are compared) or just its name;
             None accepts any model.
+        folder: where to look (default: :func:`results_dir`).
     """
-    path = path_of(name)
+    path = path_of(name, folder)
     if not path.exists():
         return None
     record = _read(path)

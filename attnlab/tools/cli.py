@@ -7,8 +7,8 @@
                                               has no wheel, as on Windows)
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
-(listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``,
-``class collect`` (a class's exercise attempts in one table and one figure).
+(listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``, ``report``,
+``bundle``, ``class collect`` (a class's exercise attempts in one table and one figure).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from attnlab.core.models import ModelLoadError, load_model
 from attnlab.course.figures import build_all, discover
 
 _PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor",
-                   "attnlab.tools.bundle", "attnlab.tools.class_collect")
+                   "attnlab.tools.bundle", "attnlab.tools.class_collect", "attnlab.tools.report")
 
 
 def _info(args: argparse.Namespace) -> int:

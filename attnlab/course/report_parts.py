@@ -1,0 +1,471 @@
+"""The measurements behind the article's six conclusions, run headless for ``attnlab report``.
+
+Lessons 05, 06, 08, 09, 10, 11 and 13 measure, narrate and save a typed record
+(:mod:`attnlab.course.lesson_results`); lesson 12 judges the six conclusions
+from them. Here the same measurements run without a notebook, one function per
+lesson (a *part*), each returning the record its lesson saves (the fields the
+conclusions read, and the lesson's own verdicts), so that
+:func:`attnlab.course.conclusions.all_conclusions` can judge any model.
+
+Sized by reliability. A part that draws queries reads them in growing looks
+(a minimum, doubling up to a maximum) and stops once its deciding verdict has
+settled: lesson 08's rule (:mod:`attnlab.analysis.settling`), with the
+verdict word watched instead of each head's label, so it stops only after
+:data:`~attnlab.analysis.settling.PATIENCE` looks running gave the same word
+and none of them "cannot tell". Looks double, so a run of at most
+``log2(max / min) + 1`` looks is watched (few looks keep the chance of
+stopping on a lucky streak small); every look is recorded in a
+:class:`Stopping`. Lesson 08's own part stops with lesson 08's rule on the
+head labels, shard after shard. Parts over fixed sets of texts (lesson 05's
+survey, lesson 11's split halves) are not sized.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from attnlab.analysis import covering, importance, pattern_shares, probes, pruning, regroup, taxonomy
+from attnlab.analysis import costs_nothing
+from attnlab.analysis.compare import PerturbationStudy, perturbation_study
+from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distances, layer_clustering, shuffled_baseline
+from attnlab.analysis.faithfulness import scoreboard
+from attnlab.analysis.fixedness import fixedness_report
+from attnlab.analysis.mean_map_replacement import mean_map_replacement, replace_together
+from attnlab.analysis.settling import PATIENCE, LabelWatch, average_until_settled
+from attnlab.analysis.sinks import sink_intervention, sink_profile
+from attnlab.analysis.stats import MIN_UNITS
+from attnlab.core.config import pick
+from attnlab.core.language import N_
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
+from attnlab.core.models import LoadedModel
+from attnlab.core.records import Record
+from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
+from attnlab.course.attention_limits_result import AttentionLimitsResult
+from attnlab.course.claims import averaging as averaging_claims
+from attnlab.course.claims import conclusions as conclusion_claims
+from attnlab.course.claims import diversity as diversity_claims
+from attnlab.course.claims import followers
+from attnlab.course.claims import head_count as head_count_claims
+from attnlab.course.claims import head_patterns
+from attnlab.course.claims import perturbation as perturbation_claims
+from attnlab.course.claims import pruning as pruning_claims
+from attnlab.course.claims.readings import with_other_reading
+from attnlab.course.lesson_results import (
+    AveragingResult,
+    DiversityResult,
+    HeadCountResult,
+    HeadPatternsResult,
+    PerturbationResult,
+    PruningResult,
+)
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.data import corpus
+from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
+from attnlab.scratch import head_count_training as train
+
+
+@dataclass
+class Stopping(Record):
+    """Where a sized part stopped, and why.
+
+    Attributes:
+        unit: what was drawn ("queries", "texts", "shards of queries").
+        minimum, maximum: the fewest and the most units the part may read.
+        looks: units read at each look at the verdict.
+        words: the deciding verdict (or ``"labels changed: k heads"``) at each look.
+        settled: True when the rule stopped it before the maximum ran out.
+        used: units the part's numbers rest on.
+        rule: the stopping rule, in words.
+    """
+
+    unit: str
+    minimum: int
+    maximum: int
+    looks: list[int] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    settled: bool = False
+    used: int = 0
+    rule: str = ""
+
+
+#: the rule every sized part follows, in words
+RULE = (f"looks at doubling sizes from the minimum to the maximum; stop when {PATIENCE} looks running "
+        "gave the same deciding verdict as the look before and none was \"cannot tell\"")
+
+
+def doubling_looks(minimum: int, maximum: int) -> list[int]:
+    """``[minimum, 2 minimum, 4 minimum, ..., maximum]``: the sizes at which a sized part looks."""
+    if minimum < 1 or maximum < minimum:
+        raise ValueError(f"need 1 <= minimum <= maximum, got {minimum} and {maximum}")
+    looks = [minimum]
+    while looks[-1] < maximum:
+        looks.append(min(2 * looks[-1], maximum))
+    return looks
+
+
+def grow_until_settled(minimum: int, maximum: int, measure_more: Callable[[int, int], object],
+                       merge: Callable[[object, object], object], word_of: Callable[[object], str], *,
+                       unit: str, patience: int = PATIENCE) -> tuple[object, Stopping]:
+    """Measure units ``[0, n)`` in growing looks (:func:`doubling_looks`) until the verdict settles.
+
+    Args:
+        measure_more: ``measure_more(start, stop)`` measures units ``start..stop-1`` only.
+        merge: joins the measurement so far with the new one.
+        word_of: the deciding verdict word of a measurement (``"cannot tell"`` never settles).
+
+    Returns:
+        ``(measurement, stopping)``.
+    """
+    watch = LabelWatch(unsure=UNSURE, patience=patience)
+    stopping = Stopping(unit=unit, minimum=minimum, maximum=maximum, rule=RULE)
+    so_far, done = None, 0
+    for size in doubling_looks(minimum, maximum):
+        more = measure_more(done, size)
+        so_far = more if so_far is None else merge(so_far, more)
+        done = size
+        word = word_of(so_far)
+        stopping.looks.append(size)
+        stopping.words.append(word)
+        if watch.update(np.asarray([word], dtype=object)):
+            break
+    stopping.settled = watch.settled
+    stopping.used = done
+    return so_far, stopping
+
+
+def word_of_interval(interval, *, below: float | None = None, above: float | None = None) -> str:
+    """``"holds"`` when ``interval`` lies below ``below`` (or above ``above``), ``"does not hold"`` when
+    on the other side, else ``"cannot tell"``."""
+    if interval is None or interval.n < MIN_UNITS:
+        return UNSURE
+    if below is not None:
+        return HOLDS if interval.below(below) else FAILS if interval.above(below) else UNSURE
+    return HOLDS if interval.above(above) else FAILS if interval.below(above) else UNSURE
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+#: every size knob of every part: (full run, smoke run); sized parts give (minimum, maximum)
+SIZES: dict[str, dict[str, tuple]] = {
+    "patterns": {"n_boot": (1000, 100)},
+    "perturbation": {"queries": ((100, 1000), (12, 48)), "n_boot": (1000, 100)},
+    "averaging": {"queries": ((MIN_UNITS * 1000, averaging_claims.COURSE_QUERIES), (MIN_UNITS * 25, 12 * 25)),
+                  "shard": (1000, 25), "control": (2000, 100), "n_boot": (1000, 100)},
+    "diversity": {"texts": ((250, 2000), (12, 48)), "n_boot": (2000, 200)},
+    "head_count": {"texts": (500, 40), "seeds": ((0, 1, 2, 3, 4), (0, 1))},
+    "pruning": {"importance_texts": (128, 4), "eval_texts": (128, 4), "probe_texts": (128, 36),
+                "random_orders": (20, 3), "covering_sets": (20, 4)},
+    "attention_limits": {"sink_texts": (300, 12), "intervene": (100, 6), "scored": (80, 6),
+                         "mean_queries": (2000, 60), "replace": (32, 3), "orders": (5, 2)},
+}
+
+
+def sizes_of(part: str) -> dict:
+    """This run's sizes of ``part`` (smoke or full, from ``ATTNLAB_SMOKE``)."""
+    return {key: pick(*value) for key, value in SIZES[part].items()}
+
+
+# --------------------------------------------------------------------------- 05
+
+
+def patterns(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[HeadPatternsResult, None]:
+    """Lesson 05's survey: a pattern label per head and the share of fixed patterns, interval over inputs."""
+    size = sizes_of("patterns")
+    per_input = taxonomy.default_survey_sums(m, progress=progress)
+    stats = sum(per_input[1:], per_input[0]).finish()
+    labels = taxonomy.classify_heads(stats)
+    depth = taxonomy.fixed_share_by_depth(labels)
+    shares = pattern_shares.pattern_shares(pattern_shares.stack_sums(per_input), n_boot=size["n_boot"])
+    record = HeadPatternsResult(
+        n_inputs=stats.n_texts, labels=labels.labels.tolist(), label_counts=labels.counts(),
+        fixed_share=labels.share(taxonomy.FIXED), verdict=head_patterns.verdict_most_heads_fixed(shares),
+        fixed_share_by_layer=depth.by_layer, depth_spearman=depth.spearman,
+        heterogeneous_share=labels.share(["heterogeneous"]), broad_share=labels.share(["broad"]),
+        thresholds=labels.thresholds, fixed_share_interval=shares.fixed_share,
+        fixed_words=head_patterns.fixed_words(shares).tolist(),
+        heterogeneous_share_interval=shares.heterogeneous_share)
+    return record, None
+
+
+# --------------------------------------------------------------------------- 06
+
+
+def merge_studies(a: PerturbationStudy, b: PerturbationStudy) -> PerturbationStudy:
+    """Two perturbation studies of disjoint queries as one (queries of ``a`` first)."""
+    def cat(x: dict, y: dict) -> dict:
+        return {k: np.concatenate([x[k], y[k]]) for k in x if k in y}
+
+    return PerturbationStudy(
+        position=cat(a.position, b.position), token=cat(a.token, b.token), texts=a.texts + b.texts,
+        perturbed={k: a.perturbed[k] + b.perturbed.get(k, []) for k in a.perturbed},
+        skipped=a.skipped + b.skipped, model_name=a.model_name, seed=a.seed,
+        displacement=cat(a.displacement, b.displacement), content_position=cat(a.content_position, b.content_position),
+        content_token=cat(a.content_token, b.content_token))
+
+
+def perturbation(m: LoadedModel, *, precision: str = "fp32",
+                 progress: bool = False) -> tuple[PerturbationResult, Stopping]:
+    """Lesson 06: how each head's map changes under lexical and syntactic damage, sized by conclusion 1's
+    second half (the share of content-followers on the content keys against "a few")."""
+    size = sizes_of("perturbation")
+    n_boot = size["n_boot"]
+    low, high = size["queries"]
+    queries = corpus.queries(m.language, high, seed=0)
+    high = min(high, len(queries))
+
+    def measure(start: int, stop: int) -> PerturbationStudy:
+        return perturbation_study(m, queries[start:stop], seed=start, progress=progress, precision=precision)
+
+    def word(study: PerturbationStudy) -> str:
+        share = study.follower_share("content", "both", keys=CONTENT_KEYS, n_boot=n_boot)
+        return word_of_interval(share, below=conclusion_claims.FEW_CONTENT)
+
+    study, stopping = grow_until_settled(min(low, high), high, measure, merge_studies, word, unit="queries")
+    labels = followers.follower_labels(study, "both", n_boot=n_boot)
+    content_labels = followers.follower_labels(study, "both", keys=CONTENT_KEYS, n_boot=n_boot)
+    shares = study.follower_shares("both", n_boot=n_boot)
+    layer = m.n_layers - 1
+    record = PerturbationResult(
+        n_queries=study.n_queries, chosen_layer=layer,
+        verdict=perturbation_claims.verdict_few_heads_change(study, n_boot=n_boot),
+        follower_labels=labels.tolist(), position_follower_share=shares["position"],
+        content_follower_share=shares["content"], unchanged=study.unchanged(),
+        sensitivity={f"{kind}_{space}": study.sensitivity(kind, space, n_boot=n_boot).estimate
+                     for kind in study.kinds for space in ("position", "token")},
+        follower_gap=study.follower_gap("both", n_boot=n_boot).estimate, n_skipped=len(study.skipped),
+        change_labels={k: perturbation_claims.change_labels(study, k, n_boot=n_boot).tolist()
+                       for k in ("lexical", "syntactic")},
+        change_shares={**{k: perturbation_claims.changing_share(study, k, n_boot=n_boot)
+                          for k in ("lexical", "syntactic")},
+                       "content": perturbation_claims.content_share(study, n_boot=n_boot)},
+        follower_labels_by_reading={ALL_KEYS: labels.tolist(), CONTENT_KEYS: content_labels.tolist()},
+        content_share_by_reading={reading: study.follower_share("content", "both", keys=reading, n_boot=n_boot)
+                                  for reading in (ALL_KEYS, CONTENT_KEYS)})
+    return record, stopping
+
+
+# --------------------------------------------------------------------------- 08
+
+
+def averaging(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
+              resume_dir=None) -> tuple[AveragingResult, Stopping]:
+    """Lesson 08: mean maps over same-length queries and each head's fixedness, read shard after shard
+    until the head labels settle (lesson 08's own rule); finished shards are kept in ``resume_dir``."""
+    size = sizes_of("averaging")
+    shard, n_boot = size["shard"], size["n_boot"]
+    low, high = size["queries"]
+    queries = same_length_queries(m, high, DEFAULT_N_TOKENS)
+    stopping = Stopping(unit="shards of queries", minimum=max(MIN_UNITS, low // shard), maximum=high // shard,
+                        rule=f"lesson 08's rule: after each shard, label every head; stop when for {PATIENCE} "
+                             "shards running no label changed and none was \"cannot tell\"")
+
+    def label_heads(taken):
+        return averaging_claims.head_labels(fixedness_report(taken, n_boot=n_boot))
+
+    shards = iter_shards(m, queries, shard, batch_size=64, resume_dir=resume_dir, progress=progress,
+                         precision=precision)
+    run = average_until_settled(itertools.islice(shards, stopping.maximum), label_heads,
+                                unsure=averaging_claims.UNSURE_LABEL, start=stopping.minimum)
+    stopping.looks = list(range(run.first_labelled, run.first_labelled + len(run.watch.history)))
+    stopping.words = [f"{c} heads changed label" if c >= 0 else "first labels" for c in run.watch.changes]
+    stopping.settled, stopping.used = run.settled, run.n_shards
+    control = sharded_mean_attention(m, random_token_queries(m, size["control"], DEFAULT_N_TOKENS), shard,
+                                     batch_size=64, resume_dir=resume_dir, progress=False, precision=precision)
+    report = fixedness_report(run.shards, control=control, n_boot=n_boot)
+    labels = averaging_claims.head_labels(report)
+    record = AveragingResult(
+        n_queries=merge_all(run.shards).count, n_tokens=DEFAULT_N_TOKENS, layers=report.layers,
+        fixedness=report.fixedness, sharpness=report.sharpness, fixedness_per_layer=report.per_layer,
+        slope=report.slope, fixed_heads=averaging_claims.fixed_heads(report),
+        fixed_threshold=averaging_claims.FIXED_THRESHOLD, verdicts=averaging_claims.verdicts(report),
+        corpus="varied", control_fixedness=report.control, control_queries=report.control_count,
+        labels=labels.tolist(), fixed_share=averaging_claims.label_share(report).interval, n_shards=report.n_shards,
+        difference_slope=report.difference_slope, js_score=report.js_score,
+        information=report.information.estimate, content_fixedness=report.content.fixedness,
+        content_labels=averaging_claims.reading_labels(report, CONTENT_KEYS).tolist(),
+        content_fixed_share=averaging_claims.label_share(report.content).interval,
+        special_weight=report.special_weight, sink_labels=averaging_claims.sink_labels(report).tolist())
+    return record, stopping
+
+
+# --------------------------------------------------------------------------- 09
+
+
+def merge_distances(a: HeadDistances, b: HeadDistances) -> HeadDistances:
+    """Head distances over two disjoint sets of texts as one (a count-weighted mean, texts of ``a`` first)."""
+    na, nb = a.count, b.count
+    content = merge_distances(a.content, b.content) if a.content is not None and b.content is not None else None
+    return HeadDistances(distance=(a.distance * na + b.distance * nb) / (na + nb),
+                         per_text=torch.cat([a.per_text, b.per_text]), layers=a.layers, n_heads=a.n_heads,
+                         reading=a.reading, content=content)
+
+
+def _diversity_record(hd: HeadDistances, n_boot: int, *, clustering: bool = False) -> DiversityResult:
+    trend, baseline = depth_trend(hd, n_boot=n_boot), shuffled_baseline(hd, n_perm=n_boot)
+    content_trend = depth_trend(hd.content, n_boot=n_boot)
+    content_baseline = shuffled_baseline(hd.content, n_perm=n_boot)
+    verdict = with_other_reading(diversity_claims.verdict_more_alike_with_depth(trend, baseline), ALL_KEYS,
+                                 diversity_claims.verdict_more_alike_with_depth(content_trend, content_baseline))
+    layers_cluster = layer_clustering(hd) if clustering else None
+    return DiversityResult(
+        n_queries=hd.count, layers=trend.layers, dispersion=trend.dispersion, slope=trend.slope,
+        spearman=trend.spearman, verdict=verdict,
+        clustering_verdict=(diversity_claims.verdict_layers_cluster(layers_cluster) if layers_cluster is not None
+                            else verdict),
+        within_layer=layers_cluster.within if layers_cluster is not None else float("nan"),
+        between_layers=layers_cluster.between if layers_cluster is not None else float("nan"),
+        baseline_slope=baseline.slope, baseline_p=baseline.p_value,
+        content_dispersion=content_trend.dispersion, content_slope=content_trend.slope,
+        content_baseline_slope=content_baseline.slope, content_baseline_p=content_baseline.p_value)
+
+
+def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[DiversityResult, Stopping]:
+    """Lesson 09: within-layer dispersion of heads against depth and its shuffled-layer control,
+    sized by conclusion 2's verdict."""
+    size = sizes_of("diversity")
+    low, high = size["texts"]
+    texts = list(same_length_queries(m, high, 10))
+    high = min(high, len(texts))
+
+    def measure(start: int, stop: int) -> HeadDistances:
+        return head_distances(m, texts[start:stop], batch_size=32, content_keys=True, precision=precision,
+                              progress=progress)
+
+    def word(hd: HeadDistances) -> str:
+        return conclusion_claims.conclusion_2(_diversity_record(hd, size["n_boot"] // 4)).verdict
+
+    hd, stopping = grow_until_settled(min(low, high), high, measure, merge_distances, word, unit="texts")
+    return _diversity_record(hd, size["n_boot"], clustering=True), stopping
+
+
+# --------------------------------------------------------------------------- 10
+
+
+def unsplittable_reason(n_heads: int, target: int = 2) -> str:
+    """Why ``n_heads`` heads cannot be merged into ``target`` (a reason for "cannot tell"), or ``""``."""
+    if n_heads % target == 0:
+        return ""
+    return N_("{n} heads cannot be merged into {k} groups of equal size").format(n=n_heads, k=target)
+
+
+def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[HeadCountResult, None]:
+    """Lesson 10: the model's heads regrouped into fewer (conclusion 3), and small transformers trained with
+    different head counts in two designs (conclusion 5; this half does not depend on ``m``)."""
+    size = sizes_of("head_count")
+    texts = corpus.texts(m.language, size["texts"], seed=0)
+    counts = regroup.valid_group_counts(m.n_heads)
+    summaries = regroup.regroup_summaries(m, texts, counts, progress=progress)
+    unsplittable = unsplittable_reason(m.n_heads)
+    target = head_count_claims.COLLAPSE_TARGET
+    language = train.LookupLanguage()
+    config = pick(train.TrainConfig(), train.smoke_config())
+    seeds = size["seeds"]
+    workers = pick(os.cpu_count() or 1, 1)  # the runs are independent: one per core at a time, as in lesson 10
+    study = train.head_count_study(train.HEAD_COUNTS, seeds, language=language, config=config, progress=progress,
+                                   workers=workers)
+    fixed_head = train.head_count_study(train.HEAD_COUNTS, seeds, language=language,
+                                        config=train.fixed_head_size(config), progress=progress, reuse=study,
+                                        workers=workers)
+    designs = {"fixed width": study.perplexities_by_heads(), "fixed head size": fixed_head.perplexities_by_heads()}
+    head_sizes = {"fixed width": {h: study.config.head_size(h) for h in study.head_counts},
+                  "fixed head size": {h: fixed_head.config.head_size(h) for h in study.head_counts}}
+    record = HeadCountResult(
+        n_texts=len(texts), regroup=list(summaries.values()),
+        collapse=(head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target)
+                  if target in summaries else ClaimVerdict.missing(head_count_claims.COLLAPSE_CLAIM, unsplittable)),
+        self_collapse=(head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target)
+                       if target in summaries else ClaimVerdict.missing(head_count_claims.SELF_CLAIM, unsplittable)),
+        head_counts=list(study.head_counts), seeds=list(seeds),
+        perplexity=[designs["fixed width"][h].tolist() for h in study.head_counts],
+        head_count=head_count_claims.verdict_head_count(designs["fixed width"], design="fixed width"),
+        perplexity_fixed_head=[designs["fixed head size"][h].tolist() for h in study.head_counts],
+        d_head=train.FIXED_D_HEAD, d_model=config.d_model,
+        more_heads={d: head_count_claims.verdict_more_heads_not_always_better(p, design=d, head_sizes=head_sizes[d])
+                    for d, p in designs.items()},
+        language=language.describe())
+    return record, None
+
+
+# --------------------------------------------------------------------------- 11
+
+
+def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[PruningResult, None]:
+    """Lesson 11: single-head ablation on one set of texts, pruning curves, the covering study and two
+    task probes on another (conclusions 4 and 6)."""
+    size = sizes_of("pruning")
+    n_importance, n_eval = size["importance_texts"], size["eval_texts"]
+    queries = corpus.queries(m.language, n_importance + n_eval + size["probe_texts"], seed=1)
+    importance_texts = [q.text for q in queries[:n_importance]]
+    eval_queries = queries[n_importance:n_importance + n_eval]
+    eval_texts = [q.text for q in eval_queries]
+    ranking = importance.make_objective(m, importance_texts, kind="sentence", batch_size=64)
+    held_out = importance.make_objective(m, eval_texts, kind="sentence", batch_size=64)
+    effects_rank = importance.ablation_per_text(m, ranking, progress=progress, precision=precision)
+    imp = effects_rank["sentence"].mean(axis=0)  # (L, H)
+    costs = costs_nothing.for_texts(m, eval_texts)
+    study = pruning.pruning_study(m, held_out, importance=imp, n_random=size["random_orders"],
+                                  tolerance=costs.tolerance)
+    try:
+        fitted = probes.fit_probes(m, queries[:n_importance] + queries[n_importance + n_eval:], held_out,
+                                   eval_queries)
+    except ValueError:  # e.g. a tokenizer whose every token starts a word: nothing to probe (6b cannot tell)
+        fitted = None
+    keep = {"vectors": importance.sentence_vectors_of, **({"tasks": fitted.losses} if fitted is not None else {})}
+    sweep = importance.ablation_per_text(m, held_out, progress=progress, keep=keep)
+    effects_eval = sweep["sentence"]  # (N, L, H)
+    effects = effects_eval.mean(axis=0)  # (L, H)
+    cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"])
+    tasks = probes.task_study(m, fitted, held_out, masked=sweep["tasks"]) if fitted is not None else None
+    split_half = {kind: importance.split_half_agreement(effects_rank[kind]) for kind in ("sentence", "token")}
+    record = PruningResult(
+        study=study, ablation=effects, verdict=pruning_claims.verdict_some_heads_prunable(study, effects, costs=costs),
+        removable_alone=pruning_claims.removable_alone(effects, study.base_loss, study.tolerance,
+                                                       relative=study.relative),
+        ablation_per_text=effects_eval,
+        objective_importance={kind: values.mean(axis=0) for kind, values in effects_rank.items()},
+        split_half=split_half,
+        objective_agreement=importance.importance_agreement(effects_rank["sentence"], effects_rank["token"],
+                                                            paired=True),
+        n_importance_texts=len(importance_texts), n_eval_texts=len(eval_texts), covering=cover, tasks=tasks)
+    return record, None
+
+
+# --------------------------------------------------------------------------- 13
+
+
+def attention_limits(m: LoadedModel, *, precision: str = "fp32",
+                     progress: bool = False) -> tuple[AttentionLimitsResult, None]:
+    """Lesson 13: sinks, the faithfulness scoreboard and mean-map replacement (cited under conclusion 1)."""
+    size = sizes_of("attention_limits")
+    mark = "？" if m.language == "zh" else " ?"
+    with torch.no_grad():
+        sink_texts = [t + mark for t in corpus.texts(m.language, size["sink_texts"])]
+        profile = sink_profile(m, sink_texts)
+        intervention = sink_intervention(m, sink_texts[:size["intervene"]], seed=0)
+        board = scoreboard(m, corpus.texts(m.language, size["scored"], seed=1))
+        queries = list(same_length_queries(m, size["mean_queries"] + size["replace"]))
+        layers = pick(None, [m.n_layers - 1])
+        mean = mean_attention(m, queries[:size["mean_queries"]], layers=layers, progress=False)
+        held_out = queries[size["mean_queries"]:]
+        replacement = mean_map_replacement(m, held_out, mean, seed=0)
+        together = replace_together(m, held_out, mean, n_random=size["orders"], seed=0)
+    return AttentionLimitsResult.from_run(profile, intervention, board, replacement, together), None
+
+
+#: the parts in the order they run: name -> (lesson, what it measures, function)
+PARTS: dict[str, tuple[str, str, Callable]] = {
+    "patterns": ("05", "head patterns over many inputs", patterns),
+    "perturbation": ("06", "maps under lexical and syntactic damage", perturbation),
+    "averaging": ("08", "mean maps and fixedness", averaging),
+    "diversity": ("09", "dispersion of heads against depth", diversity),
+    "head_count": ("10", "fewer heads: regrouping and training", head_count),
+    "pruning": ("11", "ablation, covering and task probes", pruning_part),
+    "attention_limits": ("13", "sinks, the faithfulness scoreboard, mean maps", attention_limits),
+}

@@ -1,0 +1,611 @@
+"""``attnlab report``: the source article's six conclusions checked on any BERT-family encoder.
+
+    attnlab report --model M [--lang en|zh] [--smoke] [--out DIR] [--device D] [--precision P]
+    attnlab report --compare DIR DIR ... [--out DIR]
+
+The first form runs, headless and from the package, the measurements behind
+conclusions 1-6 (lessons 05, 06, 08, 09, 10 and 11) and lesson 13's
+faithfulness scoreboard (:mod:`attnlab.course.report_parts`), judges the
+conclusions as lesson 12 does (:func:`attnlab.course.conclusions.all_conclusions`)
+and writes
+
+* ``DIR/index.html``: self-contained (figures inline as PNG), opens offline;
+* ``DIR/report.md``: the same in Markdown;
+* ``DIR/report.json``: the results, in the course's one schema (:mod:`attnlab.course.results`);
+* ``DIR/parts/``: each part's result, saved atomically when the part is done. A rerun
+  skips every saved part whose settings (model, precision, device, sizes, run mode) match,
+  so an interrupted report resumes where it stopped.
+
+A model the report cannot read (a decoder-only model, one that returns no
+attention maps, fewer than :data:`MIN_HEADS` heads) is refused in one sentence
+before any work. A conclusion that cannot be measured on a model says "cannot
+tell" with the reason.
+
+The second form reads finished reports and writes one table: the claims as
+rows, the models as columns, each cell the verdict and its deciding number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from attnlab.core.atomic import write_text_atomic
+from attnlab.core.config import is_offline, is_smoke
+from attnlab.core.language import _, current_language, translated
+from attnlab.core.language import set_language as set_course_language
+from attnlab.core.models import (
+    SUPPORTED_MODEL_TYPES,
+    LoadedModel,
+    ModelLoadError,
+    NoAttentionError,
+    find_folder,
+    load_model,
+)
+from attnlab.core.records import RecordError, to_plain
+from attnlab.course import results
+from attnlab.course.conclusions import (
+    LABELS,
+    SOURCES,
+    VERDICT_COLOURS,
+    Evidence,
+    all_conclusions,
+    deciding_number,
+    row_titles,
+)
+from attnlab.course.lesson_results import RESULT_NAMES
+from attnlab.course.attention_limits_result import AttentionLimitsResult
+from attnlab.course.report_parts import PARTS, Stopping, sizes_of, unsplittable_reason
+from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
+from attnlab.tools.lesson_runner import environment
+from attnlab.viz.fonts import cjk_font_for, set_language
+
+#: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
+MIN_HEADS = 4
+#: bumped when a part measures differently: saved parts of another version are measured again
+REPORT_VERSION = 1
+#: the saved name of a finished report, and of each part
+REPORT_NAME = "report"
+PART_FOLDER = "parts"
+
+#: which part each record type of the evidence comes from
+PART_OF_FIELD = {"patterns": "patterns", "perturbation": "perturbation", "averaging": "averaging",
+                 "diversity": "diversity", "head_count": "head_count", "pruning": "pruning",
+                 "attention_limits": "attention_limits"}
+#: the record type each part returns
+KIND_OF_PART = {**{field_name: kind for kind, field_name in SOURCES.items()}, "attention_limits": AttentionLimitsResult}
+#: model types that only decode (their attention looks one way): named in the refusal
+_DECODER_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")
+
+
+class Refusal(ValueError):
+    """The model cannot be reported on; the message is one sentence saying why."""
+
+
+# --------------------------------------------------------------------------- refusing before any work
+
+
+def _config_of(name: str) -> dict | None:
+    """The model's ``config.json`` as a dict, read without running any of its code (None: not found here)."""
+    folder = find_folder(name) if name not in ("auto", "bundled") else None
+    if folder is not None and (folder / "config.json").is_file():
+        try:
+            return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+    if name in ("auto", "bundled") or Path(name).exists():
+        return None
+    try:  # a hub id: its config from the local cache (or the hub, when allowed); never remote code
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(name, local_files_only=is_offline(), trust_remote_code=False).to_dict()
+    except Exception:  # noqa: BLE001 - not readable here: load_model says why
+        return None
+
+
+def _heads_in(config: dict) -> int | None:
+    for key in ("num_attention_heads", "n_heads", "n_head", "encoder_attention_heads"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    return None
+
+
+def is_decoder_only(config: dict) -> bool:
+    """True for a model that only decodes: ``is_decoder`` set, a causal-LM architecture, or a model type
+    transformers knows as a causal language model but not as a masked one."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = str(config.get("model_type", ""))
+    if config.get("is_decoder") is True:
+        return True
+    if any(str(a).endswith(_DECODER_ARCHITECTURES) for a in config.get("architectures") or []):
+        return True
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def returns_attention(config: dict) -> bool:
+    """Whether a model of this configuration returns attention maps: a one-layer copy with a tiny
+    vocabulary is built from the configuration alone (random weights, no code from the folder)
+    and asked for them."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    small = {k: v for k, v in config.items() if k not in ("architectures", "auto_map", "_name_or_path")}
+    for key in ("num_hidden_layers", "n_layers", "num_layers"):
+        if key in small:
+            small[key] = 1
+    small["vocab_size"] = 64
+    try:
+        cfg = AutoConfig.for_model(small.pop("model_type"), **small)
+        model = AutoModel.from_config(cfg)
+        model.eval()
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([[1, 2, 3]]), output_attentions=True)
+    except Exception:  # noqa: BLE001 - a model that cannot even be asked returns none
+        return False
+    maps = getattr(out, "attentions", None)
+    return bool(maps) and all(a is not None for a in maps)
+
+
+def refusal_before_loading(name: str) -> str | None:
+    """One sentence saying why ``name`` cannot be reported on, from its configuration alone; None when
+    nothing stands in the way so far (or the configuration cannot be read before loading)."""
+    config = _config_of(name)
+    if not config:
+        return None
+    model_type = str(config.get("model_type", "?"))
+    if is_decoder_only(config):
+        return _("{name} is a decoder-only model ({kind}): its tokens attend only to earlier tokens, and the "
+                 "article's claims are about encoders whose tokens attend both ways (BERT family).").format(
+            name=name, kind=model_type)
+    heads = _heads_in(config)
+    if heads is not None and heads < MIN_HEADS:
+        return _("{name} has {n} attention heads per layer; the report needs at least {k} (shares of heads, "
+                 "heads merged into fewer).").format(name=name, n=heads, k=MIN_HEADS)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        if not returns_attention(config):
+            return _("{name} ({kind}) returns no attention maps, so there is nothing to measure.").format(
+                name=name, kind=model_type)
+        return _("{name} is a {kind} model; the report reads BERT-family encoders ({kinds}).").format(
+            name=name, kind=model_type, kinds=", ".join(SUPPORTED_MODEL_TYPES))
+    return None
+
+
+def refusal_after_loading(m: LoadedModel) -> str | None:
+    """One sentence saying why the loaded model cannot be reported on, or None."""
+    if m.n_heads < MIN_HEADS:
+        return _("{name} has {n} attention heads per layer; the report needs at least {k} (shares of heads, "
+                 "heads merged into fewer).").format(name=m.name, n=m.n_heads, k=MIN_HEADS)
+    return None
+
+
+def load_checked(name: str, *, device: str = "auto") -> LoadedModel:
+    """The model ``name``, or a :class:`Refusal` with one sentence, before any measurement."""
+    why = refusal_before_loading(name)
+    if why:
+        raise Refusal(why)
+    try:
+        m = load_model(name, device=device)
+    except NoAttentionError:
+        why = _("{name} returns no attention maps, so there is nothing to measure.").format(name=name)
+        raise Refusal(why) from None
+    why = refusal_after_loading(m)
+    if why:
+        raise Refusal(why)
+    return m
+
+
+# --------------------------------------------------------------------------- running the parts
+
+
+@dataclass
+class PartRun:
+    """One part of a report: its record (None when it failed), where it came from and what it cost."""
+
+    name: str
+    record: Any = None
+    stopping: Stopping | None = None
+    seconds: float = 0.0
+    origin: str = "measured"  # "measured", "saved" or "failed"
+    error: str = ""
+    settings: dict = field(default_factory=dict)
+
+
+def part_settings(m: LoadedModel, part: str, precision: str) -> dict:
+    """What a saved part must match to be reused: model, shape, run mode, precision, device, sizes."""
+    return to_plain({"version": REPORT_VERSION, "model": m.name, "n_layers": m.n_layers, "n_heads": m.n_heads,
+                     "query_language": m.language, "smoke": is_smoke(), "precision": precision,
+                     "device": str(m.device), "sizes": sizes_of(part)})
+
+
+def _saved_part(folder: Path, m: LoadedModel, part: str, settings: dict) -> PartRun | None:
+    data = results.load(f"part_{part}", None, model=m, folder=folder)
+    if not isinstance(data, dict) or data.get("settings") != settings:
+        return None
+    try:
+        record = KIND_OF_PART[part].from_record(data["record"])
+        stopping = Stopping.from_record(data["stopping"]) if data.get("stopping") else None
+    except (RecordError, KeyError, TypeError, ValueError):
+        return None
+    return PartRun(part, record, stopping, float(data.get("seconds") or 0.0), "saved", settings=settings)
+
+
+def run_part(m: LoadedModel, part: str, folder: Path, *, precision: str, progress: bool = True) -> PartRun:
+    """Measure one part (or read it back when saved with the same settings) and save it atomically."""
+    settings = part_settings(m, part, precision)
+    saved = _saved_part(folder, m, part, settings)
+    if saved is not None:
+        return saved
+    _lesson, _what, measure = PARTS[part]
+    kwargs = {"resume_dir": folder / "shards"} if part == "averaging" else {}
+    start = time.perf_counter()
+    try:
+        record, stopping = measure(m, precision=precision, progress=progress, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the claims it feeds say "cannot tell", with this reason
+        if os.environ.get("ATTNLAB_DEBUG"):
+            traceback.print_exc()
+        message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return PartRun(part, None, None, time.perf_counter() - start, "failed",
+                       f"{type(exc).__name__}: {message}", settings)
+    seconds = time.perf_counter() - start
+    results.save(f"part_{part}", {"settings": settings, "seconds": seconds, "stopping": stopping, "record": record},
+                 model=m, folder=folder)
+    return PartRun(part, record, stopping, seconds, "measured", settings=settings)
+
+
+def evidence_of(runs: dict[str, PartRun]) -> Evidence:
+    """The parts' records as lesson 12's :class:`~attnlab.course.conclusions.Evidence`."""
+    ev = Evidence()
+    for part, run in runs.items():
+        setattr(ev, PART_OF_FIELD[part], run.record)
+    for kind, field_name in SOURCES.items():
+        ev.origin[RESULT_NAMES[kind]] = "recomputed" if getattr(ev, field_name) is not None else "missing"
+    return ev
+
+
+def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
+    """Every conclusion's verdict; one that cannot be judged (a part failed, a model too small for
+    the measurement) is "cannot tell" with the reason, never an error."""
+    if ev.head_count is not None and unsplittable_reason(max(ev.head_count.summaries())):
+        why = unsplittable_reason(max(ev.head_count.summaries()))
+        from attnlab.course.claims import conclusions as claims
+        from attnlab.course.claims.head_count import SELF_CLAIM
+
+        ev_verdicts = {"3a": ClaimVerdict.missing(SELF_CLAIM, why), "3b": ClaimVerdict.missing(claims.CLAIMS[3], why)}
+    else:
+        ev_verdicts = {}
+    try:
+        verdicts = all_conclusions(ev)
+    except Exception:  # noqa: BLE001 - judge them one by one below
+        verdicts = {}
+    if len(verdicts) == len(LABELS):
+        return _with_failures({**verdicts, **ev_verdicts}, runs)
+    from attnlab.course.claims import conclusions as claims
+
+    one_by_one = {
+        "1": lambda: claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
+        "2": lambda: claims.conclusion_2(ev.diversity, ev.averaging),
+        "3a": lambda: claims.conclusion_3_self(ev.head_count), "3b": lambda: claims.conclusion_3(ev.head_count),
+        "4": lambda: claims.conclusion_4(ev.pruning),
+        "5a": lambda: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
+        "5b": lambda: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
+        "6": lambda: claims.conclusion_6(ev.perturbation, ev.pruning),
+    }
+    for label, judge in one_by_one.items():
+        if label in ev_verdicts:
+            verdicts[label] = ev_verdicts[label]
+            continue
+        try:
+            verdicts[label] = judge()
+        except Exception as exc:  # noqa: BLE001 - cannot be measured on this model: say why
+            claim = claims.CLAIMS[int(label[0])]
+            verdicts[label] = ClaimVerdict.missing(claim, _("cannot be measured on this model ({error}: {message})")
+                                                   .format(error=type(exc).__name__, message=str(exc)[:200]))
+    return _with_failures(verdicts, runs)
+
+
+def _with_failures(verdicts: dict[str, ClaimVerdict], runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
+    """A verdict left without evidence by a part that failed says so, with the part's error."""
+    pruning_run = runs.get("pruning")
+    if pruning_run is not None and pruning_run.record is not None and pruning_run.record.tasks is None:
+        for v in verdicts.values():
+            for key in ("missing", "6b: missing"):
+                if "task probes" in str(v.numbers.get(key, "")):
+                    v.numbers[key] = _("the task probes cannot be trained on this model (one label only: e.g. "
+                                       "every token starts a word)")
+    for part, run in runs.items():
+        if run.origin != "failed":
+            continue
+        kind = KIND_OF_PART[part]
+        name = RESULT_NAMES.get(kind, "")
+        for v in verdicts.values():
+            missing = str(v.numbers.get("missing", ""))
+            if v.verdict == UNSURE and name and name in missing:
+                v.numbers["missing"] = _("lesson {lesson}'s measurement cannot be made on this model ({error})").format(
+                    lesson=PARTS[part][0], error=run.error)
+    return verdicts
+
+
+# --------------------------------------------------------------------------- writing the report
+
+
+def _figure_png(fig) -> str:
+    """A matplotlib figure as an inline ``data:`` PNG (closed afterwards)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def figures(m: LoadedModel, verdicts: dict[str, ClaimVerdict], ev: Evidence) -> list[tuple[str, str]]:
+    """``(caption, data URL)`` of the report's key figures."""
+    from attnlab.viz.conclusions_plots import plot_verdicts
+    from attnlab.viz.report_plots import plot_dispersion_by_layer, plot_view_rho
+
+    cjk_font_for([m.name, *(v.shown_claim for v in verdicts.values())])
+
+    shown_ = [(_("The six conclusions on {model}: verdict and deciding number").format(model=m.name),
+               plot_verdicts(list(verdicts.values()), VERDICT_COLOURS, model_name=m.name,
+                             labels=row_titles(verdicts), details=[deciding_number(v) for v in verdicts.values()]))]
+    if ev.diversity is not None:
+        shown_.append((_("Within-layer dispersion of the heads against depth (conclusion 2), interval over texts"),
+                       plot_dispersion_by_layer(ev.diversity)))
+    if ev.attention_limits is not None:
+        shown_.append((_("Lesson 13's faithfulness scoreboard: how well each view ranks tokens like their effect"),
+                       plot_view_rho(ev.attention_limits)))
+    return [(caption, _figure_png(fig)) for caption, fig in shown_]
+
+
+def run_settings(m: LoadedModel, precision: str, runs: dict[str, PartRun], lang: str, started: float) -> dict:
+    """The run's settings as stored in the results JSON: model, languages, precision, device, sizes, seconds."""
+    return to_plain({
+        "model": m.name, "model_source": m.source, "model_path": m.path, "model_type": m.model_type,
+        "layers": m.n_layers, "heads": m.n_heads, "head_dim": m.head_dim, "query_language": m.language,
+        "report_language": lang, "precision": precision, "device": str(m.device), "smoke": is_smoke(),
+        "seconds": time.perf_counter() - started, "version": REPORT_VERSION,
+        "parts": {name: {"lesson": PARTS[name][0], "what": PARTS[name][1], "origin": run.origin,
+                         "seconds": round(run.seconds, 2), "sizes": sizes_of(name), "error": run.error,
+                         "stopping": run.stopping} for name, run in runs.items()},
+    })
+
+
+def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
+    """The results JSON's claims: each verdict's record and its deciding number (in English, as records
+    keep their words), by label."""
+    before = current_language()
+    set_course_language("en")
+    try:
+        return {label: {**v.to_record(), "deciding": deciding_number(v)} for label, v in verdicts.items()}
+    finally:
+        set_course_language(before)
+
+
+def verdict_html(label: str, v: ClaimVerdict) -> str:
+    """A verdict as HTML: its own card when it has one (``_repr_html_``), else a plain block."""
+    card = getattr(v, "_repr_html_", None)
+    if callable(card):
+        return f'<section class="verdict"><h3>{html.escape(label)}</h3>{card()}</section>'
+    rows = "".join(f"<tr><td>{html.escape(translated(str(k)))}</td><td>{html.escape(_plain(x))}</td></tr>"
+                   for k, x in v.numbers.items())
+    return (f'<section class="verdict {html.escape(v.verdict.replace(" ", "-"))}"><h3>{html.escape(label)}. '
+            f'{html.escape(v.shown_claim)}</h3><p class="word">{html.escape(shown(v.verdict))}</p>'
+            f'<p class="deciding">{html.escape(deciding_number(v))}</p>'
+            f"<details><summary>{html.escape(_('all numbers'))}</summary><table>{rows}</table></details></section>")
+
+
+def _plain(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    if isinstance(x, str):
+        return translated(x)
+    return str(x)
+
+
+STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#212121}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;
+vertical-align:top}.word{font-weight:bold;font-size:1.2em}.holds .word{color:#2e7d32}.does-not-hold .word{color:#c62828}
+.cannot-tell .word{color:#616161}.verdict{border-left:4px solid #bbb;padding-left:1em;margin:1em 0}
+img{max-width:100%}figure{margin:1em 0}"""
+
+
+def _settings_rows(settings: dict) -> list[tuple[str, str]]:
+    keys = (("model", _("model")), ("model_type", _("architecture")), ("layers", _("layers")),
+            ("heads", _("heads per layer")), ("query_language", _("language of the queries")),
+            ("report_language", _("language of the report")), ("precision", _("precision")),
+            ("device", _("device")), ("smoke", _("smoke run")), ("seconds", _("seconds in all")))
+    return [(title, f"{settings[k]:.1f}" if isinstance(settings[k], float) else str(settings[k])) for k, title in keys]
+
+
+def _part_rows(settings: dict) -> list[tuple[str, ...]]:
+    rows = []
+    for name, part in settings["parts"].items():
+        stop = part.get("stopping")
+        if stop:
+            where = _("{used} of at most {maximum} {unit}; {how}; looks at {looks}").format(
+                used=stop["used"], maximum=stop["maximum"], unit=_(stop["unit"]),
+                how=_("settled") if stop["settled"] else _("did not settle: stopped at the maximum"),
+                looks=", ".join(map(str, stop["looks"])))
+        else:
+            where = _("fixed size")
+        sizes = ", ".join(f"{k} {v}" for k, v in part["sizes"].items())
+        origin = _(part["origin"]) + (f" ({part['error']})" if part.get("error") else "")
+        rows.append((f"{part['lesson']} {name}", f"{part['seconds']:.1f}", origin, sizes, where))
+    return rows
+
+
+def write_html(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict], figs: list[tuple[str, str]]) -> Path:
+    """``index.html``: self-contained, no reference outside the file."""
+    lang = settings["report_language"]
+    title = _("The source article's six conclusions, checked on {model}").format(model=settings["model"])
+    summary = "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(v.shown_claim)}</td>"
+                      f"<td><b>{html.escape(shown(v.verdict))}</b></td><td>{html.escape(deciding_number(v))}</td></tr>"
+                      for label, v in zip(row_titles(verdicts), verdicts.values()))
+    settings_table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                             for k, v in _settings_rows(settings))
+    head = [_("part"), _("seconds"), _("origin"), _("sizes"), _("where it stopped")]
+    parts_table = ("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" +
+                   "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                           for row in _part_rows(settings)))
+    body = "".join(verdict_html(label, v) for label, v in verdicts.items())
+    images = "".join(f'<figure><img alt="{html.escape(c)}" src="{src}"><figcaption>{html.escape(c)}</figcaption>'
+                     f"</figure>" for c, src in figs)
+    page = (f'<!DOCTYPE html><html lang="{html.escape(lang)}"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<h2>{html.escape(_('Verdicts'))}</h2><table><tr><th>#</th><th>{html.escape(_('claim'))}</th>"
+            f"<th>{html.escape(_('verdict'))}</th><th>{html.escape(_('deciding number [interval]'))}</th></tr>"
+            f"{summary}</table>{images}<h2>{html.escape(_('Each verdict'))}</h2>{body}"
+            f"<h2>{html.escape(_('Settings of this run'))}</h2><table>{settings_table}</table>"
+            f"<h2>{html.escape(_('Parts'))}</h2><table>{parts_table}</table></body></html>")
+    return write_text_atomic(path, page)
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_markdown(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict]) -> Path:
+    """``report.md``: the verdicts, the settings and the parts as Markdown tables."""
+    title = _("The source article's six conclusions, checked on {model}").format(model=settings["model"])
+    lines = [f"# {title}", "",
+             f"| # | {_('claim')} | {_('verdict')} | {_('deciding number [interval]')} |", "|---|---|---|---|"]
+    for label, v in zip(row_titles(verdicts), verdicts.values()):
+        lines.append(f"| {_md_cell(label)} | {_md_cell(v.shown_claim)} | **{shown(v.verdict)}** | "
+                     f"{_md_cell(deciding_number(v))} |")
+    lines += ["", f"## {_('Settings of this run')}", "", "| | |", "|---|---|"]
+    lines += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in _settings_rows(settings)]
+    lines += ["", f"## {_('Parts')}", "",
+              f"| {_('part')} | {_('seconds')} | {_('origin')} | {_('sizes')} | {_('where it stopped')} |",
+              "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _part_rows(settings)]
+    return write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | None = None,
+                device: str = "auto", precision: str = "auto", progress: bool = True) -> Path:
+    """Run every part for ``model`` (resuming from ``out/parts``) and write the report into ``out``.
+
+    Raises:
+        Refusal: the model cannot be reported on (one sentence; nothing measured).
+    """
+    from attnlab.core.fast import choose_precision
+
+    started = time.perf_counter()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder for the report")
+    m = load_checked(model, device=device)
+    chosen = choose_precision(m, precision)[0]
+    folder = out / PART_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, PartRun] = {}
+    bar = tqdm(list(PARTS), desc=_("report parts"), unit=_("part"), disable=not progress)
+    for part in bar:
+        bar.set_postfix_str(f"{PARTS[part][0]} {part}")
+        runs[part] = run_part(m, part, folder, precision=chosen, progress=progress)
+        if runs[part].origin == "failed":
+            tqdm.write(_("part {part} could not be measured: {error}").format(part=part, error=runs[part].error))
+    ev = evidence_of(runs)
+    verdicts = judged(ev, runs)
+    settings = run_settings(m, chosen, runs, lang or current_language(), started)
+    results.save(REPORT_NAME, {"settings": settings, "claims": claim_rows(verdicts)}, model=m, folder=out)
+    write_markdown(out / "report.md", settings, verdicts)
+    write_html(out / "index.html", settings, verdicts, figures(m, verdicts, ev))
+    return out
+
+
+# --------------------------------------------------------------------------- comparing reports
+
+
+def read_report(folder: str | Path) -> dict:
+    """A finished report's results JSON (``settings`` and ``claims``), from any run mode."""
+    path = Path(folder) / f"{REPORT_NAME}.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        data = record["data"]
+        data["settings"]["model"], data["claims"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        raise ValueError(f"{folder} holds no finished report ({path.name} missing or damaged): "
+                         "run attnlab report --out there first") from None
+    return data
+
+
+def compare_table(folders: list[str | Path]) -> str:
+    """One Markdown table: the claims as rows, one column per report, each cell verdict and deciding number."""
+    reports = [read_report(f) for f in folders]
+    names = [r["settings"]["model"] + (" (smoke)" if r["settings"].get("smoke") else "") for r in reports]
+    lines = [f"| {_('claim')} | " + " | ".join(_md_cell(n) for n in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for label, title in zip(LABELS, row_titles(LABELS)):
+        cells = []
+        for r in reports:
+            claim = r["claims"].get(label)
+            if claim is None:
+                cells.append(_("not in this report"))
+                continue
+            deciding = claim.get("deciding", "")
+            cells.append(f"**{shown(claim['verdict'])}**" + (f" {deciding}" if deciding else ""))
+        lines.append(f"| {_md_cell(title)} | " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _report_cmd(args: argparse.Namespace) -> int:
+    if args.lang:
+        set_language(args.lang)  # the CJK font too, for Chinese
+    if args.compare:
+        table = compare_table(args.compare)
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / "compare.md", table)
+        print(table, end="")
+        return 0
+    switches = {"ATTNLAB_SMOKE": "1"} if args.smoke else {}
+    with environment(**switches):
+        try:
+            out = make_report(args.model, out=args.out or "report", lang=args.lang, device=args.device,
+                              precision=args.precision)
+        except Refusal as exc:
+            print(f"attnlab report: {exc}", file=sys.stderr)
+            return 2
+        except ModelLoadError as exc:
+            print(f"attnlab report: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+            return 2
+    print(_("wrote {html}, {md} and {json}").format(html=out / "index.html", md=out / "report.md",
+                                                    json=out / f"{REPORT_NAME}.json"))
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register ``attnlab report``."""
+    p = subparsers.add_parser("report", help="check the source article's six conclusions on a model")
+    p.add_argument("--model", default="auto", help="a folder, a hub id, bundled, or auto (the offline default here)")
+    p.add_argument("--lang", choices=("en", "zh"), default=None, help="language of the report (default: ATTNLAB_LANG)")
+    p.add_argument("--smoke", action="store_true", help="a fast pass with reduced sizes")
+    p.add_argument("--out", default=None, help="folder of the report (default: report); with --compare, where "
+                                               "compare.md goes")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--precision", default="auto", help="auto (bf16 where native), fp32 or bf16")
+    p.add_argument("--compare", nargs="+", metavar="DIR", help="finished reports to set side by side")
+    p.set_defaults(func=_report_cmd)
