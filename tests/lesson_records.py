@@ -117,21 +117,24 @@ def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
 
 
 def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_heads: int = H, n_texts: int = 30,
-             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0) -> Covering:
+             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0, share: float = 0.5) -> Covering:
     """A covering record: every head alone moves each text's sentence vector by about 1 (head
-    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set masked
-    together by ``factor`` x the length of its heads' summed effects (> 1: the heads cover for
-    one another, 1: additive, < 1: they work only together), each text scattered by ``noise``."""
+    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set of ``share``
+    of the heads masked together by ``factor`` x the length of its heads' summed effects, along
+    that sum (> 1: the heads cover for one another, 1: additive, < 1: they work only together),
+    each text scattered by ``noise``. The LayerNorm null is exactly additive (ratio 1, gain 1)."""
     rng = np.random.default_rng(1)
     total = n_layers * n_heads
-    k = max(1, int(round(0.25 * total)))
+    k = max(1, int(round(share * total)))
     sets = [sorted(int(i) for i in rng.choice(total, size=k, replace=False)) for _ in range(n_sets)]
     single = 1.0 + noise * rng.normal(size=(n_texts, total))  # (N, K)
     single[:, 0] *= strong
     sums = np.sqrt(k) * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))  # (S, N)
     joint = factor * sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
     everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
-    return Covering(k, sets, joint, sums, single, everything, n_heads)
+    null_joint = sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
+    return Covering(k, sets, joint, sums, single, everything, n_heads, dot=joint * sums,
+                    null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums)
 
 
 def tasks(kind: str = "different", *, n_layers: int = L, n_heads: int = H, n_texts: int = 30, noise: float = 0.05,

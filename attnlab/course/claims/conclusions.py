@@ -22,11 +22,17 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.covering import (
-    COVERS,
-    COVERS_GRID,
+    COVERS_MARGIN,
+    MARGIN_GRID,
+    MIN_MEET,
     READINGS,
+    Covering,
     covering_ratio,
+    decomposition,
+    excess_over_null,
     held_out_top_head,
+    meet_chance,
+    null_ratio,
     reading,
     set_band,
     top_set_ratio,
@@ -67,14 +73,19 @@ CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
     2: N_("lower layers are more diverse; heads of upper layers converge"),
     3: COLLAPSE_CLAIM,
-    4: N_("multi-head attention is an ensemble of weak learners: the strongest head (chosen on half the texts) "
-          "does clearly less than a quarter of what masking every head does on the other half, and heads masked "
-          "together move the sentence vectors clearly more than the sum of their moves alone (they cover for one "
-          "another)"),
+    4: N_("multi-head attention is an ensemble of weak learners (a random forest)"),
     5: MORE_HEADS_CLAIM,
     6: N_("heads without visible lexical/syntactic structure are not useless, and what they are used for "
           "depends on the task"),
 }
+#: the two readings of conclusion 4: the ensemble picture (weak, additive) and covering (redundancy)
+WEAK_ADD_CLAIM = N_("weak heads whose effects add up: the strongest head (chosen on half the texts) does clearly "
+                    "less than a quarter of what masking every head does on the other half, and heads masked "
+                    "together move the sentence vectors as far as the sum of their moves alone, within a margin "
+                    "of what additive heads give after the final LayerNorm")
+COVER_CLAIM = N_("heads cover for one another: heads masked together move the sentence vectors clearly more than "
+                 "additive heads passed through the final LayerNorm would (a head backed up by others costs "
+                 "little alone)")
 #: the two halves of conclusion 6
 USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: they are no more common among "
                   "the least important quarter of the heads than labels shuffled within each layer make them")
@@ -87,9 +98,9 @@ DESIGNS = ("fixed width", "fixed head size")
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
-#: conclusion 4: the heads cover for one another when the covering ratio's interval lies above
-#: :data:`attnlab.analysis.covering.COVERS` (1 = their effects add up); each head is weak when the
-#: held-out top head does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
+#: conclusion 4: the covering ratio's excess over the LayerNorm null is read against
+#: :data:`attnlab.analysis.covering.COVERS_MARGIN`; each head is weak when the held-out top head
+#: does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
 #: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
@@ -107,7 +118,8 @@ CONTENT_LABEL = "content"
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
-    4: {"covers": list(COVERS_GRID), "weak": [0.1, 0.25, 0.4]},
+    "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
+    "4b": {"margin": list(MARGIN_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1]},
     "6a": {"least": [0.1, 0.25, 0.5], "alpha": [0.01, 0.05, 0.1]},
     "6b": {"stable": [0.3, 0.5, 0.7]},
@@ -376,56 +388,111 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-def conclusion_4(pruning: PruningResult | None, *, covers: float = COVERS, weak: float = WEAK_SHARE,
-                 strong: float = STRONG_SHARE) -> ClaimVerdict:
-    """Heads are weak one by one and cover for one another (lesson 11's :class:`~attnlab.analysis.covering.Covering`).
+def covering_numbers(cov: Covering, *, margin: float = COVERS_MARGIN) -> tuple[dict, str, Interval]:
+    """``(numbers, reading, excess)``: conclusion 4's covering measurement on the largest sets
+    measured (the ones with power), with every smaller set size beside.
 
-    Two measurements on lesson 11's evaluation texts, on the sentence vectors' effect vectors
-    (how far masking moves each text's sentence vector):
-
-    * the **covering ratio** (:func:`attnlab.analysis.covering.covering_ratio`): random sets of
-      heads masked together, ``||delta_S||``, against the sum of their heads' effects alone,
-      ``||sum_i delta_i||``; exactly 1 for heads whose effects add up, whatever their directions;
-    * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
-      that moves the vectors most on one half of the texts, scored on the other half against
-      masking every head.
-
-    Holds when the covering ratio's interval lies above ``covers`` (together the heads do
-    clearly more than the sum of their parts: each is backed up by others) **and** the top
-    head's interval below ``weak``. Does not hold when the covering ratio's interval lies
-    below ``covers`` (the effects add up, or the heads work only together) or the top head's
-    above ``strong`` (one head does most of what all do); otherwise "cannot tell".
-    ``estimate``, ``low`` and ``high`` are the covering ratio; ``reading`` says which of
-    "cover for one another", "add up independently" and "work only together" it supports.
+    ``estimate``, ``low`` and ``high`` are the covering ratio's excess over the LayerNorm null
+    (:func:`attnlab.analysis.covering.excess_over_null`); the gain ``g`` and the residual share
+    of ``delta_S = g * sum + r`` are shown with the null's, and the chance that a head's backup
+    partner shares its set (the measurement's power).
     """
-    if pruning is None:
-        return _missing(4, PruningResult)
-    cov = pruning.covering
-    if cov is None:
-        return ClaimVerdict.missing(CLAIMS[4], _("lesson 11 saved no covering measurement: run it again"))
-    if not np.asarray(cov.sum_norm).mean() > 0:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False,
-                                   why=_("the heads alone change nothing: no sum to compare with"))
-    ratio = covering_ratio(cov)
-    top, head = held_out_top_head(cov)
-    low, median, high = set_band(cov)
-    numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
-               "measure": N_("covering ratio ||masked together|| / ||sum alone||"),
-               N_("reading"): READINGS[reading(ratio, covers)], N_("covers means above"): covers,
-               N_("heads per random set"): cov.k, N_("random sets"): len(cov.sets), "texts": ratio.n,
-               N_("random sets, 10th-90th percentile"): f"{low:.3g}-{high:.3g} (median {median:.3g})",
-               N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low, N_("top high"): top.high,
-               N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
-               N_("weak means below"): weak, N_("strong means above"): strong}
+    total = cov.n_total
+    size = max(cov.sizes)
+    excess = excess_over_null(cov, size)
+    word = reading(excess, meet_chance(size, total), margin)
+    gain, residual = decomposition(cov, size)
+    null_gain, null_residual = decomposition(cov, size, null=True)
+    numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
+               "measure": N_("covering ratio minus additive heads through the final LayerNorm"),
+               N_("reading"): READINGS[word], N_("margin"): margin,
+               N_("heads per random set"): size, N_("random sets"): len(cov.of_size(size)), "texts": excess.n,
+               N_("covering ratio ||masked together|| / ||sum alone||"): str(covering_ratio(cov, size)),
+               N_("the same for additive heads (LayerNorm null)"): str(null_ratio(cov, size)),
+               N_("gain g of delta_S = g sum + r"): str(gain), N_("gain g, LayerNorm null"): str(null_gain),
+               N_("residual ||r|| / ||sum||"): str(residual), N_("residual, LayerNorm null"): str(null_residual),
+               N_("chance a backup partner shares the set"): round(meet_chance(size, total), 3),
+               N_("power needs at least"): MIN_MEET}
+    for smaller in cov.sizes[:-1]:
+        small_excess = excess_over_null(cov, smaller)
+        low, median, high = set_band(cov, smaller)
+        numbers[N_("sets of {k} heads: excess over the null").format(k=smaller)] = (
+            f"{small_excess} ({_(READINGS[reading(small_excess, meet_chance(smaller, total), margin)])}; "
+            f"ratio {covering_ratio(cov, smaller)}, sets {low:.3g}-{high:.3g}, median {median:.3g}; "
+            f"{meet_chance(smaller, total):.0%} {_('chance a backup partner shares the set')})")
     top_set = top_set_ratio(cov)
     if top_set is not None:
         numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
-    why = too_few_units(ratio) or too_few_units(top)
+    return numbers, word, excess
+
+
+def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering | ClaimVerdict:
+    if pruning is None:
+        return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
+    cov = pruning.covering
+    if cov is None or not cov.has_null:
+        return ClaimVerdict.missing(claim, N_("lesson 11 saved no covering measurement with its LayerNorm null: "
+                                              "run it again"))
+    if not np.asarray(cov.sum_norm).mean() > 0:
+        return ClaimVerdict.decide(claim, holds=False, fails=False,
+                                   why=N_("the heads alone change nothing: no sum to compare with"))
+    return cov
+
+
+def conclusion_4a(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN, weak: float = WEAK_SHARE,
+                  strong: float = STRONG_SHARE) -> ClaimVerdict:
+    """The ensemble picture: each head is weak, and their effects add up (lesson 11's covering).
+
+    A random forest is an *additive* average of weak learners. Two measurements on lesson 11's
+    evaluation texts, on the effect vectors of the sentence vectors:
+
+    * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
+      that moves the vectors most on one half of the texts, scored on the other half against
+      masking every head;
+    * **additivity** (:func:`covering_numbers`): the covering ratio of random sets of heads
+      minus what additive heads give after the final LayerNorm, on the largest sets measured.
+
+    Holds when the top head's interval lies below ``weak`` **and** the reading is "add up"
+    (the excess's interval within ``+-margin``, on sets where a backup partner is present at
+    least :data:`~attnlab.analysis.covering.MIN_MEET` of the time). Does not hold when the top
+    head's interval lies above ``strong`` or the excess's lies outside ``+-margin`` (the heads
+    cover for one another, or work only together); otherwise "cannot tell".
+    """
+    cov = _covering_or_missing(pruning, WEAK_ADD_CLAIM)
+    if isinstance(cov, ClaimVerdict):
+        return cov
+    numbers, word, excess = covering_numbers(cov, margin=margin)
+    top, head = held_out_top_head(cov)
+    numbers.update({N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low,
+                    N_("top high"): top.high,
+                    N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
+                    N_("weak means below"): weak, N_("strong means above"): strong})
+    why = too_few_units(excess) or too_few_units(top)
     if why is not None:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=why, **numbers)
-    holds = ratio.above(covers) and top.below(weak)
-    fails = ratio.below(covers) or top.above(strong)
-    return ClaimVerdict.decide(CLAIMS[4], holds=holds, fails=fails, **numbers)
+        return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
+    holds = top.below(weak) and word == "add"
+    fails = top.above(strong) or word in ("cover", "together")
+    return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
+
+
+def conclusion_4b(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN) -> ClaimVerdict:
+    """Compensation: heads cover for one another (lesson 11's covering, :func:`covering_numbers`).
+
+    Holds when the covering ratio of the largest random sets exceeds what additive heads give
+    after the final LayerNorm by more than ``margin`` (interval over texts); does not hold when
+    the excess lies within ``+-margin`` on sets with power (a backup partner present at least
+    :data:`~attnlab.analysis.covering.MIN_MEET` of the time), or below ``-margin`` (the heads
+    work only together, or the damage saturates); "cannot tell" otherwise, and when the sets
+    are too small to meet backup pairs.
+    """
+    cov = _covering_or_missing(pruning, COVER_CLAIM)
+    if isinstance(cov, ClaimVerdict):
+        return cov
+    numbers, word, excess = covering_numbers(cov, margin=margin)
+    why = too_few_units(excess)
+    if why is not None:
+        return ClaimVerdict.decide(COVER_CLAIM, holds=False, fails=False, why=why, **numbers)
+    return ClaimVerdict.decide(COVER_CLAIM, holds=word == "cover", fails=word in ("add", "together"), **numbers)
 
 
 # --------------------------------------------------------------------------- 5
