@@ -7,6 +7,7 @@ import pytest
 
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.core import language
+from attnlab.core.distributions import CONTENT_KEYS
 from attnlab.course import conclusions as c
 from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
@@ -248,38 +249,61 @@ def test_conclusion_5_designs_are_judged_apart():
 LAYERED = [["content"] * 6 + ["position"] * 6] * 6  # 6 x 12 heads, half of each layer follows the content
 
 
-def test_conclusion_6a_can_hold():
-    effects = np.tile(np.r_[np.full(6, 0.01), np.full(6, 0.5)], (6, 1))  # the content heads are the least useful
-    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=effects, **BIG))
-    assert v.verdict == HOLDS and v.numbers["estimate"] == 0.0  # no non-content head among the least important 18
-    assert v.numbers["least important heads"] == 18 and v.numbers["p (over-represented)"] == 1.0
-    assert v.numbers["shuffles, median"] == pytest.approx(0.5, abs=0.06)
+def _by_hand(least_flags, labels):
+    """The layer-stratified share difference written out: per layer, the share of non-content heads
+    among the least important minus that of content heads, Mantel-Haenszel weights, "cannot tell" out."""
+    top = bottom = 0.0
+    for flags, row in zip(np.asarray(least_flags), labels):
+        other = [f for f, x in zip(flags, row) if x not in ("content", "cannot tell")]
+        content = [f for f, x in zip(flags, row) if x == "content"]
+        if other and content:
+            w = len(other) * len(content) / (len(other) + len(content))
+            top += w * (np.mean(other) - np.mean(content))
+            bottom += w
+    return top / bottom
 
 
-def test_conclusion_6a_can_fail():
-    effects = np.tile(np.r_[np.full(6, 0.5), np.full(6, 0.01)], (6, 1))  # only the content heads matter
-    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=effects, **BIG))
-    assert v.verdict == FAILS and v.numbers["estimate"] == 1.0 and v.numbers["p (over-represented)"] < 0.001
+def test_equivalence_can_hold_and_fail():
+    """6a is an equivalence test: it holds when both kinds of heads are equally often least important
+    (or non-content heads less often), fails when non-content heads clearly are, and cannot tell when
+    the ranking moves with the texts."""
+    one_each = np.full((6, 12), 0.5)
+    one_each[:, 0] = 0.01  # one content head per layer ...
+    one_each[:, 6] = 0.011  # ... and one non-content head: the 12 least important, half of each kind
+    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=one_each, **BIG), least=1 / 6)
+    assert v.verdict == HOLDS and v.numbers["estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert v.numbers["high"] < claims.USEFUL_MARGIN and v.numbers["least important heads"] == 12
+    assert v.numbers["estimate"] == pytest.approx(_by_hand(claims.least_important(one_each, 1 / 6), LAYERED))
+    useless = np.tile(np.r_[np.full(6, 0.5), np.full(6, 0.01)], (6, 1))  # only the content heads matter
+    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=useless, **BIG))
+    assert v.verdict == FAILS and v.numbers["low"] > 0
+    assert v.numbers["estimate"] == pytest.approx(_by_hand(claims.least_important(useless), LAYERED))
+    assert v.numbers["estimate"] == pytest.approx(0.5)  # ties by layer: layers 1-3 give 1, layers 4-6 give 0
+    noisy = np.random.default_rng(3).random((6, 12)) * 0.01
+    v = claims.conclusion_6a(rec.perturbation(labels=LAYERED, **BIG), rec.pruning(effects=noisy, noise=0.05, **BIG))
+    assert v.verdict == UNSURE and v.numbers["low"] < 0 < claims.USEFUL_MARGIN < v.numbers["high"]
+
+
+def test_conclusion_6a_leaves_unsure_heads_out_and_reads_content_keys():
+    labels = [["content"] * 5 + ["cannot tell"] + ["position"] * 6] * 6
+    useless = np.tile(np.r_[np.full(5, 0.5), 0.01, np.full(6, 0.01)], (6, 1))
+    pert = rec.perturbation(labels=LAYERED, **BIG)
+    pert.follower_labels_by_reading = {**pert.follower_labels_by_reading, CONTENT_KEYS: labels}
+    v = claims.conclusion_6a(pert, rec.pruning(effects=useless, **BIG))
+    assert v.numbers["cannot tell (lesson 06 heads)"] == 6 and v.numbers["content heads"] == 30
+    assert v.numbers["estimate"] == pytest.approx(_by_hand(claims.least_important(useless), labels))
+    assert "all keys: share difference" in v.numbers
 
 
 def test_conclusion_6a_holds_depth_fixed():
-    """Upper layers are both unimportant and mostly label-free: shuffling labels across layers would call the
-    label-free heads over-represented among the least important; within each layer they are not."""
+    """Upper layers are both unimportant and mostly label-free: pooled over layers the label-free heads look
+    over-represented among the least important; within each layer they are not."""
     labels = [["content"] * 10 + ["position"] * 2] * 3 + [["content"] * 2 + ["position"] * 10] * 3
     effects = np.tile(np.linspace(1.0, 2.0, 12), (6, 1)) * np.repeat([1.0, 0.01], 3)[:, None]  # (6, 12)
     effects[3:, :2] = 0.001  # within the upper layers the content heads are the least useful
     v = claims.conclusion_6a(rec.perturbation(labels=labels, **BIG), rec.pruning(effects=effects, **BIG))
-    assert v.numbers["estimate"] > v.numbers["non-content share of all heads"]  # naive reading: over-represented
-    assert v.verdict == HOLDS  # depth held fixed: no more than the shuffles give
-
-
-def test_conclusion_6a_cannot_tell():
-    rng = np.random.default_rng(3)
-    labels = [["content"] * 6 + ["position"] * 6] * 6
-    effects = rng.random((6, 12))
-    effects[:, 6:8] *= 0.4  # the non-content heads a little less useful: between the median and the 5% tail
-    v = claims.conclusion_6a(rec.perturbation(labels=labels, **BIG), rec.pruning(effects=effects, **BIG))
-    assert v.verdict == UNSURE and claims.USEFUL_ALPHA <= v.numbers["p (over-represented)"] < 0.5
+    assert v.numbers["non-content share of the least important (all heads)"] > 0.5  # pooled: over-represented
+    assert v.verdict == HOLDS and v.numbers["estimate"] == pytest.approx(-0.3)  # within layers: less often
     other_shape = claims.conclusion_6a(rec.perturbation(n_layers=3), rec.pruning())
     assert "missing" in other_shape.numbers
 
@@ -455,7 +479,7 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     assert c.deciding_number(verdicts["4b"]) == (f"covering ratio minus additive heads through the final LayerNorm "
                                                  f"{four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
     six = c.deciding_number(verdicts["6"])
-    assert six.startswith("6a: non-content share of the least important heads (p ") and "; 6b: rank agreement" in six
+    assert six.startswith("6a: share difference among the least important heads") and "; 6b: rank agreement" in six
     assert c.deciding_number(verdicts["3a"]).startswith("change ")  # lesson 10's own key names
     five = verdicts["5a"].numbers  # the gap between the most heads and the best, and the margin that makes it clear
     assert c.deciding_number(verdicts["5a"]).startswith("perplexity at ")

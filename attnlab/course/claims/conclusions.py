@@ -40,6 +40,7 @@ from attnlab.analysis.covering import (
 from attnlab.analysis.stats import (
     Interval,
     permutation_test,
+    resample_counts,
     too_few_units,
     too_small_groups,
 )
@@ -87,8 +88,9 @@ COVER_CLAIM = N_("heads cover for one another: heads masked together move the se
                  "additive heads passed through the final LayerNorm would (a head backed up by others costs "
                  "little alone)")
 #: the two halves of conclusion 6
-USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: they are no more common among "
-                  "the least important quarter of the heads than labels shuffled within each layer make them")
+USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: within each layer, they land among "
+                  "the least important quarter of the heads no more often than content-following heads do, "
+                  "within a stated margin")
 TASK_CLAIM = N_("which heads matter depends on the task: a query-family probe and a word-start probe rank the heads "
                 "clearly less alike than each ranks them on two halves of its queries")
 #: the two designs of lesson 10's training study
@@ -107,9 +109,10 @@ STRONG_SHARE = 0.5
 CONTROL_ALPHA = 0.05
 #: conclusion 6a: "the least important heads" are this share of all heads (lowest single-head effect)
 LEAST_SHARE = 0.25
-#: ... label shuffles within each layer for the null, and the one-sided level of "over-represented"
+#: ... and "no more often" means a layer-stratified share difference below this margin (equivalence)
+USEFUL_MARGIN = 0.15
+#: label shuffles within each layer, shown beside as a description of the labels
 N_SHUFFLES = 2000
-USEFUL_ALPHA = 0.05
 #: conclusion 6b: a task's ranking is stable when its split-half interval lies above this
 STABLE = 0.5
 #: lesson 06's label of a head whose map moves with the tokens
@@ -121,7 +124,7 @@ SENSITIVITY = {
     "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
     "4b": {"margin": list(MARGIN_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1]},
-    "6a": {"least": [0.1, 0.25, 0.5], "alpha": [0.01, 0.05, 0.1]},
+    "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2]},
     "6b": {"stable": [0.3, 0.5, 0.7]},
 }
 
@@ -525,12 +528,6 @@ def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]
 # --------------------------------------------------------------------------- 6
 
 
-def label_groups(perturbation: PerturbationResult) -> tuple[np.ndarray, np.ndarray]:
-    """Lesson 06's heads as two groups: ``(content, other)`` flat indices into ``[layers, heads]``."""
-    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
-    return np.flatnonzero(labels == CONTENT_LABEL), np.flatnonzero(labels != CONTENT_LABEL)
-
-
 def least_important(importance: np.ndarray, share: float = LEAST_SHARE) -> np.ndarray:
     """``(L, H)`` booleans: the ``round(share * L * H)`` heads (at least one) with the lowest
     importance (ties: layer, then head)."""
@@ -556,43 +553,102 @@ def shuffled_within_layers(flags: np.ndarray, chosen: np.ndarray, *, n_shuffles:
     return observed, null, p
 
 
+def stratified_difference(least: np.ndarray, other: np.ndarray, sure: np.ndarray) -> float:
+    """Layer-stratified difference in the share of heads among the least important: the share of
+    ``other`` heads minus that of the remaining sure heads, in each layer, averaged over the layers
+    with Mantel-Haenszel weights ``n_other * n_content / (n_other + n_content)`` (a layer with
+    only one kind of head carries no weight). All arguments ``(L, H)`` booleans; NaN when no
+    layer has both kinds."""
+    least, other, sure = (np.asarray(x, dtype=bool) for x in (least, other, sure))
+    total = weights = 0.0
+    for row_least, row_other, row_sure in zip(least, other, sure):
+        a, b = row_other & row_sure, ~row_other & row_sure
+        n_a, n_b = int(a.sum()), int(b.sum())
+        if not n_a or not n_b:
+            continue
+        w = n_a * n_b / (n_a + n_b)
+        total += w * (row_least[a].mean() - row_least[b].mean())
+        weights += w
+    return float(total / weights) if weights > 0 else float("nan")
+
+
+def useful_interval(per_text: np.ndarray, labels: np.ndarray, *, least: float = LEAST_SHARE, n_boot: int = 1000,
+                    seed: int = 0) -> Interval:
+    """:func:`stratified_difference` of the non-content heads (``labels`` ``(L, H)``; "cannot tell"
+    heads left out) among the ``least`` share of heads with the lowest mean effect, with a
+    percentile interval from resampling the **texts** of ``per_text`` ``(N, L, H)`` (each resample
+    ranks the heads anew)."""
+    per_text = np.asarray(per_text, dtype=float)
+    labels = np.asarray(labels, dtype=object)
+    other, sure = labels != CONTENT_LABEL, labels != UNSURE
+
+    def statistic(importance: np.ndarray) -> float:
+        return stratified_difference(least_important(importance, least), other, sure)
+
+    n = len(per_text)
+    counts = resample_counts(n, n_boot, seed) / n  # (B, N)
+    means = np.einsum("bn,nlh->blh", counts, per_text)  # (B, L, H)
+    boots = np.array([statistic(x) for x in means])
+    low, high = np.nanpercentile(boots, [2.5, 97.5])
+    return Interval(statistic(per_text.mean(axis=0)), float(low), float(high), 0.95, n)
+
+
 def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
-                  least: float = LEAST_SHARE, alpha: float = USEFUL_ALPHA) -> ClaimVerdict:
-    """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11).
+                  least: float = LEAST_SHARE, margin: float = USEFUL_MARGIN) -> ClaimVerdict:
+    """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11): an
+    equivalence test.
 
     The least important heads are the ``least`` share of all heads with the smallest mean
-    single-head effect on lesson 11's evaluation texts. The share of non-content heads among
-    them is set against the same share after shuffling lesson 06's labels **within each
-    layer** (:func:`shuffled_within_layers`, :data:`N_SHUFFLES` shuffles; depth held fixed,
-    since labels and importance both change with the layer). Holds when the observed share is
-    at or below the shuffles' median (one-sided p at least 0.5: no sign that they are
-    over-represented); does not hold when p lies below ``alpha`` (they are clearly
-    over-represented among the least important: usefulness goes with visible structure);
-    otherwise "cannot tell". A group of labels with fewer than two heads is "cannot tell"
-    with the reason. ``estimate`` is the observed share, ``low`` and ``high`` the shuffles'
-    2.5th and 97.5th percentiles.
+    single-head effect on lesson 11's evaluation texts. Within each layer (depth held fixed:
+    labels and importance both change with it), the share of non-content heads among them is
+    compared with the share of content-following heads, and the differences are pooled over
+    the layers (:func:`stratified_difference`); the interval comes from resampling the texts
+    (:func:`useful_interval`). Decided on lesson 06's **content-key** labels with "cannot
+    tell" heads left out; the all-keys labels are shown beside.
+
+    Holds when the interval lies below ``margin`` (non-content heads are no more often useless
+    than content heads, within the margin); does not hold when it lies wholly above 0 and
+    reaches past the margin (they are clearly over-represented among the least important);
+    otherwise "cannot tell". A layer-wise label shuffle p (a description of the labels) is shown beside.
     """
     if perturbation is None or pruning is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, N_("lessons 06 and 11 (run those lessons first)"))
-    labels = np.asarray(perturbation.follower_labels, dtype=object)
-    if labels.shape != np.shape(pruning.ablation):
+    labels = np.asarray(perturbation.follower_labels_by_reading.get(CONTENT_KEYS, []), dtype=object)
+    if labels.size == 0:
+        return ClaimVerdict.missing(USEFUL_CLAIM, N_("{names} saved before the content-key reading "
+                                                     "(run those lessons again)").format(
+            names=RESULT_NAMES[PerturbationResult]))
+    if labels.shape != np.shape(pruning.ablation) or pruning.ablation_per_text is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
-    content, other = label_groups(perturbation)
+    sure = labels != UNSURE
+    content, other = np.flatnonzero((labels == CONTENT_LABEL).ravel()), np.flatnonzero((sure & (labels != CONTENT_LABEL)).ravel())
     why = too_small_groups(content, other)
+    counts = {N_("content heads"): len(content), N_("other heads"): len(other),
+              N_("cannot tell (lesson 06 heads)"): int((~sure).sum())}
     if why is not None:
-        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why,
-                                   **{N_("content heads"): len(content), N_("other heads"): len(other)})
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why, **counts)
+    diff = useful_interval(pruning.ablation_per_text, labels, least=least)
     chosen = least_important(pruning.ablation, least)
     observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
-    band = np.percentile(null, [2.5, 97.5])
-    numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
-               "measure": N_("non-content share of the least important heads (p {p}) against within-layer "
-                             "shuffles [2.5th, 97.5th pct]").format(p=f"{p:.2g}"),
-               N_("shuffles, median"): float(np.median(null)), N_("p (over-represented)"): p, "alpha": alpha,
-               N_("least important heads"): int(chosen.sum()), N_("their share of all heads"): least,
-               N_("non-content share of all heads"): len(other) / labels.size,
-               N_("content heads"): len(content), N_("other heads"): len(other), N_("shuffles"): len(null)}
-    return ClaimVerdict.decide(USEFUL_CLAIM, holds=p >= 0.5, fails=p < alpha, **numbers)
+    numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
+               "estimate": diff.estimate, "low": diff.low, "high": diff.high,
+               "measure": N_("share difference among the least important heads, non-content minus content, "
+                             "within layers"),
+               N_("margin"): margin, "texts": diff.n, N_("least important heads"): int(chosen.sum()),
+               N_("their share of all heads"): least, **counts,
+               N_("non-content share of the least important (all heads)"): observed,
+               N_("within-layer label shuffles, p (over-represented)"): p}
+    all_labels = np.asarray(perturbation.follower_labels, dtype=object)
+    if all_labels.shape == labels.shape:
+        numbers[N_("all keys: share difference")] = str(useful_interval(pruning.ablation_per_text, all_labels,
+                                                                        least=least))
+    why = too_few_units(diff)
+    if why is not None or not np.isfinite(diff.estimate):
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False,
+                                   why=why or N_("no layer has both kinds of heads"), **numbers)
+    holds = diff.below(margin)
+    fails = diff.above(0.0) and not holds
+    return ClaimVerdict.decide(USEFUL_CLAIM, holds=holds, fails=fails, **numbers)
 
 
 def task_evidence(pruning: PruningResult) -> tuple[dict[str, Interval], Interval]:
