@@ -328,13 +328,43 @@ def test_shuffled_within_layers_keeps_each_layers_count():
 def test_conclusion_6b_can_hold():
     v = claims.conclusion_6b(rec.pruning(task_kind="different"))  # the word-start ranking is the family's reversed
     assert v.verdict == HOLDS and v.numbers["estimate"] < -0.9
-    assert v.numbers["probe accuracy, family"] == 0.9
+    assert v.numbers["probe accuracy, family"] == 0.9 and v.numbers["word start from token identity alone"] == 0.7
 
 
 def test_task_dependence_can_fail():
     """Both "tasks" are one task measured twice: they agree as well as each agrees with itself."""
     v = claims.conclusion_6b(rec.pruning(task_kind="same"))
     assert v.verdict == FAILS and v.numbers["estimate"] > 0.9
+
+
+def test_correlated_tasks_that_differ_still_agree():
+    """Two genuinely different tasks whose rankings share most of their order: they rank the heads
+    largely alike, so "depends on the task" does not hold (the old rule only failed identical tasks)."""
+    pr = rec.pruning(task_kind="correlated", **BIG)
+    truth = claims.conclusion_6b(pr)
+    assert truth.verdict == FAILS and truth.numbers["low"] > claims.TASK_MARGIN
+    halves, across = claims.task_evidence(pr)
+    assert across.high < min(h.low for h in halves.values())  # the old rule: agree less than each with itself
+
+
+def test_probe_refit_noise_is_counted():
+    """One task whose rankings move with the probe's training sample: each fixed probe is stable over
+    queries (split-half near 1), so two probes of the same task look like two different tasks to a
+    split-half rule; counting the refits' noise, the tasks agree once that noise is divided out."""
+    pr = rec.pruning(task_kind="same", **BIG)
+    pr.tasks = rec.tasks("same", probe_noise=0.3, noise=0.02, **BIG)
+    halves, across = claims.task_evidence(pr)
+    assert min(h.low for h in halves.values()) > 0.95 and across.high < 0.9  # the old rule would say "holds"
+    v = claims.conclusion_6b(pr)
+    assert v.verdict != HOLDS and v.numbers["high"] > claims.TASK_MARGIN
+    refit = pr.tasks.refit_agreements()
+    assert refit["reliability a"].estimate < 0.9  # the refits disagree: the probe's sample counts
+    # by hand: the disattenuated agreement is the cross-task agreement over the square root of the reliabilities
+    assert refit["disattenuated"].estimate == pytest.approx(
+        refit["across"].estimate / np.sqrt(refit["reliability a"].estimate * refit["reliability b"].estimate))
+    noisier = rec.pruning(task_kind="same", **BIG)
+    noisier.tasks = rec.tasks("same", probe_noise=30.0, **BIG)  # the refits share almost nothing
+    assert claims.conclusion_6b(noisier).verdict == UNSURE
 
 
 def test_conclusion_6b_cannot_tell():
@@ -344,6 +374,8 @@ def test_conclusion_6b_cannot_tell():
     v = claims.conclusion_6b(at_chance)
     assert v.verdict == UNSURE and "commonest label" in v.numbers["why"]
     old = rec.pruning()
+    old.tasks.refit_costs = {}
+    assert "missing" in claims.conclusion_6b(old).numbers
     old.tasks = None
     assert "missing" in claims.conclusion_6b(old).numbers
 

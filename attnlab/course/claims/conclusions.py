@@ -92,7 +92,8 @@ USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones
                   "the least important quarter of the heads no more often than content-following heads do, "
                   "within a stated margin")
 TASK_CLAIM = N_("which heads matter depends on the task: a query-family probe and a word-start probe rank the heads "
-                "clearly less alike than each ranks them on two halves of its queries")
+                "clearly less alike than the margin, once the noise of the queries and of fitting the probes is "
+                "divided out")
 #: the two designs of lesson 10's training study
 DESIGNS = ("fixed width", "fixed head size")
 
@@ -113,8 +114,11 @@ LEAST_SHARE = 0.25
 USEFUL_MARGIN = 0.15
 #: label shuffles within each layer, shown beside as a description of the labels
 N_SHUFFLES = 2000
-#: conclusion 6b: a task's ranking is stable when its split-half interval lies above this
-STABLE = 0.5
+#: conclusion 6b: the tasks rank the heads differently when the disattenuated agreement's interval
+#: lies below this margin, alike when it lies above it ...
+TASK_MARGIN = 0.5
+#: ... provided each task's reliability (refitted probes on other queries) lies above this
+RELIABLE = 0.3
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
 
@@ -125,7 +129,7 @@ SENSITIVITY = {
     "4b": {"margin": list(MARGIN_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1]},
     "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2]},
-    "6b": {"stable": [0.3, 0.5, 0.7]},
+    "6b": {"margin": [0.3, 0.5, 0.7]},
 }
 
 
@@ -652,51 +656,65 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
 
 
 def task_evidence(pruning: PruningResult) -> tuple[dict[str, Interval], Interval]:
-    """``(split-half per task, agreement of the two tasks)`` of lesson 11's probes (all intervals over queries)."""
+    """``(split-half per task, agreement of the two tasks)`` of lesson 11's fixed probes (intervals over queries)."""
     tasks = pruning.tasks
     return {t: tasks.split_half(t) for t in tasks.tasks}, tasks.agreement()
 
 
-def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> ClaimVerdict:
-    """Which heads matter changes with the task (lesson 11's two probes).
+def conclusion_6b(pruning: PruningResult | None, *, margin: float = TASK_MARGIN,
+                  reliable: float = RELIABLE) -> ClaimVerdict:
+    """Which heads matter changes with the task (lesson 11's two probes, noise of both kinds counted).
 
     A sentence-level probe (which family a query comes from) and a token-level probe (does a
-    token begin a word), both trained on the full model and frozen; a head's importance for a
-    task is how far masking the head lowers the probe's log-odds of the right label on
-    held-out queries (:class:`attnlab.analysis.probes.TaskStudy`). The rank agreement (Spearman) of the two
-    tasks' head importance is set against each task's own split-half agreement (two disjoint
-    halves of the queries); every interval comes from resampling queries. Holds when the
-    agreement's interval lies wholly below the lower of the two split-half intervals, which
-    themselves lie above ``stable`` (so the disagreement is not noise). Does not hold when it
-    reaches the lower split-half interval's low end (the tasks agree as well as each agrees
-    with itself) and both are stable; otherwise "cannot tell", and so when a probe does no
-    better than always answering the commonest label.
+    token begin a word); a head's importance for a task is how far masking the head lowers the
+    probe's log-odds of the right label on held-out queries
+    (:class:`attnlab.analysis.probes.TaskStudy`). Each probe is also refitted on two disjoint
+    halves of its training queries, and scored on two disjoint halves of the held-out queries
+    (:func:`attnlab.analysis.probes.refit_agreements`): a task's **reliability** is the agreement
+    of its two refits' rankings, the tasks' **agreement** is measured across the same halves, and
+    dividing it by the square root of the two reliabilities gives the **disattenuated**
+    agreement, what rankings free of query and probe noise would show. Intervals from
+    resampling the queries.
+
+    Holds when the disattenuated agreement's interval lies below ``margin`` (the tasks rank the
+    heads clearly differently); does not hold when it lies above ``margin`` (they rank them
+    largely alike, even if not identically); "cannot tell" otherwise, when a reliability's
+    interval does not lie above ``reliable`` (the rankings are too noisy to divide by), or when a
+    probe does no better than always answering the commonest label. The fixed probes' split-half
+    and agreement, and the word-start accuracy of token identity alone, are shown beside.
     """
     if pruning is None:
         return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
-    if pruning.tasks is None:
-        return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no task probes: run it again"))
-    halves, across = task_evidence(pruning)
     tasks = pruning.tasks
-    own_low = min(float(h.low) for h in halves.values())
-    steady = all(h.above(stable) for h in halves.values())
-    numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
-               "measure": N_("rank agreement of the two tasks"),
+    if tasks is None or set(tasks.refit_costs) != set(tasks.tasks):
+        return ClaimVerdict.missing(TASK_CLAIM, N_("lesson 11 saved no refitted task probes: run it again"))
+    halves, across = task_evidence(pruning)
+    refit = tasks.refit_agreements()
+    dis = refit["disattenuated"]
+    rel = [refit["reliability a"], refit["reliability b"]]
+    numbers = {"estimate": dis.estimate, "low": dis.low, "high": dis.high,
+               "measure": N_("rank agreement of the two tasks, disattenuated"),
+               N_("margin"): margin, N_("reliable means above"): reliable,
+               **{N_("reliability, {task}").format(task=t): str(r) for t, r in zip(tasks.tasks, rel)},
+               N_("agreement across refits and halves"): str(refit["across"]),
                **{N_("split-half, {task}").format(task=t): str(h) for t, h in halves.items()},
-               N_("stable means split-half above"): stable,
+               N_("agreement of the fixed probes"): str(across),
                **{N_("probe accuracy, {task}").format(task=t): tasks.accuracy[t] for t in tasks.tasks},
                **{N_("commonest label, {task}").format(task=t): tasks.chance[t] for t in tasks.tasks},
+               N_("word start from token identity alone"): tasks.identity_accuracy,
                N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
     useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
     if useless:
-        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=_(
+        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=N_(
             "a probe does no better than the commonest label: {tasks}").format(tasks=", ".join(useless)))
-    why = too_few_units(across)
+    why = too_few_units(dis)
+    if why is None and not all(r.above(reliable) for r in rel):
+        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
+    if why is None and not np.isfinite(float(dis.estimate)):
+        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
     if why is not None:
         return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, why=why, **numbers)
-    holds = steady and across.below(own_low)
-    fails = steady and float(across.low) >= own_low
-    return ClaimVerdict.decide(TASK_CLAIM, holds=holds, fails=fails, **numbers)
+    return ClaimVerdict.decide(TASK_CLAIM, holds=dis.below(margin), fails=dis.above(margin), **numbers)
 
 
 def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:
