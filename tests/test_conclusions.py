@@ -28,8 +28,9 @@ BIG = {"n_layers": 6, "n_heads": 12}
 def test_conclusion_1_can_hold():
     v = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG), rec.patterns(0.6))
     assert v.verdict == HOLDS
-    assert v.numbers["estimate"] == pytest.approx(65 / 72)  # round(0.9 * 72) = 65 heads
-    assert v.numbers["low"] == pytest.approx(65 / 72 - 0.03) and v.numbers["high"] == pytest.approx(65 / 72 + 0.03)
+    assert v.numbers["estimate"] == pytest.approx(65 / 72)  # round(0.9 * 72) = 65 heads, equal content mass
+    assert v.numbers["low"] == pytest.approx(65 / 72) and v.numbers["high"] == pytest.approx(65 / 72)
+    assert v.numbers["fixed heads (lesson 08), unweighted"] == f"{65 / 72:.3g} [{65 / 72 - 0.03:.3g}, {65 / 72 + 0.03:.3g}]"
     assert v.numbers["low"] > claims.MOST_FIXED and v.numbers["content high"] < claims.FEW_CONTENT
     assert v.numbers["fixed (lesson 08 heads)"] == 65 and v.numbers["cannot tell (lesson 08 heads)"] == 0
     assert v.numbers["query shards"] == 20
@@ -44,7 +45,7 @@ def test_conclusion_1_can_fail():
 
 
 def test_conclusion_1_cannot_tell():
-    near = claims.conclusion_1(rec.averaging(0.55, half_width=0.1, **BIG), rec.perturbation(0.05, **BIG))
+    near = claims.conclusion_1(rec.averaging(0.45, unsure=0.15, **BIG), rec.perturbation(0.05, **BIG))
     assert near.verdict == UNSURE and near.numbers["low"] < claims.MOST_FIXED < near.numbers["high"]
     unsure = claims.conclusion_1(rec.averaging(0.4, unsure=0.3, **BIG), rec.perturbation(0.05, **BIG))
     assert unsure.verdict == UNSURE and unsure.numbers["cannot tell (lesson 08 heads)"] == 22
@@ -61,6 +62,30 @@ def test_conclusion_1_does_not_depend_on_the_number_of_heads():
     small = claims.conclusion_1(rec.averaging(0.9), rec.perturbation(0.1))  # 2 layers x 4 heads
     assert small.verdict == HOLDS and small.numbers["estimate"] == pytest.approx(7 / 8)
     assert claims.conclusion_1(rec.averaging(0.25), rec.perturbation(0.1)).verdict == FAILS
+
+
+def test_content_mass_weighting():
+    """Fixed heads that read the text against varying heads that park almost every row on a sink: counted
+    head by head it is half and half; weighted by the share of each row that reads the text, the fixed
+    heads carry it (and the other way round)."""
+    def record(fixed_read: float, varying_read: float):
+        avg = rec.averaging(0.5, **BIG)  # layers 1-3 fixed, 4-6 varying on the content keys
+        avg.special_weight = np.repeat([1 - fixed_read, 1 - varying_read], 3)[:, None] * np.ones((6, 12))
+        avg.sink_labels = [row if i < 3 or varying_read > 0.5 else ["sink + " + x for x in row]
+                           for i, row in enumerate(avg.content_labels)]
+        return avg
+
+    reads = record(0.9, 0.05)  # the varying heads read the text with 5% of each row
+    v = claims.conclusion_1(reads, rec.perturbation(0.05, **BIG))
+    by_hand = 36 * 0.9 / (36 * 0.9 + 36 * 0.05)
+    assert v.numbers["estimate"] == pytest.approx(by_hand) and v.verdict == HOLDS
+    assert v.numbers["fixed heads (lesson 08), unweighted"].startswith("0.5 ")  # head by head: no majority
+    assert v.numbers["heads not resting on a special token"] == 36 and v.numbers["verdict on those heads alone"] == HOLDS
+    v = claims.conclusion_1(record(0.05, 0.9), rec.perturbation(0.05, **BIG))
+    assert v.numbers["estimate"] == pytest.approx(36 * 0.05 / (36 * 0.05 + 36 * 0.9)) and v.verdict == FAILS
+    flags = np.asarray(reads.content_labels) == "fixed"
+    weighted = claims.share_interval(flags, np.zeros_like(flags), claims.content_mass(reads))
+    assert weighted.estimate == pytest.approx(by_hand)
 
 
 def test_share_interval_resamples_no_heads():

@@ -68,7 +68,7 @@ from attnlab.course.lesson_results import (
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_, _
 from attnlab.course.claims.readings import READING, WHY, WHY_READING
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine, from_tests
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
@@ -155,17 +155,29 @@ def fixed_flags(averaging: AveragingResult) -> np.ndarray:
     return flags
 
 
-def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None) -> Interval:
+def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None, weights: np.ndarray | None = None) -> Interval:
     """Share of True among heads, from ``flags/N`` (no unsure head counted) to ``(flags | unsure)/N``
-    (every unsure head counted).
+    (every unsure head counted); with ``weights`` (same shape), each head counts by its weight.
 
     The heads are the whole population, not a sample, so nothing is resampled over them: the only
     uncertainty is in each head's label, which ``unsure`` (heads whose label "cannot tell") carries.
     """
     flags = np.asarray(flags, dtype=bool)
     unsure = np.zeros_like(flags) if unsure is None else np.asarray(unsure, dtype=bool)
-    point = float(flags.mean())
-    return Interval(point, point, float((flags | unsure).mean()), 0.95, 0)
+    w = np.ones(flags.shape) if weights is None else np.clip(np.nan_to_num(np.asarray(weights, dtype=float)), 0.0, None)
+    total = float(w.sum())
+    if not total > 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0.95, 0)
+    point = float((w * flags).sum() / total)
+    return Interval(point, point, float((w * (flags | unsure)).sum() / total), 0.95, 0)
+
+
+def content_mass(averaging: AveragingResult) -> np.ndarray | None:
+    """``(L', H)``: each head's mean weight on the content keys, ``1 - special_weight`` (None when
+    lesson 08 did not save the special tokens' weight)."""
+    if averaging.special_weight is None:
+        return None
+    return np.clip(1.0 - np.asarray(averaging.special_weight, dtype=float), 0.0, 1.0)
 
 
 def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationResult) -> dict[str, dict[str, int]]:
@@ -221,14 +233,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     (:func:`attnlab.core.distributions.content_keys`); the all-keys numbers are shown beside.
 
     * lesson 08's share of heads **labelled** fixed on the content keys (each head's whole
-      interval of fixedness over query shards above lesson 08's threshold), its interval from
-      resampling query shards, widened to hold every "cannot tell" head going either way
-      (``numbers["estimate"]``, ``["low"]``, ``["high"]``);
+      interval of fixedness over query shards above lesson 08's threshold), **each head weighted
+      by its content mass** (its mean weight on the content keys, ``1 - special_weight``): a head
+      that puts 1% of every row on the text counts a hundredth of one that puts all of it there.
+      The interval runs from the weighted share with no "cannot tell" head fixed to the one with
+      all of them (``numbers["estimate"]``, ``["low"]``, ``["high"]``); the unweighted share with
+      its interval over query shards, and the same rule on the heads that do not rest on a
+      special token alone, are shown beside;
     * lesson 06's share of content-followers on the content keys, with its interval from
       resampling the **queries** (each resample labels every head anew), and the three-way
       label counts (content / position / cannot tell) from each head's own interval.
 
-    Heads are never resampled: they are the whole population. Holds when the fixed share's
+    Heads are never resampled: they are the whole population. Holds when the weighted fixed share's
     interval lies above ``most`` **and** the content share's below ``few``; does not hold when
     the fixed share's interval lies below ``most`` or the content share's above ``few``;
     "cannot tell" otherwise, and when an interval rests on fewer than
@@ -255,12 +271,23 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         return ClaimVerdict.missing(CLAIMS[1], N_("{names} saved before the content-key reading "
                                                   "(run those lessons again)").format(names=", ".join(late)))
     kinds = np.asarray(averaging.content_labels, dtype=object).ravel().tolist()
+    grid = np.asarray(averaging.content_labels, dtype=object)  # (L', H)
+    mass = content_mass(averaging)
+    weighted = share_interval(grid == "fixed", grid == UNSURE, mass)
+    sinks = np.asarray(averaging.sink_labels, dtype=object) if averaging.sink_labels else None
+    plain = (np.array([[not str(x).startswith("sink") for x in row] for row in sinks]) if sinks is not None
+             else np.ones(grid.shape, dtype=bool))  # (L', H): heads that do not rest on a special token
     followers = np.asarray(perturbation.follower_labels_by_reading.get(CONTENT_KEYS, []), dtype=object).ravel().tolist()
     all_content = perturbation.content_share_by_reading.get(ALL_KEYS)
     table = fixed_vs_followers(averaging, perturbation)
+    decided = weighted if mass is not None else fixed
     numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
-               "estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
-               N_("fixed heads (lesson 08)"): float(fixed.estimate), N_("query shards"): fixed.n,
+               "estimate": float(decided.estimate), "low": float(decided.low), "high": float(decided.high),
+               "measure": (N_("share of heads fixed on the content keys, each weighted by its content mass")
+                           if mass is not None else N_("share of heads fixed on the content keys")),
+               N_("fixed heads (lesson 08), unweighted"): f"{float(fixed.estimate):.3g} [{float(fixed.low):.3g}, "
+                                                          f"{float(fixed.high):.3g}]",
+               N_("query shards"): fixed.n,
                N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
                N_("varying (lesson 08 heads)"): kinds.count("varying"),
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
@@ -295,11 +322,21 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers[N_("fixed heads cheap to replace (lesson 13)")] = cheap.verdict if cheap is not None else "not judged"
     else:
         numbers[N_("mean-map replacement (lesson 13)")] = N_("not run yet")
+    if mass is not None:
+        numbers[N_("content mass per head (min, median, max)")] = [
+            round(float(np.nanmin(mass)), 3), round(float(np.nanmedian(mass)), 3), round(float(np.nanmax(mass)), 3)]
+    if plain.any():
+        alone = share_interval((grid == "fixed")[plain], (grid == UNSURE)[plain])
+        numbers[N_("heads not resting on a special token")] = int(plain.sum())
+        numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
+        numbers[N_("verdict on those heads alone")] = from_tests(alone.above(most) and content.below(few),
+                                                                alone.below(most) or content.above(few))
+    numbers[N_("norm-weighted reading (Kobayashi et al.)")] = N_("not measured")
     why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
-    holds = fixed.above(most) and content.below(few)
-    fails = fixed.below(most) or content.above(few)
+    holds = decided.above(most) and content.below(few)
+    fails = decided.below(most) or content.above(few)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
 
 
