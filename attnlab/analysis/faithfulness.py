@@ -19,7 +19,10 @@ For each query, every non-special token ``j`` gets a score from five *views*:
   and take the mean cosine distance of the other tokens' last hidden states
   (a whole-model intervention, not Mohebbi's measure).
 
-Each view is compared with the token's **effect**, two ground truths:
+Each view is compared with the token's **effect**, three references (none of them a ground
+truth: each is one intervention or approximation, and they disagree with one another, so
+:meth:`Scoreboard.reference_agreement` gives their agreement as a noise ceiling, what no view can
+be expected to beat by much):
 
 * ``masked`` (leave one out, positions kept): token ``j`` is masked from the
   attention of every layer (no token can read it; every other token keeps its
@@ -30,13 +33,14 @@ Each view is compared with the token's **effect**, two ground truths:
   position) and the mean of the last hidden states is compared with the full
   run's. This also loses ``j``'s own output from the pool, so it partly measures
   how unusual ``j``'s own vector is.
-* ``grad_input``: gradient x input on the sentence vector, a ground truth that
-  does **not** go through attention: how far the direction of the sentence
-  vector ``s / ||s||`` moves, to first order, when token ``j``'s input (word)
-  embedding ``e_j`` is taken away, ``|| d(s/||s||)/d e_j . e_j ||``: one
-  Jacobian-vector product (:func:`grad_input`). Masking a token from the
-  attention of every layer goes through attention itself, which favours the
-  views read from the weights; this one does not.
+* ``grad_input``: gradient x input on the sentence vector, a **first-order
+  reference**: how far the direction of the sentence vector ``s / ||s||`` moves,
+  to first order, when token ``j``'s input (word) embedding ``e_j`` is taken
+  away, ``|| d(s/||s||)/d e_j . e_j ||``: one Jacobian-vector product
+  (:func:`grad_input`). It does not mask attention, but its Jacobian runs
+  through every attention layer, it is linear (one step along ``e_j``, not the
+  token really taken away), and it includes ``j``'s own path through the
+  residual stream into the pool.
 
 **Special tokens** ([CLS]/[SEP], ``<s>``/``</s>``) are not ranked with the
 words (they are in every text), but they get a row of their own:
@@ -76,8 +80,8 @@ from attnlab.core.run import encode, run
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
 VIEW_LABELS = {"raw": N_("raw attention"), "norm": N_("norm-based"), "rollout": N_("rollout"),
                "value_zeroing": N_("value zeroing (Mohebbi)"), "knockout": N_("whole-model knockout")}
-#: The ground truths: leave one out keeping positions (the main one), deletion, and gradient x input
-#: on the sentence vector (the one that does not go through attention).
+#: The references: leave one out keeping positions (the main one), deletion, and gradient x input
+#: on the sentence vector (a first-order reference).
 TRUTHS = ("masked", "deleted", "grad_input")
 TRUTH_LABELS = {"masked": N_("leave one out, positions kept"), "deleted": N_("token deleted"),
                 "grad_input": N_("gradient × input on the sentence vector")}
@@ -141,6 +145,14 @@ class Scoreboard:
         if name not in VIEWS + TRUTHS:
             raise ValueError(f"name must be a view {VIEWS} or a ground truth {TRUTHS}, got {name!r}")
         return bootstrap_mean(np.array([q.special[name] for q in self.queries]), seed=seed)
+
+    def reference_agreement(self, a: str, b: str, *, seed: int = 0) -> Interval:
+        """Mean over queries of the Spearman correlation between two references' effects on the same
+        tokens, with its bootstrap interval over queries: how far the references themselves agree,
+        a noise ceiling for any view's correlation with either."""
+        a, b = _check_truth(a), _check_truth(b)
+        rho = np.array([correlation(q.effects[a], q.effects[b], "spearman") for q in self.queries])
+        return bootstrap_mean(rho[np.isfinite(rho)], seed=seed)
 
     def best_held_out(self, views: Sequence[str], truth: str = "masked", *, seed: int = 0) -> tuple[str, Interval]:
         """The best of ``views`` chosen on one half of the queries, and its mean rho on the other half.
