@@ -39,7 +39,7 @@ from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode
 
-#: "costs nothing": at most this share of the mean distance between two different texts
+#: "costs nothing": at most this share of the mean 1 - cos between two different texts (5%: 22% of the distance)
 TOLERANCE_SHARE = 0.05
 #: the shares of every sensitivity table built on it
 SHARE_GRID = (0.02, 0.05, 0.1, 0.2)
