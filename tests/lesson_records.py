@@ -117,34 +117,47 @@ def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
 
 
 def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_heads: int = H, n_texts: int = 30,
-             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0) -> Covering:
+             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0, share: float = 0.5) -> Covering:
     """A covering record: every head alone moves each text's sentence vector by about 1 (head
-    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set masked
-    together by ``factor`` x the length of its heads' summed effects (> 1: the heads cover for
-    one another, 1: additive, < 1: they work only together), each text scattered by ``noise``."""
+    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set of ``share``
+    of the heads masked together by ``factor`` x the length of its heads' summed effects, along
+    that sum (> 1: the heads cover for one another, 1: additive, < 1: they work only together),
+    each text scattered by ``noise``. The LayerNorm null is exactly additive (ratio 1, gain 1)."""
     rng = np.random.default_rng(1)
     total = n_layers * n_heads
-    k = max(1, int(round(0.25 * total)))
+    k = max(1, int(round(share * total)))
     sets = [sorted(int(i) for i in rng.choice(total, size=k, replace=False)) for _ in range(n_sets)]
     single = 1.0 + noise * rng.normal(size=(n_texts, total))  # (N, K)
     single[:, 0] *= strong
     sums = np.sqrt(k) * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))  # (S, N)
     joint = factor * sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
     everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
-    return Covering(k, sets, joint, sums, single, everything, n_heads)
+    null_joint = sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
+    return Covering(k, sets, joint, sums, single, everything, n_heads, dot=joint * sums,
+                    null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums)
 
 
 def tasks(kind: str = "different", *, n_layers: int = L, n_heads: int = H, n_texts: int = 30, noise: float = 0.05,
-          accuracy: float = 0.9, chance: float = 0.3) -> TaskStudy:
+          accuracy: float = 0.9, chance: float = 0.3, probe_noise: float = 0.0) -> TaskStudy:
     """A task study: the two probes' per-query head costs scatter by ``noise`` around a ranking
-    that is the same for both tasks (``kind="same"``: one task measured twice) or reversed
-    (``"different"``)."""
+    that is the same for both tasks (``kind="same"``: one task measured twice), reversed
+    (``"different"``) or mostly shared (``"correlated"``: 0.8 of the family's ranking plus 0.2 of
+    another). Each probe, and each of its two refits, also shifts every head's cost by a fixed
+    ``probe_noise`` x normal draw (what another training sample would change)."""
     rng = np.random.default_rng(2)
-    base = np.linspace(0.0, 1.0, n_layers * n_heads)[rng.permutation(n_layers * n_heads)].reshape(n_layers, n_heads)
-    other = base if kind == "same" else 1.0 - base
-    costs = {t: b + noise * rng.normal(size=(n_texts, n_layers, n_heads)) for t, b in zip(TASKS, (base, other))}
+    total = n_layers * n_heads
+    base = np.linspace(0.0, 1.0, total)[rng.permutation(total)].reshape(n_layers, n_heads)
+    own = np.linspace(0.0, 1.0, total)[rng.permutation(total)].reshape(n_layers, n_heads)
+    other = {"same": base, "different": 1.0 - base, "correlated": 0.8 * base + 0.2 * own}[kind]
+
+    def measured(truth):  # (N, L, H): one probe's costs
+        shift = probe_noise * rng.normal(size=(n_layers, n_heads))
+        return truth + shift + noise * rng.normal(size=(n_texts, n_layers, n_heads))
+
+    costs = {t: measured(b) for t, b in zip(TASKS, (base, other))}
+    refits = {t: np.stack([measured(b), measured(b)]) for t, b in zip(TASKS, (base, other))}  # (2, N, L, H)
     return TaskStudy(list(TASKS), costs, dict.fromkeys(TASKS, accuracy), dict.fromkeys(TASKS, chance),
-                     n_train=2 * n_texts, n_test=n_texts)
+                     n_train=2 * n_texts, n_test=n_texts, refit_costs=refits, identity_accuracy=0.7)
 
 
 def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: int = L, n_heads: int = H,

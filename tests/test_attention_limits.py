@@ -686,3 +686,23 @@ def test_queries_scored_together_equal_one_at_a_time(tiny_en, monkeypatch):
                 np.testing.assert_allclose(b.effects[name], a.effects[name], atol=1e-6, rtol=1e-4)
             for name, share in a.special.items():
                 assert b.special[name] == pytest.approx(share, abs=1e-6)
+
+
+def test_reference_agreement_is_the_mean_of_per_query_correlations():
+    from scipy.stats import spearmanr
+
+    from attnlab.analysis.faithfulness import QueryScores, Scoreboard
+
+    rng = np.random.default_rng(0)
+    queries = []
+    for i in range(12):
+        masked = rng.random(6)
+        queries.append(QueryScores(f"q{i}", ["t"] * 6, list(range(6)), {}, {
+            "masked": masked, "deleted": masked + 0.3 * rng.random(6), "grad_input": rng.random(6)}))
+    board = Scoreboard({}, queries)
+    by_hand = np.mean([spearmanr(q.effects["masked"], q.effects["deleted"])[0] for q in queries])
+    agree = board.reference_agreement("masked", "deleted")
+    assert agree.estimate == pytest.approx(by_hand) and agree.low <= agree.estimate <= agree.high
+    assert agree.estimate > board.reference_agreement("masked", "grad_input").estimate
+    with pytest.raises(ValueError, match="ground truth|reference"):
+        board.reference_agreement("masked", "nothing")

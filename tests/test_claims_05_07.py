@@ -9,7 +9,7 @@ import torch
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control
 from attnlab.analysis.position import PositionStudy, correlation_by_layer_over_queries
-from attnlab.analysis.stats import ABOVE, BELOW, MIN_UNITS, STRADDLES, Interval, bootstrap_correlation
+from attnlab.analysis.stats import ABOVE, BELOW, MIN_UNITS, STRADDLES, Interval, bootstrap_correlation, resample_counts
 from attnlab.analysis.head_stats import head_sums
 from attnlab.analysis.pattern_shares import PatternShares, pattern_shares
 from attnlab.course import results
@@ -216,6 +216,31 @@ def test_verdict_lexical_only_heads_exist_can_hold():
     clear, possible = perturbation.lexical_only_heads(study, n_boot=200)
     np.testing.assert_array_equal(clear, [[False, False, True, False]])
     assert (possible >= clear).all()
+
+
+def test_lexical_and_syntactic_intervals_are_one_family():
+    """One max-statistic over both kinds' columns: the family counts 2 x heads, the intervals are at
+    least as wide as either kind's own simultaneous ones, and the critical value is the 95% quantile
+    of the largest studentised deviation over all columns at once (recomputed here by hand)."""
+    study = _kinds_study(np.array([0.02, 0.4, 0.4, 0.02]), np.array([0.02, 0.4, 0.02, 0.02]))
+    lex, syn = perturbation.joint_sensitivity(study, n_boot=400)
+    assert lex.family == syn.family == 8
+    own = study.sensitivity("lexical", simultaneous=True, n_boot=400)
+    assert ((np.asarray(lex.high) - np.asarray(lex.low)) >= (np.asarray(own.high) - np.asarray(own.low)) - 1e-12).all()
+    joint = np.stack([1 - study.values("lexical"), 1 - study.values("syntactic")], axis=1).reshape(
+        len(study.values("lexical")), -1)  # (N, 8)
+    n = len(joint)
+    weights = resample_counts(n, 400, 0) / n
+    means = weights @ joint
+    spread = np.sqrt(np.maximum(weights @ joint ** 2 - means ** 2, 0) * n / (n - 1) / n)
+    se = joint.std(0, ddof=1) / np.sqrt(n)
+    varies = se > 0
+    c = np.quantile((np.abs(means - joint.mean(0)) / spread)[:, varies].max(1), 0.95)
+    half = np.where(varies, c * se, 0.0).reshape(2, 1, 4)
+    np.testing.assert_allclose(np.asarray(lex.high), joint.mean(0).reshape(2, 1, 4)[0] + half[0], rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(syn.low), joint.mean(0).reshape(2, 1, 4)[1] - half[1], rtol=1e-9)
+    v = perturbation.verdict_lexical_only_heads_exist(study, n_boot=200)
+    assert v.numbers["interval"].startswith("95% simultaneous over 8 intervals")
 
 
 def test_verdict_lexical_only_heads_exist_can_fail():

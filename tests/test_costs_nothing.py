@@ -87,3 +87,27 @@ def test_lesson_13_reference_is_the_same_distance_as_lesson_11(tiny_en):
     per_text, mean = _brute_force(vectors)
     np.testing.assert_allclose(reference_distance(tiny_en, texts, batch_size=2), per_text, atol=1e-6)
     assert costs_nothing.for_texts(tiny_en, texts).distance == pytest.approx(mean, abs=1e-6)
+
+
+def test_tolerance_units():
+    """A move at the tolerance, built by hand on the sphere, covers sqrt(share) of the root-mean-square
+    distance between the texts' unit vectors (brute force over the pairs), at the stated angle."""
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(12, 6)) + 2.0  # texts at a typical angle
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    chords = [np.linalg.norm(unit[i] - unit[j]) for i in range(12) for j in range(12) if i != j]
+    rms = float(np.sqrt(np.mean(np.square(chords))))
+    for share in costs_nothing.SHARE_GRID:
+        cn = costs_nothing.costs_nothing(vectors, share)
+        assert cn.rms_chord == pytest.approx(rms, rel=1e-9)
+        angle = np.arccos(1.0 - cn.tolerance)  # a move of exactly the tolerance
+        other = rng.normal(size=6)
+        other -= (other @ unit[0]) * unit[0]
+        other /= np.linalg.norm(other)
+        moved = np.cos(angle) * unit[0] + np.sin(angle) * other
+        assert 1.0 - moved @ unit[0] == pytest.approx(cn.tolerance, rel=1e-9)
+        assert np.linalg.norm(moved - unit[0]) / rms == pytest.approx(cn.chord_share(share), rel=1e-9)
+        assert cn.degrees == pytest.approx(np.degrees(angle), rel=1e-9)
+    five = costs_nothing.costs_nothing(vectors)
+    assert round(five.chord_share(five.share), 2) == 0.22  # 5% of 1 - cos is 22% of the distance, not 5%
+    assert "22% of the distance" in five.describe() and "on average over the texts" in five.describe()

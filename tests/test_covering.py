@@ -17,80 +17,138 @@ from attnlab.course.verdicts import FAILS, HOLDS
 LAYERS, HEADS, TEXTS, DIM = 2, 12, 40, 8
 TOTAL = LAYERS * HEADS
 
-
-def _measure(model, *, n_sets: int = 12, k: int = 12):
-    """Covering of ``model(gates (K,)) -> (N, D)`` sentence vectors, by brute force over the gates."""
-    ones = np.ones(TOTAL)
-    full = model(ones)
-    single = np.stack([model(np.where(np.arange(TOTAL) == i, 0.0, 1.0)) for i in range(TOTAL)])  # (K, N, D)
-    sets = cv.random_sets(TOTAL, k, n_sets, seed=0)
-    joint = np.stack([model(np.where(np.isin(np.arange(TOTAL), s), 0.0, 1.0)) for s in sets])  # (S, N, D)
-    return cv.covering_from_vectors(full, single, joint, model(np.zeros(TOTAL)), sets, HEADS)
-
-
-def _judge(cov):
-    pr = rec.pruning(n_layers=LAYERS, n_heads=HEADS, n_texts=TEXTS)
-    pr.covering = cov
-    return claims.conclusion_4(pr)
-
-
 rng = np.random.default_rng(0)
+WEIGHT, BIAS, EPS = 1.0 + 0.1 * rng.normal(size=DIM), 0.1 * rng.normal(size=DIM), 1e-5
+
+
+def layer_norm(x):
+    """A LayerNorm written out here (independent of the package's)."""
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return WEIGHT * (x - mean) / np.sqrt(var + EPS) + BIAS
+
+
+def _measure(pre, *, sizes=(12,), n_sets: int = 12, total: int = TOTAL, heads: int = HEADS):
+    """Covering of a toy whose ``pre(gates (K,)) -> (N, D)`` is the input of a final LayerNorm (one
+    token per text), by brute force over the gates, with the package's LayerNorm null."""
+    gates = [np.where(np.arange(total) == i, 0.0, 1.0) for i in range(total)]
+    full, single = layer_norm(pre(np.ones(total))), np.stack([layer_norm(pre(g)) for g in gates])  # (N, D), (K, N, D)
+    sets = [s for i, k in enumerate(sizes) for s in cv.random_sets(total, k, n_sets, seed=i)]
+    joint = np.stack([layer_norm(pre(np.where(np.isin(np.arange(total), s), 0.0, 1.0))) for s in sets])  # (S, N, D)
+    n = len(full)
+    null = cv.additive_null(pre(np.ones(total)), [(list(range(total)), np.stack([pre(g) for g in gates]))], sets,
+                            (WEIGHT, BIAS, EPS), np.arange(n), n, single)
+    return cv.covering_from_vectors(full, single, joint, layer_norm(pre(np.zeros(total))), sets, heads, null=null)
+
+
+def _judge(cov, claim=claims.conclusion_4b):
+    pr = rec.pruning(n_layers=cov.n_total // cov.n_heads, n_heads=cov.n_heads, n_texts=cov.n_texts)
+    pr.covering = cov
+    return claim(pr)
+
+
 BASE = rng.normal(size=(TEXTS, DIM))
-CARRIED = rng.normal(size=(TOTAL // 2, TEXTS, DIM))  # what each pair of heads carries
-OWN = 0.05 * rng.normal(size=(TOTAL, TEXTS, DIM))  # a small part each head carries alone
+CARRIED = 0.3 * rng.normal(size=(TOTAL // 2, TEXTS, DIM))  # what each pair of heads carries
+OWN = 0.015 * rng.normal(size=(TOTAL, TEXTS, DIM))  # a small part each head carries alone
 
 
 def test_backup_heads_are_redundant():
     """Heads in pairs that back each other up: one alone costs little, both together a lot."""
-    def model(g):
+    def pre(g):
         either = 1 - (1 - g[0::2]) * (1 - g[1::2])  # (K/2,): 1 while one of the pair is on
         return BASE + np.einsum("p,pnd->nd", either, CARRIED) + np.einsum("k,knd->nd", g, OWN)
 
-    cov = _measure(model)
-    ratio = cv.covering_ratio(cov)
-    assert ratio.low > cv.COVERS and cv.reading(ratio) == "cover"
+    cov = _measure(pre)
+    excess = cv.excess_over_null(cov)
+    assert excess.low > cv.COVERS_MARGIN and cv.covering_reading(cov) == "cover"
     v = _judge(cov)
     assert v.verdict == HOLDS and v.numbers["reading"] == "cover for one another (redundant)"
+    assert _judge(cov, claims.conclusion_4a).verdict == FAILS
 
 
 @pytest.mark.parametrize("aligned", [True, False])
 def test_additive_heads_are_not_redundant(aligned):
-    """Independent heads add up: the ratio is exactly 1, even when their effects point the same way."""
+    """Heads that add up before the LayerNorm: the ratio equals the null's, whichever way the effects point."""
     direction = rng.normal(size=(TEXTS, DIM))
-    effects = (np.abs(rng.normal(size=(TOTAL, 1, 1))) * direction[None] if aligned
-               else rng.normal(size=(TOTAL, TEXTS, DIM)))  # (K, N, D)
+    effects = 0.1 * (np.abs(rng.normal(size=(TOTAL, 1, 1))) * direction[None] if aligned
+                     else rng.normal(size=(TOTAL, TEXTS, DIM)))  # (K, N, D)
 
-    def model(g):
+    def pre(g):
         return BASE + np.einsum("k,knd->nd", g, effects)
 
-    cov = _measure(model)
-    np.testing.assert_allclose(cov.joint_norm, cov.sum_norm, rtol=1e-9, atol=1e-12)
-    assert cv.covering_ratio(cov).estimate == pytest.approx(1.0, abs=1e-9)
+    cov = _measure(pre)
+    np.testing.assert_allclose(cov.joint_norm, cov.null_joint_norm, rtol=1e-9, atol=1e-12)
+    assert cv.excess_over_null(cov).estimate == pytest.approx(0.0, abs=1e-9)
     v = _judge(cov)
     assert v.verdict == FAILS and v.numbers["reading"] == "add up independently"
-    # the old scale: 1 - cos of the pooled vector, together against the sum alone, is not 1 for aligned effects
-    if aligned:
-        def one_minus_cos(a, b):
-            return 1 - (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
 
-        full, s = model(np.ones(TOTAL)), cov.sets[0]
-        together = one_minus_cos(model(np.where(np.isin(np.arange(TOTAL), s), 0.0, 1.0)), full).mean()
-        alone = sum(one_minus_cos(model(np.where(np.arange(TOTAL) == i, 0.0, 1.0)), full).mean() for i in s)
-        assert together / alone > 1.5
+
+def test_layernorm_null_sets_the_line():
+    """Additive heads followed by a LayerNorm: the covering ratio is clearly off 1, so a line at 1
+    would read covering (or saturation); the null, checked against a LayerNorm applied here set by
+    set, sits on the real ratio and the heads read "add up"."""
+    effects = 0.25 * rng.normal(size=(TOTAL, TEXTS, DIM))  # large moves: the LayerNorm bends their sum
+
+    def pre(g):
+        return BASE + np.einsum("k,knd->nd", g, effects)
+
+    cov = _measure(pre)
+    ratio = cv.covering_ratio(cov)
+    assert not ratio.contains(1.0) and abs(ratio.estimate - 1.0) > cv.COVERS_MARGIN
+    full = layer_norm(pre(np.ones(TOTAL)))
+    for s, heads in enumerate(cov.sets[:3]):  # the null by hand: sum the effects, then the LayerNorm
+        added = pre(np.ones(TOTAL)) - effects[heads].sum(axis=0)
+        np.testing.assert_allclose(cov.null_joint_norm[s], np.linalg.norm(layer_norm(added) - full, axis=-1),
+                                   rtol=1e-9)
+    excess = cv.excess_over_null(cov)
+    assert -cv.COVERS_MARGIN < excess.low <= excess.high < cv.COVERS_MARGIN
+    assert cv.covering_reading(cov) == "add" and _judge(cov).verdict == FAILS
+    assert cv.reading(ratio, 1.0) != "add"  # read against 1 instead of the null, the same data would not add up
+
+
+def test_partial_backup_is_not_additive():
+    """14 of 144 heads per set, half the heads in backup pairs: a partner shares the set 9% of the
+    time, too rarely to say "add up"; sets of half the heads see the pairs and read covering."""
+    total, heads, texts, dim = 144, 12, 30, 16
+    local = np.random.default_rng(3)
+    paired = local.permutation(total)[: total // 2]
+    first, second = paired[0::2], paired[1::2]
+    carried = 0.1 * local.normal(size=(len(first), texts, dim))
+    own = 0.1 * local.normal(size=(total, texts, dim))
+    own[paired] *= 0.05  # a backed-up head does little alone
+    base = local.normal(size=(texts, dim))
+
+    def pre(g):
+        either = 1 - (1 - g[first]) * (1 - g[second])
+        return base + np.einsum("p,pnd->nd", either, carried) + np.einsum("k,knd->nd", g, own)
+
+    global WEIGHT, BIAS
+    saved = WEIGHT, BIAS
+    WEIGHT, BIAS = 1.0 + 0.1 * local.normal(size=dim), 0.1 * local.normal(size=dim)
+    try:
+        small = _measure(pre, sizes=(14,), n_sets=20, total=total, heads=heads)
+        both = _measure(pre, sizes=(14, 72), n_sets=20, total=total, heads=heads)
+    finally:
+        WEIGHT, BIAS = saved
+    assert cv.meet_chance(14, total) == pytest.approx(13 / 143)
+    assert cv.covering_reading(small) != "add"
+    assert _judge(small).verdict != FAILS and _judge(small, claims.conclusion_4a).verdict != HOLDS
+    assert cv.covering_reading(both) == "cover" and _judge(both).verdict == HOLDS
+    assert _judge(both).numbers["heads per random set"] == 72
 
 
 def test_heads_that_work_only_together_are_not_redundant():
     """Pairs that only work together (synergy): one missing head breaks what the pair does."""
-    def model(g):
+    def pre(g):
         both = g[0::2] * g[1::2]  # (K/2,): 1 only while both are on
         return BASE + np.einsum("p,pnd->nd", both, CARRIED) + np.einsum("k,knd->nd", g, OWN)
 
-    cov = _measure(model)
-    ratio = cv.covering_ratio(cov)
-    assert ratio.high < 1 / cv.COVERS and cv.reading(ratio) == "together"
+    cov = _measure(pre)
+    assert cv.excess_over_null(cov).high < -cv.COVERS_MARGIN and cv.covering_reading(cov) == "together"
     v = _judge(cov)
     assert v.verdict == FAILS and "work only together" in v.numbers["reading"]
     assert "work only together" in str(v)
+    gain, _residual = cv.decomposition(cov)
+    assert gain.high < 1.0  # less along the sum than the heads alone
 
 
 def test_held_out_top_head_is_chosen_on_the_other_half():
@@ -110,8 +168,9 @@ def test_effect_norms_by_hand():
     full = np.zeros((2, 3))
     single = np.array([[[1.0, 0, 0], [0, 1, 0]], [[1.0, 0, 0], [0, -1, 0]], [[0, 0, 2.0], [0, 0, 0]]])  # (K=3, N=2, D)
     joint = np.array([[[3.0, 0, 0], [0, 0, 0]]])  # set {0, 1}
-    joint_norm, sum_norm, single_norm = cv.effect_norms(full, single, joint, [[0, 1]])
+    joint_norm, sum_norm, dot, single_norm = cv.effect_norms(full, single, joint, [[0, 1]])
     np.testing.assert_allclose(joint_norm, [[3.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(dot, [[6.0, 0.0]], atol=1e-12)  # (3,0,0) . (2,0,0)
     np.testing.assert_allclose(sum_norm, [[2.0, 0.0]], atol=1e-12)  # (1,0,0)+(1,0,0); (0,1,0)+(0,-1,0)
     np.testing.assert_allclose(single_norm, [[1, 1, 2], [1, 1, 0]], atol=1e-12)
 
@@ -169,12 +228,20 @@ def test_ablation_keeps_other_measures_of_the_same_passes(tiny_en):
 def test_covering_study_on_a_real_model(tiny_en):
     objective = importance.make_objective(tiny_en, ["how do you play chess", "why is the sky blue", "red car",
                                                     "where is the bank", "best pizza in town"], kind="sentence")
-    cov = cv.covering_study(tiny_en, objective, share=0.25, n_sets=3, importance=np.arange(24.0).reshape(2, 12))
-    assert cov.k == 6 and np.shape(cov.joint_norm) == (3, 5) and np.shape(cov.single_norm) == (5, 24)
+    cov = cv.covering_study(tiny_en, objective, shares=(0.25, 0.5), n_sets=3,
+                            importance=np.arange(24.0).reshape(2, 12))
+    assert cov.k == 6 and cov.sizes == [6, 12] and np.shape(cov.joint_norm) == (6, 5)
+    assert np.shape(cov.single_norm) == (5, 24) and cov.has_null
     assert cov.top_set == list(range(23, 17, -1))  # the six highest scores
     assert np.isfinite(cv.covering_ratio(cov).estimate) and cv.top_set_ratio(cov) is not None
-    one = cv.covering_study(tiny_en, objective, share=1 / 24, n_sets=2)  # sets of one head: exactly additive
+    assert np.isfinite(cv.excess_over_null(cov, 12).estimate)
+    one = cv.covering_study(tiny_en, objective, shares=(1 / 24,), n_sets=2)  # sets of one head: exactly additive
     np.testing.assert_allclose(one.joint_norm, one.sum_norm, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(one.null_joint_norm, one.joint_norm, rtol=1e-3, atol=1e-5)  # one head: null = real
+    slot = cv._final_norm_slot(tiny_en)
+    with cv.final_norm_removed(tiny_en):
+        assert isinstance(getattr(slot[0], slot[1]), torch.nn.Identity)
+    assert getattr(slot[0], slot[1]) is slot[2]  # restored
     back = cv.Covering.from_record(cov.to_record())
     assert cv.covering_ratio(back).estimate == pytest.approx(cv.covering_ratio(cov).estimate)
 

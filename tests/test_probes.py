@@ -62,3 +62,49 @@ def test_task_study_on_a_real_model(tiny_en):
     np.testing.assert_allclose(back.costs["word start"], study.costs["word start"], equal_nan=True)
     with pytest.raises(ValueError, match="share a text"):
         probes.fit_probes(tiny_en, qs[:33], held, test)
+
+
+def test_identity_accuracy_by_hand():
+    ids = np.array([5, 5, 5, 7, 7, 9])
+    y = np.array([1, 1, 0, 0, 0, 1])  # 5 -> 1, 7 -> 0, 9 -> 1; commonest overall: 0 and 1 tie, 0 first
+    assert probes.identity_accuracy(ids, y, np.array([5, 7, 9, 11]), np.array([1, 1, 1, 0])) == pytest.approx(3 / 4)
+
+
+def test_refit_agreements_by_hand():
+    """Reliabilities and the disattenuated agreement against a direct computation on the same halves."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(3, 4))
+    refits = {t: np.stack([truth + 0.5 * rng.normal(size=(3, 4)) + 0.3 * rng.normal(size=(20, 3, 4))
+                           for _r in range(2)]) for t in probes.TASKS}
+    out = probes.refit_agreements(refits, probes.TASKS, n_boot=50)
+    order = np.random.default_rng(0).permutation(20)
+    first, second = order[:10], order[10:]
+    a, b = (refits[t] for t in probes.TASKS)
+    mean = lambda x, rows: x[rows].mean(0).ravel()  # noqa: E731
+    rel_a = spearmanr(mean(a[0], first), mean(a[1], second))[0]
+    rel_b = spearmanr(mean(b[0], first), mean(b[1], second))[0]
+    across = 0.5 * (spearmanr(mean(a[0], first), mean(b[1], second))[0] + spearmanr(mean(b[0], first), mean(a[1], second))[0])
+    assert out["reliability a"].estimate == pytest.approx(rel_a)
+    assert out["reliability b"].estimate == pytest.approx(rel_b)
+    assert out["across"].estimate == pytest.approx(across)
+    assert out["disattenuated"].estimate == pytest.approx(across / np.sqrt(rel_a * rel_b))
+
+
+def test_refitted_probes_on_a_real_model(tiny_en):
+    qs = corpus.queries("en", 40, seed=0)
+    train, test = qs[:32], qs[32:]
+    held = importance.make_objective(tiny_en, [q.text for q in test], kind="sentence", batch_size=4)
+    fitted = probes.fit_probes(tiny_en, train, held, test)
+    assert len(fitted.refits) == 2 and 0 <= fitted.identity_accuracy <= 1
+    study = probes.task_study(tiny_en, fitted, held)
+    assert study.refit_costs["family"].shape == (2, 8, tiny_en.n_layers, tiny_en.n_heads)
+    import attnlab as al
+
+    full = fitted.refit_losses(held.final_states())[1, :, 1]  # refit B, word start
+    with al.mask_heads(tiny_en, [(0, 2)]):
+        masked = fitted.refit_losses(held.final_states())[1, :, 1]
+    np.testing.assert_allclose(study.refit_costs["word start"][1, :, 0, 2], masked - full, atol=1e-5, equal_nan=True)
+    back = probes.TaskStudy.from_record(study.to_record())
+    np.testing.assert_allclose(back.refit_costs["family"], study.refit_costs["family"], equal_nan=True)

@@ -215,6 +215,48 @@ def test_grad_input_against_finite_differences(tiny_en):
     assert (got > 0).all()
 
 
+def test_zeroed_embedding_and_grad_input_without_the_token_by_hand(tiny_en):
+    """The two added references, each against a computation written out here: the embedding really
+    zeroed (one pass per token), and gradient x input with the token out of the pool (central differences)."""
+    from attnlab.analysis.faithfulness import grad_input, zeroed_embedding
+    from attnlab.core.run import encode
+
+    inputs = encode(tiny_en, ["the cat sat on the mat"]).inputs
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    positions = [1, 2, 4]
+    with torch.no_grad():
+        embeds = tiny_en.model.get_input_embeddings()(ids)  # (1, T, d)
+        full = tiny_en.model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state.mean(dim=1)[0]
+        expected = []
+        for j in positions:
+            zeroed = embeds.clone()
+            zeroed[0, j] = 0.0
+            moved = tiny_en.model(inputs_embeds=zeroed, attention_mask=mask).last_hidden_state.mean(dim=1)[0]
+            expected.append(1.0 - float(torch.nn.functional.cosine_similarity(moved, full, dim=0)))
+    np.testing.assert_allclose(zeroed_embedding(tiny_en, inputs, positions), expected, rtol=1e-4, atol=1e-7)
+    got = grad_input(tiny_en, inputs, positions, leave_out=True)
+    with torch.no_grad():
+        model = tiny_en.model.double()
+        try:
+            embeds = embeds.double()
+            expected = []
+            for j in positions:
+                keep = [i for i in range(ids.shape[1]) if i != j]
+
+                def unit(x):
+                    s = model(inputs_embeds=x, attention_mask=mask).last_hidden_state[:, keep].mean(dim=1)
+                    return s / s.norm(dim=-1, keepdim=True)
+
+                step = torch.zeros_like(embeds)
+                step[0, j] = embeds[0, j]
+                h = 1e-6
+                expected.append(float(((unit(embeds + h * step) - unit(embeds - h * step)) / (2 * h)).norm()))
+        finally:
+            model.float()
+    np.testing.assert_allclose(got, expected, rtol=2e-3, atol=1e-7)
+    assert not np.allclose(got, grad_input(tiny_en, inputs, positions), rtol=1e-3)  # the token's own path counted
+
+
 def test_scoreboard_has_a_special_row(tiny_en):
     from attnlab.analysis.faithfulness import TRUTHS, VIEWS, scoreboard
 

@@ -1,4 +1,4 @@
-"""One tolerance for "costs nothing": a share of the distance between two different texts.
+"""One tolerance for "costs nothing": a share of the distance between two different texts, in plain units.
 
 Lessons 11 (pruning heads) and 13 (replacing maps by their mean) both ask when a change
 of the model "costs nothing": when it moves a text's sentence vector (the mean of the
@@ -9,10 +9,16 @@ picture:
 
     tolerance = share x (mean distance 1 - cos between the sentence vectors of two different texts)
 
-computed per model on the texts at hand. With the default share of 5%, a change "costs
-nothing" when it moves a text by at most a twentieth of the way to an unrelated text.
-:data:`SHARE_GRID` (2, 5, 10, 20%) is the sensitivity table every verdict built on it
-reports.
+computed per model on the texts at hand. :data:`SHARE_GRID` (2, 5, 10, 20%) is the
+sensitivity table every verdict built on it reports.
+
+**In plain units.** ``1 - cos`` is not a distance a reader can picture: for unit vectors it
+is half the squared distance between them (``1 - cos = chord^2 / 2``), so a share of it is
+not the same share of the way. A move whose ``1 - cos`` is ``share`` times the mean ``1 - cos``
+between two texts is ``sqrt(share)`` times the root-mean-square distance between their unit
+vectors (:meth:`CostsNothing.chord_share`): 5% of the ``1 - cos`` is **22% of the distance**,
+10% is 32%, 20% is 45%. The verdicts built on it compare a **mean over texts** with the
+tolerance (an interval over texts), not every text on its own, and say so.
 
 :func:`distance_to_others` gives, for each text, its mean distance to every *other*
 text; their mean is the mean over all pairs (:func:`mean_text_distance`), computed
@@ -21,6 +27,7 @@ from the Gram matrix of the unit vectors in one product instead of a double loop
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -32,7 +39,7 @@ from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode
 
-#: "costs nothing": at most this share of the mean distance between two different texts
+#: "costs nothing": at most this share of the mean 1 - cos between two different texts (5%: 22% of the distance)
 TOLERANCE_SHARE = 0.05
 #: the shares of every sensitivity table built on it
 SHARE_GRID = (0.02, 0.05, 0.1, 0.2)
@@ -85,11 +92,30 @@ class CostsNothing:
         """``{share: tolerance}`` for every share of the grid."""
         return {float(s): self.at(s) for s in shares}
 
+    @staticmethod
+    def chord_share(share: float) -> float:
+        """The share of the root-mean-square distance between two texts' unit vectors that a move
+        of ``share`` x their mean ``1 - cos`` covers: ``sqrt(share)`` (``1 - cos = chord^2 / 2``)."""
+        return math.sqrt(float(share))
+
+    @property
+    def rms_chord(self) -> float:
+        """The root-mean-square distance between two different texts' unit vectors, ``sqrt(2 x distance)``."""
+        return math.sqrt(2.0 * self.distance)
+
+    @property
+    def degrees(self) -> float:
+        """The angle of a move at the tolerance, in degrees: ``arccos(1 - tolerance)``."""
+        return math.degrees(math.acos(max(-1.0, 1.0 - self.tolerance)))
+
     def describe(self) -> str:
-        """One line: the tolerance, and what it is a share of."""
-        return _("costs nothing: 1 - cos at most {tol:.5f} = {share:.0%} of the mean distance between two "
-                 "different texts ({distance:.4f}, {n} texts)").format(
-            tol=self.tolerance, share=self.share, distance=self.distance, n=self.n_texts)
+        """One line: the tolerance, what it is a share of, in ``1 - cos`` and in distance, and that it
+        applies to the mean over texts."""
+        return _("costs nothing: on average over the texts, 1 - cos at most {tol:.5f} ({share:.0%} of the mean "
+                 "1 - cos between two different texts, {distance:.4f}, {n} texts): a move of {chord:.0%} of the "
+                 "distance between their unit vectors, {degrees:.1f} degrees").format(
+            tol=self.tolerance, share=self.share, distance=self.distance, n=self.n_texts,
+            chord=self.chord_share(self.share), degrees=self.degrees)
 
 
 def costs_nothing(vectors, share: float = TOLERANCE_SHARE) -> CostsNothing:

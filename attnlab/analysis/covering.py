@@ -6,25 +6,36 @@ sentence vector (the mean-pooled final hidden state)::
     delta_S(x) = v_without S(x) - v_full(x)        (D,) per text, for a set S of heads
 
 If the heads of ``S`` acted independently, their effects would add up:
-``delta_S = sum_i delta_i``. The **covering ratio** compares the two lengths,
+``delta_S = sum_i delta_i``. Three numbers compare the two, each pooled over the
+sets and the texts (sums over sets and texts before dividing, so a text or set
+where nothing moves cannot blow them up):
 
-    ratio = mean_x ||delta_S(x)|| / mean_x ||sum_{i in S} delta_i(x)||
+* the **covering ratio** ``mean ||delta_S|| / mean ||sum_i delta_i||``;
+* the **gain** ``g`` of the decomposition ``delta_S = g * sum_i delta_i + r``
+  (least squares, ``r`` orthogonal to the sum): above 1 the set does *more* along
+  the sum than its heads alone (redundancy), below 1 less (synergy, saturation);
+* the **residual share** ``||r|| / ||sum_i delta_i||``: what the set does that no
+  sum of its heads' effects points to (a backed-up head's job shows up here when
+  it points elsewhere than what the heads do alone).
 
-(a ratio of means over the texts, then averaged over the sets: numerators and
-denominators are summed over sets and texts before dividing, so a text or set
-where nothing moves cannot blow it up). Independent heads give exactly 1,
-whatever the directions of their effects: aligned, orthogonal or opposed
-(``1 - cos`` did not have this property: it is second order near the full
-model, so two independent heads scored above "additive" when their effects
-pointed the same way and below it when they pointed opposite ways). Then
+**Exactly 1 is not the line.** Exactly additive effects give ratio 1 and gain 1,
+but the sentence vector comes out of a LayerNorm: effects that add up *before*
+it do not add up after it (the norm is rescaled, the mean removed). The line is
+therefore set by a **LayerNorm null** (:func:`additive_null`): the heads'
+effects measured at the input of the model's own final LayerNorm, added up there
+and passed through it, on the same sets and texts. The covering reading decides on the
+**excess** of the real ratio over the null's, with an interval over texts:
 
-* **clearly above 1** (``ratio > COVERS``): the heads *cover for one another*.
-  A head backed up by others costs little alone, and only losing the backups
-  too shows what they carried (redundancy, the random-forest picture);
-* **near 1**: their effects *add up independently*;
-* **clearly below 1** (``ratio < 1 / COVERS``): they *work only together* (one
-  missing head already breaks what the set does: synergy) or the damage
-  *saturates*.
+* ``excess > margin`` (:data:`COVERS_MARGIN`): the heads *cover for one another*;
+* ``excess < -margin``: they *work only together* or the damage *saturates*;
+* within ``+-margin``: their effects *add up* (as far as the sets can see, below).
+
+**Power.** Two heads that back each other up show only when both land in the
+same set; a head's partner is in its set with chance ``(k - 1) / (n - 1)``
+(:func:`meet_chance`; sets of 14 of 144 heads: 9%). Below :data:`MIN_MEET` a
+reading of "add up" is "too few backup pairs in a set to tell", so
+:func:`covering_study` also masks larger sets (:data:`SHARES`: 10% and 50% of the
+heads), and the verdicts decide on the largest.
 
 "Each head is weak" is measured on the same vectors, with the strongest head
 chosen on one half of the texts and scored on the other
@@ -37,10 +48,13 @@ and :func:`~attnlab.analysis.importance.head_sets_states` (see :func:`covering_s
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
+import torch
+from tqdm.auto import tqdm
 
 from attnlab.analysis.importance import (
     Objective,
@@ -55,27 +69,40 @@ from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
-#: the heads cover for one another when the covering ratio lies clearly above this (1 = additive)
-COVERS = 1.1
-#: the lines of the sensitivity table
-COVERS_GRID = (1.05, 1.1, 1.2)
-#: the three readings of a covering ratio, as printed
+#: the heads cover for one another when the covering ratio exceeds the LayerNorm null's by more than this
+COVERS_MARGIN = 0.05
+#: the margins of the sensitivity table
+MARGIN_GRID = (0.02, 0.05, 0.1)
+#: shares of the heads in each random set: 10% (the article's scale) and 50% (where backup pairs meet)
+SHARES = (0.1, 0.5)
+#: "add up" needs sets where a head's backup partner is present at least this often (:func:`meet_chance`)
+MIN_MEET = 0.25
+#: the readings of a covering ratio against its null, as printed
 READINGS = {"cover": N_("cover for one another (redundant)"), "add": N_("add up independently"),
-            "together": N_("work only together (or saturate)"), "unclear": N_("fall between two readings")}
+            "together": N_("work only together (or saturate)"), "unclear": N_("fall between two readings"),
+            "no power": N_("look additive, but sets this small rarely hold both heads of a backup pair")}
 #: percentiles of the per-set ratios shown as the random sets' band
 SET_BAND = (10.0, 90.0)
 
 
-def reading(interval: Interval, covers: float = COVERS) -> str:
-    """Which of :data:`READINGS` an interval of the covering ratio supports: ``"cover"`` when it
-    lies wholly above ``covers``, ``"together"`` wholly below ``1 / covers``, ``"add"`` wholly
-    between the two, ``"unclear"`` when it reaches across a line."""
-    if interval.above(covers):
+def meet_chance(k: int, n_total: int) -> float:
+    """Chance that a head's one backup partner lands in the same random set of ``k`` of ``n_total``
+    heads: ``(k - 1) / (n_total - 1)`` (14 of 144: 0.09; 72 of 144: 0.50)."""
+    return (k - 1) / (n_total - 1) if n_total > 1 else 0.0
+
+
+def reading(excess: Interval, meet: float = 1.0, margin: float = COVERS_MARGIN) -> str:
+    """Which of :data:`READINGS` an interval of the covering ratio's **excess over the LayerNorm
+    null** supports: ``"cover"`` wholly above ``margin``, ``"together"`` wholly below
+    ``-margin``, ``"add"`` wholly within ``+-margin`` when the sets have power (``meet``, the
+    chance a backup partner shares the set, at least :data:`MIN_MEET`; else ``"no power"``),
+    ``"unclear"`` when it reaches across a line."""
+    if excess.above(margin):
         return "cover"
-    if interval.below(1.0 / covers):
+    if excess.below(-margin):
         return "together"
-    if float(interval.low) >= 1.0 / covers and float(interval.high) <= covers:
-        return "add"
+    if float(excess.low) >= -margin and float(excess.high) <= margin:
+        return "add" if meet >= MIN_MEET else "no power"
     return "unclear"
 
 
@@ -85,8 +112,8 @@ def reading_words(key: str) -> str:
 
 
 def effect_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
-                 sets: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per set and text, the lengths the covering ratio compares.
+                 sets: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per set and text, the lengths the covering ratio compares, and the product the gain needs.
 
     Args:
         full: ``(N, D)`` sentence vectors of the full model.
@@ -95,8 +122,8 @@ def effect_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
         sets: ``S`` lists of flat head indices.
 
     Returns:
-        ``(joint_norm (S, N), sum_norm (S, N), single_norm (N, K))``: ``||delta_S||``,
-        ``||sum_i delta_i||`` and every head's ``||delta_k||``.
+        ``(joint_norm (S, N), sum_norm (S, N), dot (S, N), single_norm (N, K))``: ``||delta_S||``,
+        ``||sum_i delta_i||``, ``<delta_S, sum_i delta_i>`` and every head's ``||delta_k||``.
     """
     full = np.asarray(full, dtype=float)  # (N, D)
     deltas = np.asarray(single, dtype=float) - full[None]  # (K, N, D)
@@ -105,7 +132,63 @@ def effect_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
         raise ValueError(f"{len(sets)} sets but {len(joint_deltas)} joint passes")
     sums = np.stack([deltas[list(s)].sum(axis=0) for s in sets])  # (S, N, D)
     return (np.linalg.norm(joint_deltas, axis=-1), np.linalg.norm(sums, axis=-1),
-            np.linalg.norm(deltas, axis=-1).T)
+            np.einsum("snd,snd->sn", joint_deltas, sums), np.linalg.norm(deltas, axis=-1).T)
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """``(..., D)``: LayerNorm over the last axis, ``weight * (x - mean) / sqrt(var + eps) + bias``."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return weight * centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps) + bias
+
+
+def pooling_matrix(text_of: np.ndarray, n_texts: int) -> np.ndarray:
+    """``(N, T_all)``: row ``n`` averages the tokens of text ``n`` (``text_of`` ``(T_all,)``: each
+    token's text), so ``P @ tokens`` gives the sentence vectors."""
+    text_of = np.asarray(text_of, dtype=int)
+    counts = np.bincount(text_of, minlength=n_texts).astype(float)  # (N,)
+    pool = np.zeros((n_texts, len(text_of)))
+    pool[text_of, np.arange(len(text_of))] = 1.0
+    return pool / np.maximum(counts, 1.0)[:, None]
+
+
+def additive_null(z_full: np.ndarray, blocks: Iterable[tuple[Sequence[int], np.ndarray]], sets: Sequence[Sequence[int]],
+                  norm: tuple[np.ndarray, np.ndarray, float], text_of: np.ndarray, n_texts: int,
+                  single: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The covering numbers heads would give if their effects added up **exactly** until the model's
+    final LayerNorm: the null that sets the covering line (not 1).
+
+    Every token's input to the final LayerNorm is measured with each head alone masked; a set's
+    effects there are added, ``z_full + sum_i (z_i - z_full)``, passed through the LayerNorm,
+    and pooled into sentence vectors like the real ones. With one head, the null is the real
+    single-head vector, so the two ratios differ only in what the heads do together.
+
+    Args:
+        z_full: ``(T_all, D)``: the full model's LayerNorm inputs, every real token of every text.
+        blocks: ``(flat head indices (k,), z (k, T_all, D))``: the same with each of those heads
+            masked (a layer at a time keeps the memory to one layer's heads).
+        sets: ``S`` lists of flat head indices.
+        norm: the LayerNorm's ``(weight (D,), bias (D,), eps)``.
+        text_of: ``(T_all,)`` each token's text; ``n_texts``: ``N``.
+        single: ``(K, N, D)`` the real sentence vectors with each head alone masked.
+
+    Returns:
+        ``(joint_norm (S, N), sum_norm (S, N), dot (S, N))`` of the null, as :func:`effect_norms`.
+    """
+    weight, bias, eps = (np.asarray(norm[0], dtype=float), np.asarray(norm[1], dtype=float), float(norm[2]))
+    z_full = np.asarray(z_full, dtype=np.float64)  # (T_all, D)
+    members = [set(int(i) for i in s) for s in sets]
+    summed = np.zeros((len(sets),) + z_full.shape)  # (S, T_all, D): each set's added effects
+    for heads, z in blocks:
+        effects = np.asarray(z, dtype=np.float64) - z_full[None]  # (k, T_all, D)
+        for s, member in enumerate(members):
+            rows = [j for j, h in enumerate(heads) if int(h) in member]
+            if rows:
+                summed[s] += effects[rows].sum(axis=0)
+    pool = pooling_matrix(text_of, n_texts)  # (N, T_all)
+    full = pool @ layer_norm(z_full, weight, bias, eps)  # (N, D)
+    joint = np.einsum("nt,std->snd", pool, layer_norm(z_full[None] + summed, weight, bias, eps))  # (S, N, D)
+    joint_norm, sum_norm, dot, _single = effect_norms(full, single, joint, sets)
+    return joint_norm, sum_norm, dot
 
 
 @dataclass
@@ -114,8 +197,8 @@ class Covering(Record):
     head does alone (a :class:`~attnlab.core.records.Record`: lesson 11 saves it).
 
     Attributes:
-        k: heads in each set.
-        sets: ``S`` random sets, flat head indices (``layer * heads + head``).
+        k: heads in each of the smallest sets (the sizes: :attr:`sizes`).
+        sets: ``S`` random sets, flat head indices (``layer * heads + head``), of one or more sizes.
         joint_norm: ``(S, N)``: ``||delta_S||`` per set and text.
         sum_norm: ``(S, N)``: ``||sum_i delta_i||`` over the set's heads.
         single_norm: ``(N, K)``: every head's ``||delta_k||`` alone.
@@ -124,6 +207,9 @@ class Covering(Record):
         top_joint_norm, top_sum_norm: ``(N,)`` the same two lengths for ``top_set``.
         n_heads: heads per layer (to turn flat indices into ``(layer, head)``).
         seed: fixes the sets and the halves of :func:`held_out_top_head`.
+        dot: ``(S, N)``: ``<delta_S, sum_i delta_i>`` (for the gain), or None in an older record.
+        null_joint_norm, null_sum_norm, null_dot: ``(S, N)``: the same three under the LayerNorm
+            null (:func:`layer_norm_null`), or None when the LayerNorm was not known.
     """
 
     k: int
@@ -137,10 +223,37 @@ class Covering(Record):
     top_joint_norm: np.ndarray | None = None
     top_sum_norm: np.ndarray | None = None
     seed: int = 0
+    dot: np.ndarray | None = None
+    null_joint_norm: np.ndarray | None = None
+    null_sum_norm: np.ndarray | None = None
+    null_dot: np.ndarray | None = None
 
     @property
     def n_texts(self) -> int:
         return int(np.shape(self.joint_norm)[1])
+
+    @property
+    def n_total(self) -> int:
+        """Heads in the model (``layers x heads``)."""
+        return int(np.shape(self.single_norm)[1])
+
+    @property
+    def sizes(self) -> list[int]:
+        """The set sizes measured, smallest first."""
+        return sorted({len(s) for s in self.sets})
+
+    @property
+    def has_null(self) -> bool:
+        """Whether the gain and the LayerNorm null were measured (records from before them lack both)."""
+        return all(x is not None for x in (self.dot, self.null_joint_norm, self.null_sum_norm, self.null_dot))
+
+    def of_size(self, size: int | None = None) -> np.ndarray:
+        """Indices of the sets of ``size`` heads (default :attr:`k`)."""
+        size = self.k if size is None else int(size)
+        chosen = np.flatnonzero([len(s) == size for s in self.sets])
+        if not len(chosen):
+            raise ValueError(f"no sets of {size} heads (sizes measured: {self.sizes})")
+        return chosen
 
     def head(self, flat: int) -> tuple[int, int]:
         """A flat head index as ``(layer, head)``, 0-based."""
@@ -153,19 +266,80 @@ def ratio_of_means(pairs: np.ndarray) -> float:
     return float(top / bottom) if bottom > 0 else float("nan")
 
 
-def covering_ratio(cov: Covering, *, seed: int = 0) -> Interval:
-    """``sum ||delta_S|| / sum ||sum_i delta_i||`` over the random sets and the texts, with a
-    bootstrap interval over the **texts** (each resample draws texts, the sets stay)."""
-    per_text = np.stack([np.asarray(cov.joint_norm).mean(axis=0), np.asarray(cov.sum_norm).mean(axis=0)],
+def covering_ratio(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
+    """``sum ||delta_S|| / sum ||sum_i delta_i||`` over the random sets of ``size`` heads (default
+    :attr:`Covering.k`) and the texts, with a bootstrap interval over the **texts** (each
+    resample draws texts, the sets stay)."""
+    rows = cov.of_size(size)
+    per_text = np.stack([np.asarray(cov.joint_norm)[rows].mean(axis=0), np.asarray(cov.sum_norm)[rows].mean(axis=0)],
                         axis=1)  # (N, 2)
     return bootstrap(per_text, ratio_of_means, seed=seed)
 
 
-def set_band(cov: Covering) -> tuple[float, float, float]:
-    """``(low, median, high)`` of the per-set covering ratios (each a ratio of means over the
-    texts): the :data:`SET_BAND` percentiles over the random sets, how much the answer
-    depends on which heads are drawn."""
-    ratios = np.asarray(cov.joint_norm).mean(axis=1) / np.asarray(cov.sum_norm).mean(axis=1)  # (S,)
+def _per_text(cov: Covering, rows: np.ndarray, null: bool) -> np.ndarray:
+    """``(N, 5)``: per text, summed over the chosen sets: ``||delta_S||``, ``||sum||``,
+    ``<delta_S, sum>``, ``||sum||^2`` and ``||delta_S||^2``."""
+    joint, total, dot = ((cov.null_joint_norm, cov.null_sum_norm, cov.null_dot) if null
+                         else (cov.joint_norm, cov.sum_norm, cov.dot))
+    joint, total, dot = (np.asarray(x, dtype=float)[rows] for x in (joint, total, dot))  # (S', N) each
+    return np.stack([joint.sum(0), total.sum(0), dot.sum(0), (total ** 2).sum(0), (joint ** 2).sum(0)], axis=1)
+
+
+def _gain(rows: np.ndarray) -> float:
+    """``g = sum <delta_S, sum> / sum ||sum||^2`` from :func:`_per_text` rows."""
+    return float(rows[:, 2].sum() / rows[:, 3].sum()) if rows[:, 3].sum() > 0 else float("nan")
+
+
+def _residual(rows: np.ndarray) -> float:
+    """``sqrt(sum ||delta_S - g sum||^2 / sum ||sum||^2)``, with the pooled gain ``g``."""
+    g = _gain(rows)
+    left = rows[:, 4].sum() - 2 * g * rows[:, 2].sum() + g * g * rows[:, 3].sum()
+    return float(np.sqrt(max(left, 0.0) / rows[:, 3].sum())) if rows[:, 3].sum() > 0 else float("nan")
+
+
+def decomposition(cov: Covering, size: int | None = None, *, null: bool = False,
+                  seed: int = 0) -> tuple[Interval, Interval]:
+    """``(gain, residual share)`` of ``delta_S = g * sum_i delta_i + r`` over the sets of ``size``
+    heads, each with an interval over the texts; ``null=True``: the same under the LayerNorm null."""
+    if not cov.has_null:
+        raise ValueError("this covering record has no gain or LayerNorm null (measured before them)")
+    rows = _per_text(cov, cov.of_size(size), null)  # (N, 5)
+    return bootstrap(rows, _gain, seed=seed), bootstrap(rows, _residual, seed=seed)
+
+
+def _excess(rows: np.ndarray) -> float:
+    """The real covering ratio minus the null's, from rows ``[real joint, real sum, null joint, null sum]``."""
+    return ratio_of_means(rows[:, :2]) - ratio_of_means(rows[:, 2:])
+
+
+def null_ratio(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
+    """The covering ratio of the LayerNorm null over the sets of ``size`` heads (interval over texts)."""
+    rows = _per_text(cov, cov.of_size(size), True)
+    return bootstrap(rows[:, :2], ratio_of_means, seed=seed)
+
+
+def excess_over_null(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
+    """The covering ratio minus the LayerNorm null's on the same sets and texts (paired: each
+    resample draws the same texts for both), the number :func:`reading` reads."""
+    if not cov.has_null:
+        raise ValueError("this covering record has no LayerNorm null (measured before it)")
+    rows = cov.of_size(size)
+    real, fake = _per_text(cov, rows, False), _per_text(cov, rows, True)
+    return bootstrap(np.concatenate([real[:, :2], fake[:, :2]], axis=1), _excess, seed=seed)
+
+
+def covering_reading(cov: Covering, size: int | None = None, *, margin: float = COVERS_MARGIN) -> str:
+    """:func:`reading` of the sets of ``size`` heads (default: the largest measured, the one with power)."""
+    size = max(cov.sizes) if size is None else size
+    return reading(excess_over_null(cov, size), meet_chance(size, cov.n_total), margin)
+
+
+def set_band(cov: Covering, size: int | None = None) -> tuple[float, float, float]:
+    """``(low, median, high)`` of the per-set covering ratios of ``size`` heads (each a ratio of
+    means over the texts): the :data:`SET_BAND` percentiles over the random sets, how much the
+    answer depends on which heads are drawn."""
+    rows = cov.of_size(size)
+    ratios = np.asarray(cov.joint_norm)[rows].mean(axis=1) / np.asarray(cov.sum_norm)[rows].mean(axis=1)  # (S',)
     low, high = np.percentile(ratios, SET_BAND)
     return float(low), float(np.median(ratios)), float(high)
 
@@ -209,38 +383,118 @@ def random_sets(n_total: int, k: int, n_sets: int, seed: int = 0) -> list[list[i
 
 
 def covering_from_vectors(full: np.ndarray, single: np.ndarray, joint: np.ndarray, everything: np.ndarray,
-                          sets: Sequence[Sequence[int]], n_heads: int, *, seed: int = 0) -> Covering:
+                          sets: Sequence[Sequence[int]], n_heads: int, *, seed: int = 0,
+                          null: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Covering:
     """:class:`Covering` from sentence vectors measured elsewhere.
 
     Args:
         full: ``(N, D)`` full model; single: ``(K, N, D)`` each head alone masked (flat index);
-        joint: ``(S, N, D)`` each set of ``sets`` masked; everything: ``(N, D)`` every head masked.
+        joint: ``(S, N, D)`` each set of ``sets`` masked (sets may differ in size);
+        everything: ``(N, D)`` every head masked.
         n_heads: heads per layer.
+        null: :func:`additive_null`'s three arrays for the same sets, or None (no null).
     """
     sets = [[int(i) for i in s] for s in sets]
-    sizes = {len(s) for s in sets}
-    if len(sizes) != 1:
-        raise ValueError(f"every set must have the same size, got sizes {sorted(sizes)}")
-    joint_norm, sum_norm, single_norm = effect_norms(full, single, joint, sets)
-    return Covering(sizes.pop(), sets, joint_norm, sum_norm, single_norm,
-                    np.linalg.norm(np.asarray(everything, dtype=float) - np.asarray(full, dtype=float), axis=-1),
-                    n_heads, seed=seed)
+    if not sets or any(not s for s in sets):
+        raise ValueError("need at least one non-empty set of heads")
+    joint_norm, sum_norm, dot, single_norm = effect_norms(full, single, joint, sets)
+    cov = Covering(min(len(s) for s in sets), sets, joint_norm, sum_norm, single_norm,
+                   np.linalg.norm(np.asarray(everything, dtype=float) - np.asarray(full, dtype=float), axis=-1),
+                   n_heads, seed=seed, dot=dot)
+    if null is not None:
+        cov.null_joint_norm, cov.null_sum_norm, cov.null_dot = (np.asarray(x, dtype=float) for x in null)
+    return cov
 
 
-def covering_study(m: LoadedModel, objective: Objective, *, share: float = 0.1, n_sets: int = 20,
+def _final_norm_slot(m: LoadedModel) -> tuple[torch.nn.Module, str, torch.nn.LayerNorm] | None:
+    """``(parent, attribute, module)`` of the last ``nn.LayerNorm`` of the encoder in module order
+    (the one the final hidden states come out of), or None when the model has none."""
+    named = [(name, mod) for name, mod in m.model.named_modules() if isinstance(mod, torch.nn.LayerNorm)]
+    if not named:
+        return None
+    name, module = named[-1]
+    parent_name, _dot, attribute = name.rpartition(".")
+    return m.model.get_submodule(parent_name) if parent_name else m.model, attribute, module
+
+
+def final_layer_norm(m: LoadedModel) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``(weight (D,), bias (D,), eps)`` of the final LayerNorm (:func:`_final_norm_slot`), or None."""
+    slot = _final_norm_slot(m)
+    if slot is None or slot[2].weight is None:
+        return None
+    last = slot[2]
+    bias = last.bias if last.bias is not None else torch.zeros_like(last.weight)
+    return (last.weight.detach().double().cpu().numpy(), bias.detach().double().cpu().numpy(), float(last.eps))
+
+
+@contextmanager
+def final_norm_removed(m: LoadedModel) -> Iterator[None]:
+    """Inside the block the final LayerNorm is an identity, so the "final hidden states" are its
+    inputs; restored on exit, whatever happens."""
+    slot = _final_norm_slot(m)
+    if slot is None:
+        raise ValueError("the model has no LayerNorm to remove")
+    parent, attribute, module = slot
+    setattr(parent, attribute, torch.nn.Identity())
+    try:
+        yield
+    finally:
+        setattr(parent, attribute, module)
+
+
+def real_tokens_of(states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
+    """A states reducer: ``(T_all, D)`` float32, every real token's final state, batch by batch,
+    text by text (the order :func:`token_texts` numbers)."""
+    return np.concatenate([hidden[mask.bool()].float().cpu().numpy() for hidden, mask in states])
+
+
+def token_texts(objective: Objective) -> np.ndarray:
+    """``(T_all,)``: the text of every real token, in the order of :func:`real_tokens_of`."""
+    out, offset = [], 0
+    for batch in objective.batches:
+        mask = batch["inputs"]["attention_mask"].cpu().bool()  # (B, T)
+        rows, _cols = np.nonzero(mask.numpy())
+        out.append(rows + offset)
+        offset += mask.shape[0]
+    return np.concatenate(out)
+
+
+def measure_null(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[int]], single: np.ndarray, *,
+                 progress: bool = False, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`additive_null` on the model: the final LayerNorm's inputs with each head masked (one
+    layer's heads at a time), or None when the model has no final LayerNorm."""
+    norm = final_layer_norm(m)
+    if norm is None:
+        return None
+    text_of = token_texts(objective)
+    with final_norm_removed(m):
+        z_full = masked_states(m, objective, [], real_tokens_of, threads=threads)  # (T_all, D)
+
+        def blocks() -> Iterator[tuple[list[int], np.ndarray]]:
+            layers = tqdm(range(m.n_layers), desc=_("LayerNorm null"), unit="layer") if progress else range(m.n_layers)
+            for layer in layers:
+                z = single_head_states(m, objective, real_tokens_of, layers=[layer], threads=threads)  # (1, H, T_all, D)
+                yield [layer * m.n_heads + h for h in range(m.n_heads)], np.asarray(z)[0]
+
+        return additive_null(z_full, blocks(), sets, norm, text_of, objective.n_texts, single)
+
+
+def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[float] = SHARES, n_sets: int = 20,
                    importance: np.ndarray | None = None, seed: int = 0, progress: bool = False,
                    threads: int | None = None, single: np.ndarray | None = None) -> Covering:
     """Measure :class:`Covering` on the texts of ``objective`` (any objective: only its texts are used).
 
     Passes: the full model, every head alone (``layers x heads``, unless ``single`` ``(L, H, N, D)``
     from an earlier :func:`~attnlab.analysis.importance.single_head_states` is given), every head
-    together, ``n_sets`` random sets of ``round(share * layers * heads)`` heads, and, when
-    ``importance`` ``(L, H)`` is given (ranked on *other* texts), the set of the most important
-    heads of the same size.
+    together, ``n_sets`` random sets of ``round(share * layers * heads)`` heads for each of
+    ``shares``, and, when ``importance`` ``(L, H)`` is given (ranked on *other* texts), the set
+    of the most important heads of the smallest size. The LayerNorm null (:func:`measure_null`)
+    takes one more sweep of every head alone, with the final LayerNorm removed.
     """
     total = m.n_layers * m.n_heads
-    k = max(1, int(round(share * total)))
-    sets = random_sets(total, k, n_sets, seed)
+    sizes = sorted({max(1, int(round(share * total))) for share in shares})
+    sets = [s for i, size in enumerate(sizes) for s in random_sets(total, size, n_sets, seed + i)]
+    k = sizes[0]
 
     def pairs(flat: Sequence[int]) -> list[tuple[int, int]]:
         return [(int(i) // m.n_heads, int(i) % m.n_heads) for i in flat]
@@ -254,9 +508,10 @@ def covering_study(m: LoadedModel, objective: Objective, *, share: float = 0.1, 
     together = [pairs(s) for s in sets] + [pairs(range(total))] + ([pairs(top)] if top else [])
     vectors = np.stack(head_sets_states(m, objective, together, sentence_vectors_of, threads=threads))  # (S+1(+1), N, D)
     joint, everything = vectors[:len(sets)], vectors[len(sets)]  # (S, N, D), (N, D)
-    cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed)
+    null = measure_null(m, objective, sets, single, progress=progress, threads=threads)
+    cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed, null=null)
     if top:
         top_joint = vectors[-1]  # (N, D)
-        t_joint, t_sum, _single = effect_norms(full, single, top_joint[None], [top])
+        t_joint, t_sum, _dot, _single = effect_norms(full, single, top_joint[None], [top])
         cov.top_set, cov.top_joint_norm, cov.top_sum_norm = top, t_joint[0], t_sum[0]
     return cov

@@ -19,7 +19,10 @@ For each query, every non-special token ``j`` gets a score from five *views*:
   and take the mean cosine distance of the other tokens' last hidden states
   (a whole-model intervention, not Mohebbi's measure).
 
-Each view is compared with the token's **effect**, two ground truths:
+Each view is compared with the token's **effect**, three references (none of them a ground
+truth: each is one intervention or approximation, and they disagree with one another, so
+:meth:`Scoreboard.reference_agreement` gives their agreement as a noise ceiling, what no view can
+be expected to beat by much):
 
 * ``masked`` (leave one out, positions kept): token ``j`` is masked from the
   attention of every layer (no token can read it; every other token keeps its
@@ -30,13 +33,20 @@ Each view is compared with the token's **effect**, two ground truths:
   position) and the mean of the last hidden states is compared with the full
   run's. This also loses ``j``'s own output from the pool, so it partly measures
   how unusual ``j``'s own vector is.
-* ``grad_input``: gradient x input on the sentence vector, a ground truth that
-  does **not** go through attention: how far the direction of the sentence
-  vector ``s / ||s||`` moves, to first order, when token ``j``'s input (word)
-  embedding ``e_j`` is taken away, ``|| d(s/||s||)/d e_j . e_j ||``: one
-  Jacobian-vector product (:func:`grad_input`). Masking a token from the
-  attention of every layer goes through attention itself, which favours the
-  views read from the weights; this one does not.
+* ``grad_input``: gradient x input on the sentence vector, a **first-order
+  reference**: how far the direction of the sentence vector ``s / ||s||`` moves,
+  to first order, when token ``j``'s input (word) embedding ``e_j`` is taken
+  away, ``|| d(s/||s||)/d e_j . e_j ||``: one Jacobian-vector product
+  (:func:`grad_input`). It does not mask attention, but its Jacobian runs
+  through every attention layer, it is linear (one step along ``e_j``, not the
+  token really taken away), and it includes ``j``'s own path through the
+  residual stream into the pool.
+* ``zeroed``: the embedding ``e_j`` really set to zero (its position embedding
+  stays), the cosine distance of the sentence vectors: what gradient x input
+  approximates to first order (:func:`zeroed_embedding`).
+* ``grad_input_others``: gradient x input with ``j`` left out of the mean pool
+  (the pool of the other tokens only), so ``j``'s own residual path does not count
+  (:func:`grad_input` with ``leave_out=True``).
 
 **Special tokens** ([CLS]/[SEP], ``<s>``/``</s>``) are not ranked with the
 words (they are in every text), but they get a row of their own:
@@ -76,11 +86,13 @@ from attnlab.core.run import encode, run
 VIEWS = ("raw", "norm", "rollout", "value_zeroing", "knockout")
 VIEW_LABELS = {"raw": N_("raw attention"), "norm": N_("norm-based"), "rollout": N_("rollout"),
                "value_zeroing": N_("value zeroing (Mohebbi)"), "knockout": N_("whole-model knockout")}
-#: The ground truths: leave one out keeping positions (the main one), deletion, and gradient x input
-#: on the sentence vector (the one that does not go through attention).
-TRUTHS = ("masked", "deleted", "grad_input")
+#: The references: leave one out keeping positions (the main one), deletion, and gradient x input
+#: on the sentence vector (a first-order reference).
+TRUTHS = ("masked", "deleted", "grad_input", "zeroed", "grad_input_others")
 TRUTH_LABELS = {"masked": N_("leave one out, positions kept"), "deleted": N_("token deleted"),
-                "grad_input": N_("gradient × input on the sentence vector")}
+                "grad_input": N_("gradient × input on the sentence vector"),
+                "zeroed": N_("embedding zeroed"),
+                "grad_input_others": N_("gradient × input, token left out of the pool")}
 #: Fewest non-special tokens a query needs (with 3 or 4, rho takes only a handful of values).
 MIN_TOKENS = 5
 #: Token copies scored in one pass (every token of a few queries of similar length). Gradient x input
@@ -141,6 +153,14 @@ class Scoreboard:
         if name not in VIEWS + TRUTHS:
             raise ValueError(f"name must be a view {VIEWS} or a ground truth {TRUTHS}, got {name!r}")
         return bootstrap_mean(np.array([q.special[name] for q in self.queries]), seed=seed)
+
+    def reference_agreement(self, a: str, b: str, *, seed: int = 0) -> Interval:
+        """Mean over queries of the Spearman correlation between two references' effects on the same
+        tokens, with its bootstrap interval over queries: how far the references themselves agree,
+        a noise ceiling for any view's correlation with either."""
+        a, b = _check_truth(a), _check_truth(b)
+        rho = np.array([correlation(q.effects[a], q.effects[b], "spearman") for q in self.queries])
+        return bootstrap_mean(rho[np.isfinite(rho)], seed=seed)
 
     def best_held_out(self, views: Sequence[str], truth: str = "masked", *, seed: int = 0) -> tuple[str, Interval]:
         """The best of ``views`` chosen on one half of the queries, and its mean rho on the other half.
@@ -282,25 +302,29 @@ def _leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
     return copies.split(cosine_distance(sentence_vectors(m, shorter), base))
 
 
-def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
-    """``(k,)``: gradient x input on the sentence vector, a ground truth that does not go through attention.
+def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int], *,
+               leave_out: bool = False) -> np.ndarray:
+    """``(k,)``: gradient x input on the sentence vector, a first-order reference.
 
     For each listed token ``j``: ``|| J_j e_j ||`` where ``e_j`` ``(d,)`` is its input (word) embedding and
     ``J_j`` the Jacobian of the unit sentence vector ``s / ||s||`` (``s``: the mean of the last hidden
     states, :func:`~attnlab.analysis.interventions.sentence_vectors`) with respect to ``e_j``: how far the
     direction of the sentence vector moves, to first order, when the token's embedding is taken away
     (its position embedding stays). All ``k`` tokens in one Jacobian-vector product over ``k`` copies.
+    The Jacobian runs through every attention layer; the move is linear in ``e_j``.
 
     Args:
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the tokens to score.
+        leave_out: pool only the *other* tokens, so that ``j``'s own path through the residual
+            stream into the pool does not count.
     """
     _one_text(inputs)
-    return _grad_input(m, inputs, [positions])[0]
+    return _grad_input(m, inputs, [positions], leave_out=leave_out)[0]
 
 
 def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
-                positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+                positions: Sequence[Sequence[int]], *, leave_out: bool = False) -> list[np.ndarray]:
     """:func:`grad_input` of every text of a padded batch, in one Jacobian-vector product."""
     copies = _copies_of(inputs, positions)
     with torch.no_grad():
@@ -309,7 +333,8 @@ def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
     rows = torch.arange(len(copies.position), device=embeds.device)
     tangent[rows, copies.position] = embeds[rows, copies.position]
     others = {name: value for name, value in copies.inputs.items() if name != "input_ids"}  # (R, T) each
-    mask = others["attention_mask"]
+    mask = others["attention_mask"] * (~copies.chosen).to(others["attention_mask"].dtype) if leave_out \
+        else others["attention_mask"]  # (R, T): the tokens pooled
 
     def direction(x: torch.Tensor) -> torch.Tensor:
         out = run(m, {"inputs_embeds": x, **others}, keep=("output",), grad=True).output
@@ -319,6 +344,28 @@ def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
     with torch.enable_grad():
         _unit, moved = torch.autograd.functional.jvp(direction, embeds, tangent)  # (R, d) each
     return copies.split(moved.double().norm(dim=-1))
+
+
+def zeroed_embedding(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int]) -> np.ndarray:
+    """``(k,)``: the cosine distance of the sentence vector when token ``j``'s input (word)
+    embedding is set to zero (its position embedding stays): the change gradient x input
+    approximates to first order."""
+    _one_text(inputs)
+    return _zeroed_embedding(m, inputs, [positions])[0]
+
+
+def _zeroed_embedding(m: LoadedModel, inputs: dict[str, torch.Tensor],
+                      positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`zeroed_embedding` of every text of a padded batch, one pass."""
+    copies = _copies_of(inputs, positions)
+    base = sentence_vectors(m, inputs)[copies.text]  # (R, d)
+    with torch.no_grad():
+        embeds = m.model.get_input_embeddings()(copies.inputs["input_ids"])  # (R, T, d)
+        embeds = embeds * (~copies.chosen).unsqueeze(-1).to(embeds.dtype)  # row r: token position[r] zeroed
+        others = {name: value for name, value in copies.inputs.items() if name != "input_ids"}
+        out = run(m, {"inputs_embeds": embeds, **others}, keep=("output",)).output
+        changed = pooled(out.last_hidden_state, others["attention_mask"])  # (R, d)
+    return copies.split(cosine_distance(changed, base))
 
 
 # --------------------------------------------------------------------------- interventions as views
@@ -434,7 +481,9 @@ def _group_scores(m: LoadedModel, texts: list[str]) -> list[QueryScores | None]:
     na = norm_attention(m, [texts[b] for b in kept], batch_size=len(kept))
     zeroing = _value_zeroing_maps(m, inputs)  # (L, T_b, T_b) each
     effects = {"knockout": _knockout(m, inputs, everyone), "masked": _masked_leave_one_out(m, inputs, everyone),
-               "deleted": _leave_one_out(m, inputs, everyone), "grad_input": _grad_input(m, inputs, everyone)}
+               "deleted": _leave_one_out(m, inputs, everyone), "grad_input": _grad_input(m, inputs, everyone),
+               "zeroed": _zeroed_embedding(m, inputs, everyone),
+               "grad_input_others": _grad_input(m, inputs, everyone, leave_out=True)}
     for i, b in enumerate(kept):
         n, k = lengths[b], len(words[b])
         weights = na.weights[i, :, :, :n, :n]  # (L, H, n, n)

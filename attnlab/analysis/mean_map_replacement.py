@@ -16,8 +16,9 @@ measurements here, for texts of one token length:
   in order of fixedness (most fixed first), in reverse, and in several random
   orders (a band). The **fraction replaceable** is the largest fraction of heads
   whose cumulative cost stays within a tolerance, with an interval from
-  resampling the texts. The tolerance is a share of the distance between two
-  *different* texts' sentence representations (what "a lot" means for this model):
+  resampling the texts. The tolerance is a share of the mean ``1 - cos`` between two
+  *different* texts' sentence representations (what "a lot" means for this model; 5% of
+  it is a move of 22% of the distance between their unit vectors):
   the same tolerance as lesson 11's pruning, :mod:`attnlab.analysis.costs_nothing`.
   Each text's reference is its mean distance to every other text, so the mean of
   the references is the mean over all pairs.
@@ -50,7 +51,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.run import copies_that_fit, encode, repeat_batch, run
 from attnlab.core.streaming import MeanAttention
 
-#: A cost is "little" when it is at most this share of the distance between two different texts
+#: A cost is "little" when it is at most this share of the mean 1 - cos between two different texts
 #: (:data:`attnlab.analysis.costs_nothing.TOLERANCE_SHARE`, shared with lesson 11).
 TOLERANCE_SHARE = COSTS_NOTHING_SHARE
 #: Random orders behind the band of :func:`replace_together`.

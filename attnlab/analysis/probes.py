@@ -19,6 +19,21 @@ heads has a split-half agreement (two disjoint halves of the held-out queries)
 and the two tasks' rankings an agreement on the same queries
 (:func:`task_agreements`).
 
+**Probe noise.** The split-half agreement resamples the queries of a *fixed*
+probe; the probe itself was fitted on a sample of training queries, and another
+sample could rank the heads differently. So each task's probe is also refitted
+on two disjoint halves of the training queries (:attr:`TaskProbes.refits`), and
+a task's **reliability** is the agreement of the two refits' rankings on two
+disjoint halves of the held-out queries: both kinds of noise at once
+(:func:`refit_agreements`). The agreement of two tasks, measured the same way
+and divided by the square root of the two reliabilities, is the agreement
+their noise-free rankings would have (disattenuated, Spearman's correction).
+
+**Token identity.** Whether a token begins a word can often be read off the
+token itself (on Chinese text many tokens are whole words): the accuracy of
+answering each token's commonest training label is kept beside the probe's
+(:func:`identity_accuracy`).
+
 Word starts are found by walking the model's own tokens along the text (the
 ``##`` and ``▁`` markers dropped, case ignored); a query whose tokens cannot
 be walked (an unknown token, say) gets no token labels.
@@ -41,7 +56,7 @@ from attnlab.analysis.importance import (
     single_head_states,
     split_half_agreement,
 )
-from attnlab.analysis.stats import Interval
+from attnlab.analysis.stats import Interval, correlation, resample_counts
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
@@ -235,6 +250,10 @@ class TaskStudy(Record):
         accuracy: task -> the probe's accuracy on the held-out queries, full model.
         chance: task -> the accuracy of always answering the training set's commonest label.
         n_train, n_test: training and held-out queries; ``n_tokens``: labelled held-out tokens.
+        refit_costs: task -> ``(2, N, L, H)``: the same costs under the two probes refitted on
+            disjoint halves of the training queries (empty in a record from before them).
+        identity_accuracy: the word-start accuracy of each token's commonest training label
+            (:func:`identity_accuracy`; NaN when not measured).
     """
 
     tasks: list[str]
@@ -245,6 +264,8 @@ class TaskStudy(Record):
     n_test: int = 0
     n_tokens: int = 0
     seed: int = 0
+    refit_costs: dict[str, np.ndarray] = field(default_factory=dict)
+    identity_accuracy: float = float("nan")
 
     def split_half(self, task: str) -> Interval:
         """The task's ranking of the heads on two disjoint halves of the held-out queries
@@ -258,9 +279,97 @@ class TaskStudy(Record):
         return importance_agreement(a[keep], b[keep], paired=True, seed=self.seed)
 
 
+    def refit_agreements(self, *, n_boot: int = 1000) -> dict[str, Interval]:
+        """:func:`refit_agreements` of this study's refitted probes (both tasks)."""
+        if set(self.refit_costs) != set(self.tasks):
+            raise ValueError("this task study has no refitted probes (measured before them)")
+        return refit_agreements(self.refit_costs, self.tasks, n_boot=n_boot, seed=self.seed)
+
+
 def _finite(costs: np.ndarray) -> np.ndarray:
     costs = np.asarray(costs, dtype=float)
     return costs[np.isfinite(costs).all(axis=(1, 2))]
+
+
+def _rho(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman correlation of two ``(L*H,)`` head scores."""
+    return correlation(x, y, "spearman")
+
+
+def refit_agreements(refit_costs: dict[str, np.ndarray], tasks: Sequence[str], *, n_boot: int = 1000,
+                     seed: int = 0) -> dict[str, Interval]:
+    """Reliabilities, the cross-task agreement and its disattenuated value, from refitted probes.
+
+    The held-out queries are split into two fixed halves (``seed``); on half 1 each task's
+    head ranking comes from its probe refitted on training half A, on half 2 from its probe
+    refitted on training half B. So two rankings of one task differ by both the queries and the
+    probe's training sample.
+
+    Args:
+        refit_costs: task -> ``(2, N, L, H)`` per-query head costs under refits A and B.
+        tasks: the two tasks, ``(a, b)``.
+
+    Returns:
+        ``{"reliability a": ..., "reliability b": ..., "across": ..., "disattenuated": ...}``:
+        Spearman of task a's refit-A ranking (half 1) with its refit-B ranking (half 2), the
+        same for b, the mean of the two cross-task pairs ``(a_A, b_B)`` and ``(b_A, a_B)``,
+        and ``across / sqrt(reliability a * reliability b)`` (NaN when a reliability is not
+        positive); intervals from resampling the queries within each half.
+    """
+    a, b = tasks
+    keep = np.ones(np.shape(refit_costs[a])[1], dtype=bool)
+    for t in tasks:
+        keep &= np.isfinite(np.asarray(refit_costs[t], dtype=float)).all(axis=(0, 2, 3))
+    costs = {t: np.asarray(refit_costs[t], dtype=float)[:, keep].reshape(2, int(keep.sum()), -1) for t in tasks}
+    n = int(keep.sum())
+    if n < 4:
+        raise ValueError(f"a split-half comparison needs at least 4 queries, got {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    first, second = order[: n // 2], order[n // 2:]
+
+    def numbers(w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
+        """``(4,)`` from weights over the queries of each half (resample counts / size)."""
+        a1, a2 = w1 @ costs[a][0, first], w2 @ costs[a][1, second]  # (L*H,) each
+        b1, b2 = w1 @ costs[b][0, first], w2 @ costs[b][1, second]
+        rel_a, rel_b = _rho(a1, a2), _rho(b1, b2)
+        across = 0.5 * (_rho(a1, b2) + _rho(b1, a2))
+        dis = across / np.sqrt(rel_a * rel_b) if rel_a > 0 and rel_b > 0 else float("nan")
+        return np.array([rel_a, rel_b, across, dis])
+
+    estimate = numbers(np.full(len(first), 1.0 / len(first)), np.full(len(second), 1.0 / len(second)))
+    w1 = resample_counts(len(first), n_boot, seed) / len(first)  # (B, N1)
+    w2 = resample_counts(len(second), n_boot, seed + 1) / len(second)  # (B, N2)
+    boots = np.stack([numbers(x, y) for x, y in zip(w1, w2)])  # (B, 4)
+    out = {}
+    for j, name in enumerate(("reliability a", "reliability b", "across", "disattenuated")):
+        column = boots[:, j]
+        low, high = np.nanpercentile(column, [2.5, 97.5]) if np.isfinite(column).any() else (np.nan, np.nan)
+        out[name] = Interval(float(estimate[j]), float(low), float(high), 0.95, n)
+    return out
+
+
+def identity_accuracy(train_ids: np.ndarray, train_y: np.ndarray, test_ids: np.ndarray, test_y: np.ndarray) -> float:
+    """Accuracy of answering each held-out token's commonest label among the training tokens with
+    the same id (the commonest label overall for an id never seen): how much of the word-start
+    task token identity alone explains."""
+    train_ids, train_y = np.asarray(train_ids), np.asarray(train_y)
+    values, counts = np.unique(train_y, return_counts=True)
+    fallback = values[np.argmax(counts)]
+    table: dict[int, object] = {}
+    for token in np.unique(train_ids):
+        labels, n = np.unique(train_y[train_ids == token], return_counts=True)
+        table[int(token)] = labels[np.argmax(n)]
+    guess = np.array([table.get(int(t), fallback) for t in np.asarray(test_ids)])
+    return float(np.mean(guess == np.asarray(test_y))) if len(guess) else float("nan")
+
+
+def labelled_token_ids(objective: Objective, data: "TaskData") -> np.ndarray:
+    """``(n,)``: the id of every labelled token, in the order of :func:`features`'s word-start rows."""
+    out = []
+    for batch, labels in zip(objective.batches, data.word_start):
+        ids = batch["inputs"]["input_ids"].cpu().numpy()  # (B, T)
+        out.append(ids[labels != IGNORE])
+    return np.concatenate(out)
 
 
 @dataclass
@@ -272,47 +381,73 @@ class TaskProbes:
     data: TaskData
     chance: dict[str, float]
     n_train: int
+    refits: list[dict[str, Probe]] = field(default_factory=list)
+    identity_accuracy: float = float("nan")
 
     def losses(self, states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
         """A states reducer (:func:`attnlab.analysis.importance.single_head_states`): ``(N, tasks)``
         per-query losses, minus the log-odds of the right label (:func:`per_query_losses`)."""
         return per_query_losses(self.probes, states, self.data)
 
+    def refit_losses(self, states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
+        """The same reducer for the two refitted probes: ``(2, N, tasks)``."""
+        return np.stack([per_query_losses(refit, states, self.data) for refit in self.refits])
+
 
 def fit_probes(m: LoadedModel, train: Sequence[Annotated], held_out: Objective, test: Sequence[Annotated], *,
-               batch_size: int = 64) -> TaskProbes:
-    """Fit both probes on the full model's final states of ``train`` (one pass), and label
-    ``test``, the queries whose texts ``held_out`` holds (in order)."""
+               batch_size: int = 64, seed: int = 0) -> TaskProbes:
+    """Fit both probes on the full model's final states of ``train`` (one pass), refit each on two
+    disjoint halves of ``train`` (fixed by ``seed``), and label ``test``, the queries whose texts
+    ``held_out`` holds (in order)."""
     if set(q.text for q in train) & set(q.text for q in test):
         raise ValueError("the training and the held-out queries must not share a text")
     fit_on = make_objective(m, [q.text for q in train], kind="sentence", batch_size=batch_size)
-    train_feats = features(fit_on.full_states(), task_data(m, fit_on, train))
+    train_data = task_data(m, fit_on, train)
+    train_feats = features(fit_on.full_states(), train_data)
     probes = {task: fit_probe(x, y) for task, (x, y, _q) in train_feats.items()}
+    halves = np.random.default_rng(seed).permutation(len(train))
+    refits = []
+    for part in (halves[: len(train) // 2], halves[len(train) // 2:]):  # two disjoint training halves
+        refits.append({task: fit_probe(x[np.isin(q, part)], y[np.isin(q, part)])
+                       for task, (x, y, q) in train_feats.items()})
     data = task_data(m, held_out, test)
     test_y = {task: y for task, (_x, y, _q) in features(held_out.full_states(), data).items()}
     chance = {}
     for task, (_x, y, _q) in train_feats.items():
         values, counts = np.unique(y, return_counts=True)
         chance[task] = float(np.mean(test_y[task] == values[np.argmax(counts)]))
-    return TaskProbes(probes, data, chance, len(train))
+    identity = identity_accuracy(labelled_token_ids(fit_on, train_data), train_feats["word start"][1],
+                                 labelled_token_ids(held_out, data), test_y["word start"])
+    return TaskProbes(probes, data, chance, len(train), refits, identity)
 
 
 def task_study(m: LoadedModel, task_probes: TaskProbes, held_out: Objective, *, masked: np.ndarray | None = None,
-               progress: bool = False, threads: int | None = None, seed: int = 0) -> TaskStudy:
-    """Every head's cost to both probes on the held-out queries.
+               refits: np.ndarray | None = None, progress: bool = False, threads: int | None = None,
+               seed: int = 0) -> TaskStudy:
+    """Every head's cost to both probes (and to their two refits) on the held-out queries.
 
     ``masked``: ``(L, H, N, tasks)`` from :func:`attnlab.analysis.importance.single_head_states`
-    with :meth:`TaskProbes.losses` (passes made together with other reducers); measured here
-    when not given (one batched pass per layer).
+    with :meth:`TaskProbes.losses`, and ``refits`` ``(L, H, 2, N, tasks)`` with
+    :meth:`TaskProbes.refit_losses` (passes made together with other reducers); measured here
+    when not given (one batched pass per layer for both).
     """
     full_states = held_out.full_states()
     full = task_probes.losses(full_states)  # (N, tasks)
     feats = features(full_states, task_probes.data)
     accuracy = {task: task_probes.probes[task].accuracy(x, y) for task, (x, y, _q) in feats.items()}
-    if masked is None:
-        masked = single_head_states(m, held_out, task_probes.losses, progress=progress, threads=threads)
+    if masked is None or (refits is None and task_probes.refits):
+        swept = single_head_states(m, held_out, {"tasks": task_probes.losses, "refits": task_probes.refit_losses},
+                                   progress=progress, threads=threads)
+        masked, refits = swept["tasks"], swept["refits"]
     masked = np.asarray(masked, dtype=float)  # (L, H, N, tasks)
     costs = {task: np.moveaxis(masked[..., j] - full[None, None, :, j], 2, 0)  # (N, L, H)
              for j, task in enumerate(TASKS)}
+    refit_costs = {}
+    if task_probes.refits:
+        refit_full = task_probes.refit_losses(full_states)  # (2, N, tasks)
+        refits = np.asarray(refits, dtype=float)  # (L, H, 2, N, tasks)
+        refit_costs = {task: np.moveaxis(refits[..., j] - refit_full[None, None, :, :, j], (2, 3), (0, 1))  # (2, N, L, H)
+                       for j, task in enumerate(TASKS)}
     return TaskStudy(list(TASKS), costs, accuracy, dict(task_probes.chance), task_probes.n_train,
-                     held_out.n_texts, int(len(feats["word start"][1])), seed)
+                     held_out.n_texts, int(len(feats["word start"][1])), seed, refit_costs,
+                     task_probes.identity_accuracy)

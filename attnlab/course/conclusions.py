@@ -117,10 +117,11 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     return ev
 
 
-#: one row per verdict of lesson 12: conclusions 3 and 5 are judged in two readings each
-LABELS = ("1", "2", "3a", "3b", "4", "5a", "5b", "6")
+#: one row per verdict of lesson 12: conclusions 3, 4 and 5 are judged in two readings each
+LABELS = ("1", "2", "3a", "3b", "4a", "4b", "5a", "5b", "6")
 #: what each two-reading row reads the conclusion as
-READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "5a": N_("fixed width"),
+READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "4a": N_("weak and additive"),
+            "4b": N_("covering"), "5a": N_("fixed width"),
             "5b": N_("fixed head size")}  # marked: shown through row_titles
 
 
@@ -133,7 +134,8 @@ def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
     """The verdicts in the article's order, keyed by :data:`LABELS`.
 
     3a is the article's picture (onto the token itself), 3b the general
-    collapse onto one token; 5a varies the heads at a fixed width (Vaswani et
+    collapse onto one token; 4a the ensemble picture (weak heads whose effects add up), 4b
+    compensation (heads that cover for one another); 5a varies the heads at a fixed width (Vaswani et
     al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
     is cited under conclusion 1 when it has saved its result.
     """
@@ -142,7 +144,8 @@ def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
         "2": claims.conclusion_2(ev.diversity, ev.averaging),
         "3a": claims.conclusion_3_self(ev.head_count),
         "3b": claims.conclusion_3(ev.head_count),
-        "4": claims.conclusion_4(ev.pruning),
+        "4a": claims.conclusion_4a(ev.pruning),
+        "4b": claims.conclusion_4b(ev.pruning),
         "5a": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
         "5b": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
         "6": claims.conclusion_6(ev.perturbation, ev.pruning),

@@ -87,13 +87,15 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
 def plot_scoreboard(board: Scoreboard) -> Figure:
     """Mean Spearman rho of each view with each ground truth (bars, bootstrap interval over the
     same queries): leave one out keeping positions (dark), deletion (light) and, when measured,
-    gradient x input on the sentence vector (green, the one that does not go through attention);
+    gradient x input on the sentence vector (green, a first-order reference), the embedding zeroed
+    and gradient x input with the token out of the pool;
     dots are the queries' rho against the first."""
-    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    fig, ax = plt.subplots(figsize=(10, 3.8))
     rng = np.random.default_rng(0)
     truths = [t for t in TRUTHS if t in board.rho]
     width = 0.76 / len(truths)
-    colours = {"masked": "steelblue", "deleted": "lightsteelblue", "grad_input": "darkseagreen"}
+    colours = {"masked": "steelblue", "deleted": "lightsteelblue", "grad_input": "darkseagreen",
+               "zeroed": "darkkhaki", "grad_input_others": "mediumseagreen"}
     for t, truth in enumerate(truths):
         for x, view in enumerate(VIEWS):
             interval = board.interval(view, truth)

@@ -22,11 +22,17 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.covering import (
-    COVERS,
-    COVERS_GRID,
+    COVERS_MARGIN,
+    MARGIN_GRID,
+    MIN_MEET,
     READINGS,
+    Covering,
     covering_ratio,
+    decomposition,
+    excess_over_null,
     held_out_top_head,
+    meet_chance,
+    null_ratio,
     reading,
     set_band,
     top_set_ratio,
@@ -34,6 +40,7 @@ from attnlab.analysis.covering import (
 from attnlab.analysis.stats import (
     Interval,
     permutation_test,
+    resample_counts,
     too_few_units,
     too_small_groups,
 )
@@ -61,25 +68,32 @@ from attnlab.course.lesson_results import (
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_, _
 from attnlab.course.claims.readings import READING, WHY, WHY_READING
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine, from_tests
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
     2: N_("lower layers are more diverse; heads of upper layers converge"),
     3: COLLAPSE_CLAIM,
-    4: N_("multi-head attention is an ensemble of weak learners: the strongest head (chosen on half the texts) "
-          "does clearly less than a quarter of what masking every head does on the other half, and heads masked "
-          "together move the sentence vectors clearly more than the sum of their moves alone (they cover for one "
-          "another)"),
+    4: N_("multi-head attention is an ensemble of weak learners (a random forest)"),
     5: MORE_HEADS_CLAIM,
     6: N_("heads without visible lexical/syntactic structure are not useless, and what they are used for "
           "depends on the task"),
 }
+#: the two readings of conclusion 4: the ensemble picture (weak, additive) and covering (redundancy)
+WEAK_ADD_CLAIM = N_("weak heads whose effects add up: the strongest head (chosen on half the texts) does clearly "
+                    "less than a quarter of what masking every head does on the other half, and heads masked "
+                    "together move the sentence vectors as far as the sum of their moves alone, within a margin "
+                    "of what additive heads give after the final LayerNorm")
+COVER_CLAIM = N_("heads cover for one another: heads masked together move the sentence vectors clearly more than "
+                 "additive heads passed through the final LayerNorm would (a head backed up by others costs "
+                 "little alone)")
 #: the two halves of conclusion 6
-USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: they are no more common among "
-                  "the least important quarter of the heads than labels shuffled within each layer make them")
+USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: within each layer, they land among "
+                  "the least important quarter of the heads no more often than content-following heads do, "
+                  "within a stated margin")
 TASK_CLAIM = N_("which heads matter depends on the task: a query-family probe and a word-start probe rank the heads "
-                "clearly less alike than each ranks them on two halves of its queries")
+                "clearly less alike than the margin, once the noise of the queries and of fitting the probes is "
+                "divided out")
 #: the two designs of lesson 10's training study
 DESIGNS = ("fixed width", "fixed head size")
 
@@ -87,30 +101,35 @@ DESIGNS = ("fixed width", "fixed head size")
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
-#: conclusion 4: the heads cover for one another when the covering ratio's interval lies above
-#: :data:`attnlab.analysis.covering.COVERS` (1 = their effects add up); each head is weak when the
-#: held-out top head does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
+#: conclusion 4: the covering ratio's excess over the LayerNorm null is read against
+#: :data:`attnlab.analysis.covering.COVERS_MARGIN`; each head is weak when the held-out top head
+#: does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
 #: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
 CONTROL_ALPHA = 0.05
 #: conclusion 6a: "the least important heads" are this share of all heads (lowest single-head effect)
 LEAST_SHARE = 0.25
-#: ... label shuffles within each layer for the null, and the one-sided level of "over-represented"
+#: ... and "no more often" means a layer-stratified share difference below this margin (equivalence)
+USEFUL_MARGIN = 0.15
+#: label shuffles within each layer, shown beside as a description of the labels
 N_SHUFFLES = 2000
-USEFUL_ALPHA = 0.05
-#: conclusion 6b: a task's ranking is stable when its split-half interval lies above this
-STABLE = 0.5
+#: conclusion 6b: the tasks rank the heads differently when the disattenuated agreement's interval
+#: lies below this margin, alike when it lies above it ...
+TASK_MARGIN = 0.5
+#: ... provided each task's reliability (refitted probes on other queries) lies above this
+RELIABLE = 0.3
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
 
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
-    4: {"covers": list(COVERS_GRID), "weak": [0.1, 0.25, 0.4]},
+    "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
+    "4b": {"margin": list(MARGIN_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1]},
-    "6a": {"least": [0.1, 0.25, 0.5], "alpha": [0.01, 0.05, 0.1]},
-    "6b": {"stable": [0.3, 0.5, 0.7]},
+    "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2]},
+    "6b": {"margin": [0.3, 0.5, 0.7]},
 }
 
 
@@ -136,17 +155,29 @@ def fixed_flags(averaging: AveragingResult) -> np.ndarray:
     return flags
 
 
-def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None) -> Interval:
+def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None, weights: np.ndarray | None = None) -> Interval:
     """Share of True among heads, from ``flags/N`` (no unsure head counted) to ``(flags | unsure)/N``
-    (every unsure head counted).
+    (every unsure head counted); with ``weights`` (same shape), each head counts by its weight.
 
     The heads are the whole population, not a sample, so nothing is resampled over them: the only
     uncertainty is in each head's label, which ``unsure`` (heads whose label "cannot tell") carries.
     """
     flags = np.asarray(flags, dtype=bool)
     unsure = np.zeros_like(flags) if unsure is None else np.asarray(unsure, dtype=bool)
-    point = float(flags.mean())
-    return Interval(point, point, float((flags | unsure).mean()), 0.95, 0)
+    w = np.ones(flags.shape) if weights is None else np.clip(np.nan_to_num(np.asarray(weights, dtype=float)), 0.0, None)
+    total = float(w.sum())
+    if not total > 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0.95, 0)
+    point = float((w * flags).sum() / total)
+    return Interval(point, point, float((w * (flags | unsure)).sum() / total), 0.95, 0)
+
+
+def content_mass(averaging: AveragingResult) -> np.ndarray | None:
+    """``(L', H)``: each head's mean weight on the content keys, ``1 - special_weight`` (None when
+    lesson 08 did not save the special tokens' weight)."""
+    if averaging.special_weight is None:
+        return None
+    return np.clip(1.0 - np.asarray(averaging.special_weight, dtype=float), 0.0, 1.0)
 
 
 def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationResult) -> dict[str, dict[str, int]]:
@@ -202,14 +233,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     (:func:`attnlab.core.distributions.content_keys`); the all-keys numbers are shown beside.
 
     * lesson 08's share of heads **labelled** fixed on the content keys (each head's whole
-      interval of fixedness over query shards above lesson 08's threshold), its interval from
-      resampling query shards, widened to hold every "cannot tell" head going either way
-      (``numbers["estimate"]``, ``["low"]``, ``["high"]``);
+      interval of fixedness over query shards above lesson 08's threshold), **each head weighted
+      by its content mass** (its mean weight on the content keys, ``1 - special_weight``): a head
+      that puts 1% of every row on the text counts a hundredth of one that puts all of it there.
+      The interval runs from the weighted share with no "cannot tell" head fixed to the one with
+      all of them (``numbers["estimate"]``, ``["low"]``, ``["high"]``); the unweighted share with
+      its interval over query shards, and the same rule on the heads that do not rest on a
+      special token alone, are shown beside;
     * lesson 06's share of content-followers on the content keys, with its interval from
       resampling the **queries** (each resample labels every head anew), and the three-way
       label counts (content / position / cannot tell) from each head's own interval.
 
-    Heads are never resampled: they are the whole population. Holds when the fixed share's
+    Heads are never resampled: they are the whole population. Holds when the weighted fixed share's
     interval lies above ``most`` **and** the content share's below ``few``; does not hold when
     the fixed share's interval lies below ``most`` or the content share's above ``few``;
     "cannot tell" otherwise, and when an interval rests on fewer than
@@ -236,12 +271,23 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         return ClaimVerdict.missing(CLAIMS[1], N_("{names} saved before the content-key reading "
                                                   "(run those lessons again)").format(names=", ".join(late)))
     kinds = np.asarray(averaging.content_labels, dtype=object).ravel().tolist()
+    grid = np.asarray(averaging.content_labels, dtype=object)  # (L', H)
+    mass = content_mass(averaging)
+    weighted = share_interval(grid == "fixed", grid == UNSURE, mass)
+    sinks = np.asarray(averaging.sink_labels, dtype=object) if averaging.sink_labels else None
+    plain = (np.array([[not str(x).startswith("sink") for x in row] for row in sinks]) if sinks is not None
+             else np.ones(grid.shape, dtype=bool))  # (L', H): heads that do not rest on a special token
     followers = np.asarray(perturbation.follower_labels_by_reading.get(CONTENT_KEYS, []), dtype=object).ravel().tolist()
     all_content = perturbation.content_share_by_reading.get(ALL_KEYS)
     table = fixed_vs_followers(averaging, perturbation)
+    decided = weighted if mass is not None else fixed
     numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
-               "estimate": float(fixed.estimate), "low": float(fixed.low), "high": float(fixed.high),
-               N_("fixed heads (lesson 08)"): float(fixed.estimate), N_("query shards"): fixed.n,
+               "estimate": float(decided.estimate), "low": float(decided.low), "high": float(decided.high),
+               "measure": (N_("share of heads fixed on the content keys, each weighted by its content mass")
+                           if mass is not None else N_("share of heads fixed on the content keys")),
+               N_("fixed heads (lesson 08), unweighted"): f"{float(fixed.estimate):.3g} [{float(fixed.low):.3g}, "
+                                                          f"{float(fixed.high):.3g}]",
+               N_("query shards"): fixed.n,
                N_("fixed (lesson 08 heads)"): kinds.count("fixed"),
                N_("varying (lesson 08 heads)"): kinds.count("varying"),
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
@@ -276,11 +322,21 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers[N_("fixed heads cheap to replace (lesson 13)")] = cheap.verdict if cheap is not None else "not judged"
     else:
         numbers[N_("mean-map replacement (lesson 13)")] = N_("not run yet")
+    if mass is not None:
+        numbers[N_("content mass per head (min, median, max)")] = [
+            round(float(np.nanmin(mass)), 3), round(float(np.nanmedian(mass)), 3), round(float(np.nanmax(mass)), 3)]
+    if plain.any():
+        alone = share_interval((grid == "fixed")[plain], (grid == UNSURE)[plain])
+        numbers[N_("heads not resting on a special token")] = int(plain.sum())
+        numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
+        numbers[N_("verdict on those heads alone")] = from_tests(alone.above(most) and content.below(few),
+                                                                alone.below(most) or content.above(few))
+    numbers[N_("norm-weighted reading (Kobayashi et al.)")] = N_("not measured")
     why = too_few_units(fixed) or too_few_units(content)
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
-    holds = fixed.above(most) and content.below(few)
-    fails = fixed.below(most) or content.above(few)
+    holds = decided.above(most) and content.below(few)
+    fails = decided.below(most) or content.above(few)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
 
 
@@ -376,56 +432,111 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-def conclusion_4(pruning: PruningResult | None, *, covers: float = COVERS, weak: float = WEAK_SHARE,
-                 strong: float = STRONG_SHARE) -> ClaimVerdict:
-    """Heads are weak one by one and cover for one another (lesson 11's :class:`~attnlab.analysis.covering.Covering`).
+def covering_numbers(cov: Covering, *, margin: float = COVERS_MARGIN) -> tuple[dict, str, Interval]:
+    """``(numbers, reading, excess)``: conclusion 4's covering measurement on the largest sets
+    measured (the ones with power), with every smaller set size beside.
 
-    Two measurements on lesson 11's evaluation texts, on the sentence vectors' effect vectors
-    (how far masking moves each text's sentence vector):
-
-    * the **covering ratio** (:func:`attnlab.analysis.covering.covering_ratio`): random sets of
-      heads masked together, ``||delta_S||``, against the sum of their heads' effects alone,
-      ``||sum_i delta_i||``; exactly 1 for heads whose effects add up, whatever their directions;
-    * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
-      that moves the vectors most on one half of the texts, scored on the other half against
-      masking every head.
-
-    Holds when the covering ratio's interval lies above ``covers`` (together the heads do
-    clearly more than the sum of their parts: each is backed up by others) **and** the top
-    head's interval below ``weak``. Does not hold when the covering ratio's interval lies
-    below ``covers`` (the effects add up, or the heads work only together) or the top head's
-    above ``strong`` (one head does most of what all do); otherwise "cannot tell".
-    ``estimate``, ``low`` and ``high`` are the covering ratio; ``reading`` says which of
-    "cover for one another", "add up independently" and "work only together" it supports.
+    ``estimate``, ``low`` and ``high`` are the covering ratio's excess over the LayerNorm null
+    (:func:`attnlab.analysis.covering.excess_over_null`); the gain ``g`` and the residual share
+    of ``delta_S = g * sum + r`` are shown with the null's, and the chance that a head's backup
+    partner shares its set (the measurement's power).
     """
-    if pruning is None:
-        return _missing(4, PruningResult)
-    cov = pruning.covering
-    if cov is None:
-        return ClaimVerdict.missing(CLAIMS[4], _("lesson 11 saved no covering measurement: run it again"))
-    if not np.asarray(cov.sum_norm).mean() > 0:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False,
-                                   why=_("the heads alone change nothing: no sum to compare with"))
-    ratio = covering_ratio(cov)
-    top, head = held_out_top_head(cov)
-    low, median, high = set_band(cov)
-    numbers = {"estimate": ratio.estimate, "low": ratio.low, "high": ratio.high,
-               "measure": N_("covering ratio ||masked together|| / ||sum alone||"),
-               N_("reading"): READINGS[reading(ratio, covers)], N_("covers means above"): covers,
-               N_("heads per random set"): cov.k, N_("random sets"): len(cov.sets), "texts": ratio.n,
-               N_("random sets, 10th-90th percentile"): f"{low:.3g}-{high:.3g} (median {median:.3g})",
-               N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low, N_("top high"): top.high,
-               N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
-               N_("weak means below"): weak, N_("strong means above"): strong}
+    total = cov.n_total
+    size = max(cov.sizes)
+    excess = excess_over_null(cov, size)
+    word = reading(excess, meet_chance(size, total), margin)
+    gain, residual = decomposition(cov, size)
+    null_gain, null_residual = decomposition(cov, size, null=True)
+    numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
+               "measure": N_("covering ratio minus additive heads through the final LayerNorm"),
+               N_("reading"): READINGS[word], N_("margin"): margin,
+               N_("heads per random set"): size, N_("random sets"): len(cov.of_size(size)), "texts": excess.n,
+               N_("covering ratio ||masked together|| / ||sum alone||"): str(covering_ratio(cov, size)),
+               N_("the same for additive heads (LayerNorm null)"): str(null_ratio(cov, size)),
+               N_("gain g of delta_S = g sum + r"): str(gain), N_("gain g, LayerNorm null"): str(null_gain),
+               N_("residual ||r|| / ||sum||"): str(residual), N_("residual, LayerNorm null"): str(null_residual),
+               N_("chance a backup partner shares the set"): round(meet_chance(size, total), 3),
+               N_("power needs at least"): MIN_MEET}
+    for smaller in cov.sizes[:-1]:
+        small_excess = excess_over_null(cov, smaller)
+        low, median, high = set_band(cov, smaller)
+        numbers[N_("sets of {k} heads: excess over the null").format(k=smaller)] = (
+            f"{small_excess} ({_(READINGS[reading(small_excess, meet_chance(smaller, total), margin)])}; "
+            f"ratio {covering_ratio(cov, smaller)}, sets {low:.3g}-{high:.3g}, median {median:.3g}; "
+            f"{meet_chance(smaller, total):.0%} {_('chance a backup partner shares the set')})")
     top_set = top_set_ratio(cov)
     if top_set is not None:
         numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
-    why = too_few_units(ratio) or too_few_units(top)
+    return numbers, word, excess
+
+
+def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering | ClaimVerdict:
+    if pruning is None:
+        return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
+    cov = pruning.covering
+    if cov is None or not cov.has_null:
+        return ClaimVerdict.missing(claim, N_("lesson 11 saved no covering measurement with its LayerNorm null: "
+                                              "run it again"))
+    if not np.asarray(cov.sum_norm).mean() > 0:
+        return ClaimVerdict.decide(claim, holds=False, fails=False,
+                                   why=N_("the heads alone change nothing: no sum to compare with"))
+    return cov
+
+
+def conclusion_4a(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN, weak: float = WEAK_SHARE,
+                  strong: float = STRONG_SHARE) -> ClaimVerdict:
+    """The ensemble picture: each head is weak, and their effects add up (lesson 11's covering).
+
+    A random forest is an *additive* average of weak learners. Two measurements on lesson 11's
+    evaluation texts, on the effect vectors of the sentence vectors:
+
+    * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
+      that moves the vectors most on one half of the texts, scored on the other half against
+      masking every head;
+    * **additivity** (:func:`covering_numbers`): the covering ratio of random sets of heads
+      minus what additive heads give after the final LayerNorm, on the largest sets measured.
+
+    Holds when the top head's interval lies below ``weak`` **and** the reading is "add up"
+    (the excess's interval within ``+-margin``, on sets where a backup partner is present at
+    least :data:`~attnlab.analysis.covering.MIN_MEET` of the time). Does not hold when the top
+    head's interval lies above ``strong`` or the excess's lies outside ``+-margin`` (the heads
+    cover for one another, or work only together); otherwise "cannot tell".
+    """
+    cov = _covering_or_missing(pruning, WEAK_ADD_CLAIM)
+    if isinstance(cov, ClaimVerdict):
+        return cov
+    numbers, word, excess = covering_numbers(cov, margin=margin)
+    top, head = held_out_top_head(cov)
+    numbers.update({N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low,
+                    N_("top high"): top.high,
+                    N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
+                    N_("weak means below"): weak, N_("strong means above"): strong})
+    why = too_few_units(excess) or too_few_units(top)
     if why is not None:
-        return ClaimVerdict.decide(CLAIMS[4], holds=False, fails=False, why=why, **numbers)
-    holds = ratio.above(covers) and top.below(weak)
-    fails = ratio.below(covers) or top.above(strong)
-    return ClaimVerdict.decide(CLAIMS[4], holds=holds, fails=fails, **numbers)
+        return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
+    holds = top.below(weak) and word == "add"
+    fails = top.above(strong) or word in ("cover", "together")
+    return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
+
+
+def conclusion_4b(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN) -> ClaimVerdict:
+    """Compensation: heads cover for one another (lesson 11's covering, :func:`covering_numbers`).
+
+    Holds when the covering ratio of the largest random sets exceeds what additive heads give
+    after the final LayerNorm by more than ``margin`` (interval over texts); does not hold when
+    the excess lies within ``+-margin`` on sets with power (a backup partner present at least
+    :data:`~attnlab.analysis.covering.MIN_MEET` of the time), or below ``-margin`` (the heads
+    work only together, or the damage saturates); "cannot tell" otherwise, and when the sets
+    are too small to meet backup pairs.
+    """
+    cov = _covering_or_missing(pruning, COVER_CLAIM)
+    if isinstance(cov, ClaimVerdict):
+        return cov
+    numbers, word, excess = covering_numbers(cov, margin=margin)
+    why = too_few_units(excess)
+    if why is not None:
+        return ClaimVerdict.decide(COVER_CLAIM, holds=False, fails=False, why=why, **numbers)
+    return ClaimVerdict.decide(COVER_CLAIM, holds=word == "cover", fails=word in ("add", "together"), **numbers)
 
 
 # --------------------------------------------------------------------------- 5
@@ -458,12 +569,6 @@ def conclusion_5(head_count: HeadCountResult | None, *, design: str = DESIGNS[0]
 # --------------------------------------------------------------------------- 6
 
 
-def label_groups(perturbation: PerturbationResult) -> tuple[np.ndarray, np.ndarray]:
-    """Lesson 06's heads as two groups: ``(content, other)`` flat indices into ``[layers, heads]``."""
-    labels = np.asarray(perturbation.follower_labels, dtype=object).ravel()
-    return np.flatnonzero(labels == CONTENT_LABEL), np.flatnonzero(labels != CONTENT_LABEL)
-
-
 def least_important(importance: np.ndarray, share: float = LEAST_SHARE) -> np.ndarray:
     """``(L, H)`` booleans: the ``round(share * L * H)`` heads (at least one) with the lowest
     importance (ties: layer, then head)."""
@@ -489,91 +594,164 @@ def shuffled_within_layers(flags: np.ndarray, chosen: np.ndarray, *, n_shuffles:
     return observed, null, p
 
 
+def stratified_difference(least: np.ndarray, other: np.ndarray, sure: np.ndarray) -> float:
+    """Layer-stratified difference in the share of heads among the least important: the share of
+    ``other`` heads minus that of the remaining sure heads, in each layer, averaged over the layers
+    with Mantel-Haenszel weights ``n_other * n_content / (n_other + n_content)`` (a layer with
+    only one kind of head carries no weight). All arguments ``(L, H)`` booleans; NaN when no
+    layer has both kinds."""
+    least, other, sure = (np.asarray(x, dtype=bool) for x in (least, other, sure))
+    total = weights = 0.0
+    for row_least, row_other, row_sure in zip(least, other, sure):
+        a, b = row_other & row_sure, ~row_other & row_sure
+        n_a, n_b = int(a.sum()), int(b.sum())
+        if not n_a or not n_b:
+            continue
+        w = n_a * n_b / (n_a + n_b)
+        total += w * (row_least[a].mean() - row_least[b].mean())
+        weights += w
+    return float(total / weights) if weights > 0 else float("nan")
+
+
+def useful_interval(per_text: np.ndarray, labels: np.ndarray, *, least: float = LEAST_SHARE, n_boot: int = 1000,
+                    seed: int = 0) -> Interval:
+    """:func:`stratified_difference` of the non-content heads (``labels`` ``(L, H)``; "cannot tell"
+    heads left out) among the ``least`` share of heads with the lowest mean effect, with a
+    percentile interval from resampling the **texts** of ``per_text`` ``(N, L, H)`` (each resample
+    ranks the heads anew)."""
+    per_text = np.asarray(per_text, dtype=float)
+    labels = np.asarray(labels, dtype=object)
+    other, sure = labels != CONTENT_LABEL, labels != UNSURE
+
+    def statistic(importance: np.ndarray) -> float:
+        return stratified_difference(least_important(importance, least), other, sure)
+
+    n = len(per_text)
+    counts = resample_counts(n, n_boot, seed) / n  # (B, N)
+    means = np.einsum("bn,nlh->blh", counts, per_text)  # (B, L, H)
+    boots = np.array([statistic(x) for x in means])
+    low, high = np.nanpercentile(boots, [2.5, 97.5])
+    return Interval(statistic(per_text.mean(axis=0)), float(low), float(high), 0.95, n)
+
+
 def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
-                  least: float = LEAST_SHARE, alpha: float = USEFUL_ALPHA) -> ClaimVerdict:
-    """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11).
+                  least: float = LEAST_SHARE, margin: float = USEFUL_MARGIN) -> ClaimVerdict:
+    """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11): an
+    equivalence test.
 
     The least important heads are the ``least`` share of all heads with the smallest mean
-    single-head effect on lesson 11's evaluation texts. The share of non-content heads among
-    them is set against the same share after shuffling lesson 06's labels **within each
-    layer** (:func:`shuffled_within_layers`, :data:`N_SHUFFLES` shuffles; depth held fixed,
-    since labels and importance both change with the layer). Holds when the observed share is
-    at or below the shuffles' median (one-sided p at least 0.5: no sign that they are
-    over-represented); does not hold when p lies below ``alpha`` (they are clearly
-    over-represented among the least important: usefulness goes with visible structure);
-    otherwise "cannot tell". A group of labels with fewer than two heads is "cannot tell"
-    with the reason. ``estimate`` is the observed share, ``low`` and ``high`` the shuffles'
-    2.5th and 97.5th percentiles.
+    single-head effect on lesson 11's evaluation texts. Within each layer (depth held fixed:
+    labels and importance both change with it), the share of non-content heads among them is
+    compared with the share of content-following heads, and the differences are pooled over
+    the layers (:func:`stratified_difference`); the interval comes from resampling the texts
+    (:func:`useful_interval`). Decided on lesson 06's **content-key** labels with "cannot
+    tell" heads left out; the all-keys labels are shown beside.
+
+    Holds when the interval lies below ``margin`` (non-content heads are no more often useless
+    than content heads, within the margin); does not hold when it lies wholly above 0 and
+    reaches past the margin (they are clearly over-represented among the least important);
+    otherwise "cannot tell". A layer-wise label shuffle p (a description of the labels) is shown beside.
     """
     if perturbation is None or pruning is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, N_("lessons 06 and 11 (run those lessons first)"))
-    labels = np.asarray(perturbation.follower_labels, dtype=object)
-    if labels.shape != np.shape(pruning.ablation):
+    labels = np.asarray(perturbation.follower_labels_by_reading.get(CONTENT_KEYS, []), dtype=object)
+    if labels.size == 0:
+        return ClaimVerdict.missing(USEFUL_CLAIM, N_("{names} saved before the content-key reading "
+                                                     "(run those lessons again)").format(
+            names=RESULT_NAMES[PerturbationResult]))
+    if labels.shape != np.shape(pruning.ablation) or pruning.ablation_per_text is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
-    content, other = label_groups(perturbation)
+    sure = labels != UNSURE
+    content, other = np.flatnonzero((labels == CONTENT_LABEL).ravel()), np.flatnonzero((sure & (labels != CONTENT_LABEL)).ravel())
     why = too_small_groups(content, other)
+    counts = {N_("content heads"): len(content), N_("other heads"): len(other),
+              N_("cannot tell (lesson 06 heads)"): int((~sure).sum())}
     if why is not None:
-        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why,
-                                   **{N_("content heads"): len(content), N_("other heads"): len(other)})
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False, why=why, **counts)
+    diff = useful_interval(pruning.ablation_per_text, labels, least=least)
     chosen = least_important(pruning.ablation, least)
     observed, null, p = shuffled_within_layers(labels != CONTENT_LABEL, chosen)
-    band = np.percentile(null, [2.5, 97.5])
-    numbers = {"estimate": observed, "low": float(band[0]), "high": float(band[1]),
-               "measure": N_("non-content share of the least important heads (p {p}) against within-layer "
-                             "shuffles [2.5th, 97.5th pct]").format(p=f"{p:.2g}"),
-               N_("shuffles, median"): float(np.median(null)), N_("p (over-represented)"): p, "alpha": alpha,
-               N_("least important heads"): int(chosen.sum()), N_("their share of all heads"): least,
-               N_("non-content share of all heads"): len(other) / labels.size,
-               N_("content heads"): len(content), N_("other heads"): len(other), N_("shuffles"): len(null)}
-    return ClaimVerdict.decide(USEFUL_CLAIM, holds=p >= 0.5, fails=p < alpha, **numbers)
+    numbers = {READING: CONTENT_KEYS, WHY_READING: WHY[CONTENT_KEYS],
+               "estimate": diff.estimate, "low": diff.low, "high": diff.high,
+               "measure": N_("share difference among the least important heads, non-content minus content, "
+                             "within layers"),
+               N_("margin"): margin, "texts": diff.n, N_("least important heads"): int(chosen.sum()),
+               N_("their share of all heads"): least, **counts,
+               N_("non-content share of the least important (all heads)"): observed,
+               N_("within-layer label shuffles, p (over-represented)"): p}
+    all_labels = np.asarray(perturbation.follower_labels, dtype=object)
+    if all_labels.shape == labels.shape:
+        numbers[N_("all keys: share difference")] = str(useful_interval(pruning.ablation_per_text, all_labels,
+                                                                        least=least))
+    why = too_few_units(diff)
+    if why is not None or not np.isfinite(diff.estimate):
+        return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False,
+                                   why=why or N_("no layer has both kinds of heads"), **numbers)
+    holds = diff.below(margin)
+    fails = diff.above(0.0) and not holds
+    return ClaimVerdict.decide(USEFUL_CLAIM, holds=holds, fails=fails, **numbers)
 
 
 def task_evidence(pruning: PruningResult) -> tuple[dict[str, Interval], Interval]:
-    """``(split-half per task, agreement of the two tasks)`` of lesson 11's probes (all intervals over queries)."""
+    """``(split-half per task, agreement of the two tasks)`` of lesson 11's fixed probes (intervals over queries)."""
     tasks = pruning.tasks
     return {t: tasks.split_half(t) for t in tasks.tasks}, tasks.agreement()
 
 
-def conclusion_6b(pruning: PruningResult | None, *, stable: float = STABLE) -> ClaimVerdict:
-    """Which heads matter changes with the task (lesson 11's two probes).
+def conclusion_6b(pruning: PruningResult | None, *, margin: float = TASK_MARGIN,
+                  reliable: float = RELIABLE) -> ClaimVerdict:
+    """Which heads matter changes with the task (lesson 11's two probes, noise of both kinds counted).
 
     A sentence-level probe (which family a query comes from) and a token-level probe (does a
-    token begin a word), both trained on the full model and frozen; a head's importance for a
-    task is how far masking the head lowers the probe's log-odds of the right label on
-    held-out queries (:class:`attnlab.analysis.probes.TaskStudy`). The rank agreement (Spearman) of the two
-    tasks' head importance is set against each task's own split-half agreement (two disjoint
-    halves of the queries); every interval comes from resampling queries. Holds when the
-    agreement's interval lies wholly below the lower of the two split-half intervals, which
-    themselves lie above ``stable`` (so the disagreement is not noise). Does not hold when it
-    reaches the lower split-half interval's low end (the tasks agree as well as each agrees
-    with itself) and both are stable; otherwise "cannot tell", and so when a probe does no
-    better than always answering the commonest label.
+    token begin a word); a head's importance for a task is how far masking the head lowers the
+    probe's log-odds of the right label on held-out queries
+    (:class:`attnlab.analysis.probes.TaskStudy`). Each probe is also refitted on two disjoint
+    halves of its training queries, and scored on two disjoint halves of the held-out queries
+    (:func:`attnlab.analysis.probes.refit_agreements`): a task's **reliability** is the agreement
+    of its two refits' rankings, the tasks' **agreement** is measured across the same halves, and
+    dividing it by the square root of the two reliabilities gives the **disattenuated**
+    agreement, what rankings free of query and probe noise would show. Intervals from
+    resampling the queries.
+
+    Holds when the disattenuated agreement's interval lies below ``margin`` (the tasks rank the
+    heads clearly differently); does not hold when it lies above ``margin`` (they rank them
+    largely alike, even if not identically); "cannot tell" otherwise, when a reliability's
+    interval does not lie above ``reliable`` (the rankings are too noisy to divide by), or when a
+    probe does no better than always answering the commonest label. The fixed probes' split-half
+    and agreement, and the word-start accuracy of token identity alone, are shown beside.
     """
     if pruning is None:
         return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
-    if pruning.tasks is None:
-        return ClaimVerdict.missing(TASK_CLAIM, _("lesson 11 saved no task probes: run it again"))
-    halves, across = task_evidence(pruning)
     tasks = pruning.tasks
-    own_low = min(float(h.low) for h in halves.values())
-    steady = all(h.above(stable) for h in halves.values())
-    numbers = {"estimate": across.estimate, "low": across.low, "high": across.high,
-               "measure": N_("rank agreement of the two tasks"),
+    if tasks is None or set(tasks.refit_costs) != set(tasks.tasks):
+        return ClaimVerdict.missing(TASK_CLAIM, N_("lesson 11 saved no refitted task probes: run it again"))
+    halves, across = task_evidence(pruning)
+    refit = tasks.refit_agreements()
+    dis = refit["disattenuated"]
+    rel = [refit["reliability a"], refit["reliability b"]]
+    numbers = {"estimate": dis.estimate, "low": dis.low, "high": dis.high,
+               "measure": N_("rank agreement of the two tasks, disattenuated"),
+               N_("margin"): margin, N_("reliable means above"): reliable,
+               **{N_("reliability, {task}").format(task=t): str(r) for t, r in zip(tasks.tasks, rel)},
+               N_("agreement across refits and halves"): str(refit["across"]),
                **{N_("split-half, {task}").format(task=t): str(h) for t, h in halves.items()},
-               N_("stable means split-half above"): stable,
+               N_("agreement of the fixed probes"): str(across),
                **{N_("probe accuracy, {task}").format(task=t): tasks.accuracy[t] for t in tasks.tasks},
                **{N_("commonest label, {task}").format(task=t): tasks.chance[t] for t in tasks.tasks},
+               N_("word start from token identity alone"): tasks.identity_accuracy,
                N_("held-out queries"): tasks.n_test, N_("training queries"): tasks.n_train}
     useless = [t for t in tasks.tasks if not tasks.accuracy[t] > tasks.chance[t]]
     if useless:
-        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=_(
+        return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, **numbers, why=N_(
             "a probe does no better than the commonest label: {tasks}").format(tasks=", ".join(useless)))
-    why = too_few_units(across)
+    why = too_few_units(dis)
+    if why is None and not all(r.above(reliable) for r in rel):
+        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
+    if why is None and not np.isfinite(float(dis.estimate)):
+        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
     if why is not None:
         return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, why=why, **numbers)
-    holds = steady and across.below(own_low)
-    fails = steady and float(across.low) >= own_low
-    return ClaimVerdict.decide(TASK_CLAIM, holds=holds, fails=fails, **numbers)
+    return ClaimVerdict.decide(TASK_CLAIM, holds=dis.below(margin), fails=dis.above(margin), **numbers)
 
 
 def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:

@@ -178,6 +178,26 @@ def simultaneous_note(family: int) -> str:
     return N_("95% simultaneous over {n} heads").format(n=family)
 
 
+def joint_note(family: int) -> str:
+    """The same for intervals simultaneous over both kinds of damage of every head searched."""
+    return N_("95% simultaneous over {n} intervals (both kinds of damage, every head)").format(n=family)
+
+
+def joint_sensitivity(study: PerturbationStudy, space: str = "position", layer: int | None = None,
+                      **boot) -> tuple[Interval, Interval]:
+    """``(lexical, syntactic)`` sensitivities (``[L, H]``, or ``(H,)`` for one ``layer``) with
+    intervals 95% simultaneous over **both kinds' heads together** (one max-statistic over
+    ``2 x L x H`` columns, resampling the queries both kinds ran on): a head is "clear" only
+    when both its intervals are right, so the two kinds are one family, not two."""
+    joint = np.stack([1.0 - study.values("lexical", space), 1.0 - study.values("syntactic", space)],
+                     axis=1)  # (N, 2, L, H)
+    if layer is not None:
+        joint = joint[:, :, check_index(layer, joint.shape[2], "layer")]  # (N, 2, H)
+    iv = bootstrap_mean(joint, simultaneous=True, **boot)  # (2, ...) arrays, family = every varying column
+    return tuple(Interval(np.asarray(iv.estimate)[k], np.asarray(iv.low)[k], np.asarray(iv.high)[k], iv.level,
+                          iv.n, iv.family) for k in range(2))
+
+
 def lexical_only_heads(study: PerturbationStudy, *, threshold: float = CHANGE_THRESHOLD, space: str = "position",
                        simultaneous: bool = True, **boot) -> tuple[np.ndarray, np.ndarray]:
     """``(clear, possible)``, each ``[L, H]`` bool.
@@ -185,12 +205,15 @@ def lexical_only_heads(study: PerturbationStudy, *, threshold: float = CHANGE_TH
     ``clear``: the lexical-change interval lies above ``threshold`` and the
     syntactic-change interval below it. ``possible``: the data do not rule it
     out (lexical upper end above, syntactic lower end below the threshold).
-    ``simultaneous`` (the default): the intervals hold for all heads together, so
-    that "some head is clear" is not just the luckiest of many heads; False gives
-    each head its own 95% interval (uncorrected, for comparison).
+    ``simultaneous`` (the default): the intervals hold for all heads **and both kinds**
+    together (:func:`joint_sensitivity`), so that "some head is clear" is not just the
+    luckiest of many heads; False gives each head its own 95% interval (uncorrected, for
+    comparison).
     """
-    lex = study.sensitivity("lexical", space, simultaneous=simultaneous, **boot)
-    syn = study.sensitivity("syntactic", space, simultaneous=simultaneous, **boot)
+    if simultaneous:
+        lex, syn = joint_sensitivity(study, space, **boot)
+    else:
+        lex, syn = study.sensitivity("lexical", space, **boot), study.sensitivity("syntactic", space, **boot)
     clear = np.asarray(lex.above(threshold)) & np.asarray(syn.below(threshold))
     possible = (np.asarray(lex.high) > threshold) & (np.asarray(syn.low) < threshold)
     return clear, possible
@@ -212,7 +235,7 @@ def verdict_lexical_only_heads_exist(study: PerturbationStudy, *, threshold: flo
     return ClaimVerdict.decide(
         CLAIM_LEXICAL_ONLY, holds=bool(clear.any()), fails=not possible.any(),
         clear_heads=int(clear.sum()), possible_heads=int(possible.sum()), heads=int(clear.size),
-        interval=simultaneous_note(int(clear.size)), clear_heads_uncorrected=int(uncorrected.sum()),
+        interval=joint_note(2 * int(clear.size)), clear_heads_uncorrected=int(uncorrected.sum()),
         first_clear=", ".join(shown), threshold=threshold, space=space, queries=study.n_queries,
     )
 
@@ -301,16 +324,17 @@ def verdict_layer_pattern(study: PerturbationStudy, layer: int, *, threshold: fl
     ``threshold``); does not hold when no head of the layer can be one of the two
     (for every head the data rule it out); cannot tell otherwise, and when the
     intervals rest on fewer queries than :data:`attnlab.analysis.stats.MIN_UNITS`.
-    The intervals are 95% simultaneous over the layer's heads (:func:`layer_sensitivity`):
-    the verdict searches all of them for the two roles.
+    The intervals are 95% simultaneous over the layer's heads under both kinds of damage
+    together (:func:`joint_sensitivity`): the verdict searches all of them for the two roles,
+    and each role needs both kinds' intervals.
     """
     claim = _claim_for(reading, CLAIM_LAYER_PATTERN, CLAIM_LAYER_PATTERN_LAST)
     missing = [k for k in ("lexical", "syntactic") if k not in study.kinds]
     if missing:
         return ClaimVerdict.missing(claim, _not_run(missing))
     layer = check_index(layer, study.values("lexical").shape[1], "layer")
-    ivs = {"lex": layer_sensitivity(study, "lexical", layer, **boot),
-           "syn": layer_sensitivity(study, "syntactic", layer, **boot)}
+    lex_iv, syn_iv = joint_sensitivity(study, layer=layer, **boot)  # one family: both kinds of the layer's heads
+    ivs = {"lex": lex_iv, "syn": syn_iv}
     lex = np.asarray(side_of(ivs["lex"], threshold))  # (H,)
     syn = np.asarray(side_of(ivs["syn"], threshold))
     both_clear, both_possible = (lex == ABOVE) & (syn == ABOVE), (lex != BELOW) & (syn != BELOW)
@@ -324,7 +348,7 @@ def verdict_layer_pattern(study: PerturbationStudy, layer: int, *, threshold: fl
         heads_lexical_and_syntactic=int(both_clear.sum()), heads_lexical_only=int(only_clear.sum()),
         heads_possibly_lexical_and_syntactic=int(both_possible.sum()),
         heads_possibly_lexical_only=int(only_possible.sum()),
-        interval=simultaneous_note(int(lex.size)), threshold=threshold, queries=study.n_queries,
+        interval=joint_note(2 * int(lex.size)), threshold=threshold, queries=study.n_queries,
     )
 
 

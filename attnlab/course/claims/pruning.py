@@ -10,8 +10,9 @@ removing heads at random: the same share masked in random orders, on the same te
 
 "Almost no loss" is the course's one tolerance for "costs nothing"
 (:mod:`attnlab.analysis.costs_nothing`, shared with lesson 13): ``1 - cos`` at most 5%
-of the mean distance between two different texts' sentence vectors, measured on the
-evaluation texts, with the sensitivity grid 2, 5, 10 and 20%.
+of the mean ``1 - cos`` between two different texts' sentence vectors (a move of 22% of the
+distance between them), measured on the evaluation texts, on the mean over texts, with the
+sensitivity grid 2, 5, 10 and 20% of that ``1 - cos``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MICHEL_WMT_FRACTION = 0.20
 #: the claim is about masking at least this share of the heads together
 PRUNABLE_SHARE = 0.10
 #: "almost no loss" for a representation objective: ``1 - cos`` with the full model rises by at most this
-#: share of the mean distance between two different texts (:class:`~attnlab.analysis.costs_nothing.CostsNothing`)
+#: share of the mean 1 - cos between two different texts (:class:`~attnlab.analysis.costs_nothing.CostsNothing`)
 TOLERANCE_SHARE = COSTS_NOTHING_SHARE
 #: the shares of that distance, and of heads masked, of the sensitivity table
 TOLERANCE_SHARES = SHARE_GRID

@@ -29,7 +29,7 @@ def _study(ctx: FigureContext):
         ranking = make_objective(m, pool[:n_importance], kind="sentence", batch_size=64)
         importance = ablation_per_text(m, ranking)["sentence"].mean(axis=0)  # (L, H)
         held_out = make_objective(m, pool[n_importance:], kind="sentence", batch_size=64)
-        tolerance = costs_nothing.for_texts(m, pool[n_importance:]).tolerance  # 5% of the distance between texts
+        tolerance = costs_nothing.for_texts(m, pool[n_importance:]).tolerance  # 5% of the 1 - cos between texts (22% of the distance)
         return pruning_study(m, held_out, importance=importance, n_random=ctx.pick(20, 3), tolerance=tolerance)
 
     return ctx.memo("pruning_study_11", compute)

@@ -10,7 +10,7 @@ from . import FigureContext, figure
 
 
 @figure("conclusions", lesson="12_conclusions.ipynb",
-        caption="The source article's six conclusions (3 and 5 in two readings each), with the verdict "
+        caption="The source article's six conclusions (3, 4 and 5 in two readings each), with the verdict "
                 "computed from the run and the number and interval it was decided on")
 def conclusions_figure(ctx: FigureContext):
     verdicts = all_conclusions(gather(ctx.model, progress=False))

@@ -74,7 +74,8 @@ def raw_vs_norm_maps(ctx: FigureContext):
 
 @figure("faithfulness_scoreboard", lesson=LESSON,
         caption="Spearman correlation of raw attention, norm-based attention, rollout, value zeroing (Mohebbi) "
-                "and the whole-model knockout with two ground truths (leave one out keeping positions, deletion), "
+                "and the whole-model knockout with five references (leave one out keeping positions, deletion, "
+                "gradient x input, the embedding zeroed, gradient x input without the token in the pool), "
                 "on the same queries, with 95% intervals over queries")
 def faithfulness_scoreboard(ctx: FigureContext):
     return plot_scoreboard(shared_board(ctx))
