@@ -76,8 +76,9 @@ def test_additive_heads_are_not_redundant(aligned):
         return BASE + np.einsum("k,knd->nd", g, effects)
 
     cov = _measure(pre)
-    np.testing.assert_allclose(cov.joint_norm, cov.null_joint_norm, rtol=1e-9, atol=1e-12)
-    assert cv.excess_over_null(cov).estimate == pytest.approx(0.0, abs=1e-9)
+    # the null adds the effects in float32 (its accumulator on bert-base's shape): equal to 1e-6
+    np.testing.assert_allclose(cov.joint_norm, cov.null_joint_norm, rtol=1e-6, atol=1e-9)
+    assert cv.excess_over_null(cov).estimate == pytest.approx(0.0, abs=1e-6)
     v = _judge(cov)
     assert v.verdict == FAILS and v.numbers["reading"] == "add up independently"
 
@@ -98,7 +99,7 @@ def test_layernorm_null_sets_the_line():
     for s, heads in enumerate(cov.sets[:3]):  # the null by hand: sum the effects, then the LayerNorm
         added = pre(np.ones(TOTAL)) - effects[heads].sum(axis=0)
         np.testing.assert_allclose(cov.null_joint_norm[s], np.linalg.norm(layer_norm(added) - full, axis=-1),
-                                   rtol=1e-9)
+                                   rtol=1e-6)  # the null's sums are kept in float32
     excess = cv.excess_over_null(cov)
     assert -cv.COVERS_MARGIN < excess.low <= excess.high < cv.COVERS_MARGIN
     assert cv.covering_reading(cov) == "add" and _judge(cov).verdict == FAILS

@@ -177,16 +177,19 @@ def additive_null(z_full: np.ndarray, blocks: Iterable[tuple[Sequence[int], np.n
     weight, bias, eps = (np.asarray(norm[0], dtype=float), np.asarray(norm[1], dtype=float), float(norm[2]))
     z_full = np.asarray(z_full, dtype=np.float64)  # (T_all, D)
     members = [set(int(i) for i in s) for s in sets]
-    summed = np.zeros((len(sets),) + z_full.shape)  # (S, T_all, D): each set's added effects
+    # (S, T_all, D): each set's added effects, kept in float32 (on bert-base's shape with 40 sets of
+    # 128 texts a float64 copy, and the LayerNorm's temporaries over all sets at once, took 2 GB);
+    # each set's sum goes through the LayerNorm on its own, in float64
+    summed = np.zeros((len(sets),) + z_full.shape, dtype=np.float32)
     for heads, z in blocks:
-        effects = np.asarray(z, dtype=np.float64) - z_full[None]  # (k, T_all, D)
         for s, member in enumerate(members):
             rows = [j for j, h in enumerate(heads) if int(h) in member]
             if rows:
-                summed[s] += effects[rows].sum(axis=0)
+                summed[s] += (np.asarray(z[rows], dtype=np.float64) - z_full[None]).sum(axis=0).astype(np.float32)
     pool = pooling_matrix(text_of, n_texts)  # (N, T_all)
     full = pool @ layer_norm(z_full, weight, bias, eps)  # (N, D)
-    joint = np.einsum("nt,std->snd", pool, layer_norm(z_full[None] + summed, weight, bias, eps))  # (S, N, D)
+    joint = np.stack([pool @ layer_norm(z_full + summed[s], weight, bias, eps)
+                      for s in range(len(sets))])  # (S, N, D)
     joint_norm, sum_norm, dot, _single = effect_norms(full, single, joint, sets)
     return joint_norm, sum_norm, dot
 
