@@ -147,12 +147,65 @@ def test_every_markdown_cell_has_a_current_translation(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
-def test_code_cells_are_the_english_ones(lesson):
+def test_code_cells_are_the_english_ones_with_chinese_comments(lesson):
+    """Same cells, same code token for token; only the comments differ, and none is English."""
     assert lesson.chinese.exists(), f"{lesson.chinese.name} missing: run python scripts/zh_notebooks.py --build"
-    english = [(c.id, c.source) for c in lesson.read_english().cells if c.cell_type == "code"]
-    zh = [(c.id, c.source) for c in nbformat.read(str(lesson.chinese), as_version=4).cells
-          if c.cell_type == "code" and c.id != zh_edition.LANG_CELL_ID]
-    assert zh == english
+    english = [(c.id, zh_edition.without_comments(c.source)) for c in lesson.read_english().cells
+               if c.cell_type == "code"]
+    zh_cells = [c for c in nbformat.read(str(lesson.chinese), as_version=4).cells
+                if c.cell_type == "code" and c.id != zh_edition.LANG_CELL_ID]
+    assert [(c.id, zh_edition.without_comments(c.source)) for c in zh_cells] == english
+    still_english = [f"{c.id}: # {text}" for c in zh_cells for _s, _e, text in zh_edition.comments(c.source)
+                     if zh_edition.is_english_comment(text)]
+    assert still_english == [], "English comments in the Chinese code cells:\n" + "\n".join(still_english)
+
+
+@pytest.mark.parametrize("text, english", [
+    ("(B, H, T, T)", False), ("(L, H, n, n) each", True), ("noqa: E731", False),
+    ("noqa: E731  (L, H) labels so far", True), ("your number, e.g. 0.25", True), ("e.g. 3", True),
+    ("(n, n)：每一行和为 1", False), ("q . k", False), ("a", False), ("type: ignore[arg-type]", False),
+])
+def test_an_english_comment_is_one_with_prose_words_and_no_chinese(text, english):
+    assert zh_edition.is_english_comment(text) is english
+
+
+def test_comments_are_translated_and_the_code_around_them_is_not():
+    source = ('x = "# not a comment"  # a string with a hash\n'
+              "def f(a):  # (B, T)\n"
+              "    #   indented note\n"
+              "    return a  # noqa: E731\n")
+    table = {"a string with a hash": "带井号的字符串", "indented note": "缩进的注释", "unused": "没用到"}
+    out = zh_edition.translate_comments(source, table)
+    assert out == ('x = "# not a comment"  # 带井号的字符串\n'
+                   "def f(a):  # (B, T)\n"
+                   "    #   缩进的注释\n"
+                   "    return a  # noqa: E731\n")
+    assert zh_edition.without_comments(out) == zh_edition.without_comments(source)
+    assert zh_edition.without_comments(out.replace("return a", "return b")) != zh_edition.without_comments(source)
+    assert [t for _s, _e, t in zh_edition.comments("if (:\n  # broken")] == []  # no tokens: nothing touched
+
+
+def test_build_translates_comments_and_check_reports_the_english_ones():
+    book = _english_book()
+    book.cells[2].source = "print(1 + 1)  # the sum of two ones\ny = 2  # a second line"
+    table = {"the sum of two ones": "两个一的和"}
+    zh = build(book, _complete(book), table)
+    assert zh.cells[3].source == "print(1 + 1)  # 两个一的和\ny = 2  # a second line"
+    assert zh.cells[0].source.startswith("# Colab set-up")  # the language cell still follows it
+    assert zh.cells[1].id == zh_edition.LANG_CELL_ID
+    problems = zh_edition.comment_problems(book, table, "99_fixture")
+    assert [(p.kind, p.cell_id, p.english) for p in problems] == [
+        ("english comment", "c99-02", "a second line"), ("english comment", "c99-00", "Colab set-up: ...")][::-1]
+
+
+def test_the_comment_catalogue_reads_back_every_entry_and_has_no_stale_ones():
+    table = zh_edition.read_comments(ROOT / "notebooks" / "zh" / "translations" / zh_edition.COMMENTS_FILE)
+    used = {text for lesson in LESSONS for c in lesson.read_english().cells if c.cell_type == "code"
+            for _s, _e, text in zh_edition.comments(c.source)}
+    assert len(table) > 300
+    stale = sorted(set(table) - used)
+    assert stale == [], "entries of comments.po no English lesson uses any more:\n" + "\n".join(stale)
+    assert all(zh_edition._CJK.search(v) for v in table.values())
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
