@@ -102,7 +102,7 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     ev.attention_limits = results.load(ATTENTION_LIMITS, AttentionLimitsResult, model=m)
     if runner is None or not missing:
         return ev
-    for kind in tqdm(missing, desc=_("re-running lessons"), unit="lesson") if progress else missing:
+    for kind in tqdm(missing, desc=_("re-running lessons"), unit=_("lesson")) if progress else missing:
         name = RESULT_NAMES[kind]
         try:
             runner(name, m)
