@@ -580,7 +580,7 @@ def test_the_empty_message_stays_empty_instead_of_showing_the_catalogue_header(c
     from attnlab.course.verdicts import ClaimVerdict
 
     shown = str(ClaimVerdict.decide("some heads change", holds=False, fails=False, first_clear=""))
-    assert "Project-Id-Version" not in shown and "first_clear = " in shown
+    assert "Project-Id-Version" not in shown and "第一个明确的头 = ）" in shown  # the number's name, translated
 
 
 def test_tables_and_head_reports_show_their_words_in_the_readers_language(chinese):

@@ -353,7 +353,7 @@ def checked_token_ids(m: LoadedModel, texts: list[str], start: int = 0) -> list[
 
 
 def _progress(total: int | None, enabled: bool) -> tqdm:
-    return tqdm(total=total, unit=_("queries"), desc=_("mean attention"), disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, unit=_(" queries"), desc=_("mean attention"), disable=not enabled, smoothing=0.1)
 
 
 #: batches a background tokeniser may hold ready ahead of the forward pass

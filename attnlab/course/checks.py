@@ -56,7 +56,7 @@ class Check:
         return cls(str(data["check"]), bool(data["passed"]), nan_for_none(dict(data.get("numbers", {}))))
 
     def __str__(self) -> str:
-        nums = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
+        nums = _(", ").join(f"{translated(k)} = {_fmt(v)}" for k, v in self.numbers.items())  # names shown translated
         result = _("passed") if self.passed else _("FAILED")
         return _("Check: {what}: {result} ({numbers})").format(what=_(self.what), result=result, numbers=nums)
 

@@ -119,7 +119,7 @@ class ClaimVerdict:
         return cls(str(data["claim"]), str(data["verdict"]), nan_for_none(dict(data.get("numbers", {}))))
 
     def __str__(self) -> str:
-        nums = ", ".join(f"{translated(k)} = {_fmt(v)}" for k, v in self.numbers.items())  # a key the catalogue has (or a filled template of it), translated
+        nums = _(", ").join(f"{translated(k)} = {_fmt(v)}" for k, v in self.numbers.items())  # a key the catalogue has (or a filled template of it), translated
         return _("Claim: {claim}\nVerdict for this model: {verdict} ({numbers})").format(
             claim=_(self.claim), verdict=shown(self.verdict), numbers=nums)
 
