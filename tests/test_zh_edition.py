@@ -692,7 +692,51 @@ def _chinese_texts() -> list[tuple[str, str]]:
         out += [(f"{lesson.chinese.relative_to(ROOT)}:{c.id}", c.source) for c in book.cells if c.cell_type == "markdown"]
     out += [(f"attnlab.po:{key.split(chr(0))[0][:60]!r}", value) for key, value in language.catalogue("zh").items() if key]
     out += [(name, (ROOT / name).read_text(encoding="utf-8")) for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md")]
-    return out
+    comments = zh_edition.read_comments(ROOT / "notebooks" / "zh" / "translations" / zh_edition.COMMENTS_FILE)
+    out += [(f"comments.po:{key[:60]!r}", value) for key, value in comments.items()]
+    return out  # figure texts are catalogue entries (figures draw _() of their labels), so they are in here
+
+
+#: each drift form the glossary rules out, planted in a sentence, and the variant the check must report
+PLANTED_DRIFT = [
+    ("上面的敏感度表显示线移动时哪些判断仍然站得住", "线移动"), ("某一层越过一条它其实没有越过的线", "越过一条它其实没有越过的线"),
+    ("比原论断更容易过线", "过线"), ("有区间跨过这条线", "这条线"), ("取决于线划在哪里", "线划在哪里"),
+    ("形状是 (批, 头, token, 头宽)", "头宽"), ("切成两个更宽的头", "更宽的"), ("拼接成一个宽的头", "一个宽的"),
+    ("无法区分头太多和头太窄", "头太窄"), ("所以头越多，每个头就越窄", "头就越窄"), ("隐藏层宽度", "宽度"),
+    ("两者都是在同一批查询上的平均", "查询"), ("基于 40 个查询的区间", "查询"), ("1,000 条查询上", "条查询"),
+    ("本次运行：12 层 x 12 个头", " x "), ("{layers} 层 x {heads} 个头", " x "),
+    ("设计 B，固定每个头的大小", "固定每个头的大小"), ("固定头大小时不成立", "固定头大小"),
+    ("多头是弱学习器的集成", "弱学习器"), ("各头可以互相替补", "互相替补"), ("树与树之间可以互相顶替", "互相顶替"),
+    ("互相补位的头", "互相补位"), ("头越少，越多的注意力落到自身", "自身"), ("自身份额 0.3", "自身"),
+    ("上一个 token 的份额", "上一个"), ("下一个 token 的份额", "下一个"), ("非内容头占全部头的份额", "份额"),
+    ("两种真实影响", "真实影响"), ("把五种看法放在同一块计分板上", "看法"), ("以冒烟模式运行", "冒烟模式"),
+    ("把它携带的内容清零", "清零"), ("每次前向传播的毫秒数", "前向传播"), ("重组后的头数", "重组"),
+    ("其他片段（不含字母）", "片段"), ("熵 1.20 nats", "nats"), ("层内分散程度随深度减小", "分散程度"),
+    ("“头越多不一定越好”与「每个 token 都关注自己」", "「"), ("0.12 +- 0.03", "+-"),
+    ("Spearman rho 为 0.5", "rho"), ("原始权重 alpha", "alpha"), ("去掉位置编码", "位置编码"),
+    ("注意力汇聚点", "注意力汇聚点"),
+]
+
+
+@pytest.mark.parametrize("text, variant", PLANTED_DRIFT, ids=[v for _t, v in PLANTED_DRIFT])
+def test_glossary_catches_planted_drift(text, variant):
+    """Every drift form the glossary rules out is found when planted in a sentence (as a family of forms,
+    not one exact string), and :func:`zh_vocabulary.fix` leaves none."""
+    from attnlab.tools import zh_vocabulary
+
+    found = [f for _line, f, _v in zh_vocabulary.found_in(text)]
+    assert any(variant in f or f in variant for f in found), (text, found)
+    assert zh_vocabulary.found_in(zh_vocabulary.fix(text)) == []
+
+
+def test_glossary_leaves_the_legitimate_uses_of_the_same_characters_alone():
+    from attnlab.tools import zh_vocabulary
+
+    fine = ["竖线、对角线、连线视图、曲线和基线", "每条线都向上斜一行", "区间窄得不可信", "查询向量、查询 token、查询行 i",
+            "100 条查询句；同一批查询句上", "反向传播", "层内离散度", "各行自身的信息", "每个目标函数自身的一致程度",
+            "`rho`、{rho:.2f}、{best_rho}、$\\alpha_{ij}$、alpha_ij", "“头越多不一定越好”", "12 层 × 12 个头，x 的形状",
+            "下一个单元格", "在评估文本上一个一个地屏蔽", "它的份额（全部头）", "固定每头维度"]
+    assert [(t, zh_vocabulary.found_in(t)) for t in fine if zh_vocabulary.found_in(t)] == []
 
 
 @pytest.mark.parametrize("text, variant", [
