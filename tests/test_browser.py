@@ -8,7 +8,8 @@ in its Chinese edition, Run All Cells in smoke mode, then check that
 * every cell ran without an error output;
 * the widget views render (DOM widgets, not their text fallback);
 * changing the explorer's layer (a drop-down) redraws its figure;
-* the offline head view draws its tokens (Chinese ones when the model reads Chinese);
+* the offline head view draws its tokens (Chinese ones when the model reads Chinese), and its hints and
+  control labels are in the edition's language;
 * the Chinese edition's narrative and printed verdict are Chinese, the English one's English;
 * in the Chinese edition the widgets' labels are Chinese, and so is every figure's text (collected in
   the kernel by ``attnlab.tools.figure_texts``: titles, axes, ticks, legends; no English prose);
@@ -257,6 +258,15 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             example = "".join(tokens)
             if edition == "zh" or CJK.search(example):
                 assert CJK.search(example), f"the head view shows no Chinese token: {tokens[:8]}"
+            # ... and its texts (controls, hints) are in the edition's language
+            view_texts = [t.strip() for t in page.locator(".al-hint, .al-controls > span:not(.al-head)")
+                          .all_inner_texts() if t.strip()]
+            assert view_texts, "the offline views show no hint or control label"
+            if edition == "zh":
+                assert all(CJK.search(t) for t in view_texts), f"English in the Chinese views: {view_texts}"
+                assert not [t for t in view_texts if english_prose.is_prose(t)]
+            else:
+                assert any("Left: query tokens" in t for t in view_texts), view_texts
 
             # the narrative and the printed verdict are in the edition's language (outputs read from the model:
             # cells scrolled out of view need not be in the page)
