@@ -15,7 +15,8 @@ What is *inside* ``_()``, ``N_()``, ``ngettext()`` or ``translated()`` is transl
 what is passed to another function (``table(rows, "lexical")``), used as a key
 (``row["fixed"]``), compared (``kind == "zero"``) or looped over (``for k in ("start", "end")``)
 is data, not text shown as it is.
-The command-line modules (``attnlab/tools``) speak English on purpose and are not read.
+The command-line modules (``attnlab/tools``) speak English on purpose and are not read, except
+those a lesson calls (:data:`LESSON_TOOLS`: lesson 00's doctor, lesson 12's lesson runner).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ PROGRESS = {"tqdm", "trange", "progress", "set_description", "set_description_st
 PROGRESS_WORDS = ("desc", "unit", "postfix")
 TEXT_BUILDERS = {"format", "join", "str", "ljust", "rjust", "center", "strip", "upper", "lower", "capitalize"}
 _CJK = re.compile(r"[\u3400-\u9fff]")
+#: the modules of ``attnlab/tools`` that lessons call, so read like the rest of the package
+LESSON_TOOLS = ("doctor.py", "lesson_runner.py", "figure_texts.py")
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ def findings(package: Path = messages.PACKAGE, notebooks: Path | None = messages
     root = package.parent
     out = []
     for path in sorted(package.rglob("*.py")):
-        if "tools" in path.relative_to(package).parts[:1]:
+        if path.relative_to(package).parts[:1] == ("tools",) and path.name not in LESSON_TOOLS:
             continue
         out += findings_in(path.read_text(encoding="utf-8"), str(path.relative_to(root)))
     if notebooks is not None and notebooks.is_dir():
