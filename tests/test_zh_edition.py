@@ -481,6 +481,25 @@ def test_lesson_06_and_08_figures_draw_no_english_prose(chinese):
     assert perturbation_plots.kind_word("both") == "both" and perturbation_plots.space_word("token") == "token space"
 
 
+def test_chinese_figures_name_labels_kinds_and_curves_in_chinese(chinese):
+    """Taxonomy cells and legend, the timing legend and the scaling curves: through the catalogue (LSTM stays)."""
+    import numpy as np
+
+    from attnlab.analysis.taxonomy import HeadLabels
+    from attnlab.scratch.recurrence import Timing
+    from attnlab.viz import pattern_plots
+    from attnlab.viz.plot import tick_rotation
+    from attnlab.viz.recurrence_plots import plot_timing
+
+    labels = np.array([["self", "broad", "vertical"], ["previous", "next", "heterogeneous"]])
+    fig = pattern_plots.plot_taxonomy(HeadLabels(labels=labels, reasons=np.full(labels.shape, ""), stats=None))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["自", "宽", "竖", "前", "后", "异"]
+    assert "宽泛（1）" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ax = plot_timing(Timing([16, 32], 4, 64, {"lstm": [0.002, 0.003], "attention": [0.001, 0.004]}))
+    assert {line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")} == {"LSTM", "自注意力"}
+    assert tick_rotation(["[CLS]", "王", "者"]) == 0 and tick_rotation(["[CLS]", "the", "cat"]) == 90
+
+
 def test_lesson_06s_threshold_slider_is_labelled_in_the_readers_language(chinese):
     pytest.importorskip("ipywidgets")
     from attnlab.viz.perturbation_widgets import threshold_slider
