@@ -126,7 +126,8 @@ READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "5a": N_("fixed
 
 def row_titles(labels) -> list[str]:
     """Labels with their reading, for a figure or a table: ``"5a"`` -> ``"5a (fixed width)"``."""
-    return [f"{label} ({_(READINGS[label])})" if label in READINGS else str(label) for label in labels]
+    return [_("{label} ({reading})").format(label=label, reading=_(READINGS[label])) if label in READINGS
+            else str(label) for label in labels]
 
 
 def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
