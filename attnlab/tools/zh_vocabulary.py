@@ -56,6 +56,7 @@ DISCOURAGED: tuple[Variant, ...] = (
     Variant(r"(?:(?<=一批)|(?<=这些)|(?<=那些)|(?<=[\d}] 个))查询(?![句向行键值]| ?token)", "查询句",
             "input texts, counted or gathered, are 查询句; 查询 alone is the query vector of attention"),
     Variant(r"(?<=[\d}] )个查询句", "条查询句", "the measure word of 查询句 is 条"),
+    Variant(r"(?<=对)查询(?=重抽样|取)", "查询句", "resampling or averaging over input texts: 对查询句重抽样 / 取平均"),
     # threshold: 阈值, never a line to cross
     Variant(r"越过一条[^，。；]{0,12}?线|[这那一]条线|所划的(?:那条)?线|过线|线移动", "阈值",
             "threshold: 阈值 (a line to cross is a calque of draw the line; 竖线 / 对角线 / 连线 stay)"),
