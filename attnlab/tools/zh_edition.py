@@ -145,7 +145,7 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     of the ``#`` and of the comment's end, and the text after ``#`` and its spaces.
     A cell that does not tokenize (an unfinished exercise, IPython syntax) has none."""
     starts = [0]
-    for line in source.splitlines(keepends=True):
+    for line in io.StringIO(source).readlines():  # the lines exactly as tokenize reads them
         starts.append(starts[-1] + len(line))
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
