@@ -55,7 +55,7 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
     heads = with_maps.shape[1]
     fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 2.4, cell * 2 + 1.6), squeeze=False,
                              layout="constrained")
-    rows = ((with_maps, "with positions"), (without_maps, NAMES.get(how, how)))
+    rows = ((with_maps, _("with positions")), (without_maps, _(NAMES.get(how, how))))
     for h in range(heads):
         for r, (maps, name) in enumerate(rows):
             ax = axes[r, h]
