@@ -54,6 +54,17 @@ case "${1:-lab}" in
     fi
     if [ "$lang" = "zh" ]; then
       first=notebooks/zh/00_tour.ipynb
+      # JupyterLab's own interface in Chinese for this launch only (language pack from the course extra):
+      # a settings folder of its own, seeded once from the user's, with the interface language zh_CN
+      zh_settings="${XDG_CONFIG_HOME:-$HOME/.config}/attnlab/jupyterlab-settings-zh"
+      if [ ! -d "$zh_settings" ]; then
+        user_settings="${JUPYTERLAB_SETTINGS_DIR:-$(jupyter lab path 2>/dev/null | sed -n 's/^User Settings directory: *//p')}"
+        mkdir -p "$zh_settings"
+        if [ -n "$user_settings" ] && [ -d "$user_settings" ]; then cp -R "$user_settings/." "$zh_settings/"; fi
+      fi
+      mkdir -p "$zh_settings/@jupyterlab/translation-extension"
+      printf '{"locale": "zh_CN"}\n' > "$zh_settings/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+      export JUPYTERLAB_SETTINGS_DIR="$zh_settings"
       echo "attnlab: 打开中文版 (notebooks/zh/)。English edition: bash scripts/course.sh --lang en" >&2
     else
       first=notebooks/00_tour.ipynb

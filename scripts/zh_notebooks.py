@@ -7,7 +7,10 @@
     python scripts/zh_notebooks.py --build 00 01    #   ... for some
 
 Translations live in ``notebooks/zh/translations/NN_name.md``, one block per
-markdown cell (format in ``attnlab/tools/zh_edition.py``). ``--stub`` prints
+markdown cell (format in ``attnlab/tools/zh_edition.py``); code comments in
+``notebooks/zh/translations/comments.po``, one entry per English comment
+(``--check`` lists each English comment with no entry, ``--stub`` prints the
+entry to fill in). ``--stub`` prints
 each missing or stale cell as a ready block (marker with the English text's
 fingerprint, then the English to replace), and for a stale cell the English it
 was translated from (found in the git history) beside the English now.
@@ -26,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attnlab.tools.zh_edition import Lesson, Problem, english_hash, format_block, lessons  # noqa: E402
+from attnlab.tools.zh_edition import COMMENTS_FILE, Lesson, Problem, english_hash, format_block, lessons  # noqa: E402
 
 
 def old_english(lesson: Lesson, cell_id: str, en_hash: str, depth: int = 200) -> str | None:
@@ -68,6 +71,10 @@ def describe(lesson: Lesson, problem: Problem) -> str:
         lines.append("  block to write (replace the English with Chinese):")
         lines += ["    " + line for line in format_block(problem.cell_id, english_hash(problem.english),
                                                           problem.english).rstrip("\n").splitlines()]
+    if problem.kind == "english comment":
+        quoted = problem.english.replace("\\", "\\\\").replace('"', '\\"')
+        lines.append(f"  entry to add to notebooks/zh/translations/{COMMENTS_FILE}:")
+        lines += [f'    msgid "{quoted}"', '    msgstr ""']
     return "\n".join(lines)
 
 
@@ -82,8 +89,10 @@ def report(selected: list[Lesson], *, verbose: bool) -> int:
             continue
         markdown = sum(c.cell_type == "markdown" for c in lesson.read_english().cells)
         done = markdown - sum(p.kind in ("missing", "stale") for p in problems)
+        english = sum(p.kind == "english comment" for p in problems)
         current = "" if lesson.is_current() else "; notebooks/zh copy not built from this (run --build)"
-        print(f"{lesson.name}: {done}/{markdown} markdown cells translated and current{current}")
+        print(f"{lesson.name}: {done}/{markdown} markdown cells translated and current, "
+              f"{english} English comment(s) in code cells{current}")
         total += bool(current)
         for problem in problems:
             print(describe(lesson, problem) if verbose else "  " + str(problem))

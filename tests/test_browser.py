@@ -8,11 +8,13 @@ in its Chinese edition, Run All Cells in smoke mode, then check that
 * every cell ran without an error output;
 * the widget views render (DOM widgets, not their text fallback);
 * changing the explorer's layer (a drop-down) redraws its figure;
-* the offline head view draws its tokens (Chinese ones when the model reads Chinese);
+* the offline head view draws its tokens (Chinese ones when the model reads Chinese), and its hints and
+  control labels are in the edition's language;
 * the Chinese edition's narrative and printed verdict are Chinese, the English one's English;
 * in the Chinese edition the widgets' labels are Chinese, and so is every figure's text (collected in
   the kernel by ``attnlab.tools.figure_texts``: titles, axes, ticks, legends; no English prose);
-* the browser logs no console error and sends no request off 127.0.0.1.
+* the browser logs no console error and sends no request off 127.0.0.1;
+* with the setting `course.sh --lang zh` writes, JupyterLab's own menus are Chinese (the language pack).
 
 And for lesson 01 in both editions (``verdict_card_renders``): its verdicts render as cards (the
 claim, the verdict word in colour, the deciding number drawn as an SVG, the numbers folded in a
@@ -265,6 +267,15 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             example = "".join(tokens)
             if edition == "zh" or CJK.search(example):
                 assert CJK.search(example), f"the head view shows no Chinese token: {tokens[:8]}"
+            # ... and its texts (controls, hints) are in the edition's language
+            view_texts = [t.strip() for t in page.locator(".al-hint, .al-controls > span:not(.al-head)")
+                          .all_inner_texts() if t.strip()]
+            assert view_texts, "the offline views show no hint or control label"
+            if edition == "zh":
+                assert all(CJK.search(t) for t in view_texts), f"English in the Chinese views: {view_texts}"
+                assert not [t for t in view_texts if english_prose.is_prose(t)]
+            else:
+                assert any("Left: query tokens" in t for t in view_texts), view_texts
 
             # the narrative and the printed verdict are in the edition's language (outputs read from the model:
             # cells scrolled out of view need not be in the page)
@@ -412,3 +423,56 @@ def test_html_course(html_course):
                     assert not CJK.search(info["title"]), info["title"]
         finally:
             browser.close()
+
+
+def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
+    """``course.sh --lang zh`` starts JupyterLab with a settings folder whose interface language is zh_CN
+    (the language pack is in the course extra): the same setting gives Chinese menus; without it, English."""
+    sync_playwright = _playwright()
+    script = (ROOT / "scripts" / "course.sh").read_text(encoding="utf-8")
+    setting = '{"locale": "zh_CN"}'
+    assert "translation-extension/plugin.jupyterlab-settings" in script and setting in script
+    assert 'export JUPYTERLAB_SETTINGS_DIR="$zh_settings"' in script
+    menus = {}
+    for lang in ("zh", "en"):
+        settings = tmp_path / lang / "settings"
+        (settings / "@jupyterlab" / "translation-extension").mkdir(parents=True)
+        if lang == "zh":
+            (settings / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings").write_text(
+                setting + "\n", encoding="utf-8")
+        port, token = _free_port(), "attnlab-lab-language"
+        env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTER_RUNTIME_DIR=str(tmp_path / lang / "rt"),
+                   JUPYTER_CONFIG_DIR=str(tmp_path / lang / "config"), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / lang / "ws"),
+                   BROWSER="true")
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        if os.getuid() == 0:
+            cmd.append("--allow-root")
+        server = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        try:
+            base, deadline = f"http://127.0.0.1:{port}", time.time() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                        break
+                except OSError:
+                    if time.time() > deadline or server.poll() is not None:
+                        pytest.fail("JupyterLab did not answer within 60 s")
+                    time.sleep(0.5)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=["--no-sandbox", "--disable-dev-shm-usage"])
+                try:
+                    page = browser.new_page()
+                    page.goto(f"{base}/lab?token={token}")
+                    page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=120_000)
+                    menus[lang] = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+                finally:
+                    browser.close()
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=20)
+    assert {"文件", "编辑", "内核", "帮助"} <= set(menus["zh"]), menus
+    assert {"File", "Edit", "Kernel", "Help"} <= set(menus["en"]), menus

@@ -119,8 +119,8 @@ def test_plots_draw_the_measurements():
                         "attention": [[0.001, 0.001, 0.001], [0.002, 0.004, 0.006]]})
     ax = plot_timing(t)
     lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines() if not line.get_label().startswith("_")}
-    assert set(lines) == {"lstm", "attention"}
-    assert lines["lstm"] == pytest.approx([2.0, 3.0]) and lines["attention"] == pytest.approx([1.0, 4.0])  # ms
+    assert set(lines) == {"LSTM", "self-attention"}  # names, not code identifiers
+    assert lines["LSTM"] == pytest.approx([2.0, 3.0]) and lines["self-attention"] == pytest.approx([1.0, 4.0])  # ms
     # one bar per kind and length, from the fastest to the slowest repeat
     bars = [c for c in ax.containers if c.has_yerr]
     assert len(bars) == 2
@@ -129,7 +129,7 @@ def test_plots_draw_the_measurements():
     inf = Influence([4, 64], [0], 16, share={"lstm": [0.5, 0.0], "attention": [1.0, 1.0]})
     ax = plot_first_token_share(inf)
     ys = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
-    assert ys["lstm"] == [0.5, SHARE_FLOOR] and ys["attention"] == [1.0, 1.0]  # an underflowed share stays on the log axis
+    assert ys["LSTM"] == [0.5, SHARE_FLOOR] and ys["self-attention"] == [1.0, 1.0]  # an underflowed share stays on the log axis
     assert any(label.startswith("0 (underflow)") for label in ys)  # and the floor is marked as such
     kept = Influence([4, 64], [0], 16, share={"lstm": [0.5, 0.1], "attention": [1.0, 1.0]})
     assert not any(line.get_label().startswith("0 (underflow)") for line in plot_first_token_share(kept).get_lines())

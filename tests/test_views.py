@@ -178,3 +178,33 @@ def test_the_cdn_is_probed_once_for_many_views(monkeypatch):
         assert views._reachable(*views.BERTVIZ_CDN) is False
     assert len(calls) == 1
     assert models.tcp_reachable.__module__ == "attnlab.core.models"
+
+
+def test_the_offline_views_speak_the_readers_language():
+    """Every text the views' script shows comes from VIEW_TEXTS through the catalogue; the script's own
+    English is only a fallback for data without texts, and holds exactly the same keys."""
+    import json
+    import re
+
+    from attnlab.core import language
+    from attnlab.viz.offline_views import VIEW_TEXTS, _asset
+
+    maps = torch.full((2, 3, 4, 4), 0.25)
+    script = _asset("views.js")
+    defaults = re.search(r"var DEFAULT_TEXT = \{(.*?)\};", script, re.S).group(1)
+    assert set(re.findall(r"(\w+): \"", defaults)) == set(VIEW_TEXTS)
+    assert not re.search(r'el\("(?:span|div)", "[\w-]*", "[A-Za-z]{2,}', script)  # no literal label left
+    before = language.current_language()
+    try:
+        language.set_language("zh")
+        html = ModelView(maps, ["a", "b", "c", "d"]).fragment()
+        data = json.loads(re.search(r"modelView\(document\.getElementById\([^)]*\), (\{.*\})\);", html, re.S).group(1))
+        assert data["text"]["model_hint"].startswith("每层（行）每个头（列）")
+        assert data["text"]["detail"] == "第 {layer} 层第 {head} 个头" and data["text"]["heads"] == "头"
+        assert all(re.search(r"[\u4e00-\u9fff]", t) for t in data["text"].values())
+        language.set_language("en")
+        data = json.loads(re.search(r"headView\(document\.getElementById\([^)]*\), (\{.*\})\);",
+                                    HeadView(maps, ["a", "b", "c", "d"]).fragment(), re.S).group(1))
+        assert data["text"] == {key: text for key, text in VIEW_TEXTS.items()}
+    finally:
+        language.set_language(before)

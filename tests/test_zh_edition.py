@@ -147,12 +147,65 @@ def test_every_markdown_cell_has_a_current_translation(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
-def test_code_cells_are_the_english_ones(lesson):
+def test_code_cells_are_the_english_ones_with_chinese_comments(lesson):
+    """Same cells, same code token for token; only the comments differ, and none is English."""
     assert lesson.chinese.exists(), f"{lesson.chinese.name} missing: run python scripts/zh_notebooks.py --build"
-    english = [(c.id, c.source) for c in lesson.read_english().cells if c.cell_type == "code"]
-    zh = [(c.id, c.source) for c in nbformat.read(str(lesson.chinese), as_version=4).cells
-          if c.cell_type == "code" and c.id != zh_edition.LANG_CELL_ID]
-    assert zh == english
+    english = [(c.id, zh_edition.without_comments(c.source)) for c in lesson.read_english().cells
+               if c.cell_type == "code"]
+    zh_cells = [c for c in nbformat.read(str(lesson.chinese), as_version=4).cells
+                if c.cell_type == "code" and c.id != zh_edition.LANG_CELL_ID]
+    assert [(c.id, zh_edition.without_comments(c.source)) for c in zh_cells] == english
+    still_english = [f"{c.id}: # {text}" for c in zh_cells for _s, _e, text in zh_edition.comments(c.source)
+                     if zh_edition.is_english_comment(text)]
+    assert still_english == [], "English comments in the Chinese code cells:\n" + "\n".join(still_english)
+
+
+@pytest.mark.parametrize("text, english", [
+    ("(B, H, T, T)", False), ("(L, H, n, n) each", True), ("noqa: E731", False),
+    ("noqa: E731  (L, H) labels so far", True), ("your number, e.g. 0.25", True), ("e.g. 3", True),
+    ("(n, n)：每一行和为 1", False), ("q . k", False), ("a", False), ("type: ignore[arg-type]", False),
+])
+def test_an_english_comment_is_one_with_prose_words_and_no_chinese(text, english):
+    assert zh_edition.is_english_comment(text) is english
+
+
+def test_comments_are_translated_and_the_code_around_them_is_not():
+    source = ('x = "# not a comment"  # a string with a hash\n'
+              "def f(a):  # (B, T)\n"
+              "    #   indented note\n"
+              "    return a  # noqa: E731\n")
+    table = {"a string with a hash": "带井号的字符串", "indented note": "缩进的注释", "unused": "没用到"}
+    out = zh_edition.translate_comments(source, table)
+    assert out == ('x = "# not a comment"  # 带井号的字符串\n'
+                   "def f(a):  # (B, T)\n"
+                   "    #   缩进的注释\n"
+                   "    return a  # noqa: E731\n")
+    assert zh_edition.without_comments(out) == zh_edition.without_comments(source)
+    assert zh_edition.without_comments(out.replace("return a", "return b")) != zh_edition.without_comments(source)
+    assert [t for _s, _e, t in zh_edition.comments("if (:\n  # broken")] == []  # no tokens: nothing touched
+
+
+def test_build_translates_comments_and_check_reports_the_english_ones():
+    book = _english_book()
+    book.cells[2].source = "print(1 + 1)  # the sum of two ones\ny = 2  # a second line"
+    table = {"the sum of two ones": "两个一的和"}
+    zh = build(book, _complete(book), table)
+    assert zh.cells[3].source == "print(1 + 1)  # 两个一的和\ny = 2  # a second line"
+    assert zh.cells[0].source.startswith("# Colab set-up")  # the language cell still follows it
+    assert zh.cells[1].id == zh_edition.LANG_CELL_ID
+    problems = zh_edition.comment_problems(book, table, "99_fixture")
+    assert [(p.kind, p.cell_id, p.english) for p in problems] == [
+        ("english comment", "c99-02", "a second line"), ("english comment", "c99-00", "Colab set-up: ...")][::-1]
+
+
+def test_the_comment_catalogue_reads_back_every_entry_and_has_no_stale_ones():
+    table = zh_edition.read_comments(ROOT / "notebooks" / "zh" / "translations" / zh_edition.COMMENTS_FILE)
+    used = {text for lesson in LESSONS for c in lesson.read_english().cells if c.cell_type == "code"
+            for _s, _e, text in zh_edition.comments(c.source)}
+    assert len(table) > 300
+    stale = sorted(set(table) - used)
+    assert stale == [], "entries of comments.po no English lesson uses any more:\n" + "\n".join(stale)
+    assert all(zh_edition._CJK.search(v) for v in table.values())
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
@@ -428,6 +481,25 @@ def test_lesson_06_and_08_figures_draw_no_english_prose(chinese):
     assert perturbation_plots.kind_word("both") == "both" and perturbation_plots.space_word("token") == "token space"
 
 
+def test_chinese_figures_name_labels_kinds_and_curves_in_chinese(chinese):
+    """Taxonomy cells and legend, the timing legend and the scaling curves: through the catalogue (LSTM stays)."""
+    import numpy as np
+
+    from attnlab.analysis.taxonomy import HeadLabels
+    from attnlab.scratch.recurrence import Timing
+    from attnlab.viz import pattern_plots
+    from attnlab.viz.plot import tick_rotation
+    from attnlab.viz.recurrence_plots import plot_timing
+
+    labels = np.array([["self", "broad", "vertical"], ["previous", "next", "heterogeneous"]])
+    fig = pattern_plots.plot_taxonomy(HeadLabels(labels=labels, reasons=np.full(labels.shape, ""), stats=None))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["自", "宽", "竖", "前", "后", "异"]
+    assert "宽泛（1）" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ax = plot_timing(Timing([16, 32], 4, 64, {"lstm": [0.002, 0.003], "attention": [0.001, 0.004]}))
+    assert {line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")} == {"LSTM", "自注意力"}
+    assert tick_rotation(["[CLS]", "王", "者"]) == 0 and tick_rotation(["[CLS]", "the", "cat"]) == 90
+
+
 def test_lesson_06s_threshold_slider_is_labelled_in_the_readers_language(chinese):
     pytest.importorskip("ipywidgets")
     from attnlab.viz.perturbation_widgets import threshold_slider
@@ -639,7 +711,51 @@ def _chinese_texts() -> list[tuple[str, str]]:
         out += [(f"{lesson.chinese.relative_to(ROOT)}:{c.id}", c.source) for c in book.cells if c.cell_type == "markdown"]
     out += [(f"attnlab.po:{key.split(chr(0))[0][:60]!r}", value) for key, value in language.catalogue("zh").items() if key]
     out += [(name, (ROOT / name).read_text(encoding="utf-8")) for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md")]
-    return out
+    comments = zh_edition.read_comments(ROOT / "notebooks" / "zh" / "translations" / zh_edition.COMMENTS_FILE)
+    out += [(f"comments.po:{key[:60]!r}", value) for key, value in comments.items()]
+    return out  # figure texts are catalogue entries (figures draw _() of their labels), so they are in here
+
+
+#: each drift form the glossary rules out, planted in a sentence, and the variant the check must report
+PLANTED_DRIFT = [
+    ("上面的敏感度表显示线移动时哪些判断仍然站得住", "线移动"), ("某一层越过一条它其实没有越过的线", "越过一条它其实没有越过的线"),
+    ("比原论断更容易过线", "过线"), ("有区间跨过这条线", "这条线"), ("取决于线划在哪里", "线划在哪里"),
+    ("形状是 (批, 头, token, 头宽)", "头宽"), ("切成两个更宽的头", "更宽的"), ("拼接成一个宽的头", "一个宽的"),
+    ("无法区分头太多和头太窄", "头太窄"), ("所以头越多，每个头就越窄", "头就越窄"), ("隐藏层宽度", "宽度"),
+    ("两者都是在同一批查询上的平均", "查询"), ("比例 0.40（对查询重抽样）", "查询"), ("基于 40 个查询的区间", "查询"), ("1,000 条查询上", "条查询"),
+    ("本次运行：12 层 x 12 个头", " x "), ("{layers} 层 x {heads} 个头", " x "),
+    ("设计 B，固定每个头的大小", "固定每个头的大小"), ("固定头大小时不成立", "固定头大小"),
+    ("多头是弱学习器的集成", "弱学习器"), ("各头可以互相替补", "互相替补"), ("树与树之间可以互相顶替", "互相顶替"),
+    ("互相补位的头", "互相补位"), ("头越少，越多的注意力落到自身", "自身"), ("自身份额 0.3", "自身"),
+    ("上一个 token 的份额", "上一个"), ("下一个 token 的份额", "下一个"), ("非内容头占全部头的份额", "份额"),
+    ("两种真实影响", "真实影响"), ("把五种看法放在同一块计分板上", "看法"), ("以冒烟模式运行", "冒烟模式"),
+    ("把它携带的内容清零", "清零"), ("每次前向传播的毫秒数", "前向传播"), ("重组后的头数", "重组"),
+    ("其他片段（不含字母）", "片段"), ("熵 1.20 nats", "nats"), ("层内分散程度随深度减小", "分散程度"),
+    ("“头越多不一定越好”与「每个 token 都关注自己」", "「"), ("0.12 +- 0.03", "+-"),
+    ("Spearman rho 为 0.5", "rho"), ("原始权重 alpha", "alpha"), ("去掉位置编码", "位置编码"),
+    ("注意力汇聚点", "注意力汇聚点"),
+]
+
+
+@pytest.mark.parametrize("text, variant", PLANTED_DRIFT, ids=[v for _t, v in PLANTED_DRIFT])
+def test_glossary_catches_planted_drift(text, variant):
+    """Every drift form the glossary rules out is found when planted in a sentence (as a family of forms,
+    not one exact string), and :func:`zh_vocabulary.fix` leaves none."""
+    from attnlab.tools import zh_vocabulary
+
+    found = [f for _line, f, _v in zh_vocabulary.found_in(text)]
+    assert any(variant in f or f in variant for f in found), (text, found)
+    assert zh_vocabulary.found_in(zh_vocabulary.fix(text)) == []
+
+
+def test_glossary_leaves_the_legitimate_uses_of_the_same_characters_alone():
+    from attnlab.tools import zh_vocabulary
+
+    fine = ["竖线、对角线、连线视图、曲线和基线", "每条线都向上斜一行", "区间窄得不可信", "查询向量、查询 token、查询行 i",
+            "100 条查询句；同一批查询句上", "反向传播", "层内离散度", "各行自身的信息", "每个目标函数自身的一致程度",
+            "`rho`、{rho:.2f}、{best_rho}、$\\alpha_{ij}$、alpha_ij", "“头越多不一定越好”", "12 层 × 12 个头，x 的形状",
+            "下一个单元格", "在评估文本上一个一个地屏蔽", "它的份额（全部头）", "固定每头维度"]
+    assert [(t, zh_vocabulary.found_in(t)) for t in fine if zh_vocabulary.found_in(t)] == []
 
 
 @pytest.mark.parametrize("text, variant", [

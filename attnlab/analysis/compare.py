@@ -556,7 +556,7 @@ def perturbation_study(
     skipped: list[tuple[str, str, str]] = []
 
     starts = range(0, n, chunk)
-    for s in tqdm(starts, desc="perturbation study", unit=f"x{chunk} queries", disable=not progress):
+    for s in tqdm(starts, desc=_("perturbation study"), unit=_("×{chunk} queries").format(chunk=chunk), disable=not progress):
         block = list(range(s, min(n, s + chunk)))
         jobs, perturbed_texts = _planned_pairs(m, qs, block, kinds, seed, new_texts, skipped)
         # originals first, then one perturbed text per job

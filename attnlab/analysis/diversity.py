@@ -192,7 +192,7 @@ def head_distances(
     special: torch.Tensor | None = None  # (n,) the special key positions, from the first text
     length = None
     seen = 0
-    with tqdm(unit="queries", desc="head distances", disable=not progress) as bar:
+    with tqdm(unit=_(" queries"), desc=_("head distances"), disable=not progress) as bar:
         for chunk in text_batches(texts, batch_size):
             ids = checked_token_ids(m, chunk, seen)
             for k, row in enumerate(ids):

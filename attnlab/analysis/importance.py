@@ -479,7 +479,7 @@ def gate_gradients(m: LoadedModel, data: Sequence[str] | Objective, *, gates: to
     modules = [m.model] + ([objective._mlm] if objective._mlm is not None else [])
     iterator = objective.losses()
     if progress:
-        iterator = tqdm(iterator, total=len(objective.batches), desc="importance", unit="batch")
+        iterator = tqdm(iterator, total=len(objective.batches), desc=_("importance"), unit=_("batch"))
     with frozen_weights(*modules), gate_heads(m, base), torch_threads(threads):  # only the gates need gradients
         for loss, _size in iterator:
             (grad,) = torch.autograd.grad(loss, base)
@@ -520,7 +520,7 @@ def ablation_effects(m: LoadedModel, texts: Sequence[str] | Objective, *, progre
     objective = _as_objective(m, texts, **objective_kw)
     effects = np.zeros((m.n_layers, m.n_heads))
     pairs = [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    iterator = tqdm(pairs, desc=_("ablating heads"), unit="head") if progress else pairs
+    iterator = tqdm(pairs, desc=_("ablating heads"), unit=_("head")) if progress else pairs
     with torch_threads(threads):
         base = objective.evaluate()
         for layer, head in iterator:
@@ -577,7 +577,7 @@ def ablation_per_text(m: LoadedModel, objective: Objective, *, progress: bool = 
         kept = {name: sweep[name] for name in keep}
         return {**{kind: np.moveaxis(sweep[""][..., j], 2, 0) - base[kind][:, None, None]
                    for j, kind in enumerate(kinds)}, **kept}
-    bar = tqdm(total=len(layers) * len(heads), desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * len(heads), desc=_("ablating heads"), unit=_("head"), disable=not progress)
     with torch_threads(threads), bar:
         out = {kind: np.zeros((objective.n_texts, len(layers), len(heads))) for kind in kinds}
         inputs = [objective.layer_inputs(batch) for batch in objective.batches]  # every layer's input, per batch
@@ -660,7 +660,7 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
                 else check_positive_int(heads_per_pass, "heads_per_pass"))
     reducers = reduce if isinstance(reduce, dict) else {"": reduce}
     rows: list[dict[str, np.ndarray]] = []
-    bar = tqdm(total=len(layers) * len(chosen), desc=_("ablating heads"), unit="head", disable=not progress)
+    bar = tqdm(total=len(layers) * len(chosen), desc=_("ablating heads"), unit=_("head"), disable=not progress)
     with torch_threads(threads), bar, torch.no_grad():
         # every layer's input, per batch (none needed when only layer 0's heads are masked)
         inputs = ([objective.layer_inputs(batch) for batch in objective.batches] if max(layers) > 0

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from attnlab.core.language import _
 from attnlab.analysis.compare import similarity
 from attnlab.analysis.stats import (
     Interval,
@@ -165,7 +166,7 @@ def position_study(m: LoadedModel, texts: Sequence[str | Query], *, intervention
     for i, length in enumerate(_lengths(m, texts)):
         by_length.setdefault(length, []).append(i)
     rounds = [idx[s : s + chunk] for idx in by_length.values() for s in range(0, len(idx), chunk)]
-    for idx in tqdm(rounds, desc="position study", unit="round", disable=not progress):
+    for idx in tqdm(rounds, desc=_("position study"), unit=_("round"), disable=not progress):
         group = [texts[i] for i in idx]
         normal = attention(m, group, batch_size=batch_size, precision=precision)
         a = torch.stack([normal[j] for j in range(len(idx))]).double()  # (J, L, H, n, n)

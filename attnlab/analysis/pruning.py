@@ -104,7 +104,7 @@ def pruning_curve(m: LoadedModel, objective: Objective, order: Sequence[tuple[in
         ``(len(fractions),)`` losses; at fraction 0 this is ``objective.evaluate()``.
     """
     counts = _checked_counts(m, order, fractions)
-    iterator = tqdm(counts, desc=_("pruning"), unit="step", leave=False) if progress else counts
+    iterator = tqdm(counts, desc=_("pruning"), unit=_("step"), leave=False) if progress else counts
     with torch_threads(threads):
         losses = [_masked(m, order[:k], objective.evaluate, seen) for k in iterator]
     return np.array(losses)

@@ -322,7 +322,7 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
     check_absolute_positions(m)
     starts = range(0, len(texts), batch_size)
     collected: dict[int, list[tuple[np.ndarray, float, float]]] = {g: [] for g in counts}
-    for start in tqdm(starts, desc=_("regrouping"), unit="batch") if progress else starts:
+    for start in tqdm(starts, desc=_("regrouping"), unit=_("batch")) if progress else starts:
         inputs = encode(m, texts[start : start + batch_size]).inputs
         mask = inputs["attention_mask"]  # (B, T)
         queries, keys = capture_queries_keys(m, inputs)

@@ -25,3 +25,9 @@ def pad_right(text: str, width: int) -> str:
 def pad_left(text: str, width: int) -> str:
     """Spaces up to ``width`` columns, then ``text`` (right-aligned; unchanged when already as wide)."""
     return " " * max(0, width - display_width(text)) + text
+
+
+def pad_center(text: str, width: int) -> str:
+    """``text`` centred in ``width`` columns (the odd space goes right, as ``str.center`` does)."""
+    room = max(0, width - display_width(text))
+    return " " * (room // 2) + text + " " * (room - room // 2)

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import torch
 from tqdm.auto import tqdm
 
+from attnlab.core.language import _
 from attnlab.core.checks import check_index
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, run
@@ -185,7 +186,7 @@ def iter_attention_batches(
     chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
     iterator: Iterable = chunks
     if progress:
-        iterator = tqdm(chunks, desc="attention", unit="batch")
+        iterator = tqdm(chunks, desc=_("attention"), unit=_("batch"))
     for idx in iterator:
         batch_texts = [texts[i] for i in idx]
         batch_pairs = [pairs[i] for i in idx] if pairs is not None else None

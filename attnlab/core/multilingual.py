@@ -60,6 +60,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tqdm.auto import tqdm
 from transformers import BertConfig, PreTrainedTokenizerFast
 
+from attnlab.core.language import _
 from attnlab.core.charsmap import build_charsmap
 from attnlab.core.manifest import read_manifest, sha256_file, write_manifest
 from attnlab.core.errors import ModelLoadError
@@ -283,7 +284,8 @@ def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
     source = source_path()
     check_source(source, sha)
     if verbose:
-        print(f"Converting {NAME} from {PACKAGE} {PACKAGE_VERSION} (once) into {folder}", file=sys.stderr)
+        print(_("Converting {name} from {package} {version} (once) into {folder}").format(
+            name=NAME, package=PACKAGE, version=PACKAGE_VERSION, folder=folder), file=sys.stderr)
     return convert_atomically(source, folder, options, source_line=options.describe(sha), verbose=verbose)
 
 
@@ -571,7 +573,7 @@ def write_safetensors(path: Path, plan: list[PlannedTensor], *, verbose: bool = 
         offset += t.nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)            # keep the data 8-byte aligned
-    bar = tqdm(total=offset, unit="B", unit_scale=True, desc=f"Converting {NAME}", disable=not verbose)
+    bar = tqdm(total=offset, unit="B", unit_scale=True, desc=_("Converting {name}").format(name=NAME), disable=not verbose)
     with open(path, "wb") as fh, bar:
         fh.write(struct.pack("<Q", len(text)) + text)
         for t in plan:

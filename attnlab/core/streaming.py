@@ -353,7 +353,7 @@ def checked_token_ids(m: LoadedModel, texts: list[str], start: int = 0) -> list[
 
 
 def _progress(total: int | None, enabled: bool) -> tqdm:
-    return tqdm(total=total, unit="queries", desc="mean attention", disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, unit=_(" queries"), desc=_("mean attention"), disable=not enabled, smoothing=0.1)
 
 
 #: batches a background tokeniser may hold ready ahead of the forward pass
@@ -570,8 +570,9 @@ def mean_attention(
                 if acc.count >= 2 and (largest := float(acc.stderr.max())) < tolerance:
                     acc.stopped_early = True
                     if progress:
-                        bar.write(f"stopped after {acc.count} queries: the largest standard error of any "
-                                  f"cell is {largest:.2g} < tolerance {tolerance:g}")
+                        bar.write(_("stopped after {n} queries: the largest standard error of any cell is "
+                                            "{largest:.2g} < tolerance {tolerance:g}").format(
+                                    n=acc.count, largest=largest, tolerance=tolerance))
                     break
         else:
             for n, rows in pending.items():

@@ -102,7 +102,7 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     ev.attention_limits = results.load(ATTENTION_LIMITS, AttentionLimitsResult, model=m)
     if runner is None or not missing:
         return ev
-    for kind in tqdm(missing, desc=_("re-running lessons"), unit="lesson") if progress else missing:
+    for kind in tqdm(missing, desc=_("re-running lessons"), unit=_("lesson")) if progress else missing:
         name = RESULT_NAMES[kind]
         try:
             runner(name, m)
@@ -127,7 +127,8 @@ READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "4a": N_("weak 
 
 def row_titles(labels) -> list[str]:
     """Labels with their reading, for a figure or a table: ``"5a"`` -> ``"5a (fixed width)"``."""
-    return [f"{label} ({_(READINGS[label])})" if label in READINGS else str(label) for label in labels]
+    return [_("{label} ({reading})").format(label=label, reading=_(READINGS[label])) if label in READINGS
+            else str(label) for label in labels]
 
 
 def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:

@@ -43,6 +43,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from attnlab.core.language import _
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_smoke
 from attnlab.core.models import LoadedModel, course_root
@@ -168,7 +169,7 @@ def load_or_compute(name: str, kind: type[T], m: LoadedModel, compute: Callable[
     found = load(name, kind, model=m)
     if found is not None:
         if verbose:
-            print(f"using the saved result {name!r} ({path_of(name)})")
+            print(_("using the saved result {name!r} ({path})").format(name=name, path=path_of(name)))
         return found
     result = compute()
     save(name, result, model=m)

@@ -456,7 +456,7 @@ def head_count_study(head_counts: Sequence[int] = HEAD_COUNTS, seeds: Sequence[i
     done = {job: _reused(reuse, language, config, *job) for job in jobs}
     todo = [job for job in jobs if done[job] is None]
     desc = _("training ({design})").format(design=shown_design(config.design))
-    with tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit="model", disable=not progress) as bar:
+    with tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, unit=_("model"), disable=not progress) as bar:
         done.update(zip(todo, _train_all(todo, language, config, workers, lambda: bar.update(1))))
     return HeadCountStudy([done[job] for job in jobs], language, config, list(head_counts))
 

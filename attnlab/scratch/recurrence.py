@@ -173,7 +173,7 @@ def time_layers(
     gen = torch.Generator().manual_seed(seed)
     jobs = list(lengths)
     if progress:
-        jobs = tqdm(jobs, desc=_("timing"), unit="length")
+        jobs = tqdm(jobs, desc=_("timing"), unit=_("length"))
     layers = {k: make_layer(k, width, seed=seed) for k in kinds}
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)  # one core: fair, and steady on a busy machine
@@ -270,7 +270,7 @@ def first_token_influence(
     result = Influence(list(lengths), list(seeds), width)
     jobs = [(k, n) for k in kinds for n in lengths]
     if progress:
-        jobs = tqdm(jobs, desc=_("gradients"), unit="run")
+        jobs = tqdm(jobs, desc=_("gradients"), unit=_("run"))
     for kind, n in jobs:
         firsts, shares = [], []
         for seed in seeds:

@@ -198,7 +198,7 @@ def model_scaling_stats(m: LoadedModel, texts: Sequence[str], *, progress: bool 
     stats = ModelScalingStats(head_dim=m.head_dim, n_texts=len(texts))
     parts = m.layer_parts()
     per_layer: list[dict[str, list]] = [dict() for _layer in range(m.n_layers)]
-    iterator = tqdm(texts, desc=_("texts"), unit="text") if progress else texts
+    iterator = tqdm(texts, desc=_("texts"), unit=_("text")) if progress else texts
     sqrt_d = math.sqrt(m.head_dim)
     for text in iterator:
         hs, _inputs, _attentions = hidden_states(m, [text])

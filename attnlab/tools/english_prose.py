@@ -50,8 +50,9 @@ ALLOWED: tuple[Allowed, ...] = (
             "kept in English as the glossary keeps label names"),
     Allowed(r"Noto (?:Sans|Serif) CJK \w+|Source Han (?:Sans|Serif)(?: \w+)?|WenQuanYi (?:Micro|Zen) Hei"
             r"|Microsoft YaHei|PingFang SC", "the family name of a CJK font, as the system names it"),
+    Allowed(r"\b(?:Bi)?LSTM\b", "the name of a model (long short-term memory), as the literature writes it"),
     Allowed(r"Jensen-Shannon", "a name; the glossary keeps it (Jensen-Shannon 散度)"),
-    Allowed(r"随机 token 串「[^」]*」", "lesson 08's control: strings of random vocabulary tokens, printed as "
+    Allowed(r"随机 token 串“[^”]*”", "lesson 08's control: strings of random vocabulary tokens, printed as "
             "drawn (token strings, not prose)"),
 )
 

@@ -7,7 +7,9 @@ Two kinds of text are shown in the reader's language:
 * the claim of a :class:`~attnlab.course.verdicts.ClaimVerdict` (first argument,
   or ``claim=``, of ``ClaimVerdict.decide`` / ``ClaimVerdict.missing`` /
   ``ClaimVerdict(...)``), translated when the verdict is printed. A claim
-  given as a module-level constant (``CLAIM = "..."``) is followed to its text.
+  given as a module-level constant (``CLAIM = "..."``) is followed to its text;
+* the names of the numbers a check or a verdict shows (the keywords of
+  ``Check.of`` and ``ClaimVerdict.decide``: ``largest_difference = 0.001``).
 
 Read statically with :mod:`ast` (nothing is imported), so a message in a
 function no test calls is found too. The code cells of the English lessons
@@ -29,6 +31,7 @@ NOTEBOOKS = PACKAGE.parent / "notebooks"
 _CALLS = {"_": 1, "N_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
 _VERDICT_BUILDERS = ("decide", "missing")
 _CHECK_BUILDERS = ("of",)
+_NOT_NUMBERS = {"claim", "what", "passed", "holds", "fails"}  # keywords of the builders that are not shown numbers
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,9 @@ def _messages_of(source: str, where: str) -> list[Message]:
             text = _text(claim, constants)
             if text:
                 out.append(Message(text, f"{where}:{node.lineno}"))
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("decide", "of"):
+                out += [Message(k.arg, f"{where}:{node.lineno}") for k in node.keywords
+                        if k.arg is not None and k.arg not in _NOT_NUMBERS]
     return out
 
 

@@ -15,7 +15,15 @@ source), markdown cells replaced by their translation, and one extra code cell
 (id ``zh-lang``) after the Colab set-up cell that switches the printed
 language to Chinese. :func:`check` lists what keeps the edition from being in
 step: a markdown cell with no translation, a translation made from English
-that has changed since (stale), a block whose cell id no longer exists.
+that has changed since (stale), a block whose cell id no longer exists, a code
+comment still in English.
+
+Code comments are translated like printed messages: one shared gettext file,
+``notebooks/zh/translations/comments.po``, maps each English comment (its text
+after ``# ``) to Chinese. :func:`translate_comments` swaps only the comment
+tokens of a cell, so the code a Chinese reader runs is the English lesson's code,
+token for token. A comment with no entry stays English and :func:`check` reports
+it (``"english comment"``); ``noqa`` and ``type:`` directives are code, not prose.
 
 ``scripts/zh_notebooks.py`` is the command line; ``tests/test_zh_edition.py``
 fails while any lesson has a problem or a committed Chinese notebook is not
@@ -26,7 +34,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +52,11 @@ LANG_CELL_SOURCE = (
 )
 COLAB_MARKER = "# Colab set-up"
 
+#: the catalogue of code comments, relative to ``notebooks/zh/translations``
+COMMENTS_FILE = "comments.po"
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_DIRECTIVE = re.compile(r"\b(?:noqa(?::\s*[A-Z]+\d+(?:,\s*[A-Z]+\d+)*)?|type:\s*ignore(?:\[[\w-]+\])?"
+                        r"|pragma:[\w -]+|fmt:\s*(?:on|off|skip))")
 _MARKER = re.compile(r"^<!-- cell: (?P<id>[A-Za-z0-9_.-]+) \| en: (?P<hash>[0-9a-f]{8}) -->[ \t]*$", re.M)
 _ANY_MARKER = re.compile(r"^<!--\s*cell:.*$", re.M)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -105,8 +120,9 @@ class Problem:
     ``kind`` is ``"missing"`` (a markdown cell with no translation),
     ``"stale"`` (translated from English that has changed since: ``english``
     is the text now, ``old_hash`` the fingerprint the block was made from),
-    ``"unknown"`` (a block whose cell id is not in the English lesson) or
-    ``"not markdown"`` (a block for a code cell: code is never translated).
+    ``"unknown"`` (a block whose cell id is not in the English lesson),
+    ``"not markdown"`` (a block for a code cell: code is never translated) or
+    ``"english comment"`` (a code comment, ``english``, with no Chinese in ``comments.po``).
     """
 
     lesson: str
@@ -118,8 +134,85 @@ class Problem:
     def __str__(self) -> str:
         what = {"missing": "has no translation", "stale": "changed in English since it was translated",
                 "unknown": "is translated but no longer exists in the English lesson",
-                "not markdown": "is a code cell (code cells are copied, never translated)"}[self.kind]
+                "not markdown": "is a code cell (code cells are copied, never translated)",
+                "english comment": f"has an English comment with no entry in {COMMENTS_FILE}: "
+                                   f"{self.english!r}"}[self.kind]
         return f"{self.lesson}: cell {self.cell_id} {what}"
+
+
+def comments(source: str) -> list[tuple[int, int, str]]:
+    """``(start, end, text)`` of every comment token of the Python ``source``: character offsets
+    of the ``#`` and of the comment's end, and the text after ``#`` and its spaces.
+    A cell that does not tokenize (an unfinished exercise, IPython syntax) has none."""
+    starts = [0]
+    for line in io.StringIO(source).readlines():  # the lines exactly as tokenize reads them
+        starts.append(starts[-1] + len(line))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    out = []
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            start = starts[tok.start[0] - 1] + tok.start[1]
+            out.append((start, start + len(tok.string), tok.string.lstrip("#").strip()))
+    return out
+
+
+def is_english_comment(text: str) -> bool:
+    """True when a comment's ``text`` is English a Chinese reader would have to read: it has an
+    English prose word (not code, a variable or a directive such as ``noqa: E731``) and no Chinese."""
+    from attnlab.tools.english_prose import words
+
+    if _CJK.search(text):
+        return False
+    text = _DIRECTIVE.sub(" ", text)
+    if re.search(r"\b(?:e\.g|i\.e|etc)\.", text):
+        return True
+    return any(end - start >= 2 for start, end in words(text))
+
+
+def translate_comments(source: str, table: dict[str, str]) -> str:
+    """``source`` with each comment whose text is a key of ``table`` replaced by its translation
+    (the ``#`` and the code around it unchanged)."""
+    out, at = [], 0
+    for start, end, text in comments(source):
+        if text in table:
+            prefix = source[start:end][: len(source[start:end]) - len(text)]
+            out += [source[at:start], prefix, table[text]]
+            at = end
+    return "".join(out) + source[at:]
+
+
+def without_comments(source: str) -> list[tuple[int, str]]:
+    """The tokens of ``source`` other than comments and line breaks, ``(type, string)``: equal for
+    two cells whose code is the same."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return [(-1, source)]
+    return [(t.type, t.string) for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL)]
+
+
+def read_comments(path: Path) -> dict[str, str]:
+    """The comment catalogue at ``path`` (``{english: chinese}``; empty when there is none)."""
+    if not path.exists():
+        return {}
+    from attnlab.core.language import read_po
+
+    return {k: v for k, v in read_po(path.read_text(encoding="utf-8")).items() if k}
+
+
+def comment_problems(english: nbformat.NotebookNode, table: dict[str, str], lesson: str = "") -> list[Problem]:
+    """An ``"english comment"`` :class:`Problem` for each English comment ``table`` leaves untranslated."""
+    problems = []
+    for cell in english.cells:
+        if cell.cell_type != "code":
+            continue
+        for _start, _end, text in comments(cell.source):
+            if text not in table and is_english_comment(text):
+                problems.append(Problem(lesson, "english comment", cell.id, text))
+    return problems
 
 
 def check(english: nbformat.NotebookNode, blocks: list[Block], lesson: str = "") -> list[Problem]:
@@ -149,10 +242,12 @@ def language_cell() -> nbformat.NotebookNode:
     return cell
 
 
-def build(english: nbformat.NotebookNode, blocks: list[Block]) -> nbformat.NotebookNode:
+def build(english: nbformat.NotebookNode, blocks: list[Block],
+          comment_table: dict[str, str] | None = None) -> nbformat.NotebookNode:
     """The Chinese notebook: ``english``'s cells with markdown from ``blocks``, plus the language cell.
 
-    Code cells keep their id and source (outputs and counts cleared); a
+    Code cells keep their id and code (outputs and counts cleared), with their
+    comments translated from ``comment_table`` (see :func:`translate_comments`); a
     markdown cell with no translation keeps its English text (so the notebook
     still reads, and :func:`check` reports it). The ``zh-lang`` cell goes
     right after the Colab set-up cell (which must run first, to install
@@ -160,15 +255,17 @@ def build(english: nbformat.NotebookNode, blocks: list[Block]) -> nbformat.Noteb
     """
     book = copy.deepcopy(english)
     text = {b.cell_id: b.text for b in blocks}
+    at = 1 if book.cells and book.cells[0].cell_type == "code" and \
+        book.cells[0].source.startswith(COLAB_MARKER) else 0
     for cell in book.cells:
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
+            if comment_table:
+                cell.source = translate_comments(cell.source, comment_table)
         elif cell.cell_type == "markdown" and cell.id in text:
             cell.source = text[cell.id]
         cell.metadata.pop("execution", None)
-    at = 1 if book.cells and book.cells[0].cell_type == "code" and \
-        book.cells[0].source.startswith(COLAB_MARKER) else 0
     book.cells.insert(at, language_cell())
     nbformat.validate(book)
     return book
@@ -200,11 +297,15 @@ class Lesson:
     def read_english(self) -> nbformat.NotebookNode:
         return nbformat.read(str(self.english), as_version=4)
 
+    def comment_table(self) -> dict[str, str]:
+        return read_comments(self.translation.parent / COMMENTS_FILE)
+
     def problems(self) -> list[Problem]:
-        return check(self.read_english(), self.blocks(), self.name)
+        english = self.read_english()
+        return check(english, self.blocks(), self.name) + comment_problems(english, self.comment_table(), self.name)
 
     def built_text(self) -> str:
-        return dumps(build(self.read_english(), self.blocks()))
+        return dumps(build(self.read_english(), self.blocks(), self.comment_table()))
 
     def is_current(self) -> bool:
         """True when the committed Chinese notebook is exactly what :func:`build` writes now."""

@@ -18,6 +18,7 @@ from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import KINDS, SinkProfile
 from attnlab.core.language import _
 from attnlab.viz.fonts import cjk_font_for
+from attnlab.viz.plot import tick_rotation
 
 _KIND_COLOURS = {"start": "tab:red", "end": "tab:purple", "punct": "tab:orange", "word": "tab:blue",
                  "other": "tab:grey"}
@@ -33,7 +34,7 @@ def plot_sink_mass(profile: SinkProfile) -> Figure:
     """Left: share of attention on each kind of token per layer, raw (solid, with a bootstrap
     interval over texts) and norm-based (dashed). Right: the mean size ``||f(x_j)||`` of what
     each kind of token can contribute."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))  # legends go below the axes, never over a line
     for kind in [k for k in KINDS if k in profile.raw]:
         colour, label = _KIND_COLOURS[kind], _kind_label(profile, kind)
         raw = profile.per_layer("raw", kind)
@@ -49,11 +50,11 @@ def plot_sink_mass(profile: SinkProfile) -> Figure:
     left.set_xlabel(_("layer"))
     left.set_ylabel(_("share of each row's attention"))
     left.set_title(_("Where attention goes ({n} texts)").format(n=profile.n_texts), fontsize=10)
-    left.legend(fontsize=7, ncol=2)
+    left.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     right.set_xlabel(_("layer"))
     right.set_ylabel(_("mean ||f(x)|| over heads"))
     right.set_title(_("How much each kind of token can move"), fontsize=10)
-    right.legend(fontsize=7)
+    right.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     for ax in (left, right):
         ax.set_xticks(layers)
     fig.tight_layout()
@@ -72,7 +73,7 @@ def plot_raw_vs_norm(raw: np.ndarray, norm: np.ndarray, tokens: Sequence[str], *
     fig, axes = plt.subplots(1, 2, figsize=(2 * (0.45 * n + 1.8), 0.45 * n + 1.4))
     for ax, values, name in ((axes[0], raw, _("raw weights alpha")), (axes[1], norm, _("norm-based ||alpha f(x)||"))):
         im = ax.imshow(values, cmap="viridis", vmin=0, vmax=1)
-        ax.set_xticks(range(n), tokens, rotation=90, fontsize=8)
+        ax.set_xticks(range(n), tokens, rotation=tick_rotation(tokens), fontsize=8)
         ax.set_yticks(range(n), tokens, fontsize=8)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel(_("key token (the token looked at)"), fontsize=9)

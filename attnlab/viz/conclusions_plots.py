@@ -37,7 +37,7 @@ def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name:
     for i, (v, label, detail) in enumerate(zip(verdicts, labels, details)):
         ax.add_patch(plt.Rectangle((0.0, i - 0.38), 0.17, 0.76, color=colours.get(v.verdict, GREY)))
         ax.text(0.085, i, _(v.verdict), ha="center", va="center", color="white", fontsize=10, weight="bold")
-        claim = f"{label}. " + "\n".join(_wrap(_(v.claim), 80))
+        claim = _("{label}. {claim}").format(label=label, claim="\n".join(_wrap(_(v.claim), 80)))
         ax.text(0.19, i - (0.12 if detail else 0.0), claim, va="center", fontsize=10)
         if detail:
             ax.text(0.19, i + 0.3, "\n".join(_wrap(detail, 110)), va="center", fontsize=8, color="#424242")

@@ -65,10 +65,10 @@ def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
         The axes.
     """
     if ax is None:
-        _fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        _fig, ax = plt.subplots(figsize=(8.0, 3.8))
     counts = sorted(summaries)
     for name in DESTINATIONS:
-        ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=name)
+        ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=_(name))
     ax.plot(counts, [summaries[g].entropy_ratio for g in counts], marker="s", linestyle="--", color="black",
             label=_("entropy / uniform"))
     ax.plot(counts, [summaries[g].confidence for g in counts], marker="^", linestyle=":", color="grey",
@@ -77,7 +77,7 @@ def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
     ax.set_xlabel(_("heads after regrouping (h')"))
     ax.set_ylabel(_("share of attention weight\n(mean over texts, layers, heads, rows)"))
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)  # beside the lines
     ax.set_title(_("Where attention goes as heads are merged"))
     return ax
 

@@ -34,7 +34,7 @@ from matplotlib.colors import to_rgba
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.checks import check_index
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.viz.fonts import cjk_font_for
 from attnlab.viz.plot import head_label
 
@@ -45,6 +45,24 @@ HEAD_COLORS = (
 )
 
 _ASSETS = Path(__file__).with_name("assets")
+
+#: every text the views' script shows, keyed as ``views.js`` looks it up; translated when a view is
+#: built (the script fills in ``{layer}`` and ``{head}``, numbered from 1)
+VIEW_TEXTS = {
+    "layer": N_("Layer"),
+    "heads": N_("Heads"),
+    "head_toggle": N_("head {head} (click: toggle, double-click: only this head)"),
+    "head_hint": N_("Left: query tokens, right: the tokens they attend to. Line opacity = attention weight. "
+                    "Hover a token to isolate its lines."),
+    "model_hint": N_("Every layer (rows) and head (columns) as a small line view. Click one to open it below."),
+    "thumb": N_("layer {layer}, head {head}"),
+    "detail": N_("Layer {layer}, head {head}"),
+}
+
+
+def view_texts() -> dict[str, str]:
+    """:data:`VIEW_TEXTS` in the reader's language."""
+    return {key: _(text) for key, text in VIEW_TEXTS.items()}
 
 
 def _asset(name: str) -> str:
@@ -97,6 +115,7 @@ class _View:
             "tokens": self.tokens,
             "attn": np.round(self.maps, self.digits).tolist(),
             "colors": list(HEAD_COLORS),
+            "text": view_texts(),
         }
 
     def fragment(self) -> str:

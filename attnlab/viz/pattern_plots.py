@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.analysis.taxonomy import LABELS, HeadLabels, pick_examples, sample_texts
 from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
@@ -33,10 +33,21 @@ COLORS = {
     "broad": "#cccccc",
     "heterogeneous": "#dd8452",
 }
+#: the label names, marked for the catalogue: legends and cells show them in the reader's language
+SHOWN_LABELS = (N_("self"), N_("previous"), N_("next"), N_("vertical"), N_("block"), N_("broad"),
+                N_("heterogeneous"))
+
+
+def cell_code(label: str) -> str:
+    """The short code a taxonomy cell shows: the label's first two letters (``"se"`` for self), or in a
+    language that translates the label, its first character (自 for 自己)."""
+    shown = _(label)
+    return shown[:1] if shown != label else label[:2]
 
 
 def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, annotate: bool = True) -> Figure:
-    """Layers x heads grid coloured by label (1-based axis labels), with a legend.
+    """Layers x heads grid coloured by label (1-based axis labels), each cell with its label's short code
+    (:func:`cell_code`), and a legend beside the grid.
 
     Returns:
         The figure.
@@ -58,9 +69,10 @@ def plot_taxonomy(labels: HeadLabels, ax=None, *, title: str | None = None, anno
     if annotate:
         for l in range(n_layers):
             for h in range(n_heads):
-                ax.text(h, l, labels.labels[l, h][:2], ha="center", va="center", fontsize=7)
+                ax.text(h, l, cell_code(labels.labels[l, h]), ha="center", va="center", fontsize=7)
     present = [n for n in LABELS if (labels.labels == n).any()]
-    ax.legend(handles=[Patch(color=COLORS[n], label=f"{n} ({int((labels.labels == n).sum())})") for n in present],
+    ax.legend(handles=[Patch(color=COLORS[n], label=_("{label} ({n})").format(
+                  label=_(n), n=int((labels.labels == n).sum()))) for n in present],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     ax.set_title(title or _("Head taxonomy"))
     ax.figure.tight_layout()
@@ -77,7 +89,7 @@ def plot_counts_by_layer(labels: HeadLabels, ax=None, *, title: str | None = Non
     for name, per_layer in labels.counts_by_layer().items():
         if per_layer.sum() == 0:
             continue
-        ax.bar(x, per_layer, bottom=bottom, color=COLORS[name], label=name, edgecolor="white")
+        ax.bar(x, per_layer, bottom=bottom, color=COLORS[name], label=_(name), edgecolor="white")
         bottom += per_layer
     ax.set_xticks(x)
     ax.set_xlabel(_("layer (1-based)"))

@@ -19,7 +19,7 @@ from attnlab.analysis.compare import (FOLLOWER_MARGIN, SPACES, DisplacementContr
                                      kind_word)
 from attnlab.core.checks import check_index
 from attnlab.viz.fonts import cjk_font_for
-from attnlab.viz.plot import plot_layer_head_map
+from attnlab.viz.plot import plot_layer_head_map, tick_rotation
 
 
 def space_word(space: str) -> str:
@@ -57,7 +57,7 @@ def plot_example_rows(ex: ExampleMaps, layer: int, *, heads: Sequence[int] | Non
             ax.set_xticks(range(len(tokens)) if c == 0 else [])
             ax.set_yticks(range(len(tokens)) if c == 0 else [])
             if c == 0:
-                ax.set_xticklabels(tokens, rotation=90, fontsize=5)
+                ax.set_xticklabels(tokens, rotation=tick_rotation(tokens), fontsize=5)
                 ax.set_yticklabels(tokens, fontsize=5)
                 ax.set_ylabel(f"{kind_word(k)}\n{ex.texts[k]}", fontsize=7)
             title = f"H{h + 1}" if r == 0 else ""

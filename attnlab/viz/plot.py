@@ -10,6 +10,7 @@ returns the matplotlib objects it drew, so lessons can compose figures.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -18,6 +19,14 @@ import torch
 
 from attnlab.core.language import _
 from attnlab.viz.fonts import cjk_font_for
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def tick_rotation(labels: Sequence[str]) -> int:
+    """Degrees to turn the x tick labels: 90 for Latin tokens (they are long), 0 when any holds Chinese
+    characters (read upright, and short: bert-base-chinese has one character per token)."""
+    return 0 if any(_CJK.search(str(t)) for t in labels) else 90
 
 
 def head_label(layer: int, head: int) -> str:
@@ -69,7 +78,7 @@ def plot_head(
         _fig, ax = plt.subplots(figsize=(size + (1.0 if colorbar else 0.0), size))
     im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels(cols, rotation=90, fontsize=9)
+    ax.set_xticklabels(cols, rotation=tick_rotation(cols), fontsize=9)
     ax.set_yticks(range(len(tokens)))
     ax.set_yticklabels(tokens, fontsize=9)
     ax.set_xlabel(_("attended-to token (key)"))
@@ -144,7 +153,7 @@ def plot_heads_grid(
                 ax.set_ylabel(_("layer {number}").format(number=l + 1), fontsize=9)
             if show_labels and r == len(layers) - 1:
                 ax.set_xticks(range(len(tokens)))
-                ax.set_xticklabels(tokens, rotation=90, fontsize=6)
+                ax.set_xticklabels(tokens, rotation=tick_rotation(tokens), fontsize=6)
             if show_labels and c == 0:
                 ax.set_yticks(range(len(tokens)))
                 ax.set_yticklabels(tokens, fontsize=6)
@@ -316,7 +325,7 @@ def plot_layer_heads(
         ax.set_xticks(range(len(tokens)) if show else [])
         ax.set_yticks(range(len(tokens)) if show else [])
         if show:
-            ax.set_xticklabels(tokens, rotation=90, fontsize=6)
+            ax.set_xticklabels(tokens, rotation=tick_rotation(tokens), fontsize=6)
             ax.set_yticklabels(tokens if h % ncols == 0 else [""] * len(tokens), fontsize=6)
     if title:
         fig.suptitle(title)

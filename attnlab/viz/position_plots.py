@@ -21,7 +21,7 @@ from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
 from attnlab.core.language import N_, _
 from attnlab.viz.fonts import cjk_font_for
-from attnlab.viz.plot import plot_layer_head_map
+from attnlab.viz.plot import plot_layer_head_map, tick_rotation
 
 #: How each intervention is named in titles.
 NAMES = {"zero": N_("positions zeroed"), "mean": N_("mean position vector"), "shuffle": N_("positions shuffled")}
@@ -55,7 +55,7 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
     heads = with_maps.shape[1]
     fig, axes = plt.subplots(2, heads, figsize=(cell * heads + 2.4, cell * 2 + 1.6), squeeze=False,
                              layout="constrained")
-    rows = ((with_maps, "with positions"), (without_maps, NAMES.get(how, how)))
+    rows = ((with_maps, _("with positions")), (without_maps, _(NAMES.get(how, how))))
     for h in range(heads):
         for r, (maps, name) in enumerate(rows):
             ax = axes[r, h]
@@ -64,7 +64,7 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
             ax.set_xticks(range(n) if show else [])
             ax.set_yticks(range(n) if show else [])
             if show:
-                ax.set_xticklabels(tokens, rotation=90, fontsize=5)
+                ax.set_xticklabels(tokens, rotation=tick_rotation(tokens), fontsize=5)
                 ax.set_yticklabels(tokens, fontsize=5)
             if r == 0:
                 ax.set_title(_("H{head}\nsim {sim:.2f}").format(head=h + 1, sim=sims[h]), fontsize=7)

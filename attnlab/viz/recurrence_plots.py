@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.language import _
+from attnlab.core.language import N_, _
 from attnlab.scratch.recurrence import Influence, Timing
 from attnlab.viz.plot import plot_curves
 
+#: how a legend names each kind of layer (model names stay names; the rest is translated)
+KIND_NAMES = {"lstm": "LSTM", "bilstm": "BiLSTM", "attention": N_("self-attention")}
+
 #: An LSTM's first-token share underflows to 0 for long inputs; it is drawn at this floor on the log axis.
 SHARE_FLOOR = 1e-30
+
+
+def kind_name(kind: str) -> str:
+    """The legend's name of a layer kind (``"lstm"`` -> ``LSTM``, ``"attention"`` -> self-attention, translated)."""
+    return _(KIND_NAMES[kind]) if kind in KIND_NAMES else kind
 
 
 def plot_timing(timing: Timing, *, ax=None, title: str | None = None):
@@ -24,11 +32,12 @@ def plot_timing(timing: Timing, *, ax=None, title: str | None = None):
     Returns:
         The axes.
     """
-    ax = plot_curves(timing.lengths, {k: [1000 * s for s in v] for k, v in timing.seconds.items()},
+    kinds = {kind_name(k): k for k in timing.seconds}
+    ax = plot_curves(timing.lengths, {kind_name(k): [1000 * s for s in v] for k, v in timing.seconds.items()},
                      xlabel=_("sequence length n"), ylabel=_("ms per forward pass (median)"), logx=True, logy=True,
                      ax=ax, title=title or _("wall time, width d = {width}").format(width=timing.width))
     for line in list(ax.get_lines()):
-        kind = line.get_label()
+        kind = kinds.get(line.get_label())
         if kind in timing.samples:
             ms = 1000 * timing.repeats(kind)  # (R, K)
             mid = np.asarray(line.get_ydata(), dtype=float)
@@ -45,7 +54,7 @@ def plot_first_token_share(influence: Influence, *, ax=None, title: str | None =
     Returns:
         The axes.
     """
-    series = {k: [max(v, SHARE_FLOOR) for v in vals] for k, vals in influence.share.items()}
+    series = {kind_name(k): [max(v, SHARE_FLOOR) for v in vals] for k, vals in influence.share.items()}
     ax = plot_curves(influence.lengths, series, xlabel=_("sequence length n"),
                      ylabel=_("first token's share of the gradient"), logx=True, logy=True, ax=ax,
                      title=title or _("dependence of the last output on the first token ({seeds} seeds)").format(

@@ -99,8 +99,8 @@ def plot_saturation(unscaled: SaturationCurve, scaled: SaturationCurve,
     fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.6), squeeze=False)
     for ax, name in zip(axes[0], measures):
         ylabel, title = labels[name]
-        plot_curves(unscaled.d_ks, {"without scaling": getattr(unscaled, name),
-                                    "with 1/sqrt(d_k)": getattr(scaled, name)},
+        plot_curves(unscaled.d_ks, {_("without scaling"): getattr(unscaled, name),
+                                    _("with 1/sqrt(d_k)"): getattr(scaled, name)},
                     xlabel="d_k", ylabel=_(ylabel), logx=True, ax=ax, title=_(title))
         if name == "entropy":
             ax.axhline(math.log(unscaled.n_keys), color="grey", ls=":", lw=1)

@@ -129,7 +129,7 @@ def explorer(m: LoadedModel, text: str | None = None, *, layer: int = 0, head: i
             try:
                 att = cache.get(text_box.value.strip())
             except (ValueError, TypeError) as err:
-                print(f"Cannot show this text: {err}")
+                print(_("Cannot show this text: {err}").format(err=err))
                 return
             fig = explorer_figure(att, layer_dd.value, head_dd.value, kind.value)
             display(fig)

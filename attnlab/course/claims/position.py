@@ -34,6 +34,7 @@ import numpy as np
 from attnlab.analysis.position import PositionStudy
 from attnlab.analysis.stats import ABOVE as SIDE_ABOVE, BELOW as SIDE_BELOW
 from attnlab.analysis.stats import Interval, bootstrap_share_all_above, side_of, too_few_units
+from attnlab.core.language import N_
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
 #: The link must be at least this strong (a moderate rank correlation) ...
@@ -110,6 +111,10 @@ def disrupted_share(study: PositionStudy, *, margin: float = DISRUPTION_MARGIN, 
     """Share of heads whose mean extra change under zeroing (over the mean vector)
     exceeds ``margin``, with an interval from resampling the queries."""
     return bootstrap_share_all_above([(study.values("mean") - study.values("zero"), margin)], **boot)
+
+
+#: the names a verdict shows as values of ``method`` and ``intervention``, marked for the catalogue
+SHOWN_NAMES = (N_("spearman"), N_("pearson"), N_("shuffle"))
 
 
 def verdict_invariant_heads_are_positional(per_layer: Interval, *, strong: float = STRONG,

@@ -31,7 +31,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
-from attnlab.core.language import current_language, set_language
+from attnlab.core.language import _, current_language, set_language
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.viz.fonts import use_cjk_font
@@ -109,7 +109,7 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     entries = []
     iterator = specs
     if progress:
-        iterator = tqdm(specs, desc="figures", unit="fig")
+        iterator = tqdm(specs, desc=_("figures"), unit=_("fig"))
     with _smoke_env(smoke), _language(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode
         if code == "zh":
             use_cjk_font()

@@ -6,6 +6,8 @@
  *   data.attn    [layers][heads][n][n] weights (row = query, column = key)
  *   data.colors  one CSS colour per head
  *   data.layer   layer shown first (0-based); data.heads: heads shown first
+ *   data.text    the texts shown, in the reader's language (keys: offline_views.VIEW_TEXTS;
+ *                "{layer}" and "{head}" are filled in, numbered from 1)
  *
  * Head view: tokens in two columns (queries left, keys right) joined by lines
  * whose opacity is the attention weight, one colour per head. Pick the layer,
@@ -21,12 +23,29 @@
 
   var ROW = 22;        // pixels per token row in the head view
   var WIDTH = 180;     // width of the line area
+  var DEFAULT_TEXT = {  // English, for data without texts (offline_views.VIEW_TEXTS sends them translated)
+    layer: "Layer", heads: "Heads",
+    head_toggle: "head {head} (click: toggle, double-click: only this head)",
+    head_hint: "Left: query tokens, right: the tokens they attend to. Line opacity = attention weight. " +
+      "Hover a token to isolate its lines.",
+    model_hint: "Every layer (rows) and head (columns) as a small line view. Click one to open it below.",
+    thumb: "layer {layer}, head {head}",
+    detail: "Layer {layer}, head {head}"
+  };
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) { e.className = cls; }
     if (text !== undefined) { e.textContent = text; }
     return e;
+  }
+
+  // A text of the view in the reader's language, with {name} fields filled from values.
+  function say(data, key, values) {
+    var text = (data.text && data.text[key]) || DEFAULT_TEXT[key];
+    return text.replace(/\{(\w+)\}/g, function (all, name) {
+      return values && values[name] !== undefined ? String(values[name]) : all;
+    });
   }
 
   function setupCanvas(canvas, w, h) {
@@ -71,7 +90,7 @@
     (data.heads || []).forEach(function (h) { state.heads[h] = true; });
 
     var controls = el("div", "al-controls");
-    controls.appendChild(el("span", "", "Layer"));
+    controls.appendChild(el("span", "", say(data, "layer")));
     var select = el("select");
     for (var l = 0; l < L; l++) {
       var opt = el("option", "", String(l + 1));
@@ -80,20 +99,18 @@
       select.appendChild(opt);
     }
     controls.appendChild(select);
-    controls.appendChild(el("span", "", "Heads"));
+    controls.appendChild(el("span", "", say(data, "heads")));
     var toggles = [];
     for (var h = 0; h < H; h++) {
       var t = el("span", "al-head", String(h + 1));
       t.style.background = data.colors[h % data.colors.length];
-      t.title = "head " + (h + 1) + " (click: toggle, double-click: only this head)";
+      t.title = say(data, "head_toggle", { head: h + 1 });
       t.dataset.head = String(h);
       controls.appendChild(t);
       toggles.push(t);
     }
     root.appendChild(controls);
-    root.appendChild(el("div", "al-hint",
-      "Left: query tokens, right: the tokens they attend to. Line opacity = attention weight. " +
-      "Hover a token to isolate its lines."));
+    root.appendChild(el("div", "al-hint", say(data, "head_hint")));
 
     var body = el("div", "al-body");
     var left = el("div", "al-col al-left");
@@ -172,8 +189,7 @@
     var L = data.attn.length, H = data.attn[0].length, n = data.tokens.length;
     var rowH = Math.max(2, Math.min(6, Math.floor(90 / n)));
     var thumbW = 48;
-    root.appendChild(el("div", "al-hint",
-      "Every layer (rows) and head (columns) as a small line view. Click one to open it below."));
+    root.appendChild(el("div", "al-hint", say(data, "model_hint")));
     var table = el("table", "al-grid");
     var head = el("tr");
     head.appendChild(el("th", "", ""));
@@ -187,7 +203,7 @@
       for (var k = 0; k < H; k++) {
         var td = el("td");
         var c = el("canvas", "al-thumb");
-        c.title = "layer " + (l + 1) + ", head " + (k + 1);
+        c.title = say(data, "thumb", { layer: l + 1, head: k + 1 });
         var ctx = setupCanvas(c, thumbW, n * rowH);
         drawLines(ctx, data, l, [k], thumbW, rowH, function () { return true; }, 1.5);
         (function (layer, hh, canvas) {
@@ -197,9 +213,10 @@
             picked = canvas;
             detail.innerHTML = "";
             var sub = el("div");
-            detail.appendChild(el("div", "al-title", "Layer " + (layer + 1) + ", head " + (hh + 1)));
+            detail.appendChild(el("div", "al-title", say(data, "detail", { layer: layer + 1, head: hh + 1 })));
             detail.appendChild(sub);
-            headView(sub, { tokens: data.tokens, attn: data.attn, colors: data.colors, layer: layer, heads: [hh] });
+            headView(sub, { tokens: data.tokens, attn: data.attn, colors: data.colors, text: data.text, layer: layer,
+                            heads: [hh] });
           });
         })(l, k, c);
         td.appendChild(c);
