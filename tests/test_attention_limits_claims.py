@@ -346,7 +346,8 @@ def test_plots_draw_the_evidence():
             plot_raw_vs_norm(np.eye(3), np.ones((3, 3)), ["[CLS]", "chess", "[SEP]"], title="layer 1"),
             plot_together(together())]
     assert len(figs[0].axes) == 2 and len(figs[0].axes[0].lines) == 10  # raw and norm-based line per kind
-    assert len(figs[1].axes[0].patches) == len(VIEWS) * len(TRUTHS)
+    measured = [t for t in TRUTHS if t in board(GOOD_BOARD).rho]  # the references this board holds
+    assert len(figs[1].axes[0].patches) == len(VIEWS) * len(measured) and len(measured) >= 3
     assert len(figs[4].axes[0].lines) == 3 and "tolerance" in figs[4].axes[0].get_title()
     assert "rho" in figs[2].axes[0].get_title()
     norm_panel = figs[3].axes[1].images[0].get_array()
