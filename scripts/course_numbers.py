@@ -174,7 +174,7 @@ def estimate_text(numbers: dict, n: str, lang: str) -> str:
             text += "; plus the time to re-run any lesson whose results are missing"
         return text
     text = (f"课堂 {row['class_minutes']} 分钟；双核 CPU、离线默认模型上的计算：完整运行 {seconds_text(full, lang)}"
-            f"（{_load(numbers, 'offline_full', lang)}），冒烟模式 {seconds_text(smoke, lang)}"
+            f"（{_load(numbers, 'offline_full', lang)}），smoke 模式 {seconds_text(smoke, lang)}"
             f"（{_load(numbers, 'offline_smoke', lang)}）")
     if n == "12":
         text += "；另加重跑缺少结果的各课的时间"
@@ -190,7 +190,7 @@ def render_block(name: str, numbers: dict, lang: str) -> str:
 def _times_table(numbers: dict, lang: str) -> str:
     head = ("| lesson | class | offline default, full (s) | its peak (MB) | offline default, smoke (s) | "
             "MiniLM, full (s) | bert-base-chinese shape, full (s) |" if lang == "en" else
-            "| 课 | 课堂 | 离线默认模型，完整运行（秒） | 内存峰值（MB） | 离线默认模型，冒烟模式（秒） | "
+            "| 课 | 课堂 | 离线默认模型，完整运行（秒） | 内存峰值（MB） | 离线默认模型，smoke 模式（秒） | "
             "MiniLM，完整运行（秒） | bert-base-chinese 形状，完整运行（秒） |")
     lines = [head, "|---|---|---|---|---|---|---|"]
     minutes = "min" if lang == "en" else "分钟"
@@ -211,7 +211,7 @@ def _times_table(numbers: dict, lang: str) -> str:
 
 def _sources_list(numbers: dict, lang: str) -> str:
     names = {"offline_full": ("offline default, full", "离线默认模型，完整运行"),
-             "offline_smoke": ("offline default, smoke", "离线默认模型，冒烟模式"),
+             "offline_smoke": ("offline default, smoke", "离线默认模型，smoke 模式"),
              "minilm_full": ("MiniLM, full", "MiniLM，完整运行"),
              "bert_base_shape_full": ("bert-base-chinese shape, full", "bert-base-chinese 形状，完整运行")}
     lines = []
@@ -228,7 +228,7 @@ def _smoke_table(numbers: dict, lang: str) -> str:
     from attnlab.core.language import current_language, set_language, translated
     from attnlab.course.verdicts import shown
 
-    head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | 冒烟模式的判断 |"
+    head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | smoke 模式的判断 |"
     lines = [head, "|---|---|---|"]
     before = current_language()
     set_language(lang)
@@ -264,7 +264,7 @@ def _measured(numbers: dict, lang: str) -> str:
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
             f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上较早的两次完整运行用了 "
             + " 和 ".join(seconds_text(t, lang) for t in earlier)
-            + f"。冒烟模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
+            + f"。smoke 模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
             "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `docs/numbers.json`）。\n")
 
 
@@ -273,7 +273,7 @@ def _smoke_total(numbers: dict, lang: str) -> str:
     if lang == "en":
         return (f"The smoke pass of all 14 lessons took {seconds_text(total, lang)} on a busy 2-core CPU with the "
                 "offline default (a quiet machine is faster; see [the times](#times-and-where-they-come-from)).\n")
-    return (f"在一台繁忙的双核 CPU 上，用离线默认模型以冒烟模式跑完 14 课用了 {seconds_text(total, lang)}"
+    return (f"在一台繁忙的双核 CPU 上，用离线默认模型以smoke 模式跑完 14 课用了 {seconds_text(total, lang)}"
             "（空闲机器更快；见[用时及其出处](#用时及其出处)）。\n")
 
 

@@ -102,7 +102,7 @@ def test_corrected_rule_still_finds_one_planted_head():
     v = perturbation.verdict_lexical_only_heads_exist(study, n_boot=300)
     assert v.verdict == HOLDS
     assert v.numbers["clear_heads"] == 1 and v.numbers["first_clear"] == "L5 H8"
-    assert "144" in v.numbers["interval"]
+    assert "288" in v.numbers["interval"]  # one family: both kinds of damage, every head (2 x 144)
 
 
 def test_layer_pattern_intervals_are_simultaneous_over_the_layer():

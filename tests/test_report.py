@@ -261,7 +261,7 @@ def test_every_message_of_the_report_has_a_chinese_translation():
     root = Path(__file__).resolve().parents[1]
     catalogue = read_po((root / "attnlab" / "locale" / "zh" / "LC_MESSAGES" / "attnlab.po").read_text(encoding="utf-8"))
     messages = set()
-    for module in ("attnlab/tools/report.py", "attnlab/viz/report_plots.py", "attnlab/course/report_parts.py"):
+    for module in ("attnlab/tools/report.py", "attnlab/tools/report_plots.py", "attnlab/course/report_parts.py"):
         for node in ast.walk(ast.parse((root / module).read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_")
                     and node.args and isinstance(node.args[0], ast.Constant)):

@@ -474,7 +474,7 @@ def measure_null(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[i
         z_full = masked_states(m, objective, [], real_tokens_of, threads=threads)  # (T_all, D)
 
         def blocks() -> Iterator[tuple[list[int], np.ndarray]]:
-            layers = tqdm(range(m.n_layers), desc=_("LayerNorm null"), unit="layer") if progress else range(m.n_layers)
+            layers = tqdm(range(m.n_layers), desc=_("LayerNorm null"), unit=_("layer")) if progress else range(m.n_layers)
             for layer in layers:
                 z = single_head_states(m, objective, real_tokens_of, layers=[layer], threads=threads)  # (1, H, T_all, D)
                 yield [layer * m.n_heads + h for h in range(m.n_heads)], np.asarray(z)[0]

@@ -388,7 +388,7 @@ def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 70)
     title = _("{what}: {estimate:.3g}").format(what=label(d.key), estimate=d.estimate)
     if d.has_interval:
         title += " [" + f"{d.low:.3g}, {d.high:.3g}" + "]"
-    return (f'<svg class="al-card-svg" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    return (f'<svg class="al-card-svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}"><title>{esc(title)}</title>'
             + "".join(parts) + "</svg>")
 

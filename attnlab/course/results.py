@@ -48,6 +48,7 @@ from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_smoke
 from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.records import RecordError, to_plain
+from attnlab.core.fast import choose_precision
 
 SCHEMA = 3
 #: how ``data`` writes a number that is not finite (NaN, +inf, -inf): JSON null, read back as NaN
@@ -94,7 +95,6 @@ def _run_fields(model: LoadedModel | str | None) -> dict:
     """The precision lessons choose on their own ("auto") and the device of this run (None when unknown)."""
     if not isinstance(model, LoadedModel):
         return {"precision": None, "device": None}
-    from attnlab.core.fast import choose_precision
 
     return {"precision": choose_precision(model)[0], "device": str(model.device)}
 

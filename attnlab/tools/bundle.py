@@ -44,6 +44,7 @@ from attnlab import _meta
 from attnlab.core.manifest import sha256_file
 from attnlab.core.models import course_root
 from attnlab.core.multilingual import NAME as CHINESE_MODEL
+from attnlab.tools.kit import download_model
 
 #: where the kit lies inside the bundle (scripts/course.sh looks there)
 KIT = f"kit/{CHINESE_MODEL}"
@@ -116,7 +117,6 @@ def download_wheels(root: Path, folder: Path, extras: str, pip_options: list[str
 
 def make_kit(folder: Path) -> None:
     """The Chinese-reading model as a kit folder (checksummed, language recorded)."""
-    from attnlab.tools.kit import download_model
 
     download_model(CHINESE_MODEL, folder, verbose=False, language="zh")
 

@@ -23,6 +23,7 @@ from attnlab.core.language import current_language
 from attnlab.core.manifest import KitError
 from attnlab.core.models import ModelLoadError, load_model
 from attnlab.course.figures import build_all, discover
+from attnlab.core import multilingual
 
 _PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor",
                    "attnlab.tools.bundle", "attnlab.tools.class_collect", "attnlab.tools.report")
@@ -53,7 +54,6 @@ def _figures(args: argparse.Namespace) -> int:
 
 
 def _chinese_model(args: argparse.Namespace) -> int:
-    from attnlab.core import multilingual
 
     try:
         multilingual.source_path()

@@ -20,18 +20,22 @@ their IPython ``%``/``!`` lines left out.
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab.core.language import catalogue
+from attnlab.course.verdicts import ClaimVerdict
 
 PACKAGE = Path(__file__).resolve().parents[1]
 NOTEBOOKS = PACKAGE.parent / "notebooks"
 _CALLS = {"_": 1, "N_": 1, "ngettext": 2}  # function -> how many leading literal arguments are messages
 _VERDICT_BUILDERS = ("decide", "missing")
 _CHECK_BUILDERS = ("of",)
-_NOT_NUMBERS = {"claim", "what", "passed", "holds", "fails"}  # keywords of the builders that are not shown numbers
+#: keywords of the builders that are not shown numbers (a verdict's claim and its two tests; a check's)
+_NOT_NUMBERS = {"what", "passed"} | {name for name, p in inspect.signature(ClaimVerdict.decide).parameters.items()
+                                     if p.kind is not inspect.Parameter.VAR_KEYWORD}
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,11 @@ from attnlab.course.report_parts import PARTS, Stopping, sizes_of, unsplittable_
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
 from attnlab.viz.fonts import cjk_font_for, set_language
+from attnlab.course.claims import conclusions as claims
+from attnlab.course.claims.head_count import SELF_CLAIM
+from attnlab.viz.conclusions_plots import plot_verdicts
+from attnlab.tools.report_plots import plot_dispersion_by_layer, plot_view_rho
+from attnlab.core.fast import choose_precision
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
 MIN_HEADS = 4
@@ -285,8 +290,6 @@ def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
     the measurement) is "cannot tell" with the reason, never an error."""
     if ev.head_count is not None and unsplittable_reason(max(ev.head_count.summaries())):
         why = unsplittable_reason(max(ev.head_count.summaries()))
-        from attnlab.course.claims import conclusions as claims
-        from attnlab.course.claims.head_count import SELF_CLAIM
 
         ev_verdicts = {"3a": ClaimVerdict.missing(SELF_CLAIM, why), "3b": ClaimVerdict.missing(claims.CLAIMS[3], why)}
     else:
@@ -297,7 +300,6 @@ def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
         verdicts = {}
     if len(verdicts) == len(LABELS):
         return _with_failures({**verdicts, **ev_verdicts}, runs)
-    from attnlab.course.claims import conclusions as claims
 
     one_by_one = {
         "1": lambda: claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
@@ -358,8 +360,6 @@ def _figure_png(fig) -> str:
 
 def figures(m: LoadedModel, verdicts: dict[str, ClaimVerdict], ev: Evidence) -> list[tuple[str, str]]:
     """``(caption, data URL)`` of the report's key figures."""
-    from attnlab.viz.conclusions_plots import plot_verdicts
-    from attnlab.viz.report_plots import plot_dispersion_by_layer, plot_view_rho
 
     cjk_font_for([m.name, *(v.shown_claim for v in verdicts.values())])
 
@@ -506,7 +506,6 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     Raises:
         Refusal: the model cannot be reported on (one sentence; nothing measured).
     """
-    from attnlab.core.fast import choose_precision
 
     started = time.perf_counter()
     out = Path(out)

@@ -42,6 +42,9 @@ from pathlib import Path
 
 import nbformat
 
+from attnlab.core.language import read_po
+from attnlab.tools.english_prose import words
+
 #: id of the code cell that makes a Chinese lesson print in Chinese
 LANG_CELL_ID = "zh-lang"
 LANG_CELL_SOURCE = (
@@ -162,8 +165,6 @@ def comments(source: str) -> list[tuple[int, int, str]]:
 def is_english_comment(text: str) -> bool:
     """True when a comment's ``text`` is English a Chinese reader would have to read: it has an
     English prose word (not code, a variable or a directive such as ``noqa: E731``) and no Chinese."""
-    from attnlab.tools.english_prose import words
-
     if _CJK.search(text):
         return False
     text = _DIRECTIVE.sub(" ", text)
@@ -198,8 +199,6 @@ def read_comments(path: Path) -> dict[str, str]:
     """The comment catalogue at ``path`` (``{english: chinese}``; empty when there is none)."""
     if not path.exists():
         return {}
-    from attnlab.core.language import read_po
-
     return {k: v for k, v in read_po(path.read_text(encoding="utf-8")).items() if k}
 
 

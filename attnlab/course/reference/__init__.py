@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab.core.language import N_, _
+from attnlab.core.config import is_smoke
+from attnlab.course.results import results_dir
+from attnlab.course.verdicts import WORDS, shown
 
 HERE = Path(__file__).resolve().parent
 MODES = ("smoke", "full")
@@ -189,8 +192,6 @@ def differences(results: Path | str | None = None, mode: str | None = None, **to
         mode: ``"smoke"`` or ``"full"``; default: the mode of the student's saved results (else the
             current run mode).
     """
-    from attnlab.core.config import is_smoke
-    from attnlab.course.results import results_dir
 
     yours = read_folder(results if results is not None else results_dir())
     if mode is None:
@@ -209,7 +210,6 @@ def compare_with_reference(results: Path | str | None = None, mode: str | None =
     try:
         return report(differences(results, mode))
     except FileNotFoundError:
-        from attnlab.core.config import is_smoke
 
         wanted = mode or ("smoke" if is_smoke() else "full")
         return _("No reference results of a {mode} run ship with this version of attnlab, so there is nothing "
@@ -241,7 +241,6 @@ def report(found: list[Difference]) -> str:
 
 
 def _fmt(value: object) -> str:
-    from attnlab.course.verdicts import WORDS, shown
 
     if isinstance(value, str) and value in WORDS:
         return shown(value)
