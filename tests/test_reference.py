@@ -90,7 +90,7 @@ def test_the_report_speaks_the_readers_language():
         text = reference.report(found)
     finally:
         set_language(before)
-    assert "与参考结果不同之处：1 处" in text and "最可能的原因" in text and "冒烟模式" in text
+    assert "与参考结果不同之处：1 处" in text and "最可能的原因" in text and "smoke 模式" in text
     assert "likely cause" not in text
 
 
