@@ -176,3 +176,23 @@ def test_focus_by_layer(tiny_en):
     for layer, (token, mass) in enumerate(focus):
         masses = dict(zip(DESTINATIONS, s.per_layer[layer]))
         assert token == max(DESTINATIONS[:5], key=masses.get) and mass == pytest.approx(masses[token])
+
+
+def test_summary_table_columns_line_up_in_chinese(tiny_en):
+    """The header pads by display width, so in Chinese every line of the table ends its numeric
+    columns at the same terminal column as the rows below it."""
+    from attnlab.core.display_width import display_width
+    from attnlab.core.language import current_language, set_language
+
+    summaries = regroup_summaries(tiny_en, TEXTS, [12, 3], batch_size=2)
+    before = current_language()
+    try:
+        set_language("zh")
+        lines = summary_table(summaries).splitlines()
+    finally:
+        set_language(before)
+    header, rows = lines[0], lines[1:]
+    assert any(display_width(ch) == 2 for ch in header)  # the header is in Chinese
+    # the confidence column ends where the header's confidence label ends (two spaces, then the focus)
+    ends = {display_width(line.rsplit("  ", 1)[0].rstrip()) for line in rows}
+    assert ends == {display_width(header.rsplit("  ", 1)[0])}

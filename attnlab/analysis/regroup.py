@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from attnlab.analysis.head_stats import ENTROPY_EPS
 from attnlab.core.checks import check_positive_int
+from attnlab.core.display_width import pad_left
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, check_texts
 from attnlab.core.language import N_, _
@@ -344,8 +345,8 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
 
 def summary_table(summaries: dict[int, GroupSummary]) -> str:
     """One row per h': the mass on each destination, the entropy ratio, the confidence, the focus."""
-    header = " ".join(f"{_(name):>8}" for name in DESTINATIONS)
-    lines = [f"{_('heads'):>5} {header} {_('entropy/uniform'):>15} {_('confidence'):>10}  "
+    header = " ".join(pad_left(_(name), 8) for name in DESTINATIONS)  # padded by display width: Chinese cells
+    lines = [f"{pad_left(_('heads'), 5)} {header} {pad_left(_('entropy/uniform'), 15)} {pad_left(_('confidence'), 10)}  "
              + _("most attended single token")]
     for g, s in summaries.items():
         masses = " ".join(f"{s.masses[name]:>8.3f}" for name in DESTINATIONS)
