@@ -182,10 +182,12 @@ def additive_null(z_full: np.ndarray, blocks: Iterable[tuple[Sequence[int], np.n
     # each set's sum goes through the LayerNorm on its own, in float64
     summed = np.zeros((len(sets),) + z_full.shape, dtype=np.float32)
     for heads, z in blocks:
-        for s, member in enumerate(members):
-            rows = [j for j, h in enumerate(heads) if int(h) in member]
-            if rows:
-                summed[s] += (np.asarray(z[rows], dtype=np.float64) - z_full[None]).sum(axis=0).astype(np.float32)
+        for j, head in enumerate(heads):  # one head's (T_all, D) difference at a time: no block-sized copies
+            in_sets = [s for s, member in enumerate(members) if int(head) in member]
+            if in_sets:
+                delta = (np.asarray(z[j], dtype=np.float64) - z_full).astype(np.float32)  # (T_all, D)
+                for s in in_sets:
+                    summed[s] += delta
     pool = pooling_matrix(text_of, n_texts)  # (N, T_all)
     full = pool @ layer_norm(z_full, weight, bias, eps)  # (N, D)
     joint = np.stack([pool @ layer_norm(z_full + summed[s], weight, bias, eps)
