@@ -322,45 +322,11 @@ def test_translations_keep_the_placeholders_of_their_message():
 # --------------------------------------------------------------------------- Chinese lessons in smoke mode
 
 
-FIGURE_HOOK_ID = "figure-texts"
-
-
 def run_chinese_lesson(lesson, folder: Path) -> tuple[nbformat.NotebookNode, list[dict]]:
-    """Execute ``lesson``'s Chinese notebook in smoke mode (environment already set by the caller),
-    with a first cell that records every figure's texts; returns the executed notebook (hook cell
-    removed) and the figure records of :func:`attnlab.tools.figure_texts.read`."""
-    from attnlab.tools.lesson_runner import execute_notebook
-
-    book = nbformat.read(str(lesson.chinese), as_version=4)
+    """Execute ``lesson``'s Chinese notebook (environment already set by the caller), recording every
+    figure's texts; returns the executed notebook and the figure records."""
     texts = folder / "figure-texts.jsonl"
-    hook = nbformat.v4.new_code_cell(figure_texts.hook_source(texts))
-    hook["id"] = FIGURE_HOOK_ID
-    book.cells.insert(0, hook)
-    execute_notebook(book, lesson.chinese.parent)
-    book.cells = [c for c in book.cells if c.id != FIGURE_HOOK_ID]
-    return book, figure_texts.read(texts)
-
-
-def reader_lines(book: nbformat.NotebookNode, figures: list[dict]) -> list[tuple[str, str]]:
-    """``(where, line)`` for every line the reader sees: printed text, rich outputs (HTML as its
-    visible text), error messages, and the texts of every figure (``where`` = cell id, ``figure``)."""
-    by_count = {c.execution_count: c.id for c in book.cells if c.cell_type == "code"}
-    out = []
-    for cell in book.cells:
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            text = output.get("text", "") + data.get("text/markdown", "")
-            if "text/html" in data:
-                text += english_prose.visible_text(data["text/html"])
-            elif "text/plain" in data and "application/vnd.jupyter.widget-view+json" not in data:
-                text += data["text/plain"]
-            if output.get("output_type") == "error":
-                text += f"{output.get('ename')}: {output.get('evalue')}"
-            out += [(cell.id, line) for line in text.splitlines() if line.strip()]
-    for record in figures:
-        where = f"{by_count.get(record['execution_count'], '?')} (figure)"
-        out += [(where, line) for text in record["texts"] for line in text.splitlines() if line.strip()]
-    return out
+    return figure_texts.execute_recording(lesson.chinese, texts), figure_texts.read(texts)
 
 
 def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:
@@ -382,7 +348,7 @@ def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch):
     if lesson.name == "12_conclusions":
         seed_earlier_lessons(results_dir)
     book, figures = run_chinese_lesson(lesson, tmp_path)
-    lines = reader_lines(book, figures)
+    lines = figure_texts.reader_lines(book, figures)
     verdicts = [f"{where}: {line.strip()[:160]}" for where, line in lines if ENGLISH_VERDICT.search(line)]
     assert verdicts == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(verdicts)
     english = [f"{where}: {line.strip()[:160]}" for where, line in lines if english_prose.is_prose(line)]

@@ -72,6 +72,7 @@ from attnlab.core.extract import check_texts, iter_attention_batches
 from attnlab.core.gates import gate_heads, gates_for, mask_heads, ones_gates
 from attnlab.core.language import N_, _
 from attnlab.core.memo import memo
+from attnlab.core import memory
 from attnlab.core.models import LoadedModel, load_masked_lm, masked_lm_head
 from attnlab.core.run import copies_that_fit, encode, precision_context, repeat_batch, run
 
@@ -682,6 +683,7 @@ def single_head_states(m: LoadedModel, objective: Objective, reduce: StatesReduc
                 bar.update(1)
     out = {name: np.stack([row[name] for row in rows]).reshape((len(layers), len(chosen)) + rows[0][name].shape)
            for name in reducers}  # (L, H, ...) each
+    memory.trim()  # the sweep's activations are freed: give their pages back now
     return out if isinstance(reduce, dict) else out[""]
 
 

@@ -49,7 +49,7 @@ from attnlab.core import config, door, hub, offline
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.inputs import encode
-from attnlab.core import multilingual
+from attnlab.core import memory, multilingual
 from attnlab.core.language import N_, _
 from attnlab.core.manifest import KitError, recorded_language, verify_folder
 
@@ -507,6 +507,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     target = resolve_device(device)  # before loading: a bad device fails at once
+    memory.return_freed_memory()  # freed activations go back to the system (a kernel's peak is its work's)
     name = os.fspath(name).strip()
     if not name:
         raise ValueError("model name is empty: use 'auto', 'bundled', a hub id or a folder")

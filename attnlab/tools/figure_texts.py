@@ -21,6 +21,8 @@ import matplotlib.figure
 from IPython import get_ipython
 from matplotlib.text import Text
 
+from attnlab.tools import english_prose
+
 _state: dict[str, object] = {"path": None, "figures": [], "installed": False}
 
 
@@ -69,6 +71,49 @@ def install(path: str | Path) -> None:
 def hook_source(path: str | Path) -> str:
     """The code of a cell that installs the hook (run it before the lesson's first cell)."""
     return f"from attnlab.tools.figure_texts import install\ninstall({str(path)!r})"
+
+
+HOOK_ID = "figure-texts"
+
+
+def execute_recording(notebook: str | Path, texts: str | Path, *, timeout: int = 900):
+    """Execute ``notebook`` headless in its own folder, with a first cell that records every
+    figure's texts into ``texts``; returns the executed notebook (the hook cell removed)."""
+    import nbformat
+
+    from attnlab.tools.lesson_runner import execute_notebook
+
+    notebook = Path(notebook)
+    book = nbformat.read(str(notebook), as_version=4)
+    hook = nbformat.v4.new_code_cell(hook_source(texts))
+    hook["id"] = HOOK_ID
+    book.cells.insert(0, hook)
+    execute_notebook(book, notebook.parent, timeout=timeout)
+    book.cells = [c for c in book.cells if c.id != HOOK_ID]
+    return book
+
+
+def reader_lines(book, figures: list[dict]) -> list[tuple[str, str]]:
+    """``(where, line)`` for every line the reader of an executed notebook ``book`` sees: printed
+    text, rich outputs (HTML as its visible text), error messages, and the texts of every figure in
+    ``figures`` (:func:`read`'s records; ``where`` = cell id, ``"<id> (figure)"`` for a figure)."""
+    by_count = {c.execution_count: c.id for c in book.cells if c.cell_type == "code"}
+    out = []
+    for cell in book.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = output.get("text", "") + data.get("text/markdown", "")
+            if "text/html" in data:
+                text += english_prose.visible_text(data["text/html"])
+            elif "text/plain" in data and "application/vnd.jupyter.widget-view+json" not in data:
+                text += data["text/plain"]
+            if output.get("output_type") == "error":
+                text += f"{output.get('ename')}: {output.get('evalue')}"
+            out += [(cell.id, line) for line in text.splitlines() if line.strip()]
+    for record in figures:
+        where = f"{by_count.get(record['execution_count'], '?')} (figure)"
+        out += [(where, line) for text in record["texts"] for line in text.splitlines() if line.strip()]
+    return out
 
 
 def read(path: str | Path) -> list[dict]:
