@@ -264,3 +264,20 @@ def test_one_row_of_gates_per_text_equals_one_pass_per_mask(tiny_en):
     with pytest.raises(ValueError, match="texts, layers, heads"):
         with gate_heads(tiny_en, torch.zeros((2, 3, 4, 5))):
             pass
+
+
+def test_the_null_batch_by_batch_equals_the_null_of_all_texts_at_once(tiny_en):
+    """measure_null holds one batch's sums at a time; computed with every text in one batch, the
+    same sets give the same three arrays, text by text."""
+    texts = ["how do you play chess", "why is the sky blue", "red car", "where is the bank", "best pizza in town"]
+    sets = cv.random_sets(24, 6, 3, seed=1)
+    results = []
+    for batch_size in (2, 8):  # three batches, then one
+        objective = importance.make_objective(tiny_en, texts, kind="sentence", batch_size=batch_size)
+        assert len(objective.batches) == (3 if batch_size == 2 else 1)
+        single = importance.single_head_states(tiny_en, objective, importance.sentence_vectors_of)  # (L, H, N, D)
+        single = np.asarray(single).reshape((24,) + np.shape(single)[2:])  # (K, N, D)
+        results.append(cv.measure_null(tiny_en, objective, sets, single))
+    for batched, whole in zip(*results):
+        assert np.shape(batched) == (3, 5)
+        np.testing.assert_allclose(batched, whole, rtol=1e-4, atol=1e-6)

@@ -157,7 +157,11 @@ class Objective:
 
     def first_batch(self) -> "Objective":
         """The same objective on its first batch only (its first ``sizes[0]`` texts)."""
-        return replace(self, batches=self.batches[:1], sizes=self.sizes[:1])
+        return self.one_batch(0)
+
+    def one_batch(self, i: int) -> "Objective":
+        """The same objective on batch ``i`` only (its ``sizes[i]`` texts)."""
+        return replace(self, batches=self.batches[i:i + 1], sizes=self.sizes[i:i + 1])
 
     @property
     def n_texts(self) -> int:
