@@ -7,7 +7,7 @@
 Each setting runs in a fresh process, one after the other: load the model, sweep every head of
 the first ``--layers`` layers on 128 texts (lesson 11's sweep, at the precision the lesson
 chooses), then report the process's peak resident memory (VmHWM) and the sweep's seconds. The
-"as glibc ships" run sets ``ATTNLAB_KEEP_MALLOC=1`` (see :mod:`attnlab.core.memory`). The last
+"as glibc ships" run sets ``ATTNLAB_SAVE_MEMORY=0``, the other ``=1`` (see :mod:`attnlab.core.memory`). The last
 lines print the ratios of the two, measured side by side in this run.
 """
 
@@ -48,7 +48,7 @@ def sweep(model: str, layers: int, threshold: int | None) -> None:
 
 
 def measure(model: str, layers: int, keep: bool, threshold: int | None = None) -> dict:
-    env = {**os.environ, "ATTNLAB_OFFLINE": "1", "ATTNLAB_KEEP_MALLOC": "1" if keep else "0"}
+    env = {**os.environ, "ATTNLAB_OFFLINE": "1", "ATTNLAB_SAVE_MEMORY": "0" if keep else "1"}
     extra = [] if threshold is None else ["--threshold", str(threshold)]
     out = subprocess.run([sys.executable, __file__, "--child", model, "--layers", str(layers)] + extra, env=env,
                          capture_output=True, text=True, check=True).stdout

@@ -49,9 +49,22 @@ def test_freed_tensors_stay_resident_without_the_fix_and_go_back_with_it():
 
 
 @needs_glibc
-def test_keep_malloc_leaves_the_allocator_alone():
-    applied, kept = _run("fix", ATTNLAB_KEEP_MALLOC="1")
+def test_save_memory_0_leaves_the_allocator_alone():
+    applied, kept = _run("fix", ATTNLAB_SAVE_MEMORY="0")
     assert not applied and kept >= 150
+
+
+@pytest.mark.parametrize("env, limit, tight", [
+    ("", None, False),            # no container limit: speed first
+    ("", 2 << 30, True),          # Binder's 2 GB
+    ("", 16 << 30, False),        # a roomy container
+    ("1", None, True),            # asked for
+    ("0", 2 << 30, False),        # refused, even on 2 GB
+])
+def test_memory_is_tight_in_a_small_container_or_when_asked(monkeypatch, env, limit, tight):
+    monkeypatch.setenv("ATTNLAB_SAVE_MEMORY", env)
+    monkeypatch.setattr(memory.door, "memory_room", lambda: None if limit is None else (limit, 1 << 30))
+    assert memory.memory_is_tight() is tight
 
 
 def test_elsewhere_it_does_nothing(monkeypatch):

@@ -237,3 +237,19 @@ def test_only_core_runs_the_model():
     no hook installed outside core."""
     offenders = raw_model_calls()
     assert not offenders, "run the model through attnlab.core.run:\n" + "\n".join(offenders)
+
+
+def test_a_wider_model_takes_fewer_rows_a_pass(tiny_en):
+    """Rows a pass scale with 1 / hidden width above the width ROWS_PER_PASS is for, never up."""
+    from types import SimpleNamespace
+
+    from attnlab.core import run as core_run
+
+    assert core_run.pass_rows() == core_run.ROWS_PER_PASS
+    assert core_run.pass_rows(SimpleNamespace(hidden_size=core_run.ROWS_WIDTH)) == core_run.ROWS_PER_PASS
+    assert core_run.pass_rows(SimpleNamespace(hidden_size=768)) == core_run.ROWS_PER_PASS * core_run.ROWS_WIDTH // 768
+    assert core_run.pass_rows(tiny_en) == core_run.ROWS_PER_PASS  # narrower than ROWS_WIDTH: the full budget
+    wide = SimpleNamespace(hidden_size=4 * core_run.ROWS_WIDTH)
+    assert core_run.copies_that_fit(16, m=wide) == core_run.ROWS_PER_PASS // 4 // 16
+    assert core_run.copies_that_fit(16, 64, m=wide) == 4  # an explicit budget wins
+    assert core_run.copies_that_fit(10_000, m=wide) == 1

@@ -126,13 +126,18 @@ def effect_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
         ``||sum_i delta_i||``, ``<delta_S, sum_i delta_i>`` and every head's ``||delta_k||``.
     """
     full = np.asarray(full, dtype=float)  # (N, D)
-    deltas = np.asarray(single, dtype=float) - full[None]  # (K, N, D)
     joint_deltas = np.asarray(joint, dtype=float) - full[None]  # (S, N, D)
     if len(sets) != len(joint_deltas):
         raise ValueError(f"{len(sets)} sets but {len(joint_deltas)} joint passes")
-    sums = np.stack([deltas[list(s)].sum(axis=0) for s in sets])  # (S, N, D)
+
+    def delta(k: int) -> np.ndarray:
+        """``(N, D)``: head ``k``'s delta, one at a time (no ``(K, N, D)`` copy beside ``single``)."""
+        return np.asarray(single[k], dtype=float) - full
+
+    sums = np.stack([sum(delta(k) for k in s) for s in sets])  # (S, N, D)
+    single_norm = np.stack([np.linalg.norm(delta(k), axis=-1) for k in range(len(single))], axis=1)  # (N, K)
     return (np.linalg.norm(joint_deltas, axis=-1), np.linalg.norm(sums, axis=-1),
-            np.einsum("snd,snd->sn", joint_deltas, sums), np.linalg.norm(deltas, axis=-1).T)
+            np.einsum("snd,snd->sn", joint_deltas, sums), single_norm)
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:

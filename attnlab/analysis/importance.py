@@ -621,7 +621,8 @@ def masked_states(m: LoadedModel, objective: Objective, heads: Sequence[tuple[in
 def copies_per_pass(objective: Objective, rows_per_pass: int | None = None) -> int:
     """How many copies of the objective's largest batch fit in one pass of ``rows_per_pass`` rows (at least 1)."""
     rows = max(batch["inputs"]["input_ids"].shape[0] for batch in objective.batches)
-    return copies_that_fit(rows, None if rows_per_pass is None else check_positive_int(rows_per_pass, "rows_per_pass"))
+    return copies_that_fit(rows, None if rows_per_pass is None else check_positive_int(rows_per_pass, "rows_per_pass"),
+                           m=objective._m)
 
 
 def _copies_pass(m: LoadedModel, objective: Objective, batch: dict[str, Any], gates: torch.Tensor,

@@ -231,7 +231,7 @@ def mean_map_replacement(m: LoadedModel, texts: Sequence[str], mean: MeanAttenti
         base = sentence_vectors(m, inputs)  # (B, d)
         others = own_maps[torch.from_numpy(partner[rows])]  # (B, L, H, n, n): another text's maps
         below = run(m, inputs, keep=("hidden",), layers=None).hidden  # {l: (B, n, d)}: every layer's input
-        per_pass = copies_that_fit(2 * b)  # heads a pass: a copy of the batch with the mean, one with the control
+        per_pass = copies_that_fit(2 * b, m=m)  # heads a pass: a copy of the batch with the mean, one with the control
         for li, layer in enumerate(layers):
             for first in range(0, n_heads, per_pass):
                 heads = list(range(first, min(n_heads, first + per_pass)))
@@ -359,7 +359,7 @@ def sets_costs(m: LoadedModel, inputs: dict[str, torch.Tensor], base: torch.Tens
     b = inputs["input_ids"].shape[0]
     out = np.zeros((len(sets), b))
     todo = [i for i, heads in enumerate(sets) if len(heads)]  # nothing replaced: the unchanged run, 0
-    per_pass = copies_that_fit(b)
+    per_pass = copies_that_fit(b, m=m)
     for first in range(0, len(todo), per_pass):
         group = todo[first:first + per_pass]
         parts: dict[tuple[int, int], list[torch.Tensor]] = {}

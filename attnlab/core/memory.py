@@ -12,11 +12,16 @@ killed.
 
 :func:`return_freed_memory` fixes the threshold at :data:`MMAP_THRESHOLD`
 (``mallopt(M_MMAP_THRESHOLD)``, which also stops the raising), so every block
-of that size or more goes back to the system when freed; :func:`trim` asks
-glibc to return the heap's free pages now (``malloc_trim``). Both do nothing
-where the C library is not glibc (macOS, Windows, musl), and
-``ATTNLAB_KEEP_MALLOC=1`` leaves the C library's settings alone.
-``benchmarks/bench_memory_release.py`` measures what this saves and costs.
+of that size or more goes back to the system when freed. It costs time: each
+such block is mapped afresh, its pages zeroed (a sweep of bert-base's shape:
+about 150 MB lower peak, 1.3-1.5x the time;
+``benchmarks/bench_memory_release.py`` measures both). So
+:func:`save_memory_if_tight` applies it only where memory is the limit: a
+container of at most :data:`TIGHT_BYTES` (Binder's 2 GB), or
+``ATTNLAB_SAVE_MEMORY=1``; ``ATTNLAB_SAVE_MEMORY=0`` never. :func:`trim` asks
+glibc to return the heap's free pages now (``malloc_trim``; cheap, done after
+each sweep, so a kernel left open holds less). Both do nothing where the C
+library is not glibc (macOS, Windows, musl).
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ import os
 import sys
 from functools import lru_cache
 
+from attnlab.core import door
+
 #: blocks of at least this many bytes are mapped on their own and returned on free (1 MiB)
 MMAP_THRESHOLD = 1 << 20
 #: glibc's ``mallopt`` parameter number for the mmap threshold (``malloc.h``)
 M_MMAP_THRESHOLD = -3
-#: set to 1 to leave the C library's allocator as it is
-KEEP_ENV = "ATTNLAB_KEEP_MALLOC"
+#: "1": return freed memory at once (:func:`return_freed_memory`) anywhere; "0": never, and no trims
+SAVE_ENV = "ATTNLAB_SAVE_MEMORY"
+#: a container with at most this much memory returns freed memory at once (Binder gives 2 GB)
+TIGHT_BYTES = 4 << 30
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +68,7 @@ def return_freed_memory(threshold: int = MMAP_THRESHOLD) -> bool:
     global _applied
     if _applied:
         return True
-    if os.environ.get(KEEP_ENV, "") == "1":
+    if os.environ.get(SAVE_ENV, "") == "0":
         return False
     libc = _glibc()
     if libc is None:
@@ -68,9 +77,24 @@ def return_freed_memory(threshold: int = MMAP_THRESHOLD) -> bool:
     return _applied
 
 
+def memory_is_tight() -> bool:
+    """True under ``ATTNLAB_SAVE_MEMORY=1``, or in a container of at most :data:`TIGHT_BYTES`
+    (``ATTNLAB_SAVE_MEMORY=0``: False)."""
+    choice = os.environ.get(SAVE_ENV, "")
+    if choice in ("0", "1"):
+        return choice == "1"
+    room = door.memory_room()  # (limit, used) of the container, or None
+    return room is not None and room[0] <= TIGHT_BYTES
+
+
+def save_memory_if_tight() -> bool:
+    """:func:`return_freed_memory` where :func:`memory_is_tight`; True when it took effect."""
+    return return_freed_memory() if memory_is_tight() else False
+
+
 def trim() -> bool:
     """Return the heap's free pages to the system now (glibc only). True when some were returned."""
-    if os.environ.get(KEEP_ENV, "") == "1":
+    if os.environ.get(SAVE_ENV, "") == "0":
         return False
     libc = _glibc()
     return bool(libc.malloc_trim(0)) if libc is not None else False

@@ -507,7 +507,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     target = resolve_device(device)  # before loading: a bad device fails at once
-    memory.return_freed_memory()  # freed activations go back to the system (a kernel's peak is its work's)
+    memory.save_memory_if_tight()  # on a small container, freed activations go back to the system at once
     name = os.fspath(name).strip()
     if not name:
         raise ValueError("model name is empty: use 'auto', 'bundled', a hub id or a folder")
