@@ -184,7 +184,40 @@ def estimate_text(numbers: dict, n: str, lang: str) -> str:
 def render_block(name: str, numbers: dict, lang: str) -> str:
     """The text of the block ``name`` (ends with a newline)."""
     return {"times": _times_table, "sources": _sources_list, "smoke_verdicts": _smoke_table,
-            "measured": _measured, "smoke_total": _smoke_total}[name](numbers, lang)
+            "measured": _measured, "smoke_total": _smoke_total, "peaks": _peaks_table}[name](numbers, lang)
+
+
+#: a lesson's kernel must stay under this (Binder gives 2 GB; the rest is JupyterLab's and the system's)
+PEAK_TARGET_MB = 1800
+
+
+def _peaks_table(numbers: dict, lang: str) -> str:
+    """Every lesson's kernel peak (and seconds) on the offline default and on bert-base-chinese's shape."""
+    keys = ("offline_full", "bert_base_shape_full")
+    if lang == "en":
+        lines = ["| lesson | offline default: peak (MB) | seconds | bert-base-chinese shape: peak (MB) | seconds |"]
+    else:
+        lines = ["| 课 | 离线默认模型：内存峰值（MB） | 秒 | bert-base-chinese 形状：内存峰值（MB） | 秒 |"]
+    lines.append("|---|---|---|---|---|")
+    highest = {key: 0 for key in keys}
+    for n, row in numbers["lessons"].items():
+        cells = [n]
+        for key in keys:
+            peak = row.get(f"{key}_peak_mb")
+            highest[key] = max(highest[key], peak or 0)
+            cells += [_s(peak, lang), _s(row.get(f"{key}_s"), lang)]
+        lines.append("| " + " | ".join(cells) + " |")
+    sources = numbers["sources"]
+    if lang == "en":
+        notes = [f"{'offline default' if key == 'offline_full' else 'bert-base-chinese shape'}: highest "
+                 f"{highest[key]:,} MB ({'under' if highest[key] < PEAK_TARGET_MB else 'over'} the "
+                 f"{PEAK_TARGET_MB:,} MB target), {sources[key]['machine']}, {sources[key]['date']}"
+                 for key in keys if key in sources]
+        return "\n".join(lines) + "\n\n" + "; ".join(notes) + ".\n"
+    notes = [f"{'离线默认模型' if key == 'offline_full' else 'bert-base-chinese 形状'}：最高 {highest[key]:,} MB"
+             f"（{'低于' if highest[key] < PEAK_TARGET_MB else '高于'} {PEAK_TARGET_MB:,} MB 的目标），"
+             f"{sources[key]['machine']}，{sources[key]['date']}" for key in keys if key in sources]
+    return "\n".join(lines) + "\n\n" + "；".join(notes) + "。\n"
 
 
 def _times_table(numbers: dict, lang: str) -> str:
