@@ -7,7 +7,9 @@
 Each setting runs in a fresh process, one after the other: load the model, sweep every head of
 the first ``--layers`` layers on 128 texts (lesson 11's sweep, at the precision the lesson
 chooses), then report the process's peak resident memory (VmHWM) and the sweep's seconds. The
-"as glibc ships" run sets ``ATTNLAB_SAVE_MEMORY=0``, the other ``=1`` (see :mod:`attnlab.core.memory`). The last
+"as glibc ships" run sets ``ATTNLAB_SAVE_MEMORY=0``, the other ``=1`` (see :mod:`attnlab.core.memory`);
+``--thresholds`` tries other mmap thresholds, ``--rows-per-pass`` other numbers of rows (texts
+times copies) a batched pass takes, with the allocator as it ships. The last
 lines print the ratios of the two, measured side by side in this run.
 """
 
@@ -25,14 +27,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sweep(model: str, layers: int, threshold: int | None) -> None:
+def sweep(model: str, layers: int, threshold: int | None, rows: int | None) -> None:
     """Child process: one sweep, then one line of JSON (peak MB, seconds)."""
     sys.path.insert(0, str(ROOT))
     import attnlab as al
     from attnlab.core import memory
+    from attnlab.core import run as core_run
 
     if threshold is not None:
         memory.return_freed_memory(threshold)  # before load_model sets the default
+    if rows is not None:  # this many rows a pass whatever the model's width
+        core_run.ROWS_PER_PASS, core_run.ROWS_WIDTH = rows, 1 << 30
     from attnlab.analysis import importance
     from attnlab.core.fast import choose_precision
     from attnlab.data import corpus
@@ -47,9 +52,9 @@ def sweep(model: str, layers: int, threshold: int | None) -> None:
     print(json.dumps({"peak_mb": peak, "seconds": seconds}))
 
 
-def measure(model: str, layers: int, keep: bool, threshold: int | None = None) -> dict:
+def measure(model: str, layers: int, keep: bool, threshold: int | None = None, rows: int | None = None) -> dict:
     env = {**os.environ, "ATTNLAB_OFFLINE": "1", "ATTNLAB_SAVE_MEMORY": "0" if keep else "1"}
-    extra = [] if threshold is None else ["--threshold", str(threshold)]
+    extra = ([] if threshold is None else ["--threshold", str(threshold)]) + ([] if rows is None else ["--rows", str(rows)])
     out = subprocess.run([sys.executable, __file__, "--child", model, "--layers", str(layers)] + extra, env=env,
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -62,11 +67,15 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=2, help="sweep the heads of this many layers (default 2)")
     ap.add_argument("--thresholds", metavar="MB", type=float, nargs="*", default=[],
                     help="also try these thresholds, in MB (the package uses %(const)s)" % {"const": "1"})
+    ap.add_argument("--rows-per-pass", type=int, nargs="*", default=[], metavar="N",
+                    help="also compare these rows a pass (glibc's allocator as it ships; the package scales 256 rows "
+                         "by 384 / hidden width)")
     ap.add_argument("--threshold", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child", metavar="MODEL", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        sweep(args.child, args.layers, args.threshold)
+        sweep(args.child, args.layers, args.threshold, args.rows)
         return
     if not sys.platform.startswith("linux"):
         raise SystemExit("this benchmark reads /proc and measures glibc's allocator: Linux only")
@@ -81,6 +90,8 @@ def main() -> None:
         runs = {"freed memory returned": measure(model, args.layers, keep=False)}
         for mb in args.thresholds:
             runs[f"threshold {mb:g} MB"] = measure(model, args.layers, keep=False, threshold=int(mb * (1 << 20)))
+        for rows in args.rows_per_pass:
+            runs[f"{rows} rows a pass"] = measure(model, args.layers, keep=True, rows=rows)
     for label, r in {"as glibc ships": shipped, **runs}.items():
         print(f"{label:22s} peak {r['peak_mb']:6d} MB   sweep {r['seconds']:6.1f} s")
     for label, r in runs.items():
