@@ -16,7 +16,8 @@ from attnlab.analysis import faithfulness as faith
 from attnlab.analysis.interventions import cosine_distance, replace_maps, sentence_vectors, zero_values
 from attnlab.analysis.mean_map_replacement import (_derangement, fixedness_order, head_fixedness, mean_map_replacement,
                                                    replace_together, replaceable_fraction)
-from attnlab.analysis.norm_attention import norm_attention, row_shares, transformed_values
+from attnlab.analysis.norm_attention import (norm_attention, norm_special_weight, row_shares, special_share,
+                                            transformed_values)
 from attnlab.analysis.rollout import attention_rollout, residual_maps, rollout
 from attnlab.analysis.sinks import (KINDS, is_punctuation, is_word, kind_shares, sink_intervention, sink_profile,
                                     token_kinds)
@@ -242,6 +243,51 @@ def test_norm_attention_does_not_depend_on_batch_neighbours(tiny_en):
     assert torch.allclose(short.per_head, alone.per_head, atol=1e-5)
     n = together.lengths[2]
     assert together.per_head[2, :, :, n:, :].abs().max() == 0 and together.combined[2, :, :, n:].abs().max() == 0
+
+
+def test_norm_special_weight_equals_a_hand_written_loop(tiny_en):
+    """Each text alone, each head and query row by hand: sum over [CLS]/[SEP] of alpha_ij ||f_h(x_j)|| over
+    the row's sum, averaged over rows, then over texts (texts of different lengths: no padding counted)."""
+    m = tiny_en
+    special_ids = {m.tokenizer.cls_token_id, m.tokenizer.sep_token_id, m.tokenizer.pad_token_id}
+    H, dh = m.n_heads, m.head_dim
+    per_text = []
+    for text in TEXTS:
+        inputs = m.encode([text])
+        run = hidden_of(m, inputs)
+        ids = inputs["input_ids"][0].tolist()
+        shares = np.zeros((m.n_layers, H))
+        for layer, parts in enumerate(m.layer_parts()):
+            wv, bv, wo = parts.value.weight, parts.value.bias, parts.output.weight
+            x = run.hidden_states[layer][0]  # (T, d)
+            alpha = run.attentions[layer][0]  # (H, T, T)
+            for h in range(H):
+                cols = slice(h * dh, (h + 1) * dh)
+                f_norm = torch.stack([(wo[:, cols] @ (x[j] @ wv[cols].T + bv[cols])).norm()
+                                      for j in range(len(ids))]).detach()  # (T,): ||f_h(x_j)||
+                rows = []
+                for i in range(len(ids)):
+                    moved = [float(alpha[h, i, j] * f_norm[j]) for j in range(len(ids))]
+                    rows.append(sum(w for w, t in zip(moved, ids) if t in special_ids) / sum(moved))
+                shares[layer, h] = np.mean(rows)
+        per_text.append(shares)
+    by_hand = np.mean(per_text, axis=0)  # (L, H)
+    assert np.allclose(norm_special_weight(m, TEXTS, batch_size=2), by_hand, atol=1e-5)
+    assert np.allclose(norm_special_weight(m, TEXTS, layers=[1]), by_hand[1:], atol=1e-5)
+    raw = norm_attention(m, TEXTS)
+    special = torch.tensor([[t in special_ids for t in m.tokenizer.convert_tokens_to_ids(toks)]
+                            + [False] * (raw.weights.shape[-1] - len(toks)) for toks in raw.tokens])  # (N, T)
+    raw_share = special_share(raw.weights, special).numpy()  # the raw weights' share: the norms are what differ
+    assert np.abs(raw_share - by_hand).max() > 1e-3
+
+
+def test_special_share_weights_each_row_then_each_text():
+    weights = torch.zeros(2, 1, 1, 3, 3)  # (N, L, H, T, T): text 0 has 3 tokens, text 1 has 2 (padding row 2)
+    weights[0, 0, 0] = torch.tensor([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0], [0.0, 0.0, 5.0]])
+    weights[1, 0, 0, :2, :2] = torch.tensor([[1.0, 1.0], [0.0, 2.0]])
+    special = torch.tensor([[True, False, False], [True, False, False]])
+    expected = (np.mean([0.25, 0.75, 0.0]) + np.mean([0.5, 0.0])) / 2
+    assert float(special_share(weights, special)[0, 0]) == pytest.approx(expected)
 
 
 def test_row_shares():

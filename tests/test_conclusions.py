@@ -88,6 +88,32 @@ def test_content_mass_weighting():
     assert weighted.estimate == pytest.approx(by_hand)
 
 
+def test_norm_weighted_reading_changes_with_the_weights():
+    """The norm-based weights are shown beside the decision: planted where they agree with the raw weights the
+    verdict is the same, planted the other way round (the fixed heads move little from the text, the varying
+    ones a lot) the share follows them and the verdict would differ; the decided verdict never moves."""
+    avg = rec.averaging(0.5, **BIG)  # layers 1-3 fixed, 4-6 varying on the content keys
+    avg.special_weight = np.repeat([0.1, 0.95], 3)[:, None] * np.ones((6, 12))  # raw content mass 0.9 / 0.05
+    missing = claims.conclusion_1(avg, rec.perturbation(0.05, **BIG))
+    assert missing.numbers["norm-weighted reading (Kobayashi et al.)"] == "not measured (run lesson 08 again)"
+    assert "verdict with the norm-based weights" not in missing.numbers and missing.verdict == HOLDS
+
+    avg.norm_special_weight = np.repeat([0.2, 0.9], 3)[:, None] * np.ones((6, 12))  # norm mass 0.8 / 0.1
+    same = claims.conclusion_1(avg, rec.perturbation(0.05, **BIG))
+    by_hand = 36 * 0.8 / (36 * 0.8 + 36 * 0.1)
+    assert same.numbers["norm-weighted reading (Kobayashi et al.)"] == f"{by_hand:.3g} [{by_hand:.3g}, {by_hand:.3g}]"
+    assert same.numbers["verdict with the norm-based weights"] == "same verdict" and same.verdict == HOLDS
+    assert same.numbers["norm-based content mass per head (min, median, max)"] == [0.1, 0.45, 0.8]
+
+    avg.norm_special_weight = np.repeat([0.9, 0.2], 3)[:, None] * np.ones((6, 12))  # norm mass 0.1 / 0.8
+    other = claims.conclusion_1(avg, rec.perturbation(0.05, **BIG))
+    by_hand = 36 * 0.1 / (36 * 0.1 + 36 * 0.8)
+    assert other.numbers["norm-weighted reading (Kobayashi et al.)"].startswith(f"{by_hand:.3g} [")
+    assert other.numbers["verdict with the norm-based weights"] == "different verdict"
+    assert other.verdict == HOLDS and other.numbers["estimate"] == same.numbers["estimate"]  # beside, not deciding
+    assert "different verdict" in str(other)
+
+
 def test_share_interval_resamples_no_heads():
     flags = np.array([[True, True, False, False]])
     unsure = np.array([[False, False, True, False]])

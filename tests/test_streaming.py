@@ -11,6 +11,7 @@ import torch
 from scipy.stats import entropy as scipy_entropy
 
 import attnlab as al
+from attnlab.core.distributions import ALL_KEYS
 from attnlab.core.streaming import (
     ENTROPY_EPS,
     MeanAttention,
@@ -358,6 +359,40 @@ def test_precision_check_passes_what_fp32_measures_and_fails_a_planted_shift():
     assert not check.passed and check.numbers["largest_move_of_a_mean"] == pytest.approx(0.02)
     with pytest.raises(ValueError, match="same queries"):
         precision_check(exact, exact[:10])
+
+
+def test_mean_map_precision_check_reads_the_content_keys():
+    """The content-key mean maps renormalised by hand in numpy; a planted shift of one content key, taken from
+    the special key of the same rows, moves the content reading by far more than the all-keys reading."""
+    from attnlab.course.checks import MEAN_MAP_BOUND, mean_map_precision_check
+
+    rng = np.random.default_rng(1)
+    n, special = 5, [0, 4]
+    maps = rng.dirichlet(np.full(n, 0.5), size=(40, 1, 2, n))  # (Q, L, H, n, n)
+    maps[:, 0, 1, :, 0] += 4.0  # head 2 rests on the first special key ...
+    maps /= maps.sum(axis=-1, keepdims=True)
+    moved = maps.copy()
+    moved[:, 0, 1, :, 1] += 0.005  # ... and the reduced precision moves 0.005 of its weight to content key 1
+    moved[:, 0, 1, :, 0] -= 0.005
+    exact, reduced = (MeanAttention.empty(1, 2, n, special=special).add(torch.from_numpy(x)) for x in (maps, moved))
+
+    def content_mean(x):  # (L, H, n, n_content): special columns dropped, rows renormalised, then averaged
+        kept = np.delete(x, special, axis=-1)
+        return (kept / kept.sum(axis=-1, keepdims=True)).mean(axis=0)
+
+    by_hand = float(np.abs(content_mean(maps) - content_mean(moved)).max())
+    on_all = mean_map_precision_check(exact, reduced, ALL_KEYS)
+    on_content = mean_map_precision_check(exact, reduced)
+    assert on_all.numbers["largest_move_of_a_cell"] == pytest.approx(0.005) and on_all.passed
+    assert on_content.numbers["largest_move_of_a_cell"] == pytest.approx(by_hand)
+    assert by_hand > MEAN_MAP_BOUND and not on_content.passed  # a little moved on the text is a lot of the text
+    assert mean_map_precision_check(exact, exact).numbers["largest_move_of_a_cell"] == 0.0
+    assert mean_map_precision_check(exact, exact).passed
+    with pytest.raises(ValueError, match="same queries"):
+        mean_map_precision_check(exact, MeanAttention.empty(1, 2, n, special=special).add(torch.from_numpy(maps[:5])))
+    with pytest.raises(ValueError, match="special keys"):
+        plain = MeanAttention.empty(1, 2, n).add(torch.from_numpy(maps))
+        mean_map_precision_check(plain, plain)
 
 
 def test_auto_precision_on_this_machine_matches_fp32_where_bf16_is_not_native(tiny_en):

@@ -14,7 +14,9 @@ weight of head ``h``; ``||sum_h alpha_ij^h f_h(x_j)||`` is the layer's.
 
 Kobayashi et al. found that [CLS], [SEP] and punctuation get large weights
 but have small ``||f(x)||``: much of the "attention to [SEP]" moves almost
-nothing.
+nothing. :func:`norm_special_weight` measures how much, head by head: the
+share of each row's norm-based weight that falls on the special keys (its
+complement is the head's norm-based *content mass*).
 
 Shapes: ``N`` texts, ``L`` layers, ``H`` heads, ``T`` tokens (the longest
 text; zeros outside each text), ``d`` model width.
@@ -25,10 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from attnlab.core.checks import check_positive_int
+from attnlab.core.distributions import special_mask, special_token_ids
 from attnlab.core.extract import check_texts
+from attnlab.core.fast import check_layers
 from attnlab.core.models import LayerParts, LoadedModel
 from attnlab.core.run import encode, run
 
@@ -126,3 +131,52 @@ def row_shares(maps: torch.Tensor) -> torch.Tensor:
     """``maps`` ``(..., T, T)`` with each row divided by its sum (all-zero rows stay zero)."""
     total = maps.sum(dim=-1, keepdim=True)  # (..., T, 1)
     return maps / total.clamp_min(1e-12)
+
+
+def special_keys(m: LoadedModel, norm: NormAttention) -> torch.Tensor:
+    """``(N, T)`` booleans: the special keys ([CLS]/[SEP], ``<s>``/``</s>``) of each text of ``norm``
+    (False on padding)."""
+    mask = torch.zeros(len(norm), norm.weights.shape[-1], dtype=torch.bool)
+    for i, tokens in enumerate(norm.tokens):
+        ids = m.tokenizer.convert_tokens_to_ids(tokens)
+        mask[i, : len(ids)] = special_mask(ids, special_token_ids(m.tokenizer))
+    return mask
+
+
+def special_share(per_head: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """``(L, H)``: the share of each row's weight that falls on the special keys, averaged over the
+    rows of each text, then over texts.
+
+    Args:
+        per_head: non-negative weights ``(N, L, H, T, T)`` (rows are queries): the norm-based
+            ``||alpha_ij^h f_h(x_j)||`` of :class:`NormAttention`, or the raw weights.
+        special: ``(N, T)`` booleans, True at the special keys of each text.
+
+    Rows with no weight at all (padding) are left out of the means.
+    """
+    on_special = (per_head * special[:, None, None, None, :]).sum(dim=-1)  # (N, L, H, T)
+    total = per_head.sum(dim=-1)  # (N, L, H, T)
+    share = torch.where(total > 0, on_special / total.clamp_min(1e-30), torch.nan)  # (N, L, H, T)
+    return share.nanmean(dim=-1).nanmean(dim=0)  # (L, H)
+
+
+def norm_special_weight(m: LoadedModel, texts: Sequence[str] | str, *, layers: Sequence[int] | None = None,
+                        batch_size: int = 16) -> np.ndarray:
+    """``(L', H)``: each head's norm-based weight on the special keys (Kobayashi et al. 2020).
+
+    For every query row ``i`` the share ``sum_{j special} alpha_ij ||f_h(x_j)|| / sum_j alpha_ij ||f_h(x_j)||``,
+    averaged over the rows of each text, then over texts. It is the norm-based counterpart of
+    :meth:`attnlab.core.streaming.MeanAttention.special_weight` (the same average of the raw weights);
+    ``1 -`` it is the head's norm-based content mass: the share of what the head moves that
+    comes from the text.
+
+    Args:
+        m: the loaded model.
+        texts: one text or a list.
+        layers: the 0-based layers to keep, the rows of the result (default: all).
+        batch_size: texts per forward pass.
+    """
+    chosen = check_layers(m, layers)
+    norm = norm_attention(m, texts, batch_size=batch_size)
+    share = special_share(norm.per_head, special_keys(m, norm))  # (L, H)
+    return share[chosen].double().numpy()

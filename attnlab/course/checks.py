@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_, _
 from attnlab.core.records import nan_for_none, to_plain
+from attnlab.core.streaming import MeanAttention
 from attnlab.course.cards import THRESHOLD_KEYS, Decider, card, deciding, numbers_text
 
 PASSED = N_("passed")  # marked: a threshold table shows these words translated
@@ -135,3 +137,34 @@ def ablation_precision_bound(effects: np.ndarray) -> float:
     low, high = np.nanpercentile(means, [25, 75])
     return float(ABLATION_PRECISION_SHARE * (high - low))
 
+
+#: how far a reduced precision may move one cell of a mean map (lesson 08): a tenth of what a content key
+#: gets in a uniform row of the course's 10-token queries
+MEAN_MAP_BOUND = 0.01
+
+
+def mean_map_precision_check(exact: MeanAttention, reduced: MeanAttention, reading: str = CONTENT_KEYS, *,
+                             bound: float = MEAN_MAP_BOUND) -> Check:
+    """Whether a reduced precision (bf16) gives the mean maps fp32 gives, over the same queries, in one reading.
+
+    ``exact`` and ``reduced``: :class:`~attnlab.core.streaming.MeanAttention` of the same queries at fp32
+    and at the reduced precision. ``reading``: ``"all keys"`` (the maps as computed) or ``"content keys"``
+    (their :attr:`~attnlab.core.streaming.MeanAttention.content` sums: special keys left out, rows
+    renormalised). Passes when no cell of any head's mean map ``[L', H, n, n_keys]`` moves by more than
+    ``bound``; the largest move of a head's fixedness (the number lesson 08 labels heads by) is shown beside.
+    """
+    if reading not in (ALL_KEYS, CONTENT_KEYS):
+        raise ValueError(f"reading must be {ALL_KEYS!r} or {CONTENT_KEYS!r}, got {reading!r}")
+    if exact.count != reduced.count or exact.total.shape != reduced.total.shape:
+        raise ValueError(f"exact ({exact.count} queries, maps {tuple(exact.total.shape)}) and reduced "
+                         f"({reduced.count}, {tuple(reduced.total.shape)}) must average the same queries")
+    if reading == CONTENT_KEYS:
+        if exact.content is None or reduced.content is None:
+            raise ValueError("the content-key reading needs accumulators that know their special keys")
+        exact, reduced = exact.content, reduced.content
+    moved = float((exact.mean - reduced.mean).abs().max())
+    fixedness = np.abs(exact.fixedness().numpy() - reduced.fixedness().numpy())  # (L', H), NaN for uniform heads
+    return Check.of(N_("the reduced precision moves no cell of a mean map by more than the bound"),
+                    passed=moved <= bound, reading=reading, largest_move_of_a_cell=moved, bound=bound,
+                    largest_move_of_fixedness=float(np.nanmax(fixedness)) if np.isfinite(fixedness).any()
+                    else float("nan"), queries=int(exact.count))

@@ -158,6 +158,9 @@ class AveragingResult(Record):
     content_fixed_share: Interval | None = None
     special_weight: np.ndarray | None = None  # (L', H): mean weight on [CLS]/[SEP], <s>/</s>
     sink_labels: list[list[str]] = field(default_factory=list)  # [L'][H]: content label, "sink + " when it rests on one
+    # (L', H): share of each row's norm-based weight alpha_ij ||f_h(x_j)|| on the special keys (Kobayashi et al.),
+    # on a sample of the queries; None in records saved before it
+    norm_special_weight: np.ndarray | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distance
 from attnlab.analysis.faithfulness import scoreboard
 from attnlab.analysis.fixedness import fixedness_report
 from attnlab.analysis.mean_map_replacement import mean_map_replacement, replace_together
+from attnlab.analysis.norm_attention import norm_special_weight
 from attnlab.analysis.settling import PATIENCE, LabelWatch, average_until_settled
 from attnlab.analysis.sinks import sink_intervention, sink_profile
 from attnlab.analysis.stats import MIN_UNITS
@@ -157,7 +158,7 @@ SIZES: dict[str, dict[str, tuple]] = {
     "patterns": {"n_boot": (1000, 100)},
     "perturbation": {"queries": ((100, 1000), (12, 48)), "n_boot": (1000, 100)},
     "averaging": {"queries": ((MIN_UNITS * 1000, averaging_claims.COURSE_QUERIES), (MIN_UNITS * 25, 12 * 25)),
-                  "shard": (1000, 25), "control": (2000, 100), "n_boot": (1000, 100)},
+                  "shard": (1000, 25), "control": (2000, 100), "n_boot": (1000, 100), "norm_queries": (64, 8)},
     "diversity": {"texts": ((250, 2000), (12, 48)), "n_boot": (2000, 200)},
     "head_count": {"texts": (500, 40), "seeds": ((0, 1, 2, 3, 4), (0, 1))},
     "pruning": {"importance_texts": (128, 4), "eval_texts": (128, 4), "probe_texts": (128, 36),
@@ -280,6 +281,7 @@ def averaging(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
                                      batch_size=64, resume_dir=resume_dir, progress=False, precision=precision)
     report = fixedness_report(run.shards, control=control, n_boot=n_boot)
     labels = averaging_claims.head_labels(report)
+    sample = list(same_length_queries(m, size["norm_queries"], DEFAULT_N_TOKENS))  # for the norm-based weights
     record = AveragingResult(
         n_queries=merge_all(run.shards).count, n_tokens=DEFAULT_N_TOKENS, layers=report.layers,
         fixedness=report.fixedness, sharpness=report.sharpness, fixedness_per_layer=report.per_layer,
@@ -291,7 +293,8 @@ def averaging(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
         information=report.information.estimate, content_fixedness=report.content.fixedness,
         content_labels=averaging_claims.reading_labels(report, CONTENT_KEYS).tolist(),
         content_fixed_share=averaging_claims.label_share(report.content).interval,
-        special_weight=report.special_weight, sink_labels=averaging_claims.sink_labels(report).tolist())
+        special_weight=report.special_weight, sink_labels=averaging_claims.sink_labels(report).tolist(),
+        norm_special_weight=norm_special_weight(m, sample, layers=report.layers))
     return record, stopping
 
 

@@ -19,6 +19,8 @@ keyword argument of its function, so a sensitivity table can move it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from attnlab.analysis.covering import (
@@ -172,12 +174,14 @@ def share_interval(flags: np.ndarray, unsure: np.ndarray | None = None, weights:
     return Interval(point, point, float((w * (flags | unsure)).sum() / total), 0.95, 0)
 
 
-def content_mass(averaging: AveragingResult) -> np.ndarray | None:
-    """``(L', H)``: each head's mean weight on the content keys, ``1 - special_weight`` (None when
-    lesson 08 did not save the special tokens' weight)."""
-    if averaging.special_weight is None:
+def content_mass(averaging: AveragingResult, *, norm_based: bool = False) -> np.ndarray | None:
+    """``(L', H)``: each head's mean weight on the content keys, ``1 - special_weight``; with
+    ``norm_based``, the share of its norm-based weight ``alpha_ij ||f_h(x_j)||`` on them (Kobayashi et
+    al.), ``1 - norm_special_weight``. None when lesson 08 did not save that weight."""
+    weight = averaging.norm_special_weight if norm_based else averaging.special_weight
+    if weight is None:
         return None
-    return np.clip(1.0 - np.asarray(averaging.special_weight, dtype=float), 0.0, 1.0)
+    return np.clip(1.0 - np.asarray(weight, dtype=float), 0.0, 1.0)
 
 
 def fixed_vs_followers(averaging: AveragingResult, perturbation: PerturbationResult) -> dict[str, dict[str, int]]:
@@ -239,7 +243,9 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
       The interval runs from the weighted share with no "cannot tell" head fixed to the one with
       all of them (``numbers["estimate"]``, ``["low"]``, ``["high"]``); the unweighted share with
       its interval over query shards, and the same rule on the heads that do not rest on a
-      special token alone, are shown beside;
+      special token alone, are shown beside; so is the share weighted by each head's
+      **norm-based** content mass (Kobayashi et al.: each weight times the size ``||f_h(x_j)||`` of
+      what it moves, :func:`norm_weighted`), with whether the verdict would be the same;
     * lesson 06's share of content-followers on the content keys, with its interval from
       resampling the **queries** (each resample labels every head anew), and the three-way
       label counts (content / position / cannot tell) from each head's own interval.
@@ -331,13 +337,45 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
         numbers[N_("verdict on those heads alone")] = from_tests(alone.above(most) and content.below(few),
                                                                 alone.below(most) or content.above(few))
-    numbers[N_("norm-weighted reading (Kobayashi et al.)")] = N_("not measured")
     why = too_few_units(fixed) or too_few_units(content)
+
+    def word(share: Interval) -> str:  # the verdict the rule gives with this fixed share
+        if why is not None:
+            return UNSURE
+        return from_tests(share.above(most) and content.below(few), share.below(most) or content.above(few))
+
+    numbers.update(norm_weighted(grid, content_mass(averaging, norm_based=True), word(decided), word))
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = decided.above(most) and content.below(few)
     fails = decided.below(most) or content.above(few)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
+
+
+def norm_weighted(grid: np.ndarray, norm_mass: np.ndarray | None, decided: str,
+                  word: Callable[[Interval], str]) -> dict:
+    """Conclusion 1's fixed share with each head weighted by its **norm-based** content mass (Kobayashi
+    et al.: a row's weight times the size of what it moves), shown beside the decision, never deciding.
+
+    Args:
+        grid: ``(L', H)`` lesson 08's content-key labels.
+        norm_mass: ``(L', H)`` :func:`content_mass` with ``norm_based=True`` (None: not measured).
+        decided: the verdict word of the decided (weight-based) share.
+        word: the verdict rule, from a fixed share's interval to a verdict word.
+
+    Returns:
+        The numbers to show: the share with its interval, and whether the verdict would be the same.
+    """
+    key = N_("norm-weighted reading (Kobayashi et al.)")
+    if norm_mass is None:
+        return {key: N_("not measured (run lesson 08 again)")}
+    share = share_interval(grid == "fixed", grid == UNSURE, norm_mass)
+    return {key: f"{float(share.estimate):.3g} [{float(share.low):.3g}, {float(share.high):.3g}]",
+            N_("norm-based content mass per head (min, median, max)"): [
+                round(float(np.nanmin(norm_mass)), 3), round(float(np.nanmedian(norm_mass)), 3),
+                round(float(np.nanmax(norm_mass)), 3)],
+            N_("verdict with the norm-based weights"): (N_("same verdict") if word(share) == decided
+                                                        else N_("different verdict"))}
 
 
 # --------------------------------------------------------------------------- 2
