@@ -306,7 +306,7 @@ def _smoke_total(numbers: dict, lang: str) -> str:
     if lang == "en":
         return (f"The smoke pass of all 14 lessons took {seconds_text(total, lang)} on a busy 2-core CPU with the "
                 "offline default (a quiet machine is faster; see [the times](#times-and-where-they-come-from)).\n")
-    return (f"在一台繁忙的双核 CPU 上，用离线默认模型以smoke 模式跑完 14 课用了 {seconds_text(total, lang)}"
+    return (f"在一台繁忙的双核 CPU 上，用离线默认模型以 smoke 模式跑完 14 课用了 {seconds_text(total, lang)}"
             "（空闲机器更快；见[用时及其出处](#用时及其出处)）。\n")
 
 

@@ -226,7 +226,7 @@ def test_conclusion_4a_can_hold_and_fail():
     strong.covering = rec.covering(1.0, 0.05, strong=15.0, **BIG)  # head (0, 0) alone does 15 / 20 of all
     v = claims.conclusion_4a(strong)
     assert v.verdict == FAILS and v.numbers["top low"] > claims.STRONG_SHARE
-    assert v.numbers["top head (chosen on the other half)"] == "layer 1, head 1"
+    assert v.numbers["top head (chosen on the other half)"] == "L1 H1"
     assert claims.conclusion_4a(rec.pruning(**BIG, cover=0.5)).verdict == FAILS  # they work only together
 
 

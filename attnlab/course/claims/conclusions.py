@@ -500,7 +500,8 @@ def covering_numbers(cov: Covering, *, margin: float = COVERS_MARGIN) -> tuple[d
         low, median, high = set_band(cov, smaller)
         numbers[N_("sets of {k} heads: excess over the null").format(k=smaller)] = (
             f"{small_excess} ({_(READINGS[reading(small_excess, meet_chance(smaller, total), margin)])}; "
-            f"ratio {covering_ratio(cov, smaller)}, sets {low:.3g}-{high:.3g}, median {median:.3g}; "
+            + _("ratio {ratio}, sets {low:.3g}-{high:.3g}, median {median:.3g}").format(
+                ratio=covering_ratio(cov, smaller), low=low, high=high, median=median) + "; "
             f"{meet_chance(smaller, total):.0%} {_('chance a backup partner shares the set')})")
     top_set = top_set_ratio(cov)
     if top_set is not None:
@@ -547,7 +548,7 @@ def conclusion_4a(pruning: PruningResult | None, *, margin: float = COVERS_MARGI
     top, head = held_out_top_head(cov)
     numbers.update({N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low,
                     N_("top high"): top.high,
-                    N_("top head (chosen on the other half)"): f"layer {cov.head(head)[0] + 1}, head {cov.head(head)[1] + 1}",
+                    N_("top head (chosen on the other half)"): f"L{cov.head(head)[0] + 1} H{cov.head(head)[1] + 1}",
                     N_("weak means below"): weak, N_("strong means above"): strong})
     why = too_few_units(excess) or too_few_units(top)
     if why is not None:
