@@ -175,10 +175,12 @@ def deciding_number(verdict: ClaimVerdict) -> str:
             est, low, high = (numbers.get(prefix + k) for k in keys)
             if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (est, low, high)):
                 measure = numbers.get(prefix + "measure", keys[0])
-                parts.append(f"{prefix}{translated(str(measure))} {est:.3g} [{low:.3g}, {high:.3g}]")
+                text = f"{translated(str(measure))} {est:.3g} [{low:.3g}, {high:.3g}]"
+                # "6a: ..." and "; " through the catalogue: full-width punctuation in Chinese
+                parts.append(_("{part}: {text}").format(part=prefix.rstrip(": "), text=text) if prefix else text)
                 break
     if parts:
-        return "; ".join(parts)
+        return parts[0] if len(parts) == 1 else _("{first}; {second}").format(first=parts[0], second="; ".join(parts[1:]))
     for key in ("why", "missing", "6a: why", "6b: missing"):
         if key in numbers:
             return translated(str(numbers[key]))
