@@ -32,8 +32,11 @@ def main() -> int:
     if report["settings"].get("smoke"):
         print("note: the report ran in smoke mode")
     os.environ["ATTNLAB_RESULTS"] = args.results
-    m = load_model(args.model or report["settings"].get("model_path") or report["settings"]["model"], verbose=False)
-    course = all_conclusions(gather(m))  # lesson 12's verdicts from the saved results, nothing re-run
+    m = load_model(args.model or report["settings"]["model"], verbose=False)  # the name results are saved under
+    evidence = gather(m)  # lesson 12's evidence from the saved results, nothing re-run
+    if all(origin == "missing" for origin in evidence.origin.values()):
+        raise SystemExit(f"no results of {m.name} in {args.results}: run the course there on that model first")
+    course = all_conclusions(evidence)
     print(f"{'claim':6s} {'report (stops early)':28s} {'course (fixed size)':28s}")
     same = differ = 0
     for label in LABELS:
