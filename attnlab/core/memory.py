@@ -14,7 +14,7 @@ killed.
 (``mallopt(M_MMAP_THRESHOLD)``, which also stops the raising), so every block
 of that size or more goes back to the system when freed. It costs time: each
 such block is mapped afresh, its pages zeroed (a sweep of bert-base's shape:
-about 150 MB lower peak, 1.3-1.5x the time;
+about 100-150 MB lower peak, about 1.5x the time;
 ``benchmarks/bench_memory_release.py`` measures both). So
 :func:`save_memory_if_tight` applies it only where memory is the limit: a
 container of at most :data:`TIGHT_BYTES` (Binder's 2 GB), or

@@ -49,7 +49,7 @@ KEEPABLE = ("maps", "hidden", "output")
 ROWS_PER_PASS = 256
 #: the hidden width :data:`ROWS_PER_PASS` is for (the offline default's); a wider model takes
 #: proportionally fewer rows a pass, so that a pass's activations stay the same size (bert-base's
-#: 768: 128 rows, 126 MB less at the peak of a sweep on its shape, at the same speed)
+#: 768: 128 rows; on one sweep of its shape a lower peak and less time, benchmarks/bench_memory_release.py)
 ROWS_WIDTH = 384
 
 
