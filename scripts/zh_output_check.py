@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.tools import english_prose, figure_texts
+from attnlab.tools import english_prose, figure_texts, lesson_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "notebooks" / "zh"
@@ -37,7 +37,7 @@ def check(notebook: Path) -> list[str]:
     OUT.mkdir(parents=True, exist_ok=True)
     texts = OUT / f"{notebook.stem}.figure-texts.jsonl"
     texts.unlink(missing_ok=True)
-    book = figure_texts.execute_recording(notebook, texts, timeout=3600)
+    book = lesson_runner.execute_recording(notebook, texts, timeout=3600)
     nbformat.write(book, str(OUT / notebook.name))
     lines = figure_texts.reader_lines(book, figure_texts.read(texts))
     return [f"{where}: {line.strip()[:160]}" for where, line in lines if english_prose.is_prose(line)]

@@ -27,7 +27,7 @@ import pytest
 
 from attnlab.core import language
 from attnlab.core.language import _, compile_mo, read_po
-from attnlab.tools import english_prose, figure_texts, messages, zh_edition
+from attnlab.tools import english_prose, figure_texts, lesson_runner, messages, zh_edition
 from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -326,7 +326,7 @@ def run_chinese_lesson(lesson, folder: Path) -> tuple[nbformat.NotebookNode, lis
     """Execute ``lesson``'s Chinese notebook (environment already set by the caller), recording every
     figure's texts; returns the executed notebook and the figure records."""
     texts = folder / "figure-texts.jsonl"
-    return figure_texts.execute_recording(lesson.chinese, texts), figure_texts.read(texts)
+    return lesson_runner.execute_recording(lesson.chinese, texts), figure_texts.read(texts)
 
 
 def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:

@@ -76,23 +76,6 @@ def hook_source(path: str | Path) -> str:
 HOOK_ID = "figure-texts"
 
 
-def execute_recording(notebook: str | Path, texts: str | Path, *, timeout: int = 900):
-    """Execute ``notebook`` headless in its own folder, with a first cell that records every
-    figure's texts into ``texts``; returns the executed notebook (the hook cell removed)."""
-    import nbformat
-
-    from attnlab.tools.lesson_runner import execute_notebook
-
-    notebook = Path(notebook)
-    book = nbformat.read(str(notebook), as_version=4)
-    hook = nbformat.v4.new_code_cell(hook_source(texts))
-    hook["id"] = HOOK_ID
-    book.cells.insert(0, hook)
-    execute_notebook(book, notebook.parent, timeout=timeout)
-    book.cells = [c for c in book.cells if c.id != HOOK_ID]
-    return book
-
-
 def reader_lines(book, figures: list[dict]) -> list[tuple[str, str]]:
     """``(where, line)`` for every line the reader of an executed notebook ``book`` sees: printed
     text, rich outputs (HTML as its visible text), error messages, and the texts of every figure in

@@ -26,6 +26,7 @@ from attnlab.core.language import _, current_language
 from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.multilingual import cache_root
 from attnlab.course import results
+from attnlab.tools import figure_texts
 
 #: where the lessons of this version are fetched from when there is no checkout (a test points it
 #: at a local copy); the default is the course's own repository
@@ -194,3 +195,18 @@ def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     with environment(ATTNLAB_MODEL=model_setting(m), ATTNLAB_RESULTS=str(results.results_dir().resolve()),
                      ATTNLAB_LANG=current_language(), MPLBACKEND="Agg"), model_set_aside(m):
         execute_notebook(book, folder, timeout=timeout)
+
+
+def execute_recording(notebook: str | Path, texts: str | Path, *, timeout: int = 900):
+    """Execute ``notebook`` headless in its own folder, with a first cell that records every
+    figure's texts into ``texts``; returns the executed notebook (the hook cell removed)."""
+    import nbformat
+
+    notebook = Path(notebook)
+    book = nbformat.read(str(notebook), as_version=4)
+    hook = nbformat.v4.new_code_cell(figure_texts.hook_source(texts))
+    hook["id"] = figure_texts.HOOK_ID
+    book.cells.insert(0, hook)
+    execute_notebook(book, notebook.parent, timeout=timeout)
+    book.cells = [c for c in book.cells if c.id != figure_texts.HOOK_ID]
+    return book
