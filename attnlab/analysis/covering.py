@@ -130,12 +130,16 @@ def effect_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
     if len(sets) != len(joint_deltas):
         raise ValueError(f"{len(sets)} sets but {len(joint_deltas)} joint passes")
 
-    def delta(k: int) -> np.ndarray:
-        """``(N, D)``: head ``k``'s delta, one at a time (no ``(K, N, D)`` copy beside ``single``)."""
-        return np.asarray(single[k], dtype=float) - full
-
-    sums = np.stack([sum(delta(k) for k in s) for s in sets])  # (S, N, D)
-    single_norm = np.stack([np.linalg.norm(delta(k), axis=-1) for k in range(len(single))], axis=1)  # (N, K)
+    # one head's delta at a time, computed once: no (K, N, D) copy beside ``single``
+    members = [{int(i) for i in s} for s in sets]
+    sums = np.zeros((len(sets),) + full.shape)  # (S, N, D)
+    single_norm = np.empty((full.shape[0], len(single)))  # (N, K)
+    for k in range(len(single)):
+        delta = np.asarray(single[k], dtype=float) - full  # (N, D)
+        single_norm[:, k] = np.linalg.norm(delta, axis=-1)
+        for s, member in enumerate(members):
+            if k in member:
+                sums[s] += delta
     return (np.linalg.norm(joint_deltas, axis=-1), np.linalg.norm(sums, axis=-1),
             np.einsum("snd,snd->sn", joint_deltas, sums), single_norm)
 
