@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,51 @@ def test_a_wider_model_takes_fewer_rows_a_pass(tiny_en):
     assert core_run.copies_that_fit(16, m=wide) == core_run.ROWS_PER_PASS // 4 // 16
     assert core_run.copies_that_fit(16, 64, m=wide) == 4  # an explicit budget wins
     assert core_run.copies_that_fit(10_000, m=wide) == 1
+
+
+def _gate_gradient_and_saved_bytes(m, batch, recompute: bool):
+    """dL/dgates of a simple loss by plain autograd, and the bytes the forward pass saved for backward."""
+    from attnlab.core.gates import gate_heads
+    from attnlab.core.run import recompute_in_backward
+    saved = []
+
+    def pack(t):
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    gates = torch.ones(m.n_layers, m.n_heads, requires_grad=True)
+    with gate_heads(m, gates), recompute_in_backward(m) if recompute else contextlib.nullcontext() as used:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            hidden = run(m, batch, keep=("output",), grad=True).output.last_hidden_state  # (B, T, d)
+        loss = (hidden ** 2).mean()
+        (grad,) = torch.autograd.grad(loss, gates)  # (L, H)
+    return grad, sum(saved), used
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_recomputing_layers_in_backward_keeps_the_gradients_and_saves_less(tiny_factory, arch):
+    m = tiny_factory(arch, "en", n_layers=3)
+    batch = encode(m, ["how do you play chess", "why is the sky blue today", "where is the nearest station"])
+    plain, plain_bytes, _unused = _gate_gradient_and_saved_bytes(m, batch, recompute=False)
+    again, again_bytes, used = _gate_gradient_and_saved_bytes(m, batch, recompute=True)
+    assert plain.abs().max() > 0
+    assert torch.allclose(again, plain, rtol=1e-5, atol=1e-9)
+    shares_layers = len(set(layer_module_paths(m))) < m.n_layers
+    assert used is (not shares_layers)  # ALBERT: left alone, the hooks count a shared module's calls
+    if used:  # only each layer's input (and what lies outside the layers) is kept
+        assert again_bytes < plain_bytes / 3
+    else:
+        assert again_bytes == plain_bytes
+    assert all("forward" not in vars(layer) for layer in m.model.modules())  # the class's forward again
+
+
+def test_recomputing_layers_puts_forward_back_after_an_error(tiny_en):
+    from attnlab.core.run import recompute_in_backward
+    with pytest.raises(RuntimeError, match="boom"):
+        with recompute_in_backward(tiny_en) as used:
+            assert used and all("forward" in vars(layer) for layer in tiny_en.model.encoder.layer)
+            raise RuntimeError("boom")
+    assert all("forward" not in vars(layer) for layer in tiny_en.model.modules())
+    with recompute_in_backward(tiny_en):  # without gradients the layers run as they are
+        out = run(tiny_en, encode(tiny_en, ["chess"]), keep=("output",)).output.last_hidden_state
+    assert torch.equal(out, run(tiny_en, encode(tiny_en, ["chess"]), keep=("output",)).output.last_hidden_state)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
+import torch.utils.checkpoint
 
 from attnlab.core.inputs import Encoded, encode, encode_ids  # noqa: F401 - the inputs half of "one way"
 from attnlab.core.models import LoadedModel, NoAttentionError
@@ -187,6 +188,41 @@ def layers_from(m: LoadedModel, root: torch.nn.Module, start: int, hidden: torch
     finally:
         setattr(owner, attribute, whole)
         handle.remove()
+
+
+@contextlib.contextmanager
+def recompute_in_backward(m: LoadedModel) -> Iterator[bool]:
+    """Inside the block a pass that records a graph keeps only each layer's input ``(B, T, d)``
+    for the backward pass; the backward pass runs each layer again to get the rest
+    (``torch.utils.checkpoint``). Gradients are the same; the graph of one layer at a time is
+    held instead of all of them, for about one more forward pass of time.
+
+    Yields False (and changes nothing) where layers share modules (ALBERT): the hooks that
+    count a shared module's calls would count the second run as the next layer. Passes without
+    gradients are untouched. The layers' own ``forward`` is put back on exit, also after an error.
+    """
+    found = layer_list(m)
+    if found is None:
+        yield False
+        return
+    owner, attribute = found
+    layers = list(getattr(owner, attribute))
+    for layer in layers:
+        layer.forward = _recomputed(layer.forward)
+    try:
+        yield True
+    finally:
+        for layer in layers:
+            del layer.forward  # the instance attribute; the class's forward shows again
+
+
+def _recomputed(forward: Callable) -> Callable:
+    def run_layer(*args, **kwargs):
+        if not torch.is_grad_enabled():
+            return forward(*args, **kwargs)
+        return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+    return run_layer
 
 
 # --------------------------------------------------------------------------- hooks
