@@ -420,12 +420,14 @@ def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fa
                                    eval_queries)
     except ValueError:  # e.g. a tokenizer whose every token starts a word: nothing to probe (6b cannot tell)
         fitted = None
-    keep = {"vectors": importance.sentence_vectors_of, **({"tasks": fitted.losses} if fitted is not None else {})}
+    keep = {"vectors": importance.sentence_vectors_of,
+            **({"tasks": fitted.losses, "refits": fitted.refit_losses} if fitted is not None else {})}
     sweep = importance.ablation_per_text(m, held_out, progress=progress, keep=keep)
     effects_eval = sweep["sentence"]  # (N, L, H)
     effects = effects_eval.mean(axis=0)  # (L, H)
     cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"])
-    tasks = probes.task_study(m, fitted, held_out, masked=sweep["tasks"]) if fitted is not None else None
+    tasks = (probes.task_study(m, fitted, held_out, masked=sweep["tasks"], refits=sweep["refits"])
+             if fitted is not None else None)  # from the same sweep: no sweep of its own
     split_half = {kind: importance.split_half_agreement(effects_rank[kind]) for kind in ("sentence", "token")}
     record = PruningResult(
         study=study, ablation=effects, verdict=pruning_claims.verdict_some_heads_prunable(study, effects, costs=costs),
