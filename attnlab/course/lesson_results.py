@@ -220,9 +220,10 @@ class HeadCountResult(Record):
 class PruningResult(Record):
     """Lesson 11: head importance on one set of texts, pruning curves and ablation on another."""
 
-    study: PruningStudy  # ranking (L, H) from the importance texts; curves (random ones per text) on the evaluation texts
+    study: PruningStudy | None  # ranking (L, H) from the importance texts; curves (random ones per text) on the
+    #   evaluation texts; None from `attnlab report`, which leaves the curves out (no conclusion reads them)
     ablation: np.ndarray  # (L, H): mean loss change on the evaluation texts when the head alone is removed
-    verdict: ClaimVerdict  # "some heads can be pruned with almost no loss"
+    verdict: ClaimVerdict | None  # "some heads can be pruned with almost no loss"; None where ``study`` is
     removable_alone: float = float("nan")  # share of heads removable alone within the tolerance
     spearman_importance_ablation: float = float("nan")  # gradient importance vs ablation, one objective
     confidence: np.ndarray | None = None  # (L, H): Voita et al.'s confidence

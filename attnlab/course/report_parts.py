@@ -30,8 +30,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from attnlab.analysis import covering, importance, pattern_shares, probes, pruning, regroup, taxonomy
-from attnlab.analysis import costs_nothing
+from attnlab.analysis import covering, importance, pattern_shares, probes, regroup, taxonomy
 from attnlab.analysis.compare import PerturbationStudy, perturbation_study
 from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distances, layer_clustering, shuffled_baseline
 from attnlab.analysis.faithfulness import scoreboard
@@ -55,7 +54,6 @@ from attnlab.course.claims import followers
 from attnlab.course.claims import head_count as head_count_claims
 from attnlab.course.claims import head_patterns
 from attnlab.course.claims import perturbation as perturbation_claims
-from attnlab.course.claims import pruning as pruning_claims
 from attnlab.course.claims.readings import with_other_reading
 from attnlab.course.lesson_results import (
     AveragingResult,
@@ -162,7 +160,7 @@ SIZES: dict[str, dict[str, tuple]] = {
     "diversity": {"texts": ((250, 2000), (12, 48)), "n_boot": (2000, 200)},
     "head_count": {"texts": (500, 40), "seeds": ((0, 1, 2, 3, 4), (0, 1))},
     "pruning": {"importance_texts": (128, 4), "eval_texts": (128, 4), "probe_texts": (128, 36),
-                "random_orders": (20, 3), "covering_sets": (20, 4)},
+                "covering_sets": (20, 4)},
     "attention_limits": {"sink_texts": (300, 12), "intervene": (100, 6), "scored": (80, 6),
                          "mean_queries": (2000, 60), "replace": (32, 3), "orders": (5, 2)},
 }
@@ -400,8 +398,9 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
 
 
 def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[PruningResult, None]:
-    """Lesson 11: single-head ablation on one set of texts, pruning curves, the covering study and two
-    task probes on another (conclusions 4 and 6)."""
+    """Lesson 11: single-head ablation on one set of texts, the covering study and two task probes on
+    another (conclusions 4 and 6). Lesson 11's pruning curves are left out: they decide only that
+    lesson's own verdict, which no conclusion reads, and they were half of this part's time."""
     size = sizes_of("pruning")
     n_importance, n_eval = size["importance_texts"], size["eval_texts"]
     queries = corpus.queries(m.language, n_importance + n_eval + size["probe_texts"], seed=1)
@@ -412,9 +411,6 @@ def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fa
     held_out = importance.make_objective(m, eval_texts, kind="sentence", batch_size=64)
     effects_rank = importance.ablation_per_text(m, ranking, progress=progress, precision=precision)
     imp = effects_rank["sentence"].mean(axis=0)  # (L, H)
-    costs = costs_nothing.for_texts(m, eval_texts)
-    study = pruning.pruning_study(m, held_out, importance=imp, n_random=size["random_orders"],
-                                  tolerance=costs.tolerance)
     try:
         fitted = probes.fit_probes(m, queries[:n_importance] + queries[n_importance + n_eval:], held_out,
                                    eval_queries)
@@ -429,10 +425,8 @@ def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fa
     tasks = (probes.task_study(m, fitted, held_out, masked=sweep["tasks"], refits=sweep["refits"])
              if fitted is not None else None)  # from the same sweep: no sweep of its own
     split_half = {kind: importance.split_half_agreement(effects_rank[kind]) for kind in ("sentence", "token")}
-    record = PruningResult(
-        study=study, ablation=effects, verdict=pruning_claims.verdict_some_heads_prunable(study, effects, costs=costs),
-        removable_alone=pruning_claims.removable_alone(effects, study.base_loss, study.tolerance,
-                                                       relative=study.relative),
+    record = PruningResult(  # no pruning curves: lesson 11's own verdict, which no conclusion reads
+        study=None, ablation=effects, verdict=None,
         ablation_per_text=effects_eval,
         objective_importance={kind: values.mean(axis=0) for kind, values in effects_rank.items()},
         split_half=split_half,

@@ -22,7 +22,7 @@ def _study(ctx: FigureContext):
 
     def compute():
         saved = results.load(RESULT_NAMES[PruningResult], PruningResult, model=m)
-        if saved is not None and saved.study.per_text:
+        if saved is not None and saved.study is not None and saved.study.per_text:
             return saved.study
         n_importance, n_eval = ctx.pick(128, 12), ctx.pick(128, 12)
         pool = texts(m.language, n_importance + n_eval, seed=1)  # distinct queries: the two sets are disjoint
