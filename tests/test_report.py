@@ -114,6 +114,8 @@ def test_report_resumes_from_its_saved_parts(tiny_reports, tiny_models, tmp_path
     kept = [name for name, part in before["settings"]["parts"].items()
             if name not in ("patterns", "perturbation") and part["origin"] == "measured"]
     assert kept and all(origins[name] == "saved" for name in kept)
+    saved_seconds = sum(before["settings"]["parts"][name]["seconds"] for name in kept)
+    assert after["settings"]["seconds"] >= saved_seconds - 0.01 * len(kept)  # the earlier run's time counts
     words = {k: v["verdict"] for k, v in after["claims"].items()}
     assert words == {k: v["verdict"] for k, v in before["claims"].items()}
 

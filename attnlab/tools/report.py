@@ -376,12 +376,16 @@ def figures(m: LoadedModel, verdicts: dict[str, ClaimVerdict], ev: Evidence) -> 
 
 
 def run_settings(m: LoadedModel, precision: str, runs: dict[str, PartRun], lang: str, started: float) -> dict:
-    """The run's settings as stored in the results JSON: model, languages, precision, device, sizes, seconds."""
+    """The run's settings as stored in the results JSON: model, languages, precision, device, sizes, seconds.
+
+    ``seconds``: this run's time plus the measured time of the parts it read back from an earlier,
+    interrupted run, so that a resumed report states what the whole report cost."""
+    earlier = sum(run.seconds for run in runs.values() if run.origin == "saved")
     return to_plain({
         "model": m.name, "model_source": m.source, "model_path": m.path, "model_type": m.model_type,
         "layers": m.n_layers, "heads": m.n_heads, "head_dim": m.head_dim, "query_language": m.language,
         "report_language": lang, "precision": precision, "device": str(m.device), "smoke": is_smoke(),
-        "seconds": time.perf_counter() - started, "version": REPORT_VERSION,
+        "seconds": time.perf_counter() - started + earlier, "version": REPORT_VERSION,
         "parts": {name: {"lesson": PARTS[name][0], "what": PARTS[name][1], "origin": run.origin,
                          "seconds": round(run.seconds, 2), "sizes": sizes_of(name), "error": run.error,
                          "stopping": run.stopping} for name, run in runs.items()},
