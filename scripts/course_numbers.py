@@ -292,8 +292,8 @@ def _measured(numbers: dict, lang: str) -> str:
         return (f"All 14 lessons took **{seconds_text(total, lang)} ({total / 60:.1f} minutes)** in full mode on a "
                 f"quiet machine (`python benchmarks/bench_course.py`); the highest kernel peak was "
                 f"{peak['peak_mb']:,} MB (lesson {peak['lesson']}), so the course fits Binder's 2 GB. The long ones "
-                f"are {long_text}. Earlier full runs of nearly the same code on this machine type took "
-                + " and ".join(seconds_text(t, lang) for t in earlier) + ". In smoke mode all 14 took "
+                f"are {long_text}. Full runs of earlier versions on this machine type took "
+                + listed([seconds_text(t, lang) for t in earlier], lang) + ". In smoke mode all 14 took "
                 f"{seconds_text(course.get('offline_smoke_total_s'), lang)} on a busy 2-core machine. "
                 "Every lesson's time, per model, is in the\n"
                 "[teacher's guide](docs/teaching.md#times-and-where-they-come-from) (all from "
@@ -301,10 +301,18 @@ def _measured(numbers: dict, lang: str) -> str:
     long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
     return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
-            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上较早的两次完整运行用了 "
-            + " 和 ".join(seconds_text(t, lang) for t in earlier)
+            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上，较早版本的完整运行分别用了 "
+            + listed([seconds_text(t, lang) for t in earlier], lang)
             + f"。smoke 模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
             "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `docs/numbers.json`）。\n")
+
+
+def listed(items: list[str], lang: str) -> str:
+    """``a, b and c`` (``a、b 和 c`` in Chinese)."""
+    if len(items) < 2:
+        return "".join(items)
+    comma, conjunction = (", ", " and ") if lang == "en" else ("、", "和 ")
+    return comma.join(items[:-1]) + conjunction + items[-1]
 
 
 def _smoke_total(numbers: dict, lang: str) -> str:
