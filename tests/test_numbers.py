@@ -35,8 +35,8 @@ def test_numbers_from_one_source(course_numbers, numbers):
 def test_numbers_from_one_source_reads_the_measured_files(numbers):
     """The generated file holds what the benchmark files hold, independently read here."""
     full = json.loads((ROOT / "benchmarks" / "measured" / "course_full_offline.json").read_text(encoding="utf-8"))
-    assert numbers["lessons"]["11"]["offline_full_s"] == full["lessons"]["11"]["seconds"] == 211
-    assert numbers["course"]["offline_full_total_s"] == sum(m["seconds"] for m in full["lessons"].values()) == 712
+    assert numbers["lessons"]["11"]["offline_full_s"] == full["lessons"]["11"]["seconds"] == 316
+    assert numbers["course"]["offline_full_total_s"] == sum(m["seconds"] for m in full["lessons"].values()) == 825
     assert numbers["course"]["offline_full_feeds_12_s"] == sum(
         full["lessons"][n]["seconds"] for n in ("05", "06", "07", "08", "09", "10", "11"))
     assert set(numbers["lessons"]) == {f"{n:02d}" for n in range(14)}
@@ -49,14 +49,14 @@ def test_numbers_from_one_source_fails_on_planted_drift(course_numbers, numbers)
     """A number changed by hand inside a generated block, a heading, a lesson header or free text is caught."""
     guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     heading = re.search(r"^### 11 · .*$", guide, re.M).group(0)
-    assert "211 s" in heading
-    drifted = guide.replace(heading, heading.replace("211 s", "265 s"))
+    assert "316 s" in heading
+    drifted = guide.replace(heading, heading.replace("316 s", "265 s"))
     assert course_numbers.render_markdown(drifted, numbers, "en") != drifted  # the heading is rewritten
     assert course_numbers.render_markdown(guide, numbers, "en") == guide
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "lesson 13 (82 s)" in readme
-    drifted = readme.replace("lesson 13 (82 s)", "lesson 13 (107 s)")
+    assert "lesson 13 (92 s)" in readme
+    drifted = readme.replace("lesson 13 (92 s)", "lesson 13 (107 s)")
     assert course_numbers.render_markdown(drifted, numbers, "en") != drifted
 
     zh = (ROOT / "docs" / "teaching.zh-CN.md").read_text(encoding="utf-8")
