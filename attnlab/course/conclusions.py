@@ -180,7 +180,10 @@ def deciding_number(verdict: ClaimVerdict) -> str:
                 parts.append(_("{part}: {text}").format(part=prefix.rstrip(": "), text=text) if prefix else text)
                 break
     if parts:
-        return parts[0] if len(parts) == 1 else _("{first}; {second}").format(first=parts[0], second="; ".join(parts[1:]))
+        text = parts[0]
+        for part in parts[1:]:  # every separator through the catalogue, however many parts
+            text = _("{first}; {second}").format(first=text, second=part)
+        return text
     for key in ("why", "missing", "6a: why", "6b: missing"):
         if key in numbers:
             return translated(str(numbers[key]))
