@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The course in one command, on the bundled offline model unless ATTNLAB_MODEL says otherwise.
+# The course in one command, on the offline Chinese-reading model (or the article's model where the hub
+# answers) unless ATTNLAB_MODEL says otherwise.
 #
 #   bash scripts/course.sh            set up, then open the course in JupyterLab
 #   bash scripts/course.sh run        set up, then execute every lesson headless into build/notebooks/
@@ -7,26 +8,37 @@
 #   bash scripts/course.sh bundle     set up, then write the offline bundle (course + model kit + wheels, one zip)
 #   bash scripts/course.sh html       set up, then write every executed lesson of both editions as static HTML
 #                                     (build/html/index.html), running first any lesson with no executed copy
+#   bash scripts/course.sh --help     this text; nothing is installed
 #
+# Options go before or after the command; any other argument goes to the command (JupyterLab for `lab`).
 # The edition follows ATTNLAB_LANG (en, the default, or zh), or a --lang argument anywhere:
 #   bash scripts/course.sh --lang zh            the Chinese edition (notebooks/zh/), printing in Chinese
 #   bash scripts/course.sh --lang zh figures    figures with Chinese labels in figures/zh/
+# --mirror cn (or ATTNLAB_MIRROR=cn) sends every download to mainland China's mirrors (scripts/mirror.sh).
 # ATTNLAB_SMOKE=1 makes `run`, `figures` and the lessons `html` must run first quick (small sizes).
 # `html` writes both editions unless --lang names one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 lang="${ATTNLAB_LANG:-en}"
 lang_given=0
+command=""
 rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --mirror) [ $# -ge 2 ] || { echo "usage: --mirror cn" >&2; exit 2; }; export ATTNLAB_MIRROR="$2"; shift 2 ;;
+    --mirror=*) export ATTNLAB_MIRROR="${1#--mirror=}"; shift ;;
+    lab|run|figures|bundle|html)
+      if [ -z "$command" ]; then command="$1"; else rest+=("$1"); fi; shift ;;
     --lang) [ $# -ge 2 ] || { echo "usage: --lang en|zh" >&2; exit 2; }; lang="$2"; lang_given=1; shift 2 ;;
     --lang=*) lang="${1#--lang=}"; lang_given=1; shift ;;
     *) rest+=("$1"); shift ;;
   esac
 done
-set -- ${rest[@]+"${rest[@]}"}
+set -- "${command:-lab}" ${rest[@]+"${rest[@]}"}
+. scripts/mirror.sh
 case "$(echo "$lang" | tr '[:upper:]_' '[:lower:]-')" in
   zh|zh-cn|zh-hans|cn|chinese) lang=zh ;;
   en|en-us|en-gb|english|c|"") lang=en ;;
@@ -43,9 +55,9 @@ fi
 bash scripts/setup.sh course,lab
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then . .venv/bin/activate; fi
 
-case "${1:-lab}" in
+case "$1" in
   lab)
-    shift || true
+    shift
     extra=()
     if [ "$(id -u)" = "0" ]; then
       # Docker images and classroom servers often run as root, which JupyterLab refuses by default.
@@ -84,5 +96,5 @@ case "${1:-lab}" in
     if [ "${ATTNLAB_SMOKE:-0}" = "1" ]; then set -- --smoke "$@"; fi
     exec attnlab figures --lang "$lang" "$@" ;;
   *)
-    echo "usage: bash scripts/course.sh [--lang en|zh] [lab|run|figures|bundle|html]" >&2; exit 2 ;;
+    echo "usage: bash scripts/course.sh [--lang en|zh] [--mirror cn] [lab|run|figures|bundle|html] [arguments]" >&2; exit 2 ;;
 esac

@@ -10,9 +10,14 @@
 #   is kept): on Linux with no NVIDIA GPU the CPU build (scripts/install_torch.py says which and why);
 # - installs attnlab (editable) with the extras asked for.
 # Nothing here needs a model hub: the offline models come from PyPI. PIP_INDEX_URL (a PyPI mirror)
-# is honoured; ATTNLAB_TORCH_INDEX names a mirror of PyTorch's CPU index.
+# is honoured; ATTNLAB_TORCH_INDEX names a mirror of PyTorch's CPU index; ATTNLAB_MIRROR=cn sets both
+# to mainland China's mirrors (scripts/mirror.sh).
+# Before anything is created or downloaded, scripts/check_machine.py says in one sentence (exit code 3)
+# why a machine cannot run the course: Python older than 3.10, no venv module, an Intel Mac, 32-bit or
+# ARM Windows, under 4 GB of memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mirror.sh
 
 extras="${1:-course,lab}"
 case "$extras" in
@@ -20,6 +25,16 @@ case "$extras" in
 esac
 
 PYTHON=${PYTHON:-python3}
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "attnlab: no $PYTHON here: install Python 3.11 (python.org, your system's packages or conda), then run this again." >&2
+  exit 3
+fi
+stamp=.venv/.attnlab-installed-${extras//,/-}
+if [ "${ATTNLAB_NO_VENV:-0}" = "1" ]; then stamp=${TMPDIR:-/tmp}/.attnlab-installed-$(id -u)-${extras//,/-}; fi
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
+  exit 0
+fi
+"$PYTHON" scripts/check_machine.py || exit $?
 if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then
   if [ ! -x .venv/bin/python ]; then
     echo "attnlab: creating .venv with $($PYTHON --version)"
@@ -28,12 +43,6 @@ if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then
   # shellcheck disable=SC1091
   . .venv/bin/activate
   PYTHON=python
-fi
-
-stamp=.venv/.attnlab-installed-${extras//,/-}
-if [ "${ATTNLAB_NO_VENV:-0}" = "1" ]; then stamp=${TMPDIR:-/tmp}/.attnlab-installed-$(id -u)-${extras//,/-}; fi
-if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
-  exit 0
 fi
 "$PYTHON" scripts/install_torch.py
 echo "attnlab: installing attnlab with the extras $extras"
