@@ -154,8 +154,10 @@ def test_conclusion_2_can_hold():
     v = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), control_slope=0.02), rec.averaging(slope=0.2))
     assert v.verdict == HOLDS
     assert v.numbers["slope per layer"] == pytest.approx(-1.0)
-    assert v.numbers["estimate"] == pytest.approx(-1.02)  # real minus control
-    assert v.numbers["high"] == pytest.approx(-1.0 + 0.1 - 0.02)
+    # real minus control, as a share of the first layer's dispersion (3.0)
+    assert v.numbers["estimate"] == pytest.approx(-1.02 / 3.0)
+    assert v.numbers["high"] == pytest.approx((-1.0 + 0.1 - 0.02) / 3.0)
+    assert v.numbers["floor"] == pytest.approx(claims.FLOOR_2)
     assert v.numbers["fixedness slope per layer (lesson 08)"] == pytest.approx(0.2)
 
 

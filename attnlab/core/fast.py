@@ -132,6 +132,11 @@ def model_for(m: LoadedModel, precision: str = "fp32") -> torch.nn.Module:
     return cached
 
 
+def forget_copies(model: torch.nn.Module) -> None:
+    """Drop the cached reduced-precision copies of ``model`` (after its weights changed in place)."""
+    _INT8_COPIES.pop(model, None)
+
+
 def _cpu_flags() -> set[str]:
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="ignore")

@@ -30,6 +30,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
+from attnlab.course.twin_control import against_twins
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 
 #: the saved results the conclusions read, and the :class:`Evidence` field of each
@@ -131,15 +132,9 @@ def row_titles(labels) -> list[str]:
             else str(label) for label in labels]
 
 
-def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
-    """The verdicts in the article's order, keyed by :data:`LABELS`.
-
-    3a is the article's picture (onto the token itself), 3b the general
-    collapse onto one token; 4a the ensemble picture (weak heads whose effects add up), 4b
-    compensation (heads that cover for one another); 5a varies the heads at a fixed width (Vaswani et
-    al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
-    is cited under conclusion 1 when it has saved its result.
-    """
+def data_verdicts(ev: Evidence) -> dict[str, ClaimVerdict]:
+    """Each row's verdict from the data alone, before any untrained-twin control: :data:`LABELS`
+    with conclusion 6's halves as ``"6a"`` and ``"6b"`` in place of ``"6"``."""
     return {
         "1": claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
         "2": claims.conclusion_2(ev.diversity, ev.averaging),
@@ -149,8 +144,28 @@ def all_conclusions(ev: Evidence) -> dict[str, ClaimVerdict]:
         "4b": claims.conclusion_4b(ev.pruning),
         "5a": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
         "5b": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
-        "6": claims.conclusion_6(ev.perturbation, ev.pruning),
+        "6a": claims.conclusion_6a(ev.perturbation, ev.pruning),
+        "6b": claims.conclusion_6b(ev.pruning),
     }
+
+
+def all_conclusions(ev: Evidence, twin: Evidence | None = None, *, twin_name: str = "") -> dict[str, ClaimVerdict]:
+    """The verdicts in the article's order, keyed by :data:`LABELS`.
+
+    3a is the article's picture (onto the token itself), 3b the general
+    collapse onto one token; 4a the ensemble picture (weak heads whose effects add up), 4b
+    compensation (heads that cover for one another); 5a varies the heads at a fixed width (Vaswani et
+    al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
+    is cited under conclusion 1 when it has saved its result.
+
+    With ``twin`` (the same measurements on the model's untrained twin,
+    :func:`attnlab.core.twins.untrained_twin`), every claim about the model is held against it
+    (:func:`attnlab.course.twin_control.against_twins`; conclusion 6 half by half); without it,
+    each verdict says that no twin was measured.
+    """
+    rows = against_twins(data_verdicts(ev), None if twin is None else data_verdicts(twin), twin_name=twin_name)
+    six = claims.conclusion_6(ev.perturbation, ev.pruning, parts=(rows.pop("6a"), rows.pop("6b")))
+    return {**rows, "6": six}
 
 
 #: where a verdict's deciding number and interval sit in its ``numbers``: the shared keys first,

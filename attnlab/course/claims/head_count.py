@@ -34,7 +34,8 @@ from attnlab.scratch.head_count_training import HeadCountStudy, shown_design
 #: the article forces bert-base-chinese's 12 heads into this many
 ARTICLE_HEADS = 12
 COLLAPSE_TARGET = 2
-#: a change of a mass (or of the entropy ratio) smaller than this is no change
+#: a change of a mass (or of the entropy ratio) smaller than this is no change: the floor of conclusion 3
+#: (stated in SELF_CLAIM and COLLAPSE_CLAIM; a test holds the words to this number)
 COLLAPSE_MARGIN = 0.05
 #: the margins of the sensitivity table
 COLLAPSE_MARGINS = (0.0, 0.02, 0.05, 0.1)
@@ -45,6 +46,11 @@ VASWANI_ROW_A = {1: (5.29, 24.9), 4: (5.00, 25.5), 8: (4.92, 25.8), 16: (4.91, 2
 VASWANI_TASK = "WMT 2014 English-German translation (newstest2013 dev set), Transformer base, d_model = 512"
 #: a difference of mean perplexities counts as clear beyond this many standard errors
 CLEAR_SE = 2.0
+#: the floor of conclusion 5: the held-out gap must exceed this share of the perplexity at the best count
+#: (stated in MORE_HEADS_CLAIM; a gap of 1% is about what Vaswani et al.'s row (A) shows between 16 and 32 heads)
+MORE_HEADS_FLOOR = 0.01
+#: the floors of the sensitivity table
+MORE_HEADS_FLOORS = (0.0, 0.005, 0.01, 0.02)
 #: the standard-error multiples of the sensitivity table
 CLEAR_SES = (1.0, 1.5, 2.0, 3.0)
 #: the row (A) pattern (worst, best in the middle, worse again) needs at least this many head counts
@@ -53,11 +59,12 @@ MIN_HEAD_COUNTS = 3
 #: pick out one position among 16, so "more heads is worse" would be decided by that point alone
 MIN_HEAD_SIZE = 4
 
-SELF_CLAIM = "with fewer heads, every token attends to itself (the mass on the token itself rises)"
+SELF_CLAIM = "with fewer heads, every token attends to itself (the mass on the token itself rises by more than 0.05)"
 COLLAPSE_CLAIM = ("with fewer heads, attention collapses onto one token "
-                  "(itself, a neighbour, or a special token such as [CLS])")
+                  "(itself, a neighbour, or a special token such as [CLS]): its mass rises by more than 0.05")
 ROW_A_CLAIM = "one head is worst, a middle number of heads is best, too many heads are worse again"
-MORE_HEADS_CLAIM = "more heads is not always better"
+MORE_HEADS_CLAIM = ("more heads is not always better: a head count chosen on other seeds beats the largest by more "
+                    "than 1% of its perplexity")
 
 
 # --------------------------------------------------------------------------- collapse
@@ -99,6 +106,7 @@ def verdict_self_collapse(summaries: Mapping[int, GroupSummary], *, n_heads: int
         N_("heads"): n_heads, N_("merged into"): target,
         N_("self mass, all heads"): full.self_mass, N_("self mass, merged"): few.self_mass,
         N_("change"): d.estimate, N_("change low"): d.low, N_("change high"): d.high, N_("margin"): margin,
+        N_("floor"): margin,
         N_("where the mass goes, merged"): {k: round(v, 3) for k, v in few.masses.items()},
         N_("texts"): d.n,
     })
@@ -132,7 +140,7 @@ def verdict_fewer_heads_collapse(summaries: Mapping[int, GroupSummary], *, n_hea
         N_("mass change"): d_focus.estimate, N_("mass change low"): d_focus.low, N_("mass change high"): d_focus.high,
         N_("entropy/uniform, all heads"): full.entropy_ratio, N_("entropy/uniform, merged"): few.entropy_ratio,
         N_("entropy change low"): d_entropy.low, N_("entropy change high"): d_entropy.high,
-        N_("focus token, all heads"): full.focus_on, N_("margin"): margin,
+        N_("focus token, all heads"): full.focus_on, N_("margin"): margin, N_("floor"): margin,
     })
 
 
@@ -256,12 +264,14 @@ def degenerate_counts(head_sizes: Mapping[int, int] | None, min_head_size: int =
 def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[float]], *,
                                          n_se: float = CLEAR_SE, design: str = "",
                                          head_sizes: Mapping[int, int] | None = None,
-                                         min_head_size: int = MIN_HEAD_SIZE) -> ClaimVerdict:
+                                         min_head_size: int = MIN_HEAD_SIZE,
+                                         floor: float = MORE_HEADS_FLOOR) -> ClaimVerdict:
     """The article's conclusion 5: the largest head count is not the best one.
 
     Holds when the best head count, **chosen on one half of the seeds**, beats the largest
     count **on the other half** by more than ``n_se`` standard errors (:func:`held_out_gap`,
-    cross-fitted so every seed is scored once); does not hold when the largest head count is
+    cross-fitted so every seed is scored once) and by more than ``floor`` of the perplexity at the
+    best count (the gap's lower end, ``gap - n_se * se``, above it); does not hold when the largest head count is
     clearly better than every other (:func:`clearly_above`, no choice involved); otherwise
     "cannot tell" (also with one seed). ``design`` (how the head count was varied) is shown
     with the numbers; the best count chosen on all seeds is shown beside the held-out choices.
@@ -275,7 +285,7 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     kept = {int(h): p for h, p in perplexities.items() if int(h) not in dropped}
     with_them = {}
     if dropped:
-        everything = verdict_more_heads_not_always_better(perplexities, n_se=n_se, design=design)
+        everything = verdict_more_heads_not_always_better(perplexities, n_se=n_se, design=design, floor=floor)
         with_them = {N_("smallest head size kept"): min_head_size,
                      N_("left out: head size by head count"): {h: head_sizes[h] for h in dropped},
                      N_("verdict with the degenerate point"): everything.verdict}
@@ -293,7 +303,8 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
         gap, se, choices = means[most] - means[best], 0.0, {}
     else:
         gap, se, choices = held_out_gap(ppl)
-    holds = seeds >= 2 and gap > 0 and gap > n_se * se and not fails
+    margin = floor * means[best]  # the floor in perplexity units
+    holds = seeds >= 2 and gap > 0 and gap - n_se * se > margin and not fails
     chosen = sorted(set(choices.values()))
     return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=holds, fails=fails, **{
         N_("measure"): N_("perplexity at {most} heads minus at the best count chosen on the other half of the "
@@ -303,7 +314,8 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
         N_("best chosen on the other half"): ", ".join(str(h) for h in chosen) or N_("one seed: no split"),
         N_("largest head count"): most,
         N_("perplexity at the best count"): means[best], N_("perplexity at the largest count"): means[most],
-        N_("standard errors for clear"): n_se, N_("seeds"): seeds, **with_them,
+        N_("standard errors for clear"): n_se, N_("seeds"): seeds, N_("floor"): margin,
+        N_("floor, share of the perplexity at the best count"): floor, **with_them,
     })
 
 
