@@ -110,6 +110,10 @@ WEAK_SHARE = 0.25
 STRONG_SHARE = 0.5
 #: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
 CONTROL_ALPHA = 0.05
+#: ... and the floor: the heads must converge by more than this share of the first layer's dispersion per
+#: layer beyond random layers (2% a layer is about a fifth of the first layer's spread over 12 layers; the
+#: trained offline default falls by about 5% a layer)
+FLOOR_2 = 0.02
 #: conclusion 6a: "the least important heads" are this share of all heads (lowest single-head effect)
 LEAST_SHARE = 0.25
 #: ... and "no more often" means a layer-stratified share difference below this margin (equivalence)
@@ -129,7 +133,7 @@ SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
     "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
     "4b": {"margin": list(MARGIN_GRID)},
-    2: {"alpha": [0.01, 0.05, 0.1]},
+    2: {"alpha": [0.01, 0.05, 0.1], "floor": [0.0, 0.01, 0.02, 0.05]},
     "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2]},
     "6b": {"margin": [0.3, 0.5, 0.7]},
 }
@@ -394,16 +398,30 @@ def depth_excess(diversity: DiversityResult) -> Interval:
                     real.level, real.n)
 
 
+def relative_excess(diversity: DiversityResult) -> Interval:
+    """:func:`depth_excess` as a share of the first layer's dispersion: how much of the first
+    layer's spread of heads the layers lose, per layer, beyond random layers (``-0.05``: 5% of it
+    per layer). A plain unit that does not depend on the model's width or its scale."""
+    first = float(np.atleast_1d(np.asarray(diversity.dispersion.estimate, dtype=float))[0])
+    excess = depth_excess(diversity)
+    if not first > 0:
+        nan = float("nan")
+        return Interval(nan, nan, nan, excess.level, excess.n)
+    return Interval(excess.estimate / first, excess.low / first, excess.high / first, excess.level, excess.n)
+
+
 def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None, *,
-                 alpha: float = CONTROL_ALPHA) -> ClaimVerdict:
+                 alpha: float = CONTROL_ALPHA, floor: float = FLOOR_2) -> ClaimVerdict:
     """Within-layer dispersion of heads shrinks with depth beyond what random layers give (lesson 09).
 
     Decided on the real slope of dispersion against depth minus the slope of lesson 09's
-    shuffled-layer control (:func:`depth_excess`, interval over texts). Holds when the whole
-    interval lies below 0 and at most ``alpha`` of the random deals fall as fast; does not
-    hold when it lies above 0 or the real slope sits inside the random deals (more than
-    ``1 - alpha`` of them fall as fast); otherwise "cannot tell". A record without the
-    control, or an interval on too few texts, is "cannot tell" with the reason.
+    shuffled-layer control, as a share of the first layer's dispersion (:func:`relative_excess`,
+    interval over texts). Holds when the whole interval lies below ``-floor`` (the heads converge
+    by more than ``floor`` of the first layer's spread per layer) and at most ``alpha`` of the
+    random deals fall as fast; does not hold when it lies above ``-floor`` (no fall worth the
+    name) or the real slope sits inside the random deals (more than ``1 - alpha`` of them fall
+    as fast); otherwise "cannot tell". A record without the control, or an interval on too few
+    texts, is "cannot tell" with the reason.
     Lesson 08's slope of fixedness against depth is shown beside it.
 
     Decided on **all keys**: the claim is about the picture Clark et al. drew, heads placed by
@@ -417,9 +435,13 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
         return ClaimVerdict.missing(CLAIMS[2], _("lesson 09 saved no shuffled-layer control: run it again"))
     disp = np.atleast_1d(np.asarray(diversity.dispersion.estimate, dtype=float))  # (L,)
     excess = depth_excess(diversity)
+    relative = relative_excess(diversity)
     slope = diversity.slope
-    numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
-               "measure": N_("slope minus shuffled-layer control"),
+    numbers = {"estimate": relative.estimate, "low": relative.low, "high": relative.high,
+               "measure": N_("fall of the heads' dispersion per layer beyond random layers, as a share of the "
+                             "first layer's dispersion"),
+               N_("holds below"): -floor, N_("floor"): floor,
+               N_("slope minus shuffled-layer control"): f"{excess.estimate:.3g} [{excess.low:.3g}, {excess.high:.3g}]",
                N_("dispersion, first layer"): float(disp[0]), N_("dispersion, last layer"): float(disp[-1]),
                N_("slope per layer"): float(slope.estimate), N_("slope low"): float(slope.low),
                N_("slope high"): float(slope.high), N_("control slope"): float(diversity.baseline_slope.estimate),
@@ -439,12 +461,13 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
                             float(diversity.content_baseline_p)})
     else:
         numbers[N_("content keys")] = N_("not measured (run lesson 09 again)")
-    why = too_few_units(excess)
+    why = too_few_units(excess) or (None if np.isfinite(relative.estimate) else N_("the first layer's heads do not "
+                                                                                    "differ at all: nothing to shrink"))
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[2], holds=False, fails=False, why=why, **numbers)
     p = float(diversity.baseline_p)
-    holds = excess.below(0.0) and p < alpha
-    fails = excess.above(0.0) or p > 1 - alpha
+    holds = relative.below(-floor) and p < alpha
+    fails = relative.above(-floor) or p > 1 - alpha
     return ClaimVerdict.decide(CLAIMS[2], holds=holds, fails=fails, **numbers)
 
 
@@ -793,9 +816,13 @@ def conclusion_6b(pruning: PruningResult | None, *, margin: float = TASK_MARGIN,
     return ClaimVerdict.decide(TASK_CLAIM, holds=dis.below(margin), fails=dis.above(margin), **numbers)
 
 
-def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None) -> ClaimVerdict:
-    """Both halves of the sixth conclusion (:func:`conclusion_6a` and :func:`conclusion_6b`) must hold."""
-    a, b = conclusion_6a(perturbation, pruning), conclusion_6b(pruning)
+def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
+                 parts: tuple[ClaimVerdict, ClaimVerdict] | None = None) -> ClaimVerdict:
+    """Both halves of the sixth conclusion (:func:`conclusion_6a` and :func:`conclusion_6b`) must hold.
+
+    ``parts``: the two halves already judged (e.g. after the untrained-twin control), instead of
+    judging them here."""
+    a, b = parts if parts is not None else (conclusion_6a(perturbation, pruning), conclusion_6b(pruning))
     word = combine([a.verdict, b.verdict])
     return ClaimVerdict.decide(CLAIMS[6], holds=word == HOLDS, fails=word == FAILS, **{
         N_("not useless (6a)"): a.verdict, N_("depends on the task (6b)"): b.verdict,
