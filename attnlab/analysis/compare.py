@@ -131,9 +131,12 @@ def content_similarity(a, b, special) -> torch.Tensor:
 
     The special keys' columns (``special``: booleans ``[n]``, or broadcasting to ``[..., n]``) are
     left out of both maps and every row renormalised over the rest
-    (:func:`attnlab.core.distributions.content_keys`), then ``1 - mean row JS / ln 2``. A row with
-    no weight on any content key in either map says nothing about the content and is left out of
-    the mean (NaN when every row is).
+    (:func:`attnlab.core.distributions.content_keys`), then ``1 - mean row JS / ln 2``, the mean
+    **weighted by each row's content mass** (its weight on the content keys, averaged over the two
+    maps): renormalised, a row with 99% on [CLS] and 1% on one word looks as sharp as a row that
+    reads the text, so unweighted it would count as much; weighted, it counts a hundredth. A row
+    with no weight on any content key in either map says nothing about the content and is left out
+    (NaN when every row is).
     """
     a, b = _as_tensor(a), _as_tensor(b)
     if a.shape != b.shape:
@@ -149,8 +152,10 @@ def content_similarity(a, b, special) -> torch.Tensor:
     a = a / mass_a.clamp_min(1e-300).unsqueeze(-1)
     b = b / mass_b.clamp_min(1e-300).unsqueeze(-1)
     js = js_divergence(a, b)  # (..., n): zero columns add nothing
-    js = torch.where((mass_a > 0) & (mass_b > 0), js, torch.nan)
-    return 1.0 - js.nanmean(dim=-1) / LN2
+    weight = torch.where((mass_a > 0) & (mass_b > 0), (mass_a + mass_b) / 2, 0.0)  # (..., n): row content mass
+    total = weight.sum(dim=-1)  # (...,)
+    mean_js = (weight * torch.nan_to_num(js)).sum(dim=-1) / total.clamp_min(1e-300)
+    return torch.where(total > 0, 1.0 - mean_js / LN2, torch.nan)
 
 
 def special_groups(m: LoadedModel, tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> np.ndarray:

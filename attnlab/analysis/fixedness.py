@@ -64,6 +64,20 @@ keys** (special columns left out, rows renormalised:
 :attr:`FixednessReport.special_weight` says how much of each head's rows the
 content reading leaves out.
 
+**Rows weighted by their content mass.** Renormalising hides how little of a
+row reads the text: inside one head, a row with 99% on ``<s>`` and 1% on one
+fixed word becomes a sharp, perfectly fixed content row, and counted like the
+rows that put all their weight on the text it can make a head whose content
+rows vary read as fixed. The content reading therefore weights each query
+row ``r`` by its mean content mass ``m_r`` (its weight on the content keys,
+averaged over texts; :func:`row_content_mass`) in every sum over rows:
+``sum_r m_r (KL(p̄_r || u) - b_r) / sum_r m_r (mean_i KL(p_{i,r} || u) - b_r)``,
+and the rows' information is the ``m``-weighted mean. A row at 1% counts a
+hundredth of a row at 100%; with the same mass on every row the weights cancel
+and the share is the unweighted one (:attr:`FixednessReport.unweighted` keeps
+that one for comparison). The all-keys reading counts every row the same: it
+is the article's reading of the maps it drew, special tokens included.
+
 Only numbers live here; which heads count as fixed and what that says about
 the source article's claims is :mod:`attnlab.course.claims.averaging`'s job.
 """
@@ -91,47 +105,67 @@ RESAMPLES_AT_ONCE = 50
 UNIFORM_INFO = 0.01
 
 
-def head_numbers(acc: MeanAttention) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def row_content_mass(acc: MeanAttention) -> torch.Tensor:
+    """``[L, H, n]``: each query row's weight on the content keys, **summed** over the accumulator's
+    texts (divide by ``acc.count`` for the mean); ones times the count when the special keys are unknown."""
+    keep = ~acc.special_keys()  # (n,)
+    return acc.total[..., keep].sum(dim=-1)  # (L, H, n)
+
+
+def head_numbers(acc: MeanAttention, row_mass: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fixedness, information, null_share)``, each ``[L, H]``, of one accumulator.
 
     ``information``: the rows' mean information ``mean_{r,i} KL(p_{i,r} || u) / ln n`` in [0, 1];
     ``null_share``: ``b / mean_i KL(p_i || u)``, what a pattern-free head with these rows would score
-    before the null is subtracted.
+    before the null is subtracted. With ``row_mass`` ``[L, H, n]`` (each row's content mass summed
+    over the same texts, :func:`row_content_mass`), every sum over rows weights a row by its mean
+    content mass, and ``information`` is the weighted mean (see the module docstring).
     """
     acc._need(1)
-    return _numbers(acc.total, acc.total_sq, acc.entropy_total, torch.tensor(float(acc.count)))
+    count = torch.tensor(float(acc.count))
+    return _numbers(acc.total, acc.total_sq, acc.entropy_total, count,
+                    None if row_mass is None else row_mass / count)
 
 
-def _numbers(total, total_sq, entropy_total, count) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    mean_info, row_info, null_info = information_from_sums(total, total_sq, entropy_total, count)  # (..., L, H)
+def _numbers(total, total_sq, entropy_total, count,
+             row_weight: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mean_info, row_info, null_info = information_from_sums(total, total_sq, entropy_total, count,
+                                                           row_weight)  # (..., L, H)
     n = total.shape[-1]
+    rows = torch.tensor(float(n)) if row_weight is None else row_weight.sum(dim=-1)  # (..., L, H): weight of the rows
     room = row_info - null_info  # (..., L, H)
     share = torch.where(room > 1e-12, (mean_info - null_info) / room.clamp_min(1e-12), torch.nan)
-    information = row_info / (n * math.log(n))  # (..., L, H): per row, relative to ln n
+    information = row_info / (rows.clamp_min(1e-12) * math.log(n))  # (..., L, H): per row, relative to ln n
     null_share = null_info / row_info.clamp_min(1e-12)
     return share.numpy(), information.numpy(), null_share.numpy()
 
 
-def bootstrap_numbers(shards: Sequence[MeanAttention], n_boot: int = 500,
-                      seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_numbers(shards: Sequence[MeanAttention], n_boot: int = 500, seed: int = 0,
+                      row_mass: Sequence[torch.Tensor] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(fixedness, information)``, each ``[n_boot, L, H]``, of resamples of the shards (with replacement).
 
     A resample weights each shard by how often it was drawn
     (:func:`attnlab.analysis.stats.resample_counts`); the weighted sums are the
     sums of the resampled queries, so both numbers follow exactly. Resamples are
     handled :data:`RESAMPLES_AT_ONCE` at a time, so memory does not grow with ``n_boot``.
+    ``row_mass``: each shard's summed row content mass ``[L, H, n]`` (:func:`head_numbers`),
+    resampled with its shard.
     """
     total = torch.stack([s.total for s in shards])  # (S, L, H, n, n)
     total_sq = torch.stack([s.total_sq for s in shards])  # (S, L, H, n, n)
     ent = torch.stack([s.entropy_total for s in shards])  # (S, L, H, n)
+    mass = None if row_mass is None else torch.stack(list(row_mass))  # (S, L, H, n)
     count = torch.tensor([float(s.count) for s in shards], dtype=torch.float64)  # (S,)
     weights = torch.from_numpy(resample_counts(len(shards), n_boot, seed)).double()  # (B, S)
     shares, infos = [], []
     for w in weights.split(RESAMPLES_AT_ONCE):  # (b, S)
+        drawn = w @ count  # (b,)
+        row_weight = (None if mass is None
+                      else torch.einsum("bs,s...->b...", w, mass) / drawn.reshape(-1, 1, 1, 1))  # (b, L, H, n)
         share, info, _sharp = _numbers(torch.einsum("bs,s...->b...", w, total),  # (b, L, H, n, n)
-                                  torch.einsum("bs,s...->b...", w, total_sq),
-                                  torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
-                                  w @ count)  # (b,)
+                                       torch.einsum("bs,s...->b...", w, total_sq),
+                                       torch.einsum("bs,s...->b...", w, ent),  # (b, L, H, n)
+                                       drawn, row_weight)
         shares.append(share)
         infos.append(info)
     return np.concatenate(shares), np.concatenate(infos)  # (B, L, H) each
@@ -180,8 +214,11 @@ class FixednessReport:
         reading: which reading of the rows these numbers are (``ALL_KEYS`` or ``CONTENT_KEYS``).
         special_weight: ``[L, H]`` mean weight on the special keys ([CLS]/[SEP], ``<s>``/``</s>``)
             over rows and queries (None when the special positions are unknown).
-        content: the same report on the **content keys** (None when the shards hold no content
-            reading); its own ``content`` is None.
+        content: the same report on the **content keys**, each row weighted by its content mass
+            (None when the shards hold no content reading); its own ``content`` is None.
+        row_weighted: the rows were weighted by their content mass (the content reading).
+        unweighted: ``[L, H]`` fixedness of the same reading with every row counted the same
+            (the content reading only; None otherwise), shown beside for comparison.
     """
 
     layers: list[int]
@@ -213,6 +250,8 @@ class FixednessReport:
     reading: str = ALL_KEYS
     special_weight: np.ndarray | None = None  # (L, H)
     content: "FixednessReport | None" = None
+    row_weighted: bool = False
+    unweighted: np.ndarray | None = None  # (L, H)
 
     def reading_report(self, reading: str) -> "FixednessReport":
         """The report of one reading: ``ALL_KEYS`` (this one) or ``CONTENT_KEYS`` (:attr:`content`).
@@ -286,7 +325,9 @@ def _slopes(depth: np.ndarray, per_layer: np.ndarray) -> np.ndarray:
 
 
 def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot: int = 500,
-                     seed: int = 0, control: Sequence[MeanAttention] | MeanAttention | None = None) -> FixednessReport:
+                     seed: int = 0, control: Sequence[MeanAttention] | MeanAttention | None = None,
+                     row_mass: Sequence[torch.Tensor] | None = None,
+                     control_row_mass: Sequence[torch.Tensor] | None = None) -> FixednessReport:
     """Fixedness per head and per layer, with intervals from resampling query shards.
 
     Args:
@@ -296,14 +337,19 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
         seed: seed of the resampling.
         control: shards of the control run (same model, layers and length),
             e.g. over :func:`attnlab.data.querygen.random_token_queries`.
+        row_mass, control_row_mass: each shard's summed row content mass ``[L, H, n]``
+            (:func:`row_content_mass`) to weight the rows by; None counts every row the same.
+            The content reading (:attr:`FixednessReport.content`) is always weighted.
     """
     parts = _as_parts(shards)
     whole = merge_all(parts)
-    fixed, info, null = head_numbers(whole)  # (L, H) each
+    mass = None if row_mass is None else list(row_mass)
+    whole_mass = None if mass is None else torch.stack(mass).sum(dim=0)  # (L, H, n)
+    fixed, info, null = head_numbers(whole, whole_mass)  # (L, H) each
     uniform = ~(info >= UNIFORM_INFO)  # (L, H): also True where the information is NaN
     sharp = whole.sharpness().numpy()  # (L, H)
     depth = np.asarray(whole.layers, dtype=float)  # (L,)
-    boots, info_boots = _boots(parts, n_boot, seed)  # (B, L, H) each
+    boots, info_boots = _boots(parts, n_boot, seed, mass)  # (B, L, H) each
     per_layer = layer_means(fixed, uniform)  # (L,)
     boot_layer = layer_means(boots, uniform)  # (B, L)
     shown = ~uniform & ~np.isnan(fixed)
@@ -319,17 +365,22 @@ def fixedness_report(shards: Sequence[MeanAttention] | MeanAttention, *, n_boot:
         last_is_most_fixed_share=float((np.nan_to_num(boot_layer, nan=-np.inf).argmax(axis=1)
                                         == len(depth) - 1).mean()),
         count=whole.count, n_shards=n, model_name=whole.model_name, head_boots=boots, info_boots=info_boots,
+        row_weighted=mass is not None,
     )
+    if mass is not None:
+        report.unweighted = head_numbers(whole)[0]
     if control is not None:
-        _add_control(report, _as_parts(control), n_boot, seed)
+        _add_control(report, _as_parts(control), n_boot, seed, control_row_mass)
     if whole.special:
         report.special_weight = whole.special_weight().numpy()
     if all(p.content is not None for p in parts):
         controls = _as_parts(control) if control is not None else None
-        content_control = ([c.content for c in controls] if controls is not None
-                           and all(c.content is not None for c in controls) else None)
-        report.content = fixedness_report([p.content for p in parts], n_boot=n_boot, seed=seed,
-                                          control=content_control)
+        with_content = controls is not None and all(c.content is not None for c in controls)
+        report.content = fixedness_report(
+            [p.content for p in parts], n_boot=n_boot, seed=seed,
+            control=[c.content for c in controls] if with_content else None,
+            row_mass=[row_content_mass(p) for p in parts],
+            control_row_mass=[row_content_mass(c) for c in controls] if with_content else None)
         report.content.reading = CONTENT_KEYS
         report.content.special_weight = report.special_weight
     return report
@@ -339,22 +390,25 @@ def _as_parts(shards: Sequence[MeanAttention] | MeanAttention) -> list[MeanAtten
     return [shards] if isinstance(shards, MeanAttention) else list(shards)
 
 
-def _boots(parts: list[MeanAttention], n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _boots(parts: list[MeanAttention], n_boot: int, seed: int,
+           row_mass: list[torch.Tensor] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``[B, L, H]`` resampled fixedness and information; ``[1, L, H]`` (the point) for a single shard."""
     if len(parts) > 1:
-        return bootstrap_numbers(parts, n_boot, seed)
-    share, info, _sharp = head_numbers(merge_all(parts))
+        return bootstrap_numbers(parts, n_boot, seed, row_mass)
+    share, info, _sharp = head_numbers(merge_all(parts), None if row_mass is None else row_mass[0])
     return share[None], info[None]
 
 
-def _add_control(report: FixednessReport, parts: list[MeanAttention], n_boot: int, seed: int) -> None:
-    """Fill the control fields of ``report`` from the control run's shards."""
+def _add_control(report: FixednessReport, parts: list[MeanAttention], n_boot: int, seed: int,
+                 row_mass: Sequence[torch.Tensor] | None = None) -> None:
+    """Fill the control fields of ``report`` from the control run's shards (rows weighted by ``row_mass``)."""
     whole = merge_all(parts)
     if whole.layers != report.layers:
         raise ValueError(f"the control averaged layers {whole.layers}, the real run {report.layers}")
-    control, info, _sharp = head_numbers(whole)  # (L, H)
+    mass = None if row_mass is None else list(row_mass)
+    control, info, _sharp = head_numbers(whole, None if mass is None else torch.stack(mass).sum(dim=0))  # (L, H)
     c_uniform = ~(info >= UNIFORM_INFO)  # (L, H)
-    boots, _infos = _boots(parts, n_boot, seed + 1)  # (B', L, H): resampled independently of the real run
+    boots, _infos = _boots(parts, n_boot, seed + 1, mass)  # (B', L, H): resampled independently of the real run
     real_boots = report.head_boots  # (B, L, H)
     k = min(len(boots), len(real_boots))
     if len(boots) == 1 or len(real_boots) == 1:  # one side without resamples: the other side's spread only

@@ -801,9 +801,12 @@ def merge_all(parts: Sequence[MeanAttention]) -> MeanAttention:
 
 
 def information_from_sums(total: torch.Tensor, total_sq: torch.Tensor, entropy_total: torch.Tensor,
-                          count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                          count: torch.Tensor, row_weight: torch.Tensor | None = None,
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(mean_info, row_info, null_info)``, each ``[..., L, H]`` in nats summed over query rows,
     from the sums of :class:`MeanAttention` (leading axes ``...``: many accumulators at once).
+    With ``row_weight`` ``[..., L, H, n]``, each query row's share of the sums is multiplied by its
+    weight (e.g. the row's mass on the content keys: :func:`attnlab.analysis.fixedness.row_content_mass`).
 
     ``mean_info``: ``sum_r KL(p̄_r || u)``; ``row_info``: ``sum_r mean_i KL(p_{i,r} || u)``;
     ``null_info``: the expected ``mean_info`` of the same rows shuffled over their key positions,
@@ -816,7 +819,8 @@ def information_from_sums(total: torch.Tensor, total_sq: torch.Tensor, entropy_t
     row_info = math.log(n) - entropy_total / c  # (..., L, H, n)
     square = total_sq.sum(dim=-1) / c  # (..., L, H, n): mean squared length of a row
     null_info = (1 - ENTROPY_EPS) ** 2 * (n * square - 1.0).clamp_min(0.0) / (2 * c)  # (..., L, H, n)
-    return mean_info.sum(dim=-1), row_info.sum(dim=-1), null_info.sum(dim=-1)
+    w = torch.ones_like(row_info) if row_weight is None else row_weight  # (..., L, H, n)
+    return (w * mean_info).sum(dim=-1), (w * row_info).sum(dim=-1), (w * null_info).sum(dim=-1)
 
 
 def fixedness_from_sums(total: torch.Tensor, total_sq: torch.Tensor, entropy_total: torch.Tensor,
