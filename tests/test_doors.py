@@ -298,19 +298,22 @@ def test_memory_warning_speaks_when_a_container_is_nearly_full(tmp_path):
 # ----------------------------------------------------------------------------------------- laptops
 
 
-def test_torch_index_out_of_reach_falls_back_within_seconds(monkeypatch, capsys):
+def test_torch_index_out_of_reach_stops_within_seconds_and_never_takes_cuda(monkeypatch, capsys):
     import install_torch  # scripts/install_torch.py
 
     monkeypatch.setenv(install_torch.INDEX_ENV, "http://127.0.0.1:9/")  # nothing listens there
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
     start = time.monotonic()
-    pip_args, line = install_torch.plan("linux")
+    with pytest.raises(install_torch.NoCpuIndex) as refused:
+        install_torch.plan("linux")
     assert time.monotonic() - start < install_torch.PROBE_SECONDS + 1
-    assert pip_args == [install_torch.TORCH]  # the default index
-    assert "cannot be reached" in line and "ATTNLAB_TORCH_INDEX" in line and "CUDA" in line
-    assert install_torch.main(["--dry-run"]) == 0
-    assert "cannot be reached" in capsys.readouterr().out
+    line = str(refused.value)
+    assert "cannot be reached" in line and "ATTNLAB_TORCH_INDEX" in line and "CUDA" in line and "--mirror cn" in line
+    assert install_torch.main(["--dry-run"]) == install_torch.NO_CPU_BUILD  # nothing installed, one sentence
+    assert "nothing was installed" in capsys.readouterr().err
+    monkeypatch.setenv(install_torch.INDEX_ENV, "")  # the default index, asked for on purpose
+    assert install_torch.plan("linux")[0] == [install_torch.TORCH]
 
 
 def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch):
@@ -320,7 +323,7 @@ def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch):
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
     monkeypatch.setattr(install_torch, "reachable", lambda index, seconds=5.0: "")
     pip_args, _ = install_torch.plan("linux")
-    assert pip_args[:3] == [install_torch.TORCH, "--index-url", install_torch.CPU_INDEX]
+    assert pip_args[:3] == ["torch==2.13.0+cpu", "--index-url", install_torch.CPU_INDEX]  # the CPU build, pinned
     assert install_torch.plan("darwin")[0] == [install_torch.TORCH]  # macOS: the default index
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: True)
     assert install_torch.plan("linux")[0] == [install_torch.TORCH]  # a GPU: the CUDA build
