@@ -11,6 +11,10 @@ import torch
 from attnlab.course import attempts
 from attnlab.course.exercises import build_it, lesson_01, lesson_04
 from attnlab.scratch.self_attention import merge_heads, scaled_dot_product_attention, split_heads
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol01 = teacher("01")
+sol04 = teacher("04")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")
 
@@ -31,7 +35,7 @@ def placeholder(q, k, v, mask=None):
 
 
 def test_build_it_yourself_attention_passes_the_package_and_the_teachers_solution():
-    for fn in (scaled_dot_product_attention, lesson_01.solution_attention, _attention()):
+    for fn in (scaled_dot_product_attention, sol01.solution_attention, _attention()):
         feedback = lesson_01.check_attention(None, fn)
         assert feedback, str(feedback)
         assert "passes every test" in str(feedback)
@@ -78,7 +82,7 @@ def _merge_without_transpose(x):
 
 
 def test_build_it_yourself_split_and_merge_pass_the_package_and_the_teachers_solution(tiny_en):
-    for pair in ((split_heads, merge_heads), (lesson_04.solution_split_heads, lesson_04.solution_merge_heads),
+    for pair in ((split_heads, merge_heads), (sol04.solution_split_heads, sol04.solution_merge_heads),
                  (_split("right"), merge_heads)):
         assert lesson_04.check_split_and_merge(None, pair), str(lesson_04.check_split_and_merge(None, pair))
     feedback = lesson_04.check_split_and_merge(tiny_en, (split_heads, merge_heads))  # the model's width and heads
@@ -109,9 +113,10 @@ def test_build_it_yourself_placeholder_is_not_yet_written_and_not_an_attempt(att
     assert [(a["attempt"], a["right"], a["answer"]) for a in saved] == [(1, False, "<function attend>")]
 
 
-def test_build_it_yourself_shows_the_solution_only_with_the_teachers_switch():
+def test_build_it_yourself_never_shows_a_worked_solution():
+    """The worked solutions live in the teacher's source folder: not even the teacher's switch prints one."""
     wrong = _attention(scale=lambda d: 1.0)
-    assert "def solution_attention" not in str(lesson_01.check_attention(None, wrong))
     attempts.show_solutions(True)
     shown = str(lesson_01.check_attention(None, wrong))
-    assert "def solution_attention" in shown and "masked_fill" in shown
+    assert not lesson_01.check_attention(None, wrong)
+    assert "def " not in shown and "masked_fill" not in shown

@@ -15,6 +15,9 @@ from attnlab.core import language
 from attnlab.course.exercises import lesson_01, lesson_04
 from attnlab.tools import class_collect
 from attnlab.tools.cli import main
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol01 = teacher("01")
 
 FAKE = SimpleNamespace(name="fake-model", head_dim=4, hidden_size=48, n_heads=12)  # what check_head_width reads
 
@@ -29,7 +32,7 @@ def _as_student(monkeypatch, results, answers):
 @pytest.fixture
 def uploads(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNLAB_SOLUTIONS", raising=False)
-    right_weight = lesson_01.solution_tiny_weight(None, 0, 1)
+    right_weight = sol01.solution_tiny_weight(None, 0, 1)
     weight = lambda a: lesson_01.check_tiny_weight(None, a)  # noqa: E731
     width = lambda a: lesson_04.check_head_width(FAKE, a)  # noqa: E731
     folder = tmp_path / "uploads"

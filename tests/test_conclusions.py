@@ -21,6 +21,9 @@ from attnlab.course.lesson_results import (
 )
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.analysis.covering import COVERS_MARGIN
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol12 = teacher("12")
 
 BIG = {"n_layers": 6, "n_heads": 12}
 
@@ -533,17 +536,17 @@ def test_conclusions_result_round_trips(tmp_path, monkeypatch, tiny_en):
 def test_lesson_12_exercises():
     ev = rec.evidence(averaging=rec.averaging(0.75, **BIG), perturbation=rec.perturbation(0.3, **BIG),
                       diversity=rec.diversity((3.0, 2.0, 1.0)))
-    assert ex12.check_fixed_share(ev, ex12.solution_fixed_share(ev))
-    assert ex12.solution_fixed_share(ev) == pytest.approx(54 / 72)
+    assert ex12.check_fixed_share(ev, sol12.solution_fixed_share(ev))
+    assert sol12.solution_fixed_share(ev) == pytest.approx(54 / 72)
     assert not ex12.check_fixed_share(ev, 0.5)
     assert claims.conclusion_1(ev.averaging, ev.perturbation).verdict == FAILS  # 30% of 72 follow content: not "a few"
-    assert ex12.solution_rejudge(ev) == HOLDS  # but clearly "at most half"
+    assert sol12.solution_rejudge(ev) == HOLDS  # but clearly "at most half"
     assert ex12.check_rejudge(ev, HOLDS) and not ex12.check_rejudge(ev, FAILS)
-    assert ex12.solution_most_diverse_layer(ev) == 1
+    assert sol12.solution_most_diverse_layer(ev) == 1
     assert not ex12.check_most_diverse_layer(ev, 3)
     assert not ex12.check_fixed_share(ev, None)
     with pytest.raises(ValueError, match="08_layer_averaging"):
-        ex12.solution_fixed_share(c.Evidence())
+        sol12.solution_fixed_share(c.Evidence())
 
 
 def test_row_titles_name_the_readings():

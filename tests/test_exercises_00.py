@@ -8,6 +8,9 @@ import pytest
 import torch
 
 from attnlab.course.exercises import lesson_00 as ex
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol00 = teacher("00")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
@@ -18,7 +21,7 @@ def m(request):
 
 
 def test_total_heads(m):
-    solution = ex.solution_total_heads(m)
+    solution = sol00.solution_total_heads(m)
     assert solution == m.n_layers * m.n_heads
     assert ex.check_total_heads(m, solution).correct
     assert ex.check_total_heads(m, (m.n_layers, m.n_heads)).correct
@@ -33,7 +36,7 @@ def test_total_heads_of_the_bundled_model_is_72(bundled):
 
 
 def test_token_count(m):
-    solution = ex.solution_token_count(m)
+    solution = sol00.solution_token_count(m)
     assert ex.check_token_count(m, solution).correct
     without_specials = ex.check_token_count(m, solution - 2)
     assert not without_specials.correct and "special tokens" in without_specials.message
@@ -70,7 +73,7 @@ def test_top_key_matches_a_hand_computation(fixture, request):
         best = int(row.argmax())
         assert ex.check_top_key(m, tokens[best], layer=0, head=head).correct
         assert ex.check_top_key(m, best, layer=0, head=head).correct
-        assert ex.solution_top_key(m, layer=0, head=head) == tokens[best]
+        assert sol00.solution_top_key(m, layer=0, head=head) == tokens[best]
         runner_up = int(row.argsort(descending=True)[1])
         if tokens[runner_up] != tokens[best]:
             assert not ex.check_top_key(m, tokens[runner_up], layer=0, head=head).correct
@@ -79,7 +82,7 @@ def test_top_key_matches_a_hand_computation(fixture, request):
 
 def test_top_key_solution_in_later_layers(m):
     layer, head = m.n_layers - 1, m.n_heads - 1
-    solution = ex.solution_top_key(m, layer=layer, head=head)
+    solution = sol00.solution_top_key(m, layer=layer, head=head)
     verdict = ex.check_top_key(m, solution, layer=layer, head=head)
     assert verdict.correct and f"layer {layer + 1}, head {head + 1}" in verdict.message
 

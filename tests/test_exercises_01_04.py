@@ -11,6 +11,12 @@ import pytest
 import torch
 
 from attnlab.course.exercises import lesson_01, lesson_02, lesson_03, lesson_04
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol01 = teacher("01")
+sol02 = teacher("02")
+sol03 = teacher("03")
+sol04 = teacher("04")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
@@ -30,8 +36,8 @@ def _not_yet(verdict):
 def test_tiny_weight_by_hand():
     # row 0's scaled scores are 1, 2.5, 1.5 (see the lesson): written out independently here
     by_hand = math.exp(2.5) / (math.exp(1.0) + math.exp(2.5) + math.exp(1.5))
-    assert lesson_01.solution_tiny_weight(None, 0, 1) == pytest.approx(by_hand)
-    assert lesson_01.check_tiny_weight(None, lesson_01.solution_tiny_weight(None, 0, 1))
+    assert sol01.solution_tiny_weight(None, 0, 1) == pytest.approx(by_hand)
+    assert lesson_01.check_tiny_weight(None, sol01.solution_tiny_weight(None, 0, 1))
     assert not lesson_01.check_tiny_weight(None, 1 / 3)  # forgot the scores: uniform
     unscaled = math.exp(5) / (math.exp(2) + math.exp(5) + math.exp(3))  # forgot / sqrt(d_k)
     assert not lesson_01.check_tiny_weight(None, unscaled)
@@ -41,11 +47,11 @@ def test_tiny_weight_by_hand():
     with pytest.raises(TypeError):
         lesson_01.check_tiny_weight(None, 0.5, row=True)  # a bool is not a token index
     # numpy indices (from argmax) are indices like any other
-    assert lesson_01.solution_tiny_weight(None, np.int64(0), np.int64(1)) == pytest.approx(by_hand)
+    assert sol01.solution_tiny_weight(None, np.int64(0), np.int64(1)) == pytest.approx(by_hand)
 
 
 def test_strongest_key_and_diagonal_head(model):
-    good = lesson_01.solution_strongest_key(model, layer=0, head=2, query=1)
+    good = sol01.solution_strongest_key(model, layer=0, head=2, query=1)
     assert lesson_01.check_strongest_key(model, good, layer=0, head=2, query=1)
     import attnlab as al
 
@@ -56,7 +62,7 @@ def test_strongest_key_and_diagonal_head(model):
         assert not lesson_01.check_strongest_key(model, weakest, layer=0, head=2, query=1)
     _not_yet(lesson_01.check_strongest_key(model, None))
 
-    best = lesson_01.solution_diagonal_head(model)
+    best = sol01.solution_diagonal_head(model)
     assert lesson_01.check_diagonal_head(model, best)
     diag = att[0].diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
     worst = divmod(int(diag.argmin()), diag.shape[1])
@@ -73,17 +79,17 @@ def test_strongest_key_and_diagonal_head(model):
 
 
 def test_lesson_02(tiny_en, bundled):
-    assert lesson_02.check_qk_variance(tiny_en, lesson_02.solution_qk_variance(tiny_en, 128), d_k=128)
+    assert lesson_02.check_qk_variance(tiny_en, sol02.solution_qk_variance(tiny_en, 128), d_k=128)
     assert not lesson_02.check_qk_variance(tiny_en, math.sqrt(128), d_k=128)  # the std, not the variance
     assert not lesson_02.check_qk_variance(tiny_en, 1.0, d_k=128)
     _not_yet(lesson_02.check_qk_variance(tiny_en, None))
     for m in (tiny_en, bundled):
-        assert lesson_02.check_scale_factor(m, lesson_02.solution_scale_factor(m))
+        assert lesson_02.check_scale_factor(m, sol02.solution_scale_factor(m))
         assert not lesson_02.check_scale_factor(m, m.head_dim)  # forgot the square root
         assert not lesson_02.check_scale_factor(m, math.sqrt(m.hidden_size))  # whole width, not one head
     assert lesson_02.check_scale_factor(bundled, math.sqrt(32))
-    assert lesson_02.check_saturation_direction(tiny_en, lesson_02.solution_saturation_direction())
-    assert lesson_02.solution_saturation_direction() == "rise"
+    assert lesson_02.check_saturation_direction(tiny_en, sol02.solution_saturation_direction())
+    assert sol02.solution_saturation_direction() == "rise"
     assert not lesson_02.check_saturation_direction(tiny_en, "fall")
     _not_yet(lesson_02.check_saturation_direction(tiny_en, None))
 
@@ -95,9 +101,9 @@ def test_lesson_03(model):
     n = len(model.tokenizer(__import__("attnlab").example_for(model))["input_ids"])
     assert lesson_03.example_length(model) == n
     for kind in ("lstm", "attention"):
-        assert lesson_03.check_path_length(model, lesson_03.solution_path_length(model, kind), kind)
-        assert lesson_03.check_sequential_steps(model, lesson_03.solution_sequential_steps(model, kind), kind)
-    assert lesson_03.solution_path_length(model, "lstm") == n - 1
+        assert lesson_03.check_path_length(model, sol03.solution_path_length(model, kind), kind)
+        assert lesson_03.check_sequential_steps(model, sol03.solution_sequential_steps(model, kind), kind)
+    assert sol03.solution_path_length(model, "lstm") == n - 1
     assert not lesson_03.check_path_length(model, n - 1, "attention")
     assert not lesson_03.check_sequential_steps(model, 1, "lstm")
     assert lesson_03.check_attention_entries(model, model.n_heads * n * n)
@@ -109,7 +115,7 @@ def test_lesson_03(model):
 
 
 def test_lesson_04(model):
-    assert lesson_04.check_head_width(model, lesson_04.solution_head_width(model))
+    assert lesson_04.check_head_width(model, sol04.solution_head_width(model))
     assert not lesson_04.check_head_width(model, model.hidden_size)
     _not_yet(lesson_04.check_head_width(model, None))
     # the shape must be what split_heads really gives for the example
@@ -119,12 +125,12 @@ def test_lesson_04(model):
     hs, _, _ = hidden_states(model, [al.example_for(model)])
     with torch.no_grad():
         real = tuple(split_heads(model.layer_parts()[0].query(hs[0]), model.n_heads).shape)
-    assert lesson_04.solution_split_shape(model) == real
+    assert sol04.solution_split_shape(model) == real
     assert lesson_04.check_split_shape(model, real)
     b, h, t, d = real
     assert not lesson_04.check_split_shape(model, (b, t, h, d))  # heads and tokens swapped
     _not_yet(lesson_04.check_split_shape(model, None))
-    assert lesson_04.check_head_slice(model, lesson_04.solution_head_slice(model, 6), head=6)
+    assert lesson_04.check_head_slice(model, sol04.solution_head_slice(model, 6), head=6)
     assert not lesson_04.check_head_slice(model, (7 * model.head_dim, 8 * model.head_dim), head=6)  # 1-based slip
     _not_yet(lesson_04.check_head_slice(model, None))
 
@@ -135,7 +141,7 @@ def test_lesson_04(model):
 def test_a_wrong_answer_gets_a_hint_and_the_value_only_at_the_third_attempt(attempts_folder):
     from attnlab.course import attempts
 
-    expected = lesson_01.solution_tiny_weight(None, 1, 2)
+    expected = sol01.solution_tiny_weight(None, 1, 2)
     shown = f"{expected:.4g}"
     first = lesson_01.check_tiny_weight(None, 0.1, row=1, col=2)
     second = lesson_01.check_tiny_weight(None, 0.9, row=1, col=2)
@@ -183,5 +189,5 @@ def test_an_unwritable_results_folder_warns_and_the_check_still_answers(attempts
     attempts_folder.mkdir(parents=True)
     (attempts_folder / "exercises").write_text("a file where the folder should be", encoding="utf-8")
     with pytest.warns(UserWarning, match="could not be saved"):
-        feedback = lesson_01.check_tiny_weight(None, lesson_01.solution_tiny_weight(None))
+        feedback = lesson_01.check_tiny_weight(None, sol01.solution_tiny_weight(None))
     assert feedback

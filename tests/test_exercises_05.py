@@ -9,6 +9,9 @@ import pytest
 import attnlab as al
 from attnlab.course.exercises import lesson_05 as ex
 from attnlab.analysis.taxonomy import LABELS, classify_heads, default_survey
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol05 = teacher("05")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
@@ -35,7 +38,7 @@ def test_head_label(tiny_en, capsys):
     assert not v.correct and v.expected is None
     assert "not yet" in str(ex.check_head_label(tiny_en, None, layer, head))
     assert "one of" in str(ex.check_head_label(tiny_en, "diagonal-ish", layer, head))
-    assert ex.solution_head_label(tiny_en, layer, head)[0] == truth
+    assert sol05.solution_head_label(tiny_en, layer, head)[0] == truth
     with pytest.raises(ValueError):
         ex.check_head_label(tiny_en, truth, 9, 0)
 
@@ -58,4 +61,4 @@ def test_layer_majority(tiny_en):
     absent = [name for name in LABELS if counts.get(name, 0) < counts[best]]
     assert not ex.check_layer_majority(tiny_en, absent[0], 0).correct
     assert "not yet" in str(ex.check_layer_majority(tiny_en, None, 0))
-    assert best in ex.solution_layer_majority(tiny_en, 0)
+    assert best in sol05.solution_layer_majority(tiny_en, 0)

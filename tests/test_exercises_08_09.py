@@ -11,6 +11,10 @@ from attnlab.core.streaming import MeanAttention
 from attnlab.course.exercises import lesson_08 as ex08
 from attnlab.course.exercises import lesson_09 as ex09
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol08 = teacher("08")
+sol09 = teacher("09")
 
 from same_length import same_length_texts
 from test_fixedness import numpy_fixedness
@@ -34,14 +38,14 @@ def test_mean_cell(tiny_en, texts):
     assert ex08.check_mean_cell(tiny_en, truth, texts, layer=1, head=3)
     assert not ex08.check_mean_cell(tiny_en, truth + 0.05, texts, layer=1, head=3)
     assert "not yet" in str(ex08.check_mean_cell(tiny_en, None, texts))
-    assert ex08.solution_mean_cell(tiny_en, texts, 1, 3) == pytest.approx(truth, abs=1e-6)
+    assert sol08.solution_mean_cell(tiny_en, texts, 1, 3) == pytest.approx(truth, abs=1e-6)
 
 
 def test_fixedness_by_hand(tiny_en, texts, result):
     maps = al.attention(tiny_en, texts).tensor.double()  # (N, L, H, n, n): every query's map
     value, _ = numpy_fixedness(maps[:, 1, 5].numpy())  # written out with numpy from the maps themselves
     exact = MeanAttention.empty(*maps.shape[1:4]).add(maps)  # float64 entropies: a random head's rows are
-    assert ex08.solution_fixedness_by_hand(tiny_en, 1, 5, exact) == pytest.approx(value, abs=1e-9)  # near uniform
+    assert sol08.solution_fixedness_by_hand(tiny_en, 1, 5, exact) == pytest.approx(value, abs=1e-9)  # near uniform
     assert ex08.check_fixedness_by_hand(tiny_en, value, 1, 5, result=exact)
     assert not ex08.check_fixedness_by_hand(tiny_en, value - 0.05, 1, 5, result=exact)
     assert not ex08.check_fixedness_by_hand(tiny_en, None, 1, 5, result=result)
@@ -90,7 +94,7 @@ def test_trend_verdict(hd):
     trend = depth_trend(dist, n_boot=100)
     s = trend.slope
     truth = HOLDS if s.high < 0 else (FAILS if s.low > 0 else UNSURE)  # the rule, applied by hand
-    assert ex09.solution_trend_verdict(m, trend) == truth
+    assert sol09.solution_trend_verdict(m, trend) == truth
     assert ex09.check_trend_verdict(m, truth, trend)
     assert ex09.check_trend_verdict(m, truth.upper(), trend)
     for other in set(WORDS) - {truth}:
@@ -105,7 +109,7 @@ def test_trend_verdict_with_the_baseline(hd):
     holds = s.high < 0 and base.p_value < 0.05  # the rule, applied by hand
     fails = s.low > 0 or base.p_value > 0.95
     truth = HOLDS if holds else (FAILS if fails else UNSURE)
-    assert ex09.solution_trend_verdict(m, trend, base) == truth
+    assert sol09.solution_trend_verdict(m, trend, base) == truth
     assert ex09.check_trend_verdict(m, truth, trend, base)
     for other in set(WORDS) - {truth}:
         assert not ex09.check_trend_verdict(m, other, trend, base)
@@ -115,9 +119,9 @@ def test_layers_outside_the_result_are_clear_errors(tiny_en, result, hd):
     partial = al.mean_attention(tiny_en, same_length_texts(4, seed=17), layers=[1], progress=False)
     with pytest.raises(ValueError, match="was not averaged"):
         ex08.check_fixedness_by_hand(tiny_en, 0.5, 0, 0, result=partial)
-    assert ex08.check_fixedness_by_hand(tiny_en, ex08.solution_fixedness_by_hand(tiny_en, 1, 0, partial), 1, 0,
+    assert ex08.check_fixedness_by_hand(tiny_en, sol08.solution_fixedness_by_hand(tiny_en, 1, 0, partial), 1, 0,
                                         result=partial)
-    assert ex08.solution_most_fixed_layer(tiny_en, partial) == 1
+    assert sol08.solution_most_fixed_layer(tiny_en, partial) == 1
     m, dist = hd
     with pytest.raises(ValueError, match="out of range"):
         ex09.check_dispersion(m, 0.1, 3, dist)

@@ -11,6 +11,9 @@ from attnlab.analysis.regroup import regroup_attention
 from attnlab.course.exercises import lesson_10 as ex10
 from attnlab.course.exercises import lesson_11 as ex11
 from attnlab.scratch.head_count_training import LookupLanguage, TrainConfig, head_count_study
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol10 = teacher("10")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
@@ -25,10 +28,10 @@ def test_none_is_not_yet(tiny_en):
 def test_group_width(tiny_en):
     assert ex10.check_group_width(tiny_en, 16, n_groups=3)  # hidden 48 / 3
     assert not ex10.check_group_width(tiny_en, 4, n_groups=3)  # the old head width
-    assert ex10.solution_group_width(tiny_en, 12) == tiny_en.head_dim
+    assert sol10.solution_group_width(tiny_en, 12) == tiny_en.head_dim
     with pytest.raises(ValueError):
-        ex10.solution_group_width(tiny_en, 5)
-    assert ex10.solution_group_width(tiny_en, np.int64(4)) == 12
+        sol10.solution_group_width(tiny_en, 5)
+    assert sol10.solution_group_width(tiny_en, np.int64(4)) == 12
 
 
 def _focus_by_hand(maps: np.ndarray) -> float:

@@ -11,6 +11,9 @@ from attnlab.analysis.faithfulness import VIEWS, scoreboard
 from attnlab.analysis.mean_map_replacement import TogetherCurves
 from attnlab.analysis.sinks import sink_profile
 from attnlab.course.exercises import lesson_13 as ex13
+from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sol13 = teacher("13")
 
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
@@ -57,7 +60,7 @@ def test_sink_layer(tiny_en):
     wrong = ex13.check_sink_layer(tiny_en, truth + 1, profile)
     assert not wrong and "1-based" in wrong.message
     assert not ex13.check_sink_layer(tiny_en, None, profile)
-    assert ex13.solution_sink_layer(tiny_en, profile) == truth
+    assert sol13.solution_sink_layer(tiny_en, profile) == truth
 
 
 def test_best_view(tiny_en):
@@ -85,4 +88,4 @@ def test_replaceable_fraction():
     assert not wrong and "one before" in wrong.message
     assert not ex13.check_replaceable_fraction(None, 1.0, together)
     assert not ex13.check_replaceable_fraction(None, None, together)
-    assert ex13.solution_replaceable_fraction(None, together) == 0.5
+    assert sol13.solution_replaceable_fraction(None, together) == 0.5

@@ -16,14 +16,12 @@ A function whose body is still ``raise NotImplementedError`` (or ``...``) is
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any, Callable
 
 import torch
 
 from attnlab.core.language import _
-from attnlab.course.attempts import solutions_shown
 from attnlab.course.exercises import Feedback
 from attnlab.scratch.self_attention import merge_heads, scaled_dot_product_attention, split_heads
 
@@ -246,23 +244,10 @@ def not_written() -> Feedback:
                              "cell again."), attempted=False)
 
 
-def feedback(problem: Callable[[], str | None], passed: str, solutions: tuple[Callable, ...] = ()) -> Feedback:
-    """Run ``problem()`` and turn its outcome into feedback; ``passed`` is the message when every test passes.
-    With the teacher's solutions on, a failure shows the worked ``solutions``' code."""
+def feedback(problem: Callable[[], str | None], passed: str) -> Feedback:
+    """Run ``problem()`` and turn its outcome into feedback; ``passed`` is the message when every test passes."""
     try:
         message = problem()
     except NotWritten:
-        result = not_written()
-    else:
-        result = Feedback(True, passed) if message is None else Feedback(False, message)
-    if not result.correct and solutions and solutions_shown():
-        result.shown_answer = solution_text(*solutions)
-    return result
-
-
-def solution_text(*solutions: Callable) -> str:
-    """The worked solutions' code when the teacher's solutions are on, else how to switch them on."""
-    if not solutions_shown():
-        return _("The worked solution is shown with the teacher's solutions on (ATTNLAB_SOLUTIONS=1, or "
-                 "attnlab.course.attempts.show_solutions()).")
-    return _("The teacher's solution:") + "\n\n```python\n" + "\n".join(inspect.getsource(f) for f in solutions) + "```"
+        return not_written()
+    return Feedback(True, passed) if message is None else Feedback(False, message)

@@ -9,7 +9,7 @@ bundled MiniLM or any other BERT-family model.
 * :func:`check_token_count` — how many tokens does the example query become?
 * :func:`check_top_key` — which token does the first query row of a head attend to most?
 
-``solution_*`` functions are the worked answers a teacher can reveal.
+The worked answers are in the teacher's source folder (``classroom/solutions/``), not in this package.
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ from typing import Any
 import torch
 
 from attnlab.core.language import _
-from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, run
 from attnlab.data.examples import example_for
 from attnlab.course.exercises import Feedback, NOT_YET as _NOT_YET, check_number, exercise
 
-__all__ = [
-    "check_total_heads", "solution_total_heads",
-    "check_token_count", "solution_token_count",
-    "check_top_key", "solution_top_key",
-]
+__all__ = ["check_total_heads", "check_token_count", "check_top_key"]
 
 
 def _text(m: LoadedModel, text: str | None) -> str:
@@ -74,13 +69,6 @@ def check_total_heads(m: LoadedModel, answer: Any) -> Feedback:
     return verdict
 
 
-def solution_total_heads(m: LoadedModel) -> int:
-    """Read layers and heads off the attention tensor of one query and multiply."""
-    att = attention(m, [example_for(m)])
-    _texts, layers, heads, _n, _m = att.tensor.shape  # [texts, layers, heads, n, n]
-    return layers * heads
-
-
 # --------------------------------------------------------------------------- 2. token count
 
 
@@ -118,12 +106,6 @@ def check_token_count(m: LoadedModel, answer: Any, text: str | None = None) -> F
     else:
         verdict.expected = None
     return verdict
-
-
-def solution_token_count(m: LoadedModel, text: str | None = None) -> int:
-    """The length of the token list that ``al.attention`` reports."""
-    att = attention(m, [_text(m, text)])
-    return len(att.tokens[0])
 
 
 # --------------------------------------------------------------------------- 3. the strongest key
@@ -175,8 +157,3 @@ def check_top_key(m: LoadedModel, answer: Any, layer: int = 0, head: int = 0, te
                     None)
 
 
-def solution_top_key(m: LoadedModel, layer: int = 0, head: int = 0, text: str | None = None) -> str:
-    """Take row 0 of the head's map from ``al.attention`` and find its largest entry."""
-    att = attention(m, [_text(m, text)])
-    row = att.head(0, layer, head)[0]  # (n,): the [CLS] row
-    return att.tokens[0][int(row.argmax())]

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import torch
@@ -48,17 +47,6 @@ def check_tiny_weight(m: LoadedModel | None, answer: Any, row: int = 0, col: int
                         hint=_("score = q_row . k_col; divide by sqrt(d_k) = 2; softmax over the row."))
 
 
-def solution_tiny_weight(m: LoadedModel | None = None, row: int = 0, col: int = 1) -> float:
-    """Worked solution: dot products of row ``row`` with every key, /2, softmax."""
-    row, col = _check_cell(row, col)
-    ex = tiny_example()
-    q = ex["x"][row] @ ex["w_q"]  # this token's query (4,)
-    keys = ex["x"] @ ex["w_k"]  # every token's key (3, 4)
-    scores = [float(q @ keys[j]) / math.sqrt(4) for j in range(3)]
-    exps = [math.exp(s) for s in scores]
-    return exps[col] / sum(exps)
-
-
 def _example_head(m: LoadedModel, layer: int, head: int) -> tuple[torch.Tensor, list[str]]:
     layer, head = m.check_layer(layer), m.check_head(head)
     att = attention(m, [example_for(m)])
@@ -77,12 +65,6 @@ def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int =
     return check_choice(answer, expected, what=_("strongest key"),
                         hint=_("look along row {query} ({token!r}) for the largest weight.").format(
                             query=query, token=tokens[query]))
-
-
-def solution_strongest_key(m: LoadedModel, layer: int = 0, head: int = 0, query: int = 1) -> str:
-    weights, tokens = _example_head(m, layer, head)
-    query = check_index(query, len(tokens), "query token")
-    return tokens[int(weights[query].argmax())]
 
 
 @exercise
@@ -105,13 +87,6 @@ def check_diagonal_head(m: LoadedModel, answer: Any) -> Feedback:
                              "diagonal and take the largest.").format(got=got), (layer, head))
 
 
-def solution_diagonal_head(m: LoadedModel) -> tuple[int, int]:
-    maps = attention(m, [example_for(m)])[0]  # (L, H, n, n)
-    diag = maps.diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
-    layer, head = divmod(int(diag.argmax()), diag.shape[1])
-    return layer, head
-
-
 @exercise
 def check_attention(m: LoadedModel | None, answer: Callable) -> Feedback:
     """Build it yourself: ``answer(q, k, v, mask=None) -> (output, weights)``, scaled dot-product attention
@@ -125,16 +100,4 @@ def check_attention(m: LoadedModel | None, answer: Callable) -> Feedback:
         return build_it.not_written()
     return build_it.feedback(lambda: build_it.attention_problem(answer),
                              _("your attention passes every test: the shapes, rows that sum to 1, the scale, "
-                               "the mask, and one head alone as in a batch of heads."),
-                             solutions=(solution_attention,))
-
-
-def solution_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                       mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The teacher's solution: scores ``(..., T_q, T_k)``, scaled by ``sqrt(d_k)``, hidden keys at -inf,
-    softmax over the keys, then the weighted values ``(..., T_q, d_v)``."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # a hidden key gets weight 0
-    weights = torch.softmax(scores, dim=-1)  # each row sums to 1
-    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+                               "the mask, and one head alone as in a batch of heads."))

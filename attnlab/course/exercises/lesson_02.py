@@ -34,20 +34,12 @@ def check_qk_variance(m: LoadedModel, answer: Any, d_k: int = 128) -> Feedback:
     return verdict
 
 
-def solution_qk_variance(m: LoadedModel | None = None, d_k: int = 128) -> float:
-    return float(d_k)
-
-
 @exercise
 def check_scale_factor(m: LoadedModel, answer: Any) -> Feedback:
     """By what number does the running model divide q . k before the softmax?"""
     return check_number(answer, math.sqrt(m.head_dim), rel=0.01, what=_("scale divisor"),
                         hint=_("it is sqrt of one head's width (this model: head width {width}).").format(
                             width=m.head_dim))
-
-
-def solution_scale_factor(m: LoadedModel) -> float:
-    return math.sqrt(m.head_dim)
 
 
 @exercise
@@ -65,6 +57,3 @@ def check_saturation_direction(m: LoadedModel, answer: Any) -> Feedback:
     return verdict
 
 
-def solution_saturation_direction(m: LoadedModel | None = None) -> str:
-    curve = saturation_curve([8, 512], scaled=False, n_rows=300, seed=3)
-    return "rise" if curve.max_weight[1] > curve.max_weight[0] else "fall"

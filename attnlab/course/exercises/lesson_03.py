@@ -32,10 +32,6 @@ def check_path_length(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedba
                         hint=_("a recurrence moves one token per step; attention connects every pair directly."))
 
 
-def solution_path_length(m: LoadedModel, kind: str = "lstm") -> int:
-    return path_length(kind, example_length(m))
-
-
 @exercise
 def check_sequential_steps(m: LoadedModel, answer: Any, kind: str = "lstm") -> Feedback:
     """Sequential operations one layer of ``kind`` needs for the example."""
@@ -43,10 +39,6 @@ def check_sequential_steps(m: LoadedModel, answer: Any, kind: str = "lstm") -> F
     return check_number(answer, sequential_steps(kind, n), rel=0, abs_tol=0.5,
                         what=_("{kind} sequential steps (n={n})").format(kind=kind, n=n),
                         hint=_("each recurrent step needs the previous hidden state."))
-
-
-def solution_sequential_steps(m: LoadedModel, kind: str = "lstm") -> int:
-    return sequential_steps(kind, example_length(m))
 
 
 @exercise
@@ -57,6 +49,3 @@ def check_attention_entries(m: LoadedModel, answer: Any) -> Feedback:
                         hint=_("each of the {heads} heads has an n x n matrix (n = {n}).").format(heads=m.n_heads, n=n))
 
 
-def solution_attention_entries(m: LoadedModel) -> int:
-    n = example_length(m)
-    return m.n_heads * n * n

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import torch
-
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.course.exercises import Feedback, build_it, check_number, exercise
@@ -24,10 +22,6 @@ def check_head_width(m: LoadedModel, answer: Any) -> Feedback:
     return check_number(answer, m.head_dim, rel=0, abs_tol=0.5, what=_("head width"),
                         hint=_("divide the hidden width {hidden} by the {heads} heads.").format(
                             hidden=m.hidden_size, heads=m.n_heads))
-
-
-def solution_head_width(m: LoadedModel) -> int:
-    return m.hidden_size // m.n_heads
 
 
 def _split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
@@ -53,10 +47,6 @@ def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
                              "and tokens include [CLS] and [SEP].").format(got=got), expected)
 
 
-def solution_split_shape(m: LoadedModel) -> tuple[int, int, int, int]:
-    return _split_shape(m)
-
-
 @exercise
 def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
     """``(start, stop)`` of the hidden features that 0-based ``head`` owns
@@ -77,11 +67,6 @@ def check_head_slice(m: LoadedModel, answer: Any, head: int = 6) -> Feedback:
                              "mind the 0-based index.").format(got=got, width=m.head_dim), expected)
 
 
-def solution_head_slice(m: LoadedModel, head: int = 6) -> tuple[int, int]:
-    head = m.check_head(head)
-    return head * m.head_dim, (head + 1) * m.head_dim
-
-
 @exercise
 def check_split_and_merge(m: LoadedModel | None, answer: tuple[Callable, Callable]) -> Feedback:
     """Build it yourself: ``answer = (split, merge)`` with ``split(x, n_heads)``: ``(B, T, d) -> (B, H, T, d / H)``
@@ -98,17 +83,4 @@ def check_split_and_merge(m: LoadedModel | None, answer: tuple[Callable, Callabl
     width, heads = (m.hidden_size, m.n_heads) if m is not None else (24, 4)
     return build_it.feedback(lambda: build_it.split_merge_problem(split, merge, width=width, n_heads=heads),
                              _("your split and merge pass every test: the shapes, the features each head owns, "
-                               "the transposes, one head, and multi-head attention with a padding mask."),
-                             solutions=(solution_split_heads, solution_merge_heads))
-
-
-def solution_split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """The teacher's solution: ``(B, T, d) -> (B, T, H, d_h) -> (B, H, T, d_h)``."""
-    B, T, d = x.shape
-    return x.reshape(B, T, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, d_h)
-
-
-def solution_merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """The teacher's solution: ``(B, H, T, d_h) -> (B, T, H, d_h) -> (B, T, H * d_h)``."""
-    B, H, T, d_h = x.shape
-    return x.transpose(1, 2).reshape(B, T, H * d_h)  # (B, T, d)
+                               "the transposes, one head, and multi-head attention with a padding mask."))

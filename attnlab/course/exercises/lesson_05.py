@@ -6,7 +6,8 @@
 
 Truths are computed from the running model: the labels come from the lesson's
 survey (:func:`attnlab.analysis.taxonomy.default_survey`, cached, so the notebook and
-the checkers see the same numbers). ``solution_*`` are the worked answers.
+the checkers see the same numbers). The worked answers are in the teacher's source folder
+(``classroom/solutions/``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from attnlab.data.examples import example_for
 from . import NOT_YET as _NOT_YET, Feedback, check_number, exercise
 
 __all__ = [
-    "quiz_head", "check_head_label", "solution_head_label",
-    "check_cls_mass", "solution_cls_mass",
-    "check_layer_majority", "solution_layer_majority",
+    "quiz_head", "check_head_label",
+    "check_cls_mass",
+    "check_layer_majority",
 ]
 
 
@@ -86,12 +87,6 @@ def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feed
                     None)
 
 
-def solution_head_label(m: LoadedModel, layer: int, head: int) -> tuple[str, str]:
-    """``(label, reason)`` of the head: classify the survey statistics with the default thresholds."""
-    labels = _labels(m)
-    return labels[layer, head], str(labels.reasons[layer, head])
-
-
 # --------------------------------------------------------------------------- 2. [CLS] mass by hand
 
 
@@ -107,7 +102,7 @@ def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str
     head = m.check_head(head)
     if answer is None:
         return Feedback(False, _NOT_YET, None)
-    expected = solution_cls_mass(m, layer, head, text)
+    expected = _expected_cls_mass(m, layer, head, text)
     verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what=_("[CLS] mass"),
                            hint=_("Take the head's [n, n] map, keep the [CLS] column (index 0) and "
                                   "average it over the rows."))
@@ -116,7 +111,7 @@ def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str
     return verdict
 
 
-def solution_cls_mass(m: LoadedModel, layer: int, head: int, text: str | None = None) -> float:
+def _expected_cls_mass(m: LoadedModel, layer: int, head: int, text: str | None = None) -> float:
     """Mean over query rows of the weight in the [CLS] column (position 0)."""
     att = attention(m, [text or example_for(m)])
     weights = att.head(0, layer, head)  # (n, n): rows are queries
@@ -147,8 +142,3 @@ def check_layer_majority(m: LoadedModel, answer: Any, layer: int) -> Feedback:
         answer=answer, count=counts.get(answer.strip().lower(), 0), number=layer + 1), None)
 
 
-def solution_layer_majority(m: LoadedModel, layer: int) -> list[str]:
-    """The most common label(s) in the layer's row of the taxonomy map."""
-    counts = Counter(_labels(m).labels[layer].tolist())
-    top = max(counts.values())
-    return sorted(name for name, c in counts.items() if c == top)

@@ -25,8 +25,8 @@ def _study(m: LoadedModel, study: PerturbationStudy | None, n: int = 30) -> Pert
     return study if study is not None else perturbation_study(m, queries(m.language, n))
 
 
-def solution_token_permutation(m: LoadedModel, kind: str = "syntactic") -> list[int]:
-    """Worked solution: the permutation the tokenizer confirms for the example."""
+def _expected_token_permutation(m: LoadedModel, kind: str = "syntactic") -> list[int]:
+    """The answer the check expects: the permutation the tokenizer confirms for the example."""
     return token_permutation(m, example_perturbations(m.language)[kind]).tolist()
 
 
@@ -35,15 +35,15 @@ def check_token_permutation(m: LoadedModel, answer: Any, kind: str = "syntactic"
     """``answer``: list with ``new_tokens[i] == old_tokens[answer[i]]`` for the example's ``kind``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    expected = solution_token_permutation(m, kind)
+    expected = _expected_token_permutation(m, kind)
     return check_array(answer, expected, atol=0, what=_("your permutation"),
                        hint=_("Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
                               "text holds the old token answer[i]."))
 
 
-def solution_most_sensitive_head(m: LoadedModel, kind: str = "lexical",
-                                 study: PerturbationStudy | None = None) -> tuple[int, int]:
-    """Worked solution: the 0-based (layer, head) with the largest mean position-space change."""
+def _expected_most_sensitive_head(m: LoadedModel, kind: str = "lexical",
+                                  study: PerturbationStudy | None = None) -> tuple[int, int]:
+    """The answer the check expects: the 0-based (layer, head) with the largest mean position-space change."""
     top = _study(m, study).top_sensitive(kind, "position", k=1)[0]
     return (top.layer, top.head)
 
@@ -54,14 +54,14 @@ def check_most_sensitive_head(m: LoadedModel, answer: Any, kind: str = "lexical"
     """``answer``: 0-based ``(layer, head)`` most changed by ``kind`` in position space."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_head(answer, solution_most_sensitive_head(m, kind, study),
+    return check_head(answer, _expected_most_sensitive_head(m, kind, study),
                       hint=_("Look for the largest value in study.sensitivity(kind, 'position').estimate "
                              "(indices are 0-based)."))
 
 
-def solution_position_follower_share(m: LoadedModel, study: PerturbationStudy | None = None,
-                                     kind: str = "both") -> float:
-    """Worked solution: share of heads labelled position-followers."""
+def _expected_position_follower_share(m: LoadedModel, study: PerturbationStudy | None = None,
+                                      kind: str = "both") -> float:
+    """The answer the check expects: share of heads labelled position-followers."""
     return _study(m, study).follower_shares(kind)["position"]
 
 
@@ -71,7 +71,7 @@ def check_position_follower_share(m: LoadedModel, answer: Any, study: Perturbati
     """``answer``: the share (0..1) of heads that follow positions under ``kind``."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    expected = solution_position_follower_share(m, study, kind)
+    expected = _expected_position_follower_share(m, study, kind)
     return check_number(answer, expected, rel=0.0, abs_tol=0.011, what=_("your share"),
                         hint=_("Count the heads labelled 'position' by study.followers() and divide by "
                                "the number of heads."))

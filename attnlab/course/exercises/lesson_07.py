@@ -28,18 +28,6 @@ from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_he
 SAME_OUTPUTS = 1e-4
 
 
-def solution_embedding_without_positions(m: LoadedModel, text: str | None = None) -> np.ndarray:
-    """Worked solution: ``LayerNorm(word + segment)`` for ``text`` (default: the example), ``[n, e]``."""
-    text = text or example_for(m)
-    emb = m.model.base_model.embeddings
-    enc = encode(m, [text]).inputs
-    with torch.no_grad():
-        x = emb.word_embeddings(enc["input_ids"])  # (1, n, e)
-        if "token_type_ids" in enc and getattr(emb, "token_type_embeddings", None) is not None:
-            x = x + emb.token_type_embeddings(enc["token_type_ids"])  # (1, n, e)
-        return emb.LayerNorm(x)[0].numpy()  # (n, e)
-
-
 @exercise
 def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | None = None) -> Feedback:
     """``answer``: ``[n, e]`` embedding output of ``text`` without the position term."""
@@ -57,8 +45,8 @@ def check_embedding_without_positions(m: LoadedModel, answer: Any, text: str | N
                        hint="word_embeddings(ids) + token_type_embeddings(types), then the embedding LayerNorm.")
 
 
-def solution_order_matters(m: LoadedModel) -> bool:
-    """Worked solution: False when the reordered example's outputs (its syntactic move)
+def _expected_order_matters(m: LoadedModel) -> bool:
+    """The answer the check expects: False when the reordered example's outputs (its syntactic move)
     are the original's, permuted (largest gap at most :data:`SAME_OUTPUTS`), True otherwise."""
     p = example_perturbations(m.language)["syntactic"]
     perm, _ = try_token_permutation(m, p)
@@ -76,13 +64,13 @@ def check_order_matters(m: LoadedModel, answer: Any) -> Feedback:
         return Feedback(False, _NOT_YET)
     if not isinstance(answer, (bool, np.bool_)):
         return Feedback(False, f"answer True or False, got {answer!r}")
-    return check_choice(bool(answer), solution_order_matters(m), what="your answer",
+    return check_choice(bool(answer), _expected_order_matters(m), what="your answer",
                         hint="Compare equivariance_gap with and without no_position.")
 
 
-def solution_most_position_dependent_head(m: LoadedModel, study: PositionStudy | None = None,
-                                          n: int = 30) -> tuple[int, int]:
-    """Worked solution: 0-based (layer, head) with the largest change when the positions are zeroed."""
+def _expected_most_position_dependent_head(m: LoadedModel, study: PositionStudy | None = None,
+                                           n: int = 30) -> tuple[int, int]:
+    """The answer the check expects: 0-based (layer, head) with the largest change when the positions are zeroed."""
     if study is None:
         study = position_study(m, corpus_texts(m.language, n), interventions=("zero",))
     change = 1.0 - study.similarity["zero"].mean(axis=0)  # (L, H)
@@ -95,5 +83,5 @@ def check_most_position_dependent_head(m: LoadedModel, answer: Any, study: Posit
     """``answer``: 0-based ``(layer, head)`` whose map changes most without positions."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_head(answer, solution_most_position_dependent_head(m, study),
+    return check_head(answer, _expected_most_position_dependent_head(m, study),
                       hint="np.unravel_index(argmax) of study.change('zero').estimate.")

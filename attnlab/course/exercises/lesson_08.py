@@ -5,7 +5,8 @@
 * :func:`check_most_fixed_layer` — which layer is the most fixed?
 
 Truths are computed from the running model (and from the lesson's own result
-object when the notebook passes it). ``solution_*`` are the worked answers.
+object when the notebook passes it). The worked answers are in the teacher's source folder
+(``classroom/solutions/``).
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from attnlab.core.config import pick
 from attnlab.core.extract import attention
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
-from attnlab.core.streaming import ENTROPY_EPS, MeanAttention, mean_attention
+from attnlab.core.streaming import MeanAttention, mean_attention
 from attnlab.data.querygen import same_length_queries
 
 from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
 
 __all__ = [
-    "check_mean_cell", "solution_mean_cell",
-    "check_fixedness_by_hand", "solution_fixedness_by_hand",
-    "check_most_fixed_layer", "solution_most_fixed_layer",
+    "check_mean_cell",
+    "check_fixedness_by_hand",
+    "check_most_fixed_layer",
 ]
 
 
@@ -37,7 +38,7 @@ def _default_result(m: LoadedModel) -> MeanAttention:
 # --------------------------------------------------------------------------- 1. one cell by brute force
 
 
-def solution_mean_cell(m: LoadedModel, texts: Sequence[str], layer: int = 0, head: int = 0) -> float:
+def _expected_mean_cell(m: LoadedModel, texts: Sequence[str], layer: int = 0, head: int = 0) -> float:
     """Mean over ``texts`` of the weight from [CLS] (row 0) to [SEP] (last column) in one head."""
     layer, head = m.check_layer(layer), m.check_head(head)
     att = attention(m, list(texts))
@@ -49,7 +50,7 @@ def check_mean_cell(m: LoadedModel, answer: Any, texts: Sequence[str], layer: in
     """Is ``answer`` the mean [CLS]->[SEP] weight of ``(layer, head)`` over ``texts``?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_mean_cell(m, texts, layer, head)
+    truth = _expected_mean_cell(m, texts, layer, head)
     return check_number(answer, truth, rel=1e-3, abs_tol=1e-5, what="your mean weight",
                         hint="use al.attention(m, texts) and average att.head(i, layer, head)[0, -1] over i.")
 
@@ -62,21 +63,6 @@ def _position_of(res: MeanAttention, layer: int) -> int:
     if layer not in res.layers:
         raise ValueError(f"layer {layer} was not averaged in this result (its layers are {res.layers})")
     return res.layers.index(layer)
-
-
-def solution_fixedness_by_hand(m: LoadedModel, layer: int, head: int, result: MeanAttention | None = None) -> float:
-    """``(KL(mean) - b) / (KL(rows) - b)``, with ``KL(mean) = ln n - H(mean map)``, ``KL(rows) = ln n -
-    mean H(individual maps)`` (entropies averaged over rows) and the null
-    ``b = (1 - eps)^2 (n * mean_r sum_k total_sq[r, k] / N - 1) / (2N)``."""
-    res = result if result is not None else _default_result(m)
-    l = _position_of(res, m.check_layer(layer))
-    head = m.check_head(head)
-    n, count = res.length, res.count
-    kl_mean = math.log(n) - float(res.entropy_of_mean()[l, head])
-    kl_rows = math.log(n) - float(res.mean_entropy()[l, head])
-    square = float(res.total_sq[l, head].sum(dim=-1).mean()) / count  # mean over rows of E ||p||^2
-    null = (1 - ENTROPY_EPS) ** 2 * (n * square - 1) / (2 * count)
-    return (kl_mean - null) / (kl_rows - null)
 
 
 @exercise
@@ -98,7 +84,7 @@ def check_fixedness_by_hand(m: LoadedModel, answer: Any, layer: int, head: int,
 # --------------------------------------------------------------------------- 3. the most fixed layer
 
 
-def solution_most_fixed_layer(m: LoadedModel, result: MeanAttention | None = None) -> int:
+def _expected_most_fixed_layer(m: LoadedModel, result: MeanAttention | None = None) -> int:
     """0-based layer with the highest mean fixedness over its heads."""
     res = result if result is not None else _default_result(m)
     per_layer = res.fixedness().nanmean(dim=1)  # uniform heads (NaN) left out
@@ -110,7 +96,7 @@ def check_most_fixed_layer(m: LoadedModel, answer: Any, result: MeanAttention | 
     """Is ``answer`` (0-based) the layer whose heads are, on average, the most fixed?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_most_fixed_layer(m, result)
+    truth = _expected_most_fixed_layer(m, result)
     verdict = check_choice(answer, truth, what="layer",
                            hint=_("average result.fixedness() over heads (dim=1, nanmean: uniform heads "
                                    "are NaN) and take the argmax; answer 0-based."))

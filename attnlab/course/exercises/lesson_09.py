@@ -5,7 +5,8 @@
 * :func:`check_trend_verdict` — does "heads become more alike with depth" hold here?
 
 Truths are computed from the running model (and from the lesson's own result
-objects when the notebook passes them). ``solution_*`` are the worked answers.
+objects when the notebook passes them). The worked answers are in the teacher's source folder
+(``classroom/solutions/``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from attnlab.data.querygen import same_length_queries
 from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
 
 __all__ = [
-    "check_closest_pair", "solution_closest_pair",
-    "check_dispersion", "solution_dispersion",
-    "check_trend_verdict", "solution_trend_verdict",
+    "check_closest_pair",
+    "check_dispersion",
+    "check_trend_verdict",
 ]
 
 
@@ -46,7 +47,7 @@ def _default_distances(m: LoadedModel) -> HeadDistances:
 # --------------------------------------------------------------------------- 1. closest pair
 
 
-def solution_closest_pair(m: LoadedModel, hd: HeadDistances | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+def _expected_closest_pair(m: LoadedModel, hd: HeadDistances | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
     """The two distinct heads ``((layer, head), (layer, head))`` (0-based) with the smallest distance."""
     hd = hd if hd is not None else _default_distances(m)
     d = hd.distance.clone()
@@ -66,7 +67,7 @@ def check_closest_pair(m: LoadedModel, answer: Any, hd: HeadDistances | None = N
     except (TypeError, ValueError):
         return Feedback(False, _("answer with two (layer, head) pairs, e.g. ((3, 1), (4, 7)); got {answer!r}.").format(
             answer=answer))
-    truth = solution_closest_pair(m, hd)
+    truth = _expected_closest_pair(m, hd)
     return check_choice(given, truth, what=_("pair"),
                         hint=_("fill the diagonal of hd.distance with inf, take the argmin and map it "
                                "back with hd.labels()."))
@@ -75,7 +76,7 @@ def check_closest_pair(m: LoadedModel, answer: Any, hd: HeadDistances | None = N
 # --------------------------------------------------------------------------- 2. dispersion
 
 
-def solution_dispersion(m: LoadedModel, layer: int, hd: HeadDistances | None = None) -> float:
+def _expected_dispersion(m: LoadedModel, layer: int, hd: HeadDistances | None = None) -> float:
     """Mean distance over the head pairs of one layer, from ``hd.distance``."""
     hd = hd if hd is not None else _default_distances(m)
     layer = m.check_layer(layer)
@@ -92,7 +93,7 @@ def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances 
     """Is ``answer`` the within-layer dispersion of ``layer`` (0-based)?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_dispersion(m, layer, hd)
+    truth = _expected_dispersion(m, layer, hd)
     return check_number(answer, truth, rel=1e-4, abs_tol=1e-6, what=_("your dispersion"),
                         hint=_("take the layer's heads x heads block of hd.distance and average its "
                                "off-diagonal entries (the diagonal is 0)."))
@@ -101,8 +102,8 @@ def check_dispersion(m: LoadedModel, answer: Any, layer: int, hd: HeadDistances 
 # --------------------------------------------------------------------------- 3. the verdict
 
 
-def solution_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None,
-                           baseline: ShuffledBaseline | None = None) -> str:
+def _expected_trend_verdict(m: LoadedModel, trend: DepthTrend | None = None,
+                            baseline: ShuffledBaseline | None = None) -> str:
     """The verdict word of :func:`attnlab.course.claims.diversity.verdict_more_alike_with_depth`
     (with the shuffled baseline when given; both computed here when ``trend`` is None)."""
     if trend is None:
@@ -119,7 +120,7 @@ def check_trend_verdict(m: LoadedModel, answer: Any, trend: DepthTrend | None = 
     prints it in the reader's language, e.g. "成立") the verdict of this run?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_trend_verdict(m, trend, baseline)
+    truth = _expected_trend_verdict(m, trend, baseline)
     given = word_from(answer) if isinstance(answer, str) else answer
     return check_choice(given, truth, what=_("verdict"),
                         hint=_("look at the slope's bootstrap interval and at the baseline's p: interval below 0 "

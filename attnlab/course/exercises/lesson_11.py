@@ -18,8 +18,8 @@ from attnlab.viz.plot import head_label
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise
 
 
-def solution_heads_masked(m: LoadedModel, fraction: float = 0.3) -> int:
-    """Worked solution: ``round(fraction * layers * heads)``."""
+def _expected_heads_masked(m: LoadedModel, fraction: float = 0.3) -> int:
+    """The answer the check expects: ``round(fraction * layers * heads)``."""
     return heads_masked_at(fraction, m.n_layers * m.n_heads)
 
 
@@ -28,12 +28,12 @@ def check_heads_masked(m: LoadedModel, answer: Any, fraction: float = 0.3) -> Fe
     """``answer``: how many heads of this model are masked when ``fraction`` of them are pruned."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_number(answer, solution_heads_masked(m, fraction), rel=0, abs_tol=0.5, what="your count",
+    return check_number(answer, _expected_heads_masked(m, fraction), rel=0, abs_tol=0.5, what="your count",
                         hint=f"the model has {m.n_layers} x {m.n_heads} heads; round to the nearest head.")
 
 
-def solution_most_important_head(importance: np.ndarray) -> tuple[int, int]:
-    """Worked solution: the 0-based ``(layer, head)`` of the largest importance score."""
+def _expected_most_important_head(importance: np.ndarray) -> tuple[int, int]:
+    """The answer the check expects: the 0-based ``(layer, head)`` of the largest importance score."""
     layer, head = np.unravel_index(int(np.argmax(importance)), np.shape(importance))
     return int(layer), int(head)
 
@@ -50,7 +50,7 @@ def check_most_important_head(m: LoadedModel, answer: Any, importance: np.ndarra
         answer = (int(layer), int(head))
     except (TypeError, ValueError):
         return Feedback(False, f"answer with a (layer, head) pair, e.g. (0, 6); got {answer!r}.")
-    expected = solution_most_important_head(importance)
+    expected = _expected_most_important_head(importance)
     return check_choice(answer, expected, what=f"your head {head_label(*answer)}",
                         hint="np.unravel_index(np.argmax(importance), importance.shape); remember 0-based.")
 

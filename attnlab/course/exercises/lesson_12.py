@@ -30,7 +30,7 @@ def _need(record: Any, kind: type) -> Any:
     return record
 
 
-def solution_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
+def _expected_fixed_share(ev: Evidence, threshold: float | None = None) -> float:
     """Share of heads whose fixedness (lesson 08) reaches the threshold lesson 08 used
     (the heads it listed as fixed), or ``threshold`` when given."""
     avg: AveragingResult = _need(ev.averaging, AveragingResult)
@@ -44,13 +44,13 @@ def check_fixed_share(ev: Evidence, answer: Any, threshold: float | None = None)
     """What share of all heads is "fixed" in lesson 08's sense? (a number in [0, 1])"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_number(answer, solution_fixed_share(ev, threshold), rel=0.0, abs_tol=0.01,
+    return check_number(answer, _expected_fixed_share(ev, threshold), rel=0.0, abs_tol=0.01,
                         hint="count the (layer, head) pairs in evidence.averaging.fixed_heads "
                              "and divide by the number of heads in evidence.averaging.fixedness.",
                         what="fixed share")
 
 
-def solution_rejudge(ev: Evidence) -> str:
+def _expected_rejudge(ev: Evidence) -> str:
     """Conclusion 1's verdict when "a few content heads" means at most half of the heads."""
     return conclusion_1(ev.averaging, ev.perturbation, ev.patterns, few=HALF).verdict
 
@@ -61,12 +61,12 @@ def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     (one of the three verdict words)."""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_choice(answer, solution_rejudge(ev),
+    return check_choice(answer, _expected_rejudge(ev),
                         hint="compare the content-follower share's interval with 0.5, and remember the fixed "
                              "share's interval must still lie above one half.", what="verdict")
 
 
-def solution_most_diverse_layer(ev: Evidence) -> int:
+def _expected_most_diverse_layer(ev: Evidence) -> int:
     """1-based number of the layer with the largest within-layer dispersion (lesson 09)."""
     div: DiversityResult = _need(ev.diversity, DiversityResult)
     return int(np.argmax(np.asarray(div.dispersion.estimate, dtype=float))) + 1
@@ -77,6 +77,6 @@ def check_most_diverse_layer(ev: Evidence, answer: Any) -> Feedback:
     """Which layer (1-based) has the most diverse heads?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    return check_choice(answer, solution_most_diverse_layer(ev),
+    return check_choice(answer, _expected_most_diverse_layer(ev),
                         hint="look for the largest value in evidence.diversity.dispersion.estimate "
                              "and add 1 to its index.", what="layer")

@@ -7,7 +7,8 @@
 5. :func:`check_replaceable_fraction` - what share of heads can become mean maps together?
 
 Truths are computed from the running model (and from the lesson's own result
-objects when the notebook passes them). ``solution_*`` are the worked answers.
+objects when the notebook passes them). The worked answers are in the teacher's source folder
+(``classroom/solutions/``).
 """
 
 from __future__ import annotations
@@ -32,18 +33,18 @@ from attnlab.data.querygen import same_length_queries
 from . import NOT_YET as _NOT_YET, Feedback, check_array, check_choice, check_number, exercise
 
 __all__ = [
-    "check_norm_contribution", "solution_norm_contribution",
-    "check_rollout_two_layers", "solution_rollout_two_layers",
-    "check_sink_layer", "solution_sink_layer",
-    "check_best_view", "solution_best_view",
-    "check_replaceable_fraction", "solution_replaceable_fraction",
+    "check_norm_contribution",
+    "check_rollout_two_layers",
+    "check_sink_layer",
+    "check_best_view",
+    "check_replaceable_fraction",
 ]
 
 
 # --------------------------------------------------------------------------- 1. one norm-based weight
 
 
-def solution_norm_contribution(m: LoadedModel, text: str, layer: int, head: int, i: int, j: int) -> float:
+def _expected_norm_contribution(m: LoadedModel, text: str, layer: int, head: int, i: int, j: int) -> float:
     """``||alpha_ij^h f_h(x_j)||`` of one head for one query row ``i`` and key ``j`` of ``text``."""
     layer, head = m.check_layer(layer), m.check_head(head)
     one = norm_attention(m, [text])
@@ -57,7 +58,7 @@ def check_norm_contribution(m: LoadedModel, answer: Any, text: str, layer: int, 
     """Is ``answer`` the norm of what head ``head`` of ``layer`` moves from token ``j`` into token ``i``?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_norm_contribution(m, text, layer, head, i, j)
+    truth = _expected_norm_contribution(m, text, layer, head, i, j)
     return check_number(answer, truth, rel=1e-3, abs_tol=1e-5, what="your norm",
                         hint="take the layer input x (hidden_states[layer]), compute v = parts.value(x), keep "
                              "head h's slice, multiply by head h's columns of parts.output.weight, then scale "
@@ -67,7 +68,7 @@ def check_norm_contribution(m: LoadedModel, answer: Any, text: str, layer: int, 
 # --------------------------------------------------------------------------- 2. rollout by hand
 
 
-def solution_rollout_two_layers(m: LoadedModel, text: str) -> list[list[float]]:
+def _expected_rollout_two_layers(m: LoadedModel, text: str) -> list[list[float]]:
     """``A_hat_1 @ A_hat_0`` for ``text``: heads averaged, ``0.5 A + 0.5 I``, rows renormalised."""
     if m.n_layers < 2:
         raise ValueError("this exercise needs a model with at least two layers")
@@ -79,7 +80,7 @@ def check_rollout_two_layers(m: LoadedModel, answer: Any, text: str) -> Feedback
     """Is ``answer`` (a ``[T, T]`` matrix) the rollout after the first two layers?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_rollout_two_layers(m, text)
+    truth = _expected_rollout_two_layers(m, text)
     verdict = check_array(answer, truth, atol=1e-4, what="your rollout",
                           hint="A_hat = 0.5 * maps[l].mean(0) + 0.5 * I, rows divided by their sums; "
                                "then A_hat_1 @ A_hat_0 (the later layer on the left).")
@@ -96,7 +97,7 @@ def _reversed_product(m: LoadedModel, text: str) -> list[list[float]]:
 # --------------------------------------------------------------------------- 3. the sink layer
 
 
-def solution_sink_layer(m: LoadedModel, profile: SinkProfile | None = None) -> int:
+def _expected_sink_layer(m: LoadedModel, profile: SinkProfile | None = None) -> int:
     """0-based layer whose rows give the special tokens the largest mean raw share."""
     profile = profile if profile is not None else sink_profile(m, corpus_texts(m.language, 20))
     return profile.sink_layer()
@@ -107,7 +108,7 @@ def check_sink_layer(m: LoadedModel, answer: Any, profile: SinkProfile | None = 
     """Is ``answer`` (0-based) the layer with the most attention on [CLS]/[SEP] (or <s>/</s>)?"""
     if answer is None:
         return Feedback(False, _NOT_YET)
-    truth = solution_sink_layer(m, profile)
+    truth = _expected_sink_layer(m, profile)
     verdict = check_choice(answer, truth, what="layer",
                            hint="profile.special('raw') is (texts, layers): average over texts and take the "
                                 "argmax; answer 0-based.")
@@ -119,7 +120,7 @@ def check_sink_layer(m: LoadedModel, answer: Any, profile: SinkProfile | None = 
 # --------------------------------------------------------------------------- 4. the best view
 
 
-def solution_best_view(m: LoadedModel, board: Scoreboard | None = None, truth: str = "masked") -> str:
+def _expected_best_view(m: LoadedModel, board: Scoreboard | None = None, truth: str = "masked") -> str:
     """The view with the highest mean Spearman rho on the scoreboard, against ``truth``."""
     board = board if board is not None else scoreboard(m, corpus_texts(m.language, 10))
     return board.ranking(truth)[0]
@@ -135,7 +136,7 @@ def check_best_view(m: LoadedModel, answer: Any, board: Scoreboard | None = None
         return Feedback(False, _("answer one of {views}, got {answer!r}").format(views=list(VIEWS), answer=answer))
     if truth not in TRUTHS:
         raise ValueError(f"truth must be one of {TRUTHS}, got {truth!r}")
-    return check_choice(answer, solution_best_view(m, board, truth), what="view",
+    return check_choice(answer, _expected_best_view(m, board, truth), what="view",
                         hint=_("compare board.interval(view, truth).estimate for the five views."))
 
 
@@ -148,7 +149,7 @@ def _small_together(m: LoadedModel) -> TogetherCurves:
     return replace_together(m, queries[40:], mean, n_random=1)
 
 
-def solution_replaceable_fraction(m: LoadedModel, together: TogetherCurves | None = None) -> float:
+def _expected_replaceable_fraction(m: LoadedModel, together: TogetherCurves | None = None) -> float:
     """The last fraction of heads (most fixed first) before the mean cost over texts first
     exceeds the tolerance."""
     together = together if together is not None else _small_together(m)
@@ -162,7 +163,7 @@ def check_replaceable_fraction(m: LoadedModel, answer: Any, together: TogetherCu
     if answer is None:
         return Feedback(False, _NOT_YET)
     together = together if together is not None else _small_together(m)
-    truth = solution_replaceable_fraction(m, together)
+    truth = _expected_replaceable_fraction(m, together)
     verdict = check_number(answer, truth, rel=1e-6, abs_tol=1e-6, what=_("your fraction"),
                            hint=_("average together.fixed_first over texts (axis 0), find the first fraction "
                                   "whose cost is above together.tolerance(), and answer the fraction before it."))
