@@ -60,7 +60,7 @@ from attnlab.analysis.stats import correlation
 from attnlab.core.checks import check_positive_int
 from attnlab.core.config import pick
 from attnlab.core.extract import iter_attention_batches
-from attnlab.core.language import N_, _, translated
+from attnlab.core.language import N_, _, filled_template, translated
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.data import corpus
@@ -128,7 +128,7 @@ class HeadLabels:
     def rows(self, digits: int = 2) -> list[list[Any]]:
         """Header plus one row per head: label, reason and the main statistics."""
         s = self.stats
-        out: list[list[Any]] = [[_("head"), _("label"), "self", "prev", "next", "[CLS]", "[SEP]", "H/H_unif",
+        out: list[list[Any]] = [[_("head"), _("label"), _("self"), _("previous"), _("next"), "[CLS]", "[SEP]", _("H/H_unif"),
                                  _("reason")]]
         for l in range(self.shape[0]):
             for h in range(self.shape[1]):
@@ -137,13 +137,14 @@ class HeadLabels:
                     *(round(float(v), digits) for v in (
                         s.self_mass[l, h], s.prev_mass[l, h], s.next_mass[l, h],
                         s.cls_mass[l, h], s.sep_mass[l, h], s.relative_entropy[l, h])),
-                    translated(self.reasons[l, h]),
+                    self.reason(l, h),
                 ])
         return out
 
     def reason(self, layer: int, head: int) -> str:
         """Why ``(layer, head)`` got its label, in the reader's language (stored in English)."""
-        return translated(str(self.reasons[layer, head]))
+        text = str(self.reasons[layer, head])
+        return filled_template(text, _) or translated(text)  # the label inside a reason too
 
     def table(self, digits: int = 2) -> str:
         """Printable table, one line per head (1-based labels; headers and reasons in the reader's language)."""
@@ -232,7 +233,7 @@ def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
     if rel >= t["broad"]:
         return "broad", BROAD_REASON.format(entropy=f"{s['entropy']:.2f}", rel=f"{rel:.2f}",
                                             uniform=f"{s['uniform_entropy']:.2f}", threshold=f"{t['broad']:.2f}")
-    top = max(("self", s["self_mass"]), ("prev", s["prev_mass"]), ("next", s["next_mass"]), key=lambda kv: kv[1])
+    top = max(("self", s["self_mass"]), ("previous", s["prev_mass"]), ("next", s["next_mass"]), key=lambda kv: kv[1])
     return "heterogeneous", NO_PATTERN_REASON.format(
         what=top[0], value=f"{top[1]:.2f}", positional=f"{t['positional']:.2f}", special=f"{special:.2f}",
         need=f"{t['special']:.2f}", rel=f"{rel:.2f}", broad=f"{t['broad']:.2f}")

@@ -25,6 +25,7 @@ form in memory and Python's :class:`gettext.GNUTranslations` reads that.
 from __future__ import annotations
 
 import ast
+import contextlib
 import gettext
 import io
 import os
@@ -32,12 +33,13 @@ import re
 import string
 import struct
 from pathlib import Path
+from typing import Iterator
 
 DOMAIN = "attnlab"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 LANGUAGES = ("en", "zh")
 
-_state: dict[str, object] = {"lang": None, "translation": None}
+_state: dict[str, object] = {"lang": None, "translation": None, "heard": None}
 _templates: dict[str, "re.Pattern[str]"] = {}  # templates marked with N_, and the pattern of their filled-in text
 
 
@@ -184,12 +186,35 @@ def _translation() -> gettext.NullTranslations:
 def _(message: str) -> str:
     """``message`` in the current language (itself when no translation exists; ``""`` stays
     ``""``, where gettext would return the catalogue's header)."""
-    return _translation().gettext(message) if message else message
+    shown = _translation().gettext(message) if message else message
+    _hear((message,), shown)
+    return shown
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """Singular or plural form of a message for count ``n``, in the current language."""
-    return _translation().ngettext(singular, plural, n)
+    shown = _translation().ngettext(singular, plural, n)
+    _hear((singular, plural, n), shown)
+    return shown
+
+
+def _hear(lookup: tuple, shown: str) -> None:
+    heard = _state["heard"]
+    if heard is not None and lookup[0]:
+        heard[lookup] = shown  # type: ignore[index]
+
+
+@contextlib.contextmanager
+def listening() -> Iterator[dict[tuple, str]]:
+    """Within the block, remember every message looked up and what it showed: the dict yielded maps
+    ``(message,)`` (or ``(singular, plural, n)``) to the text shown, e.g. the catalogue's strings a
+    figure was drawn with, so a later check can tell whether the catalogue has changed since."""
+    before, heard = _state["heard"], {}
+    _state["heard"] = heard
+    try:
+        yield heard
+    finally:
+        _state["heard"] = before
 
 
 def N_(template: str) -> str:

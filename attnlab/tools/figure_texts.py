@@ -19,18 +19,11 @@ from pathlib import Path
 
 import matplotlib.figure
 from IPython import get_ipython
-from matplotlib.text import Text
 
 from attnlab.tools import english_prose
+from attnlab.viz.plot import texts_of
 
 _state: dict[str, object] = {"path": None, "figures": [], "installed": False}
-
-
-def texts_of(fig) -> list[str]:
-    """Every non-empty text artist of a matplotlib figure ``fig``: titles, suptitle, axis labels,
-    tick labels, legend entries and titles, annotations, colour-bar labels, ``fig.text`` calls."""
-    fig.canvas.draw()  # tick labels get their text when the figure is drawn
-    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
 def _remember(fig) -> None:

@@ -21,7 +21,7 @@ from attnlab.core.extract import attention
 from attnlab.core.models import LoadedModel
 from attnlab.data.examples import example_for
 from attnlab.viz.offline_views import HEAD_COLORS, plot_line_view
-from attnlab.viz.plot import head_label, plot_head
+from attnlab.viz.plot import plot_head, quoted
 
 #: One colour per label (colour-blind friendly where possible).
 COLORS = {
@@ -129,7 +129,7 @@ def plot_pattern_zoo(m: LoadedModel, labels: HeadLabels, text: str | None = None
         att = paired if name == "block" else single
         tokens = att.tokens[0]
         plot_head(att.head(0, l, h), tokens, ax=axes[0, c], vmax=1.0, colorbar=False,
-                  title=f"{name}: {head_label(l, h)}")
+                  title=_("{label}: layer {layer}, head {head}").format(label=_(name), layer=l + 1, head=h + 1))
         axes[0, c].set_xlabel("")
         axes[0, c].set_ylabel("")
         axes[0, c].tick_params(labelsize=7)
@@ -155,8 +155,8 @@ def plot_example_lines(m: LoadedModel, labels: HeadLabels, text: str | None = No
     heads = list(chosen.values())
     fig, ax = plt.subplots(figsize=(5.4, 0.34 * len(att.tokens[0]) + 1.2))
     plot_line_view(att[0], att.tokens[0], layer, heads, ax=ax,
-                   title=_("{text!r}: layer {layer}, one head per pattern").format(text=text, layer=layer + 1))
-    ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=f"H{h + 1}: {name}")
+                   title=_("{text}: layer {layer}, one head per pattern").format(text=quoted(text), layer=layer + 1))
+    ax.legend(handles=[Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=2, label=_("H{head}: {label}").format(head=h + 1, label=_(name)))
                        for name, h in chosen.items()],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     fig.tight_layout()

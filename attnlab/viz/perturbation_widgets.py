@@ -16,6 +16,7 @@ from attnlab.core.checks import check_index
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.data.corpus import Query
+from attnlab.viz.plot import quoted
 
 
 def _widgets():
@@ -50,8 +51,8 @@ def describe_custom(m: LoadedModel, original: Query | str, new_text: str, layer:
     try:
         position, token, p = compare_texts(m, original, new_text)
     except ValueError as err:
-        return _("Cannot compare {text!r}: {error}").format(text=new_text, error=err)
-    head = f"{p.source.text!r} -> {p.text!r}" + (_(" (respelled units: {units})").format(units=list(p.respelled)) if p.respelled else "")
+        return _("Cannot compare {text}: {error}").format(text=quoted(new_text), error=err)
+    head = f"{quoted(p.source.text)} -> {quoted(p.text)}" + (_(" (respelled units: {units})").format(units=list(p.respelled)) if p.respelled else "")
     return head + "\n" + change_table(position, token, layer)
 
 

@@ -29,6 +29,11 @@ def tick_rotation(labels: Sequence[str]) -> int:
     return 0 if any(_CJK.search(str(t)) for t in labels) else 90
 
 
+def quoted(text: str) -> str:
+    """``text`` in the reader's quotation marks ('…' in English, “…” in Chinese), for a title."""
+    return _("'{text}'").format(text=text)
+
+
 def head_label(layer: int, head: int) -> str:
     """1-based label for a 0-based (layer, head): ``head_label(0, 6) == "L1 H7"``."""
     return f"L{layer + 1} H{head + 1}"
@@ -176,6 +181,15 @@ def save_figure(fig, path: str | Path, formats: Sequence[str] = ("png", "svg"), 
         fig.savefig(out, dpi=dpi, bbox_inches="tight")
         written.append(out)
     return written
+
+
+def texts_of(fig) -> list[str]:
+    """Every non-empty text artist of a matplotlib figure ``fig``: titles, suptitle, axis labels,
+    tick labels, legend entries and titles, annotations, colour-bar labels, ``fig.text`` calls."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels get their text when the figure is drawn
+    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
 # --------------------------------------------------------------------------- lessons 01-04
@@ -444,7 +458,7 @@ def plot_elmo_vs_attention(tokens: Sequence[str], weights_row, position: int):
         for i, t in enumerate(tokens):
             ax.text(i, 0, t, ha="center", va="center", fontsize=9,
                     bbox=dict(boxstyle="round", fc="#ffe9b3" if i == position else "#eeeeee"))
-    for y, colour, label in ((1.2, "tab:blue", "forward LSTM"), (2.2, "tab:orange", "backward LSTM")):
+    for y, colour, label in ((1.2, "tab:blue", _("forward LSTM")), (2.2, "tab:orange", _("backward LSTM"))):
         left.scatter(xs, np.full(n, y), s=260, color=colour, zorder=3)
         left.text(-0.9, y, label, ha="right", va="center", fontsize=8, color=colour)
         for i in range(n):

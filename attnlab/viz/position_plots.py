@@ -21,7 +21,7 @@ from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
 from attnlab.core.language import N_, _
 from attnlab.viz.fonts import cjk_font_for
-from attnlab.viz.plot import plot_layer_head_map, tick_rotation
+from attnlab.viz.plot import plot_layer_head_map, quoted, tick_rotation
 
 #: How each intervention is named in titles.
 NAMES = {"zero": N_("positions zeroed"), "mean": N_("mean position vector"), "shuffle": N_("positions shuffled")}
@@ -71,7 +71,7 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
             if h == 0:
                 ax.set_ylabel(name, fontsize=8)
     fig.colorbar(axes[0, 0].images[0], ax=list(axes.ravel()), fraction=0.025, pad=0.02, label=_("attention weight"))
-    shown = f", {text!r}" if text else ""
+    shown = _(", {text}").format(text=quoted(text)) if text else ""
     fig.suptitle(_("Layer {layer}{text}: with positions and {how}").format(layer=layer + 1, text=shown, how=_(NAMES.get(how, how))),
                  fontsize=9)
     return fig

@@ -31,10 +31,11 @@ import matplotlib
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
-from attnlab.core.language import _, current_language, set_language
+from attnlab.core.language import _, current_language, listening, set_language
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.viz.fonts import use_cjk_font
+from attnlab.viz.plot import texts_of
 
 T = TypeVar("T")
 
@@ -115,8 +116,10 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
             use_cjk_font()
         for spec in iterator:
             start = time.time()
-            result = spec.make(ctx)
-            figs = result if isinstance(result, (list, tuple)) else [result]
+            with listening() as heard:
+                result = spec.make(ctx)
+                figs = result if isinstance(result, (list, tuple)) else [result]
+                texts = [texts_of(fig) for fig in figs]  # drawn now: tick labels are looked up too
             for k, fig in enumerate(figs):
                 fname = f"{spec.name}.png" if len(figs) == 1 else f"{spec.name}_{k + 1}.png"
                 fig.savefig(out / fname, dpi=110, bbox_inches="tight")
@@ -125,6 +128,7 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
                     "file": fname, "figure": spec.name, "lesson": spec.lesson, "caption": spec.caption,
                     "model": getattr(model, "name", str(model)), "smoke": smoke, "lang": code,
                     "seconds": round(time.time() - start, 2),
+                    "strings": drawn_strings(heard), "texts": texts[k],
                 })
     manifest = out / "manifest.json"
     old = json.loads(manifest.read_text()) if (manifest.exists() and only) else []
@@ -132,6 +136,12 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     manifest.write_text(json.dumps(sorted(keep + entries, key=lambda e: e["file"]), indent=1,
                                    ensure_ascii=False), encoding="utf-8")
     return entries
+
+
+def drawn_strings(heard: dict[tuple, str]) -> list[list]:
+    """The catalogue's strings a figure was drawn with, for its manifest entry: ``[message, shown]``
+    or ``[singular, plural, n, shown]`` per lookup, sorted (see :func:`attnlab.core.language.listening`)."""
+    return sorted(([*lookup, shown] for lookup, shown in heard.items()), key=lambda row: [str(x) for x in row])
 
 
 @contextlib.contextmanager
