@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TypeVar
 
+from attnlab.core import class_setting
 from attnlab.core.language import _
 
 T = TypeVar("T")
@@ -21,7 +22,11 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 def is_smoke() -> bool:
-    """True when ``ATTNLAB_SMOKE`` asks for the fast, reduced run."""
+    """True when ``ATTNLAB_SMOKE`` asks for the fast, reduced run; a class setting's mode decides instead
+    (:mod:`attnlab.core.class_setting`)."""
+    setting = class_setting.current()
+    if setting is not None:
+        return setting.smoke
     return os.environ.get("ATTNLAB_SMOKE", "").strip().lower() in _TRUE
 
 
@@ -74,4 +79,9 @@ def model_override() -> str | None:
 
 def mode_line() -> str:
     """One human-readable line describing the current run mode."""
-    return _("smoke mode (ATTNLAB_SMOKE=1): reduced sizes") if is_smoke() else _("full mode")
+    line = _("smoke mode (ATTNLAB_SMOKE=1): reduced sizes") if is_smoke() else _("full mode")
+    setting = class_setting.current()
+    if setting is not None:
+        line += " · " + _("class setting {setting} ({source})").format(setting=setting.describe(),
+                                                                       source=setting.source)
+    return line

@@ -44,6 +44,7 @@ from typing import Iterable, Sequence
 
 import torch
 
+from attnlab.core import class_setting
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import attention_module_paths, encode_ids, run
 
@@ -160,7 +161,10 @@ def native_bf16(device: torch.device) -> bool:
 def choose_precision(m: LoadedModel, precision: str = "auto") -> tuple[str, str]:
     """``(precision, why)``: ``"auto"`` becomes ``"bf16"`` where it is native, else ``"fp32"``;
     any other value is checked and returned as asked. ``ATTNLAB_PRECISION`` (e.g. ``fp32``, for the
-    same numbers on every machine) decides ``"auto"`` when it is set."""
+    same numbers on every machine) decides ``"auto"`` when it is set, and a class setting before it."""
+    setting = class_setting.current()
+    if precision == "auto" and setting is not None:
+        return setting.precision, f"the class setting {setting.source}"
     if precision == "auto" and os.environ.get("ATTNLAB_PRECISION"):
         chosen = os.environ["ATTNLAB_PRECISION"].strip().lower()
         if chosen not in PRECISIONS:

@@ -45,7 +45,7 @@ from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 from huggingface_hub import try_to_load_from_cache
 from transformers.utils import logging as hf_logging
 
-from attnlab.core import config, door, hub, offline
+from attnlab.core import class_setting, config, door, hub, offline
 from attnlab.core.checks import check_index
 from attnlab.core.errors import ModelLoadError, NoAttentionError
 from attnlab.core.inputs import encode
@@ -443,6 +443,9 @@ def is_cached(repo_id: str) -> bool:
 def _choose_auto(verbose: bool = False) -> tuple[str, str]:
     """Decide what 'auto' means here: (name, reason). May download the article's model (within the
     hub deadline); never waits longer than that for a hub that does not deliver."""
+    setting = class_setting.current()
+    if setting is not None:  # the class's model, read from disk like every choice of "auto" but ATTNLAB_MODEL
+        return setting.model, _("the class setting {source} fixes it for the whole class").format(source=setting.source)
     override = config.model_override()
     if override:
         return override, OVERRIDE_REASON

@@ -6,7 +6,7 @@ Every checked answer (not the placeholder ``None``) is one attempt, saved in
 
     {"schema": 1, "kind": "attnlab-exercise-attempts", "exercise": "04.head_width",
      "attempts": [{"attempt": 1, "answer": 12, "right": false, "time": "2026-12-04T09:30:00Z",
-                   "model": "all-MiniLM-L6-v2"}, ...]}
+                   "model": "all-MiniLM-L6-v2", "precision": "fp32", "mode": "full"}, ...]}
 
 Each write replaces the whole file atomically (:mod:`attnlab.core.atomic`); a damaged
 file is kept beside it (``.damaged-<time>``), never overwritten, and a new one is started.
@@ -15,7 +15,10 @@ uploads it; ``attnlab class collect`` merges a class's uploads.
 
 A wrong answer gets a hint, not the expected value; the value is shown after
 :data:`REVEAL_AFTER` attempts, or at once with the teacher's solutions switched on
-(``ATTNLAB_SOLUTIONS=1`` in the environment, or :func:`show_solutions`).
+(``ATTNLAB_SOLUTIONS=1`` in the environment, or :func:`show_solutions`), for a student
+working alone. Under a class setting (:mod:`attnlab.core.class_setting`) nothing is
+revealed and the switch does nothing: the class's graded answers are kept by nbgrader,
+and the ``right`` flags here are the student's own record, not a grade.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from attnlab.core import class_setting
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.records import to_plain
 from attnlab.course.results import results_dir
@@ -53,7 +57,10 @@ def show_solutions(on: bool = True) -> None:
 
 
 def solutions_shown() -> bool:
-    """Whether the teacher's solutions are on: :func:`show_solutions`, else ``ATTNLAB_SOLUTIONS``."""
+    """Whether the teacher's solutions are on: :func:`show_solutions`, else ``ATTNLAB_SOLUTIONS``;
+    never under a class setting."""
+    if class_setting.current() is not None:
+        return False
     if _switch["solutions"] is not None:
         return bool(_switch["solutions"])
     return os.environ.get(SOLUTIONS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
@@ -128,11 +135,21 @@ def read(exercise: str) -> list[dict]:
     return []
 
 
-def record(exercise: str, answer: Any, right: bool, model: str = "") -> dict:
-    """Save one attempt at ``exercise`` and return it (with its ``attempt`` number, 1 for the first)."""
+def reveals(attempt: int) -> bool:
+    """Whether a wrong answer at ``attempt`` shows the expected value: from :data:`REVEAL_AFTER` on, or at once
+    with the teacher's solutions on; never under a class setting."""
+    if class_setting.current() is not None:
+        return False
+    return attempt >= REVEAL_AFTER or solutions_shown()
+
+
+def record(exercise: str, answer: Any, right: bool, model: str = "", precision: str = "", mode: str = "") -> dict:
+    """Save one attempt at ``exercise`` and return it (with its ``attempt`` number, 1 for the first), with the
+    ``model``, ``precision`` and ``mode`` (``full`` or ``smoke``) it ran under."""
     attempts = read(exercise)
     attempt = {"attempt": len(attempts) + 1, "answer": plain_answer(answer), "right": bool(right),
-               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "model": str(model or "")}
+               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "model": str(model or ""),
+               "precision": str(precision or ""), "mode": str(mode or "")}
     content = {"schema": SCHEMA, "kind": KIND, "exercise": exercise, "attempts": attempts + [attempt]}
     write_text_atomic(path_of(exercise), json.dumps(content, indent=1, ensure_ascii=False))
     return attempt

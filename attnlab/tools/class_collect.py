@@ -2,16 +2,23 @@
 
 ``DIR`` holds one entry per student: a folder (their ``results`` or ``results/exercises``
 folder) or a ``.zip`` of it, named after the student, as an LMS download of an
-assignment gives them. Every attempts file (:mod:`attnlab.course.attempts`) found in a
-folder named ``exercises`` is read; the rest of a results folder is left alone. Offline,
-nothing is run and nothing is extracted to disk::
+assignment gives them; nbgrader's ``submitted/`` folder (``submitted/<student>/<assignment>/``)
+is such a folder too. Every attempts file (:mod:`attnlab.course.attempts`) found in a
+folder named ``exercises`` is read, also inside a zip in a student's folder (the file
+``attnlab take`` packs on Colab or Binder); the rest of a results folder is left alone.
+Offline, nothing is run and nothing is extracted to disk::
 
     attnlab class collect uploads/              # writes uploads-collected/class.csv and class.png
     attnlab class collect uploads/ --lang zh    # the same, labelled in Chinese
     attnlab class collect uploads/ --out week3  # into week3/ (refused if it holds either file)
+    attnlab class collect course/submitted --class class.json   # nbgrader's submissions, checked against the class
 
 The table has one row per student and exercise: attempts, right or not, the attempt
-that was first right, the last answer, the model. The figure shows who got which
+that was first right, the last answer, the model, precision and mode it ran under, and,
+against the class setting (``--class FILE``, else the one in force on this machine,
+:mod:`attnlab.core.class_setting`), what differs: a row from another model, precision or
+smoke mode is flagged, not mixed in silently. The ``right`` flags are the student's own
+record (a student can edit the file); grades come from nbgrader. The figure shows who got which
 exercise right (a grid) and how many students got each exercise and each student got
 how many right (bars). A bad, damaged or foreign file gets one line and is skipped;
 nothing is ever overwritten (without ``--out`` a new folder name is picked).
@@ -38,7 +45,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from attnlab.core import class_setting
 from attnlab.core.atomic import atomic_path
+from attnlab.core.class_setting import ClassSetting
 from attnlab.core.language import N_, _, current_language, set_language
 from attnlab.course.attempts import FOLDER, valid
 from attnlab.viz.fonts import use_cjk_font
@@ -54,7 +63,8 @@ FIGURE = "class.png"
 #: the table's columns (keys), labelled in the chosen language
 COLUMNS = {"student": N_("student"), "exercise": N_("exercise"), "attempts": N_("attempts"),
            "right": N_("right"), "first_right_attempt": N_("first right at attempt"),
-           "last_answer": N_("last answer"), "model": N_("model")}
+           "last_answer": N_("last answer"), "model": N_("model"), "precision": N_("precision"),
+           "mode": N_("mode"), "differs": N_("differs from the class setting")}
 
 
 @dataclass
@@ -103,6 +113,9 @@ def _from_folder(folder: Path, problems: list[str]) -> list[dict]:
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
+            if path.suffix.lower() == ".zip" and path.is_file() and not path.is_symlink():
+                found += _from_zip(path, problems)
+                continue
             if path.parent.name != FOLDER:
                 continue
             where = str(path.relative_to(folder.parent))
@@ -166,18 +179,34 @@ def _from_zip(path: Path, problems: list[str]) -> list[dict]:
     return found
 
 
-def _row(student: str, record: dict) -> dict:
+def differs(attempts: list[dict], setting: ClassSetting | None) -> str:
+    """What of ``attempts`` ran under another model, precision or mode than ``setting`` (empty: nothing,
+    or no setting to compare with), e.g. ``"model bundled-minilm; mode smoke"``."""
+    if setting is None:
+        return ""
+    wanted = setting.as_record()
+    found = []
+    for key in ("model", "precision", "mode"):
+        other = sorted({str(a.get(key) or "?") for a in attempts} - {wanted[key]})
+        if other:
+            found.append(f"{_(COLUMNS[key])} {', '.join(other)}")
+    return "; ".join(found)
+
+
+def _row(student: str, record: dict, setting: ClassSetting | None = None) -> dict:
     attempts = sorted(record["attempts"], key=lambda a: a["attempt"])
     right_at = [a["attempt"] for a in attempts if a["right"]]
     last = attempts[-1] if attempts else {}
     return {"student": student, "exercise": record["exercise"], "attempts": len(attempts),
             "right": bool(right_at), "first_right_attempt": right_at[0] if right_at else "",
             "last_answer": json.dumps(last.get("answer"), ensure_ascii=False) if attempts else "",
-            "model": str(last.get("model", ""))}
+            "model": str(last.get("model", "")), "precision": str(last.get("precision", "")),
+            "mode": str(last.get("mode", "")), "differs": differs(attempts, setting)}
 
 
-def read_class(folder: str | Path) -> Collected:
-    """Every student's attempts under ``folder`` (see the module's docstring); nothing is written."""
+def read_class(folder: str | Path, setting: ClassSetting | None = None) -> Collected:
+    """Every student's attempts under ``folder`` (see the module's docstring), each row checked against
+    the class ``setting`` when one is given; nothing is written."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(_("{folder} is not a folder of students' uploads").format(folder=folder))
@@ -204,7 +233,7 @@ def read_class(folder: str | Path) -> Collected:
                     student=student, exercise=record["exercise"]))
                 continue
             seen.add(record["exercise"])
-            out.rows.append(_row(student, record))
+            out.rows.append(_row(student, record, setting))
     out.rows.sort(key=lambda r: (r["student"], r["exercise"]))
     return out
 
@@ -286,11 +315,11 @@ def _out_folder(folder: Path, out: str | Path | None) -> Path:
     return candidate
 
 
-def collect(folder: str | Path, out: str | Path | None = None) -> Collected:
-    """Read a class's uploads (:func:`read_class`), write ``class.csv`` and ``class.png`` into a new
-    folder (see :func:`_out_folder`) and return what was found, where it went and what was skipped."""
+def collect(folder: str | Path, out: str | Path | None = None, setting: ClassSetting | None = None) -> Collected:
+    """Read a class's uploads (:func:`read_class`, against ``setting``), write ``class.csv`` and ``class.png``
+    into a new folder (see :func:`_out_folder`) and return what was found, where it went and what was skipped."""
     folder = Path(folder)
-    collected = read_class(folder)
+    collected = read_class(folder, setting)
     target = _out_folder(folder, out)
     target.mkdir(parents=True, exist_ok=True)
     collected.table = write_table(collected.rows, target / TABLE)
@@ -301,9 +330,14 @@ def collect(folder: str | Path, out: str | Path | None = None) -> Collected:
 def _collect_cmd(args: argparse.Namespace) -> int:
     if args.lang:
         set_language(args.lang)
-    found = collect(args.folder, args.out)
+    setting = class_setting.parse(Path(args.class_file).read_text(encoding="utf-8"), args.class_file) \
+        if args.class_file else class_setting.current()
+    found = collect(args.folder, args.out, setting)
     for line in found.problems:
         print(line)
+    for row in found.rows:
+        if row["differs"]:
+            print(_("{student}, {exercise}: not under the class setting ({differs})").format(**row))
     print(_("{students} students, {exercises} exercises, {right} right of {rows} tried: {table}, {figure}").format(
         students=len(found.students), exercises=len(found.exercises), right=sum(r["right"] for r in found.rows),
         rows=len(found.rows), table=found.table, figure=found.figure))
@@ -319,4 +353,6 @@ def add_cli(subparsers: Any) -> None:
     c.add_argument("--out", default=None, help="output folder (default: <folder>-collected, a new name if taken)")
     c.add_argument("--lang", choices=("en", "zh"), default=None,
                    help="language of the table's headers and the figure (default: ATTNLAB_LANG, else en)")
+    c.add_argument("--class", dest="class_file", default=None,
+                   help="the class setting file to check each row against (default: the one in force here)")
     c.set_defaults(func=_collect_cmd)

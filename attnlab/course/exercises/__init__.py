@@ -3,14 +3,15 @@
 A checker takes the student's answer, computes the right answer *from the
 model that is running* (so answers cannot be copied from another model or
 another run), and returns a :class:`Feedback` that prints as a short right /
-wrong line with a hint. Worked solutions live in ``solution_*`` functions
-that a teacher can reveal; lessons never call them.
+wrong line with a hint. Worked solutions are not in the package: they live in
+the teacher's source folder (``classroom/solutions/``), from which ``attnlab class
+assignments`` writes nbgrader's source notebooks.
 
 Every checker is wrapped by :func:`exercise`: each answer (not the placeholder
 ``None``) is saved as an attempt (:mod:`attnlab.course.attempts`), a wrong one
 gets a hint but not the expected value until the third attempt, or at once
 when the teacher's solutions are on (``ATTNLAB_SOLUTIONS=1``, or
-``attnlab.course.attempts.show_solutions()``).
+``attnlab.course.attempts.show_solutions()``); under a class setting, never.
 
 One module per lesson: ``attnlab.course.exercises.lesson_02`` and so on. Shared
 building blocks are here.
@@ -26,6 +27,9 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from attnlab.core import class_setting
+from attnlab.core.config import is_smoke
+from attnlab.core.fast import choose_precision
 from attnlab.core.language import _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
@@ -141,8 +145,11 @@ def shown_expected(expected: Any) -> str:
     return repr(expected)
 
 
-def _model_name(m: Any) -> str:
-    return str(getattr(m, "name", "") or "")
+def run_setting(m: Any) -> dict[str, str]:
+    """The model, precision and mode (``full`` or ``smoke``) an answer was checked under."""
+    precision = choose_precision(m)[0] if isinstance(m, LoadedModel) else ""
+    return {"model": str(getattr(m, "name", "") or ""), "precision": precision,
+            "mode": "smoke" if is_smoke() else "full"}
 
 
 def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
@@ -160,16 +167,16 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
         if answer is None or not feedback.attempted:
             return feedback
         try:
-            attempt = attempts.record(ident, answer, feedback.correct, _model_name(bound.arguments.get("m")))
+            attempt = attempts.record(ident, answer, feedback.correct, **run_setting(bound.arguments.get("m")))
         except OSError as exc:  # a results folder that cannot be written: the check still counts for the student
             warnings.warn(f"the attempt could not be saved in {attempts.attempts_dir()} ({exc})", stacklevel=2)
             return feedback
         if feedback.correct or feedback.expected is None or feedback.shown_answer:
-            return feedback  # a function to write shows its worked solution itself (with the teacher's switch)
-        if attempt["attempt"] >= attempts.REVEAL_AFTER or attempts.solutions_shown():
+            return feedback
+        if attempts.reveals(attempt["attempt"]):
             feedback.shown_answer = _("The expected answer: {expected}.").format(
                 expected=shown_expected(feedback.expected))
-        else:
+        elif class_setting.current() is None:  # in a class nothing is revealed, so nothing is promised
             feedback.shown_answer = _("(attempt {n}: the answer is shown at attempt {reveal})").format(
                 n=attempt["attempt"], reveal=attempts.REVEAL_AFTER)
         return feedback
