@@ -30,8 +30,8 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.course.twin_control import against_twins
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twins
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, shown
 
 #: the saved results the conclusions read, and the :class:`Evidence` field of each
 SOURCES: dict[type, str] = {
@@ -132,24 +132,56 @@ def row_titles(labels) -> list[str]:
             else str(label) for label in labels]
 
 
-def data_verdicts(ev: Evidence) -> dict[str, ClaimVerdict]:
+#: how each row of :func:`data_verdicts` is judged from the evidence (conclusion 6 half by half)
+JUDGES: dict[str, Callable[[Evidence], ClaimVerdict]] = {
+    "1": lambda ev: claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
+    "2": lambda ev: claims.conclusion_2(ev.diversity, ev.averaging),
+    "3a": lambda ev: claims.conclusion_3_self(ev.head_count),
+    "3b": lambda ev: claims.conclusion_3(ev.head_count),
+    "4a": lambda ev: claims.conclusion_4a(ev.pruning),
+    "4b": lambda ev: claims.conclusion_4b(ev.pruning),
+    "5a": lambda ev: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
+    "5b": lambda ev: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
+    "6a": lambda ev: claims.conclusion_6a(ev.perturbation, ev.pruning),
+    "6b": lambda ev: claims.conclusion_6b(ev.pruning),
+}
+#: the claim each row of :data:`JUDGES` states, for a row that cannot be judged at all
+ROW_CLAIMS = {"1": claims.CLAIMS[1], "2": claims.CLAIMS[2], "3a": claims.SELF_CLAIM, "3b": claims.CLAIMS[3],
+              "4a": claims.WEAK_ADD_CLAIM, "4b": claims.COVER_CLAIM, "5a": claims.CLAIMS[5], "5b": claims.CLAIMS[5],
+              "6a": claims.USEFUL_CLAIM, "6b": claims.TASK_CLAIM}
+
+
+def data_verdicts(ev: Evidence, *, safe: bool = False) -> dict[str, ClaimVerdict]:
     """Each row's verdict from the data alone, before any untrained-twin control: :data:`LABELS`
-    with conclusion 6's halves as ``"6a"`` and ``"6b"`` in place of ``"6"``."""
-    return {
-        "1": claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
-        "2": claims.conclusion_2(ev.diversity, ev.averaging),
-        "3a": claims.conclusion_3_self(ev.head_count),
-        "3b": claims.conclusion_3(ev.head_count),
-        "4a": claims.conclusion_4a(ev.pruning),
-        "4b": claims.conclusion_4b(ev.pruning),
-        "5a": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
-        "5b": claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
-        "6a": claims.conclusion_6a(ev.perturbation, ev.pruning),
-        "6b": claims.conclusion_6b(ev.pruning),
-    }
+    with conclusion 6's halves as ``"6a"`` and ``"6b"`` in place of ``"6"``.
+
+    ``safe``: a row whose measurement cannot be judged on this model (an error) says "cannot tell"
+    with the error, instead of raising (the report judges any model)."""
+    rows = {}
+    for label, judge in JUDGES.items():
+        try:
+            rows[label] = judge(ev)
+        except Exception as exc:  # noqa: BLE001 - only with safe: cannot be measured on this model, say why
+            if not safe:
+                raise
+            rows[label] = ClaimVerdict.missing(ROW_CLAIMS[label], N_(
+                "cannot be measured on this model ({error}: {message})").format(
+                error=type(exc).__name__, message=str(exc)[:200]))
+    return rows
 
 
-def all_conclusions(ev: Evidence, twin: Evidence | None = None, *, twin_name: str = "") -> dict[str, ClaimVerdict]:
+def checked_rows(rows: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
+                 twin_name: str = "") -> dict[str, ClaimVerdict]:
+    """:data:`LABELS`' verdicts from :func:`data_verdicts`-shaped ``rows``: every claim about the model
+    held against ``twin`` (the same rows judged on its untrained twin; None: no twin measured,
+    :func:`attnlab.course.twin_control.against_twins`), conclusion 6 half by half, then combined."""
+    checked = against_twins(rows, twin, twin_name=twin_name)
+    six = claims.conclusion_6(None, None, parts=(checked.pop("6a"), checked.pop("6b")))
+    return {**checked, "6": six}
+
+
+def all_conclusions(ev: Evidence, twin: dict[str, ClaimVerdict] | None = None, *,
+                    twin_name: str = "") -> dict[str, ClaimVerdict]:
     """The verdicts in the article's order, keyed by :data:`LABELS`.
 
     3a is the article's picture (onto the token itself), 3b the general
@@ -158,14 +190,11 @@ def all_conclusions(ev: Evidence, twin: Evidence | None = None, *, twin_name: st
     al.'s design), 5b at a fixed head size. Lesson 13's mean-map replacement
     is cited under conclusion 1 when it has saved its result.
 
-    With ``twin`` (the same measurements on the model's untrained twin,
-    :func:`attnlab.core.twins.untrained_twin`), every claim about the model is held against it
-    (:func:`attnlab.course.twin_control.against_twins`; conclusion 6 half by half); without it,
-    each verdict says that no twin was measured.
+    ``twin``: :func:`data_verdicts` of the same measurements on the model's untrained twin
+    (:func:`attnlab.core.twins.untrained_twin`); every claim about the model is held against it
+    (:func:`checked_rows`). Without it, each verdict says that no twin was measured.
     """
-    rows = against_twins(data_verdicts(ev), None if twin is None else data_verdicts(twin), twin_name=twin_name)
-    six = claims.conclusion_6(ev.perturbation, ev.pruning, parts=(rows.pop("6a"), rows.pop("6b")))
-    return {**rows, "6": six}
+    return checked_rows(data_verdicts(ev), twin, twin_name=twin_name)
 
 
 #: where a verdict's deciding number and interval sit in its ``numbers``: the shared keys first,
@@ -202,4 +231,30 @@ def deciding_number(verdict: ClaimVerdict) -> str:
     for key in ("why", "missing", "6a: why", "6b: missing"):
         if key in numbers:
             return translated(str(numbers[key]))
+    return ""
+
+
+#: what the twin column says for a row without a twin's number
+TWIN_CELL_WORDS = {NOT_ABOUT: N_("not about this model"), NO_TWIN: N_("not measured")}
+
+
+def twin_cell(verdict: ClaimVerdict) -> str:
+    """The untrained twin's verdict and deciding number for a table's twin column (for conclusion 6, each
+    half's), in the reader's language; what the column says when no twin applies."""
+    parts = []
+    for prefix in PART_PREFIXES:
+        word = verdict.numbers.get(prefix + TWIN_VERDICT)
+        if word is None:
+            continue
+        text = f"{shown(str(word))} {verdict.numbers.get(prefix + TWIN_NUMBER, '')}".strip()
+        parts.append(_("{part}: {text}").format(part=prefix.rstrip(": "), text=text) if prefix else text)
+    if parts:
+        text = parts[0]
+        for part in parts[1:]:
+            text = _("{first}; {second}").format(first=text, second=part)
+        return text
+    for prefix in PART_PREFIXES:
+        said = verdict.numbers.get(prefix + TWIN_NAME)
+        if said in TWIN_CELL_WORDS:
+            return _(TWIN_CELL_WORDS[said])
     return ""

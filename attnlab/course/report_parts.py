@@ -22,6 +22,7 @@ survey, lesson 11's split halves) are not sized.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -356,15 +357,25 @@ def unsplittable_reason(n_heads: int, target: int = 2) -> str:
     return N_("{n} heads cannot be merged into {k} groups of equal size").format(n=n_heads, k=target)
 
 
-def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[HeadCountResult, None]:
+def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
+               trained: HeadCountResult | None = None) -> tuple[HeadCountResult, None]:
     """Lesson 10: the model's heads regrouped into fewer (conclusion 3), and small transformers trained with
-    different head counts in two designs (conclusion 5; this half does not depend on ``m``)."""
+    different head counts in two designs (conclusion 5; this half does not depend on ``m``, so a record
+    ``trained`` on another model, e.g. the trained twin of an untrained one, lends its training half)."""
     size = sizes_of("head_count")
     texts = corpus.texts(m.language, size["texts"], seed=0)
     counts = regroup.valid_group_counts(m.n_heads)
     summaries = regroup.regroup_summaries(m, texts, counts, progress=progress)
     unsplittable = unsplittable_reason(m.n_heads)
     target = head_count_claims.COLLAPSE_TARGET
+    regrouped = dict(
+        n_texts=len(texts), regroup=list(summaries.values()),
+        collapse=(head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target)
+                  if target in summaries else ClaimVerdict.missing(head_count_claims.COLLAPSE_CLAIM, unsplittable)),
+        self_collapse=(head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target)
+                       if target in summaries else ClaimVerdict.missing(head_count_claims.SELF_CLAIM, unsplittable)))
+    if trained is not None:
+        return dataclasses.replace(trained, **regrouped), None
     language = train.LookupLanguage()
     config = pick(train.TrainConfig(), train.smoke_config())
     seeds = size["seeds"]
@@ -378,11 +389,7 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
     head_sizes = {"fixed width": {h: study.config.head_size(h) for h in study.head_counts},
                   "fixed head size": {h: fixed_head.config.head_size(h) for h in study.head_counts}}
     record = HeadCountResult(
-        n_texts=len(texts), regroup=list(summaries.values()),
-        collapse=(head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target)
-                  if target in summaries else ClaimVerdict.missing(head_count_claims.COLLAPSE_CLAIM, unsplittable)),
-        self_collapse=(head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target)
-                       if target in summaries else ClaimVerdict.missing(head_count_claims.SELF_CLAIM, unsplittable)),
+        **regrouped,
         head_counts=list(study.head_counts), seeds=list(seeds),
         perplexity=[designs["fixed width"][h].tolist() for h in study.head_counts],
         head_count=head_count_claims.verdict_head_count(designs["fixed width"], design="fixed width"),

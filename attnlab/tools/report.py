@@ -1,6 +1,7 @@
 """``attnlab report``: the source article's six conclusions checked on any BERT-family encoder.
 
     attnlab report --model M [--lang en|zh] [--smoke] [--out DIR] [--device D] [--precision P]
+                   [--twin shuffled|fresh|none]
     attnlab report --compare DIR DIR ... [--out DIR]
 
 The first form runs, headless and from the package, the measurements behind
@@ -14,7 +15,11 @@ and writes
 * ``DIR/report.json``: the results, in the course's one schema (:mod:`attnlab.course.results`);
 * ``DIR/parts/``: each part's result, saved atomically when the part is done. A rerun
   skips every saved part whose settings (model, precision, device, sizes, run mode) match,
-  so an interrupted report resumes where it stopped.
+  so an interrupted report resumes where it stopped;
+* ``DIR/twin/parts/``: the same parts on the model's **untrained twin** (its weights shuffled
+  within each tensor, :mod:`attnlab.core.twins`), measured after the model by default. Every claim
+  about the model is held against the twin (:mod:`attnlab.course.twin_control`): a verdict the twin
+  reaches too says "cannot tell", and each card shows the twin's number beside the model's.
 
 A model the report cannot read (a decoder-only model, one that returns no
 attention maps, fewer than :data:`MIN_HEADS` heads) is refused in one sentence
@@ -61,9 +66,11 @@ from attnlab.course.conclusions import (
     SOURCES,
     VERDICT_COLOURS,
     Evidence,
-    all_conclusions,
+    checked_rows,
+    data_verdicts,
     deciding_number,
     row_titles,
+    twin_cell,
 )
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.course.attention_limits_result import AttentionLimitsResult
@@ -76,6 +83,9 @@ from attnlab.course.claims.head_count import SELF_CLAIM
 from attnlab.viz.conclusions_plots import plot_verdicts
 from attnlab.tools.report_plots import plot_dispersion_by_layer, plot_view_rho
 from attnlab.core.fast import choose_precision
+from attnlab.core.twins import KINDS as TWIN_KINDS
+from attnlab.core.twins import untrained_twin
+from attnlab.course.twin_evidence import save_twin_rows
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
 MIN_HEADS = 4
@@ -84,6 +94,10 @@ REPORT_VERSION = 1
 #: the saved name of a finished report, and of each part
 REPORT_NAME = "report"
 PART_FOLDER = "parts"
+#: where the untrained twin's parts are saved, inside the report's folder
+TWIN_FOLDER = "twin"
+#: the parts measured on the twin: every part that feeds a conclusion (lesson 13's is only cited)
+TWIN_PARTS = [part for part in PARTS if part != "attention_limits"]
 
 #: which part each record type of the evidence comes from
 PART_OF_FIELD = {"patterns": "patterns", "perturbation": "perturbation", "averaging": "averaging",
@@ -250,14 +264,17 @@ def _saved_part(folder: Path, m: LoadedModel, part: str, settings: dict) -> Part
     return PartRun(part, record, stopping, float(data.get("seconds") or 0.0), "saved", settings=settings)
 
 
-def run_part(m: LoadedModel, part: str, folder: Path, *, precision: str, progress: bool = True) -> PartRun:
-    """Measure one part (or read it back when saved with the same settings) and save it atomically."""
+def run_part(m: LoadedModel, part: str, folder: Path, *, precision: str, progress: bool = True,
+             **extra: Any) -> PartRun:
+    """Measure one part (or read it back when saved with the same settings) and save it atomically.
+    ``extra``: keyword arguments of the part's function (e.g. the training half lesson 10 lends a twin)."""
     settings = part_settings(m, part, precision)
     saved = _saved_part(folder, m, part, settings)
     if saved is not None:
         return saved
     _lesson, _what, measure = PARTS[part]
     kwargs = {"resume_dir": folder / "shards"} if part == "averaging" else {}
+    kwargs.update(extra)
     start = time.perf_counter()
     try:
         record, stopping = measure(m, precision=precision, progress=progress, **kwargs)
@@ -285,42 +302,22 @@ def evidence_of(runs: dict[str, PartRun]) -> Evidence:
     return ev
 
 
-def judged(ev: Evidence, runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
-    """Every conclusion's verdict; one that cannot be judged (a part failed, a model too small for
-    the measurement) is "cannot tell" with the reason, never an error."""
+def data_rows(ev: Evidence) -> dict[str, ClaimVerdict]:
+    """Every row's verdict from the data alone (:func:`~attnlab.course.conclusions.data_verdicts`); one that
+    cannot be judged (a part failed, a model too small for the measurement) is "cannot tell" with the
+    reason, never an error."""
+    rows = data_verdicts(ev, safe=True)
     if ev.head_count is not None and unsplittable_reason(max(ev.head_count.summaries())):
         why = unsplittable_reason(max(ev.head_count.summaries()))
+        rows.update({"3a": ClaimVerdict.missing(SELF_CLAIM, why), "3b": ClaimVerdict.missing(claims.CLAIMS[3], why)})
+    return rows
 
-        ev_verdicts = {"3a": ClaimVerdict.missing(SELF_CLAIM, why), "3b": ClaimVerdict.missing(claims.CLAIMS[3], why)}
-    else:
-        ev_verdicts = {}
-    try:
-        verdicts = all_conclusions(ev)
-    except Exception:  # noqa: BLE001 - judge them one by one below
-        verdicts = {}
-    if len(verdicts) == len(LABELS):
-        return _with_failures({**verdicts, **ev_verdicts}, runs)
 
-    one_by_one = {
-        "1": lambda: claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
-        "2": lambda: claims.conclusion_2(ev.diversity, ev.averaging),
-        "3a": lambda: claims.conclusion_3_self(ev.head_count), "3b": lambda: claims.conclusion_3(ev.head_count),
-        "4": lambda: claims.conclusion_4(ev.pruning),
-        "5a": lambda: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
-        "5b": lambda: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
-        "6": lambda: claims.conclusion_6(ev.perturbation, ev.pruning),
-    }
-    for label, judge in one_by_one.items():
-        if label in ev_verdicts:
-            verdicts[label] = ev_verdicts[label]
-            continue
-        try:
-            verdicts[label] = judge()
-        except Exception as exc:  # noqa: BLE001 - cannot be measured on this model: say why
-            claim = claims.CLAIMS[int(label[0])]
-            verdicts[label] = ClaimVerdict.missing(claim, _("cannot be measured on this model ({error}: {message})")
-                                                   .format(error=type(exc).__name__, message=str(exc)[:200]))
-    return _with_failures(verdicts, runs)
+def judged(ev: Evidence, runs: dict[str, PartRun], twin: dict[str, ClaimVerdict] | None = None, *,
+           twin_name: str = "") -> dict[str, ClaimVerdict]:
+    """Every conclusion's verdict (:func:`data_rows`), each claim about the model held against ``twin``
+    (:func:`data_rows` of its untrained twin; None: not measured)."""
+    return _with_failures(checked_rows(data_rows(ev), twin, twin_name=twin_name), runs)
 
 
 def _with_failures(verdicts: dict[str, ClaimVerdict], runs: dict[str, PartRun]) -> dict[str, ClaimVerdict]:
@@ -398,7 +395,8 @@ def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
     before = current_language()
     set_course_language("en")
     try:
-        return {label: {**v.to_record(), "deciding": deciding_number(v)} for label, v in verdicts.items()}
+        return {label: {**v.to_record(), "deciding": deciding_number(v), "twin": twin_cell(v)}
+                for label, v in verdicts.items()}
     finally:
         set_course_language(before)
 
@@ -461,7 +459,8 @@ def write_html(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict], fi
     lang = settings["report_language"]
     title = _("The source article's six conclusions, checked on {model}").format(model=settings["model"])
     summary = "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(v.shown_claim)}</td>"
-                      f"<td><b>{html.escape(shown(v.verdict))}</b></td><td>{html.escape(deciding_number(v))}</td></tr>"
+                      f"<td><b>{html.escape(shown(v.verdict))}</b></td><td>{html.escape(deciding_number(v))}</td>"
+                      f"<td>{html.escape(twin_cell(v))}</td></tr>"
                       for label, v in zip(row_titles(verdicts), verdicts.values()))
     settings_table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                              for k, v in _settings_rows(settings))
@@ -475,7 +474,8 @@ def write_html(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict], fi
     page = (f'<!DOCTYPE html><html lang="{html.escape(lang)}"><head><meta charset="utf-8">'
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<h2>{html.escape(_('Verdicts'))}</h2><table><tr><th>#</th><th>{html.escape(_('claim'))}</th>"
-            f"<th>{html.escape(_('verdict'))}</th><th>{html.escape(_('deciding number [interval]'))}</th></tr>"
+            f"<th>{html.escape(_('verdict'))}</th><th>{html.escape(_('deciding number [interval]'))}</th>"
+            f"<th>{html.escape(_('untrained twin'))}</th></tr>"
             f"{summary}</table>{images}<h2>{html.escape(_('Each verdict'))}</h2>{body}"
             f"<h2>{html.escape(_('Settings of this run'))}</h2><table>{settings_table}</table>"
             f"<h2>{html.escape(_('Parts'))}</h2><table>{parts_table}</table></body></html>")
@@ -490,10 +490,11 @@ def write_markdown(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict]
     """``report.md``: the verdicts, the settings and the parts as Markdown tables."""
     title = _("The source article's six conclusions, checked on {model}").format(model=settings["model"])
     lines = [f"# {title}", "",
-             f"| # | {_('claim')} | {_('verdict')} | {_('deciding number [interval]')} |", "|---|---|---|---|"]
+             f"| # | {_('claim')} | {_('verdict')} | {_('deciding number [interval]')} | {_('untrained twin')} |",
+             "|---|---|---|---|---|"]
     for label, v in zip(row_titles(verdicts), verdicts.values()):
         lines.append(f"| {_md_cell(label)} | {_md_cell(v.shown_claim)} | **{shown(v.verdict)}** | "
-                     f"{_md_cell(deciding_number(v))} |")
+                     f"{_md_cell(deciding_number(v))} | {_md_cell(twin_cell(v))} |")
     lines += ["", f"## {_('Settings of this run')}", "", "| | |", "|---|---|"]
     lines += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in _settings_rows(settings)]
     lines += ["", f"## {_('Parts')}", "",
@@ -503,9 +504,54 @@ def write_markdown(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict]
     return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
+def run_parts(m: LoadedModel, folder: Path, parts: list[str], *, precision: str, progress: bool = True,
+              desc: str = "", extra: dict[str, dict] | None = None) -> dict[str, PartRun]:
+    """Run ``parts`` of :data:`PARTS` on ``m`` in order (each resumed from ``folder`` when saved), with a
+    progress bar; ``extra``: part -> keyword arguments of its function."""
+    folder.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, PartRun] = {}
+    bar = tqdm(parts, desc=desc or _("report parts"), unit=_("part"), disable=not progress)
+    for part in bar:
+        bar.set_postfix_str(f"{PARTS[part][0]} {part}")
+        runs[part] = run_part(m, part, folder, precision=precision, progress=progress, **(extra or {}).get(part, {}))
+        if runs[part].origin == "failed":
+            tqdm.write(_("part {part} could not be measured: {error}").format(part=part, error=runs[part].error))
+    return runs
+
+
+def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: str, precision: str,
+                 progress: bool = True) -> tuple[dict[str, ClaimVerdict], dict]:
+    """The same parts on ``m``'s untrained twin (:func:`attnlab.core.twins.untrained_twin`), and the rows
+    judged on them (:func:`data_rows`).
+
+    The twin is made **in place**, so ``m``'s weights are gone afterwards (one model's memory, not two):
+    call this after every measurement of ``m``. Lesson 13's part is left out (it decides no conclusion);
+    lesson 10's training half does not depend on the model, so the twin borrows ``m``'s.
+
+    Returns:
+        ``(rows, settings)``: the twin's rows, and its name, kind and parts as the results JSON stores them.
+    """
+    twin = untrained_twin(m, kind=kind, in_place=True)
+    head_count_run = runs.get("head_count")
+    trained = head_count_run.record if head_count_run is not None else None
+    twin_runs = run_parts(twin, out / TWIN_FOLDER / PART_FOLDER, TWIN_PARTS, precision=precision, progress=progress,
+                          desc=_("untrained twin"), extra={"head_count": {"trained": trained}} if trained else None)
+    rows = data_rows(evidence_of(twin_runs))
+    settings = {"name": twin.name, "kind": kind, "parts": {name: {"origin": r.origin, "seconds": round(r.seconds, 2),
+                                                                   "error": r.error}
+                                                            for name, r in twin_runs.items()}}
+    return rows, settings
+
+
 def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | None = None,
-                device: str = "auto", precision: str = "auto", progress: bool = True) -> Path:
+                device: str = "auto", precision: str = "auto", progress: bool = True,
+                twin: str | None = "shuffled") -> Path:
     """Run every part for ``model`` (resuming from ``out/parts``) and write the report into ``out``.
+
+    ``twin``: the kind of untrained twin measured beside the model (``"shuffled"``, ``"fresh"``;
+    None: none, and every verdict says it was not checked against one). The twin's rows are also
+    saved in the course's results folder (:data:`attnlab.course.twin_evidence.TWIN_RESULT`), where
+    lesson 12 finds them.
 
     Raises:
         Refusal: the model cannot be reported on (one sentence; nothing measured).
@@ -515,21 +561,26 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a folder for the report")
+    if twin is not None and twin not in TWIN_KINDS:
+        raise ValueError(f"twin must be one of {TWIN_KINDS} or None, got {twin!r}")
     m = load_checked(model, device=device)
     chosen = choose_precision(m, precision)[0]
-    folder = out / PART_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, PartRun] = {}
-    bar = tqdm(list(PARTS), desc=_("report parts"), unit=_("part"), disable=not progress)
-    for part in bar:
-        bar.set_postfix_str(f"{PARTS[part][0]} {part}")
-        runs[part] = run_part(m, part, folder, precision=chosen, progress=progress)
-        if runs[part].origin == "failed":
-            tqdm.write(_("part {part} could not be measured: {error}").format(part=part, error=runs[part].error))
+    runs = run_parts(m, out / PART_FOLDER, list(PARTS), precision=chosen, progress=progress)
     ev = evidence_of(runs)
-    verdicts = judged(ev, runs)
     settings = run_settings(m, chosen, runs, lang or current_language(), started)
-    results.save(REPORT_NAME, {"settings": settings, "claims": claim_rows(verdicts)}, model=m, folder=out)
+    twin_rows, twin_settings = None, None
+    if twin is not None:
+        twin_started = time.perf_counter()
+        twin_rows, twin_settings = measure_twin(m, out, runs, kind=twin, precision=chosen, progress=progress)
+        save_twin_rows(m, twin_rows, name=twin_settings["name"], kind=twin, precision=chosen)
+        earlier = sum(p["seconds"] for p in twin_settings["parts"].values() if p["origin"] == "saved")
+        settings["twin"] = to_plain(twin_settings)
+        settings["seconds"] += time.perf_counter() - twin_started + earlier
+    verdicts = judged(ev, runs, twin_rows, twin_name=twin_settings["name"] if twin_settings else "")
+    record = {"settings": settings, "claims": claim_rows(verdicts)}
+    if twin_rows is not None:
+        record["twin_rows"] = claim_rows(twin_rows)
+    results.save(REPORT_NAME, record, model=m, folder=out)
     write_markdown(out / "report.md", settings, verdicts)
     write_html(out / "index.html", settings, verdicts, figures(m, verdicts, ev))
     return out
@@ -552,20 +603,31 @@ def read_report(folder: str | Path) -> dict:
 
 
 def compare_table(folders: list[str | Path]) -> str:
-    """One Markdown table: the claims as rows, one column per report, each cell verdict and deciding number."""
+    """One Markdown table: the claims as rows, one column per report, each cell verdict and deciding number;
+    a report that measured an untrained twin brings a second column, the twin's verdict and number."""
     reports = [read_report(f) for f in folders]
-    names = [r["settings"]["model"] + (" (smoke)" if r["settings"].get("smoke") else "") for r in reports]
+    columns = []  # (report, which cell: "model" or "twin")
+    names = []
+    for r in reports:
+        name = r["settings"]["model"] + (" (smoke)" if r["settings"].get("smoke") else "")
+        columns.append((r, "model"))
+        names.append(name)
+        if r["settings"].get("twin"):
+            columns.append((r, "twin"))
+            names.append(_("{model}: untrained twin").format(model=name))
     lines = [f"| {_('claim')} | " + " | ".join(_md_cell(n) for n in names) + " |",
              "|---" * (len(names) + 1) + "|"]
     for label, title in zip(LABELS, row_titles(LABELS)):
         cells = []
-        for r in reports:
+        for r, which in columns:
             claim = r["claims"].get(label)
             if claim is None:
                 cells.append(_("not in this report"))
-                continue
-            deciding = claim.get("deciding", "")
-            cells.append(f"**{shown(claim['verdict'])}**" + (f" {deciding}" if deciding else ""))
+            elif which == "twin":
+                cells.append(claim.get("twin", ""))
+            else:
+                deciding = claim.get("deciding", "")
+                cells.append(f"**{shown(claim['verdict'])}**" + (f" {deciding}" if deciding else ""))
         lines.append(f"| {_md_cell(title)} | " + " | ".join(_md_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -588,7 +650,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
     with environment(**switches):
         try:
             out = make_report(args.model, out=args.out or "report", lang=args.lang, device=args.device,
-                              precision=args.precision)
+                              precision=args.precision, twin=None if args.twin == "none" else args.twin)
         except Refusal as exc:
             print(f"attnlab report: {exc}", file=sys.stderr)
             return 2
@@ -610,5 +672,9 @@ def add_cli(subparsers: Any) -> None:
                                                "compare.md goes")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     p.add_argument("--precision", default="auto", help="auto (bf16 where native), fp32 or bf16")
+    p.add_argument("--twin", choices=(*TWIN_KINDS, "none"), default="shuffled",
+                   help="the untrained twin measured beside the model, against which every claim about the model "
+                        "is held: its weights shuffled within each tensor (default), a fresh initialisation, or "
+                        "none (faster; the verdicts then say they were not checked against one)")
     p.add_argument("--compare", nargs="+", metavar="DIR", help="finished reports to set side by side")
     p.set_defaults(func=_report_cmd)

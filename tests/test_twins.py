@@ -1,0 +1,173 @@
+"""Untrained twins (:mod:`attnlab.core.twins`) and the control that holds every claim about the model
+against its twin (:mod:`attnlab.course.twin_control`), with the floors of conclusions 2, 3 and 5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lesson_records as rec
+from attnlab.core.twins import changed_parameters, kept_parameters, untrained_twin
+from attnlab.course import conclusions as c
+from attnlab.course import twin_evidence
+from attnlab.course.claims import conclusions as claims
+from attnlab.course.claims import head_count as hc
+from attnlab.course.twin_control import SAME, against_twin, beyond, difference
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.analysis.stats import Interval
+
+
+# --------------------------------------------------------------------------- making a twin
+
+
+def test_shuffled_twin_permutes_each_tensor_and_keeps_embeddings_and_layernorms(tiny_en):
+    twin = untrained_twin(tiny_en, seed=3)
+    trained = dict(tiny_en.model.named_parameters())
+    shuffled = dict(twin.model.named_parameters())
+    kept = kept_parameters(tiny_en.model)
+    assert any("word_embeddings" in n for n in kept) and any("LayerNorm" in n for n in kept)
+    for name, p in trained.items():
+        q = shuffled[name]
+        if name in kept:
+            assert torch.equal(p, q), name
+            continue
+        # the same values, another arrangement: the scale is kept and the learning gone
+        assert torch.equal(p.detach().flatten().sort().values, q.detach().flatten().sort().values), name
+        if p.detach().unique().numel() > 8:  # (a tensor of zeros has one arrangement)
+            assert not torch.equal(p, q), name
+    assert twin.name != tiny_en.name and "untrained twin" in twin.name
+    assert twin.model is not tiny_en.model  # the trained model is left as it was
+
+
+def test_fresh_twin_initialises_the_changed_tensors_anew(tiny_en):
+    twin = untrained_twin(tiny_en, kind="fresh", seed=5)  # (the tiny model was itself drawn with seed 0)
+    trained = dict(tiny_en.model.named_parameters())
+    fresh = dict(twin.model.named_parameters())
+    changed = changed_parameters(tiny_en.model)
+    weights = [n for n in changed if n.endswith("weight") and trained[n].dim() == 2]
+    assert weights and all(not torch.equal(trained[n], fresh[n]) for n in weights)
+    # a linear layer's fresh weights follow the architecture's initialiser (normal, std initializer_range)
+    std = tiny_en.model.config.initializer_range
+    spread = torch.cat([fresh[n].detach().flatten() for n in weights]).std().item()
+    assert spread == pytest.approx(std, rel=0.2)
+    for name in kept_parameters(tiny_en.model):
+        assert torch.equal(trained[name], fresh[name]), name
+
+
+def test_twin_refuses_an_unknown_kind(tiny_en):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        untrained_twin(tiny_en, kind="random")
+
+
+# --------------------------------------------------------------------------- the control
+
+
+def _verdict(word: str, estimate: float, low: float, high: float, floor: float = 0.0) -> ClaimVerdict:
+    return ClaimVerdict("a claim", word, {"estimate": estimate, "low": low, "high": high, "floor": floor})
+
+
+def test_difference_counts_both_runs_noise():
+    d = difference(Interval(1.0, 0.7, 1.4, 0.95, 10), Interval(0.5, 0.1, 0.6, 0.95, 10))
+    assert d.estimate == pytest.approx(0.5)
+    assert d.low == pytest.approx(0.5 - np.hypot(0.3, 0.1))  # the model's lower side, the twin's upper side
+    assert d.high == pytest.approx(0.5 + np.hypot(0.4, 0.4))
+
+
+@pytest.mark.parametrize(("diff", "verdict", "direction", "floor", "expected"), [
+    ((0.3, 0.2, 0.4), HOLDS, +1, 0.1, True),
+    ((0.3, 0.05, 0.4), HOLDS, +1, 0.1, False),  # the interval reaches inside the floor
+    ((-0.3, -0.4, -0.2), HOLDS, +1, 0.1, False),  # beyond, but on the wrong side
+    ((-0.3, -0.4, -0.2), FAILS, +1, 0.1, True),
+    ((-0.3, -0.4, -0.2), HOLDS, 0, 0.1, True),  # two-sided: either side clears
+])
+def test_beyond_reads_the_side_of_the_verdict(diff, verdict, direction, floor, expected):
+    assert beyond(Interval(*diff, 0.95, 10), verdict, direction, floor) is expected
+
+
+def test_untrained_twin_control():
+    """A statistic that holds equally on a planted twin does not hold; one that exceeds its twin by more than
+    the floor holds; one that differs from its twin by less than the floor cannot tell."""
+    falling = rec.diversity((3.0, 2.0, 1.0), half_width=0.01)  # falls by a third of the first layer a layer
+    model = claims.conclusion_2(falling)
+    assert model.verdict == HOLDS
+    same = against_twin("2", model, claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), half_width=0.01)))
+    assert same.verdict == UNSURE and same.numbers["why"] == SAME
+    flat_twin = claims.conclusion_2(rec.diversity((3.0, 3.0, 3.0), half_width=0.01))
+    assert flat_twin.verdict == FAILS
+    learned = against_twin("2", model, flat_twin)
+    assert learned.verdict == HOLDS and learned.numbers["untrained twin's verdict"] == FAILS
+    # the twin falls too, a little less than the floor away from the model: not about training
+    near = claims.conclusion_2(rec.diversity((3.0, 2.0 + 0.03, 1.0 + 0.06), half_width=0.01, control_p=0.5))
+    assert near.verdict != HOLDS
+    close = against_twin("2", model, near)
+    assert close.verdict == UNSURE and "floor" in close.numbers["why"]
+
+
+def test_the_report_rows_use_the_twin_and_six_is_judged_half_by_half():
+    ev = rec.evidence()
+    plain = c.all_conclusions(ev)
+    assert all("untrained twin" in v.numbers or "6a: untrained twin" in v.numbers for v in plain.values())
+    twin_rows = c.data_verdicts(ev)  # a twin that gives the very same numbers
+    checked = c.all_conclusions(ev, twin_rows)
+    for label in ("1", "2", "3a", "3b", "4a", "4b"):
+        assert checked[label].verdict == UNSURE or plain[label].verdict == UNSURE, label
+        if plain[label].verdict != UNSURE:
+            assert checked[label].numbers["why"] == SAME
+    assert checked["5a"].verdict == plain["5a"].verdict  # not about the model: lesson 10 trains its own
+    assert "not about this model" in c.twin_cell(checked["5a"])
+    assert checked["6"].verdict in (UNSURE, FAILS)
+    assert plain["6"].verdict != HOLDS or checked["6"].verdict == UNSURE
+
+
+def test_twin_rows_come_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
+    ran = []
+
+    def fake_run(model):
+        ran.append(model.name)
+        return twin_evidence.TwinRows({}, "made here", "reduced")
+
+    assert twin_evidence.twin_rows_for(tiny_en, allow_run=False).source == "none"
+    assert twin_evidence.twin_rows_for(tiny_en, run=fake_run).source == "reduced" and ran
+    rows = {"2": claims.conclusion_2(rec.diversity((3.0, 3.0, 3.0)))}
+    shipped = twin_evidence.reference_file(tiny_en)
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text('{"name": "shipped twin", "rows": {"2": %s}}' % __import__("json").dumps(
+        rows["2"].to_record()), encoding="utf-8")
+    found = twin_evidence.twin_rows_for(tiny_en, run=fake_run)
+    assert found.source == "reference" and found.rows["2"].verdict == rows["2"].verdict
+    assert shipped.name in found.said
+    twin_evidence.save_twin_rows(tiny_en, rows, name="my twin", kind="shuffled", precision="fp32")
+    mine = twin_evidence.twin_rows_for(tiny_en, run=fake_run)
+    assert mine.source == "report" and mine.name == "my twin" and len(ran) == 1
+
+
+# --------------------------------------------------------------------------- floors
+
+
+def test_floor_blocks_tiny_effects_2():
+    big = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), half_width=0.001))
+    tiny = claims.conclusion_2(rec.diversity((3.0, 2.99, 2.98), half_width=0.0001))  # a hundredth of the fall
+    assert big.verdict == HOLDS and tiny.verdict != HOLDS
+    assert tiny.numbers["high"] < 0  # the same direction, clear of zero: only the floor stops it
+
+
+def test_floor_blocks_tiny_effects_3():
+    strong = [rec.group(rec.H, 0.2, 0.3, 0.6, spread=0.001), rec.group(2, 0.7, 0.1, 0.3, spread=0.001)]
+    tiny = [rec.group(rec.H, 0.2, 0.3, 0.6, spread=0.0001), rec.group(2, 0.205, 0.3, 0.6, spread=0.0001)]
+    assert claims.conclusion_3_self(rec.head_count(regroup=strong)).verdict == HOLDS
+    small = claims.conclusion_3_self(rec.head_count(regroup=tiny))
+    assert small.verdict != HOLDS and small.numbers["change low"] > 0  # a clear rise, a hundredth of the size
+    assert str(hc.COLLAPSE_MARGIN) in hc.SELF_CLAIM and str(hc.COLLAPSE_MARGIN) in hc.COLLAPSE_CLAIM
+
+
+def test_floor_blocks_tiny_effects_5():
+    big = {1: [5.3, 5.31, 5.29, 5.3], 8: [4.9, 4.91, 4.89, 4.9], 16: [5.0, 5.01, 4.99, 5.0]}
+    assert hc.verdict_more_heads_not_always_better(big).verdict == HOLDS
+    small = {1: [5.3, 5.3001, 5.2999, 5.3], 8: [4.9, 4.9001, 4.8999, 4.9],
+             16: [4.901, 4.9011, 4.9009, 4.901]}  # the largest count worse by a hundredth of the gap above
+    v = hc.verdict_more_heads_not_always_better(small)
+    assert v.verdict != HOLDS and v.numbers["low"] > 0  # clearly worse, but by less than 1% of perplexity
+    assert "1%" in hc.MORE_HEADS_CLAIM and hc.MORE_HEADS_FLOOR == 0.01
