@@ -129,30 +129,57 @@ def _door_env(base: Path, folder: Path) -> Path:
     return venv
 
 
+#: git as the tests' course maintainer (commits and annotated tags need a name)
+GIT_PERSON = {"GIT_AUTHOR_NAME": "course", "GIT_AUTHOR_EMAIL": "course@example.invalid",
+              "GIT_COMMITTER_NAME": "course", "GIT_COMMITTER_EMAIL": "course@example.invalid"}
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, **GIT_PERSON})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _release(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """The repository's own release command, run in ``repo``."""
+    return subprocess.run([sys.executable, str(repo / "scripts" / "release.py"), *args], cwd=repo,
+                          capture_output=True, text=True, env={**os.environ, **GIT_PERSON}, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def course_repo(tmp_path_factory) -> Path:
-    """A git repository of this working tree's course files, tagged with this version's tag."""
+    """A git repository of this working tree's course files, tagged by the release command."""
     repo = tmp_path_factory.mktemp("origin") / "attnlab"
     for rel in bundle.course_files(ROOT):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, repo / rel)
-    git = ["git", "-c", "user.name=course", "-c", "user.email=course@example.invalid", "-c", "init.defaultBranch=main"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "course"], ["tag", _meta.TAG]):
-        subprocess.run(git + args, cwd=repo, check=True, capture_output=True)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "course")
+    released = _release(repo)
+    assert released.returncode == 0, released.stderr
     return repo
 
 
 # ----------------------------------------------------------------------------------------- Colab
 
 
-@doors
-@pytest.mark.notebooks
-def test_colab_simulation(base_env, course_repo, tmp_path):
-    venv = _door_env(base_env, tmp_path)
+def _colab_env(base: Path, folder: Path) -> Path:
+    """A door environment that is Colab as far as the course can tell: a stand-in ``google.colab``
+    module that every Python of it imports at start-up, as Colab's does."""
+    venv = _door_env(base, folder)
     standin = _site_packages(venv) / "google" / "colab"
     standin.mkdir(parents=True)
     (standin / "__init__.py").write_text('"""A stand-in for Colab\'s module: its presence says "this is Colab"."""\n')
     (_site_packages(venv) / "zz_colab_runtime.pth").write_text("import google.colab\n")  # Colab imports it at start
+    return venv
+
+
+@doors
+@pytest.mark.notebooks
+def test_colab_simulation(base_env, course_repo, tmp_path):
+    venv = _colab_env(base_env, tmp_path)
     content = tmp_path / "content"  # the lesson opened alone, as Colab opens a notebook from GitHub
     content.mkdir()
     book = nbformat.read(str(ROOT / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
@@ -406,6 +433,55 @@ def test_every_colab_cell_and_badge_names_this_version():
     stale = (ROOT / "README.md").read_text(encoding="utf-8").replace(f"/blob/{_meta.TAG}/", "/blob/main/", 1)
     assert nb.synced_readme(stale) != stale  # the check can fail: an old address is rewritten
     assert al.__version__ == _meta.VERSION
+
+
+# ----------------------------------------------------------------------------------------- releases
+
+
+def _first_cell_book(repo: Path, lesson: str, folder: Path) -> Path:
+    """Lesson ``lesson``'s own first cell, alone in a notebook, pointed at ``repo`` instead of GitHub."""
+    book = nbformat.read(str(repo / "notebooks" / lesson), as_version=4)
+    first = book.cells[0]
+    assert f"git+{_meta.GIT_URL}@{_meta.TAG}" in first.source
+    first.source = first.source.replace(_meta.GIT_URL, f"file://{repo}")
+    book.cells = [first]
+    path = folder / lesson
+    nbformat.write(book, str(path))
+    return path
+
+
+@doors
+def test_release_tag_matches_cells(base_env, course_repo, tmp_path):
+    """The release command tags only a commit whose version, cells, badges and lesson 12's download
+    agree; a clone it tagged installs through a lesson's own first cell (as on Colab) at that version."""
+    tags = _git(course_repo, "tag", "--list", "--format=%(refname:short) %(objecttype) %(*objectname)")
+    assert tags.split() == [_meta.TAG, "tag", _git(course_repo, "rev-parse", "HEAD").strip()]  # annotated, at HEAD
+    again = _release(course_repo)
+    assert again.returncode == 1 and f"the tag {_meta.TAG} exists already" in again.stderr
+
+    fork = tmp_path / "fork"
+    _git(tmp_path, "clone", "-q", str(course_repo), str(fork))
+    meta = fork / "attnlab" / "_meta.py"
+    meta.write_text(meta.read_text().replace(f'VERSION = "{_meta.VERSION}"', 'VERSION = "9.9.9"'))
+    unsynced = _release(fork, "--check")
+    assert unsynced.returncode == 1 and "tracked file(s) changed but not committed" in unsynced.stderr
+    _git(fork, "commit", "-qam", "a new version, cells not synced")
+    refused = _release(fork)
+    assert refused.returncode == 1 and "v9.9.9 not tagged" in refused.stderr
+    assert "first cell is not the standard Colab cell" in refused.stderr and "badge address(es)" in refused.stderr
+    assert "lesson 12" not in refused.stderr  # it follows _meta by itself
+    assert _git(fork, "tag", "--list", "v9.9.9") == ""  # refused: no tag
+
+    venv = _colab_env(base_env, tmp_path)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    book = _first_cell_book(course_repo, "00_tour.ipynb", tmp_path)
+    env = _clean_env(tmp_path / "home", PIP_NO_DEPS="1")  # attnlab alone: its packages are the Colab door's test
+    _run([str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(book), str(tmp_path),
+          str(tmp_path / "executed.ipynb")], env=env, cwd=tmp_path)
+    shown = _run([str(venv / "bin" / "python"), "-m", "pip", "show", "-f", "attnlab"], env=env)
+    assert f"Version: {_meta.VERSION}" in shown and "attnlab/_meta.py" in shown
+    tag = _run([str(venv / "bin" / "python"), "-c", "from attnlab import _meta; print(_meta.TAG)"], env=env, cwd=tmp_path)
+    assert tag.strip() == _meta.TAG
 
 
 # ----------------------------------------------------------------------------------------- the bundle
