@@ -6,7 +6,8 @@ before anything else is installed).
 
 - A torch that imports already (a CUDA build, Colab's) is kept.
 - Linux with no NVIDIA GPU: the CPU build (``torch==2.13.0+cpu``, about 200 MB instead of the
-  several-GB CUDA build the default index gives on Linux) from PyTorch's CPU index, or the mirror of it
+  several-GB CUDA build the default index gives on Linux) from a folder pip already takes wheels
+  from (``PIP_FIND_LINKS``, pip's configuration), else from PyTorch's CPU index, or the mirror of it
   that ``ATTNLAB_TORCH_INDEX`` names (``ATTNLAB_MIRROR=cn``: a mainland China mirror, see
   scripts/mirror.sh). The index is asked first, within ``PROBE_SECONDS``; if it cannot be reached,
   nothing is installed and one sentence says what to set (exit code 3): a CUDA build never comes by
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import platform as host
 import subprocess
 import sys
 import time
@@ -62,6 +64,30 @@ def reachable(index: str, seconds: float = PROBE_SECONDS) -> str:
         return str(reason) or type(exc).__name__
 
 
+def find_links() -> list[Path]:
+    """The local folders pip takes wheels from here (``PIP_FIND_LINKS`` and pip's configuration)."""
+    found = os.environ.get("PIP_FIND_LINKS", "").split()
+    try:
+        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                                timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        listed = ""
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith("find-links"):
+            found += value.strip().strip("'\"").split()
+    return [Path(f.removeprefix("file://")) for f in found if not f.startswith(("http://", "https://"))]
+
+
+def local_cpu_wheel() -> Path | None:
+    """The CPU build's wheel for this Python, where pip already finds it in a local folder."""
+    python = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    for folder in find_links():
+        for wheel in sorted(folder.glob(f"{TORCH_CPU.replace('==', '-')}-{python}-*{host.machine()}.whl")) if folder.is_dir() else []:
+            return wheel
+    return None
+
+
 def plan(platform: str = sys.platform) -> tuple[list[str], str]:
     """The pip arguments that install torch here, and a line saying why (empty: nothing to say).
 
@@ -72,6 +98,9 @@ def plan(platform: str = sys.platform) -> tuple[list[str], str]:
     if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes"):
         return [TORCH], f"attnlab: installing {TORCH} from the local wheels ({os.environ.get('PIP_FIND_LINKS', '')})"
     if platform.startswith("linux") and not has_nvidia_gpu() and chosen != "":
+        wheel = local_cpu_wheel()
+        if wheel is not None:
+            return [TORCH_CPU], f"attnlab: installing {TORCH}, the CPU build, from the local wheel {wheel}"
         index = chosen or CPU_INDEX
         start = time.monotonic()
         why = reachable(index)

@@ -331,6 +331,7 @@ def test_torch_index_out_of_reach_stops_within_seconds_and_never_takes_cuda(monk
     monkeypatch.setenv(install_torch.INDEX_ENV, "http://127.0.0.1:9/")  # nothing listens there
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(install_torch, "find_links", lambda: [])
     start = time.monotonic()
     with pytest.raises(install_torch.NoCpuIndex) as refused:
         install_torch.plan("linux")
@@ -343,11 +344,19 @@ def test_torch_index_out_of_reach_stops_within_seconds_and_never_takes_cuda(monk
     assert install_torch.plan("linux")[0] == [install_torch.TORCH]
 
 
-def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch):
+def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch, tmp_path):
+    import platform
+
     import install_torch  # scripts/install_torch.py
 
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
+    monkeypatch.setattr(install_torch, "find_links", lambda: [tmp_path])
+    python = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    (tmp_path / f"torch-2.13.0+cpu-{python}-{python}-manylinux_2_28_{platform.machine()}.whl").touch()
+    pip_args, line = install_torch.plan("linux")  # a local folder pip takes wheels from holds the CPU build
+    assert pip_args == ["torch==2.13.0+cpu"] and str(tmp_path) in line
+    monkeypatch.setattr(install_torch, "find_links", lambda: [])
     monkeypatch.setattr(install_torch, "reachable", lambda index, seconds=5.0: "")
     pip_args, _ = install_torch.plan("linux")
     assert pip_args[:3] == ["torch==2.13.0+cpu", "--index-url", install_torch.CPU_INDEX]  # the CPU build, pinned
