@@ -15,11 +15,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Variant:
-    """A discouraged way of writing an idea, the word the edition uses, and why."""
+    """A discouraged way of writing an idea, the word the edition uses, and why.
+
+    ``by_hand``: the variant is found but :func:`fix` leaves it, because the right rewrite depends on
+    the sentence (a mechanical one wrote "维度更高（低）的" into shapes and intervals)."""
 
     pattern: str
     use: str
     reason: str
+    by_hand: bool = False
 
 
 DISCOURAGED: tuple[Variant, ...] = (
@@ -47,6 +51,8 @@ DISCOURAGED: tuple[Variant, ...] = (
     Variant(r"宽度", "维度", "dimension: 维度 / 隐藏维度 / 每个头的维度, as d2l-zh writes"),
     Variant(r"一袋 ?token", "一堆没有顺序的 token", "bag of tokens: say what it means, not a calque"),
     Variant(r"线划在哪里?|划了线|划线", "阈值定在哪里", "threshold: 阈值, not 线"),
+    Variant(r"分界线|此线|(?<=[它其])的线|给出的线|(?<=[高低]于)(?:这|那)?线", "阈值",
+            "threshold: 阈值 (分界线 / 此线 / 它的线 name a line that no figure draws)", by_hand=True),
     Variant(r"(?<=[\w）)\]}]) x (?=[\w（(\[{])", " × ",
             "a product of sizes takes ×, not the letter x (between any words, numbers or placeholders)"),
     Variant(r"(?<=）)x (?=第)", "× ", "a product of sizes takes ×, not the letter x"),
@@ -56,13 +62,21 @@ DISCOURAGED: tuple[Variant, ...] = (
     Variant(r"(?:(?<=一批)|(?<=这些)|(?<=那些)|(?<=[\d}] 个))查询(?![句向行键值]| ?token)", "查询句",
             "input texts, counted or gathered, are 查询句; 查询 alone is the query vector of attention"),
     Variant(r"(?<=[\d}] )个查询句", "条查询句", "the measure word of 查询句 is 条"),
-    Variant(r"(?<=对)查询(?=重抽样|取)", "查询句", "resampling or averaging over input texts: 对查询句重抽样 / 取平均"),
+    Variant(r"(?<=对)(\**)查询(?=\**(?:重抽样|取|做|分片))", r"\1查询句",
+            "resampling or averaging over input texts: 对查询句重抽样 / 取平均"),
+    Variant(r"(?:(?<=大量)|(?<=等长)|(?<=其他)|(?<=内置)|(?<=配对)|(?<=多样的)|(?<=生成的)|(?<=长度的)|(?<=留出的)"
+            r"|(?<=保留下来的)|(?<=排序的)|(?<=真实)|(?<=挑选)|(?<=抽取)|(?<=处理的)|(?<=同一批)|(?<=中文))"
+            r"查询(?![句向行键值投]| ?token)",
+            "查询句", "input texts are 查询句 (大量查询句, 等长查询句, 其他查询句); 查询 alone is attention's query"),
+    Variant(r"查询(?=分片|噪声|的噪声|类别|生成器|数(?!据))|(?<=多)查询(?=平均)", "查询句",
+            "the shards, noise, families and count of input texts are those of 查询句"),
+    Variant(r"(?<=[\d}] 条)输入", "查询句", "input texts, counted, are 查询句"),
     # threshold: 阈值, never a line to cross
     Variant(r"越过一条[^，。；]{0,12}?线|[这那一]条线|所划的(?:那条)?线|过线|线移动", "阈值",
             "threshold: 阈值 (a line to cross is a calque of draw the line; 竖线 / 对角线 / 连线 stay)"),
     # dimension: 维度, never wide / narrow heads
-    Variant(r"更宽的?|头宽|宽的头|一个宽的|头[更太越]?窄|[更越]窄的?头|窄的头|头就越窄|头是窄的",
-            "维度更高（低）的", "dimension: a head has more or fewer dimensions, it is not wide or narrow"),
+    Variant(r"更宽的?(?=头)|头宽|宽的头|一个宽的|头[更太越]?窄|[更越]窄的?头|窄的头|头就越窄|头是窄的",
+            "每头维度", "dimension: a head has more or fewer dimensions, it is not wide or narrow", by_hand=True),
     Variant(r"固定(?:每个)?头的?(?:大小|维度)|固定每头大小|每头维度固定", "固定每头维度",
             "design B has one name: 固定每头维度"),
     Variant(r"弱学习器", "弱分类器", "weak learner: the article says 弱分类器"),
@@ -73,10 +87,15 @@ DISCOURAGED: tuple[Variant, ...] = (
     Variant(r"下一个(?= ?token)|^下一个$", "后一个", "the label next: 后一个"),
     Variant(r"(?:(?<=占全部头的)|(?<=所占))份额", "比例",
             "份额 is attention mass (a row's weight on something); a share of heads is 比例 / 占比"),
-    Variant(r"真实影响", "基准真值", "ground truth (lesson 13): 基准真值"),
+    Variant(r"真实影响|基准真值", "参照", "reference (lesson 13): 参照; no reference is a ground truth"),
+    Variant(r"注意力权重(?:没有|不会)告诉你的事", "注意力权重不能告诉你的事", "lesson 13 has one title"),
     Variant(r"(?:(?<=五种)|(?<=所有)|(?<=哪种))(?:看法|说法)|看法之间", "视角",
             "a view of attention (lesson 13): 视角"),
-    Variant(r"冒烟模式", "smoke 模式", "smoke mode: the glossary keeps smoke (the name of the switch ATTNLAB_SMOKE)"),
+    Variant(r"冒烟运行", "smoke 模式运行", "a smoke run: smoke 模式运行"),
+    Variant(r"冒烟模式|冒烟", "smoke 模式", "smoke mode: the glossary keeps smoke (the name of the switch ATTNLAB_SMOKE)"),
+    Variant(r"内容质量|(?<=内容)(?:权重)?质量", "内容份额", "attention mass on content keys is 份额, as every other mass"),
+    Variant(r"敏感性表", "敏感度表", "sensitivity table: 敏感度表"),
+    Variant(r"记分表", "计分板", "scoreboard: 计分板"),
     Variant(r"清零", "置零", "zeroing: 置零, as in lesson 07's interventions"),
     Variant(r"前向传播", "前向计算", "forward pass: 前向计算 (backward pass: 反向传播)"),
     Variant(r"重组", "重新分组", "regrouping (lesson 10): 重新分组"),
@@ -90,21 +109,62 @@ DISCOURAGED: tuple[Variant, ...] = (
     Variant(r"(?<![{\\A-Za-z_`])alpha(?![}A-Za-z_`:!])", "α", "Greek letters as letters in Chinese text: α"),
 )
 
-_COMPILED = [(re.compile(v.pattern), v) for v in DISCOURAGED]
+#: pairs of opposites that a bracket must not offer as an alternative reading ("更高（低）", "增加（或减少）")
+OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("高", "低"), ("多", "少"), ("大", "小"), ("宽", "窄"), ("长", "短"), ("强", "弱"), ("快", "慢"),
+    ("深", "浅"), ("早", "晚"), ("前", "后"), ("上", "下"), ("左", "右"), ("正", "负"), ("增", "减"),
+    ("增加", "减少"), ("上升", "下降"), ("变大", "变小"), ("提高", "降低"), ("成立", "不成立"),
+)
+_ALTERNATION = re.compile("|".join(
+    f"{re.escape(a)}（(?:或者?)?更?{re.escape(b)}）" for x, y in OPPOSITES for a, b in ((x, y), (y, x))))
+
+_COMPILED = [(re.compile(v.pattern, re.M), v) for v in DISCOURAGED]
+_CJK = re.compile("[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")  # Chinese characters and punctuation
+_BREAK = re.compile(r"(?<=\S)[ \t]*\n[ \t]*(?=\S)")  # a line break inside a paragraph
+
+
+def whole(text: str) -> tuple[str, list[int]]:
+    """``text`` as a reader reads it: the lines of a paragraph joined (a break between two Chinese
+    characters disappears, any other becomes one space; blank lines stay), and for each character
+    of the result the line of ``text`` it came from."""
+    joined, lines, line, last = [], [], 1, 0
+    for m in _BREAK.finditer(text):
+        piece = text[last:m.start()]
+        joined.append(piece)
+        lines += [line + k for k, chunk in enumerate(piece.split("\n")) for _ in chunk + "\n"][:len(piece)]
+        line += piece.count("\n") + 1
+        gap = "" if _CJK.match(text[m.start() - 1]) and _CJK.match(text[m.end()]) else " "
+        joined.append(gap)
+        lines += [line] * len(gap)
+        last = m.end()
+    piece = text[last:]
+    joined.append(piece)
+    lines += [line + k for k, chunk in enumerate(piece.split("\n")) for _ in chunk + "\n"][:len(piece)]
+    return "".join(joined), lines
 
 
 def found_in(text: str) -> list[tuple[int, str, Variant]]:
-    """``(line number, the variant as written, its entry)`` for each discouraged variant in ``text``."""
+    """``(line number, the variant as written, its entry)`` for each discouraged variant in ``text``,
+    read whole: a variant split across a line break inside a paragraph is found too."""
+    read, lines = whole(text)
     out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        for pattern, variant in _COMPILED:
-            out += [(number, m.group(0), variant) for m in pattern.finditer(line)]
-    return out
+    for pattern, variant in _COMPILED:
+        out += [(lines[m.start()] if m.start() < len(lines) else 1, m.group(0), variant) for m in pattern.finditer(read)]
+    return sorted(out, key=lambda f: f[0])
+
+
+def alternations(text: str) -> list[tuple[int, str]]:
+    """``(line number, as written)`` for each bracketed alternation of opposites in ``text``
+    ("维度更高（低）的"): a reader cannot tell which reading is meant; write the sentence that means one."""
+    read, lines = whole(text)
+    return [(lines[m.start()], m.group(0)) for m in _ALTERNATION.finditer(read)]
 
 
 def fix(text: str) -> str:
-    """``text`` with every discouraged variant replaced by the edition's word (in the order of
-    :data:`DISCOURAGED`, longer phrases first)."""
+    """``text`` with every discouraged variant that has a mechanical rewrite replaced by the edition's
+    word (in the order of :data:`DISCOURAGED`, longer phrases first); ``by_hand`` variants stay for
+    a person to rewrite."""
     for pattern, variant in _COMPILED:
-        text = pattern.sub(variant.use, text)
+        if not variant.by_hand:
+            text = pattern.sub(variant.use, text)
     return text
