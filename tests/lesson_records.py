@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.analysis.covering import Covering
-from attnlab.analysis.probes import TASKS, TaskStudy
+from attnlab.analysis.probes import N_SPLITS, TASKS, TaskStudy, training_halves
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
@@ -137,27 +137,43 @@ def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_hea
                     null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums)
 
 
+def probe_costs(truth: np.ndarray, rng: np.random.Generator, *, n_texts: int, n_train: int, noise: float,
+                probe_noise: float, n_splits: int = N_SPLITS) -> tuple[np.ndarray, np.ndarray]:
+    """``(fixed (N, L, H), refits (S, 2, N, L, H))``: one task's per-query head costs around ``truth``
+    ``(L, H)``. Each held-out query scatters every head by ``noise`` (the same for every probe); each
+    of ``n_train`` training queries pulls every head by its own normal draw, and a probe shifts the
+    costs by ``probe_noise`` x the mean pull of its training queries x sqrt(half of ``n_train``): a
+    refit on half the queries by SD ``probe_noise``, the probe on all of them by ``probe_noise / sqrt 2``.
+    The refits of the ``n_splits`` splits share the training queries, as lesson 11's do."""
+    pulls = rng.normal(size=(n_train,) + truth.shape)  # (n_train, L, H)
+    scatter = noise * rng.normal(size=(n_texts,) + truth.shape)  # (N, L, H)
+
+    def fitted(rows: np.ndarray) -> np.ndarray:
+        return truth + probe_noise * pulls[rows].mean(axis=0) * np.sqrt(n_train / 2) + scatter
+
+    halves = training_halves(n_train, n_splits, int(rng.integers(1 << 30)))
+    refits = np.stack([fitted(rows) for rows in halves]).reshape((n_splits, 2, n_texts) + truth.shape)
+    return fitted(np.arange(n_train)), refits
+
+
 def tasks(kind: str = "different", *, n_layers: int = L, n_heads: int = H, n_texts: int = 30, noise: float = 0.05,
           accuracy: float = 0.9, chance: float = 0.3, probe_noise: float = 0.0) -> TaskStudy:
     """A task study: the two probes' per-query head costs scatter by ``noise`` around a ranking
     that is the same for both tasks (``kind="same"``: one task measured twice), reversed
     (``"different"``) or mostly shared (``"correlated"``: 0.8 of the family's ranking plus 0.2 of
-    another). Each probe, and each of its two refits, also shifts every head's cost by a fixed
-    ``probe_noise`` x normal draw (what another training sample would change)."""
+    another). Each probe, and each refit of :data:`~attnlab.analysis.probes.N_SPLITS` splits of its
+    ``2 * n_texts`` training queries, also shifts every head's cost by what its training sample
+    pulls (:func:`probe_costs`, ``probe_noise``)."""
     rng = np.random.default_rng(2)
     total = n_layers * n_heads
     base = np.linspace(0.0, 1.0, total)[rng.permutation(total)].reshape(n_layers, n_heads)
     own = np.linspace(0.0, 1.0, total)[rng.permutation(total)].reshape(n_layers, n_heads)
     other = {"same": base, "different": 1.0 - base, "correlated": 0.8 * base + 0.2 * own}[kind]
-
-    def measured(truth):  # (N, L, H): one probe's costs
-        shift = probe_noise * rng.normal(size=(n_layers, n_heads))
-        return truth + shift + noise * rng.normal(size=(n_texts, n_layers, n_heads))
-
-    costs = {t: measured(b) for t, b in zip(TASKS, (base, other))}
-    refits = {t: np.stack([measured(b), measured(b)]) for t, b in zip(TASKS, (base, other))}  # (2, N, L, H)
-    return TaskStudy(list(TASKS), costs, dict.fromkeys(TASKS, accuracy), dict.fromkeys(TASKS, chance),
-                     n_train=2 * n_texts, n_test=n_texts, refit_costs=refits, identity_accuracy=0.7)
+    measured = {t: probe_costs(b, rng, n_texts=n_texts, n_train=2 * n_texts, noise=noise, probe_noise=probe_noise)
+                for t, b in zip(TASKS, (base, other))}
+    return TaskStudy(list(TASKS), {t: m[0] for t, m in measured.items()}, dict.fromkeys(TASKS, accuracy),
+                     dict.fromkeys(TASKS, chance), n_train=2 * n_texts, n_test=n_texts,
+                     refit_costs={t: m[1] for t, m in measured.items()}, identity_accuracy=0.7)
 
 
 def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: int = L, n_heads: int = H,
