@@ -14,6 +14,7 @@ import pytest
 from attnlab.core.language import current_language, set_language
 from attnlab.course.conclusions import LABELS
 from attnlab.course.report_parts import doubling_looks, grow_until_settled
+from attnlab.course.twin_control import NOT_ABOUT_THE_MODEL
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 from attnlab.tools import cli
 from attnlab.tools.report import compare_table, read_report
@@ -94,6 +95,20 @@ def test_report_smoke_on_a_tiny_bert(tiny_reports, tiny_models, lang):
         assert stop["looks"] == sorted(stop["looks"]) and stop["used"] <= stop["maximum"]
     if lang == "zh":
         assert "成立" in (tiny_reports[lang] / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_report_on_an_untrained_model_holds_no_claim_about_the_model(tiny_reports, lang):
+    """The tiny models are random: measured against their shuffled twins, no claim about what training
+    produced may hold; the twin's parts ran, and every row says what its twin gave."""
+    data = json.loads((tiny_reports[lang] / "report.json").read_text(encoding="utf-8"))["data"]
+    twin = data["settings"]["twin"]
+    assert twin["kind"] == "shuffled" and "untrained twin" in twin["name"]
+    assert {p["origin"] for p in twin["parts"].values()} <= {"measured", "failed"}
+    about_the_model = [label for label in LABELS if label not in NOT_ABOUT_THE_MODEL]
+    assert [label for label in about_the_model if data["claims"][label]["verdict"] == HOLDS] == []
+    assert all(data["claims"][label]["twin"] for label in LABELS)
+    assert "untrained twin" in (tiny_reports[lang] / "report.md").read_text(encoding="utf-8") or lang == "zh"
 
 
 def test_report_resumes_from_its_saved_parts(tiny_reports, tiny_models, tmp_path):

@@ -3,6 +3,8 @@ against its twin (:mod:`attnlab.course.twin_control`), with the floors of conclu
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -120,28 +122,30 @@ def test_the_report_rows_use_the_twin_and_six_is_judged_half_by_half():
     assert plain["6"].verdict != HOLDS or checked["6"].verdict == UNSURE
 
 
-def test_twin_rows_come_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_path, monkeypatch):
+def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
     monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
     ran = []
 
     def fake_run(model):
         ran.append(model.name)
-        return twin_evidence.TwinRows({}, "made here", "reduced")
+        return twin_evidence.TwinEvidence(c.Evidence(), "made here", "reduced")
 
-    assert twin_evidence.twin_rows_for(tiny_en, allow_run=False).source == "none"
-    assert twin_evidence.twin_rows_for(tiny_en, run=fake_run).source == "reduced" and ran
-    rows = {"2": claims.conclusion_2(rec.diversity((3.0, 3.0, 3.0)))}
+    assert twin_evidence.twin_for(tiny_en, allow_run=False).source == "none"
+    assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reduced" and ran
+    flat = c.Evidence(diversity=rec.diversity((3.0, 3.0, 3.0)))  # a twin whose heads do not converge
     shipped = twin_evidence.reference_file(tiny_en)
     shipped.parent.mkdir(parents=True)
-    shipped.write_text('{"name": "shipped twin", "rows": {"2": %s}}' % __import__("json").dumps(
-        rows["2"].to_record()), encoding="utf-8")
-    found = twin_evidence.twin_rows_for(tiny_en, run=fake_run)
-    assert found.source == "reference" and found.rows["2"].verdict == rows["2"].verdict
-    assert shipped.name in found.said
-    twin_evidence.save_twin_rows(tiny_en, rows, name="my twin", kind="shuffled", precision="fp32")
-    mine = twin_evidence.twin_rows_for(tiny_en, run=fake_run)
+    record = twin_evidence.twin_record(flat, name="shipped twin", kind="shuffled", precision="fp32")
+    shipped.write_text(json.dumps({"data": record}), encoding="utf-8")
+    found = twin_evidence.twin_for(tiny_en, run=fake_run)
+    assert found.source == "reference" and shipped.name in found.said
+    assert found.rows["2"].verdict == FAILS  # judged by today's rules from the shipped records
+    steep = c.Evidence(diversity=rec.diversity((3.0, 2.0, 1.0)))
+    twin_evidence.save_twin(tiny_en, steep, name="my twin", kind="shuffled", precision="fp32")
+    mine = twin_evidence.twin_for(tiny_en, run=fake_run)
     assert mine.source == "report" and mine.name == "my twin" and len(ran) == 1
+    assert mine.rows["2"].verdict == HOLDS and mine.rows["1"].verdict == UNSURE  # lesson 08's record is absent
 
 
 # --------------------------------------------------------------------------- floors

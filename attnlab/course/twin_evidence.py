@@ -1,18 +1,19 @@
-"""Where lesson 12 finds the untrained twin's verdicts, and how it makes them when it finds none.
+"""Where lesson 12 finds the untrained twin's evidence, and how it makes it when it finds none.
 
 Every claim about the model is held against the same claim judged on the model's untrained
-twin (:mod:`attnlab.course.twin_control`). Lesson 12 takes the twin's rows (the verdicts of
-:func:`attnlab.course.conclusions.data_verdicts` on the twin) from the first of:
+twin (:mod:`attnlab.course.twin_control`). The twin's *evidence* (the records the report's parts
+measure on it, :class:`~attnlab.course.conclusions.Evidence`) is kept, not its verdicts, so that
+the twin is always judged by the same rules as the model. Lesson 12 takes it from the first of:
 
-1. **the student's own report**: ``attnlab report`` saves them in the course's results folder
+1. **the student's own report**: ``attnlab report`` saves it in the course's results folder
    (:data:`TWIN_RESULT`, for that model and run mode);
 2. **the shipped reference twin** of that model, when the package ships one
    (``reference/twins/<model>.<mode>.json``: the offline default and MiniLM, made by
    ``attnlab report`` with its default shuffled twin);
 3. **a reduced twin run** it makes here: the report's parts on the twin at smoke sizes
-   (:func:`reduced_twin_rows`), a few minutes.
+   (:func:`reduced_twin`), a few minutes.
 
-and says which (:class:`TwinRows`'s ``source``).
+and says which (:class:`TwinEvidence`'s ``source``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from tqdm.auto import tqdm
 from attnlab.core.config import is_smoke
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
-from attnlab.core.records import RecordError
+from attnlab.core.records import RecordError, to_plain
 from attnlab.core.twins import untrained_twin
 from attnlab.course import report_parts, results
+from attnlab.course.conclusions import SOURCES as FIELDS
 from attnlab.course.conclusions import Evidence, data_verdicts
 from attnlab.course.lesson_results import HeadCountResult
 from attnlab.course.verdicts import ClaimVerdict
@@ -43,7 +45,7 @@ TWIN_RESULT = "untrained_twin"
 REFERENCE_DIR = Path(__file__).resolve().parent / "reference" / "twins"
 
 SOURCES = {
-    "report": N_("from your own report (attnlab report saved the untrained twin's verdicts in the results folder)"),
+    "report": N_("from your own report (attnlab report saved the untrained twin's measurements in the results folder)"),
     "reference": N_("from the twin shipped with the course for this model ({file}): the same measurements on "
                     "its untrained twin, made by attnlab report"),
     "reduced": N_("from a reduced run made just now: the report's measurements at smoke sizes on the untrained "
@@ -53,33 +55,47 @@ SOURCES = {
 
 
 @dataclass
-class TwinRows:
-    """The twin's rows (None when there are none), its name, and where they came from."""
+class TwinEvidence:
+    """The twin's evidence (None when there is none), its name, and where it came from."""
 
-    rows: dict[str, ClaimVerdict] | None
+    evidence: Evidence | None
     name: str
     source: str
     file: str = ""
 
     @property
+    def rows(self) -> dict[str, ClaimVerdict] | None:
+        """The twin's rows judged by today's rules (:func:`~attnlab.course.conclusions.data_verdicts`)."""
+        return None if self.evidence is None else data_verdicts(self.evidence, safe=True)
+
+    @property
     def said(self) -> str:
-        """Where the rows came from, in one sentence of the reader's language."""
+        """Where the evidence came from, in one sentence of the reader's language."""
         return _(SOURCES[self.source]).format(file=self.file)
 
 
-def save_twin_rows(m: LoadedModel, rows: dict[str, ClaimVerdict], *, name: str, kind: str, precision: str) -> Path:
-    """Save a twin's rows for ``m`` (its name, kind and precision beside) in the course's results folder."""
-    data = {"name": name, "kind": kind, "precision": precision,
-            "rows": {label: v.to_record() for label, v in rows.items()}}
-    return results.save(TWIN_RESULT, data, model=m)
+def twin_record(ev: Evidence, *, name: str, kind: str, precision: str) -> dict:
+    """A twin's evidence as saved: its name, kind and precision, and each lesson's record by field."""
+    return {"name": name, "kind": kind, "precision": precision,
+            "records": {field: to_plain(getattr(ev, field)) for field in FIELDS.values()
+                        if getattr(ev, field) is not None}}
 
 
-def rows_from(data: dict) -> dict[str, ClaimVerdict]:
-    """The rows of a saved or shipped twin (``data["rows"]``: label -> verdict record)."""
+def save_twin(m: LoadedModel, ev: Evidence, *, name: str, kind: str, precision: str) -> Path:
+    """Save a twin's evidence for ``m`` in the course's results folder (where lesson 12 looks first)."""
+    return results.save(TWIN_RESULT, twin_record(ev, name=name, kind=kind, precision=precision), model=m)
+
+
+def evidence_from(data: dict) -> Evidence:
+    """The evidence of a saved or shipped twin (``data["records"]``: field -> record)."""
+    kinds = {field: kind for kind, field in FIELDS.items()}
+    ev = Evidence()
     try:
-        return {str(label): ClaimVerdict.from_record(v) for label, v in data["rows"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RecordError(f"an untrained twin's rows cannot be read: {exc}") from None
+        for field, record in data["records"].items():
+            setattr(ev, field, kinds[field].from_record(record))
+    except (KeyError, TypeError, ValueError, AttributeError, RecordError) as exc:
+        raise RecordError(f"an untrained twin's records cannot be read: {exc}") from None
+    return ev
 
 
 def file_stem(model_name: str) -> str:
@@ -93,24 +109,24 @@ def reference_file(m: LoadedModel, *, smoke: bool | None = None) -> Path:
     return REFERENCE_DIR / f"{file_stem(m.name)}.{mode}.json"
 
 
-def saved_twin(m: LoadedModel) -> TwinRows | None:
-    """The twin rows a report saved for ``m`` in this run mode, or None."""
+def saved_twin(m: LoadedModel) -> TwinEvidence | None:
+    """The twin evidence a report saved for ``m`` in this run mode, or None."""
     data = results.load(TWIN_RESULT, None, model=m)
     if not isinstance(data, dict):
         return None
     try:
-        return TwinRows(rows_from(data), str(data.get("name", "")), "report")
+        return TwinEvidence(evidence_from(data), str(data.get("name", "")), "report")
     except RecordError:
         return None
 
 
-def shipped_twin(m: LoadedModel) -> TwinRows | None:
+def shipped_twin(m: LoadedModel) -> TwinEvidence | None:
     """The shipped reference twin of ``m`` in this run mode, or None."""
     path = reference_file(m)
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    return TwinRows(rows_from(data), str(data.get("name", "")), "reference", path.name)
+    return TwinEvidence(evidence_from(data["data"]), str(data["data"].get("name", "")), "reference", path.name)
 
 
 @contextmanager
@@ -126,10 +142,10 @@ def _smoke_sizes():
             os.environ["ATTNLAB_SMOKE"] = before
 
 
-def reduced_twin_rows(m: LoadedModel, *, kind: str = "shuffled", progress: bool = True) -> TwinRows:
-    """The report's measurements at smoke sizes on a shuffled copy of ``m`` (``m`` is left as it is),
-    judged row by row. Lesson 13's part is left out; lesson 10's training half, which does not depend
-    on the model, is not needed for any claim about the model and is skipped too."""
+def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = True) -> TwinEvidence:
+    """The report's measurements at smoke sizes on a shuffled copy of ``m`` (``m`` is left as it is).
+    Lesson 13's part is left out (it decides no conclusion), and so is lesson 10's training half,
+    which does not depend on the model (no twin applies to conclusion 5)."""
     twin = untrained_twin(m, kind=kind)
     ev = Evidence()
     parts = {"patterns": report_parts.patterns, "perturbation": report_parts.perturbation,
@@ -142,25 +158,24 @@ def reduced_twin_rows(m: LoadedModel, *, kind: str = "shuffled", progress: bool 
             except Exception:  # noqa: BLE001 - the rows it feeds say "cannot tell", with the missing lesson
                 continue
             setattr(ev, part, record)
-        rows = data_verdicts(ev, safe=True)
-    return TwinRows(rows, twin.name, "reduced")
+    return TwinEvidence(ev, twin.name, "reduced")
 
 
-def _regrouping_only(m: LoadedModel, *, progress: bool = False):
-    """Lesson 10's regrouping on ``m`` with a stand-in training half (the twin's rows 5a/5b are never read)."""
+def _regrouping_only(m: LoadedModel, *, progress: bool = False) -> tuple[HeadCountResult, None]:
+    """Lesson 10's regrouping on ``m`` with an empty training half (no twin applies to conclusion 5)."""
     unmeasured = ClaimVerdict.missing(N_("not measured on the untrained twin"), N_("not needed"))
     stand_in = HeadCountResult(n_texts=0, regroup=[], collapse=unmeasured, head_counts=[], seeds=[], perplexity=[],
                                head_count=unmeasured)
     return report_parts.head_count(m, progress=progress, trained=stand_in)
 
 
-def twin_rows_for(m: LoadedModel, *, allow_run: bool = True, progress: bool = True,
-                  run: Callable[[LoadedModel], TwinRows] | None = None) -> TwinRows:
-    """The twin rows lesson 12 uses for ``m``: the student's report, else the shipped reference, else a
-    reduced run (when ``allow_run``; ``run`` replaces :func:`reduced_twin_rows`, e.g. in tests)."""
+def twin_for(m: LoadedModel, *, allow_run: bool = True, progress: bool = True,
+             run: Callable[[LoadedModel], TwinEvidence] | None = None) -> TwinEvidence:
+    """The twin evidence lesson 12 uses for ``m``: the student's report, else the shipped reference, else a
+    reduced run (when ``allow_run``; ``run`` replaces :func:`reduced_twin`, e.g. in tests)."""
     for found in (saved_twin(m), shipped_twin(m)):
         if found is not None:
             return found
     if not allow_run:
-        return TwinRows(None, "", "none")
-    return (run or (lambda model: reduced_twin_rows(model, progress=progress)))(m)
+        return TwinEvidence(None, "", "none")
+    return (run or (lambda model: reduced_twin(model, progress=progress)))(m)

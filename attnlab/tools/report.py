@@ -85,7 +85,7 @@ from attnlab.tools.report_plots import plot_dispersion_by_layer, plot_view_rho
 from attnlab.core.fast import choose_precision
 from attnlab.core.twins import KINDS as TWIN_KINDS
 from attnlab.core.twins import untrained_twin
-from attnlab.course.twin_evidence import save_twin_rows
+from attnlab.course.twin_evidence import save_twin
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
 MIN_HEADS = 4
@@ -528,6 +528,9 @@ def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: s
     call this after every measurement of ``m``. Lesson 13's part is left out (it decides no conclusion);
     lesson 10's training half does not depend on the model, so the twin borrows ``m``'s.
 
+    The twin's evidence is also saved in the course's results folder
+    (:func:`attnlab.course.twin_evidence.save_twin`), where lesson 12 finds it.
+
     Returns:
         ``(rows, settings)``: the twin's rows, and its name, kind and parts as the results JSON stores them.
     """
@@ -536,11 +539,12 @@ def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: s
     trained = head_count_run.record if head_count_run is not None else None
     twin_runs = run_parts(twin, out / TWIN_FOLDER / PART_FOLDER, TWIN_PARTS, precision=precision, progress=progress,
                           desc=_("untrained twin"), extra={"head_count": {"trained": trained}} if trained else None)
-    rows = data_rows(evidence_of(twin_runs))
+    ev = evidence_of(twin_runs)
+    save_twin(m, ev, name=twin.name, kind=kind, precision=precision)
     settings = {"name": twin.name, "kind": kind, "parts": {name: {"origin": r.origin, "seconds": round(r.seconds, 2),
                                                                    "error": r.error}
                                                             for name, r in twin_runs.items()}}
-    return rows, settings
+    return data_rows(ev), settings
 
 
 def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | None = None,
@@ -549,9 +553,9 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     """Run every part for ``model`` (resuming from ``out/parts``) and write the report into ``out``.
 
     ``twin``: the kind of untrained twin measured beside the model (``"shuffled"``, ``"fresh"``;
-    None: none, and every verdict says it was not checked against one). The twin's rows are also
+    None: none, and every verdict says it was not checked against one). The twin's evidence is also
     saved in the course's results folder (:data:`attnlab.course.twin_evidence.TWIN_RESULT`), where
-    lesson 12 finds them.
+    lesson 12 finds it.
 
     Raises:
         Refusal: the model cannot be reported on (one sentence; nothing measured).
@@ -572,7 +576,6 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     if twin is not None:
         twin_started = time.perf_counter()
         twin_rows, twin_settings = measure_twin(m, out, runs, kind=twin, precision=chosen, progress=progress)
-        save_twin_rows(m, twin_rows, name=twin_settings["name"], kind=twin, precision=chosen)
         earlier = sum(p["seconds"] for p in twin_settings["parts"].values() if p["origin"] == "saved")
         settings["twin"] = to_plain(twin_settings)
         settings["seconds"] += time.perf_counter() - twin_started + earlier
