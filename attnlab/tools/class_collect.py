@@ -50,6 +50,7 @@ from attnlab.core.atomic import atomic_path
 from attnlab.core.class_setting import ClassSetting
 from attnlab.core.language import N_, _, current_language, set_language
 from attnlab.course.attempts import FOLDER, valid
+from attnlab.tools.assignments import add_class_cli
 from attnlab.viz.fonts import use_cjk_font
 
 #: the most bytes one attempts file may have
@@ -345,7 +346,7 @@ def _collect_cmd(args: argparse.Namespace) -> int:
 
 
 def add_cli(subparsers: Any) -> None:
-    """Register ``attnlab class collect``."""
+    """Register ``attnlab class collect`` and ``attnlab class assignments``."""
     p = subparsers.add_parser("class", help="a teacher's tools for a class")
     sub = p.add_subparsers(dest="class_command", required=True)
     c = sub.add_parser("collect", help="merge the students' exercise attempts (folders or zips) into a table and a figure")
@@ -356,3 +357,4 @@ def add_cli(subparsers: Any) -> None:
     c.add_argument("--class", dest="class_file", default=None,
                    help="the class setting file to check each row against (default: the one in force here)")
     c.set_defaults(func=_collect_cmd)
+    add_class_cli(sub)

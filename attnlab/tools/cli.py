@@ -8,7 +8,8 @@
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
 (listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``, ``report``,
-``bundle``, ``class collect`` (a class's exercise attempts in one table and one figure).
+``bundle``, ``class collect`` (a class's exercise attempts in one table and one figure),
+``class assignments`` (an nbgrader course folder), ``work take`` / ``work bring`` (a student's work in one file).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from attnlab.course.figures import build_all, discover
 from attnlab.core import multilingual
 
 _PLUGIN_MODULES = ("attnlab.tools.distributed", "attnlab.tools.kit", "attnlab.tools.doctor",
-                   "attnlab.tools.bundle", "attnlab.tools.class_collect", "attnlab.tools.report")
+                   "attnlab.tools.bundle", "attnlab.tools.class_collect", "attnlab.tools.report",
+                   "attnlab.tools.take_work")
 
 
 def _info(args: argparse.Namespace) -> int:
