@@ -12,6 +12,10 @@ an empty box. :func:`head_view` and :func:`model_view` therefore check first:
 If all hold, the example goes to bertviz; otherwise the self-contained
 :class:`attnlab.viz.offline_views.HeadView` / :class:`~attnlab.viz.offline_views.ModelView` is returned
 with one printed line saying why.
+
+In Chinese (``set_language("zh")``) the offline views are the default even where bertviz
+could render: they speak Chinese, bertviz's interface speaks English. bertviz stays one
+call away, ``head_view(att, 0, bertviz=True)``, and the printed line says so.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any, Sequence
 from attnlab.core.checks import check_index
 from attnlab.core.config import is_offline
 from attnlab.core.extract import Attention
-from attnlab.core.language import _
+from attnlab.core.language import _, current_language
 from attnlab.core.models import tcp_reachable
 from attnlab.viz.offline_views import HeadView, ModelView
 
@@ -61,6 +65,15 @@ def bertviz_status(timeout: float = 2.0) -> tuple[bool, str]:
     return True, "bertviz and its CDN are available"
 
 
+def _choice(bertviz: bool | None, call: str) -> tuple[bool, str]:
+    """``(use bertviz, why not)`` for a view asked with ``bertviz`` (None: the language's default)."""
+    if bertviz is None and current_language() == "zh":
+        return False, _("the Chinese view; bertviz's own view, in English, is one call away: {call}").format(call=call)
+    if bertviz is False:
+        return False, _("asked for with bertviz=False")
+    return bertviz_status()
+
+
 def _example(att: Attention, i: int) -> tuple[Any, list[str], int | None]:
     """``(maps [L, H, n, n], tokens, sentence_b_start)`` of text ``i`` (0-based) of an Attention."""
     if not isinstance(att, Attention):
@@ -78,7 +91,7 @@ def _example(att: Attention, i: int) -> tuple[Any, list[str], int | None]:
 
 
 def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Sequence[int] | None = None,
-              *, verbose: bool = True):
+              *, verbose: bool = True, bertviz: bool | None = None):
     """Line view of text ``i`` (bertviz's ``head_view`` when online).
 
     Args:
@@ -87,6 +100,8 @@ def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Seque
         layer: layer shown first (0-based; default the first).
         heads: heads shown first (0-based; default all).
         verbose: print the one line saying which view is used offline.
+        bertviz: True for bertviz's view wherever it can render, False for the offline view;
+            None (default): bertviz when it can render, except in Chinese (the offline view speaks Chinese).
 
     Returns:
         bertviz's return value (it displays itself) when online, else an
@@ -96,7 +111,7 @@ def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Seque
     maps, tokens, b_start = _example(att, i)
     view = HeadView(maps, tokens, layer=0 if layer is None else layer, heads=heads,
                     title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
-    usable, reason = bertviz_status()
+    usable, reason = _choice(bertviz, f"views.head_view(att, {i}, bertviz=True)")
     if not usable:
         if verbose:
             print(_("Offline head view ({reason}).").format(reason=reason))
@@ -108,14 +123,15 @@ def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Seque
                         heads=list(heads) if heads is not None else None)
 
 
-def model_view(att: Attention, i: int = 0, *, verbose: bool = True):
-    """Every layer x head of text ``i`` (bertviz's ``model_view`` when online).
+def model_view(att: Attention, i: int = 0, *, verbose: bool = True, bertviz: bool | None = None):
+    """Every layer x head of text ``i`` (bertviz's ``model_view`` when online; ``bertviz`` as in
+    :func:`head_view`).
 
     Returns bertviz's return value online, else an :class:`attnlab.viz.offline_views.ModelView`.
     """
     maps, tokens, b_start = _example(att, i)
     view = ModelView(maps, tokens, title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
-    usable, reason = bertviz_status()
+    usable, reason = _choice(bertviz, f"views.model_view(att, {i}, bertviz=True)")
     if not usable:
         if verbose:
             print(_("Offline model view ({reason}).").format(reason=reason))
