@@ -1,0 +1,142 @@
+"""JupyterHub for one class on one machine: the attnlab course installed once, one account per student.
+
+Read classroom/hub/README.md (and docs/classroom.md) first. The settings a teacher changes come from
+the environment (set them in the service file, or export them before `jupyterhub -f` this file):
+
+ATTNLAB_HUB_STATE     folder for the hub's database, cookie secret and passwords (default /srv/attnlab-hub)
+ATTNLAB_HUB_ROSTER    the teacher's list: one student user name a line (default <state>/roster.txt)
+ATTNLAB_HUB_TEACHERS  teachers' user names, comma-separated (admins: they see every student's server)
+ATTNLAB_HUB_IP, ATTNLAB_HUB_PORT   where students connect (default all addresses, port 8000: put HTTPS
+                      in front, e.g. a reverse proxy with the school's certificate)
+ATTNLAB_HUB_MEM       memory per student (default 2G: a lesson's kernel keeps up to 1.4 GB, see the sizing
+                      table in docs/classroom.md), ATTNLAB_HUB_CPU cores per student (default 1)
+ATTNLAB_HUB_IDLE      seconds before an idle server is stopped (default 3600)
+ATTNLAB_HUB_LANG      en or zh: the course's and JupyterLab's language for everyone (default en)
+ATTNLAB_CLASS         the class setting (one model, precision and mode); default <prefix>/etc/attnlab/class.json
+
+Accounts: students log in with a user name from the roster and choose their password the first time
+(FirstUseAuthenticator; no identity provider needed). Each student's server runs as a system user of
+the same name, created with a home folder of its own (mode 0700) the first time the student starts a
+server; results, attempts and nbgrader's work stay in that home.
+
+Limits: with systemd (a normal Linux server) and jupyterhub-systemdspawner installed, each server runs
+in its own systemd unit and the memory and CPU limits are enforced by the kernel's cgroups. Without
+systemd (a container) the LocalProcessSpawner starts the servers: the same limits are announced to
+each server (MEM_LIMIT, CPU_LIMIT) but not enforced; the idle culler and one thread per kernel still
+keep sixty kernels within the machine.
+"""
+
+import importlib.util
+import os
+import pwd
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+c = get_config()  # noqa: F821 - JupyterHub provides get_config when it reads this file
+
+BIN = Path(sys.executable).parent  # the environment the course is installed in, shared by every student
+STATE = Path(os.environ.get("ATTNLAB_HUB_STATE", "/srv/attnlab-hub"))
+STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
+ROSTER = Path(os.environ.get("ATTNLAB_HUB_ROSTER", STATE / "roster.txt"))
+LANG = os.environ.get("ATTNLAB_HUB_LANG", "en")
+USER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # a safe system user name
+
+
+def roster() -> set[str]:
+    """The student user names on the teacher's list (blank lines and # comments skipped)."""
+    if not ROSTER.is_file():
+        return set()
+    names = {line.split("#")[0].strip().lower() for line in ROSTER.read_text(encoding="utf-8").splitlines()}
+    bad = sorted(n for n in names if n and not USER_NAME.match(n))
+    if bad:
+        raise SystemExit(f"{ROSTER}: {bad[0]!r} is not a user name (lower-case letters, digits, - and _)")
+    return {n for n in names if n}
+
+
+# --------------------------------------------------------------------------- the hub and its proxy
+
+c.JupyterHub.ip = os.environ.get("ATTNLAB_HUB_IP", "")
+c.JupyterHub.port = int(os.environ.get("ATTNLAB_HUB_PORT", "8000"))
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = int(os.environ.get("ATTNLAB_HUB_API_PORT", "8081"))
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('ATTNLAB_HUB_PROXY_API_PORT', '8001')}"
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True  # the hub stopping stops the students' servers
+
+# --------------------------------------------------------------------------- who may log in
+
+c.JupyterHub.authenticator_class = "firstuseauthenticator.FirstUseAuthenticator"
+c.FirstUseAuthenticator.dbm_path = str(STATE / "passwords.dbm")
+c.FirstUseAuthenticator.create_users = False  # only the roster's names, each sets a password at first login
+c.FirstUseAuthenticator.min_password_length = 8
+teachers = {t.strip() for t in os.environ.get("ATTNLAB_HUB_TEACHERS", "").split(",") if t.strip()}
+c.Authenticator.allowed_users = roster() | teachers
+c.Authenticator.admin_users = teachers
+
+services, roles = [], []
+# a teacher's scripts (and the class server's test) may use the hub's API with this token
+if os.environ.get("ATTNLAB_HUB_ADMIN_TOKEN"):
+    services.append({"name": "teacher-tools", "api_token": os.environ["ATTNLAB_HUB_ADMIN_TOKEN"]})
+    roles.append({"name": "teacher-tools", "services": ["teacher-tools"],
+                  "scopes": ["admin:users", "admin:servers", "tokens", "list:services", "read:services",
+                             "access:servers"]})
+
+# --------------------------------------------------------------------------- each student's server
+
+systemd = Path("/run/systemd/system").is_dir() and importlib.util.find_spec("systemdspawner") is not None
+c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner" if systemd else "jupyterhub.spawner.LocalProcessSpawner"
+c.Spawner.mem_limit = os.environ.get("ATTNLAB_HUB_MEM", "2G")
+c.Spawner.cpu_limit = float(os.environ.get("ATTNLAB_HUB_CPU", "1"))
+c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+# inside each server, a kernel idle for 30 minutes is shut down (its memory goes back to the machine)
+c.Spawner.args = ["--MappingKernelManager.cull_idle_timeout=1800", "--MappingKernelManager.cull_interval=300"]
+c.Spawner.environment = {
+    # one thread per kernel: sixty kernels on 16 cores must not each start 16 threads
+    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+    "ATTNLAB_LANG": LANG,
+    "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+}
+if os.environ.get("ATTNLAB_CLASS"):
+    c.Spawner.environment["ATTNLAB_CLASS"] = os.environ["ATTNLAB_CLASS"]
+if LANG == "zh":
+    c.Spawner.environment["LANG"] = "zh_CN.UTF-8"
+if systemd:
+    c.SystemdSpawner.dynamic_users = False
+    c.SystemdSpawner.isolate_tmp = True
+    c.SystemdSpawner.disable_user_sudo = True
+
+
+def create_student(spawner) -> None:
+    """Before a student's first server: a system user of the same name with a private home folder."""
+    name = spawner.user.name
+    if not USER_NAME.match(name):
+        raise ValueError(f"{name!r} cannot be a system user name")
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
+    home = Path(pwd.getpwnam(name).pw_dir)
+    home.chmod(0o700)
+
+
+c.Spawner.pre_spawn_hook = create_student
+
+# --------------------------------------------------------------------------- the idle culler
+
+IDLE = int(os.environ.get("ATTNLAB_HUB_IDLE", "3600"))
+services.append({"name": "idle-culler",
+                 "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={IDLE}", "--cull-every=300",
+                             "--concurrency=5"]})
+roles.append({"name": "idle-culler", "services": ["idle-culler"],
+              "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]})
+c.JupyterHub.services = services
+c.JupyterHub.load_roles = roles

@@ -1,0 +1,225 @@
+"""The class server (classroom/hub/): a real JupyterHub with its proxy on 127.0.0.1, three students.
+
+Each student gets a system user with a private home (created by the hub's pre-spawn hook, as on the
+school's server), a server started through the hub's API, and lesson 00 run in smoke mode through the
+kernel API (JupyterLab's own websocket protocol) on the class's model (a tiny one, fixed by the class
+setting); then one checked answer. The results must land in that student's home only, owned by that
+student. The idle culler and the limits are checked as configured. Needs root (system users), the
+proxy (``npm install -g configurable-http-proxy``) and the ``classroom`` extra; outside CI a missing
+piece skips the test, in CI (``CI`` set) it fails. About a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from attnlab.core import class_setting
+from attnlab.tools.testing import save_tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+CONFIG = ROOT / "classroom" / "hub" / "jupyterhub_config.py"
+LESSON = ROOT / "notebooks" / "00_tour.ipynb"
+#: seconds for each wait: the hub to answer, a server to start, a cell to run, the hub to stop
+HUB_UP, SERVER_UP, CELL, STOP = 60, 180, 240, 30
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        return "the class server test creates system users: it needs root and useradd"
+    if shutil.which("configurable-http-proxy") is None:
+        return "JupyterHub's proxy is not installed (npm install -g configurable-http-proxy)"
+    for module in ("jupyterhub", "jupyterhub_idle_culler", "firstuseauthenticator"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (pip install -e .[classroom])"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _api(base: str, token: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
+    request = urllib.request.Request(base + path, method=method, headers={"Authorization": f"token {token}"},
+                                     data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            data = answer.read()
+            return answer.status, json.loads(data) if data else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+
+
+def _wait(what: str, seconds: float, ready) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} not ready within {seconds} s")
+
+
+async def _run_cells(ws_url: str, cells: list[str]) -> list[str]:
+    """Run ``cells`` in order on a kernel through its websocket; return each cell's text output."""
+    from tornado.websocket import websocket_connect  # deferred: only this test talks to a kernel
+
+    conn = await asyncio.wait_for(websocket_connect(ws_url), 30)
+    session, outputs = uuid.uuid4().hex, []
+    try:
+        for code in cells:
+            msg_id = uuid.uuid4().hex
+            conn.write_message(json.dumps({
+                "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session, "username": "test",
+                           "version": "5.3", "date": ""},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                            "allow_stdin": False, "stop_on_error": True}}))
+            text, deadline = [], time.monotonic() + CELL
+            while True:
+                raw = await asyncio.wait_for(conn.read_message(), max(1.0, deadline - time.monotonic()))
+                assert raw is not None, "the kernel's websocket closed"
+                msg = json.loads(raw)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "stream":
+                    text.append(content["text"])
+                elif kind == "error":
+                    raise AssertionError(f"cell failed: {content['ename']}: {content['evalue']}\n{code[:300]}")
+                elif kind == "execute_reply" and msg["channel"] == "shell":
+                    assert content["status"] == "ok", content
+                    break
+            outputs.append("".join(text))
+    finally:
+        conn.close()
+    return outputs
+
+
+def _lesson_cells() -> list[str]:
+    cells = [c for c in json.loads(LESSON.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    return ["".join(c["source"]) for c in cells]
+
+
+CHECK = """import os
+from attnlab.course.exercises import lesson_00 as ex
+print(ex.check_total_heads(m, m.n_layers * m.n_heads))
+print("where", os.getcwd(), os.getuid(), os.environ.get("MEM_LIMIT"), os.environ.get("CPU_LIMIT"),
+      os.environ.get("OMP_NUM_THREADS"))
+"""
+
+
+async def _one_student(base: str, token: str, name: str) -> list[str]:
+    status, _ = _api(base, token, "PUT", f"/user/{name}/api/contents/lesson00", {"type": "directory"})
+    assert status in (200, 201), status
+    status, kernel = _api(base, token, "POST", f"/user/{name}/api/kernels", {"name": "python3", "path": "lesson00"})
+    assert status == 201, status
+    ws = base.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel['id']}/channels?token={token}"
+    try:
+        return await _run_cells(ws, _lesson_cells() + [CHECK])
+    finally:
+        _api(base, token, "DELETE", f"/user/{name}/api/kernels/{kernel['id']}")
+
+
+def test_class_server(tmp_path):
+    missing = _missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    shared = Path(tempfile.mkdtemp(prefix="attnlab-class-"))  # readable by the students, as /opt would be
+    state = tmp_path / "hub"
+    suffix = secrets.token_hex(2)
+    students = [f"attnlabt-{who}-{suffix}" for who in ("ann", "bo", "cy")]
+    hub = None
+    try:
+        model = save_tiny_model(shared / "model", language="zh")
+        setting = class_setting.write(shared / "class.json", str(model), mode="smoke", name="test-class")
+        for path in [shared, *shared.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        state.mkdir(mode=0o700)
+        (state / "roster.txt").write_text("# the teacher's list\n" + "\n".join(students) + "\n", encoding="utf-8")
+        port, token = _free_port(), secrets.token_hex(24)
+        env = {**os.environ, "ATTNLAB_HUB_STATE": str(state), "ATTNLAB_HUB_IP": "127.0.0.1",
+               "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(_free_port()),
+               "ATTNLAB_HUB_PROXY_API_PORT": str(_free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
+               "ATTNLAB_CLASS": str(setting), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        with (tmp_path / "hub.log").open("w") as log:
+            hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(CONFIG)], cwd=state, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        base = f"http://127.0.0.1:{port}"
+        _wait("the hub", HUB_UP, lambda: hub.poll() is None and _api(base, token, "GET", "/hub/api/")[0] == 200)
+
+        # the culler runs as a hub service; the roster is the allowed list
+        status, services = _api(base, token, "GET", "/hub/api/services")
+        assert status == 200 and "idle-culler" in services, services
+        for name in students:
+            assert _api(base, token, "POST", f"/hub/api/users/{name}")[0] in (201, 409)
+            assert _api(base, token, "POST", f"/hub/api/users/{name}/server")[0] in (201, 202)
+        assert _api(base, token, "POST", "/hub/api/users/not-on-the-list")[0] in (400, 403)
+
+        def ready(name: str) -> bool:
+            status, user = _api(base, token, "GET", f"/hub/api/users/{name}")
+            return status == 200 and bool(user["servers"].get("", {}).get("ready"))
+
+        for name in students:
+            _wait(f"{name}'s server", SERVER_UP, lambda name=name: ready(name))
+
+        async def everyone() -> list[list[str]]:
+            return await asyncio.gather(*(_one_student(base, token, name) for name in students))
+
+        outputs = asyncio.run(everyone())
+        for name, printed in zip(students, outputs):
+            account = pwd.getpwnam(name)
+            home = Path(account.pw_dir)
+            assert any("class setting test-class" in p for p in printed), "the lesson's header names the class setting"
+            assert "✅" in printed[-1], printed[-1]
+            assert f"where {home / 'lesson00'} {account.pw_uid} 2G 1.0 1" in printed[-1], printed[-1]
+            saved = home / "lesson00" / "results" / "exercises" / "00.total_heads.json"
+            attempt = json.loads(saved.read_text(encoding="utf-8"))["attempts"][-1]
+            assert attempt["right"] and attempt["model"] == str(model) and attempt["mode"] == "smoke"
+            assert (home.stat().st_mode & 0o777) == 0o700
+            written = [p for p in (home / "lesson00").rglob("*")]
+            assert written and all(p.stat().st_uid == account.pw_uid for p in written)
+        assert not list(shared.rglob("results")) and not (ROOT / "lesson00").exists()
+
+        for name in students:
+            assert _api(base, token, "DELETE", f"/hub/api/users/{name}/server")[0] in (202, 204)
+    finally:
+        if hub is not None and hub.poll() is None:
+            hub.send_signal(signal.SIGTERM)
+            try:
+                hub.wait(STOP)
+            except subprocess.TimeoutExpired:
+                os.killpg(hub.pid, signal.SIGKILL)
+                hub.wait(STOP)
+        pid_file = state / "proxy.pid"
+        if pid_file.is_file():  # the proxy outlived the hub: stop it
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
+        for name in students:
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+            subprocess.run(["groupdel", name], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
