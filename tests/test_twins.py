@@ -133,7 +133,7 @@ def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_p
 
     assert twin_evidence.twin_for(tiny_en, allow_run=False).source == "none"
     assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reduced" and ran
-    flat = c.Evidence(diversity=rec.diversity((3.0, 3.0, 3.0)))  # a twin whose heads do not converge
+    flat = c.Evidence(diversity=rec.diversity((3.0, 3.0, 3.0), half_width=0.01))  # heads that do not converge
     shipped = twin_evidence.reference_file(tiny_en)
     shipped.parent.mkdir(parents=True)
     record = twin_evidence.twin_record(flat, name="shipped twin", kind="shuffled", precision="fp32")
@@ -164,6 +164,12 @@ def test_floor_blocks_tiny_effects_3():
     assert claims.conclusion_3_self(rec.head_count(regroup=strong)).verdict == HOLDS
     small = claims.conclusion_3_self(rec.head_count(regroup=tiny))
     assert small.verdict != HOLDS and small.numbers["change low"] > 0  # a clear rise, a hundredth of the size
+    onto_cls = [rec.group(rec.H, 0.2, 0.3, 0.6, spread=0.001), rec.group(2, 0.1, 0.8, 0.3, spread=0.001)]
+    tiny_cls = [rec.group(rec.H, 0.2, 0.3, 0.6, spread=0.0001), rec.group(2, 0.2, 0.305, 0.6, spread=0.0001)]
+    assert claims.conclusion_3(rec.head_count(regroup=onto_cls)).verdict == HOLDS
+    small = claims.conclusion_3(rec.head_count(regroup=tiny_cls))
+    assert small.numbers["focus token, merged"] == "[CLS]"
+    assert small.verdict != HOLDS and small.numbers["mass change low"] > 0
     assert str(hc.COLLAPSE_MARGIN) in hc.SELF_CLAIM and str(hc.COLLAPSE_MARGIN) in hc.COLLAPSE_CLAIM
 
 
