@@ -30,6 +30,9 @@ from typing import Any, Mapping
 
 from attnlab.core.language import N_, _, current_language, filled_template, translated
 
+#: the verdict words as a card prints them (functions: the reader's language is read when shown)
+VERDICT_WORDS = {"holds": lambda: _("HOLDS"), "does not hold": lambda: _("DOES NOT HOLD"),
+                 "cannot tell": lambda: _("CANNOT TELL")}
 #: card colours: the verdict word, the interval, the card's left edge
 COLOURS = {"good": "#1a7f37", "bad": "#cf222e", "unsure": "#9a6700"}
 #: numbers that are a threshold the deciding number is held to, in the order they are drawn
@@ -37,6 +40,9 @@ THRESHOLD_KEYS = ("threshold", "holds above", "holds below", "most means more th
                   "many", "bound", "tolerance", "margin", "strong", "alpha")
 #: thresholds drawn together: the first threshold found brings its partner
 PAIRED_THRESHOLDS = {"few": "many", "holds above": "fails below", "holds below": "fails above"}
+#: the untrained twin's verdict and number (:mod:`attnlab.course.twin_control`), shown under the model's
+TWIN_VERDICT = N_("untrained twin's verdict")
+TWIN_NUMBER = N_("untrained twin's deciding number")
 #: ends of a key that name an interval's ends
 LOW_ENDS = ("_low", " low")
 HIGH_ENDS = ("_high", " high")
@@ -408,8 +414,14 @@ def card(*, kind: str, statement: str, word: str, tone: str, numbers: Mapping, c
         reading = _("{what}: {estimate:.3g}").format(what=label(decider.key), estimate=decider.estimate)
         if decider.has_interval:
             reading += f" [{decider.low:.3g}, {decider.high:.3g}]"
+        twin = ""
+        if numbers.get(TWIN_VERDICT) in VERDICT_WORDS:
+            twin_word = VERDICT_WORDS[numbers[TWIN_VERDICT]]()
+            twin = (f'<div class="al-card-twin" style="font-size:90%;opacity:0.8">'
+                    f'{esc(_("untrained twin: {word} {number}").format(word=twin_word, number=numbers.get(TWIN_NUMBER, "")))}'
+                    f'</div>')
         figure = (f'<div class="al-card-figure" style="margin:4px 0">{interval_svg(decider, colour)}'
-                  f'<div class="al-card-number" style="font-size:90%">{esc(reading)}</div></div>')
+                  f'<div class="al-card-number" style="font-size:90%">{esc(reading)}</div>{twin}</div>')
     return (
         f'<div class="al-card al-card-{tone}" lang="{current_language()}" style="border:1px solid #d0d7de;'
         f'border-left:5px solid {colour};border-radius:6px;padding:8px 12px;margin:6px 0;max-width:46em">'

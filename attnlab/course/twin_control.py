@@ -25,6 +25,7 @@ import math
 
 from attnlab.analysis.stats import Interval
 from attnlab.core.language import N_
+from attnlab.course.cards import TWIN_NUMBER, TWIN_VERDICT
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 
 #: rows whose claim is not about the model under test (lesson 10 trains its own small models)
@@ -33,8 +34,6 @@ NOT_ABOUT_THE_MODEL = ("5a", "5b")
 #: (a two-sided rule such as "within a margin": the difference must then clear the floor either way)
 TOWARD_HOLDS = {"1": +1, "2": -1, "3a": +1, "3b": +1, "4a": 0, "4b": +1, "6a": -1, "6b": -1}
 
-TWIN_VERDICT = N_("untrained twin's verdict")
-TWIN_NUMBER = N_("untrained twin's deciding number")
 DIFFERENCE = N_("model minus untrained twin")
 TWIN_NAME = N_("untrained twin")
 FLOOR = N_("floor")

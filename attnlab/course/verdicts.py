@@ -25,7 +25,7 @@ from typing import Iterable
 
 from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
-from attnlab.course.cards import Decider, card, deciding, numbers_text, value_text
+from attnlab.course.cards import VERDICT_WORDS, Decider, card, deciding, numbers_text, value_text
 from attnlab.course.cards import label as label_of
 
 HOLDS = "holds"
@@ -43,10 +43,9 @@ def from_tests(holds: bool, fails: bool) -> str:
 
 def shown(verdict: str) -> str:
     """The verdict word as printed, in the current language: ``"HOLDS"`` or ``"成立"`` and so on."""
-    labels = {HOLDS: _("HOLDS"), FAILS: _("DOES NOT HOLD"), UNSURE: _("CANNOT TELL")}
-    if verdict not in labels:
+    if verdict not in VERDICT_WORDS:
         raise ValueError(f"verdict must be one of {WORDS}, got {verdict!r}")
-    return labels[verdict]
+    return VERDICT_WORDS[verdict]()
 
 
 def word_from(text: str) -> str:

@@ -103,6 +103,12 @@ DESIGNS = ("fixed width", "fixed head size")
 MOST_FIXED = 0.5
 #: ... and "only a few" means at most this share follows the content (lesson 06)
 FEW_CONTENT = 0.25
+#: ... each beyond its line by this floor, in shares of heads (0.1: 14 of 144 heads, 7 of 72). A share
+#: within a tenth of the line crosses it when a tenth of the heads change label, as one step of lesson 08's
+#: threshold (0.4 to 0.6) already does; "most" and "a few" must survive that. A model that learned no
+#: pattern leaves its content rows near uniform (heads "uniform" or "varying", no follower), so its
+#: fixed share sits far below 0.6; a trained one clears 0.6 or fails clearly below 0.4.
+FLOOR_1 = 0.1
 #: conclusion 4: the covering ratio's excess over the LayerNorm null is read against
 #: :data:`attnlab.analysis.covering.COVERS_MARGIN`; each head is weak when the held-out top head
 #: does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
@@ -130,7 +136,7 @@ CONTENT_LABEL = "content"
 
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
-    1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35, 0.5]},
+    1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
     "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
     "4b": {"margin": list(MARGIN_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1], "floor": [0.0, 0.01, 0.02, 0.05]},
@@ -227,10 +233,30 @@ def fixed_share_gap(averaging: AveragingResult, perturbation: PerturbationResult
     return diff, p, None
 
 
+def weighted_content_share(averaging: AveragingResult, perturbation: PerturbationResult) -> Interval | None:
+    """Lesson 06's share of content-followers on the content keys, each head weighted by its content
+    mass from lesson 08 (:func:`content_mass`), on the layers lesson 08 averaged: from the share with no
+    "cannot tell" head following the content to the one with all of them (:func:`share_interval`).
+    None when either lesson saved no content-key reading or weight. Shown beside conclusion 1, not
+    deciding: lesson 06's "cannot tell" mostly means a head these queries cannot place (the same in
+    both spaces), so counting every one of them as a possible follower would make the interval
+    meaningless; the decided share is lesson 06's own, over queries, from row-weighted similarities."""
+    mass = content_mass(averaging)
+    labels = perturbation.follower_labels_by_reading.get(CONTENT_KEYS)
+    if mass is None or not labels:
+        return None
+    grid = np.asarray(labels, dtype=object)  # (L, H)
+    rows = [layer for layer in averaging.layers if layer < grid.shape[0]]
+    if len(rows) != len(averaging.layers) or grid.shape[1] != mass.shape[1]:
+        return None
+    grid = grid[rows]  # (L', H): the same heads as lesson 08's rows
+    return share_interval(grid == CONTENT_LABEL, grid == UNSURE, mass)
+
+
 def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationResult | None,
                  patterns: HeadPatternsResult | None = None,
                  attention_limits: AttentionLimitsResult | None = None, *, most: float = MOST_FIXED,
-                 few: float = FEW_CONTENT) -> ClaimVerdict:
+                 few: float = FEW_CONTENT, floor: float = FLOOR_1) -> ClaimVerdict:
     """Fixed patterns dominate and few heads follow content, decided on the **content keys**.
 
     The reading: most heads of a trained encoder rest much of every row on a special token
@@ -251,13 +277,18 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
       **norm-based** content mass (Kobayashi et al.: each weight times the size ``||f_h(x_j)||`` of
       what it moves, :func:`norm_weighted`), with whether the verdict would be the same;
     * lesson 06's share of content-followers on the content keys, with its interval from
-      resampling the **queries** (each resample labels every head anew), and the three-way
-      label counts (content / position / cannot tell) from each head's own interval.
+      resampling the **queries** (each resample labels every head anew); inside each head, lesson
+      06's similarity weights every row by its content mass (a row with 99% on [CLS] counts a
+      hundredth: :func:`attnlab.analysis.compare.content_similarity`). The three-way label counts
+      (content / position / cannot tell) from each head's own interval, and the share with each
+      head weighted by its content mass from lesson 08 (:func:`weighted_content_share`), are shown
+      beside.
 
     Heads are never resampled: they are the whole population. Holds when the weighted fixed share's
-    interval lies above ``most`` **and** the content share's below ``few``; does not hold when
-    the fixed share's interval lies below ``most`` or the content share's above ``few``;
-    "cannot tell" otherwise, and when an interval rests on fewer than
+    interval lies above ``most + floor`` **and** the content share's below ``few - floor``; does not
+    hold when the fixed share's interval lies below ``most - floor`` or the content share's above
+    ``few + floor`` (:data:`FLOOR_1`, in shares of heads: a share within a tenth of its line decides
+    nothing); "cannot tell" otherwise, and when an interval rests on fewer than
     :data:`~attnlab.analysis.stats.MIN_UNITS` shards or queries. The head-by-head cross-tab of
     the two lessons (:func:`fixed_vs_followers`, all keys) and lesson 05's share of
     fixed-pattern labels are shown beside.
@@ -284,6 +315,8 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     grid = np.asarray(averaging.content_labels, dtype=object)  # (L', H)
     mass = content_mass(averaging)
     weighted = share_interval(grid == "fixed", grid == UNSURE, mass)
+    content_weighted = weighted_content_share(averaging, perturbation)
+    followed = content  # the content share decided: lesson 06's, over queries
     sinks = np.asarray(averaging.sink_labels, dtype=object) if averaging.sink_labels else None
     plain = (np.array([[not str(x).startswith("sink") for x in row] for row in sinks]) if sinks is not None
              else np.ones(grid.shape, dtype=bool))  # (L', H): heads that do not rest on a special token
@@ -295,6 +328,8 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                "estimate": float(decided.estimate), "low": float(decided.low), "high": float(decided.high),
                "measure": (N_("share of heads fixed on the content keys, each weighted by its content mass")
                            if mass is not None else N_("share of heads fixed on the content keys")),
+               N_("floor"): floor, N_("holds above"): most + floor,
+               N_("content share holds below"): few - floor,
                N_("fixed heads (lesson 08), unweighted"): f"{float(fixed.estimate):.3g} [{float(fixed.low):.3g}, "
                                                           f"{float(fixed.high):.3g}]",
                N_("query shards"): fixed.n,
@@ -316,6 +351,10 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers.update({N_("all keys: content followers (lesson 06)"): float(all_content.estimate),
                         N_("all keys: content low"): float(all_content.low),
                         N_("all keys: content high"): float(all_content.high)})
+    if content_weighted is not None:
+        numbers[N_("content followers, each head weighted by its content mass")] = (
+            f"{float(content_weighted.estimate):.3g} [{float(content_weighted.low):.3g}, "
+            f"{float(content_weighted.high):.3g}]")
     if averaging.special_weight is not None:
         weight = np.asarray(averaging.special_weight, dtype=float)
         numbers[N_("weight on special tokens, per head (min, median, max)")] = [
@@ -339,20 +378,21 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         alone = share_interval((grid == "fixed")[plain], (grid == UNSURE)[plain])
         numbers[N_("heads not resting on a special token")] = int(plain.sum())
         numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
-        numbers[N_("verdict on those heads alone")] = from_tests(alone.above(most) and content.below(few),
-                                                                alone.below(most) or content.above(few))
+        numbers[N_("verdict on those heads alone")] = from_tests(
+            alone.above(most + floor) and content.below(few - floor), alone.below(most - floor) or content.above(few + floor))
     why = too_few_units(fixed) or too_few_units(content)
 
     def word(share: Interval) -> str:  # the verdict the rule gives with this fixed share
         if why is not None:
             return UNSURE
-        return from_tests(share.above(most) and content.below(few), share.below(most) or content.above(few))
+        return from_tests(share.above(most + floor) and followed.below(few - floor),
+                          share.below(most - floor) or followed.above(few + floor))
 
     numbers.update(norm_weighted(grid, content_mass(averaging, norm_based=True), word(decided), word))
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
-    holds = decided.above(most) and content.below(few)
-    fails = decided.below(most) or content.above(few)
+    holds = decided.above(most + floor) and followed.below(few - floor)
+    fails = decided.below(most - floor) or followed.above(few + floor)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
 
 
