@@ -62,7 +62,8 @@ def test_conclusion_1_cannot_tell():
 
 def test_conclusion_1_does_not_depend_on_the_number_of_heads():
     """8 heads decide as well as 72: the uncertainty is in each head's label, not in how many heads there are."""
-    small = claims.conclusion_1(rec.averaging(0.9), rec.perturbation(0.1))  # 2 layers x 4 heads
+    # 2 layers x 4 heads; no content-follower: one of 8 (0.125 +- 0.03) is within the floor of "a few" (0.25 - 0.1)
+    small = claims.conclusion_1(rec.averaging(0.9), rec.perturbation(0.0))
     assert small.verdict == HOLDS and small.numbers["estimate"] == pytest.approx(7 / 8)
     assert claims.conclusion_1(rec.averaging(0.25), rec.perturbation(0.1)).verdict == FAILS
 
@@ -539,7 +540,9 @@ def test_lesson_12_exercises():
     assert ex12.check_fixed_share(ev, sol12.solution_fixed_share(ev))
     assert sol12.solution_fixed_share(ev) == pytest.approx(54 / 72)
     assert not ex12.check_fixed_share(ev, 0.5)
-    assert claims.conclusion_1(ev.averaging, ev.perturbation).verdict == FAILS  # 30% of 72 follow content: not "a few"
+    # 30% of 72 follow content: beyond "a few" (0.25), but within its floor (0.1) of the line
+    assert claims.conclusion_1(ev.averaging, ev.perturbation).verdict == UNSURE
+    assert claims.conclusion_1(ev.averaging, ev.perturbation, floor=0.0).verdict == FAILS
     assert sol12.solution_rejudge(ev) == HOLDS  # but clearly "at most half"
     assert ex12.check_rejudge(ev, HOLDS) and not ex12.check_rejudge(ev, FAILS)
     assert sol12.solution_most_diverse_layer(ev) == 1

@@ -8,6 +8,7 @@ or the rule separates them; the floors' tests plant the same direction at a hund
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from attnlab.analysis import compare
@@ -107,3 +108,83 @@ def test_row_content_weighting_in_the_follower_statistic():
     assert got < 0.05
     unweighted = 1 - js.mean() / np.log(2)
     assert unweighted > 0.7
+
+
+# --------------------------------------------------------------------------- lesson 08: the article's head groups
+
+
+def article_groups(gap: float, spread: float = 0.01, seed: int = 0) -> np.ndarray:
+    """4 layers x 12 heads: the article's fixed heads around 0.6 + gap, its varying heads around 0.6,
+    each head scattered by ``spread``; the other heads at 0.5."""
+    rng = np.random.default_rng(seed)
+    f = np.full((4, 12), 0.5)
+    f[:, list(averaging.ARTICLE_FIXED_HEADS)] = 0.6 + gap + spread * rng.standard_normal(6)
+    f[:, list(averaging.ARTICLE_VARYING_HEADS)] = 0.6 + spread * rng.standard_normal(5)
+    return f
+
+
+def test_floor_blocks_tiny_effects_lesson08():
+    """The article's split at a hundredth of its planted size (a gap of 0.004 instead of 0.4) does not
+    hold, though the permutation test alone (every fixed head above every varying head) would pass it."""
+    from test_claims_08_09 import ARTICLE, report
+
+    big = averaging.verdict_article_head_groups(report(article_groups(0.4, spread=0.0005), model=ARTICLE))
+    assert big.verdict == "holds" and big.numbers["floor"] == averaging.GROUPS_MARGIN
+    tiny = averaging.verdict_article_head_groups(report(article_groups(0.004, spread=0.0005), model=ARTICLE))
+    assert tiny.numbers["permutation_p"] < averaging.GROUPS_ALPHA and tiny.numbers["estimate"] > 0
+    assert tiny.verdict == "does not hold"  # alike within the margin: equivalence, not p
+
+
+def test_article_groups_equivalence_margin():
+    """A pattern-free null (both groups drawn alike) does not hold; the planted split holds; a difference
+    near the margin measured loosely (heads scattered by 0.3) is "cannot tell", where the old rule
+    (p >= 0.2: "does not hold") took the absence of evidence for evidence of absence."""
+    from test_claims_08_09 import ARTICLE, report
+
+    null = averaging.verdict_article_head_groups(report(article_groups(0.0, spread=0.02, seed=3), model=ARTICLE))
+    assert null.verdict == "does not hold" and null.numbers["high"] < averaging.GROUPS_MARGIN
+    loose = averaging.verdict_article_head_groups(report(article_groups(0.1, spread=0.3, seed=1), model=ARTICLE))
+    assert loose.numbers["low"] < averaging.GROUPS_MARGIN < loose.numbers["high"]
+    assert loose.verdict == "cannot tell"
+    # the interval against an independent resampling of the heads (no shard noise in this report)
+    f = article_groups(0.1, spread=0.3, seed=1)
+    per_head = f.mean(axis=0)
+    fixed, varying = per_head[list(averaging.ARTICLE_FIXED_HEADS)], per_head[list(averaging.ARTICLE_VARYING_HEADS)]
+    rng = np.random.default_rng(11)
+    diffs = [rng.choice(fixed, 6).mean() - rng.choice(varying, 5).mean() for _ in range(4000)]
+    assert abs(loose.numbers["low"] - np.quantile(diffs, 0.025)) < 0.03
+    assert abs(loose.numbers["high"] - np.quantile(diffs, 0.975)) < 0.03
+    table = [averaging.verdict_article_head_groups(report(f, model=ARTICLE), margin=m).verdict
+             for m in averaging.SENSITIVITY_GROUPS_MARGIN]
+    assert len(table) == 3
+
+
+# --------------------------------------------------------------------------- lesson 13's comparisons
+
+
+def test_floor_blocks_tiny_effects_lesson13():
+    """Each of lesson 13's comparisons that used to be decided at 0 holds at its planted size and does not
+    hold at a hundredth of it, even where the interval is wholly on the claim's side of 0 (measured tightly)."""
+    from attnlab.course.claims import attention_limits as lim
+    from test_attention_limits_claims import board, intervention, replacement, together
+
+    big = {"raw": 0.5, "norm": 0.8, "rollout": 0.8, "value_zeroing": 0.95, "knockout": 0.9}
+    tiny = {"raw": 0.5, "norm": 0.503, "rollout": 0.503, "value_zeroing": 0.5045, "knockout": 0.9}
+    for verdict in (lim.verdict_norm_beats_raw, lim.verdict_rollout_beats_raw, lim.verdict_value_zeroing_best):
+        assert verdict(board(big, spread=0.0005)).verdict == "holds"
+        small = verdict(board(tiny, spread=0.0005))
+        assert small.numbers["low"] > 0  # the old rule (> 0) would say "holds"
+        assert small.verdict == "does not hold" and small.numbers["floor"] == lim.FLOOR_BEATS_RHO
+
+    assert lim.verdict_sink_no_op(intervention(sink=0.001, control=0.01)).verdict == "holds"
+    small = lim.verdict_sink_no_op(intervention(sink=0.01 - 0.00009, control=0.01))
+    assert small.verdict != "holds" and small.numbers["floor"] == pytest.approx(0.1 * small.numbers["control_effect"])
+
+    assert lim.verdict_mean_map_stands_in(replacement(control_extra=0.01, spread=0.0001)).verdict == "holds"
+    small = lim.verdict_mean_map_stands_in(replacement(control_extra=0.0001, spread=0.0001))
+    assert small.numbers["high"] < 0 and small.verdict == "does not hold"
+    assert small.numbers["floor"] == pytest.approx(0.01 * 0.4)  # 1% of the distance between two texts
+
+    assert lim.verdict_fixed_order_beats_random(together(random_cost=2.0)).verdict == "holds"
+    small = lim.verdict_fixed_order_beats_random(together(random_cost=1.01))
+    assert small.verdict == "does not hold" and small.numbers["floor"] == pytest.approx(0.01 * 0.2)

@@ -20,9 +20,10 @@ For each query, every non-special token ``j`` gets a score from five *views*:
   (a whole-model intervention, not Mohebbi's measure).
 
 Each view is compared with the token's **effect**, three references (none of them a ground
-truth: each is one intervention or approximation, and they disagree with one another, so
-:meth:`Scoreboard.reference_agreement` gives their agreement as a noise ceiling, what no view can
-be expected to beat by much):
+truth: each is one intervention or approximation, and they disagree with one another;
+:meth:`Scoreboard.reference_agreement` gives the **agreement between the references**). That
+agreement is not a ceiling: a view equal to one reference scores rho = 1 against it whatever the
+references' agreement; it says how much a view's score depends on which reference is chosen:
 
 * ``masked`` (leave one out, positions kept): token ``j`` is masked from the
   attention of every layer (no token can read it; every other token keeps its
@@ -156,8 +157,9 @@ class Scoreboard:
 
     def reference_agreement(self, a: str, b: str, *, seed: int = 0) -> Interval:
         """Mean over queries of the Spearman correlation between two references' effects on the same
-        tokens, with its bootstrap interval over queries: how far the references themselves agree,
-        a noise ceiling for any view's correlation with either."""
+        tokens, with its bootstrap interval over queries: how far the references themselves agree.
+        Not a ceiling on a view's correlation with either (a view equal to one reference scores 1
+        against it); where it is low, a view's score depends on which reference is chosen."""
         a, b = _check_truth(a), _check_truth(b)
         rho = np.array([correlation(q.effects[a], q.effects[b], "spearman") for q in self.queries])
         return bootstrap_mean(rho[np.isfinite(rho)], seed=seed)

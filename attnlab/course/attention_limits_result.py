@@ -58,7 +58,8 @@ class AttentionLimitsResult(Record):
         together_tolerance: that tolerance (cosine distance).
         mean_queries: queries behind the mean maps.
         verdicts: the claims of :mod:`attnlab.course.claims.attention_limits`, by key.
-        sensitivity: claim key -> {threshold: verdict word}.
+        sensitivity: claim key -> {threshold: verdict word} (for the comparisons decided beyond a floor,
+            {floor: verdict word}: :func:`attnlab.course.claims.attention_limits.floor_sensitivity`).
     """
 
     sink_texts: int
@@ -100,6 +101,7 @@ class AttentionLimitsResult(Record):
             claims.SINK_MASS: claims.sink_mass_sensitivity(profile),
             claims.NORMS_DISCOUNT_SINKS: claims.norms_sensitivity(profile),
             claims.RAW_TRACKS_EFFECT: claims.tracking_sensitivity(board),
+            **claims.floor_sensitivity(intervention, board, replacement, together),
         }
         return cls(
             sink_texts=profile.n_texts,

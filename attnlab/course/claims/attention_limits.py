@@ -65,29 +65,56 @@ TRACKING_RHO = 0.5
 REPLACEABLE_SHARE = 0.5
 #: p below which the within-layer permutation test calls a correlation real.
 ALPHA = 0.05
+#: Floors: a comparison holds only when its whole interval is beyond zero by the floor, and does not hold
+#: when its whole interval is on the near side of the floor (no difference worth the name, or the wrong
+#: way round); in between, "cannot tell".
+#: A view "beats" another when its mean Spearman rho with the effect is higher by more than this: rho runs
+#: from -1 to 1 over the 10-20 tokens of a query, where one pair of neighbours swapped moves it by about
+#: 0.01-0.05; a model whose weights carry nothing ranks tokens alike in every view, within that.
+FLOOR_BEATS_RHO = 0.05
+#: "The more fixed, the cheaper": the within-layer rho of fixedness and cost must lie below minus this
+#: (a rank correlation weaker than 0.1 among a layer's heads orders almost nothing).
+FLOOR_CHEAP_RHO = 0.1
+#: The sink is "close to a no-op" when zeroing it moves the output less than zeroing a word by more than
+#: this share of the word's effect (a tenth: a random-weights model moves the output by every token about
+#: alike, so its sink and its word differ by far less).
+FLOOR_SINK_SHARE = 0.1
+#: A mean map "stands in better" and the fixedness order "costs less" when the cost (1 - cos of the
+#: sentence vectors) is lower by more than this share of the mean 1 - cos between two different texts:
+#: 1%, a fifth of what counts as "little" (:data:`TOLERANCE_SHARE`); the trained offline default's
+#: order advantage is about 12 times this floor.
+FLOOR_COST_SHARE = 0.01
 #: Thresholds of the sensitivity tables.
 SINK_SHARE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
 NORM_REMOVES_GRID = (0.25, 0.5, 0.75)
 TRACKING_RHO_GRID = (0.3, 0.5, 0.7, 0.9)
 REPLACEABLE_SHARE_GRID = (0.25, 0.5, 0.75)
 TOLERANCE_GRID = SHARE_GRID  # the shares of "costs nothing" shared with lesson 11
+FLOOR_BEATS_GRID = (0.0, 0.025, 0.05, 0.1)
+FLOOR_CHEAP_GRID = (0.0, 0.05, 0.1, 0.2)
+FLOOR_SINK_GRID = (0.0, 0.05, 0.1, 0.25)
+FLOOR_COST_GRID = (0.0, 0.005, 0.01, 0.02)
 
 # the claims are passed around by name, so each is marked with N_ for the catalogue
 CLAIM_SINK_MASS = N_("in some layer, more than half of the attention goes to the separator ([SEP] or </s>) alone")
 CLAIM_SINK_NO_OP = N_("attending to the sink is close to a no-op: zeroing its value vectors in a layer moves the "
-                       "output less than zeroing a word's")
+                       "output less than zeroing a word's, by more than a tenth of the word's effect")
 CLAIM_NORMS = N_("norm-based weights remove at least half of the special tokens' share of the attention")
 CLAIM_RAW_TRACKS = N_("raw attention (last layer) ranks tokens by how much leaving them out changes the output "
                        "(positions kept)")
-CLAIM_NORM_BEATS = N_("norm-based weights rank tokens by their effect better than raw attention")
-CLAIM_ROLLOUT_BEATS = N_("attention rollout ranks tokens by their effect better than raw attention")
+CLAIM_NORM_BEATS = N_("norm-based weights rank tokens by their effect better than raw attention, by more than "
+                       "0.05 in Spearman rho")
+CLAIM_ROLLOUT_BEATS = N_("attention rollout ranks tokens by their effect better than raw attention, by more than "
+                          "0.05 in Spearman rho")
 CLAIM_VZ_BEST = N_("value zeroing (Mohebbi et al.) ranks tokens by their effect better than raw attention, "
-                    "norm-based weights and rollout")
+                    "norm-based weights and rollout, by more than 0.05 in Spearman rho each")
 CLAIM_FIXED_CHEAP = N_("among the heads of a layer, the more fixed a head, the less it costs to replace its map by "
-                        "its mean map")
-CLAIM_MEAN_STANDS_IN = N_("a head's mean map stands in for its own map better than another query's map")
+                        "its mean map (a rank correlation below -0.1)")
+CLAIM_MEAN_STANDS_IN = N_("a head's mean map stands in for its own map better than another query's map, by more "
+                          "than 1% of the distance between two different texts")
 CLAIM_TOGETHER = N_("at least half of the heads can be replaced by their mean maps together at little cost")
-CLAIM_ORDER = N_("replacing the most fixed heads first costs less than replacing heads in a random order")
+CLAIM_ORDER = N_("replacing the most fixed heads first costs less than replacing heads in a random order, by more "
+                 "than 1% of the distance between two different texts")
 
 #: Keys of :func:`verdicts`.
 SINK_MASS = "sink_mass"
@@ -147,18 +174,24 @@ def verdict_sink_mass(profile: SinkProfile, threshold: float = SINK_SHARE) -> Cl
     )
 
 
-def verdict_sink_no_op(intervention: SinkIntervention) -> ClaimVerdict:
+def verdict_sink_no_op(intervention: SinkIntervention, floor: float = FLOOR_SINK_SHARE) -> ClaimVerdict:
     """Sink effect minus control effect, averaged over layers, with an interval over texts: holds
-    when it lies below 0, does not hold when above 0. Without a sink (the special tokens get no
-    more attention than the control word) there is nothing to test."""
+    when it lies below ``-floor`` times the word's (control's) mean effect, does not hold when it lies
+    above that (:data:`FLOOR_SINK_SHARE`: the sink must move the output less than a word by a tenth of
+    the word's effect). Without a sink (the special tokens get no more attention than the control
+    word) there is nothing to test."""
     sink_mass, control_mass = float(intervention.sink_mass.mean()), float(intervention.control_mass.mean())
     if sink_mass <= control_mass:
         return ClaimVerdict.missing(CLAIM_SINK_NO_OP, "the special tokens get no more attention than a word here")
     diff = intervention.overall_difference()
+    control = float(intervention.control_effect.mean())
+    line = -floor * control  # in the difference's units (1 - cos of the output)
     return _decided(
-        CLAIM_SINK_NO_OP, [diff], holds=diff.below(0.0), fails=diff.above(0.0),
-        sink_effect=float(intervention.sink_effect.mean()), control_effect=float(intervention.control_effect.mean()),
+        CLAIM_SINK_NO_OP, [diff], holds=diff.below(line), fails=diff.above(line),
+        estimate=float(diff.estimate), measure=N_("sink effect minus a word's effect (1 - cos of the output)"),
+        sink_effect=float(intervention.sink_effect.mean()), control_effect=control,
         difference=float(diff.estimate), low=float(diff.low), high=float(diff.high),
+        **{N_("floor"): -line, N_("floor share"): floor},
         sink_mass=sink_mass, control_mass=control_mass, texts=diff.n,
     )
 
@@ -196,37 +229,42 @@ def verdict_raw_tracks_effect(board: Scoreboard, threshold: float = TRACKING_RHO
     )
 
 
-def _beats(claim: str, board: Scoreboard, view: str, others: Sequence[str]) -> ClaimVerdict:
-    """``view`` beats each of ``others`` (leave one out, positions kept): every paired interval of
-    ``rho_view - rho_other`` above 0 holds; any below 0 does not hold. The paired differences
-    against deletion are reported beside them."""
+def _beats(claim: str, board: Scoreboard, view: str, others: Sequence[str], floor: float) -> ClaimVerdict:
+    """``view`` beats each of ``others`` (leave one out, positions kept) by the floor: every paired
+    interval of ``rho_view - rho_other`` above ``floor`` holds; any wholly below ``floor`` does not
+    hold (no gain worth the name, or a loss). The deciding number is the smallest paired difference
+    (the comparison nearest to failing); the paired differences against deletion are reported beside them."""
     pairs = {other: board.paired(view, other) for other in others}
     numbers = {f"minus_{other}": _triple(p) for other, p in pairs.items()}  # [estimate, low, high]
     numbers.update({f"minus_{other}_deleted": _triple(board.paired(view, other, "deleted")) for other in others})
+    nearest = min(pairs.values(), key=lambda p: float(p.low))
     rho = board.interval(view)
     return _decided(
-        claim, [rho], holds=all(p.above(0.0) for p in pairs.values()), fails=any(p.below(0.0) for p in pairs.values()),
+        claim, [rho], holds=all(p.above(floor) for p in pairs.values()),
+        fails=any(p.below(floor) for p in pairs.values()),
+        estimate=float(nearest.estimate), low=float(nearest.low), high=float(nearest.high),
+        measure=N_("Spearman rho of this view minus the other's (the closest comparison)"), **{N_("floor"): floor},
         mean_rho=float(rho.estimate), ranking=[VIEW_LABELS[v] for v in board.ranking()],
         ranking_deleted=[VIEW_LABELS[v] for v in board.ranking("deleted")], queries=rho.n, **numbers,
     )
 
 
-def verdict_norm_beats_raw(board: Scoreboard) -> ClaimVerdict:
-    """Paired difference of rho (norm-based minus raw) over queries, interval above / below 0."""
-    return _beats(CLAIM_NORM_BEATS, board, "norm", ["raw"])
+def verdict_norm_beats_raw(board: Scoreboard, floor: float = FLOOR_BEATS_RHO) -> ClaimVerdict:
+    """Paired difference of rho (norm-based minus raw) over queries, interval above / below ``floor``."""
+    return _beats(CLAIM_NORM_BEATS, board, "norm", ["raw"], floor)
 
 
-def verdict_rollout_beats_raw(board: Scoreboard) -> ClaimVerdict:
-    """Paired difference of rho (rollout minus raw) over queries, interval above / below 0."""
-    return _beats(CLAIM_ROLLOUT_BEATS, board, "rollout", ["raw"])
+def verdict_rollout_beats_raw(board: Scoreboard, floor: float = FLOOR_BEATS_RHO) -> ClaimVerdict:
+    """Paired difference of rho (rollout minus raw) over queries, interval above / below ``floor``."""
+    return _beats(CLAIM_ROLLOUT_BEATS, board, "rollout", ["raw"], floor)
 
 
-def verdict_value_zeroing_best(board: Scoreboard) -> ClaimVerdict:
+def verdict_value_zeroing_best(board: Scoreboard, floor: float = FLOOR_BEATS_RHO) -> ClaimVerdict:
     """Mohebbi's value zeroing minus each reading of the weights (raw, norm-based, rollout): holds
-    when every paired interval is above 0, does not hold when one is below 0, else cannot tell.
+    when every paired interval is above ``floor``, does not hold when one is below it, else cannot tell.
     (The whole-model knockout is an intervention of its own, not a reading: it is on the board but
     not in this comparison.)"""
-    return _beats(CLAIM_VZ_BEST, board, "value_zeroing", list(READINGS))
+    return _beats(CLAIM_VZ_BEST, board, "value_zeroing", list(READINGS), floor)
 
 
 def ranking_change(board: Scoreboard) -> dict[str, dict[str, object]]:
@@ -247,18 +285,22 @@ def ranking_change(board: Scoreboard) -> dict[str, dict[str, object]]:
 # --------------------------------------------------------------------------- mean maps, one head at a time
 
 
-def verdict_fixed_heads_cheap(replacement: MapReplacement, alpha: float = ALPHA) -> ClaimVerdict:
+def verdict_fixed_heads_cheap(replacement: MapReplacement, alpha: float = ALPHA,
+                              floor: float = FLOOR_CHEAP_RHO) -> ClaimVerdict:
     """The mean over layers of the within-layer Spearman rho of fixedness and one-at-a-time cost,
     with an interval from resampling texts and a permutation test that shuffles fixedness among the
-    heads of each layer: holds when the interval lies below 0 and p < ``alpha``; does not hold when
-    the interval lies above 0. The rho over all heads (depth left in) is reported beside it."""
+    heads of each layer: holds when the interval lies below ``-floor`` and p < ``alpha``; does not hold
+    when the interval lies above ``-floor`` (:data:`FLOOR_CHEAP_RHO`). The rho over all heads (depth
+    left in) is reported beside it."""
     within = replacement.within_layer_rho()
     observed, p = replacement.within_layer_permutation()
     overall = replacement.fixedness_cost_correlation()
     if not np.isfinite(float(within.estimate)):
         return ClaimVerdict.missing(CLAIM_FIXED_CHEAP, "no layer has heads whose fixedness and cost both vary")
     return _decided(
-        CLAIM_FIXED_CHEAP, [within], holds=bool(within.below(0.0)) and p < alpha, fails=within.above(0.0),
+        CLAIM_FIXED_CHEAP, [within], holds=bool(within.below(-floor)) and p < alpha, fails=within.above(-floor),
+        estimate=float(within.estimate), measure=N_("within-layer Spearman rho of fixedness and replacement cost"),
+        **{N_("floor"): floor},
         within_layer_rho=float(within.estimate), low=float(within.low), high=float(within.high),
         permutation_p=p, alpha=alpha, all_heads_rho=_triple(overall),
         per_layer_rho=[round(float(r), 3) for r in replacement.within_layer_correlations()],
@@ -266,12 +308,23 @@ def verdict_fixed_heads_cheap(replacement: MapReplacement, alpha: float = ALPHA)
     )
 
 
-def verdict_mean_map_stands_in(replacement: MapReplacement) -> ClaimVerdict:
+def cost_floor(reference: np.ndarray, share: float = FLOOR_COST_SHARE) -> float:
+    """A cost floor in ``1 - cos`` units: ``share`` of the mean distance between two different texts
+    (``reference``, per text); 0 when no reference was measured."""
+    reference = np.asarray(reference, dtype=float)
+    return float(share * reference.mean()) if reference.size else 0.0
+
+
+def verdict_mean_map_stands_in(replacement: MapReplacement, floor: float = FLOOR_COST_SHARE) -> ClaimVerdict:
     """Cost with the mean map minus cost with another query's map, averaged over heads, interval
-    over texts: holds when below 0, does not hold when above 0."""
+    over texts: holds when it lies below minus the floor (``floor`` of the mean distance between two
+    different texts, :func:`cost_floor`), does not hold when it lies above that."""
     saving = replacement.saving()
+    line = -cost_floor(replacement.reference, floor)
     return _decided(
-        CLAIM_MEAN_STANDS_IN, [saving], holds=saving.below(0.0), fails=saving.above(0.0),
+        CLAIM_MEAN_STANDS_IN, [saving], holds=saving.below(line), fails=saving.above(line),
+        estimate=float(saving.estimate), measure=N_("cost with the mean map minus with another query's map (1 - cos)"),
+        **{N_("floor"): -line, N_("floor share"): floor},
         mean_map_cost=float(replacement.cost.mean()), other_query_cost=float(replacement.control.mean()),
         difference=float(saving.estimate), low=float(saving.low), high=float(saving.high), texts=saving.n,
     )
@@ -314,12 +367,16 @@ def verdict_heads_replaceable_together(together: TogetherCurves, threshold: floa
     )
 
 
-def verdict_fixed_order_beats_random(together: TogetherCurves) -> ClaimVerdict:
+def verdict_fixed_order_beats_random(together: TogetherCurves, floor: float = FLOOR_COST_SHARE) -> ClaimVerdict:
     """Per text, the mean cost over the curve in fixedness order minus the random orders', interval
-    over texts: holds when below 0, does not hold when above 0."""
+    over texts: holds when it lies below minus the floor (``floor`` of the mean distance between two
+    different texts, :func:`cost_floor`), does not hold when it lies above that."""
     advantage = together.order_advantage()
+    line = -cost_floor(together.reference, floor)
     return _decided(
-        CLAIM_ORDER, [advantage], holds=advantage.below(0.0), fails=advantage.above(0.0),
+        CLAIM_ORDER, [advantage], holds=advantage.below(line), fails=advantage.above(line),
+        estimate=float(advantage.estimate), measure=N_("mean cost in fixedness order minus in random orders (1 - cos)"),
+        **{N_("floor"): -line, N_("floor share"): floor},
         difference=float(advantage.estimate), low=float(advantage.low), high=float(advantage.high),
         fixed_first_mean_cost=float(together.fixed_first.mean()), random_mean_cost=float(together.random.mean()),
         reverse_mean_cost=float(together.reverse.mean()), random_orders=int(together.random.shape[0]),
@@ -360,6 +417,22 @@ def together_sensitivity(together: TogetherCurves, thresholds: Sequence[float] =
                             {"threshold": [float(t) for t in thresholds],
                              "tolerance": [float(t) for t in tolerances]},
                             numbers=["fraction", "low", "high"])
+
+
+def floor_sensitivity(intervention: SinkIntervention, board: Scoreboard, replacement: MapReplacement,
+                      together: TogetherCurves) -> dict[str, dict[float, str]]:
+    """Claim key -> ``{floor: verdict word}`` for every comparison decided beyond a floor (the grids
+    ``FLOOR_*_GRID`` around each default: rho for the scoreboard and the within-layer correlation,
+    shares of the word's effect for the sink, shares of the distance between two texts for costs)."""
+    return {
+        SINK_NO_OP: _table(verdict_sink_no_op, intervention, FLOOR_SINK_GRID, "floor"),
+        NORM_BEATS_RAW: _table(verdict_norm_beats_raw, board, FLOOR_BEATS_GRID, "floor"),
+        ROLLOUT_BEATS_RAW: _table(verdict_rollout_beats_raw, board, FLOOR_BEATS_GRID, "floor"),
+        VALUE_ZEROING_BEST: _table(verdict_value_zeroing_best, board, FLOOR_BEATS_GRID, "floor"),
+        FIXED_HEADS_CHEAP: _table(verdict_fixed_heads_cheap, replacement, FLOOR_CHEAP_GRID, "floor"),
+        MEAN_MAP_STANDS_IN: _table(verdict_mean_map_stands_in, replacement, FLOOR_COST_GRID, "floor"),
+        FIXED_ORDER_BEATS_RANDOM: _table(verdict_fixed_order_beats_random, together, FLOOR_COST_GRID, "floor"),
+    }
 
 
 def verdicts(profile: SinkProfile, intervention: SinkIntervention, board: Scoreboard,

@@ -138,8 +138,10 @@ def verdict_some_heads_prunable(study: PruningStudy, effects: np.ndarray | None 
     }
     if costs is not None:
         numbers[N_("distance between two texts")] = costs.distance
-        numbers[N_("allowed, share of that distance")] = (allowed / costs.distance if costs.distance > 0
-                                                          else float("nan"))
+        share_of_cos = allowed / costs.distance if costs.distance > 0 else float("nan")
+        numbers[N_("allowed, share of that 1 - cos")] = share_of_cos
+        numbers[N_("allowed, share of the distance between the unit vectors")] = (
+            costs.chord_share(share_of_cos) if share_of_cos >= 0 else float("nan"))
     if effects is not None:
         numbers["removable alone"] = round(removable_alone(effects, study.base_loss, tolerance,
                                                            relative=study.relative), 3)

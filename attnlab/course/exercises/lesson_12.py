@@ -62,8 +62,9 @@ def check_rejudge(ev: Evidence, answer: Any) -> Feedback:
     if answer is None:
         return Feedback(False, _NOT_YET)
     return check_choice(answer, _expected_rejudge(ev),
-                        hint="compare the content-follower share's interval with 0.5, and remember the fixed "
-                             "share's interval must still lie above one half.", what="verdict")
+                        hint="compare the content-follower share's interval with 0.5 less the floor (0.1), and "
+                             "remember the fixed share's interval must still lie above one half plus the floor.",
+                        what="verdict")
 
 
 def _expected_most_diverse_layer(ev: Evidence) -> int:
