@@ -20,7 +20,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
 )
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
-from attnlab.analysis.covering import COVERS_MARGIN
+from attnlab.analysis.covering import ADD_MARGIN
 from classroom_solutions import teacher  # tests/classroom_solutions.py
 
 sol12 = teacher("12")
@@ -214,22 +214,24 @@ def test_conclusion_3_can_fail():
 
 
 def test_conclusion_4b_can_hold():
-    v = claims.conclusion_4b(rec.pruning(**BIG, cover=1.5, top=0.05))  # together 1.5 x the sum alone, null 1
+    v = claims.conclusion_4b(rec.pruning(**BIG, cover=1.5, top=0.05))  # together 1.5 x the null's move
     assert v.verdict == HOLDS
-    assert v.numbers["estimate"] == pytest.approx(0.5, abs=0.03) and v.numbers["low"] > COVERS_MARGIN
-    assert v.numbers["reading"] == "cover for one another (redundant)"
+    assert v.numbers["estimate"] == pytest.approx(0.5, abs=0.03) and v.numbers["low"] > claims.FLOOR_4B
+    assert v.numbers["reading"] == "cover for one another (redundant)" and v.numbers["floor"] == claims.FLOOR_4B
     assert v.numbers["heads per random set"] == 36 and v.numbers["random sets"] == 5
     assert v.numbers["gain g of delta_S = g sum + r"].startswith("1.5")
+    assert v.numbers["all heads masked must move beyond"] == pytest.approx(claims.FLOOR_4A * 0.5)
     assert claims.conclusion_4a(rec.pruning(**BIG, cover=1.5)).verdict == FAILS  # not additive
 
 
 def test_conclusion_4a_can_hold_and_fail():
     v = claims.conclusion_4a(rec.pruning(**BIG, cover=1.0, top=0.05))
     assert v.verdict == HOLDS and v.numbers["reading"] == "add up independently"
-    assert v.numbers["top high"] < claims.WEAK_SHARE  # held out: about 1 against 20
-    assert abs(v.numbers["low"]) < COVERS_MARGIN and abs(v.numbers["high"]) < COVERS_MARGIN
+    assert v.numbers["top high"] < claims.WEAK_SHARE  # held out: about 1 against the 72 heads' sum
+    assert v.numbers["top head / sum of every head alone (held out)"] == pytest.approx(1 / 72, rel=0.05)
+    assert 0 <= v.numbers["low"] <= v.numbers["high"] < ADD_MARGIN and v.numbers["floor"] == ADD_MARGIN
     strong = rec.pruning(**BIG, cover=1.0)
-    strong.covering = rec.covering(1.0, 0.05, strong=15.0, **BIG)  # head (0, 0) alone does 15 / 20 of all
+    strong.covering = rec.covering(1.0, 0.05, strong=40.0, **BIG)  # head (0, 0) alone: 40 of the heads' 111
     v = claims.conclusion_4a(strong)
     assert v.verdict == FAILS and v.numbers["top low"] > claims.STRONG_SHARE
     assert v.numbers["top head (chosen on the other half)"] == "L1 H1"
@@ -239,14 +241,15 @@ def test_conclusion_4a_can_hold_and_fail():
 def test_conclusion_4b_can_fail():
     for factor, words in ((1.0, "add up independently"), (0.5, "work only together (or saturate)")):
         v = claims.conclusion_4b(rec.pruning(**BIG, cover=factor))
-        assert v.verdict == FAILS and v.numbers["high"] < COVERS_MARGIN and v.numbers["reading"] == words
+        assert v.verdict == FAILS and v.numbers["reading"] == words
+    assert claims.conclusion_4b(rec.pruning(**BIG, cover=1.0)).numbers["high"] < ADD_MARGIN
 
 
 def test_conclusion_4_cannot_tell():
     pr = rec.pruning(**BIG)
-    pr.covering = rec.covering(1.05, noise=1.0, **BIG)  # on the line, and noisy
+    pr.covering = rec.covering(1.018, noise=0.1, **BIG)  # on the floor, and noisy
     near = claims.conclusion_4b(pr)
-    assert near.verdict == UNSURE and near.numbers["low"] < COVERS_MARGIN < near.numbers["high"]
+    assert near.verdict == UNSURE and near.numbers["low"] < claims.FLOOR_4B < near.numbers["high"]
     small = rec.pruning(**BIG)
     small.covering = rec.covering(1.0, share=0.1, **BIG)  # additive, but sets of 7 of 72 rarely hold a backup pair
     for judge in (claims.conclusion_4a, claims.conclusion_4b):
@@ -261,6 +264,8 @@ def test_conclusion_4_cannot_tell():
     nothing.covering.sum_norm = np.zeros_like(nothing.covering.sum_norm)
     assert "alone change nothing" in claims.conclusion_4a(nothing).numbers["why"]
     old = rec.pruning()
+    old.covering.interaction_norm = None  # saved before the interaction share
+    assert "missing" in claims.conclusion_4b(old).numbers
     old.covering.null_dot = None  # saved before the LayerNorm null
     assert "missing" in claims.conclusion_4b(old).numbers
     old.covering = None
@@ -568,7 +573,7 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     ev = rec.evidence(perturbation=rec.perturbation(labels=labels, **BIG), pruning=rec.pruning(**BIG))
     verdicts = c.all_conclusions(ev)
     four = verdicts["4b"].numbers
-    assert c.deciding_number(verdicts["4b"]) == (f"covering ratio minus additive heads through the final LayerNorm "
+    assert c.deciding_number(verdicts["4b"]) == (f"interaction share beyond additive heads through the final LayerNorm "
                                                  f"{four['estimate']:.3g} [{four['low']:.3g}, {four['high']:.3g}]")
     six = c.deciding_number(verdicts["6"])
     assert six.startswith("6a: share difference among the least important heads") and "; 6b: rank agreement" in six

@@ -23,20 +23,28 @@ from collections.abc import Callable
 
 import numpy as np
 
+from attnlab.analysis.costs_nothing import SHARE_GRID, TOLERANCE_SHARE
 from attnlab.analysis.covering import (
-    COVERS_MARGIN,
+    ADD_MARGIN,
+    COVER_FLOOR,
+    FLOOR_GRID,
     MARGIN_GRID,
     MIN_MEET,
     READINGS,
     Covering,
+    all_masked_move,
+    covering_direction,
     covering_ratio,
     decomposition,
     excess_over_null,
+    gain_excess,
     held_out_top_head,
+    interaction_excess,
     meet_chance,
     null_ratio,
     reading,
     set_band,
+    tolerance,
     top_set_ratio,
 )
 from attnlab.analysis.stats import (
@@ -83,12 +91,14 @@ CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
 }
 #: the two readings of conclusion 4: the ensemble picture (weak, additive) and covering (redundancy)
 WEAK_ADD_CLAIM = N_("weak heads whose effects add up: the strongest head (chosen on half the texts) does clearly "
-                    "less than a quarter of what masking every head does on the other half, and heads masked "
-                    "together move the sentence vectors as far as the sum of their moves alone, within a margin "
-                    "of what additive heads give after the final LayerNorm")
-COVER_CLAIM = N_("heads cover for one another: heads masked together move the sentence vectors clearly more than "
-                 "additive heads passed through the final LayerNorm would (a head backed up by others costs "
-                 "little alone)")
+                    "less than a tenth of the sum of every head's move alone on the other half, and heads masked "
+                    "together move the sentence vectors where additive heads passed through the final LayerNorm "
+                    "would, within half a percent of the sum of their moves alone; masking every head must move "
+                    "them by more than costs nothing (5% of the mean 1 - cos between two texts)")
+COVER_CLAIM = N_("heads cover for one another: heads masked together move the sentence vectors further than "
+                 "additive heads passed through the final LayerNorm would, away from them by more than 2% of the "
+                 "sum of their moves alone (a head backed up by others costs little alone); masking every head "
+                 "must move them by more than costs nothing (5% of the mean 1 - cos between two texts)")
 #: the two halves of conclusion 6
 USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: within each layer, they land among "
                   "the least important quarter of the heads no more often than content-following heads do, "
@@ -109,11 +119,21 @@ FEW_CONTENT = 0.25
 #: pattern leaves its content rows near uniform (heads "uniform" or "varying", no follower), so its
 #: fixed share sits far below 0.6; a trained one clears 0.6 or fails clearly below 0.4.
 FLOOR_1 = 0.1
-#: conclusion 4: the covering ratio's excess over the LayerNorm null is read against
-#: :data:`attnlab.analysis.covering.COVERS_MARGIN`; each head is weak when the held-out top head
-#: does at most WEAK_SHARE of what masking every head does; one head is strong from STRONG_SHARE
-WEAK_SHARE = 0.25
-STRONG_SHARE = 0.5
+#: conclusion 4: the interaction share beyond the LayerNorm null (:mod:`attnlab.analysis.covering`)
+#: reads "add up" wholly below the equivalence margin ADD_MARGIN (0.5% of the heads' summed moves) ...
+#: ... and "cover" wholly above FLOOR_4B, with a longer move than additive heads'. 2% of the summed
+#: moves: a backup job as large as a lone head's effect, with half the heads in pairs, gives 0.3-0.6
+#: at 72 of 144 heads, one a hundredth of that 0.006, one 0.03 of it 0.02 (no longer "add up", not
+#: yet "cover"); the same floor is the distance the model's number must keep from its untrained twin's
+FLOOR_4B = COVER_FLOOR
+#: ... and both need masking every head to move the sentence vectors, on average over the texts, by
+#: more than FLOOR_4A x the mean 1 - cos between two different texts: the "costs nothing" tolerance of
+#: lessons 11 and 13 (5%: 22% of the distance). Moves that cost nothing add up whatever the heads do.
+FLOOR_4A = TOLERANCE_SHARE
+#: each head is weak when the held-out top head does at most WEAK_SHARE of the sum of every head's
+#: move alone (equal heads: 1 / 144 or 1 / 72), one head is strong from STRONG_SHARE
+WEAK_SHARE = 0.1
+STRONG_SHARE = 0.25
 #: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
 CONTROL_ALPHA = 0.05
 #: ... and the floor: the heads must converge by more than this share of the first layer's dispersion per
@@ -137,8 +157,8 @@ CONTENT_LABEL = "content"
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
-    "4a": {"margin": list(MARGIN_GRID), "weak": [0.1, 0.25, 0.4]},
-    "4b": {"margin": list(MARGIN_GRID)},
+    "4a": {"margin": list(MARGIN_GRID), "weak": [0.05, 0.1, 0.2], "floor": list(SHARE_GRID)},
+    "4b": {"floor": list(FLOOR_GRID), "move": list(SHARE_GRID)},
     2: {"alpha": [0.01, 0.05, 0.1], "floor": [0.0, 0.01, 0.02, 0.05]},
     "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2]},
     "6b": {"margin": [0.3, 0.5, 0.7]},
@@ -533,51 +553,57 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-def covering_numbers(cov: Covering, *, margin: float = COVERS_MARGIN) -> tuple[dict, str, Interval]:
-    """``(numbers, reading, excess)``: conclusion 4's covering measurement on the largest sets
+def covering_numbers(cov: Covering, *, margin: float = ADD_MARGIN,
+                     floor: float = FLOOR_4B) -> tuple[dict, str, Interval]:
+    """``(numbers, reading, interaction)``: conclusion 4's covering measurement on the largest sets
     measured (the ones with power), with every smaller set size beside.
 
-    ``estimate``, ``low`` and ``high`` are the covering ratio's excess over the LayerNorm null
-    (:func:`attnlab.analysis.covering.excess_over_null`); the gain ``g`` and the residual share
-    of ``delta_S = g * sum + r`` are shown with the null's, and the chance that a head's backup
+    ``estimate``, ``low`` and ``high`` are the interaction share beyond the LayerNorm null
+    (:func:`attnlab.analysis.covering.interaction_excess`, ``||delta_S - delta_S^null|| / ||sum||``);
+    its direction comes from the covering ratio's excess over the null
+    (:func:`~attnlab.analysis.covering.excess_over_null`). The gain ``g`` and the residual share of
+    ``delta_S = g * sum + r`` are shown with the null's, and the chance that a head's backup
     partner shares its set (the measurement's power).
     """
     total = cov.n_total
     size = max(cov.sizes)
-    excess = excess_over_null(cov, size)
-    word = reading(excess, meet_chance(size, total), margin)
+    interaction = interaction_excess(cov, size)
+    word = reading(interaction, covering_direction(cov, size), meet_chance(size, total), margin, floor)
     gain, residual = decomposition(cov, size)
     null_gain, null_residual = decomposition(cov, size, null=True)
-    numbers = {"estimate": excess.estimate, "low": excess.low, "high": excess.high,
-               "measure": N_("covering ratio minus additive heads through the final LayerNorm"),
-               N_("reading"): READINGS[word], N_("margin"): margin,
-               N_("heads per random set"): size, N_("random sets"): len(cov.of_size(size)), "texts": excess.n,
+    numbers = {"estimate": interaction.estimate, "low": interaction.low, "high": interaction.high,
+               "measure": N_("interaction share beyond additive heads through the final LayerNorm"),
+               N_("reading"): READINGS[word], N_("margin"): margin, N_("cover floor"): floor,
+               N_("heads per random set"): size, N_("random sets"): len(cov.of_size(size)), "texts": interaction.n,
+               N_("covering ratio minus the null's (direction)"): str(excess_over_null(cov, size)),
                N_("covering ratio ||masked together|| / ||sum alone||"): str(covering_ratio(cov, size)),
                N_("the same for additive heads (LayerNorm null)"): str(null_ratio(cov, size)),
                N_("gain g of delta_S = g sum + r"): str(gain), N_("gain g, LayerNorm null"): str(null_gain),
+               N_("gain minus the null's"): str(gain_excess(cov, size)),
                N_("residual ||r|| / ||sum||"): str(residual), N_("residual, LayerNorm null"): str(null_residual),
                N_("chance a backup partner shares the set"): round(meet_chance(size, total), 3),
                N_("power needs at least"): MIN_MEET}
     for smaller in cov.sizes[:-1]:
-        small_excess = excess_over_null(cov, smaller)
+        small = interaction_excess(cov, smaller)
+        small_word = reading(small, covering_direction(cov, smaller), meet_chance(smaller, total), margin, floor)
         low, median, high = set_band(cov, smaller)
-        numbers[N_("sets of {k} heads: excess over the null").format(k=smaller)] = (
-            f"{small_excess} ({_(READINGS[reading(small_excess, meet_chance(smaller, total), margin)])}; "
+        numbers[N_("sets of {k} heads: interaction share").format(k=smaller)] = (
+            f"{small} ({_(READINGS[small_word])}; "
             + _("ratio {ratio}, sets {low:.3g}-{high:.3g}, median {median:.3g}").format(
                 ratio=covering_ratio(cov, smaller), low=low, high=high, median=median) + "; "
             f"{meet_chance(smaller, total):.0%} {_('chance a backup partner shares the set')})")
     top_set = top_set_ratio(cov)
     if top_set is not None:
         numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
-    return numbers, word, excess
+    return numbers, word, interaction
 
 
 def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering | ClaimVerdict:
     if pruning is None:
         return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
     cov = pruning.covering
-    if cov is None or not cov.has_null:
-        return ClaimVerdict.missing(claim, N_("lesson 11 saved no covering measurement with its LayerNorm null: "
+    if cov is None or not cov.has_interaction:
+        return ClaimVerdict.missing(claim, N_("lesson 11 saved no covering measurement with its interaction share: "
                                               "run it again"))
     if not np.asarray(cov.sum_norm).mean() > 0:
         return ClaimVerdict.decide(claim, holds=False, fails=False,
@@ -585,60 +611,80 @@ def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering 
     return cov
 
 
-def conclusion_4a(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN, weak: float = WEAK_SHARE,
-                  strong: float = STRONG_SHARE) -> ClaimVerdict:
+def moves_enough(cov: Covering, floor: float = FLOOR_4A) -> tuple[bool, dict]:
+    """``(enough, numbers)``: whether masking every head moves the sentence vectors, on average over
+    the texts, beyond ``floor`` x the mean ``1 - cos`` between two different texts (the interval's
+    low end above it), and the numbers that say so."""
+    move, line = all_masked_move(cov), tolerance(cov, floor)
+    return bool(move.above(line)), {N_("all heads masked, 1 - cos"): str(move),
+                                    N_("all heads masked must move beyond"): line,
+                                    N_("share of the mean 1 - cos between two texts"): floor}
+
+
+def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_MARGIN, weak: float = WEAK_SHARE,
+                  strong: float = STRONG_SHARE, floor: float = FLOOR_4A) -> ClaimVerdict:
     """The ensemble picture: each head is weak, and their effects add up (lesson 11's covering).
 
-    A random forest is an *additive* average of weak learners. Two measurements on lesson 11's
+    A random forest is an *additive* average of weak learners. Three measurements on lesson 11's
     evaluation texts, on the effect vectors of the sentence vectors:
 
     * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
-      that moves the vectors most on one half of the texts, scored on the other half against
-      masking every head;
-    * **additivity** (:func:`covering_numbers`): the covering ratio of random sets of heads
-      minus what additive heads give after the final LayerNorm, on the largest sets measured.
+      that moves the vectors most on one half of the texts, scored on the other half against the
+      sum of every head's move alone;
+    * **additivity** (:func:`covering_numbers`): the interaction share of random sets of heads
+      beyond what additive heads give after the final LayerNorm, on the largest sets measured;
+    * the **floor** (:func:`moves_enough`): masking every head must move the vectors beyond
+      ``floor`` x the mean ``1 - cos`` between two texts (the "costs nothing" tolerance): tiny
+      moves add up whatever the heads do.
 
-    Holds when the top head's interval lies below ``weak`` **and** the reading is "add up"
-    (the excess's interval within ``+-margin``, on sets where a backup partner is present at
-    least :data:`~attnlab.analysis.covering.MIN_MEET` of the time). Does not hold when the top
-    head's interval lies above ``strong`` or the excess's lies outside ``+-margin`` (the heads
-    cover for one another, or work only together); otherwise "cannot tell".
+    Holds when the top head's interval lies below ``weak``, the interaction share's below
+    ``margin`` (on sets where a backup partner is present at least
+    :data:`~attnlab.analysis.covering.MIN_MEET` of the time) and the all-masked move clears the
+    floor. Does not hold when the top head's interval lies above ``strong`` or the reading is
+    "cover" or "work only together" (interaction above :data:`FLOOR_4B`, with a direction);
+    otherwise "cannot tell". ``numbers["floor"]`` is ``margin``, in the deciding number's units.
     """
     cov = _covering_or_missing(pruning, WEAK_ADD_CLAIM)
     if isinstance(cov, ClaimVerdict):
         return cov
-    numbers, word, excess = covering_numbers(cov, margin=margin)
+    numbers, word, interaction = covering_numbers(cov, margin=margin)
     top, head = held_out_top_head(cov)
-    numbers.update({N_("top head / all heads masked (held out)"): top.estimate, N_("top low"): top.low,
+    enough, moved = moves_enough(cov, floor)
+    numbers.update({N_("top head / sum of every head alone (held out)"): top.estimate, N_("top low"): top.low,
                     N_("top high"): top.high,
                     N_("top head (chosen on the other half)"): f"L{cov.head(head)[0] + 1} H{cov.head(head)[1] + 1}",
-                    N_("weak means below"): weak, N_("strong means above"): strong})
-    why = too_few_units(excess) or too_few_units(top)
+                    N_("weak means below"): weak, N_("strong means above"): strong, N_("floor"): margin, **moved})
+    why = too_few_units(interaction) or too_few_units(top)
     if why is not None:
         return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
-    holds = top.below(weak) and word == "add"
+    holds = top.below(weak) and word == "add" and enough
     fails = top.above(strong) or word in ("cover", "together")
     return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
 
 
-def conclusion_4b(pruning: PruningResult | None, *, margin: float = COVERS_MARGIN) -> ClaimVerdict:
+def conclusion_4b(pruning: PruningResult | None, *, floor: float = FLOOR_4B, move: float = FLOOR_4A) -> ClaimVerdict:
     """Compensation: heads cover for one another (lesson 11's covering, :func:`covering_numbers`).
 
-    Holds when the covering ratio of the largest random sets exceeds what additive heads give
-    after the final LayerNorm by more than ``margin`` (interval over texts); does not hold when
-    the excess lies within ``+-margin`` on sets with power (a backup partner present at least
-    :data:`~attnlab.analysis.covering.MIN_MEET` of the time), or below ``-margin`` (the heads
-    work only together, or the damage saturates); "cannot tell" otherwise, and when the sets
-    are too small to meet backup pairs.
+    Holds when the interaction share of the largest random sets beyond what additive heads give
+    after the final LayerNorm lies above ``floor`` (:data:`FLOOR_4B`, interval over texts) with a
+    move longer than theirs, and masking every head moves the vectors beyond the "costs nothing"
+    tolerance (``move``, :func:`moves_enough`); does not hold when the interaction lies below the
+    equivalence margin on sets with power (a backup partner present at least
+    :data:`~attnlab.analysis.covering.MIN_MEET` of the time: "add up"), or above the floor with a
+    shorter move (the heads work only together, or the damage saturates); "cannot tell"
+    otherwise, and when the sets are too small to meet backup pairs.
     """
     cov = _covering_or_missing(pruning, COVER_CLAIM)
     if isinstance(cov, ClaimVerdict):
         return cov
-    numbers, word, excess = covering_numbers(cov, margin=margin)
-    why = too_few_units(excess)
+    numbers, word, interaction = covering_numbers(cov, floor=floor)
+    enough, moved = moves_enough(cov, move)
+    numbers.update({N_("floor"): floor, **moved})
+    why = too_few_units(interaction)
     if why is not None:
         return ClaimVerdict.decide(COVER_CLAIM, holds=False, fails=False, why=why, **numbers)
-    return ClaimVerdict.decide(COVER_CLAIM, holds=word == "cover", fails=word in ("add", "together"), **numbers)
+    return ClaimVerdict.decide(COVER_CLAIM, holds=word == "cover" and enough, fails=word in ("add", "together"),
+                               **numbers)
 
 
 # --------------------------------------------------------------------------- 5
