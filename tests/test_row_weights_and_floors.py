@@ -188,3 +188,32 @@ def test_floor_blocks_tiny_effects_lesson13():
     assert lim.verdict_fixed_order_beats_random(together(random_cost=2.0)).verdict == "holds"
     small = lim.verdict_fixed_order_beats_random(together(random_cost=1.01))
     assert small.verdict == "does not hold" and small.numbers["floor"] == pytest.approx(0.01 * 0.2)
+
+
+# --------------------------------------------------------------------------- conclusion 1
+
+
+def test_floor_blocks_tiny_effects_1():
+    """Conclusion 1 planted: 90% of the heads fixed (0.4 past "most") and none following the content (0.25
+    below "a few") holds; the same direction at a hundredth of the size (50.4% fixed, 24.75% following)
+    does not hold, though both intervals lie on the claim's side of their lines (the rule without a floor
+    would say "holds")."""
+    import lesson_records as rec
+    from attnlab.course.claims import conclusions as claims
+
+    big = {"n_layers": 20, "n_heads": 50}  # 1,000 heads, so that a hundredth of the effect is a whole number of heads
+    planted = claims.conclusion_1(rec.averaging(0.9, half_width=0.001, **big),
+                                  rec.perturbation(0.0, half_width=0.001, **big))
+    assert planted.verdict == "holds" and planted.numbers["floor"] == claims.FLOOR_1
+    fixed, content = 0.5 + 0.4 / 100, 0.25 - 0.25 / 100
+    tiny_avg = rec.averaging(fixed, half_width=0.001, **big)
+    tiny_pert = rec.perturbation(content, half_width=0.001, **big)
+    small = claims.conclusion_1(tiny_avg, tiny_pert)
+    assert small.numbers["low"] > claims.MOST_FIXED and small.numbers["content high"] < claims.FEW_CONTENT
+    assert claims.conclusion_1(tiny_avg, tiny_pert, floor=0.0).verdict == "holds"  # no floor: "holds"
+    assert small.verdict == "cannot tell"
+    # a pattern-free null (half the heads fixed, a quarter following the content) does not hold either way
+    null = claims.conclusion_1(rec.averaging(0.5, half_width=0.001, **big), rec.perturbation(0.25, half_width=0.001, **big))
+    assert null.verdict == "cannot tell"
+    # the floor has its rows in the sensitivity table
+    assert claims.SENSITIVITY[1]["floor"] == [0.0, 0.1, 0.2]
