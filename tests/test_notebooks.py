@@ -18,6 +18,8 @@ import pytest
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
+from attnlab.course.conclusions import Evidence
+from attnlab.course.twin_evidence import save_twin
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.tools.lesson_runner import execute_notebook
 
@@ -53,11 +55,14 @@ def seed_earlier_lessons(folder: Path) -> None:
     regroup = [rec.group(m.n_heads, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
     records = [rec.patterns(**shape), rec.perturbation(**shape), rec.averaging(**shape), rec.diversity(),
                rec.head_count(regroup=regroup), rec.pruning(**shape)]
+    # the untrained twin's evidence, as attnlab report saves it: heads that do not converge with depth
+    twin = Evidence(diversity=rec.diversity((3.0, 3.0, 3.0), half_width=0.01))
     before = os.environ.get("ATTNLAB_RESULTS")
     os.environ["ATTNLAB_RESULTS"] = str(folder)
     try:
         for record in records:
             results.save(RESULT_NAMES[type(record)], record, model=m)
+        save_twin(m, twin, name="hand-made twin", kind="shuffled", precision="fp32")
     finally:
         if before is None:
             os.environ.pop("ATTNLAB_RESULTS", None)
@@ -82,3 +87,6 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
         saved = [c for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source]
         text = "".join(o.get("text", "") for c in saved for o in c.outputs)
         assert "recomputed" not in text and "missing" not in text  # judged on the seeded records only
+        twin_cell = [c for c in book.cells if c.cell_type == "code" and "twin_evidence.twin_for" in c.source]
+        said = "".join(o.get("text", "") for c in twin_cell for o in c.outputs)
+        assert "from your own report" in said  # the seeded twin, not a run made in the test

@@ -181,3 +181,17 @@ def test_floor_blocks_tiny_effects_5():
     v = hc.verdict_more_heads_not_always_better(small)
     assert v.verdict != HOLDS and v.numbers["low"] > 0  # clearly worse, but by less than 1% of perplexity
     assert "1%" in hc.MORE_HEADS_CLAIM and hc.MORE_HEADS_FLOOR == 0.01
+
+
+@pytest.mark.slow
+def test_reduced_twin_measures_every_part_a_claim_reads(tiny_en, monkeypatch):
+    """Lesson 12's last resort: the report's parts at smoke sizes on a shuffled copy, the model left as it was."""
+    before = {n: p.detach().clone() for n, p in tiny_en.model.named_parameters()}
+    found = twin_evidence.reduced_twin(tiny_en, progress=False)
+    assert found.source == "reduced" and "untrained twin" in found.name
+    ev = found.evidence
+    for field in ("patterns", "perturbation", "averaging", "diversity", "head_count", "pruning"):
+        assert getattr(ev, field) is not None, field
+    assert set(found.rows) == set(c.JUDGES)
+    assert all(torch.equal(p, before[n]) for n, p in tiny_en.model.named_parameters())
+
