@@ -117,12 +117,15 @@ def head_count(ppl=None, regroup=None, ppl_fixed_head=None) -> HeadCountResult:
 
 
 def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_heads: int = H, n_texts: int = 30,
-             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0, share: float = 0.5) -> Covering:
+             noise: float = 0.02, n_sets: int = 5, strong: float = 1.0, share: float = 0.5,
+             moved: float = 0.5) -> Covering:
     """A covering record: every head alone moves each text's sentence vector by about 1 (head
-    ``(0, 0)`` by ``strong``), masking every head by ``1 / top``, and each random set of ``share``
-    of the heads masked together by ``factor`` x the length of its heads' summed effects, along
-    that sum (> 1: the heads cover for one another, 1: additive, < 1: they work only together),
-    each text scattered by ``noise``. The LayerNorm null is exactly additive (ratio 1, gain 1)."""
+    ``(0, 0)`` by ``strong``), masking every head by ``1 / top`` (``1 - cos`` of ``moved``, against
+    0.5 between two texts), and each random set of ``share`` of the heads masked together by
+    ``factor`` x the move additive heads make through the LayerNorm, along the heads' summed
+    effects (> 1: the heads cover for one another, 1: additive, < 1: they work only together),
+    each text scattered by ``noise`` (the real move about the null's by a tenth of it). The
+    LayerNorm null is exactly additive (gain 1); the interaction is the two moves' difference."""
     rng = np.random.default_rng(1)
     total = n_layers * n_heads
     k = max(1, int(round(share * total)))
@@ -130,11 +133,13 @@ def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_hea
     single = 1.0 + noise * rng.normal(size=(n_texts, total))  # (N, K)
     single[:, 0] *= strong
     sums = np.sqrt(k) * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))  # (S, N)
-    joint = factor * sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
-    everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
     null_joint = sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
+    joint = factor * null_joint * (1.0 + 0.1 * noise * rng.normal(size=(n_sets, n_texts)))  # along the null's move
+    everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
     return Covering(k, sets, joint, sums, single, everything, n_heads, dot=joint * sums,
-                    null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums)
+                    null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums,
+                    interaction_norm=np.abs(joint - null_joint),
+                    all_distance=moved * (1.0 + noise * rng.normal(size=n_texts)), text_distance=0.5)
 
 
 def probe_costs(truth: np.ndarray, rng: np.random.Generator, *, n_texts: int, n_train: int, noise: float,

@@ -36,8 +36,52 @@ def _measure(pre, *, sizes=(12,), n_sets: int = 12, total: int = TOTAL, heads: i
     joint = np.stack([layer_norm(pre(np.where(np.isin(np.arange(total), s), 0.0, 1.0))) for s in sets])  # (S, N, D)
     n = len(full)
     null = cv.additive_null(pre(np.ones(total)), [(list(range(total)), np.stack([pre(g) for g in gates]))], sets,
-                            (WEIGHT, BIAS, EPS), np.arange(n), n, single)
+                            (WEIGHT, BIAS, EPS), np.arange(n), n, single, joint)
     return cv.covering_from_vectors(full, single, joint, layer_norm(pre(np.zeros(total))), sets, heads, null=null)
+
+
+def _course_sized(pre, local, dim):
+    """:func:`_measure` at the course's sizes: 144 heads (12 x 12), random sets of 14 and 72 heads
+    (10% and 50%), 20 of each, through a LayerNorm of ``dim`` drawn from ``local``."""
+    global WEIGHT, BIAS
+    saved = WEIGHT, BIAS
+    WEIGHT, BIAS = 1.0 + 0.1 * local.normal(size=dim), 0.1 * local.normal(size=dim)
+    try:
+        return _measure(pre, sizes=(14, 72), n_sets=20, total=144, heads=12)
+    finally:
+        WEIGHT, BIAS = saved
+
+
+def _backup_pairs(job: float, *, scale: float = 1.0, seed: int = 3):
+    """Half of 144 heads in backup pairs (a pair's shared job survives while either head is on),
+    each pair's job ``job`` x a lone head's effect (0.1 x normal per text and dimension), a paired
+    head's own effect 0.05 of a lone head's; every effect times ``scale``. At the course's sizes
+    (:func:`_course_sized`), 30 texts of 16 dimensions."""
+    total, texts, dim = 144, 30, 16
+    local = np.random.default_rng(seed)
+    paired = local.permutation(total)[: total // 2]
+    first, second = paired[0::2], paired[1::2]
+    own = 0.1 * local.normal(size=(total, texts, dim))
+    carried = job * 0.1 * local.normal(size=(len(first), texts, dim))
+    own[paired] *= 0.05  # a backed-up head does little alone
+    own, carried = scale * own, scale * carried
+    base = local.normal(size=(texts, dim))
+
+    def pre(g):
+        either = 1 - (1 - g[first]) * (1 - g[second])
+        return base + np.einsum("p,pnd->nd", either, carried) + np.einsum("k,knd->nd", g, own)
+
+    return _course_sized(pre, local, dim)
+
+
+def _additive_heads(scale: float = 1.0, seed: int = 5):
+    """144 heads whose effects (``scale`` x 0.1 x normal) add up before the final LayerNorm, at the
+    course's sizes (:func:`_course_sized`)."""
+    texts, dim = 30, 16
+    local = np.random.default_rng(seed)
+    effects = scale * 0.1 * local.normal(size=(144, texts, dim))
+    base = local.normal(size=(texts, dim))
+    return _course_sized(lambda g: base + np.einsum("k,knd->nd", g, effects), local, dim)
 
 
 def _judge(cov, claim=claims.conclusion_4b):
@@ -58,8 +102,8 @@ def test_backup_heads_are_redundant():
         return BASE + np.einsum("p,pnd->nd", either, CARRIED) + np.einsum("k,knd->nd", g, OWN)
 
     cov = _measure(pre)
-    excess = cv.excess_over_null(cov)
-    assert excess.low > cv.COVERS_MARGIN and cv.covering_reading(cov) == "cover"
+    assert cv.interaction_excess(cov).low > cv.COVER_FLOOR and cv.excess_over_null(cov).low > 0
+    assert cv.covering_reading(cov) == "cover"
     v = _judge(cov)
     assert v.verdict == HOLDS and v.numbers["reading"] == "cover for one another (redundant)"
     assert _judge(cov, claims.conclusion_4a).verdict == FAILS
@@ -79,6 +123,7 @@ def test_additive_heads_are_not_redundant(aligned):
     # the null adds the effects in float32 (its accumulator on bert-base's shape): equal to 1e-6
     np.testing.assert_allclose(cov.joint_norm, cov.null_joint_norm, rtol=1e-6, atol=1e-9)
     assert cv.excess_over_null(cov).estimate == pytest.approx(0.0, abs=1e-6)
+    assert cv.interaction_excess(cov).high < 1e-5  # the null is the additive heads' own move
     v = _judge(cov)
     assert v.verdict == FAILS and v.numbers["reading"] == "add up independently"
 
@@ -94,47 +139,74 @@ def test_layernorm_null_sets_the_line():
 
     cov = _measure(pre)
     ratio = cv.covering_ratio(cov)
-    assert not ratio.contains(1.0) and abs(ratio.estimate - 1.0) > cv.COVERS_MARGIN
+    assert not ratio.contains(1.0) and abs(ratio.estimate - 1.0) > cv.COVER_FLOOR
     full = layer_norm(pre(np.ones(TOTAL)))
     for s, heads in enumerate(cov.sets[:3]):  # the null by hand: sum the effects, then the LayerNorm
         added = pre(np.ones(TOTAL)) - effects[heads].sum(axis=0)
         np.testing.assert_allclose(cov.null_joint_norm[s], np.linalg.norm(layer_norm(added) - full, axis=-1),
                                    rtol=1e-6)  # the null's sums are kept in float32
-    excess = cv.excess_over_null(cov)
-    assert -cv.COVERS_MARGIN < excess.low <= excess.high < cv.COVERS_MARGIN
+    assert cv.interaction_excess(cov).high < cv.ADD_MARGIN
     assert cv.covering_reading(cov) == "add" and _judge(cov).verdict == FAILS
-    assert cv.reading(ratio, 1.0) != "add"  # read against 1 instead of the null, the same data would not add up
+    # against the plain sum instead of the null, ||delta_S - sum|| / ||sum||, the LayerNorm's bending
+    # would read as an interaction well past the floor
+    joint, total, dot = (np.asarray(x) for x in (cov.joint_norm, cov.sum_norm, cov.dot))
+    assert np.sqrt((joint ** 2 - 2 * dot + total ** 2).sum() / (total ** 2).sum()) > cv.COVER_FLOOR
 
 
 def test_partial_backup_is_not_additive():
     """14 of 144 heads per set, half the heads in backup pairs: a partner shares the set 9% of the
     time, too rarely to say "add up"; sets of half the heads see the pairs and read covering."""
-    total, heads, texts, dim = 144, 12, 30, 16
-    local = np.random.default_rng(3)
-    paired = local.permutation(total)[: total // 2]
-    first, second = paired[0::2], paired[1::2]
-    carried = 0.1 * local.normal(size=(len(first), texts, dim))
-    own = 0.1 * local.normal(size=(total, texts, dim))
-    own[paired] *= 0.05  # a backed-up head does little alone
-    base = local.normal(size=(texts, dim))
-
-    def pre(g):
-        either = 1 - (1 - g[first]) * (1 - g[second])
-        return base + np.einsum("p,pnd->nd", either, carried) + np.einsum("k,knd->nd", g, own)
-
-    global WEIGHT, BIAS
-    saved = WEIGHT, BIAS
-    WEIGHT, BIAS = 1.0 + 0.1 * local.normal(size=dim), 0.1 * local.normal(size=dim)
-    try:
-        small = _measure(pre, sizes=(14,), n_sets=20, total=total, heads=heads)
-        both = _measure(pre, sizes=(14, 72), n_sets=20, total=total, heads=heads)
-    finally:
-        WEIGHT, BIAS = saved
-    assert cv.meet_chance(14, total) == pytest.approx(13 / 143)
-    assert cv.covering_reading(small) != "add"
-    assert _judge(small).verdict != FAILS and _judge(small, claims.conclusion_4a).verdict != HOLDS
+    both = _backup_pairs(1.0)
+    assert cv.meet_chance(14, 144) == pytest.approx(13 / 143)
+    assert cv.covering_reading(both, 14) != "add"
     assert cv.covering_reading(both) == "cover" and _judge(both).verdict == HOLDS
     assert _judge(both).numbers["heads per random set"] == 72
+    assert _judge(both, claims.conclusion_4a).verdict == FAILS
+
+
+@pytest.mark.parametrize("job", [0.03, 0.05])
+def test_small_backup_jobs_not_additive(job):
+    """Half the heads in backup pairs whose shared job is 0.03-0.05 of a lone head's effect, at
+    the course's sizes: the covering ratio's excess over the null stays within +-0.05 (it adds a
+    job only in quadrature, and read "add up" before), but the interaction share grows with the
+    job: not "add up", so 4a does not hold. A hundredth of a lone head's effect stays below the
+    floor of "cover"."""
+    cov = _backup_pairs(job)
+    assert abs(cv.excess_over_null(cov).estimate) < 0.05  # the old reading's margin: "add up"
+    interaction = cv.interaction_excess(cov, 72)
+    assert interaction.low > 2 * cv.ADD_MARGIN  # grows with the job: about 0.6 x job at 72 of 144 heads
+    assert interaction.estimate == pytest.approx(0.6 * job, rel=0.3)
+    assert cv.covering_reading(cov) != "add"
+    assert _judge(cov, claims.conclusion_4a).verdict != HOLDS
+
+
+def test_floor_blocks_tiny_effects_4a():
+    """Additive heads at the course's sizes: weak, additive, and masking every head moves the
+    vectors far beyond "costs nothing", so 4a holds; the same heads at a hundredth of the size
+    still add up, but every head masked moves the vectors less than the tolerance: not "holds"."""
+    full = _judge(_additive_heads(), claims.conclusion_4a)
+    assert full.verdict == HOLDS and full.numbers["reading"] == "add up independently"
+    tiny_cov = _additive_heads(0.01)
+    tiny = _judge(tiny_cov, claims.conclusion_4a)
+    assert tiny.numbers["reading"] == "add up independently" and tiny.verdict != HOLDS
+    assert cv.all_masked_move(tiny_cov).high < tiny.numbers["all heads masked must move beyond"]
+    # the move by hand: 1 - cos between every head masked and the full toy, text by text
+    moved = cv.all_masked_move(_additive_heads()).estimate
+    assert moved > 100 * cv.all_masked_move(tiny_cov).estimate
+
+
+def test_floor_blocks_tiny_effects_4b():
+    """Backup pairs whose job is as large as a lone head's effect cover for one another (4b holds);
+    with the job at a hundredth of that the interaction share stays under the floor, and with
+    every effect at a hundredth masking every head costs nothing: neither holds."""
+    assert _judge(_backup_pairs(1.0)).verdict == HOLDS
+    small_job = _backup_pairs(0.01)
+    v = _judge(small_job)
+    assert v.verdict != HOLDS and v.numbers["high"] < claims.FLOOR_4B == v.numbers["floor"]
+    tiny = _backup_pairs(1.0, scale=0.01)
+    v = _judge(tiny)
+    assert v.verdict != HOLDS and v.numbers["reading"] == "cover for one another (redundant)"
+    assert cv.all_masked_move(tiny).high < v.numbers["all heads masked must move beyond"]
 
 
 def test_heads_that_work_only_together_are_not_redundant():
@@ -144,7 +216,8 @@ def test_heads_that_work_only_together_are_not_redundant():
         return BASE + np.einsum("p,pnd->nd", both, CARRIED) + np.einsum("k,knd->nd", g, OWN)
 
     cov = _measure(pre)
-    assert cv.excess_over_null(cov).high < -cv.COVERS_MARGIN and cv.covering_reading(cov) == "together"
+    assert cv.excess_over_null(cov).high < 0 and cv.interaction_excess(cov).low > cv.COVER_FLOOR
+    assert cv.covering_reading(cov) == "together"
     v = _judge(cov)
     assert v.verdict == FAILS and "work only together" in v.numbers["reading"]
     assert "work only together" in str(v)
@@ -161,7 +234,7 @@ def test_held_out_top_head_is_chosen_on_the_other_half():
     iv, top = cv.held_out_top_head(cov)
     expected = int(np.argmax(single[choose].mean(0)))
     assert top == expected
-    assert iv.estimate == pytest.approx(single[score, top].mean() / 10.0)
+    assert iv.estimate == pytest.approx(single[score, top].mean() / single[score].sum(axis=1).mean())
     assert not set(choose) & set(score) and len(choose) + len(score) == 8
 
 
@@ -268,7 +341,7 @@ def test_one_row_of_gates_per_text_equals_one_pass_per_mask(tiny_en):
 
 def test_the_null_batch_by_batch_equals_the_null_of_all_texts_at_once(tiny_en):
     """measure_null holds one batch's sums at a time; computed with every text in one batch, the
-    same sets give the same three arrays, text by text."""
+    same sets give the same four arrays, text by text."""
     texts = ["how do you play chess", "why is the sky blue", "red car", "where is the bank", "best pizza in town"]
     sets = cv.random_sets(24, 6, 3, seed=1)
     results = []
@@ -277,7 +350,9 @@ def test_the_null_batch_by_batch_equals_the_null_of_all_texts_at_once(tiny_en):
         assert len(objective.batches) == (3 if batch_size == 2 else 1)
         single = importance.single_head_states(tiny_en, objective, importance.sentence_vectors_of)  # (L, H, N, D)
         single = np.asarray(single).reshape((24,) + np.shape(single)[2:])  # (K, N, D)
-        results.append(cv.measure_null(tiny_en, objective, sets, single))
+        joint = np.stack(importance.head_sets_states(tiny_en, objective, [[(i // 12, i % 12) for i in s] for s in sets],
+                                                     importance.sentence_vectors_of))  # (S, N, D)
+        results.append(cv.measure_null(tiny_en, objective, sets, single, joint))
     for batched, whole in zip(*results):
         assert np.shape(batched) == (3, 5)
         np.testing.assert_allclose(batched, whole, rtol=1e-4, atol=1e-6)
