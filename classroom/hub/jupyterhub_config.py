@@ -13,6 +13,9 @@ ATTNLAB_HUB_MEM       memory per student (default 2G: a lesson's kernel keeps up
 ATTNLAB_HUB_IDLE      seconds before an idle server is stopped (default 3600)
 ATTNLAB_HUB_LANG      en or zh: the course's and JupyterLab's language for everyone (default en)
 ATTNLAB_CLASS         the class setting (one model, precision and mode); default <prefix>/etc/attnlab/class.json
+ATTNLAB_HUB_ACCOUNTS  system (default): one system user per student; shared: every server runs as the hub's
+                      own user, each student in a home folder of their own under <state>/homes (for a
+                      container or a test machine where students cannot have accounts: no isolation)
 
 Accounts: students log in with a user name from the roster and choose their password the first time
 (FirstUseAuthenticator; no identity provider needed). Each student's server runs as a system user of
@@ -88,8 +91,16 @@ if os.environ.get("ATTNLAB_HUB_ADMIN_TOKEN"):
 
 # --------------------------------------------------------------------------- each student's server
 
+SHARED = os.environ.get("ATTNLAB_HUB_ACCOUNTS", "system") == "shared"
+HOMES = STATE / "homes"
 systemd = Path("/run/systemd/system").is_dir() and importlib.util.find_spec("systemdspawner") is not None
-c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner" if systemd else "jupyterhub.spawner.LocalProcessSpawner"
+if SHARED:
+    c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"
+    c.SimpleLocalProcessSpawner.home_dir_template = str(HOMES / "{username}")
+elif systemd:
+    c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
+else:
+    c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"
 c.Spawner.mem_limit = os.environ.get("ATTNLAB_HUB_MEM", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("ATTNLAB_HUB_CPU", "1"))
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
@@ -107,6 +118,8 @@ c.Spawner.environment = {
 }
 if os.environ.get("ATTNLAB_CLASS"):
     c.Spawner.environment["ATTNLAB_CLASS"] = os.environ["ATTNLAB_CLASS"]
+if SHARED and os.geteuid() == 0:
+    c.Spawner.args.append("--ServerApp.allow_root=True")  # shared accounts under a root hub: a test machine
 if LANG == "zh":
     c.Spawner.environment["LANG"] = "zh_CN.UTF-8"
 if systemd:
@@ -116,10 +129,14 @@ if systemd:
 
 
 def create_student(spawner) -> None:
-    """Before a student's first server: a system user of the same name with a private home folder."""
+    """Before a student's first server: a system user of the same name with a private home folder
+    (shared accounts: the home folder under <state>/homes)."""
     name = spawner.user.name
     if not USER_NAME.match(name):
         raise ValueError(f"{name!r} cannot be a system user name")
+    if SHARED:
+        (HOMES / name).mkdir(parents=True, exist_ok=True, mode=0o700)
+        return
     try:
         pwd.getpwnam(name)
     except KeyError:
