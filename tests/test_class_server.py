@@ -1,7 +1,9 @@
 """The class server (classroom/hub/): a real JupyterHub with its proxy on 127.0.0.1, three students.
 
 Each student gets a system user with a private home (created by the hub's pre-spawn hook, as on the
-school's server), a server started through the hub's API, and lesson 00 run in smoke mode through the
+school's server; where the course's Python cannot be run by other users, e.g. under /root, every server
+runs as the hub's user with a home folder per student: ATTNLAB_HUB_ACCOUNTS=shared), a server started
+through the hub's API, and lesson 00 run in smoke mode through the
 kernel API (JupyterLab's own websocket protocol) on the class's model (a tiny one, fixed by the class
 setting); then one checked answer. The results must land in that student's home only, owned by that
 student. The idle culler and the limits are checked as configured. Needs root (system users), the
@@ -12,9 +14,11 @@ piece skips the test, in CI (``CI`` set) it fails. About a minute.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -24,11 +28,14 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 from attnlab.core import class_setting
 from attnlab.tools.testing import save_tiny_model
@@ -41,9 +48,21 @@ LESSON = ROOT / "notebooks" / "00_tour.ipynb"
 HUB_UP, SERVER_UP, CELL, STOP = 60, 180, 240, 30
 
 
+def _reachable_by_all(path: Path) -> bool:
+    """Whether every user may run ``path`` (each folder above it searchable by all, the file runnable)."""
+    real = path.resolve()
+    return bool(real.stat().st_mode & 0o001) and all(p.stat().st_mode & 0o001 for p in real.parents)
+
+
+def _accounts() -> str:
+    """``system`` (a system user per student, as on a school's server) where root may create them and the
+    course's Python is runnable by every user; else ``shared`` (servers as this user, a home each)."""
+    if os.geteuid() == 0 and shutil.which("useradd") and _reachable_by_all(Path(sys.executable)):
+        return "system"
+    return "shared"
+
+
 def _missing() -> str | None:
-    if os.geteuid() != 0 or shutil.which("useradd") is None:
-        return "the class server test creates system users: it needs root and useradd"
     if shutil.which("configurable-http-proxy") is None:
         return "JupyterHub's proxy is not installed (npm install -g configurable-http-proxy)"
     for module in ("jupyterhub", "jupyterhub_idle_culler", "firstuseauthenticator"):
@@ -69,6 +88,27 @@ def _api(base: str, token: str, method: str, path: str, body: dict | None = None
             return answer.status, json.loads(data) if data else None
     except urllib.error.HTTPError as exc:
         return exc.code, None
+    except (urllib.error.URLError, ConnectionError, TimeoutError):  # not listening (yet)
+        return 0, None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def _login(base: str, name: str, password: str) -> bool:
+    """Log in through the hub's login form (with its XSRF token); True when the hub lets the user in."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    with opener.open(base + "/hub/login", timeout=30) as page:
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.read().decode()).group(1)
+    form = urllib.parse.urlencode({"username": name, "password": password, "_xsrf": xsrf}).encode()
+    try:
+        with opener.open(urllib.request.Request(base + "/hub/login", data=form), timeout=30) as answer:
+            return answer.status in (301, 302, 303)
+    except urllib.error.HTTPError as exc:
+        return exc.code in (301, 302, 303)
 
 
 def _wait(what: str, seconds: float, ready) -> None:
@@ -80,11 +120,10 @@ def _wait(what: str, seconds: float, ready) -> None:
     raise TimeoutError(f"{what} not ready within {seconds} s")
 
 
-async def _run_cells(ws_url: str, cells: list[str]) -> list[str]:
+async def _run_cells(ws_url: str, token: str, cells: list[str]) -> list[str]:
     """Run ``cells`` in order on a kernel through its websocket; return each cell's text output."""
-    from tornado.websocket import websocket_connect  # deferred: only this test talks to a kernel
-
-    conn = await asyncio.wait_for(websocket_connect(ws_url), 30)
+    request = HTTPRequest(ws_url, headers={"Authorization": f"token {token}"})
+    conn = await asyncio.wait_for(websocket_connect(request), 30)
     session, outputs = uuid.uuid4().hex, []
     try:
         for code in cells:
@@ -134,9 +173,9 @@ async def _one_student(base: str, token: str, name: str) -> list[str]:
     assert status in (200, 201), status
     status, kernel = _api(base, token, "POST", f"/user/{name}/api/kernels", {"name": "python3", "path": "lesson00"})
     assert status == 201, status
-    ws = base.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel['id']}/channels?token={token}"
+    ws = base.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel['id']}/channels"
     try:
-        return await _run_cells(ws, _lesson_cells() + [CHECK])
+        return await _run_cells(ws, token, _lesson_cells() + [CHECK])
     finally:
         _api(base, token, "DELETE", f"/user/{name}/api/kernels/{kernel['id']}")
 
@@ -151,7 +190,7 @@ def test_class_server(tmp_path):
     state = tmp_path / "hub"
     suffix = secrets.token_hex(2)
     students = [f"attnlabt-{who}-{suffix}" for who in ("ann", "bo", "cy")]
-    hub = None
+    hub, accounts = None, _accounts()
     try:
         model = save_tiny_model(shared / "model", language="zh")
         setting = class_setting.write(shared / "class.json", str(model), mode="smoke", name="test-class")
@@ -163,7 +202,7 @@ def test_class_server(tmp_path):
         env = {**os.environ, "ATTNLAB_HUB_STATE": str(state), "ATTNLAB_HUB_IP": "127.0.0.1",
                "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(_free_port()),
                "ATTNLAB_HUB_PROXY_API_PORT": str(_free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
-               "ATTNLAB_CLASS": str(setting), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+               "ATTNLAB_HUB_ACCOUNTS": accounts, "ATTNLAB_CLASS": str(setting), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         with (tmp_path / "hub.log").open("w") as log:
             hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(CONFIG)], cwd=state, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -176,7 +215,12 @@ def test_class_server(tmp_path):
         for name in students:
             assert _api(base, token, "POST", f"/hub/api/users/{name}")[0] in (201, 409)
             assert _api(base, token, "POST", f"/hub/api/users/{name}/server")[0] in (201, 202)
-        assert _api(base, token, "POST", "/hub/api/users/not-on-the-list")[0] in (400, 403)
+        # the roster and first-use passwords: a name not on the list cannot log in; a student on it sets a
+        # password at the first login, and only that password works afterwards
+        assert not _login(base, "not-on-the-list", "a-long-password")
+        assert _login(base, students[0], "first-password")
+        assert not _login(base, students[0], "another-password")
+        assert _login(base, students[0], "first-password")
 
         def ready(name: str) -> bool:
             status, user = _api(base, token, "GET", f"/hub/api/users/{name}")
@@ -190,17 +234,24 @@ def test_class_server(tmp_path):
 
         outputs = asyncio.run(everyone())
         for name, printed in zip(students, outputs):
-            account = pwd.getpwnam(name)
-            home = Path(account.pw_dir)
+            if accounts == "system":
+                account = pwd.getpwnam(name)
+                home, uid = Path(account.pw_dir), account.pw_uid
+            else:
+                home, uid = state / "homes" / name, os.geteuid()
             assert any("class setting test-class" in p for p in printed), "the lesson's header names the class setting"
             assert "✅" in printed[-1], printed[-1]
-            assert f"where {home / 'lesson00'} {account.pw_uid} 2G 1.0 1" in printed[-1], printed[-1]
+            # the limits each server is given (2 GB, 1 core) and one thread per kernel
+            assert f"where {home / 'lesson00'} {uid} {2 * 1024 ** 3} 1.0 1" in printed[-1], printed[-1]
             saved = home / "lesson00" / "results" / "exercises" / "00.total_heads.json"
-            attempt = json.loads(saved.read_text(encoding="utf-8"))["attempts"][-1]
+            tried = json.loads(saved.read_text(encoding="utf-8"))["attempts"]
+            assert len(tried) == 1, "another student's answer landed in this home"
+            attempt = tried[0]
             assert attempt["right"] and attempt["model"] == str(model) and attempt["mode"] == "smoke"
             assert (home.stat().st_mode & 0o777) == 0o700
             written = [p for p in (home / "lesson00").rglob("*")]
-            assert written and all(p.stat().st_uid == account.pw_uid for p in written)
+            assert written and all(p.stat().st_uid == uid for p in written)
+
         assert not list(shared.rglob("results")) and not (ROOT / "lesson00").exists()
 
         for name in students:
@@ -219,7 +270,7 @@ def test_class_server(tmp_path):
                 os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
             except (ProcessLookupError, ValueError):
                 pass
-        for name in students:
+        for name in students if accounts == "system" else []:
             subprocess.run(["userdel", "--remove", name], capture_output=True)
             subprocess.run(["groupdel", name], capture_output=True)
         shutil.rmtree(shared, ignore_errors=True)

@@ -165,8 +165,18 @@ def test_nbgrader_autograde(tmp_path, class_model):
             assert "Graded: exercise 00.total_heads" in html, (language, student)
         # the grader's hidden check says what was wrong, in the lesson's language
         assert "not yet" in result["feedback"]["wrong"] if language == "en" else "还不对" in result["feedback"]["wrong"]
-    # class collect reads nbgrader's submissions (the graded runs saved no attempts) and the autograded
-    # folders hold the run under the class setting: its header line names the class model
+    # class collect reads nbgrader's submissions: a student's results folder travels with the notebook
+    submitted = graded["en"]["course"] / "submitted"
+    exercises = submitted / "right" / "lesson_00" / "results" / "exercises"
+    exercises.mkdir(parents=True)
+    record = {"schema": 1, "kind": attempts.KIND, "exercise": "00.total_heads",
+              "attempts": [{"attempt": 1, "answer": right[0], "right": True, "model": str(folder),
+                            "precision": "fp32", "mode": "smoke"}]}
+    (exercises / "00.total_heads.json").write_text(json.dumps(record), encoding="utf-8")
+    rows = class_collect.read_class(submitted, class_setting.current()).rows
+    assert [(r["student"], r["exercise"], r["right"], r["differs"]) for r in rows] == [
+        ("right", "00.total_heads", True, "")]
+    # the graded runs ran under the class setting: the lesson's header line names it
     autograded = json.loads(next((graded["en"]["course"] / "autograded" / "right" / "lesson_00")
                                  .glob("*.ipynb")).read_text(encoding="utf-8"))
     outputs = json.dumps([c.get("outputs", []) for c in autograded["cells"]], ensure_ascii=False)
