@@ -7,8 +7,11 @@ when the whole interval lies above the margin, "content" when it lies below
 minus the margin, and otherwise "cannot tell": these queries do not place the
 head (it is the same in both spaces, or too noisy). Both readings of the rows
 can be labelled (``keys``: all keys, or the content keys with the special
-tokens left out). The share of content-followers, with its interval over
-queries, is :meth:`~attnlab.analysis.compare.PerturbationStudy.follower_share`.
+tokens left out; there each row of a map counts by its content mass, so a
+row resting 99% on a special token counts a hundredth:
+:func:`attnlab.analysis.compare.content_similarity`). The share of
+content-followers, with its interval over queries, is
+:meth:`~attnlab.analysis.compare.PerturbationStudy.follower_share`.
 """
 
 from __future__ import annotations
