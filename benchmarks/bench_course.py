@@ -13,7 +13,7 @@ the weights, so it times the course on the article's model without the model
 hub. The results folder is a temporary one too, so the runs neither use nor
 change the course's own saved results.
 
-Each lesson runs headless in its own kernel (``scripts/run_lessons.py`` does
+Each lesson runs headless in its own kernel (:mod:`attnlab.tools.run_lessons` does
 the running and measures the kernel's peak resident memory); this prints one
 line per lesson, the total, and how each compares with the course's targets
 (no lesson over 5 minutes, no kernel over 1.8 GB, so that a lesson fits Binder's 2 GB;
@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+from attnlab.core.language import edition_folder, environment_language
+from attnlab.tools import run_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,13 +47,6 @@ LESSON_SECONDS, LESSON_MB, COURSE_SECONDS = 300, 1800, 900
 SMOKE_SECONDS = 60
 #: how many of an over-target lesson's slowest cells are named
 SLOWEST_CELLS = 4
-
-
-def _lesson_runner():
-    spec = importlib.util.spec_from_file_location("run_lessons", ROOT / "scripts" / "run_lessons.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @contextlib.contextmanager
@@ -138,10 +133,9 @@ def run_course(args: argparse.Namespace) -> int:
     else:
         os.environ.pop("ATTNLAB_SMOKE", None)
     os.environ.pop("MPLBACKEND", None)
-    runner = _lesson_runner()
     if args.lang:
         os.environ["ATTNLAB_LANG"] = args.lang
-    books = runner.lessons(args.lessons)
+    books = run_lessons.lessons(args.lessons)
     if not books:
         print(f"no lesson starts with {args.lessons}", file=sys.stderr)
         return 2
@@ -155,8 +149,8 @@ def run_course(args: argparse.Namespace) -> int:
         cells: dict[str, float] = {}
         forward: dict[str, float] = {}
         peaks: dict[str, float] = {}
-        out = ROOT / "build" / "notebooks" / ("zh" if runner.edition() == "zh" else "")
-        seconds, peak = runner.run(book, out, cells, forward, peaks)
+        out = edition_folder(ROOT / "build" / "notebooks", environment_language())
+        seconds, peak = run_lessons.run(book, out, cells, forward, peaks)
         peak_cell = _peak_cell(peaks)
         total += seconds
         in_model = sum(forward.values())

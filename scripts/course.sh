@@ -11,7 +11,8 @@
 #   bash scripts/course.sh --help     this text; nothing is installed
 #
 # Options go before or after the command; any other argument goes to the command (JupyterLab for `lab`).
-# The edition follows ATTNLAB_LANG (en, the default, or zh), or a --lang argument anywhere:
+# The edition follows ATTNLAB_LANG (en, the default, or zh; zh-CN, zh_CN, chinese and 中文 say zh too), or a
+# --lang argument anywhere:
 #   bash scripts/course.sh --lang zh            the Chinese edition (notebooks/zh/), printing in Chinese
 #   bash scripts/course.sh --lang zh figures    figures with Chinese labels in figures/zh/
 # --mirror cn (or ATTNLAB_MIRROR=cn) sends every download to mainland China's mirrors (scripts/mirror.sh).
@@ -39,11 +40,12 @@ while [ $# -gt 0 ]; do
 done
 set -- "${command:-lab}" ${rest[@]+"${rest[@]}"}
 . scripts/mirror.sh
-case "$(echo "$lang" | tr '[:upper:]_' '[:lower:]-')" in
-  zh|zh-cn|zh-hans|cn|chinese) lang=zh ;;
-  en|en-us|en-gb|english|c|"") lang=en ;;
-  *) echo "attnlab: unknown language '$lang'; use --lang en or --lang zh" >&2; exit 2 ;;
-esac
+# the package's one reading of a language (standard library only: no set-up needed yet); where there is
+# no Python at all, setup.sh below says so
+python="${PYTHON:-python3}"
+if command -v "$python" >/dev/null 2>&1; then
+  lang="$("$python" -m attnlab.core.language "$lang")" || exit 2
+fi
 export ATTNLAB_LANG="$lang"   # lessons' kernels and the attnlab command print in this language
 # an offline bundle carries the Chinese-reading model as a kit folder: use it unless a model is named
 kit="$PWD/kit/multilingual-e5-small"
@@ -64,8 +66,8 @@ case "$1" in
       echo "attnlab: running as root, so JupyterLab is started with --allow-root" >&2
       extra+=(--allow-root)
     fi
+    first="$("$python" -m attnlab.core.language --lessons "$lang")/00_tour.ipynb"
     if [ "$lang" = "zh" ]; then
-      first=notebooks/zh/00_tour.ipynb
       # JupyterLab's own interface in Chinese for this launch only (language pack from the course extra):
       # a settings folder of its own, seeded once from the user's, with the interface language zh_CN
       zh_settings="${XDG_CONFIG_HOME:-$HOME/.config}/attnlab/jupyterlab-settings-zh"
@@ -79,7 +81,6 @@ case "$1" in
       export JUPYTERLAB_SETTINGS_DIR="$zh_settings"
       echo "attnlab: 打开中文版 (notebooks/zh/)。English edition: bash scripts/course.sh --lang en" >&2
     else
-      first=notebooks/00_tour.ipynb
       echo "attnlab: opening the English edition (notebooks/). 中文版: bash scripts/course.sh --lang zh" >&2
     fi
     exec jupyter lab "${extra[@]}" "$@" "$first" ;;

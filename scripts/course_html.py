@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import importlib.util
 import json
 import os
 import sys
@@ -28,22 +27,13 @@ from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter
 
+from attnlab.core.language import LANGUAGES, edition_folder, normalise_language, speaking
+from attnlab.tools import run_lessons
+
 ROOT = Path(__file__).resolve().parents[1]
-EDITIONS = ("en", "zh")
+EDITIONS = LANGUAGES
 TITLES = {"en": "attnlab: multi-head self-attention, lesson by lesson",
           "zh": "attnlab：逐课理解多头自注意力"}
-
-
-def _runner():
-    spec = importlib.util.spec_from_file_location("run_lessons", ROOT / "scripts" / "run_lessons.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def executed_folder(lang: str, build: Path) -> Path:
-    """Where the executed copies of an edition are (``build/notebooks/`` or ``build/notebooks/zh/``)."""
-    return build / "zh" if lang == "zh" else build
 
 
 def lesson_title(book: nbformat.NotebookNode) -> str:
@@ -76,24 +66,16 @@ def figures_in(book: nbformat.NotebookNode) -> int:
 
 def build_pages(prefixes: list[str], langs: list[str], out: Path, build: Path, rerun: bool = False) -> list[dict]:
     """Write ``out/<lang>/<lesson>.html`` for each chosen lesson; return one entry per page for the index."""
-    runner = _runner()
     exporter = HTMLExporter(template_name="lab")
     pages = []
     for lang in langs:
-        folder = executed_folder(lang, build)
-        for source in runner.lessons(prefixes, lang):
+        folder = edition_folder(build, lang)
+        for source in run_lessons.lessons(prefixes, lang, ROOT):
             executed = folder / source.name
             if rerun or not executed.exists():
                 print(f"running {source.relative_to(ROOT)} first (no executed copy in {folder})", flush=True)
-                before = os.environ.get("ATTNLAB_LANG")
-                os.environ["ATTNLAB_LANG"] = lang
-                try:
-                    runner.run(source, folder)
-                finally:
-                    if before is None:
-                        os.environ.pop("ATTNLAB_LANG", None)
-                    else:
-                        os.environ["ATTNLAB_LANG"] = before
+                with speaking(lang):
+                    run_lessons.run(source, folder)
             book = nbformat.read(str(executed), as_version=4)
             body, _resources = exporter.from_notebook_node(book, resources={"metadata": {"name": source.stem}})
             target = out / lang / f"{source.stem}.html"
@@ -137,10 +119,18 @@ small {{ color: #666 }}</style></head>
     return index
 
 
+def _edition(value: str) -> str:
+    """``--lang``'s value as ``"en"`` or ``"zh"`` (any spelling the package accepts)."""
+    try:
+        return normalise_language(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 00 05 (default: all)")
-    ap.add_argument("--lang", choices=EDITIONS, action="append", help="an edition (default: both)")
+    ap.add_argument("--lang", type=_edition, action="append", help="an edition: en or zh (default: both)")
     ap.add_argument("--out", default=str(ROOT / "build" / "html"), help="where the pages go (default build/html)")
     ap.add_argument("--executed", default=str(ROOT / "build" / "notebooks"),
                     help="the executed copies (default build/notebooks; the Chinese ones in its zh/)")

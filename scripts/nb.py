@@ -26,6 +26,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attnlab._meta import GIT_URL, TAG, binder_url, colab_url, requirement  # noqa: E402
+from attnlab.core.language import lessons_folder  # noqa: E402
 
 COLAB_MARKER = "# Colab set-up"
 READMES = (ROOT / "README.md", ROOT / "README.zh-CN.md")
@@ -88,12 +89,12 @@ def strip(nb: nbformat.NotebookNode) -> None:
 
 def notebooks() -> list[Path]:
     """The English lessons (the Chinese ones are built from them)."""
-    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+    return sorted(lessons_folder(ROOT, "en").glob("*.ipynb"))
 
 
 def all_notebooks() -> list[Path]:
     """The lessons of both editions."""
-    return notebooks() + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+    return notebooks() + sorted(lessons_folder(ROOT, "zh").glob("*.ipynb"))
 
 
 def readme_problems() -> list[str]:

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.tools import english_prose, figure_texts, lesson_runner
+from attnlab.core.language import edition_folder
+from attnlab.tools import english_prose, figure_texts, lesson_runner, run_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "build" / "notebooks" / "zh"
+OUT = edition_folder(ROOT / "build" / "notebooks", "zh")
 
 
 def check(notebook: Path) -> list[str]:
@@ -48,8 +49,7 @@ def main() -> int:
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes (default: all)")
     ap.add_argument("--results", metavar="DIR", help="the lessons' results folder (default: a temporary one)")
     args = ap.parse_args()
-    notebooks = sorted(p for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")
-                       if not args.lessons or p.name.startswith(tuple(args.lessons)))
+    notebooks = run_lessons.lessons(args.lessons, "zh", ROOT)
     os.environ.pop("MPLBACKEND", None)  # the inline backend, as in Jupyter
     os.environ.pop("ATTNLAB_LANG", None)  # each lesson's own first cells switch the language
     mode = "smoke" if os.environ.get("ATTNLAB_SMOKE") == "1" else "full"

@@ -580,7 +580,7 @@ def test_zh_lesson_12_reads_zh_results(tmp_path, monkeypatch):
 
 def test_the_chinese_run_executes_the_14_chinese_lessons(monkeypatch):
     """`bash scripts/course.sh --lang zh run` exports ATTNLAB_LANG=zh; the runner then takes notebooks/zh/."""
-    import run_lessons  # scripts/run_lessons.py
+    from attnlab.tools import run_lessons  # what scripts/run_lessons.py runs
 
     monkeypatch.setenv("ATTNLAB_LANG", "zh")
     books = run_lessons.lessons([])

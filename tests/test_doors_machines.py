@@ -39,6 +39,7 @@ def _course_copy(tmp_path: Path) -> Path:
     for name in ("course.sh", "mirror.sh"):
         shutil.copy2(ROOT / "scripts" / name, course / "scripts" / name)
     (course / "scripts" / "setup.sh").write_text(RECORDER)
+    (course / "attnlab").symlink_to(ROOT / "attnlab", target_is_directory=True)  # course.sh reads --lang with it
     return course
 
 
@@ -61,7 +62,7 @@ def _course_sh(course: Path, *args: str, path: str, calls: Path, **env: str) -> 
 def test_course_sh_help_installs_nothing(tmp_path):
     course = _course_copy(tmp_path)
     calls = tmp_path / "calls.txt"
-    path = _stubs(tmp_path, "python", "python3", "pip", "jupyter", "attnlab")
+    path = _stubs(tmp_path, "python", "pip", "jupyter", "attnlab")  # python3 reads --lang (standard library only)
     for args in (["--help"], ["-h"], ["--lang", "zh", "run", "--help"], ["bundle", "-h"]):
         done = _course_sh(course, *args, path=path, calls=calls)
         assert done.returncode == 0, done.stderr

@@ -32,8 +32,9 @@ import os
 import re
 import string
 import struct
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 DOMAIN = "attnlab"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
@@ -43,38 +44,104 @@ _state: dict[str, object] = {"lang": None, "translation": None, "heard": None}
 _templates: dict[str, "re.Pattern[str]"] = {}  # templates marked with N_, and the pattern of their filled-in text
 
 
-def _from_environment() -> str:
-    value = os.environ.get("ATTNLAB_LANG", "").strip().lower()
-    return _normalise(value) if value else "en"
+#: every spelling of each language the course speaks, compared case-blind with ``_`` read as ``-``
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "en": ("en", "en-us", "en-gb", "english", "c"),
+    "zh": ("zh", "zh-cn", "zh-hans", "cn", "chinese", "中文"),
+}
+#: the spellings the refusal names (the codes first)
+NAMED_SPELLINGS = "en, English, zh, zh-CN, zh_CN, chinese or 中文"
+
+_listeners: list[Callable[[str], None]] = []
 
 
-def _normalise(lang: str) -> str:
-    lang = lang.strip().lower().replace("_", "-")
-    if lang in ("zh", "zh-cn", "zh-hans", "cn", "chinese"):
-        return "zh"
-    if lang in ("en", "en-us", "en-gb", "english", "c", ""):
-        return "en"
-    raise ValueError(f"unknown language {lang!r}; choose one of {LANGUAGES}")
+def environment_language() -> str:
+    """``"en"`` or ``"zh"`` as ``ATTNLAB_LANG`` says now (English when unset), whatever
+    :func:`set_language` chose in this process: the edition a script or a kernel it starts runs."""
+    value = os.environ.get("ATTNLAB_LANG", "").strip()
+    return normalise_language(value) if value else "en"
+
+
+def normalise_language(lang: str) -> str:
+    """``"en"`` or ``"zh"`` for any accepted spelling of a language (:data:`SPELLINGS`, any case,
+    ``zh_CN`` as ``zh-CN``): the one place the course, its scripts and ``course.sh`` read a language.
+
+    Raises:
+        ValueError: anything else (``zh-TW`` included: the course is in Simplified Chinese), with one
+            sentence naming what is accepted.
+    """
+    key = str(lang).strip().lower().replace("_", "-")
+    for code, spellings in SPELLINGS.items():
+        if key in spellings:
+            return code
+    refusal = N_("unknown language '{lang}': write {accepted}.")
+    if _state["lang"] is not None:  # a language is in use: say it in that one (else the lookup would ask again)
+        refusal = _(refusal)
+    raise ValueError(refusal.format(lang=str(lang).strip(), accepted=NAMED_SPELLINGS))
+
+
+def edition_folder(base: Path, lang: str) -> Path:
+    """The folder of ``lang``'s edition under ``base``: ``base`` itself for English, ``base/zh`` for
+    Chinese (the lessons in ``notebooks/``, ``notebooks/zh/``; their executed copies in
+    ``build/notebooks/``, ``build/notebooks/zh/``)."""
+    return base / "zh" if normalise_language(lang) == "zh" else base
+
+
+def lessons_folder(root: Path, lang: str) -> Path:
+    """Where the lessons of ``lang``'s edition are in the course folder ``root``: ``notebooks/`` or
+    ``notebooks/zh/``."""
+    return edition_folder(root / "notebooks", lang)
 
 
 def set_language(lang: str) -> str:
-    """Switch the course's printed language (``"en"`` or ``"zh"``); returns the code in use."""
-    code = _normalise(lang)
+    """Switch the course's printed language (any spelling :func:`normalise_language` accepts); returns
+    ``"en"`` or ``"zh"``. Whatever follows the language (matplotlib's CJK font, once
+    :mod:`attnlab.viz.fonts` is imported) is told through :func:`on_language_change`."""
+    code = normalise_language(lang)
     _state["lang"] = code
     _state["translation"] = None
+    for listener in list(_listeners):
+        listener(code)
     return code
+
+
+@contextlib.contextmanager
+def speaking(lang: str | None) -> Iterator[str]:
+    """Speak ``lang`` (default: the language speaking now) for the duration of the ``with`` block, also
+    to lessons run meanwhile in kernels of their own (``ATTNLAB_LANG``); then what was spoken before.
+    Yields ``"en"`` or ``"zh"``."""
+    before, env = current_language(), os.environ.get("ATTNLAB_LANG")
+    code = set_language(lang or before)
+    os.environ["ATTNLAB_LANG"] = code
+    try:
+        yield code
+    finally:
+        set_language(before)
+        if env is None:
+            os.environ.pop("ATTNLAB_LANG", None)
+        else:
+            os.environ["ATTNLAB_LANG"] = env
+
+
+def on_language_change(listener: Callable[[str], None]) -> None:
+    """Call ``listener(code)`` on every :func:`set_language` from now on, and at once when a language
+    was set already, so a layer above ``core`` (the figures' font) follows the one switch."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+    if _state["lang"] is not None:
+        listener(str(_state["lang"]))
 
 
 def current_language() -> str:
     """``"en"`` or ``"zh"``: what :func:`set_language` chose, else ``ATTNLAB_LANG``, else English."""
     if _state["lang"] is None:
-        _state["lang"] = _from_environment()
+        _state["lang"] = environment_language()
     return str(_state["lang"])
 
 
 def po_path(lang: str) -> Path:
     """Where the catalogue of ``lang`` lives: ``attnlab/locale/<lang>/LC_MESSAGES/attnlab.po``."""
-    return LOCALE_DIR / _normalise(lang) / "LC_MESSAGES" / f"{DOMAIN}.po"
+    return LOCALE_DIR / normalise_language(lang) / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
 def read_po(text: str, *, untranslated: bool = False) -> dict[str, str]:
@@ -170,7 +237,7 @@ def compile_mo(catalogue: dict[str, str]) -> bytes:
 def catalogue(lang: str) -> dict[str, str]:
     """The translated entries of ``lang``'s ``.po`` file (empty for English or when there is none)."""
     path = po_path(lang)
-    if _normalise(lang) == "en" or not path.exists():
+    if normalise_language(lang) == "en" or not path.exists():
         return {}
     return read_po(path.read_text(encoding="utf-8"))
 
@@ -283,3 +350,26 @@ def filled_template(text: str, field: Callable[[str], str]) -> str | None:
         if match:
             return _fill(_(template), {name: field(value) for name, value in match.groupdict().items()})
     return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m attnlab.core.language LANG`` prints ``en`` or ``zh``; with ``--lessons`` the edition's
+    lessons folder (``notebooks`` or ``notebooks/zh``). Bad input: the sentence on stderr, exit code 2.
+    Needs only the standard library, so ``course.sh`` reads its ``--lang`` before any set-up."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    lessons = "--lessons" in args
+    words = [a for a in args if a != "--lessons"]
+    if len(words) != 1:
+        print("usage: python -m attnlab.core.language [--lessons] LANG", file=sys.stderr)
+        return 2
+    try:
+        code = normalise_language(words[0])
+    except ValueError as exc:
+        print(f"attnlab: {exc}", file=sys.stderr)
+        return 2
+    print(lessons_folder(Path(), code).as_posix() if lessons else code)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -44,6 +44,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from attnlab.core.language import lessons_folder
 from attnlab.core.models import course_root
 
 #: points of one exercise's hidden test
@@ -68,7 +69,7 @@ def classroom_folder() -> Path:
 
 def lesson_notebooks(language: str, root: Path) -> dict[str, Path]:
     """``{"00": notebooks/00_tour.ipynb, ...}`` (``notebooks/zh/`` for Chinese)."""
-    folder = root / "notebooks" / ("zh" if language == "zh" else "")
+    folder = lessons_folder(root, language)
     return {m.group(1): p for p in sorted(folder.glob("*.ipynb")) if (m := _LESSON.match(p.name))}
 
 

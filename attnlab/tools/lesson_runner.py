@@ -22,7 +22,7 @@ from typing import Iterator
 import torch
 
 from attnlab import _meta
-from attnlab.core.language import _, current_language
+from attnlab.core.language import _, current_language, lessons_folder
 from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.multilingual import cache_root
 from attnlab.course import results
@@ -42,7 +42,7 @@ def notebooks_dir(lang: str | None = None) -> Path | None:
     for root in (course_root(), fetched_course()):
         if root is None:
             continue
-        folder = root / "notebooks" / ("zh" if lang == "zh" else "")
+        folder = lessons_folder(root, lang)
         if (folder / "00_tour.ipynb").exists():
             return folder
     return None

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.core.language import read_po
+from attnlab.core.language import lessons_folder, read_po
 from attnlab.tools.english_prose import words
 
 #: id of the code cell that makes a Chinese lesson print in Chinese
@@ -314,9 +314,9 @@ class Lesson:
 def lessons(root: Path, only: list[str] | None = None) -> list[Lesson]:
     """Every lesson of the course at ``root`` (or those whose names start with one of ``only``)."""
     out = []
-    for english in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    chinese = lessons_folder(root, "zh")
+    for english in sorted(lessons_folder(root, "en").glob("[0-9][0-9]_*.ipynb")):
         if only and not any(english.name.startswith(p) for p in only):
             continue
-        out.append(Lesson(english, root / "notebooks" / "zh" / "translations" / f"{english.stem}.md",
-                          root / "notebooks" / "zh" / english.name))
+        out.append(Lesson(english, chinese / "translations" / f"{english.stem}.md", chinese / english.name))
     return out

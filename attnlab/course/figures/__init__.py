@@ -31,7 +31,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
-from attnlab.core.language import _, current_language, listening, set_language
+from attnlab.core.language import _, listening, speaking
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.viz.fonts import use_cjk_font
@@ -111,7 +111,7 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     iterator = specs
     if progress:
         iterator = tqdm(specs, desc=_("figures"), unit=_("fig"))
-    with _smoke_env(smoke), _language(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode
+    with _smoke_env(smoke), speaking(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode
         if code == "zh":
             use_cjk_font()
         for spec in iterator:
@@ -142,22 +142,6 @@ def drawn_strings(heard: dict[tuple, str]) -> list[list]:
     """The catalogue's strings a figure was drawn with, for its manifest entry: ``[message, shown]``
     or ``[singular, plural, n, shown]`` per lookup, sorted (see :func:`attnlab.core.language.listening`)."""
     return sorted(([*lookup, shown] for lookup, shown in heard.items()), key=lambda row: [str(x) for x in row])
-
-
-@contextlib.contextmanager
-def _language(lang: str | None):
-    """Speak ``lang`` for the duration (also to lessons re-run in a kernel), then what was spoken before."""
-    before, env = current_language(), os.environ.get("ATTNLAB_LANG")
-    code = set_language(lang or before)
-    os.environ["ATTNLAB_LANG"] = code
-    try:
-        yield code
-    finally:
-        set_language(before)
-        if env is None:
-            os.environ.pop("ATTNLAB_LANG", None)
-        else:
-            os.environ["ATTNLAB_LANG"] = env
 
 
 @contextlib.contextmanager
