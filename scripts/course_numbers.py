@@ -325,7 +325,7 @@ ZH_DESCRIPTIONS = (
     (r", (OMP_NUM_THREADS=\d+)", r"，\1"),
     (r" \(the offline default\)", "（离线默认模型）"),
     (r" \(bundled\)", "（随包模型）"),
-    (r"^a random model with bert-base-chinese's shape \((.+)\)$", r"与 bert-base-chinese 形状相同的随机模型（\1）"),
+    (r"^a random model with bert-base-chinese's shape \((.+)\)$", r"与 bert-base-chinese 形状相同的随机模型（`\1`）"),
 )
 
 

@@ -804,3 +804,22 @@ def test_zh_no_bracketed_alternation():
     texts = _chinese_texts() + figures + [("docs/glossary.zh-CN.md", (ROOT / "docs" / "glossary.zh-CN.md").read_text(encoding="utf-8"))]
     bad = [f"{name} (line {line}): {found!r}" for name, text in texts for line, found in zh_vocabulary.alternations(text)]
     assert bad == [], "bracketed alternatives a reader cannot resolve; write the sentence that means one:\n" + "\n".join(bad)
+
+
+def test_generated_model_and_machine_descriptions_read_in_chinese():
+    """The Chinese documents' generated tables name each source's model and machine in Chinese
+    (docs/numbers.json records them in English), and README.zh-CN and the guide carry those words."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import course_numbers
+
+    english = re.compile(r"\b(?:quiet|busy|threads?|core|CPU|with|nothing|else|running|bundled|default|random|"
+                         r"model|shape|shared|other|work|another|beside|lessons|each|the)\b")
+    numbers = course_numbers.gather()
+    for source in numbers["sources"].values():
+        for text in (source["model"], source["machine"]):
+            shown = course_numbers.described(text, "zh")
+            assert not english.search(re.sub(r"`[^`]*`", "", shown)), (text, shown)  # code in backticks stays
+    assert course_numbers.described("2-core CPU, quiet", "en") == "2-core CPU, quiet"
+    for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert "nothing else running" not in text and "(bundled)" not in text and "2-core" not in text, name
