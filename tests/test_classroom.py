@@ -109,6 +109,10 @@ def test_nbgrader_release(tmp_path):
         assert not [k for k in vars(module) if k.startswith("solution")], n
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'include = ["attnlab*"]' in pyproject
+    # the command: one lesson, one edition; a lesson that does not exist is one sentence
+    assert main(["class", "assignments", str(tmp_path / "one"), "--lessons", "04", "--lang", "zh"]) == 0
+    assert [p.name for p in (tmp_path / "one" / "source").iterdir()] == ["lesson_04_zh"]
+    assert main(["class", "assignments", str(tmp_path / "two"), "--lessons", "99"]) == 2
 
 
 # --------------------------------------------------------------------------- autograde

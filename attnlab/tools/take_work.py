@@ -157,8 +157,11 @@ def offer() -> Path | None:
         print(_("No work to take yet: run the lesson's cells first."))
         return None
     packed = take()
-    if which == door.COLAB:
+    try:
         from google.colab import files  # deferred: exists only on Colab
+    except ImportError:
+        files = None
+    if which == door.COLAB and files is not None:
         files.download(str(packed))
         print(_("{name} is downloading: keep it, and upload it next time (the first cell brings it back).").format(
             name=packed.name))

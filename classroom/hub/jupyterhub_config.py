@@ -1,6 +1,6 @@
 """JupyterHub for one class on one machine: the attnlab course installed once, one account per student.
 
-Read classroom/hub/README.md (and docs/classroom.md) first. The settings a teacher changes come from
+Read docs/classroom.md ("The class server") first. The settings a teacher changes come from
 the environment (set them in the service file, or export them before `jupyterhub -f` this file):
 
 ATTNLAB_HUB_STATE     folder for the hub's database, cookie secret and passwords (default /srv/attnlab-hub)
