@@ -209,6 +209,22 @@ def test_floor_blocks_tiny_effects_4b():
     assert cv.all_masked_move(tiny).high < v.numbers["all heads masked must move beyond"]
 
 
+def test_saturation_is_not_covering():
+    """Additive heads followed by a saturating stage (tanh) before the final LayerNorm, at the
+    course's sizes: the moves do not add up (the interaction share is far past the floor), but
+    the set does not move further than additive heads would, so the reading is not "cover" and
+    4b does not hold, while 4a does not hold either (the heads do not add up)."""
+    texts, dim = 30, 16
+    local = np.random.default_rng(5)
+    effects = 0.1 * local.normal(size=(144, texts, dim))
+    base = local.normal(size=(texts, dim))
+    cov = _course_sized(lambda g: np.tanh(base + np.einsum("k,knd->nd", g, effects)), local, dim)
+    assert cv.interaction_excess(cov, 72).low > cv.COVER_FLOOR
+    assert cv.gain_excess(cov, 72).high < 0  # less along the sum than additive heads
+    assert cv.covering_reading(cov) in ("interact", "together")
+    assert _judge(cov).verdict != HOLDS and _judge(cov, claims.conclusion_4a).verdict == FAILS
+
+
 def test_heads_that_work_only_together_are_not_redundant():
     """Pairs that only work together (synergy): one missing head breaks what the pair does."""
     def pre(g):

@@ -42,8 +42,8 @@ moves leaves the gain alone and lengthens the move).
 * interaction share wholly above the floor (:data:`COVER_FLOOR`) and a move clearly
   longer than the null's: the heads *cover for one another*;
 * above the floor and clearly shorter: they *work only together*, or the damage
-  *saturates* (a saturating stage before the final LayerNorm reads here too: the
-  final LayerNorm's null cannot take it out);
+  *saturates*; above the floor with neither, they *interact* (not additive, but
+  neither covering nor saturating can be told);
 * wholly below the equivalence margin (:data:`ADD_MARGIN`): their effects *add up*
   (as far as the sets can see, below);
 * otherwise the reading falls between two of them.
@@ -110,7 +110,8 @@ MIN_MEET = 0.25
 #: the readings of a covering ratio against its null, as printed
 READINGS = {"cover": N_("cover for one another (redundant)"), "add": N_("add up independently"),
             "together": N_("work only together (or saturate)"), "unclear": N_("fall between two readings"),
-            "no power": N_("look additive, but sets this small rarely hold both heads of a backup pair")}
+            "no power": N_("look additive, but sets this small rarely hold both heads of a backup pair"),
+            "interact": N_("do not add up, but move neither clearly further nor clearly less far than additive heads")}
 #: percentiles of the per-set ratios shown as the random sets' band
 SET_BAND = (10.0, 90.0)
 
@@ -131,7 +132,7 @@ def direction(ratio: Interval) -> int:
     null's (-0.04 [-0.06, -0.02] with jobs as large as a lone head's, 72 of 144 heads, the ratio's
     excess +0.13), so the gain read covering as "work only together". Saturation before the final
     LayerNorm lowers the gain (-0.06) but not the length the LayerNorm restores (excess 0.00
-    [-0.02, 0.02] at 72 of 144 heads): it reads "fall between two readings", not "cover"."""
+    [-0.02, 0.02] at 72 of 144 heads): it reads "interact", not "cover"."""
     if ratio.above(0.0):
         return 1
     return -1 if ratio.below(0.0) else 0
@@ -143,9 +144,10 @@ def reading(interaction: Interval, way: int = 0, meet: float = 1.0, margin: floa
     supports, with its :func:`direction` ``way``: ``"cover"`` (``"together"``) wholly above
     ``floor`` with a longer (shorter) move than the null's, ``"add"`` wholly below ``margin`` when
     the sets have power (``meet``, the chance a backup partner shares the set, at least
-    :data:`MIN_MEET`; else ``"no power"``), ``"unclear"`` otherwise."""
-    if interaction.above(floor) and way:
-        return "cover" if way > 0 else "together"
+    :data:`MIN_MEET`; else ``"no power"``), ``"interact"`` wholly above ``floor`` with no clear
+    direction (not additive, neither covering nor saturating), ``"unclear"`` otherwise."""
+    if interaction.above(floor):
+        return "interact" if not way else ("cover" if way > 0 else "together")
     if interaction.below(margin):
         return "add" if meet >= MIN_MEET else "no power"
     return "unclear"

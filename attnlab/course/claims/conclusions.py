@@ -640,9 +640,9 @@ def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_MARGIN, 
     Holds when the top head's interval lies below ``weak``, the interaction share's below
     ``margin`` (on sets where a backup partner is present at least
     :data:`~attnlab.analysis.covering.MIN_MEET` of the time) and the all-masked move clears the
-    floor. Does not hold when the top head's interval lies above ``strong`` or the reading is
-    "cover" or "work only together" (interaction above :data:`FLOOR_4B`, with a direction);
-    otherwise "cannot tell". ``numbers["floor"]`` is ``margin``, in the deciding number's units.
+    floor. Does not hold when the top head's interval lies above ``strong`` or the interaction
+    lies wholly above :data:`FLOOR_4B` (the heads cover for one another, work only together, or
+    interact with no clear direction: they do not add up); otherwise "cannot tell". ``numbers["floor"]`` is ``margin``, in the deciding number's units.
     """
     cov = _covering_or_missing(pruning, WEAK_ADD_CLAIM)
     if isinstance(cov, ClaimVerdict):
@@ -658,7 +658,7 @@ def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_MARGIN, 
     if why is not None:
         return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
     holds = top.below(weak) and word == "add" and enough
-    fails = top.above(strong) or word in ("cover", "together")
+    fails = top.above(strong) or word in ("cover", "together", "interact")
     return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
 
 
