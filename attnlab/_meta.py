@@ -8,8 +8,10 @@ sync`` writes these into every notebook and README; ``python scripts/nb.py
 check`` (and a test) fails when one is stale.
 
 A teacher who forks the course changes ``REPO`` to the fork's ``owner/name``,
-runs ``python scripts/nb.py sync``, commits, and pushes a tag named ``TAG``
-(``git tag v0.2.0 && git push origin v0.2.0``); see docs/install.md.
+runs ``python scripts/nb.py sync``, commits, runs ``python scripts/release.py``
+(it checks that the version, the cells, the badges and lesson 12's download
+agree, and creates the tag ``TAG``), and pushes the tag
+(``git push origin v0.2.0``); see docs/install.md.
 """
 
 VERSION = "0.2.0"
