@@ -1,7 +1,7 @@
 """The class server (classroom/hub/): a real JupyterHub with its proxy on 127.0.0.1, three students.
 
 Each student gets a system user with a private home (created by the hub's pre-spawn hook, as on the
-school's server; where the course's Python cannot be run by other users, e.g. under /root, every server
+school's server, the hub set to the Chinese edition; where the course's Python cannot be run by other users, e.g. under /root, every server
 runs as the hub's user with a home folder per student: ATTNLAB_HUB_ACCOUNTS=shared), a server started
 through the hub's API, and lesson 00 run in smoke mode through the
 kernel API (JupyterLab's own websocket protocol) on the class's model (a tiny one, fixed by the class
@@ -43,7 +43,7 @@ from attnlab.tools.testing import save_tiny_model
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 CONFIG = ROOT / "classroom" / "hub" / "jupyterhub_config.py"
-LESSON = ROOT / "notebooks" / "00_tour.ipynb"
+LESSON = ROOT / "notebooks" / "zh" / "00_tour.ipynb"  # the Chinese edition, on a hub set to Chinese
 #: seconds for each wait: the hub to answer, a server to start, a cell to run, the hub to stop
 HUB_UP, SERVER_UP, CELL, STOP = 60, 180, 240, 30
 
@@ -202,7 +202,8 @@ def test_class_server(tmp_path):
         env = {**os.environ, "ATTNLAB_HUB_STATE": str(state), "ATTNLAB_HUB_IP": "127.0.0.1",
                "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(_free_port()),
                "ATTNLAB_HUB_PROXY_API_PORT": str(_free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
-               "ATTNLAB_HUB_ACCOUNTS": accounts, "ATTNLAB_CLASS": str(setting), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+               "ATTNLAB_HUB_ACCOUNTS": accounts, "ATTNLAB_HUB_LANG": "zh", "ATTNLAB_CLASS": str(setting),
+               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         with (tmp_path / "hub.log").open("w") as log:
             hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(CONFIG)], cwd=state, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -239,7 +240,9 @@ def test_class_server(tmp_path):
                 home, uid = Path(account.pw_dir), account.pw_uid
             else:
                 home, uid = state / "homes" / name, os.geteuid()
-            assert any("class setting test-class" in p for p in printed), "the lesson's header names the class setting"
+            assert any("班级设置 test-class" in p for p in printed), "the lesson's header names the class setting"
+            interface = home / ".jupyter/lab/user-settings/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+            assert json.loads(interface.read_text(encoding="utf-8")) == {"locale": "zh_CN"}  # JupyterLab in Chinese
             assert "✅" in printed[-1], printed[-1]
             # the limits each server is given (2 GB, 1 core) and one thread per kernel
             assert f"where {home / 'lesson00'} {uid} {2 * 1024 ** 3} 1.0 1" in printed[-1], printed[-1]

@@ -135,14 +135,33 @@ def create_student(spawner) -> None:
     if not USER_NAME.match(name):
         raise ValueError(f"{name!r} cannot be a system user name")
     if SHARED:
-        (HOMES / name).mkdir(parents=True, exist_ok=True, mode=0o700)
+        home, owner = HOMES / name, None
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    else:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
+        account = pwd.getpwnam(name)
+        home, owner = Path(account.pw_dir), (account.pw_uid, account.pw_gid)
+        home.chmod(0o700)
+    if LANG == "zh":
+        chinese_interface(home, owner)
+
+
+def chinese_interface(home: Path, owner: tuple[int, int] | None) -> None:
+    """JupyterLab's menus in Chinese (the zh-CN language pack) for a student who has not chosen a language:
+    the student's own setting, which they can change (Settings → Language)."""
+    folder = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "translation-extension"
+    setting = folder / "plugin.jupyterlab-settings"
+    if setting.exists():
         return
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
-    home = Path(pwd.getpwnam(name).pw_dir)
-    home.chmod(0o700)
+    folder.mkdir(parents=True, exist_ok=True)
+    setting.write_text('{"locale": "zh_CN"}\n', encoding="utf-8")
+    for path in (setting, *setting.parents):
+        if owner is None or path == home:
+            break
+        os.chown(path, *owner)  # the student's own setting, in folders the student owns
 
 
 c.Spawner.pre_spawn_hook = create_student
