@@ -180,6 +180,7 @@ async def _one_student(base: str, token: str, name: str) -> list[str]:
         _api(base, token, "DELETE", f"/user/{name}/api/kernels/{kernel['id']}")
 
 
+@pytest.mark.notebooks
 def test_class_server(tmp_path):
     missing = _missing()
     if missing:

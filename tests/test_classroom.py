@@ -153,6 +153,7 @@ def _grade_one_language(tmp_path: Path, language: str, right: list) -> dict:
     return {"scores": scores, "feedback": feedback, "course": course}
 
 
+@pytest.mark.notebooks
 @needs_nbgrader
 def test_nbgrader_autograde(tmp_path, class_model):
     folder, _setting = class_model
