@@ -44,11 +44,11 @@ be walked (an unknown token, say) gets no token labels.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol, Sequence
 
 import numpy as np
 import torch
-from scipy.special import logsumexp
 from scipy.stats import rankdata
 from sklearn.linear_model import LogisticRegression
 
@@ -159,20 +159,40 @@ class Probe:
     def log_odds(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """``(n,)`` log-odds of the right label, ``log p_y - log(1 - p_y)``: unlike the log-loss it
         does not flatten out where the probe is already sure, so every example tells how far a
-        change of the representation pushes it; 0 for a label the probe never saw."""
-        logp = self.log_probs(x)  # (n, C)
-        column = {c: i for i, c in enumerate(self.classes.tolist())}
-        idx = np.array([column.get(v, -1) for v in np.asarray(y).tolist()])
-        out = np.zeros(len(idx))
-        rows = np.flatnonzero(idx >= 0)
-        others = logp[rows].copy()  # (n', C): every class but the right one
-        others[np.arange(len(rows)), idx[rows]] = -np.inf
-        out[rows] = logp[rows, idx[rows]] - logsumexp(others, axis=1)
-        return out
+        change of the representation pushes it; 0 for a label the probe never saw
+        (:func:`stacked_log_odds` of this probe alone)."""
+        return stacked_log_odds([self], x, y)[0]
 
     def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
         """Share of examples whose most probable class is their label."""
         return float(np.mean(self.classes[np.argmax(self.log_probs(x), axis=1)] == np.asarray(y)))
+
+    def affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(W' (C', D), b' (C',))`` with the standardisation folded in: ``x W'^T + b'`` are the logits."""
+        w = self.weights / self.scale  # (C', D)
+        return w, self.bias - w @ self.mean
+
+
+def stacked_log_odds(probes: Sequence[Probe], x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(P, n)``: :meth:`Probe.log_odds` of each of ``probes`` on the same features ``x`` ``(n, D)``,
+    in one matrix product (the refits of a task read the same features). The log-odds of the right
+    class is its logit minus the log-sum-exp of the other classes' logits (the normaliser cancels)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y)
+    parts = [p.affine() for p in probes]
+    logits = x @ np.concatenate([w for w, _b in parts]).T + np.concatenate([b for _w, b in parts])  # (n, sum C')
+    out, start = np.zeros((len(probes), len(y))), 0
+    for i, (p, (w, _b)) in enumerate(zip(probes, parts)):
+        z = logits[:, start:start + len(w)]
+        start += len(w)
+        if z.shape[1] == 1:  # binary: the one row scores the second class against a logit of 0
+            z = np.concatenate([np.zeros_like(z), z], axis=1)
+        idx = np.minimum(np.searchsorted(p.classes, y), len(p.classes) - 1)
+        rows = np.flatnonzero(p.classes[idx] == y)  # labels the probe saw
+        others = z[rows].copy()  # (n', C): every class but the right one
+        others[np.arange(len(rows)), idx[rows]] = -np.inf
+        top = others.max(axis=1)
+        out[i, rows] = z[rows, idx[rows]] - top - np.log(np.exp(others - top[:, None]).sum(axis=1))
+    return out
 
 
 def fit_probe(x: np.ndarray, y: np.ndarray, *, c: float = PROBE_C, start: Probe | None = None) -> Probe:
@@ -243,18 +263,18 @@ def per_query_losses(probes: dict[str, Probe], states, data: TaskData) -> np.nda
     """``(N, tasks)``: each held-out query's loss under each task's probe, minus the log-odds of
     the right label (:meth:`Probe.log_odds`; the token task: the mean over the query's labelled
     tokens; NaN for a query without any). Masking a head that the task needs raises it."""
-    return _query_losses(probes, features(states, data), len(data.family))
+    return _query_losses([probes], features(states, data), len(data.family))[0]
 
 
-def _query_losses(probes: dict[str, Probe], feats: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+def _query_losses(probe_sets: Sequence[dict[str, Probe]], feats: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
                   n_queries: int) -> np.ndarray:
-    """:func:`per_query_losses` from the tasks' :func:`features`."""
-    out = np.full((n_queries, len(TASKS)), np.nan)
+    """``(P, N, tasks)``: :func:`per_query_losses` of each of ``probe_sets`` from the tasks' :func:`features`."""
+    out = np.full((len(probe_sets), n_queries, len(TASKS)), np.nan)
     for j, (task, (x, y, query)) in enumerate(feats.items()):
-        losses = -probes[task].log_odds(x, y)  # (n,)
-        total = np.bincount(query, weights=losses, minlength=len(out))
-        count = np.bincount(query, minlength=len(out))
-        np.divide(total, count, out=out[:, j], where=count > 0)
+        losses = -stacked_log_odds([ps[task] for ps in probe_sets], x, y)  # (P, n)
+        count = np.bincount(query, minlength=n_queries)
+        for i, row in enumerate(losses):
+            np.divide(np.bincount(query, weights=row, minlength=n_queries), count, out=out[i, :, j], where=count > 0)
     return out
 
 
@@ -297,6 +317,12 @@ class TaskStudy(Record):
         a, b = (np.asarray(self.costs[t], dtype=float) for t in self.tasks)
         keep = np.isfinite(a).all(axis=(1, 2)) & np.isfinite(b).all(axis=(1, 2))
         return importance_agreement(a[keep], b[keep], paired=True, seed=self.seed)
+
+    @cached_property
+    def fixed_evidence(self) -> tuple[dict[str, Interval], Interval]:
+        """``(split-half per task, agreement of the two tasks)`` of the fixed probes, computed once
+        (a sensitivity table judges the same study many times)."""
+        return {t: self.split_half(t) for t in self.tasks}, self.agreement()
 
     @property
     def n_splits(self) -> int:
@@ -496,8 +522,7 @@ class TaskProbes:
 
     def refit_losses(self, states: list[tuple[torch.Tensor, torch.Tensor]]) -> np.ndarray:
         """The same reducer for the refitted probes: ``(S, 2, N, tasks)`` (split, half)."""
-        feats = features(states, self.data)  # computed once, read by every refit
-        out = np.stack([_query_losses(refit, feats, len(self.data.family)) for refit in self.refits])
+        out = _query_losses(self.refits, features(states, self.data), len(self.data.family))  # (2S, N, tasks)
         return out.reshape((len(self.refits) // 2, 2) + out.shape[1:])
 
 
