@@ -184,14 +184,15 @@ def test_floor_blocks_tiny_effects_5():
 
 
 @pytest.mark.slow
-def test_reduced_twin_measures_every_part_a_claim_reads(tiny_en, monkeypatch):
+def test_reduced_twin_measures_every_part_a_claim_reads(tiny_factory):
     """Lesson 12's last resort: the report's parts at smoke sizes on a shuffled copy, the model left as it was."""
-    before = {n: p.detach().clone() for n, p in tiny_en.model.named_parameters()}
-    found = twin_evidence.reduced_twin(tiny_en, progress=False)
+    tiny = tiny_factory("bert", "en", n_layers=3, n_heads=4, hidden=32)  # a trend with depth needs 3 layers
+    before = {n: p.detach().clone() for n, p in tiny.model.named_parameters()}
+    found = twin_evidence.reduced_twin(tiny, progress=False)
     assert found.source == "reduced" and "untrained twin" in found.name
     ev = found.evidence
     for field in ("patterns", "perturbation", "averaging", "diversity", "head_count", "pruning"):
         assert getattr(ev, field) is not None, field
     assert set(found.rows) == set(c.JUDGES)
-    assert all(torch.equal(p, before[n]) for n, p in tiny_en.model.named_parameters())
+    assert all(torch.equal(p, before[n]) for n, p in tiny.model.named_parameters())
 
