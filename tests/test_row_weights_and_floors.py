@@ -217,3 +217,30 @@ def test_floor_blocks_tiny_effects_1():
     assert null.verdict == "cannot tell"
     # the floor has its rows in the sensitivity table
     assert claims.SENSITIVITY[1]["floor"] == [0.0, 0.1, 0.2]
+
+
+def test_content_share_weights_each_head_by_its_content_mass():
+    """Lesson 06's share of content-followers as conclusion 1 decides it: 40% of the heads follow the
+    content, but each of them puts 1% of its rows on the text (the rest on [CLS]); the heads that read the
+    text follow positions. Unweighted the share is 0.4, not "a few"; weighted by content mass it is about
+    0.007, and the claim's second half is met."""
+    import lesson_records as rec
+    from attnlab.course.claims import conclusions as claims
+
+    big = {"n_layers": 6, "n_heads": 12}
+    rng = np.random.default_rng(4)
+    follows = np.zeros((6, 12), dtype=bool)
+    follows[:, :5] = True  # 30 of 72 heads (~0.42) follow the content
+    gaps = np.where(follows, -0.3, 0.3) + 0.05 * rng.standard_normal((60, 6, 12))  # (N, L, H): position - token
+    avg = rec.averaging(0.9, **big)
+    avg.special_weight = np.where(follows, 0.99, 0.2)  # the followers rest 99% on special tokens
+    pert = rec.perturbation(30 / 72, **big)
+    pert.content_gap_per_query = gaps
+    weighted = claims.weighted_content_share(avg, pert)
+    mass = np.where(follows, 0.01, 0.8)
+    by_hand = float((mass * follows).sum() / mass.sum())
+    assert abs(weighted.estimate - by_hand) < 1e-12 and weighted.high < 0.02 and weighted.n == 60
+    v = claims.conclusion_1(avg, pert)
+    assert v.numbers["content high"] < claims.FEW_CONTENT - claims.FLOOR_1 and v.verdict == "holds"
+    pert.content_gap_per_query = None  # a record saved before the per-query gaps: decided unweighted
+    assert claims.conclusion_1(avg, pert).verdict == "does not hold"

@@ -381,7 +381,7 @@ def side_of(interval: Interval, threshold: float) -> "np.ndarray | int":
 
 
 def bootstrap_share_above(values, threshold: float, *, n_boot: int = 1000, level: float = 0.95,
-                          seed: int = 0) -> Interval:
+                          seed: int = 0, column_weights=None) -> Interval:
     """Share of the columns (e.g. heads) whose mean over units lies above ``threshold``,
     with an interval from resampling the *units* (rows: queries, texts), never the columns.
 
@@ -389,14 +389,19 @@ def bootstrap_share_above(values, threshold: float, *, n_boot: int = 1000, level
         values: ``[N, ...]``: one row per unit, one column per head (any trailing
             shape); rows with NaN are dropped.
 
+        column_weights: optional, the trailing shape: each column counts in the share by its weight
+            (e.g. a head by its content mass); default every column the same.
+
     Returns:
         scalar :class:`Interval`: the share on all rows, and how far it moves when
         the rows are resampled (each resample labels every head anew).
     """
-    return bootstrap_share_all_above([(values, threshold)], n_boot=n_boot, level=level, seed=seed)
+    return bootstrap_share_all_above([(values, threshold)], n_boot=n_boot, level=level, seed=seed,
+                                     column_weights=column_weights)
 
 
-def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Interval:
+def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+                              column_weights=None) -> Interval:
     """Like :func:`bootstrap_share_above` for a head that must pass several tests at once.
 
     Args:
@@ -416,10 +421,15 @@ def bootstrap_share_all_above(pairs, *, n_boot: int = 1000, level: float = 0.95,
     if n == 0:
         raise ValueError("every unit has a NaN: nothing to average")
     thresholds = np.array([float(t) for _, t in pairs])[:, None, None]  # (Q, 1, 1)
+    k = flat.shape[2]
+    w = np.ones(k) if column_weights is None else np.clip(np.nan_to_num(np.asarray(column_weights, float).ravel()), 0, None)
+    if w.shape != (k,) or not w.sum() > 0:
+        raise ValueError(f"column_weights must have {k} values, not all zero")
+    w = w / w.sum()  # (K,)
     weights = resample_counts(n, n_boot, seed) / n  # (B, N)
     means = np.einsum("bn,qnk->qbk", weights, flat)  # (Q, B, K): each quantity's mean per resample
-    boots = (means > thresholds).all(axis=0).mean(axis=1)  # (B,): share of heads passing every test
-    point = (flat.mean(axis=1) > thresholds[:, 0]).all(axis=0).mean()
+    boots = (means > thresholds).all(axis=0) @ w  # (B,): (weighted) share of heads passing every test
+    point = (flat.mean(axis=1) > thresholds[:, 0]).all(axis=0) @ w
     return interval_from_samples(float(point), boots, level=level, n=n)
 
 

@@ -80,6 +80,9 @@ class PerturbationResult(Record):
     # over the kinds run on the query, and the follower gap under "both". None in records saved before them.
     unchanged_per_query: np.ndarray | None = None
     follower_gap_per_query: np.ndarray | None = None
+    # (N, L, H) the follower gap under "both" on the content keys (each row weighted by its content mass), for
+    # conclusion 1's share of content-followers with each head weighted by its content mass; None before it
+    content_gap_per_query: np.ndarray | None = None
     # reading ("all keys" / "content keys") -> [L][H] "position" / "content" / "cannot tell", from each head's
     # interval over queries; and -> share of content-followers with its interval over queries
     follower_labels_by_reading: dict[str, list[list[str]]] = field(default_factory=dict)

@@ -247,7 +247,8 @@ def perturbation(m: LoadedModel, *, precision: str = "fp32",
                        "content": perturbation_claims.content_share(study, n_boot=n_boot)},
         follower_labels_by_reading={ALL_KEYS: labels.tolist(), CONTENT_KEYS: content_labels.tolist()},
         content_share_by_reading={reading: study.follower_share("content", "both", keys=reading, n_boot=n_boot)
-                                  for reading in (ALL_KEYS, CONTENT_KEYS)})
+                                  for reading in (ALL_KEYS, CONTENT_KEYS)},
+        content_gap_per_query=study.follower_gap_per_query("both", CONTENT_KEYS))
     return record, stopping
 
 

@@ -47,8 +47,10 @@ from attnlab.analysis.covering import (
     tolerance,
     top_set_ratio,
 )
+from attnlab.analysis.compare import FOLLOWER_MARGIN
 from attnlab.analysis.stats import (
     Interval,
+    bootstrap_share_above,
     permutation_test,
     resample_counts,
     too_few_units,
@@ -275,24 +277,22 @@ def fixed_share_gap(averaging: AveragingResult, perturbation: PerturbationResult
     return diff, p, None
 
 
-def weighted_content_share(averaging: AveragingResult, perturbation: PerturbationResult) -> Interval | None:
-    """Lesson 06's share of content-followers on the content keys, each head weighted by its content
-    mass from lesson 08 (:func:`content_mass`), on the layers lesson 08 averaged: from the share with no
-    "cannot tell" head following the content to the one with all of them (:func:`share_interval`).
-    None when either lesson saved no content-key reading or weight. Shown beside conclusion 1, not
-    deciding: lesson 06's "cannot tell" mostly means a head these queries cannot place (the same in
-    both spaces), so counting every one of them as a possible follower would make the interval
-    meaningless; the decided share is lesson 06's own, over queries, from row-weighted similarities."""
+def weighted_content_share(averaging: AveragingResult, perturbation: PerturbationResult, *,
+                           margin: float = FOLLOWER_MARGIN, n_boot: int = 1000) -> Interval | None:
+    """Lesson 06's share of content-followers on the content keys, **each head weighted by its content
+    mass** from lesson 08 (:func:`content_mass`), on the layers lesson 08 averaged, with its interval
+    from resampling lesson 06's queries (each resample labels every head anew, as the unweighted share
+    does: a head follows the content when its mean gap, position minus token similarity, lies below
+    ``-margin``). None when lesson 06 saved no per-query content-key gaps or lesson 08 no weight."""
     mass = content_mass(averaging)
-    labels = perturbation.follower_labels_by_reading.get(CONTENT_KEYS)
-    if mass is None or not labels:
+    gaps = perturbation.content_gap_per_query
+    if mass is None or gaps is None:
         return None
-    grid = np.asarray(labels, dtype=object)  # (L, H)
-    rows = [layer for layer in averaging.layers if layer < grid.shape[0]]
-    if len(rows) != len(averaging.layers) or grid.shape[1] != mass.shape[1]:
+    gaps = np.asarray(gaps, dtype=float)  # (N, L, H)
+    if any(layer >= gaps.shape[1] for layer in averaging.layers) or gaps.shape[2] != mass.shape[1]:
         return None
-    grid = grid[rows]  # (L', H): the same heads as lesson 08's rows
-    return share_interval(grid == CONTENT_LABEL, grid == UNSURE, mass)
+    gaps = gaps[:, list(averaging.layers)]  # (N, L', H): the same heads as lesson 08's rows
+    return bootstrap_share_above(-gaps, margin, n_boot=n_boot, column_weights=mass)
 
 
 def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationResult | None,
@@ -318,13 +318,13 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
       special token alone, are shown beside; so is the share weighted by each head's
       **norm-based** content mass (Kobayashi et al.: each weight times the size ``||f_h(x_j)||`` of
       what it moves, :func:`norm_weighted`), with whether the verdict would be the same;
-    * lesson 06's share of content-followers on the content keys, with its interval from
+    * lesson 06's share of content-followers on the content keys, **each head weighted by its
+      content mass** the same way (:func:`weighted_content_share`), with its interval from
       resampling the **queries** (each resample labels every head anew); inside each head, lesson
       06's similarity weights every row by its content mass (a row with 99% on [CLS] counts a
-      hundredth: :func:`attnlab.analysis.compare.content_similarity`). The three-way label counts
-      (content / position / cannot tell) from each head's own interval, and the share with each
-      head weighted by its content mass from lesson 08 (:func:`weighted_content_share`), are shown
-      beside.
+      hundredth: :func:`attnlab.analysis.compare.content_similarity`). The unweighted share and
+      the three-way label counts (content / position / cannot tell) from each head's own interval
+      are shown beside; a lesson 06 record saved before the per-query gaps is decided unweighted.
 
     Heads are never resampled: they are the whole population. Holds when the weighted fixed share's
     interval lies above ``most + floor`` **and** the content share's below ``few - floor``; does not
@@ -358,7 +358,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     mass = content_mass(averaging)
     weighted = share_interval(grid == "fixed", grid == UNSURE, mass)
     content_weighted = weighted_content_share(averaging, perturbation)
-    followed = content  # the content share decided: lesson 06's, over queries
+    followed = content_weighted if content_weighted is not None else content  # the content share decided
     sinks = np.asarray(averaging.sink_labels, dtype=object) if averaging.sink_labels else None
     plain = (np.array([[not str(x).startswith("sink") for x in row] for row in sinks]) if sinks is not None
              else np.ones(grid.shape, dtype=bool))  # (L', H): heads that do not rest on a special token
@@ -380,8 +380,10 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                N_("cannot tell (lesson 08 heads)"): kinds.count(UNSURE),
                N_("uniform (lesson 08 heads)"): kinds.count("uniform"),
                N_("most means more than"): most,
-               N_("content followers (lesson 06)"): float(content.estimate), N_("content low"): float(content.low),
-               N_("content high"): float(content.high), N_("queries (lesson 06)"): content.n,
+               N_("content followers (lesson 06)"): float(followed.estimate), N_("content low"): float(followed.low),
+               N_("content high"): float(followed.high), N_("queries (lesson 06)"): content.n,
+               N_("content followers, unweighted"): f"{float(content.estimate):.3g} [{float(content.low):.3g}, "
+                                                    f"{float(content.high):.3g}]",
                N_("content (lesson 06 heads)"): followers.count("content"),
                N_("position (lesson 06 heads)"): followers.count("position"),
                N_("cannot tell (lesson 06 heads)"): followers.count(UNSURE),
@@ -393,10 +395,9 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers.update({N_("all keys: content followers (lesson 06)"): float(all_content.estimate),
                         N_("all keys: content low"): float(all_content.low),
                         N_("all keys: content high"): float(all_content.high)})
-    if content_weighted is not None:
-        numbers[N_("content followers, each head weighted by its content mass")] = (
-            f"{float(content_weighted.estimate):.3g} [{float(content_weighted.low):.3g}, "
-            f"{float(content_weighted.high):.3g}]")
+    if content_weighted is None:
+        numbers[N_("content followers, each head weighted by its content mass")] = N_("not measured (run lesson "
+                                                                                       "06 again)")
     if averaging.special_weight is not None:
         weight = np.asarray(averaging.special_weight, dtype=float)
         numbers[N_("weight on special tokens, per head (min, median, max)")] = [
@@ -421,7 +422,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers[N_("heads not resting on a special token")] = int(plain.sum())
         numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
         numbers[N_("verdict on those heads alone")] = from_tests(
-            alone.above(most + floor) and content.below(few - floor), alone.below(most - floor) or content.above(few + floor))
+            alone.above(most + floor) and followed.below(few - floor), alone.below(most - floor) or followed.above(few + floor))
     why = too_few_units(fixed) or too_few_units(content)
 
     def word(share: Interval) -> str:  # the verdict the rule gives with this fixed share
