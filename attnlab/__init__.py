@@ -36,7 +36,7 @@ from attnlab._meta import VERSION as __version__  # noqa: E402 - one version, in
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "load_model": "attnlab.core.models",
+    "load_model": "attnlab.tools.door_advice",
     "LoadedModel": "attnlab.core.models",
     "ModelLoadError": "attnlab.core.models",
     "NoAttentionError": "attnlab.core.models",
@@ -56,9 +56,13 @@ _EXPORTS: dict[str, str] = {
     "head_label": "attnlab.viz.plot",
     "use_cjk_font": "attnlab.viz.fonts",
     "doctor": "attnlab.tools.doctor",
-    "set_language": "attnlab.viz.fonts",
+    "set_language": "attnlab.core.language",
     "current_language": "attnlab.core.language",
 }
+
+#: public name -> a module imported with it: what follows ``al.set_language`` (the figures' CJK font)
+#: listens from the moment the switch is in a lesson's hands
+_FOLLOWERS: dict[str, str] = {"set_language": "attnlab.viz.fonts"}
 
 _SUBPACKAGES = ("core", "data", "analysis", "scratch", "viz", "course", "tools")
 
@@ -75,6 +79,8 @@ def __getattr__(name: str) -> Any:
             f"({', '.join('attnlab.' + s for s in _SUBPACKAGES)})"
         )
     value = getattr(importlib.import_module(module), name)
+    if name in _FOLLOWERS:
+        importlib.import_module(_FOLLOWERS[name])
     globals()[name] = value
     return value
 

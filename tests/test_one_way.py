@@ -4,6 +4,7 @@ resolved by ``load_model`` only, and the door's advice printed by ``tools/``, no
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -64,7 +65,7 @@ def test_language_normalised_once(tmp_path, monkeypatch, capsys):
             monkeypatch.setenv("ATTNLAB_LANG", spelling)
             assert language.environment_language() == "zh", spelling
         for spelling in ("en", "English", "EN"):
-            assert normalise_language(spelling) == "en"
+            assert normalise_language(spelling) == "en" and language.set_language(spelling) == "en"
         for spelling in REFUSED:
             with pytest.raises(ValueError) as refused:
                 language.set_language(spelling)
@@ -107,3 +108,78 @@ def test_language_normalised_once(tmp_path, monkeypatch, capsys):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and not calls.exists() and not (course / ".venv").exists()
 
+
+def test_one_is_punctuation():
+    """head_stats and sinks sort tokens by one rule: a SentencePiece ``▁`` before punctuation is punctuation."""
+    from attnlab.analysis import head_stats, sinks, token_roles
+
+    assert head_stats.is_punctuation is sinks.is_punctuation is token_roles.is_punctuation
+    expected = {"\u2581,": True, ",": True, "，": True, "\u2581": False, "a": False}
+    assert {t: token_roles.is_punctuation(t) for t in expected} == expected
+    assert token_roles.is_punctuation("##.") and not token_roles.is_punctuation("##")
+
+
+def test_one_set_language_and_the_font_follows(monkeypatch):
+    """``al.set_language`` is core's one switch; the figures' CJK font follows it from viz, which listens."""
+    import attnlab as al
+    from attnlab.viz import fonts
+
+    assert al.set_language is language.set_language and not hasattr(fonts, "set_language")
+    picked = []
+    monkeypatch.setattr(fonts, "use_cjk_font", lambda warn=True: picked.append(language.current_language()))
+    before = language.current_language()
+    try:
+        language.set_language("en")
+        assert picked == []
+        language.set_language("中文")
+        assert picked == ["zh"]
+    finally:
+        language.set_language(before)
+
+
+def test_report_reads_a_config_where_load_model_would_load_it(tmp_path):
+    """The report's check before loading reads the configuration where load_model's own resolution
+    (models.locate) points: the bundled MiniLM's folder for "bundled", a folder by its path, and no hub
+    for a path that names no folder (load_model refuses it the same way)."""
+    from attnlab.core import models
+    from attnlab.tools import report
+
+    bundled = report._config_of("bundled")
+    assert bundled == json.loads((models.bundled_model_path() / "config.json").read_text(encoding="utf-8"))
+    assert bundled["model_type"] == "bert"
+    decoder = tmp_path / "tiny-gpt2"
+    decoder.mkdir()
+    (decoder / "config.json").write_text('{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_head": 12}')
+    assert models.locate(str(decoder)) == models.ModelPlace("folder", str(decoder))
+    assert "decoder-only" in report.refusal_before_loading(str(decoder))
+    missing = str(tmp_path / "no" / "such-model")
+    with pytest.raises(models.ModelLoadError):
+        models.locate(missing)
+    assert report._config_of(missing) is None
+    with pytest.raises(models.ModelLoadError, match="never a hub id"):
+        models.load_model(missing, verbose=False)
+
+
+def test_door_advice_is_printed_by_tools_not_core(monkeypatch, capsys):
+    """On Colab with little memory left, core's load_model only says which model runs; al.load_model
+    (tools) adds the runtime line and the memory warning that core's door module words."""
+    import inspect
+
+    import attnlab as al
+    from attnlab.core import door, models
+    from attnlab.tools import door_advice
+
+    monkeypatch.setenv("ATTNLAB_DOOR", "colab")
+    monkeypatch.setattr(door, "memory_warning", lambda *a, **k: "Only 0.3 GB of this session's 2.0 GB are free.")
+    m = models.load_model("bundled", check=False)
+    said = capsys.readouterr().out
+    assert "all-MiniLM" in said and "Colab" not in said and "0.3 GB" not in said
+    assert al.load_model is door_advice.load_model
+    al.load_model("bundled", check=False)
+    said = capsys.readouterr().out
+    assert said.splitlines()[1:] == door_advice.door_advice(m) == [
+        door.colab_line(m.name, on_gpu=False), "Only 0.3 GB of this session's 2.0 GB are free."]
+    al.load_model("bundled", check=False, verbose=False)
+    assert capsys.readouterr().out == ""
+    source = inspect.getsource(models)
+    assert "colab_line" not in source and "memory_warning" not in source

@@ -11,8 +11,9 @@ layer and head, over all *real* query rows of all texts (padding excluded):
     weight on the ``[CLS]`` / ``[SEP]`` positions (every ``[SEP]`` of a
     sentence pair counts).
 ``punct_mass``
-    weight on punctuation tokens (every character a Unicode punctuation mark,
-    e.g. ``.`` ``,`` ``，`` ``。``); NaN when no tokens were given.
+    weight on punctuation tokens (every character a Unicode punctuation mark once a piece mark
+    is off, e.g. ``.`` ``,`` ``，`` ``。`` ``▁,``: :func:`attnlab.analysis.token_roles.is_punctuation`);
+    NaN when no tokens were given.
 ``entropy``
     entropy in nats of each row smoothed as ``0.9999 * a + 0.0001 / n``
     (Clark et al.), ``n`` the text's real token count.
@@ -53,13 +54,13 @@ Two entry points, one per starting point:
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from attnlab.analysis.token_roles import is_punctuation
 from attnlab.core.checks import check_index
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, Batch, iter_attention_batches
@@ -231,13 +232,7 @@ class HeadSums:
         )
 
 
-# --------------------------------------------------------------------------- token roles
-
-
-def is_punctuation(token: str) -> bool:
-    """True for a token made only of punctuation characters (``.``, ``,``, ``。``, ``##?``)."""
-    t = token[2:] if token.startswith("##") and len(token) > 2 else token
-    return bool(t) and all(unicodedata.category(ch).startswith("P") for ch in t)
+# --------------------------------------------------------------------------- special tokens
 
 
 def _special_sets(special_tokens: Any) -> tuple[set[str], set[str]]:

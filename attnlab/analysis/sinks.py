@@ -24,7 +24,6 @@ Shapes: ``N`` texts, ``L`` layers.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -34,6 +33,7 @@ import torch
 from attnlab.analysis.interventions import cosine_distance, pooled, sentence_vectors, zero_values
 from attnlab.analysis.norm_attention import NormAttention, norm_attention, row_shares
 from attnlab.analysis.stats import Interval, bootstrap_mean
+from attnlab.analysis.token_roles import is_punctuation, is_word
 from attnlab.core.checks import check_positive_int
 from attnlab.core.extract import check_texts
 from attnlab.core.models import LoadedModel
@@ -43,29 +43,6 @@ from attnlab.core.run import encode, run
 KINDS = ("start", "end", "punct", "word", "other")
 #: The two views of attention that :class:`SinkProfile` compares.
 VIEWS = ("raw", "norm")
-
-_PIECE_MARKS = ("##", "\u0120", "\u2581")  # word-piece, byte-BPE and sentencepiece prefixes
-
-
-def is_punctuation(token: str) -> bool:
-    """True for a token made only of punctuation (``"?"``, ``"，"``, ``"##."``)."""
-    token = strip_piece_mark(token)
-    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
-
-
-def strip_piece_mark(token: str) -> str:
-    """The token without its word-piece, byte-BPE or sentencepiece prefix (``"##ing"`` -> ``"ing"``)."""
-    for mark in _PIECE_MARKS:
-        if token.startswith(mark):
-            return token[len(mark):]
-    return token
-
-
-def is_word(token: str) -> bool:
-    """True for a piece with at least one letter or digit (``"chess"``, ``"##s"``, ``"▁2020"``);
-    False for a bare ``"▁"``, punctuation or symbols."""
-    return any(unicodedata.category(ch)[0] in "LN" for ch in strip_piece_mark(token))
-
 
 def token_kinds(m: LoadedModel, tokens: Sequence[str]) -> list[str]:
     """The kind of each token: ``"start"`` (a special token in front: [CLS], ``<s>``), ``"end"``

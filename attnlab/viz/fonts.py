@@ -4,7 +4,8 @@
 ``noto-cjk-sans-otc``, then a system CJK font (e.g. Debian's
 ``fonts-wqy-microhei`` or ``fonts-noto-cjk``). It registers the font with
 matplotlib without a restart and puts it first in the sans-serif list. With
-none found it warns once and the course still runs.
+none found it warns once and the course still runs. Once this module is imported,
+:func:`attnlab.core.language.set_language` to Chinese picks the font too.
 """
 
 from __future__ import annotations
@@ -91,11 +92,12 @@ def cjk_font_for(labels: Iterable[object]) -> None:
         use_cjk_font()
 
 
-def set_language(lang: str) -> str:
-    """Switch the course's language (:func:`attnlab.core.language.set_language`) and, for Chinese,
-    matplotlib's font too, so every figure drawn afterwards shows its Chinese labels as glyphs (the
-    CJK font also draws Latin letters). ``al.set_language`` is this function."""
-    code = language.set_language(lang)
+def _font_follows(code: str) -> None:
+    """Chinese: matplotlib's font becomes a CJK one, so every figure drawn afterwards shows its Chinese
+    labels as glyphs (the CJK font also draws Latin letters)."""
     if code == "zh":
         use_cjk_font()
-    return code
+
+
+# one switch, attnlab.core.language.set_language (``al.set_language``), and the font follows it
+language.on_language_change(_font_follows)

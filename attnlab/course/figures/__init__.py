@@ -34,7 +34,6 @@ from tqdm.auto import tqdm
 from attnlab.core.language import _, listening, speaking
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
-from attnlab.viz.fonts import use_cjk_font
 from attnlab.viz.plot import texts_of
 
 T = TypeVar("T")
@@ -111,9 +110,8 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     iterator = specs
     if progress:
         iterator = tqdm(specs, desc=_("figures"), unit=_("fig"))
-    with _smoke_env(smoke), speaking(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode
-        if code == "zh":
-            use_cjk_font()
+    with _smoke_env(smoke), speaking(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode;
+        # in Chinese the CJK font follows the language (attnlab.viz.fonts listens to set_language)
         for spec in iterator:
             start = time.time()
             with listening() as heard:
