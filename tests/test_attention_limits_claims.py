@@ -15,6 +15,7 @@ from attnlab.analysis.faithfulness import TRUTHS, VIEWS, Scoreboard  # noqa: E40
 from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves  # noqa: E402
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile  # noqa: E402
 from attnlab.course import results  # noqa: E402
+from attnlab.course import attention_limits_result  # noqa: E402
 from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
 from attnlab.course.claims import attention_limits as lim  # noqa: E402
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
@@ -329,7 +330,7 @@ def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
                               lim.FIXED_HEADS_CHEAP, lim.MEAN_MAP_STANDS_IN, lim.HEADS_TOGETHER,
                               lim.FIXED_ORDER_BEATS_RANDOM]
     assert all(v.verdict == HOLDS for v in verdicts.values())
-    record = AttentionLimitsResult.from_run(*evidence)
+    record = attention_limits_result.from_run(*evidence)
     assert record.view_ranking[0] == "value_zeroing" and record.removed_share == pytest.approx(0.7, abs=0.01)
     assert record.sensitivity[lim.SINK_MASS]["0.5"] == HOLDS
     results.save(RESULT_NAME, record, model="tiny")

@@ -183,3 +183,28 @@ def test_door_advice_is_printed_by_tools_not_core(monkeypatch, capsys):
     assert capsys.readouterr().out == ""
     source = inspect.getsource(models)
     assert "colab_line" not in source and "memory_warning" not in source
+
+
+def _course_imports(path: Path) -> set[str]:
+    """The attnlab.course modules a file imports (also inside functions)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnlab.course"):
+            found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("attnlab.course")}
+    return found
+
+
+def test_records_sit_below_the_claims():
+    """Inside course/, the lessons' records are plain data below the claims and the builders above them:
+    lesson_results imports no claim and no builder, and no claim imports a builder."""
+    course = ROOT / "attnlab" / "course"
+    builders = {"attnlab.course.attention_limits_result", "attnlab.course.report_parts",
+                "attnlab.course.conclusions"}
+    below = _course_imports(course / "lesson_results.py")
+    assert not {m for m in below if m.startswith("attnlab.course.claims")} and not below & builders, below
+    for claim in sorted((course / "claims").glob("*.py")):
+        assert not _course_imports(claim) & builders, claim.name

@@ -24,7 +24,6 @@ from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
 from attnlab.core.records import Record
-from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.verdicts import ClaimVerdict
 
 
@@ -253,6 +252,74 @@ class ConclusionsResult(Record):
     labels: list[str] = field(default_factory=list)  # one per verdict, e.g. "3a" (conclusion 3, first reading)
 
 
+@dataclass
+class AttentionLimitsResult(Record):
+    """Lesson 13: sinks, norm-based attention, the faithfulness scoreboard and mean-map replacement
+    (built by :func:`attnlab.course.attention_limits_result.from_run`).
+
+    Attributes:
+        sink_texts: texts behind the sink measurements.
+        special_share_raw, special_share_norm: ``(L,)`` share of attention on [CLS]/[SEP]
+            (or <s>/</s>) per layer, raw and norm-based, with intervals over texts.
+        separator_share_raw: ``(L,)`` share on the separator alone ([SEP] or </s>), raw.
+        removed_share: share of the special tokens' raw mass that norm-based weights remove.
+        sink_effect, control_effect: mean cosine distance of the sentence representation when
+            the sink's (a random word's) value vectors are zeroed in one layer.
+        view_rho: view -> mean Spearman rho with the leave-one-out effect that keeps positions
+            (interval over queries).
+        view_rho_deleted: the same against deleting the token.
+        view_ranking, view_ranking_deleted: views from best to worst under each ground truth.
+        scored_queries: queries on the scoreboard (the same for every view).
+        papa_layers: layers whose heads were replaced by their mean map.
+        papa_cost, papa_control: ``(L, H)`` mean cost of the mean map / another query's map.
+        papa_fixedness: ``(L, H)`` fixedness of each replaced head.
+        papa_rho: Spearman rho over all heads of fixedness and cost (interval over texts).
+        papa_within_rho: the same within layers, averaged (interval over texts).
+        papa_saving: mean-map cost minus control cost (interval over texts).
+        papa_labels: ``(L, H)`` "cheap" / "costly" / "cannot tell" per head replaced alone.
+        together_fractions: ``(F,)`` fractions of heads replaced together.
+        together_fixed_first, together_reverse: ``(F,)`` mean cost, most / least fixed first.
+        together_random_low, together_random_high: ``(F,)`` band of the random orders.
+        together_replaceable: fraction replaceable together within the tolerance (interval over texts).
+        together_tolerance: that tolerance (cosine distance).
+        mean_queries: queries behind the mean maps.
+        verdicts: the claims of :mod:`attnlab.course.claims.attention_limits`, by key.
+        sensitivity: claim key -> {threshold: verdict word} (for the comparisons decided beyond a floor,
+            {floor: verdict word}: :func:`attnlab.course.claims.attention_limits.floor_sensitivity`).
+    """
+
+    sink_texts: int
+    special_share_raw: Interval
+    special_share_norm: Interval
+    removed_share: float
+    sink_effect: float
+    control_effect: float
+    view_rho: dict[str, Interval]
+    view_ranking: list[str]
+    scored_queries: int
+    papa_layers: list[int]
+    papa_cost: np.ndarray
+    papa_control: np.ndarray
+    papa_fixedness: np.ndarray
+    papa_rho: Interval
+    papa_saving: Interval
+    mean_queries: int
+    separator_share_raw: Interval | None = None
+    view_rho_deleted: dict[str, Interval] = field(default_factory=dict)
+    view_ranking_deleted: list[str] = field(default_factory=list)
+    papa_within_rho: Interval | None = None
+    papa_labels: list[list[str]] = field(default_factory=list)
+    together_fractions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    together_fixed_first: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    together_reverse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    together_random_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    together_random_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    together_replaceable: Interval | None = None
+    together_tolerance: float = float("nan")
+    verdicts: dict[str, ClaimVerdict] = field(default_factory=dict)
+    sensitivity: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
 #: saved name of each lesson result
 RESULT_NAMES: dict[type, str] = {
     HeadPatternsResult: "05_reading_heatmaps",
@@ -263,6 +330,6 @@ RESULT_NAMES: dict[type, str] = {
     HeadCountResult: "10_how_many_heads",
     PruningResult: "11_pruning_heads",
     ConclusionsResult: "12_conclusions",
-    AttentionLimitsResult: "13_attention_limits",  # defined in attnlab.course.attention_limits_result
+    AttentionLimitsResult: "13_attention_limits",  # built by attnlab.course.attention_limits_result.from_run
 }
 RESULT_KINDS: dict[str, type] = {name: kind for kind, name in RESULT_NAMES.items()}

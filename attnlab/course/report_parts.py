@@ -47,6 +47,7 @@ from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
+from attnlab.course import attention_limits_result
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims import averaging as averaging_claims
 from attnlab.course.claims import conclusions as conclusion_claims
@@ -463,7 +464,7 @@ def attention_limits(m: LoadedModel, *, precision: str = "fp32",
         held_out = queries[size["mean_queries"]:]
         replacement = mean_map_replacement(m, held_out, mean, seed=0)
         together = replace_together(m, held_out, mean, n_random=size["orders"], seed=0)
-    return AttentionLimitsResult.from_run(profile, intervention, board, replacement, together), None
+    return attention_limits_result.from_run(profile, intervention, board, replacement, together), None
 
 
 #: the parts in the order they run: name -> (lesson, what it measures, function)

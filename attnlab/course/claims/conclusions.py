@@ -66,10 +66,10 @@ from attnlab.course.claims.head_count import (
     verdict_more_heads_not_always_better,
     verdict_self_collapse,
 )
-from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
+    AttentionLimitsResult,
     AveragingResult,
     DiversityResult,
     HeadCountResult,
