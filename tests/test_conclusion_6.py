@@ -117,13 +117,14 @@ def test_floor_blocks_tiny_effects_6b(side):
         full, small, tiny, word = -1.0, 0.40, margin - 0.015, HOLDS
     else:  # full size: one ranking, 1 (0.5 above the margin)
         full, small, tiny, word = 1.0, 0.60, margin + 0.005, FAILS
-    for agreement, floor, expected in ((full, claims.FLOOR_6B, word), (tiny, claims.FLOOR_6B, UNSURE),
-                                       (small, 0.0, word), (small, claims.FLOOR_6B, UNSURE)):
+    for agreement, expected in ((full, {claims.FLOOR_6B: word}), (tiny, {claims.FLOOR_6B: UNSURE}),
+                                (small, {0.0: word, claims.FLOOR_6B: UNSURE})):
         pr.tasks = planted_tasks(agreement)
-        v = claims.conclusion_6b(pr, floor=floor)
-        assert v.numbers["estimate"] == pytest.approx(agreement, abs=0.03)
-        assert v.verdict == expected, (agreement, floor, v.numbers["low"], v.numbers["high"])
-        assert v.numbers["floor"] == floor
+        for floor, verdict in expected.items():
+            v = claims.conclusion_6b(pr, floor=floor)
+            assert v.numbers["estimate"] == pytest.approx(agreement, abs=0.03)
+            assert v.verdict == verdict, (agreement, floor, v.numbers["low"], v.numbers["high"])
+            assert v.numbers["floor"] == floor
 
 
 def test_conclusion_6b_needs_twenty_splits():
