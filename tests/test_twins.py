@@ -196,3 +196,10 @@ def test_reduced_twin_measures_every_part_a_claim_reads(tiny_factory):
     assert set(found.rows) == set(c.JUDGES)
     assert all(torch.equal(p, before[n]) for n, p in tiny.model.named_parameters())
 
+
+
+def test_claim_words_state_their_floors():
+    """The printed words of conclusions 1 and 2 say the lines their rules draw, floors included."""
+    most, few, floor = claims.MOST_FIXED, claims.FEW_CONTENT, claims.FLOOR_1
+    assert f"{most + floor:.0%}" in claims.CLAIMS[1] and f"{few - floor:.0%}" in claims.CLAIMS[1]
+    assert f"{claims.FLOOR_2:.0%}" in claims.CLAIMS[2]

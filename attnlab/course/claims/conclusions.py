@@ -83,8 +83,11 @@ from attnlab.course.claims.readings import READING, WHY, WHY_READING
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine, from_tests
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
-    1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information"),
-    2: N_("lower layers are more diverse; heads of upper layers converge"),
+    1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information: over 60% of "
+          "the heads, each weighted by how much of its rows reads the text, are fixed, and under 15% follow the "
+          "content (half and a quarter, each a tenth of the heads beyond)"),
+    2: N_("lower layers are more diverse; heads of upper layers converge: beyond random layers, the heads' spread "
+          "shrinks by more than 2% of the first layer's spread per layer"),
     3: COLLAPSE_CLAIM,
     4: N_("multi-head attention is an ensemble of weak learners (a random forest)"),
     5: MORE_HEADS_CLAIM,
