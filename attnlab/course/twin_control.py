@@ -32,7 +32,7 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 NOT_ABOUT_THE_MODEL = ("5a", "5b")
 #: which way the deciding number moves toward "holds": +1 larger, -1 smaller, 0 either way
 #: (a two-sided rule such as "within a margin": the difference must then clear the floor either way)
-TOWARD_HOLDS = {"1": +1, "2": -1, "3a": +1, "3b": +1, "4a": 0, "4b": +1, "6a": -1, "6b": -1}
+TOWARD_HOLDS = {"1": +1, "2": -1, "3a": +1, "3b": +1, "4a": -1, "4b": +1, "6a": -1, "6b": -1}
 
 DIFFERENCE = N_("model minus untrained twin")
 TWIN_NAME = N_("untrained twin")
