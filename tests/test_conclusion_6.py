@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import lesson_records as rec  # tests/lesson_records.py
+from attnlab.analysis import probes
 from attnlab.analysis.probes import TASKS, TaskStudy
 from attnlab.analysis.stats import resample_counts
 from attnlab.course.claims import conclusions as claims
@@ -134,3 +135,12 @@ def test_conclusion_6b_needs_twenty_splits():
     pr.tasks.refit_costs = {t: c[0] for t, c in pr.tasks.refit_costs.items()}  # (2, N, L, H): one split
     v = claims.conclusion_6b(pr)
     assert v.verdict == UNSURE and "fewer than 20" in v.numbers["why"]
+
+
+def test_claim_words_state_the_constants():
+    """The printed claims of 6a and 6b say their margins, floors and split count as the rules use them."""
+    for number in (claims.USEFUL_MARGIN, claims.FLOOR_6A):
+        assert f"{number:g}" in claims.USEFUL_CLAIM
+    for number in (claims.TASK_MARGIN, claims.FLOOR_6B):
+        assert f"{number:g}" in claims.TASK_CLAIM
+    assert f"{claims.MIN_SPLITS} splits" in claims.TASK_CLAIM and claims.MIN_SPLITS == probes.N_SPLITS
