@@ -142,14 +142,18 @@ def test_report_compare_writes_one_table(tiny_reports, tmp_path, capsys):
     assert table == capsys.readouterr().out
     lines = table.strip().splitlines()
     assert len(lines) == 2 + len(LABELS)
-    assert lines[0].count("|") == 2 + len(folders)
+    twins = [f for f in folders if read_report(f)["settings"].get("twin")]
+    assert len(twins) == len(folders)  # every report measured its untrained twin: a column each
+    assert lines[0].count("|") == 2 + len(folders) + len(twins)
     words = {HOLDS: "HOLDS", FAILS: "DOES NOT HOLD", UNSURE: "CANNOT TELL"}
     for row, label in zip(lines[2:], LABELS):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
         assert cells[0].startswith(label)
-        for cell, folder in zip(cells[1:], folders):
+        for cell, folder in zip(cells[1::2], folders):
             claim = read_report(folder)["claims"][label]
             assert cell.startswith(f"**{words[claim['verdict']]}**")
+        for cell, folder in zip(cells[2::2], folders):
+            assert cell == read_report(folder)["claims"][label]["twin"].replace("|", "\\|")
     with pytest.raises(ValueError, match="no finished report"):
         compare_table([str(tmp_path)])
 

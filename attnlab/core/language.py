@@ -360,12 +360,12 @@ def main(argv: list[str] | None = None) -> int:
     lessons = "--lessons" in args
     words = [a for a in args if a != "--lessons"]
     if len(words) != 1:
-        print("usage: python -m attnlab.core.language [--lessons] LANG", file=sys.stderr)
+        print(_("usage: python -m attnlab.core.language [--lessons] LANG"), file=sys.stderr)
         return 2
     try:
         code = normalise_language(words[0])
     except ValueError as exc:
-        print(f"attnlab: {exc}", file=sys.stderr)
+        print(_("attnlab: {error}").format(error=exc), file=sys.stderr)
         return 2
     print(lessons_folder(Path(), code).as_posix() if lessons else code)
     return 0

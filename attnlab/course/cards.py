@@ -30,9 +30,6 @@ from typing import Any, Mapping
 
 from attnlab.core.language import N_, _, current_language, filled_template, translated
 
-#: the verdict words as a card prints them (functions: the reader's language is read when shown)
-VERDICT_WORDS = {"holds": lambda: _("HOLDS"), "does not hold": lambda: _("DOES NOT HOLD"),
-                 "cannot tell": lambda: _("CANNOT TELL")}
 #: card colours: the verdict word, the interval, the card's left edge
 COLOURS = {"good": "#1a7f37", "bad": "#cf222e", "unsure": "#9a6700"}
 #: numbers that are a threshold the deciding number is held to, in the order they are drawn
@@ -402,10 +399,11 @@ def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 70)
 
 
 def card(*, kind: str, statement: str, word: str, tone: str, numbers: Mapping, change: str,
-         decider: Decider | None) -> str:
+         decider: Decider | None, twin: str = "") -> str:
     """The card's HTML. ``kind``: the heading ("Claim" or "Check", already translated); ``statement``:
     the claim or what was checked; ``word``: the verdict word as shown; ``tone``: a key of
-    :data:`COLOURS`; ``change``: what would change the verdict (one line)."""
+    :data:`COLOURS`; ``change``: what would change the verdict (one line); ``twin``: the untrained
+    twin's verdict and number, shown under the model's (one line, already translated)."""
     esc, colour = html.escape, COLOURS[tone]
     rows = "".join(f'<tr><td style="padding:1px 12px 1px 0;text-align:left">{esc(label(k))}</td>'
                    f'<td style="text-align:left">{esc(value_text(v))}</td></tr>' for k, v in numbers.items())
@@ -414,14 +412,10 @@ def card(*, kind: str, statement: str, word: str, tone: str, numbers: Mapping, c
         reading = _("{what}: {estimate:.3g}").format(what=label(decider.key), estimate=decider.estimate)
         if decider.has_interval:
             reading += f" [{decider.low:.3g}, {decider.high:.3g}]"
-        twin = ""
-        if numbers.get(TWIN_VERDICT) in VERDICT_WORDS:
-            twin_word = VERDICT_WORDS[numbers[TWIN_VERDICT]]()
-            twin = (f'<div class="al-card-twin" style="font-size:90%;opacity:0.8">'
-                    f'{esc(_("untrained twin: {word} {number}").format(word=twin_word, number=numbers.get(TWIN_NUMBER, "")))}'
-                    f'</div>')
+        twin_line = (f'<div class="al-card-twin" style="font-size:90%;opacity:0.8">{esc(twin)}</div>'
+                     if twin else "")
         figure = (f'<div class="al-card-figure" style="margin:4px 0">{interval_svg(decider, colour)}'
-                  f'<div class="al-card-number" style="font-size:90%">{esc(reading)}</div>{twin}</div>')
+                  f'<div class="al-card-number" style="font-size:90%">{esc(reading)}</div>{twin_line}</div>')
     return (
         f'<div class="al-card al-card-{tone}" lang="{current_language()}" style="border:1px solid #d0d7de;'
         f'border-left:5px solid {colour};border-radius:6px;padding:8px 12px;margin:6px 0;max-width:46em">'

@@ -25,7 +25,7 @@ from typing import Iterable
 
 from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
-from attnlab.course.cards import VERDICT_WORDS, Decider, card, deciding, numbers_text, value_text
+from attnlab.course.cards import TWIN_NUMBER, TWIN_VERDICT, Decider, card, deciding, numbers_text, value_text
 from attnlab.course.cards import label as label_of
 
 HOLDS = "holds"
@@ -43,9 +43,10 @@ def from_tests(holds: bool, fails: bool) -> str:
 
 def shown(verdict: str) -> str:
     """The verdict word as printed, in the current language: ``"HOLDS"`` or ``"成立"`` and so on."""
-    if verdict not in VERDICT_WORDS:
+    labels = {HOLDS: _("HOLDS"), FAILS: _("DOES NOT HOLD"), UNSURE: _("CANNOT TELL")}
+    if verdict not in labels:
         raise ValueError(f"verdict must be one of {WORDS}, got {verdict!r}")
-    return VERDICT_WORDS[verdict]()
+    return labels[verdict]
 
 
 def word_from(text: str) -> str:
@@ -157,5 +158,9 @@ class ClaimVerdict:
     def _repr_html_(self) -> str:
         """The verdict as a card in a notebook (see :mod:`attnlab.course.cards`)."""
         tone = {HOLDS: "good", FAILS: "bad", UNSURE: "unsure"}[self.verdict]
+        twin_word = self.numbers.get(TWIN_VERDICT)
+        twin = (_("untrained twin: {word} {number}").format(word=shown(twin_word),
+                                                            number=self.numbers.get(TWIN_NUMBER, ""))
+                if twin_word in WORDS else "")
         return card(kind=_("Claim:"), statement=self.shown_claim, word=self.shown_word, tone=tone,
-                    numbers=self.numbers, change=self.what_would_change(), decider=self.decider)
+                    numbers=self.numbers, change=self.what_would_change(), decider=self.decider, twin=twin)
