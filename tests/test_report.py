@@ -233,7 +233,7 @@ def test_report_smoke_on_the_offline_default(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_OFFLINE", "1")
     monkeypatch.delenv("ATTNLAB_MODEL", raising=False)
     out = tmp_path / "e5"
-    assert _report(["--smoke", "--out", str(out)]) == 0
+    assert _report(["--smoke", "--twin", "none", "--out", str(out)]) == 0  # the twin runs on the tiny models
     data = check_report(out)
     assert "e5" in data["settings"]["model"]
     assert all(part["origin"] == "measured" for part in data["settings"]["parts"].values()), data["settings"]["parts"]
