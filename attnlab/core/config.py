@@ -10,7 +10,9 @@ model that ``load_model("auto")`` uses, e.g. a local folder prepared offline.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import TypeVar
 
 from attnlab.core import class_setting
@@ -85,3 +87,17 @@ def mode_line() -> str:
         line += " · " + _("class setting {setting} ({source})").format(setting=setting.describe(),
                                                                        source=setting.source)
     return line
+
+
+@contextlib.contextmanager
+def smoke_mode(smoke: bool) -> Iterator[None]:
+    """Set ``ATTNLAB_SMOKE`` for the duration of a ``with`` block, restoring the previous value."""
+    previous = os.environ.get("ATTNLAB_SMOKE")
+    os.environ["ATTNLAB_SMOKE"] = "1" if smoke else "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("ATTNLAB_SMOKE", None)
+        else:
+            os.environ["ATTNLAB_SMOKE"] = previous

@@ -19,16 +19,14 @@ and says which (:class:`TwinEvidence`'s ``source``).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from attnlab.core.config import is_smoke
+from attnlab.core.config import is_smoke, smoke_mode
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
@@ -132,17 +130,6 @@ def shipped_twin(m: LoadedModel) -> TwinEvidence | None:
         return None  # a shipped file of an older schema: measure a reduced twin instead
 
 
-@contextmanager
-def _smoke_sizes():
-    before = os.environ.get("ATTNLAB_SMOKE")
-    os.environ["ATTNLAB_SMOKE"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("ATTNLAB_SMOKE", None)
-        else:
-            os.environ["ATTNLAB_SMOKE"] = before
 
 
 def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = True) -> TwinEvidence:
@@ -154,7 +141,7 @@ def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = Tru
     parts = {"patterns": report_parts.patterns, "perturbation": report_parts.perturbation,
              "averaging": report_parts.averaging, "diversity": report_parts.diversity,
              "head_count": _regrouping_only, "pruning": report_parts.pruning_part}
-    with _smoke_sizes():
+    with smoke_mode(True):
         for part, measure in tqdm(parts.items(), desc=_("untrained twin"), disable=not progress):
             try:
                 record, _stopping = measure(twin, progress=False)

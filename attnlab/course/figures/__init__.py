@@ -17,10 +17,8 @@ Chinese labels (the gallery of the Chinese edition, ``figures/zh/``).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
-import os
 import pkgutil
 import time
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
+from attnlab.core.config import smoke_mode
 from attnlab.core.language import _, listening, speaking
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
@@ -110,7 +109,7 @@ def build_all(model: LoadedModel, out_dir: str | Path = "figures", *, smoke: boo
     iterator = specs
     if progress:
         iterator = tqdm(specs, desc=_("figures"), unit=_("fig"))
-    with _smoke_env(smoke), speaking(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode;
+    with smoke_mode(smoke), speaking(lang) as code:  # lessons re-run for evidence (lesson 12) use the same mode;
         # in Chinese the CJK font follows the language (attnlab.viz.fonts listens to set_language)
         for spec in iterator:
             start = time.time()
@@ -142,15 +141,3 @@ def drawn_strings(heard: dict[tuple, str]) -> list[list]:
     return sorted(([*lookup, shown] for lookup, shown in heard.items()), key=lambda row: [str(x) for x in row])
 
 
-@contextlib.contextmanager
-def _smoke_env(smoke: bool):
-    """Set ``ATTNLAB_SMOKE`` for the duration, restoring the previous value."""
-    previous = os.environ.get("ATTNLAB_SMOKE")
-    os.environ["ATTNLAB_SMOKE"] = "1" if smoke else "0"
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("ATTNLAB_SMOKE", None)
-        else:
-            os.environ["ATTNLAB_SMOKE"] = previous
