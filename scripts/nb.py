@@ -1,6 +1,7 @@
 """Notebook helpers for authors of the course.
 
-    python scripts/nb.py sync     # rewrite every lesson's Colab cell and every README badge from attnlab/_meta.py
+    python scripts/nb.py sync     # rewrite every lesson's standard cells (Colab, bring back, take away) and
+                                  # every README badge from attnlab/_meta.py
     python scripts/nb.py strip    # remove outputs and execution counts
     python scripts/nb.py check    # exit 1 if a notebook has outputs, or a Colab cell or badge is stale
 
@@ -29,6 +30,8 @@ from attnlab._meta import GIT_URL, TAG, binder_url, colab_url, requirement  # no
 from attnlab.core.language import lessons_folder  # noqa: E402
 
 COLAB_MARKER = "# Colab set-up"
+BRING_BACK_MARKER = "# Bring your work back"
+TAKE_WORK_MARKER = "# Take your work with you"
 READMES = (ROOT / "README.md", ROOT / "README.zh-CN.md")
 #: a Colab or Binder badge's address of a lesson, whatever repository and version it names now
 BADGE = re.compile(r"https://colab\.research\.google\.com/github/[^/\s)]+/[^/\s)]+/blob/[^/\s)]+/"
@@ -48,6 +51,29 @@ def colab_cell_source(url: str = GIT_URL, tag: str = TAG) -> str:
     )
 
 
+def bring_back_cell_source() -> str:
+    """The cell after the Colab cell (after the language cell in the Chinese edition): bring back the work a
+    student took from an earlier Colab or Binder session (:mod:`attnlab.tools.take_work`)."""
+    return (
+        f"{BRING_BACK_MARKER}: an attnlab-work-*.zip taken from an earlier Colab or Binder session and\n"
+        "# uploaded next to this notebook comes back into the results folder, once (the last cell packs it).\n"
+        "from attnlab.tools.take_work import bring_back_here\n"
+        "bring_back_here()\n"
+    )
+
+
+def take_work_cell_source() -> str:
+    """The last cell of every lesson: on Colab or Binder, pack the student's results and attempts into
+    one file to download (the bring-back cell near the top restores it next time); elsewhere say where they are kept."""
+    return (
+        f"{TAKE_WORK_MARKER}: on Colab or Binder your results and checked attempts are packed into one\n"
+        "# attnlab-work-<date>-<time>.zip to download (upload it next time and run the lesson from the top);\n"
+        "# elsewhere they stay in the results folder.\n"
+        "from attnlab.tools.take_work import offer\n"
+        "offer()\n"
+    )
+
+
 def _badge(match: re.Match) -> str:
     if match.group("cname"):
         return colab_url(match.group("cname"), "zh" if match.group("czh") else "en")
@@ -63,10 +89,11 @@ def new_notebook(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
-    out = [nbformat.v4.new_code_cell(colab_cell_source())]
+    out = [nbformat.v4.new_code_cell(colab_cell_source()), nbformat.v4.new_code_cell(bring_back_cell_source())]
     for kind, src in cells:
         src = src.strip("\n")
         out.append(nbformat.v4.new_markdown_cell(src) if kind == "md" else nbformat.v4.new_code_cell(src))
+    out.append(nbformat.v4.new_code_cell(take_work_cell_source()))
     nb.cells = out
     return nb
 
@@ -117,10 +144,37 @@ def problems(path: Path) -> list[str]:
     def code_of(text: str) -> list[str]:  # the Chinese edition translates the comments, never the code
         return [line for line in text.strip().splitlines() if not line.lstrip().startswith("#")]
 
-    if not nb.cells or code_of(nb.cells[0].source) != code_of(colab_cell_source()) or (
-            path.parent.name != "zh" and nb.cells[0].source.strip() != colab_cell_source().strip()):
-        found.append(f"{path.name}: first cell is not the standard Colab cell (run `python scripts/nb.py sync`)")
+    english = path.parent.name != "zh"
+    standard = ((0, colab_cell_source(), "first cell is not the standard Colab cell"),
+                (1 if english else 2, bring_back_cell_source(), "the cell after the Colab (and language) cell is "
+                 "not the standard bring-your-work-back cell"),
+                (-1, take_work_cell_source(), "last cell is not the standard take-your-work cell"))
+    for index, source, what in standard:
+        if len(nb.cells) < 3 or code_of(nb.cells[index].source) != code_of(source) or (
+                english and nb.cells[index].source.strip() != source.strip()):
+            found.append(f"{path.name}: {what} (run `python scripts/nb.py sync`)")
     return found
+
+
+def sync_standard_cells(nb: nbformat.NotebookNode, stem: str) -> None:
+    """Write a lesson's standard cells: the first (Colab set-up), the second (bring your work back) and the
+    last (take your work with you)."""
+    if nb.cells and nb.cells[0].source.startswith(COLAB_MARKER):
+        nb.cells[0].source = colab_cell_source()
+    else:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(colab_cell_source()))
+    if len(nb.cells) > 1 and nb.cells[1].source.startswith(BRING_BACK_MARKER):
+        nb.cells[1].source = bring_back_cell_source()
+    else:
+        back = nbformat.v4.new_code_cell(bring_back_cell_source())
+        back["id"] = f"c{stem}-bring-back"
+        nb.cells.insert(1, back)
+    if nb.cells[-1].cell_type == "code" and nb.cells[-1].source.startswith(TAKE_WORK_MARKER):
+        nb.cells[-1].source = take_work_cell_source()
+    else:
+        last = nbformat.v4.new_code_cell(take_work_cell_source())
+        last["id"] = f"c{stem}-take-work"
+        nb.cells.append(last)
 
 
 def _rebuild_chinese() -> None:
@@ -137,10 +191,7 @@ def main(argv: list[str]) -> int:
         for p in notebooks():
             nb = nbformat.read(str(p), as_version=4)
             if cmd == "sync":
-                if nb.cells and nb.cells[0].source.startswith(COLAB_MARKER):
-                    nb.cells[0].source = colab_cell_source()
-                else:
-                    nb.cells.insert(0, nbformat.v4.new_code_cell(colab_cell_source()))
+                sync_standard_cells(nb, p.stem.split("_")[0])
             strip(nb)
             nbformat.write(nb, str(p))
         if cmd == "sync":

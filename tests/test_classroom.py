@@ -17,6 +17,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import attnlab as al
@@ -28,6 +29,9 @@ from attnlab.tools import assignments, class_collect, take_work
 from attnlab.tools.cli import main
 from attnlab.tools.testing import save_tiny_model
 from classroom_solutions import teacher  # tests/classroom_solutions.py
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import nb  # noqa: E402  scripts/nb.py: the lessons' standard cells
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # nbgrader runs alembic from the same environment
@@ -255,6 +259,14 @@ def test_class_model_pinned(tmp_path, class_model, monkeypatch, capsys):
 
 
 def test_take_your_work(tmp_path, monkeypatch, tiny_en, capsys):
+    # every lesson of both editions brings work back near its top and offers to take it at its end
+    for path in nb.all_notebooks():
+        assert [p for p in nb.problems(path) if "bring" in p or "take-your-work" in p] == [], path
+    broken = nbformat.read(str(nb.notebooks()[0]), as_version=4)
+    broken.cells = broken.cells[:-1]
+    nbformat.write(broken, str(tmp_path / "00_tour.ipynb"))
+    assert any("take-your-work" in p for p in nb.problems(tmp_path / "00_tour.ipynb"))  # the check can fail
+
     results = tmp_path / "session-1" / "results"
     monkeypatch.setenv("ATTNLAB_RESULTS", str(results))
     monkeypatch.chdir(tmp_path)
@@ -263,10 +275,11 @@ def test_take_your_work(tmp_path, monkeypatch, tiny_en, capsys):
     (results / "lesson_05_patterns.json").write_text('{"a": 1}', encoding="utf-8")
     before = {p.relative_to(results).as_posix(): p.read_bytes() for p in results.rglob("*") if p.is_file()}
 
-    # the lesson's last cell on Binder: packs and says where the file is
+    # the lesson's own last cell on Binder: packs and says where the file is
     monkeypatch.setenv("ATTNLAB_DOOR", "binder")
-    packed = take_work.offer()
-    assert packed is not None and packed.parent == tmp_path and "right-click" in capsys.readouterr().out
+    exec(nb.take_work_cell_source(), {})
+    [packed] = tmp_path.glob(f"{take_work.KIND}-*.zip")
+    assert str(packed) in capsys.readouterr().out.replace("\n", "")
     with zipfile.ZipFile(packed) as archive:
         assert sorted(archive.namelist()) == sorted([take_work.MANIFEST] + [f"results/{k}" for k in before])
 
@@ -275,11 +288,14 @@ def test_take_your_work(tmp_path, monkeypatch, tiny_en, capsys):
     fresh.mkdir()
     shutil.copy(packed, fresh / packed.name)
     monkeypatch.setenv("ATTNLAB_RESULTS", str(fresh / "results"))
-    assert len(take_work.bring_back_here(fresh)) == len(before)
+    monkeypatch.chdir(fresh)
+    exec(nb.bring_back_cell_source(), {})  # the lesson's own bring-back cell
+    assert f"({len(before)} files)" in capsys.readouterr().out
     after = {p.relative_to(fresh / "results").as_posix(): p.read_bytes()
              for p in (fresh / "results").rglob("*") if p.is_file()}
     assert after == before
     assert take_work.bring_back_here(fresh) == []  # done once
+    monkeypatch.chdir(tmp_path)
     assert [a["right"] for a in attempts.read("04.head_width")] == [False, True]
 
     # the command: a changed file is kept beside, never lost

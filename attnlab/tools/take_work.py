@@ -11,7 +11,7 @@ file carries it::
 
 In a lesson, :func:`offer` (the last cell) packs the file and, on Colab, starts its
 download; on Binder it says where the file is (right-click it in the file browser,
-Download). :func:`bring_back_here` (the first cell) restores any ``attnlab-work-*.zip``
+Download). :func:`bring_back_here` (the cell after the Colab set-up) restores any ``attnlab-work-*.zip``
 the student uploaded next to the notebook, once.
 
 The zip holds ``attnlab-work.json`` (what it is, when it was made, and each file's SHA-256)
@@ -163,16 +163,16 @@ def offer() -> Path | None:
         files = None
     if which == door.COLAB and files is not None:
         files.download(str(packed))
-        print(_("{name} is downloading: keep it, and upload it next time (the first cell brings it back).").format(
+        print(_("{name} is downloading: keep it, and next time upload it and run the lesson from the top: your work comes back.").format(
             name=packed.name))
     else:
         print(_("{path} holds your work: in the file browser, right-click it and choose Download. Next time, "
-                "upload it next to the lesson and run the first cell.").format(path=packed))
+                "upload it next to the lesson and run the lesson from the top.").format(path=packed))
     return packed
 
 
 def bring_back_here(folder: str | Path = ".") -> list[Path]:
-    """A lesson's first cell: restore each ``attnlab-work-*.zip`` in ``folder`` (uploaded by the student) once,
+    """A lesson's bring-back cell, near the top: restore each ``attnlab-work-*.zip`` in ``folder`` (uploaded by the student) once,
     marking it done (``<zip>.brought``)."""
     written: list[Path] = []
     for packed in sorted(Path(folder).glob(f"{KIND}-*.zip")):
