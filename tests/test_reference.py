@@ -9,6 +9,7 @@ import pytest
 
 from attnlab.core.language import current_language, set_language
 from attnlab.course import reference
+from attnlab.course.verdicts import WORDS
 
 
 def record(**overrides) -> dict:
@@ -106,3 +107,110 @@ def test_differences_reads_folders_and_the_shipped_smoke_reference(tmp_path):
     (tmp_path / "08_layer_averaging.json").write_text("{not json", encoding="utf-8")
     found = reference.differences(tmp_path)
     assert [(d.lesson, d.cause) for d in found] == [("08_layer_averaging", "missing")]
+
+
+def conclusions_record() -> dict:
+    """A saved lesson-12 record with two conclusions, one with an interval."""
+    return {"schema": 3, "name": "12_conclusions", "kind": "ConclusionsResult", "model": "multilingual-e5-small",
+            "n_layers": 12, "n_heads": 12, "precision": "bf16", "device": "cpu", "smoke": False,
+            "data": {"verdicts": [
+                {"claim": "heads specialise", "verdict": "holds",
+                 "numbers": {"estimate": 0.625, "low": 0.5, "high": 0.75, "threshold": 0.3}},
+                {"claim": "one head is enough", "verdict": "cannot tell", "numbers": {"missing": "no lesson 10"}}],
+                "evidence_origin": {}, "labels": ["1", "4a"]}}
+
+
+def test_full_conclusions_reads_lesson_12s_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(reference, "HERE", tmp_path)
+    folder_ = reference.reference_dir("full", "multilingual-e5-small")
+    folder_.mkdir(parents=True)
+    (folder_ / "12_conclusions.json").write_text(json.dumps(conclusions_record()), encoding="utf-8")
+    assert reference.full_conclusions("multilingual-e5-small") == {
+        "1": ("holds", "estimate 0.625 [0.5, 0.75]"), "4a": ("cannot tell", "")}
+    with pytest.raises(FileNotFoundError, match="all-MiniLM-L6-v2"):
+        reference.full_conclusions("bundled")
+
+
+def _interval_claim(ref: dict[str, dict]) -> tuple[str, str, str, float, float, float]:
+    """The first verdict of lessons 05-11 in ``ref`` whose deciding number has an interval wide enough to
+    move inside: (lesson, claim, key, estimate, low, high)."""
+    from attnlab.course.cards import deciding
+
+    for name in reference.LESSONS:
+        for claim, v in reference.verdicts_of(ref[name]["data"]).items():
+            d = deciding(v["numbers"])
+            if (d is not None and isinstance(v["numbers"].get(d.key), float)
+                    and d.high - d.low > 0.5 * (abs(d.estimate) + 1e-3)):
+                return name, claim, d.key, d.estimate, d.low, d.high
+    raise AssertionError("no verdict with an interval in the full reference")
+
+
+def _plant(ref: dict[str, dict], name: str, change) -> list:
+    mine = copy.deepcopy(ref)
+    change(mine[name])
+    return reference.compare(mine, ref, cpu="the reference's CPU")
+
+
+def test_reference_full_explains_difference():
+    ref = reference.read_folder(reference.reference_dir("full", "multilingual-e5-small"))
+    name, claim, key, estimate, low, high = _interval_claim(ref)
+    ref_precision = ref[name]["precision"]
+    other = "fp32" if ref_precision == "bf16" else "bf16"
+
+    def numbers(rec: dict) -> dict:
+        return reference.verdicts_of(rec["data"])[claim]["numbers"]  # the record's own dict
+
+    def move(value: float):
+        return lambda rec: numbers(rec).__setitem__(key, value)
+
+    inside = low + 0.1 * (high - low) if estimate - low > high - estimate else high - 0.1 * (high - low)
+    outside = high + (high - low) + 1.0
+    size_key = next(k for k in reference.SIZE_KEYS if isinstance(ref[name]["data"].get(k), int))
+
+    def sizes(rec: dict) -> None:
+        rec["data"][size_key] += 1
+        move(outside)(rec)
+
+    cases = {
+        "precision": lambda rec: (rec.update(precision=other, smoke=True), move(inside)(rec)),  # precision first
+        "smoke": lambda rec: (rec.update(smoke=True), rec["data"].__setitem__(size_key, 1), move(outside)(rec)),
+        "sizes": sizes,
+        "cpu inside": move(inside),
+        "cpu outside": move(outside),
+    }
+    expected_inside = {"precision": True, "smoke": False, "sizes": False, "cpu inside": True, "cpu outside": False}
+    for case, change in cases.items():
+        found = [d for d in _plant(ref, name, change) if d.what == f"{claim}: {key}"]
+        assert len(found) == 1, case
+        assert found[0].cause == case.split()[0], case
+        assert found[0].inside is expected_inside[case], case
+    precision = _plant(ref, name, cases["precision"])[0]
+    assert f"ATTNLAB_PRECISION={ref_precision}" in precision.explain()  # read from the reference record
+    assert "the reference's CPU" in _plant(ref, name, cases["cpu inside"])[0].explain()
+    text = reference.report(_plant(ref, name, cases["cpu outside"]))
+    assert "outside the reference's interval" in text
+    assert reference.compare(copy.deepcopy(ref), ref) == []
+
+
+@pytest.mark.parametrize("model", list(reference.MODELS))
+def test_shipped_full_references_hold_every_claim(model):
+    full = reference.read_folder(reference.reference_dir("full", model))
+    smoke = reference.read_folder(reference.reference_dir("smoke"))
+    assert set(full) == set(reference.COMPARED)
+    assert all(r["model"] == model and not r["smoke"] for r in full.values())
+    for name in reference.LESSONS:  # every claim the lesson saves (the smoke run saves the same ones)
+        claims = reference.verdicts_of(full[name]["data"])
+        assert claims and set(claims) == set(reference.verdicts_of(smoke[name]["data"])), name
+        assert all(v["verdict"] in WORDS for v in claims.values())
+    conclusions = reference.full_conclusions(model)
+    assert len(conclusions) >= 6 and all(word in WORDS for word, _text in conclusions.values())
+    shipped = reference.provenance("full", model)
+    assert shipped["model"] == model and shipped["precision"] == [full["08_layer_averaging"]["precision"]]
+    assert shipped["native_bf16"] == (shipped["precision"] == ["bf16"])
+
+
+def test_no_reference_for_another_model_says_which_ship(tmp_path):
+    rec = record(model="bert-base-chinese")
+    (tmp_path / "08_layer_averaging.json").write_text(json.dumps(rec), encoding="utf-8")
+    text = reference.compare_with_reference(tmp_path)
+    assert "bert-base-chinese" in text and "multilingual-e5-small" in text

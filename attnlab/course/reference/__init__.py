@@ -1,23 +1,26 @@
 """Reference results, and why a student's saved results differ from them.
 
-The package ships the saved results of lessons 05-11 from one run on the
-offline default (``multilingual-e5-small``): ``reference/smoke/`` from a smoke
-run (``ATTNLAB_SMOKE=1``) and, when it has been produced, ``reference/full/``
-from a full run. :func:`differences` compares a results folder (``results/``,
-or ``ATTNLAB_RESULTS``) with the reference of the same run mode and lists
-every verdict and every deciding number (a verdict's numbers) that differs,
-each with the likely cause, read from what the two runs recorded: the model
-and its shape, smoke mode, the precision and device, and the sizes (how many
-queries, texts or inputs a study used)::
+The package ships the saved results of one run of lessons 05-11, 13 and 12 (in that order:
+lesson 12 reads 13's record) for each model that runs offline, in each run mode:
+``reference/<mode>/<model>/`` with ``<mode>`` ``full`` or ``smoke`` and ``<model>`` the offline default
+(``multilingual-e5-small``) or the bundled MiniLM (``all-MiniLM-L6-v2_bundled``), each with a
+``provenance.json`` (command, date, machine, whether its CPU has bf16, torch, threads, commit, seconds).
+``python scripts/make_references.py`` makes them. :func:`differences` compares a results folder
+(``results/``, or ``ATTNLAB_RESULTS``) with the reference of the same model and run mode and lists every
+verdict and deciding number (a verdict's numbers) that differs, each with the first setting the two runs
+recorded differently (:data:`CAUSE_ORDER`: model, precision, smoke mode, sizes, device; else another
+CPU's last bits) and whether your number is inside the reference's interval (the verdict's own interval
+fields)::
 
     from attnlab.course import reference
     found = reference.differences()          # [Difference, ...]; [] when everything matches
     print(reference.report(found))           # one line each, in the reader's language
+    reference.full_conclusions("multilingual-e5-small")   # lesson 12's verdicts in the full reference
 
-Provenance of ``reference/smoke/``: ``python benchmarks/bench_course.py --smoke`` with
-``ATTNLAB_OFFLINE=1`` on 2026-12-04, torch 2.13.0 on a 2-core x86_64 CPU with AVX512-BF16 (so the
-lessons' "auto" precision chose bf16; every file records it), ``OMP_NUM_THREADS=1``. Its run times
-are ``benchmarks/measured/course_smoke_offline.json``.
+Provenance (each folder's ``provenance.json`` has the details): the full references were run on
+2026-12-05 with ``ATTNLAB_OFFLINE=1``, ``OMP_NUM_THREADS=1``, torch 2.13.0, on a 2-core x86_64 "Intel(R)
+Xeon(R) Processor" (``lscpu``) with AVX512-BF16 and AMX-BF16, so the lessons' "auto" precision chose bf16
+(every record says so; ``ATTNLAB_PRECISION=bf16`` computes like them elsewhere).
 
 A number "differs" when it is more than ``rtol`` (relative) and ``atol``
 (absolute) away from the reference's: seeded runs on the same model, mode and
@@ -29,21 +32,33 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.core.language import N_, _
 from attnlab.core.config import is_smoke
+from attnlab.core.language import N_, _
+from attnlab.core.models import MULTILINGUAL
+from attnlab.course.cards import deciding
 from attnlab.course.results import results_dir
+from attnlab.course.twin_evidence import file_stem
 from attnlab.course.verdicts import WORDS, shown
 
 HERE = Path(__file__).resolve().parent
 MODES = ("smoke", "full")
-#: the lessons whose saved results are compared (what lesson 12 reads)
+#: the lessons whose saved results lesson 12 reads, then lesson 13's and lesson 12's own
 LESSONS = ("05_reading_heatmaps", "06_perturbation", "07_position_embeddings", "08_layer_averaging",
            "09_head_diversity", "10_how_many_heads", "11_pruning_heads")
+LIMITS, CONCLUSIONS = "13_attention_limits", "12_conclusions"
+COMPARED = (*LESSONS, LIMITS, CONCLUSIONS)
+#: the models a reference is made for, as their records name them (``load_model``'s name after the arrow)
+MODELS = {MULTILINGUAL: MULTILINGUAL, "all-MiniLM-L6-v2 (bundled)": "bundled"}
+DEFAULT_MODEL = MULTILINGUAL
+PROVENANCE = "provenance.json"
 #: top-level fields of a study that say how much data it used
 SIZE_KEYS = ("n_inputs", "n_queries", "n_texts", "n_controls", "n_seeds", "n_sets")
+#: the settings compared, first the one that moves results most; "cpu" when all are the same
+CAUSE_ORDER = ("model", "precision", "smoke", "sizes", "device")
 RTOL, ATOL = 0.02, 1e-4
 
 CAUSES = {
@@ -53,19 +68,24 @@ CAUSES = {
     "smoke": N_("your run is in {yours} and the reference in {reference}: smoke mode uses small sizes, "
                 "so its intervals are wide (lesson 08 says \"cannot tell\" for every head, lesson 10 cannot "
                 "separate head counts)"),
-    "precision": N_("your maps were read in {yours} and the reference's in {reference}: bf16 turns itself on "
-                    "where the processor has it natively (AVX512-BF16 or AMX, GPUs); "
-                    "ATTNLAB_PRECISION={reference} computes like the reference"),
+    "precision": N_("your maps were read in {yours} and the reference's in {reference}: \"auto\" chooses bf16 "
+                    "where the processor has it natively (AVX512-BF16 or AMX, GPUs), else fp32; "
+                    "ATTNLAB_PRECISION={reference} computes like the reference (bf16 without native support "
+                    "is emulated, and slower)"),
     "device": N_("your run used {yours} and the reference {reference}: other kernels round differently"),
     "sizes": N_("the study used other sizes ({yours}; the reference: {reference})"),
-    "unknown": N_("the runs recorded the same model, mode, precision, device and sizes: the numbers moved "
-                  "by chance (another library version or thread count); a verdict near its line can flip"),
+    "cpu": N_("the runs recorded the same model, precision, mode, sizes and device: the last bits differ on "
+              "another processor (the reference ran on {cpu}), library version or thread count; a verdict "
+              "near its line can flip"),
 }
 
 
 @dataclass(frozen=True)
 class Difference:
-    """One verdict or deciding number of a lesson's saved result that differs from the reference."""
+    """One verdict or deciding number of a lesson's saved result that differs from the reference.
+
+    ``inside``: whether your deciding number lies inside the reference verdict's interval (None when
+    the verdict has no interval or you have no number)."""
 
     lesson: str  # result name, e.g. "08_layer_averaging"
     what: str  # the claim, or "claim: number name"
@@ -73,23 +93,38 @@ class Difference:
     reference: object
     cause: str  # a key of CAUSES
     detail: dict
+    inside: bool | None = None
 
     def explain(self) -> str:
         """The likely cause in the reader's language."""
         return _(CAUSES[self.cause]).format(**{k: _(str(v)) for k, v in self.detail.items()})
 
 
-def reference_dir(mode: str) -> Path:
-    """The folder of the reference results of ``mode`` (``"smoke"`` or ``"full"``)."""
+def model_name(model: str) -> str:
+    """A model as its records name it: ``"bundled"`` -> ``"all-MiniLM-L6-v2 (bundled)"``; others unchanged."""
+    return {short: name for name, short in MODELS.items()}.get(model, model)
+
+
+def reference_dir(mode: str, model: str = DEFAULT_MODEL) -> Path:
+    """The folder of the reference results of ``model`` (its records' name, or ``"bundled"``) in ``mode``
+    (``"smoke"`` or ``"full"``); it exists only for the models in :data:`MODELS`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return HERE / mode
+    return HERE / mode / file_stem(model_name(model))
+
+
+def provenance(mode: str, model: str = DEFAULT_MODEL) -> dict:
+    """What the reference run of ``model`` in ``mode`` recorded about itself ({} when none ships)."""
+    try:
+        return json.loads((reference_dir(mode, model) / PROVENANCE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
 
 
 def read_folder(folder: Path | str) -> dict[str, dict]:
     """``{result name: saved record}`` of the compared lessons found in ``folder`` (damaged files are skipped)."""
     found = {}
-    for name in LESSONS:
+    for name in COMPARED:
         path = Path(folder) / f"{name}.json"
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -131,10 +166,41 @@ def deciding_numbers(numbers: object, prefix: str = "") -> dict[str, float]:
     return out
 
 
-def reference_verdicts(mode: str) -> dict[tuple[str, str], str]:
-    """``{(lesson, claim): verdict word}`` of the reference run of ``mode``."""
-    return {(name, claim): v["verdict"] for name, record in read_folder(reference_dir(mode)).items()
+def reference_verdicts(mode: str, model: str = DEFAULT_MODEL) -> dict[tuple[str, str], str]:
+    """``{(lesson, claim): verdict word}`` of the reference run of ``model`` in ``mode``."""
+    return {(name, claim): v["verdict"] for name, record in read_folder(reference_dir(mode, model)).items()
             for claim, v in verdicts_of(record["data"]).items()}
+
+
+def deciding_text(numbers: dict) -> str:
+    """A verdict's deciding number as text, e.g. ``"estimate 0.171 [0.0812, 0.262]"`` ("" when none)."""
+    d = deciding(numbers)
+    if d is None:
+        return ""
+    text = f"{d.key} {d.estimate:.3g}"
+    return text + (f" [{d.low:.3g}, {d.high:.3g}]" if d.has_interval else "")
+
+
+def conclusions_of(record: dict) -> dict[str, tuple[str, str]]:
+    """``{conclusion label: (verdict word, deciding number text)}`` of a saved lesson-12 record."""
+    data = record.get("data", {})
+    verdicts, labels = data.get("verdicts") or [], data.get("labels") or []
+    return {str(label): (v["verdict"], deciding_text(v.get("numbers") or {}))
+            for label, v in zip(labels, verdicts)}
+
+
+def full_conclusions(model: str = DEFAULT_MODEL) -> dict[str, tuple[str, str]]:
+    """Lesson 12's conclusions in the full reference of ``model``: ``{label: (verdict word, deciding number
+    text)}``, e.g. ``{"1": ("holds", "share 0.91 [0.88, 0.94]"), "3a": ...}``; the one answer the docs give.
+
+    Raises:
+        FileNotFoundError: no full reference of lesson 12 ships for ``model``.
+    """
+    record = read_folder(reference_dir("full", model)).get(CONCLUSIONS)
+    if record is None:
+        raise FileNotFoundError(f"no full reference of lesson 12 on {model_name(model)} ships with this "
+                                "version of attnlab")
+    return conclusions_of(record)
 
 
 def _run_facts(record: dict) -> dict:
@@ -145,13 +211,14 @@ def _run_facts(record: dict) -> dict:
             "sizes": ", ".join(f"{k} {data[k]}" for k in SIZE_KEYS if isinstance(data.get(k), (int, float)))}
 
 
-def likely_cause(yours: dict, reference: dict) -> tuple[str, dict]:
-    """The first recorded difference between two runs, in order of how much it moves results."""
+def likely_cause(yours: dict, reference: dict, cpu: str = "?") -> tuple[str, dict]:
+    """The first setting the two runs recorded differently, in :data:`CAUSE_ORDER`; else ``"cpu"`` (another
+    processor's last bits; ``cpu`` names the reference's)."""
     a, b = _run_facts(yours), _run_facts(reference)
-    for key in ("model", "smoke", "precision", "device", "sizes"):
+    for key in CAUSE_ORDER:
         if a[key] is not None and b[key] is not None and a[key] != b[key]:
             return key, {"yours": a[key], "reference": b[key]}
-    return "unknown", {}
+    return "cpu", {"cpu": cpu}
 
 
 def _differ(x: float, y: float, rtol: float, atol: float) -> bool:
@@ -160,61 +227,90 @@ def _differ(x: float, y: float, rtol: float, atol: float) -> bool:
     return abs(x - y) > atol + rtol * abs(y)
 
 
+def inside_interval(yours: dict, reference: dict) -> bool | None:
+    """Whether the deciding number of ``yours`` (a verdict's numbers) lies in the interval of the
+    reference's (its own interval fields); None when the reference has no interval or yours no number."""
+    ref, mine = deciding(reference), deciding(yours)
+    if ref is None or not ref.has_interval or mine is None or mine.key != ref.key:
+        return None
+    return ref.low <= mine.estimate <= ref.high
+
+
 def compare(yours: dict[str, dict], reference: dict[str, dict], *, rtol: float = RTOL,
-            atol: float = ATOL) -> list[Difference]:
-    """Every verdict and deciding number of ``yours`` that differs from ``reference`` (both from :func:`read_folder`)."""
+            atol: float = ATOL, cpu: str = "?") -> list[Difference]:
+    """Every verdict and deciding number of ``yours`` that differs from ``reference`` (both from
+    :func:`read_folder`); ``cpu`` names the reference's processor."""
     found: list[Difference] = []
     for name in sorted(reference):
         if name not in yours:
             found.append(Difference(name, "", None, None, "missing", {}))
             continue
-        cause, detail = likely_cause(yours[name], reference[name])
+        cause, detail = likely_cause(yours[name], reference[name], cpu)
         mine, ref = verdicts_of(yours[name]["data"]), verdicts_of(reference[name]["data"])
         for claim, r in ref.items():
             y = mine.get(claim)
             if y is None:
                 found.append(Difference(name, claim, None, r["verdict"], cause, detail))
                 continue
+            inside = inside_interval(y["numbers"], r["numbers"])
             if y["verdict"] != r["verdict"]:
-                found.append(Difference(name, claim, y["verdict"], r["verdict"], cause, detail))
+                found.append(Difference(name, claim, y["verdict"], r["verdict"], cause, detail, inside))
             y_numbers, r_numbers = deciding_numbers(y["numbers"]), deciding_numbers(r["numbers"])
             for key, value in r_numbers.items():
                 if key in y_numbers and _differ(y_numbers[key], value, rtol, atol):
-                    found.append(Difference(name, f"{claim}: {key}", y_numbers[key], value, cause, detail))
+                    found.append(Difference(name, f"{claim}: {key}", y_numbers[key], value, cause, detail, inside))
     return found
 
 
-def differences(results: Path | str | None = None, mode: str | None = None, **tolerances) -> list[Difference]:
-    """What differs between a results folder (default: the course's) and the reference of its run mode.
+def run_mode(records: dict[str, dict]) -> str:
+    """``"smoke"`` or ``"full"``: the mode of saved results (else the current run mode)."""
+    modes = {bool(r.get("smoke")) for r in records.values()}
+    smoke = modes.pop() if len(modes) == 1 else is_smoke()
+    return "smoke" if smoke else "full"
+
+
+def run_model(records: dict[str, dict]) -> str:
+    """The model most of the saved results were run on (the offline default when there are none)."""
+    counts = Counter(str(r.get("model")) for r in records.values() if r.get("model"))
+    return counts.most_common(1)[0][0] if counts else DEFAULT_MODEL
+
+
+def differences(results: Path | str | None = None, mode: str | None = None, model: str | None = None,
+                **tolerances) -> list[Difference]:
+    """What differs between a results folder (default: the course's) and the reference of its model and mode.
 
     Args:
         results: the student's results folder (default :func:`attnlab.course.results.results_dir`).
         mode: ``"smoke"`` or ``"full"``; default: the mode of the student's saved results (else the
             current run mode).
-    """
+        model: the reference's model; default: the model of the student's saved results.
 
+    Raises:
+        FileNotFoundError: no reference of that model and mode ships (its message says which do).
+    """
     yours = read_folder(results if results is not None else results_dir())
-    if mode is None:
-        modes = {bool(r.get("smoke")) for r in yours.values()}
-        smoke = modes.pop() if len(modes) == 1 else is_smoke()
-        mode = "smoke" if smoke else "full"
-    reference = read_folder(reference_dir(mode))
+    mode, model = mode or run_mode(yours), model or run_model(yours)
+    reference = read_folder(reference_dir(mode, model))
     if not reference:
-        raise FileNotFoundError(f"no reference results of a {mode} run ship with this version of attnlab")
-    return compare(yours, reference, **tolerances)
+        raise FileNotFoundError(no_reference(mode, model))
+    return compare(yours, reference, cpu=provenance(mode, model).get("cpu", "?"), **tolerances)
+
+
+def no_reference(mode: str, model: str) -> str:
+    """The sentence saying that no reference of ``model`` in ``mode`` ships, and which ones do."""
+    shipped = [f"{name} ({_(f'{m} mode')})" for name in MODELS for m in MODES if read_folder(reference_dir(m, name))]
+    return _("No reference results of {model} in {mode} ship with this version of attnlab, so there is nothing "
+             "to compare with; references ship for: {shipped}.").format(
+        model=model_name(model), mode=_(f"{mode} mode"), shipped=", ".join(shipped) or "-")
 
 
 def compare_with_reference(results: Path | str | None = None, mode: str | None = None) -> str:
     """:func:`differences` as text for the reader (lesson 12's last cell), also when no reference of
-    the run mode ships (the full run's reference may not be produced yet)."""
+    the model and run mode ships."""
     try:
         return report(differences(results, mode))
-    except FileNotFoundError:
-
-        wanted = mode or ("smoke" if is_smoke() else "full")
-        return _("No reference results of a {mode} run ship with this version of attnlab, so there is nothing "
-                 "to compare with: run in smoke mode (ATTNLAB_SMOKE=1) to compare with the smoke reference."
-                 ).format(mode=_(f"{wanted} mode"))
+    except FileNotFoundError as exc:
+        return str(exc)
 
 
 def report(found: list[Difference]) -> str:
@@ -231,17 +327,20 @@ def report(found: list[Difference]) -> str:
             claim, _sep, number = d.what.partition(": ")
             what = _(claim) + (f": {number}" if number else "")
             if d.yours is None:
-                lines.append("  " + _("{what}: not in your results (reference: {reference})").format(
-                    what=what, reference=_fmt(d.reference)))
+                line = _("{what}: not in your results (reference: {reference})").format(
+                    what=what, reference=_fmt(d.reference))
             else:
-                lines.append("  " + _("{what}: yours {yours}, reference {reference}").format(
-                    what=what, yours=_fmt(d.yours), reference=_fmt(d.reference)))
+                line = _("{what}: yours {yours}, reference {reference}").format(
+                    what=what, yours=_fmt(d.yours), reference=_fmt(d.reference))
+            if d.inside is not None:
+                line += " " + (_("(inside the reference's interval)") if d.inside
+                               else _("(outside the reference's interval)"))
+            lines.append("  " + line)
         lines.append("  " + _("likely cause: {cause}").format(cause=mine[0].explain()))
     return "\n".join(lines)
 
 
 def _fmt(value: object) -> str:
-
     if isinstance(value, str) and value in WORDS:
         return shown(value)
     if isinstance(value, float):
