@@ -4,13 +4,15 @@
     python scripts/make_references.py --mode full --model bundled    # the bundled MiniLM
     python scripts/make_references.py --mode smoke --model offline   # smoke mode (what the tests compare)
     python scripts/make_references.py --mode full --model offline --from DIR   # ship a run already made
+    python scripts/make_references.py ... --from DIR --timings A.json B.json  # with its bench_course --json files
 
 Runs lessons 05-11, 13 and 12 (12 reads 13's record) headless, each in a fresh kernel
 (:func:`attnlab.tools.run_lessons.run`), with ``ATTNLAB_OFFLINE=1`` and a fresh results folder; then
 replaces the model's reference folder with their saved records and a ``provenance.json`` (the command,
 date, machine, whether its CPU computes bf16 natively, which decides the lessons' "auto" precision,
 torch, threads, commit, each lesson's seconds and peak). ``--from DIR`` skips the run and ships the
-records a run of those lessons (in that order, in one results folder) left in ``DIR``. A full run takes
+records a run of those lessons (in that order, in one results folder) left in ``DIR``, and ``--timings``
+adds the seconds and peaks that ``benchmarks/bench_course.py --json`` wrote for that run. A full run takes
 about 11 minutes on the offline default and 5 on MiniLM on a quiet 2-core CPU.
 """
 
@@ -35,6 +37,8 @@ from attnlab.tools import run_lessons  # noqa: E402
 
 #: --model -> ATTNLAB_MODEL
 MODELS = {"offline": None, "bundled": "bundled"}
+#: --model -> the model's name in its records
+RECORDED = {"offline": reference.DEFAULT_MODEL, "bundled": reference.model_name("bundled")}
 #: the lessons run, in order
 ORDER = [name[:2] for name in reference.COMPARED]
 
@@ -72,21 +76,20 @@ def run(results: Path, smoke: bool, model: str | None) -> dict[str, dict]:
     for key in ORDER:
         seconds, peak = run_lessons.run(books[key], edition_folder(ROOT / "build" / "notebooks", "en"))
         print(f"{books[key].name:34s} {seconds:8.1f} s {peak:7.0f} MB", flush=True)
-        measured[books[key].stem] = {"seconds": round(seconds, 1), "peak_mb": round(peak)}
+        measured[key] = {"seconds": round(seconds, 1), "peak_mb": round(peak)}
     return measured
 
 
-def ship(results: Path, mode: str, measured: dict, argv: list[str]) -> Path:
-    """Replace the reference folder of the run's model and ``mode`` with the records in ``results``."""
+def ship(results: Path, mode: str, model: str, measured: dict, argv: list[str]) -> Path:
+    """Replace the reference folder of ``model`` (its records' name) and ``mode`` with the records in ``results``."""
     import torch
 
     records = reference.read_folder(results)
     missing = [name for name in reference.COMPARED if name not in records]
     if missing:
         raise SystemExit(f"{results} lacks the saved results of {', '.join(missing)}: run those lessons first")
-    model = reference.run_model(records)
     if reference.run_mode(records) != mode or {r.get("model") for r in records.values()} != {model}:
-        raise SystemExit(f"the results in {results} are not all of one {mode} run on one model")
+        raise SystemExit(f"the results in {results} are not all of one {mode} run on {model}")
     target = reference.reference_dir(mode, model)
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
@@ -107,16 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=sorted(MODELS), required=True,
                         help="offline: the offline default (multilingual-e5-small); bundled: the bundled MiniLM")
     parser.add_argument("--from", dest="source", metavar="DIR", help="ship the records already in DIR (no run)")
+    parser.add_argument("--timings", nargs="+", metavar="FILE", default=[],
+                        help="with --from: the run's benchmarks/bench_course.py --json files")
     args = parser.parse_args(argv)
     if args.source:
         source = Path(args.source).expanduser().resolve()
         if not source.is_dir():
             parser.error(f"{source} is not a folder")
-        print(f"wrote {ship(source, args.mode, {}, argv).relative_to(ROOT)}")
+        measured = {key: {"seconds": m["seconds"], "peak_mb": m["peak_mb"]} for name in args.timings
+                    for key, m in json.loads(Path(name).read_text(encoding="utf-8"))["lessons"].items()}
+        print(f"wrote {ship(source, args.mode, RECORDED[args.model], measured, argv).relative_to(ROOT)}")
         return 0
     with tempfile.TemporaryDirectory(prefix="attnlab-reference-") as tmp:
         measured = run(Path(tmp), args.mode == "smoke", MODELS[args.model])
-        print(f"wrote {ship(Path(tmp), args.mode, measured, argv).relative_to(ROOT)}")
+        print(f"wrote {ship(Path(tmp), args.mode, RECORDED[args.model], measured, argv).relative_to(ROOT)}")
     return 0
 
 
