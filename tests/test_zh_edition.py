@@ -823,3 +823,20 @@ def test_generated_model_and_machine_descriptions_read_in_chinese():
     for name in ("README.zh-CN.md", "docs/teaching.zh-CN.md"):
         text = (ROOT / name).read_text(encoding="utf-8")
         assert "nothing else running" not in text and "(bundled)" not in text and "2-core" not in text, name
+
+
+@pytest.mark.parametrize("variable", ["ATTNLAB_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
+def test_the_hubs_offline_reason_reads_in_the_readers_language(variable, monkeypatch, chinese):
+    """Lesson 00's doctor line says why the hub was not asked: in Chinese, no English clause inside it
+    (it printed "拒绝连接（ATTNLAB_OFFLINE is set）")."""
+    from attnlab.core import hub
+
+    for name in ("ATTNLAB_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "1")
+    shown = hub.probe("bert-base-chinese").describe()
+    assert f"（设置了 {variable}）" in shown, shown
+    assert not re.search(r"[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}", shown), shown  # not even two English words
+    language.set_language("en")
+    assert f"({variable} is set)" in hub.probe("bert-base-chinese").describe()
+    assert hub.offline_variable() == variable

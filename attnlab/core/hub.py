@@ -132,14 +132,21 @@ def cache_dir() -> Path:
     return Path(os.path.expandvars(home)).expanduser() / "hub"
 
 
-def offline_reason() -> str:
-    """Why the hub must not be asked at all (``"ATTNLAB_OFFLINE is set"``, ...), or ``""``."""
+def offline_variable() -> str:
+    """The variable that forbids asking the hub at all (``"ATTNLAB_OFFLINE"``, ...), or ``""``."""
     if config.is_offline():
-        return "ATTNLAB_OFFLINE is set"
+        return "ATTNLAB_OFFLINE"
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return f"{var} is set"
+            return var
     return ""
+
+
+def offline_reason() -> str:
+    """Why the hub must not be asked at all (``"ATTNLAB_OFFLINE is set"``, in the reader's language),
+    or ``""``."""
+    variable = offline_variable()
+    return _("{variable} is set").format(variable=variable) if variable else ""
 
 
 def repo_folder(repo_id: str) -> str:

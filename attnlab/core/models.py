@@ -481,9 +481,9 @@ def _choose_auto(verbose: bool = False) -> tuple[str, str]:
         return _offline_default(door.colab_cpu_reason())
     if is_cached(ARTICLE_MODEL):
         return ARTICLE_MODEL, _("the source article's model is in the local cache")
-    offline = hub.offline_reason()
+    offline = hub.offline_variable()
     if offline:
-        why = _("{variable} forbids the model hub").format(variable=offline.split()[0])
+        why = _("{variable} forbids the model hub").format(variable=offline)
         return _offline_default(_("{model} is not cached and {why}").format(model=ARTICLE_MODEL, why=why))
     answer = download_from_hub(ARTICLE_MODEL, verbose=verbose)
     if answer.ok:
