@@ -840,3 +840,18 @@ def test_the_hubs_offline_reason_reads_in_the_readers_language(variable, monkeyp
     language.set_language("en")
     assert f"({variable} is set)" in hub.probe("bert-base-chinese").describe()
     assert hub.offline_variable() == variable
+
+
+def test_head_labels_print_their_counts_in_the_readers_language(chinese):
+    """Lesson 05 prints its labels: in Chinese "12 层 × 12 个头", not "12 layers x 12 heads" (the label names
+    stay, as the glossary keeps them); repr stays English, for code."""
+    import numpy as np
+
+    from attnlab.analysis.taxonomy import HeadLabels
+
+    names = np.array([["vertical", "previous", "vertical"], ["broad", "vertical", "heterogeneous"]])
+    heads = HeadLabels(labels=names, reasons=np.full(names.shape, ""), stats=None, thresholds={})
+    assert str(heads) == "HeadLabels(2 层 × 3 个头：previous 1, vertical 3, broad 1, heterogeneous 1)"
+    assert repr(heads) == "HeadLabels(2 layers x 3 heads: previous 1, vertical 3, broad 1, heterogeneous 1)"
+    language.set_language("en")
+    assert str(heads) == repr(heads)

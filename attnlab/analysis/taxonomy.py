@@ -83,6 +83,8 @@ NO_PATTERN_REASON = N_("no fixed pattern: largest positional mass {what} {value}
                        "< {need}, entropy {rel} x uniform < {broad}")
 
 DEFAULTS = {"positional": 0.5, "offset_share": 0.9, "special": 0.6, "block": 0.8, "broad": 0.8}
+#: how a set of labels sums itself up (``repr`` in English, ``print`` in the reader's language)
+SUMMARY = N_("HeadLabels({layers} layers x {heads} heads: {counts})")
 
 
 @dataclass
@@ -151,8 +153,16 @@ class HeadLabels:
         return format_table(self.rows(digits))
 
     def __repr__(self) -> str:
-        c = ", ".join(f"{k} {v}" for k, v in self.counts().items() if v)
-        return f"HeadLabels({self.shape[0]} layers x {self.shape[1]} heads: {c})"
+        return self._summary(SUMMARY)
+
+    def __str__(self) -> str:
+        """What ``print`` shows: how many heads got each label, in the reader's language (the label
+        names stay as they are, as the glossary keeps them)."""
+        return self._summary(_(SUMMARY))
+
+    def _summary(self, template: str) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts().items() if v)
+        return template.format(layers=self.shape[0], heads=self.shape[1], counts=counts)
 
 
 def _check_label(label: str) -> None:
