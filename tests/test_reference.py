@@ -98,7 +98,8 @@ def test_the_report_speaks_the_readers_language():
 def test_differences_reads_folders_and_the_shipped_smoke_reference(tmp_path):
     ref_dir = reference.reference_dir("smoke")
     shipped = reference.read_folder(ref_dir)
-    assert set(shipped) == set(reference.LESSONS)
+    assert set(shipped) == set(reference.COMPARED)
+    assert reference.provenance("smoke")["native_bf16"] is True  # so its records say bf16
     assert sum(len(reference.verdicts_of(r["data"])) for r in shipped.values()) >= 7
     assert all(r["smoke"] and r["model"] for r in shipped.values())
     for name, rec in shipped.items():
