@@ -855,3 +855,20 @@ def test_head_labels_print_their_counts_in_the_readers_language(chinese):
     assert repr(heads) == "HeadLabels(2 layers x 3 heads: previous 1, vertical 3, broad 1, heterogeneous 1)"
     language.set_language("en")
     assert str(heads) == repr(heads)
+
+
+@pytest.mark.parametrize("line, found", [
+    ("模型仓库 https://huggingface.co 拒绝连接（ATTNLAB_OFFLINE is set）", ["is set"]),
+    ("HeadLabels(12 layers x 12 heads: previous 1)", ["heads: previous"]),
+    ("two words", ["two words"]),
+    ("Check: rows sum to 1: passed", ["Check: rows sum to"]),
+    ("把 answer 设为一对从 0 开始的 (layer, head)。", []),  # a tuple of names is code
+    ("检查：split_heads(q)[0, h] 等于 q_big[0, :, start:stop]：通过", []),  # a slice
+    ("运行 `attnlab download bert-base-chinese --to DIR`，再设置 ATTNLAB_MODEL=DIR", []),  # backticks
+    ("positional  special  固定的占比   下限   上限", []),  # lesson 05's keyword arguments, allowed
+    ("第 1 层的 bootstrap 区间，smoke 模式", []),
+    ("(games, dishes and cities)", ["games, dishes and cities"]),  # not a tuple of names
+])
+def test_the_full_mode_check_reads_two_english_words_as_english(line, found):
+    """scripts/zh_output_check.py reads with issue 54's measure, two English words in a row; code stays code."""
+    assert english_prose.runs(line, run=2) == found
