@@ -8,7 +8,8 @@
 
 Runs lessons 05-11, 13 and 12 (12 reads 13's record) headless, each in a fresh kernel
 (:func:`attnlab.tools.run_lessons.run`), with ``ATTNLAB_OFFLINE=1`` and a fresh results folder; then
-replaces the model's reference folder with their saved records and a ``provenance.json`` (the command,
+replaces the model's reference folder with their saved records (:func:`attnlab.course.reference.slim`:
+every verdict with its numbers and the sizes, not the large arrays) and a ``provenance.json`` (the command,
 date, machine, whether its CPU computes bf16 natively, which decides the lessons' "auto" precision,
 torch, threads, commit, each lesson's seconds and peak). ``--from DIR`` skips the run and ships the
 records a run of those lessons (in that order, in one results folder) left in ``DIR``, and ``--timings``
@@ -93,8 +94,9 @@ def ship(results: Path, mode: str, model: str, measured: dict, argv: list[str]) 
     target = reference.reference_dir(mode, model)
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for name in reference.COMPARED:
-        shutil.copyfile(results / f"{name}.json", target / f"{name}.json")
+    for name in reference.COMPARED:  # the verdicts, their numbers and the sizes, not the large arrays
+        text = json.dumps(reference.slim(records[name]), indent=1, ensure_ascii=False)
+        (target / f"{name}.json").write_text(text + "\n", encoding="utf-8")
     record = {"model": model, "mode": mode, "precision": sorted({r.get("precision") for r in records.values()}),
               "command": "python scripts/make_references.py " + " ".join(argv),
               "date": datetime.date.today().isoformat(), **cpu(), "torch": torch.__version__,

@@ -215,3 +215,14 @@ def test_no_reference_for_another_model_says_which_ship(tmp_path):
     (tmp_path / "08_layer_averaging.json").write_text(json.dumps(rec), encoding="utf-8")
     text = reference.compare_with_reference(tmp_path)
     assert "bert-base-chinese" in text and "multilingual-e5-small" in text
+
+
+def test_slim_keeps_every_verdict_and_size_and_drops_large_arrays():
+    rec = record()
+    rec["data"]["importance"] = [[0.1] * 200 for _ in range(12)]  # a large array without a verdict
+    rec["data"]["by_layer"].append({"layer": 2, "values": list(range(500))})
+    shipped = reference.slim(rec)
+    assert "importance" not in shipped["data"] and len(shipped["data"]["by_layer"]) == 1
+    assert shipped["data"]["n_queries"] == 64 and shipped["precision"] == rec["precision"]
+    assert reference.verdicts_of(shipped["data"]) == reference.verdicts_of(rec["data"])
+    assert reference.compare({"08_layer_averaging": shipped}, {"08_layer_averaging": rec}) == []

@@ -60,6 +60,8 @@ SIZE_KEYS = ("n_inputs", "n_queries", "n_texts", "n_controls", "n_seeds", "n_set
 #: the settings compared, first the one that moves results most; "cpu" when all are the same
 CAUSE_ORDER = ("model", "precision", "smoke", "sizes", "device")
 RTOL, ATOL = 0.02, 1e-4
+#: a study's field longer than this (characters of JSON) and holding no verdict is not shipped
+SMALL = 2000
 
 CAUSES = {
     "missing": N_("this lesson's result is not saved: run the lesson (in the same run mode) first"),
@@ -164,6 +166,29 @@ def deciding_numbers(numbers: object, prefix: str = "") -> dict[str, float]:
         for i, value in enumerate(numbers):
             out.update(deciding_numbers(value, f"{prefix}.{i}"))
     return out
+
+
+def _has_verdict(value: object) -> bool:
+    return bool(verdicts_of(value))
+
+
+def _slim(value: object) -> object:
+    """``value`` with only the branches that hold a verdict (a verdict is kept whole)."""
+    if isinstance(value, dict) and not (isinstance(value.get("claim"), str) and isinstance(value.get("verdict"), str)):
+        return {k: _slim(v) for k, v in value.items() if _has_verdict(v)}
+    if isinstance(value, list):
+        return [_slim(v) for v in value if _has_verdict(v)]
+    return value
+
+
+def slim(record: dict, *, small: int = SMALL) -> dict:
+    """A saved record as a reference ships it: what the run recorded about itself, every verdict with its
+    numbers, and the study's small fields (sizes, settings, lesson 12's labels; at most ``small`` characters
+    of JSON each), without the large arrays the verdicts were computed from."""
+    data = record["data"]
+    kept = {k: _slim(v) if _has_verdict(v) else v for k, v in data.items()
+            if _has_verdict(v) or len(json.dumps(v)) <= small}
+    return {**record, "data": kept}
 
 
 def reference_verdicts(mode: str, model: str = DEFAULT_MODEL) -> dict[tuple[str, str], str]:
