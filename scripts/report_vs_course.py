@@ -18,7 +18,7 @@ import os
 import sys
 
 from attnlab.core.models import load_model
-from attnlab.course.conclusions import LABELS, all_conclusions, gather
+from attnlab.course.evidence import LABELS, all_conclusions, gather
 from attnlab.tools.report import read_report
 
 

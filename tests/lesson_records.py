@@ -11,7 +11,7 @@ from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.analysis.stats import Interval
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
-from attnlab.course.conclusions import Evidence
+from attnlab.course.evidence import Evidence
 from attnlab.course.lesson_results import (
     AveragingResult,
     DiversityResult,
@@ -20,6 +20,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
+from attnlab.course.registry import RERUN
 from attnlab.course.verdicts import ClaimVerdict
 
 L, H = 2, 4  # layers x heads of the hand-made evidence
@@ -223,8 +224,7 @@ def pruning(effects=None, prune_max: float = 0.5, base: float = 0.0, n_layers: i
 
 
 def evidence(**records) -> Evidence:
-    """Every lesson's record (defaults above), with ``records`` replacing some of them."""
-    parts = {"patterns": patterns(), "perturbation": perturbation(), "averaging": averaging(),
-             "diversity": diversity(), "head_count": head_count(), "pruning": pruning()}
-    parts.update(records)
-    return Evidence(**parts)
+    """Every record lesson 12 re-runs when missing (the registry's), each made by the function above named by
+    its key, with ``records`` replacing some of them."""
+    made = globals()
+    return Evidence(**{r.key: made[r.key]() for r in RERUN if r.key not in records}, **records)

@@ -8,7 +8,7 @@ import pytest
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.core import language
 from attnlab.core.distributions import CONTENT_KEYS
-from attnlab.course import conclusions as c
+from attnlab.course import evidence as c
 from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.exercises import lesson_12 as ex12
@@ -19,6 +19,7 @@ from attnlab.course.lesson_results import (
     DiversityResult,
     PerturbationResult,
 )
+from attnlab.course.registry import RERUN
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.analysis.covering import ADD_MARGIN
 from classroom_solutions import teacher  # tests/classroom_solutions.py
@@ -523,7 +524,7 @@ def test_gather_reads_saved_records_and_reruns_missing(tmp_path, monkeypatch, ti
             results.save(name, rec.averaging(0.5, **shape), model=m)
 
     ev = c.gather(tiny_en, runner=runner, progress=False)
-    assert ran == [RESULT_NAMES[k] for k in c.SOURCES if k is not PerturbationResult]
+    assert ran == [r.name for r in RERUN if r.kind is not PerturbationResult]
     assert ev.origin[RESULT_NAMES[PerturbationResult]] == "saved"
     assert ev.origin[RESULT_NAMES[AveragingResult]] == "recomputed"
     assert ev.origin[RESULT_NAMES[DiversityResult]] == "missing"
@@ -636,7 +637,7 @@ def test_evidence_table_names_the_origin_in_the_readers_language():
         chinese = ev.table().splitlines()
     finally:
         language.set_language(before)
-    assert len(english) == len(chinese) == len(c.SOURCES)
+    assert len(english) == len(chinese) == len(RERUN)
     words = {line.split()[0]: line.split()[-1] for line in english}
     shown = {line.split()[0]: line.split()[-1] for line in chinese}
     assert words[RESULT_NAMES[PerturbationResult]] == "saved" and shown[RESULT_NAMES[PerturbationResult]] == "已保存"

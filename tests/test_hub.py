@@ -18,7 +18,7 @@ import pytest
 
 import attnlab as al
 from attnlab.core import hub, models
-from attnlab.course.conclusions import LABELS, all_conclusions
+from attnlab.course.evidence import LABELS, all_conclusions
 from attnlab.tools import doctor as dr
 from attnlab.tools.testing import StandInHub, save_bert_chinese_like
 

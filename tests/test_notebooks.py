@@ -18,7 +18,7 @@ import pytest
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
-from attnlab.course.conclusions import Evidence
+from attnlab.course.evidence import Evidence
 from attnlab.course.twin_evidence import save_twin
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.tools.lesson_runner import execute_notebook

@@ -202,8 +202,8 @@ def test_records_sit_below_the_claims():
     """Inside course/, the lessons' records are plain data below the claims and the builders above them:
     lesson_results imports no claim and no builder, and no claim imports a builder."""
     course = ROOT / "attnlab" / "course"
-    builders = {"attnlab.course.attention_limits_result", "attnlab.course.report_parts",
-                "attnlab.course.conclusions"}
+    builders = {"attnlab.course.attention_limits_result", "attnlab.course.record_builders",
+                "attnlab.course.registry", "attnlab.course.report_parts", "attnlab.course.evidence"}
     below = _course_imports(course / "lesson_results.py")
     assert not {m for m in below if m.startswith("attnlab.course.claims")} and not below & builders, below
     for claim in sorted((course / "claims").glob("*.py")):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attnlab.core.language import current_language, set_language
-from attnlab.course.conclusions import LABELS
+from attnlab.course.evidence import LABELS
 from attnlab.course.report_parts import doubling_looks, grow_until_settled
 from attnlab.course.twin_control import NOT_ABOUT_THE_MODEL
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS

@@ -217,7 +217,7 @@ def _example_records() -> dict[type, object]:
     import lesson_records as rec
 
     from attnlab.course.attention_limits_result import AttentionLimitsResult
-    from attnlab.course.conclusions import all_conclusions
+    from attnlab.course.evidence import all_conclusions
     from attnlab.course.lesson_results import ConclusionsResult, PositionResult
 
     L, H = rec.L, rec.H

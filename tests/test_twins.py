@@ -11,7 +11,7 @@ import torch
 
 import lesson_records as rec
 from attnlab.core.twins import changed_parameters, kept_parameters, untrained_twin
-from attnlab.course import conclusions as c
+from attnlab.course import evidence as c
 from attnlab.course import twin_evidence
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.claims import head_count as hc

@@ -23,8 +23,8 @@ import pytest
 
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
-from attnlab.course.conclusions import SOURCES
 from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, ConclusionsResult
+from attnlab.course.registry import RERUN
 from attnlab.tools.lesson_runner import execute_notebook
 from attnlab.tools.testing import save_bert_base_chinese_shaped
 
@@ -40,7 +40,7 @@ def seed_all_but_lesson_08(folder: Path, model_name: str) -> None:
                rec.head_count(regroup=regroup), rec.pruning(**shape)]
     for record in records:
         results.save(RESULT_NAMES[type(record)], record, model=model_name)
-    assert {type(r) for r in records} == set(SOURCES) - {AveragingResult}
+    assert {type(r) for r in records} == {r.kind for r in RERUN} - {AveragingResult}
 
 
 def run_lesson(name: str) -> None:

@@ -1,8 +1,9 @@
-"""The evidence for the source article's six conclusions: what lessons 05-11 saved.
+"""Gathering the evidence for the source article's six conclusions: what lessons 05-11 and 13 saved.
 
-Lesson 12 gathers the results that lessons 05-11 saved with
+Lesson 12 gathers the results that the lessons saved with
 :mod:`attnlab.course.results` (for the model that is running, in the same run
-mode) as typed records (:mod:`attnlab.course.lesson_results`), and judges the
+mode) as typed records (:mod:`attnlab.course.lesson_results`, listed once in
+:mod:`attnlab.course.registry`), and judges the
 six conclusions with :mod:`attnlab.course.claims.conclusions`. A lesson whose
 result is missing can be re-run headless by a ``runner`` the caller passes in
 (the notebook passes :func:`attnlab.tools.lesson_runner.run_lesson`); without
@@ -19,10 +20,9 @@ from tqdm.auto import tqdm
 from attnlab.core.language import N_, _, translated
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
-from attnlab.course.attention_limits_result import RESULT_NAME as ATTENTION_LIMITS, AttentionLimitsResult
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.lesson_results import (
-    RESULT_NAMES,
+    AttentionLimitsResult,
     AveragingResult,
     DiversityResult,
     HeadCountResult,
@@ -30,18 +30,9 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
+from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
 from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twins
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, shown
-
-#: the saved results the conclusions read, and the :class:`Evidence` field of each
-SOURCES: dict[type, str] = {
-    HeadPatternsResult: "patterns",
-    PerturbationResult: "perturbation",
-    AveragingResult: "averaging",
-    DiversityResult: "diversity",
-    HeadCountResult: "head_count",
-    PruningResult: "pruning",
-}
 
 #: colour of each verdict word in lesson 12's summary figure
 VERDICT_COLOURS = {HOLDS: "#2e7d32", FAILS: "#c62828", UNSURE: "#9e9e9e"}
@@ -52,7 +43,8 @@ Runner = Callable[[str, LoadedModel], None]
 
 @dataclass
 class Evidence:
-    """Saved results of lessons 05-11 for one model and run mode (None: not available).
+    """Saved results of lessons 05-11 and 13 for one model and run mode (None: not available); one field per
+    record of :data:`attnlab.course.registry.EVIDENCE`, named by its key.
 
     Attributes:
         origin: result name -> ``"saved"``, ``"recomputed"`` or ``"missing"``.
@@ -69,8 +61,7 @@ class Evidence:
 
     def table(self) -> str:
         """One line per lesson result: its name and where it came from."""
-        return "\n".join(f"  {RESULT_NAMES[kind]:24s} {origin_word(self.origin.get(RESULT_NAMES[kind], 'missing'))}"
-                         for kind in SOURCES)
+        return "\n".join(f"  {r.name:24s} {origin_word(self.origin.get(r.name, 'missing'))}" for r in RERUN)
 
 
 #: where a lesson's result came from, as stored (English) and as shown
@@ -92,29 +83,27 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
         progress: a progress bar over the lessons being re-run.
     """
     ev = Evidence()
-    missing = []
-    for kind, attr in SOURCES.items():
-        name = RESULT_NAMES[kind]
-        found = results.load(name, kind, model=m)
-        setattr(ev, attr, found)
-        ev.origin[name] = "saved" if found is not None else "missing"
-        if found is None:
-            missing.append(kind)
-    ev.attention_limits = results.load(ATTENTION_LIMITS, AttentionLimitsResult, model=m)
+    missing: list[LessonRecord] = []
+    for record in EVIDENCE:
+        found = results.load(record.name, record.kind, model=m)
+        setattr(ev, record.key, found)
+        if record.rerun:
+            ev.origin[record.name] = "saved" if found is not None else "missing"
+            if found is None:
+                missing.append(record)
     if runner is None or not missing:
         return ev
-    for kind in tqdm(missing, desc=_("re-running lessons"), unit=_("lesson")) if progress else missing:
-        name = RESULT_NAMES[kind]
+    for record in tqdm(missing, desc=_("re-running lessons"), unit=_("lesson")) if progress else missing:
         try:
-            runner(name, m)
+            runner(record.name, m)
         except Exception as exc:  # noqa: BLE001 - report, then judge with what we have
             print(_("could not re-run {name}: {error}: {message}").format(
-                name=name, error=type(exc).__name__, message=str(exc)[:200]))
+                name=record.name, error=type(exc).__name__, message=str(exc)[:200]))
             continue
-        found = results.load(name, kind, model=m)
+        found = results.load(record.name, record.kind, model=m)
         if found is not None:
-            setattr(ev, SOURCES[kind], found)
-            ev.origin[name] = "recomputed"
+            setattr(ev, record.key, found)
+            ev.origin[record.name] = "recomputed"
     return ev
 
 

@@ -5,7 +5,7 @@ Lessons 05, 06, 08, 09, 10, 11 and 13 measure, narrate and save a typed record
 from them. Here the same measurements run without a notebook, one function per
 lesson (a *part*), each returning the record its lesson saves (the fields the
 conclusions read, and the lesson's own verdicts), so that
-:func:`attnlab.course.conclusions.all_conclusions` can judge any model.
+:func:`attnlab.course.evidence.all_conclusions` can judge any model.
 
 Sized by reliability. A part that draws queries reads them in growing looks
 (a minimum, doubling up to a maximum) and stops once its deciding verdict has
@@ -42,21 +42,14 @@ from attnlab.analysis.settling import PATIENCE, LabelWatch, average_until_settle
 from attnlab.analysis.sinks import sink_intervention, sink_profile
 from attnlab.analysis.stats import MIN_UNITS
 from attnlab.core.config import pick
-from attnlab.core.language import N_
-from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
+from attnlab.core.distributions import CONTENT_KEYS
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
-from attnlab.course import attention_limits_result
+from attnlab.course import attention_limits_result, record_builders
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims import averaging as averaging_claims
 from attnlab.course.claims import conclusions as conclusion_claims
-from attnlab.course.claims import diversity as diversity_claims
-from attnlab.course.claims import followers
-from attnlab.course.claims import head_count as head_count_claims
-from attnlab.course.claims import head_patterns
-from attnlab.course.claims import perturbation as perturbation_claims
-from attnlab.course.claims.readings import with_other_reading
 from attnlab.course.lesson_results import (
     AveragingResult,
     DiversityResult,
@@ -65,7 +58,7 @@ from attnlab.course.lesson_results import (
     PerturbationResult,
     PruningResult,
 )
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.data import corpus
 from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
 from attnlab.scratch import head_count_training as train
@@ -181,18 +174,8 @@ def patterns(m: LoadedModel, *, precision: str = "fp32", progress: bool = False)
     size = sizes_of("patterns")
     per_input = taxonomy.default_survey_sums(m, progress=progress)
     stats = sum(per_input[1:], per_input[0]).finish()
-    labels = taxonomy.classify_heads(stats)
-    depth = taxonomy.fixed_share_by_depth(labels)
     shares = pattern_shares.pattern_shares(pattern_shares.stack_sums(per_input), n_boot=size["n_boot"])
-    record = HeadPatternsResult(
-        n_inputs=stats.n_texts, labels=labels.labels.tolist(), label_counts=labels.counts(),
-        fixed_share=labels.share(taxonomy.FIXED), verdict=head_patterns.verdict_most_heads_fixed(shares),
-        fixed_share_by_layer=depth.by_layer, depth_spearman=depth.spearman,
-        heterogeneous_share=labels.share(["heterogeneous"]), broad_share=labels.share(["broad"]),
-        thresholds=labels.thresholds, fixed_share_interval=shares.fixed_share,
-        fixed_words=head_patterns.fixed_words(shares).tolist(),
-        heterogeneous_share_interval=shares.heterogeneous_share)
-    return record, None
+    return record_builders.head_patterns(taxonomy.classify_heads(stats), shares), None
 
 
 # --------------------------------------------------------------------------- 06
@@ -229,28 +212,7 @@ def perturbation(m: LoadedModel, *, precision: str = "fp32",
         return word_of_interval(share, below=conclusion_claims.FEW_CONTENT)
 
     study, stopping = grow_until_settled(min(low, high), high, measure, merge_studies, word, unit="queries")
-    labels = followers.follower_labels(study, "both", n_boot=n_boot)
-    content_labels = followers.follower_labels(study, "both", keys=CONTENT_KEYS, n_boot=n_boot)
-    shares = study.follower_shares("both", n_boot=n_boot)
-    layer = m.n_layers - 1
-    record = PerturbationResult(
-        n_queries=study.n_queries, chosen_layer=layer,
-        verdict=perturbation_claims.verdict_few_heads_change(study, n_boot=n_boot),
-        follower_labels=labels.tolist(), position_follower_share=shares["position"],
-        content_follower_share=shares["content"], unchanged=study.unchanged(),
-        sensitivity={f"{kind}_{space}": study.sensitivity(kind, space, n_boot=n_boot).estimate
-                     for kind in study.kinds for space in ("position", "token")},
-        follower_gap=study.follower_gap("both", n_boot=n_boot).estimate, n_skipped=len(study.skipped),
-        change_labels={k: perturbation_claims.change_labels(study, k, n_boot=n_boot).tolist()
-                       for k in ("lexical", "syntactic")},
-        change_shares={**{k: perturbation_claims.changing_share(study, k, n_boot=n_boot)
-                          for k in ("lexical", "syntactic")},
-                       "content": perturbation_claims.content_share(study, n_boot=n_boot)},
-        follower_labels_by_reading={ALL_KEYS: labels.tolist(), CONTENT_KEYS: content_labels.tolist()},
-        content_share_by_reading={reading: study.follower_share("content", "both", keys=reading, n_boot=n_boot)
-                                  for reading in (ALL_KEYS, CONTENT_KEYS)},
-        content_gap_per_query=study.follower_gap_per_query("both", CONTENT_KEYS))
-    return record, stopping
+    return record_builders.perturbation(study, chosen_layer=m.n_layers - 1, n_boot=n_boot), stopping
 
 
 # --------------------------------------------------------------------------- 08
@@ -281,21 +243,9 @@ def averaging(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
     control = sharded_mean_attention(m, random_token_queries(m, size["control"], DEFAULT_N_TOKENS), shard,
                                      batch_size=64, resume_dir=resume_dir, progress=False, precision=precision)
     report = fixedness_report(run.shards, control=control, n_boot=n_boot)
-    labels = averaging_claims.head_labels(report)
     sample = list(same_length_queries(m, size["norm_queries"], DEFAULT_N_TOKENS))  # for the norm-based weights
-    record = AveragingResult(
-        n_queries=merge_all(run.shards).count, n_tokens=DEFAULT_N_TOKENS, layers=report.layers,
-        fixedness=report.fixedness, sharpness=report.sharpness, fixedness_per_layer=report.per_layer,
-        slope=report.slope, fixed_heads=averaging_claims.fixed_heads(report),
-        fixed_threshold=averaging_claims.FIXED_THRESHOLD, verdicts=averaging_claims.verdicts(report),
-        corpus="varied", control_fixedness=report.control, control_queries=report.control_count,
-        labels=labels.tolist(), fixed_share=averaging_claims.label_share(report).interval, n_shards=report.n_shards,
-        difference_slope=report.difference_slope, js_score=report.js_score,
-        information=report.information.estimate, content_fixedness=report.content.fixedness,
-        content_labels=averaging_claims.reading_labels(report, CONTENT_KEYS).tolist(),
-        content_fixed_share=averaging_claims.label_share(report.content).interval,
-        special_weight=report.special_weight, sink_labels=averaging_claims.sink_labels(report).tolist(),
-        norm_special_weight=norm_special_weight(m, sample, layers=report.layers))
+    record = record_builders.averaging(report, n_queries=merge_all(run.shards).count, n_tokens=DEFAULT_N_TOKENS,
+                                       norm_special=norm_special_weight(m, sample, layers=report.layers))
     return record, stopping
 
 
@@ -312,22 +262,10 @@ def merge_distances(a: HeadDistances, b: HeadDistances) -> HeadDistances:
 
 
 def _diversity_record(hd: HeadDistances, n_boot: int, *, clustering: bool = False) -> DiversityResult:
-    trend, baseline = depth_trend(hd, n_boot=n_boot), shuffled_baseline(hd, n_perm=n_boot)
-    content_trend = depth_trend(hd.content, n_boot=n_boot)
-    content_baseline = shuffled_baseline(hd.content, n_perm=n_boot)
-    verdict = with_other_reading(diversity_claims.verdict_more_alike_with_depth(trend, baseline), ALL_KEYS,
-                                 diversity_claims.verdict_more_alike_with_depth(content_trend, content_baseline))
-    layers_cluster = layer_clustering(hd) if clustering else None
-    return DiversityResult(
-        n_queries=hd.count, layers=trend.layers, dispersion=trend.dispersion, slope=trend.slope,
-        spearman=trend.spearman, verdict=verdict,
-        clustering_verdict=(diversity_claims.verdict_layers_cluster(layers_cluster) if layers_cluster is not None
-                            else verdict),
-        within_layer=layers_cluster.within if layers_cluster is not None else float("nan"),
-        between_layers=layers_cluster.between if layers_cluster is not None else float("nan"),
-        baseline_slope=baseline.slope, baseline_p=baseline.p_value,
-        content_dispersion=content_trend.dispersion, content_slope=content_trend.slope,
-        content_baseline_slope=content_baseline.slope, content_baseline_p=content_baseline.p_value)
+    return record_builders.diversity(
+        depth_trend(hd, n_boot=n_boot), shuffled_baseline(hd, n_perm=n_boot), depth_trend(hd.content, n_boot=n_boot),
+        shuffled_baseline(hd.content, n_perm=n_boot), n_queries=hd.count,
+        clustering=layer_clustering(hd) if clustering else None)
 
 
 def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[DiversityResult, Stopping]:
@@ -352,13 +290,6 @@ def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
 # --------------------------------------------------------------------------- 10
 
 
-def unsplittable_reason(n_heads: int, target: int = 2) -> str:
-    """Why ``n_heads`` heads cannot be merged into ``target`` (a reason for "cannot tell"), or ``""``."""
-    if n_heads % target == 0:
-        return ""
-    return N_("{n} heads cannot be merged into {k} groups of equal size").format(n=n_heads, k=target)
-
-
 def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
                trained: HeadCountResult | None = None) -> tuple[HeadCountResult, None]:
     """Lesson 10: the model's heads regrouped into fewer (conclusion 3), and small transformers trained with
@@ -366,18 +297,10 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
     ``trained`` on another model, e.g. the trained twin of an untrained one, lends its training half)."""
     size = sizes_of("head_count")
     texts = corpus.texts(m.language, size["texts"], seed=0)
-    counts = regroup.valid_group_counts(m.n_heads)
-    summaries = regroup.regroup_summaries(m, texts, counts, progress=progress)
-    unsplittable = unsplittable_reason(m.n_heads)
-    target = head_count_claims.COLLAPSE_TARGET
-    regrouped = dict(
-        n_texts=len(texts), regroup=list(summaries.values()),
-        collapse=(head_count_claims.verdict_fewer_heads_collapse(summaries, n_heads=m.n_heads, target=target)
-                  if target in summaries else ClaimVerdict.missing(head_count_claims.COLLAPSE_CLAIM, unsplittable)),
-        self_collapse=(head_count_claims.verdict_self_collapse(summaries, n_heads=m.n_heads, target=target)
-                       if target in summaries else ClaimVerdict.missing(head_count_claims.SELF_CLAIM, unsplittable)))
+    summaries = regroup.regroup_summaries(m, texts, regroup.valid_group_counts(m.n_heads), progress=progress)
     if trained is not None:
-        return dataclasses.replace(trained, **regrouped), None
+        return dataclasses.replace(trained, **record_builders.regrouping(summaries, n_heads=m.n_heads,
+                                                                         n_texts=len(texts))), None
     language = train.LookupLanguage()
     config = pick(train.TrainConfig(), train.smoke_config())
     seeds = size["seeds"]
@@ -387,19 +310,8 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
     fixed_head = train.head_count_study(train.HEAD_COUNTS, seeds, language=language,
                                         config=train.fixed_head_size(config), progress=progress, reuse=study,
                                         workers=workers)
-    designs = {"fixed width": study.perplexities_by_heads(), "fixed head size": fixed_head.perplexities_by_heads()}
-    head_sizes = {"fixed width": {h: study.config.head_size(h) for h in study.head_counts},
-                  "fixed head size": {h: fixed_head.config.head_size(h) for h in study.head_counts}}
-    record = HeadCountResult(
-        **regrouped,
-        head_counts=list(study.head_counts), seeds=list(seeds),
-        perplexity=[designs["fixed width"][h].tolist() for h in study.head_counts],
-        head_count=head_count_claims.verdict_head_count(designs["fixed width"], design="fixed width"),
-        perplexity_fixed_head=[designs["fixed head size"][h].tolist() for h in study.head_counts],
-        d_head=train.FIXED_D_HEAD, d_model=config.d_model,
-        more_heads={d: head_count_claims.verdict_more_heads_not_always_better(p, design=d, head_sizes=head_sizes[d])
-                    for d, p in designs.items()},
-        language=language.describe())
+    record = record_builders.head_count(summaries, study, fixed_head, n_heads=m.n_heads, n_texts=len(texts),
+                                        seeds=seeds)
     return record, None
 
 
@@ -429,19 +341,10 @@ def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fa
             **({"tasks": fitted.losses, "refits": fitted.refit_losses} if fitted is not None else {})}
     sweep = importance.ablation_per_text(m, held_out, progress=progress, keep=keep)
     effects_eval = sweep["sentence"]  # (N, L, H)
-    effects = effects_eval.mean(axis=0)  # (L, H)
     cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"])
     tasks = (probes.task_study(m, fitted, held_out, masked=sweep["tasks"], refits=sweep["refits"])
              if fitted is not None else None)  # from the same sweep: no sweep of its own
-    split_half = {kind: importance.split_half_agreement(effects_rank[kind]) for kind in ("sentence", "token")}
-    record = PruningResult(  # no pruning curves: lesson 11's own verdict, which no conclusion reads
-        study=None, ablation=effects, verdict=None,
-        ablation_per_text=effects_eval,
-        objective_importance={kind: values.mean(axis=0) for kind, values in effects_rank.items()},
-        split_half=split_half,
-        objective_agreement=importance.importance_agreement(effects_rank["sentence"], effects_rank["token"],
-                                                            paired=True),
-        n_importance_texts=len(importance_texts), n_eval_texts=len(eval_texts), covering=cover, tasks=tasks)
+    record = record_builders.pruning(effects_eval, effects_rank, covering=cover, tasks=tasks)  # no pruning curves
     return record, None
 
 

@@ -2,7 +2,7 @@
 
 Every claim about the model is held against the same claim judged on the model's untrained
 twin (:mod:`attnlab.course.twin_control`). The twin's *evidence* (the records the report's parts
-measure on it, :class:`~attnlab.course.conclusions.Evidence`) is kept, not its verdicts, so that
+measure on it, :class:`~attnlab.course.evidence.Evidence`) is kept, not its verdicts, so that
 the twin is always judged by the same rules as the model. Lesson 12 takes it from the first of:
 
 1. **the student's own report**: ``attnlab report`` saves it in the course's results folder
@@ -32,9 +32,9 @@ from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
 from attnlab.core.twins import untrained_twin
 from attnlab.course import report_parts, results
-from attnlab.course.conclusions import SOURCES as FIELDS
-from attnlab.course.conclusions import Evidence, data_verdicts
+from attnlab.course.evidence import Evidence, data_verdicts
 from attnlab.course.lesson_results import HeadCountResult
+from attnlab.course.registry import RERUN, by_key
 from attnlab.course.verdicts import ClaimVerdict
 
 #: the saved result (in the course's results folder) that holds a report's twin rows
@@ -63,7 +63,7 @@ class TwinEvidence:
 
     @property
     def rows(self) -> dict[str, ClaimVerdict] | None:
-        """The twin's rows judged by today's rules (:func:`~attnlab.course.conclusions.data_verdicts`)."""
+        """The twin's rows judged by today's rules (:func:`~attnlab.course.evidence.data_verdicts`)."""
         return None if self.evidence is None else data_verdicts(self.evidence, safe=True)
 
     @property
@@ -75,8 +75,7 @@ class TwinEvidence:
 def twin_record(ev: Evidence, *, name: str, kind: str, precision: str) -> dict:
     """A twin's evidence as saved: its name, kind and precision, and each lesson's record by field."""
     return {"name": name, "kind": kind, "precision": precision,
-            "records": {field: to_plain(getattr(ev, field)) for field in FIELDS.values()
-                        if getattr(ev, field) is not None}}
+            "records": {r.key: to_plain(getattr(ev, r.key)) for r in RERUN if getattr(ev, r.key) is not None}}
 
 
 def save_twin(m: LoadedModel, ev: Evidence, *, name: str, kind: str, precision: str) -> Path:
@@ -86,11 +85,10 @@ def save_twin(m: LoadedModel, ev: Evidence, *, name: str, kind: str, precision: 
 
 def evidence_from(data: dict) -> Evidence:
     """The evidence of a saved or shipped twin (``data["records"]``: field -> record)."""
-    kinds = {field: kind for kind, field in FIELDS.items()}
     ev = Evidence()
     try:
-        for field, record in data["records"].items():
-            setattr(ev, field, kinds[field].from_record(record))
+        for key, record in data["records"].items():
+            setattr(ev, key, by_key(key).kind.from_record(record))
     except (KeyError, TypeError, ValueError, AttributeError, RecordError) as exc:
         raise RecordError(f"an untrained twin's records cannot be read: {exc}") from None
     return ev

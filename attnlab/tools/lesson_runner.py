@@ -1,6 +1,6 @@
 """Run a lesson notebook headless, so that it saves its results for the running model.
 
-Lesson 12 passes :func:`run_lesson` to :func:`attnlab.course.conclusions.gather`
+Lesson 12 passes :func:`run_lesson` to :func:`attnlab.course.evidence.gather`
 to recompute the evidence a student has not produced yet. It runs the lesson of
 the edition that is speaking (a Chinese lesson 12 re-runs Chinese lessons), from
 the course checkout; where there is none (the package installed from git, as on

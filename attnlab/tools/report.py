@@ -7,7 +7,7 @@
 The first form runs, headless and from the package, the measurements behind
 conclusions 1-6 (lessons 05, 06, 08, 09, 10 and 11) and lesson 13's
 faithfulness scoreboard (:mod:`attnlab.course.report_parts`), judges the
-conclusions as lesson 12 does (:func:`attnlab.course.conclusions.all_conclusions`)
+conclusions as lesson 12 does (:func:`attnlab.course.evidence.all_conclusions`)
 and writes
 
 * ``DIR/index.html``: self-contained (figures inline as PNG), opens offline;
@@ -60,9 +60,8 @@ from attnlab.core.models import (
 )
 from attnlab.core.records import RecordError, to_plain
 from attnlab.course import results
-from attnlab.course.conclusions import (
+from attnlab.course.evidence import (
     LABELS,
-    SOURCES,
     VERDICT_COLOURS,
     Evidence,
     checked_rows,
@@ -71,9 +70,9 @@ from attnlab.course.conclusions import (
     row_titles,
     twin_cell,
 )
-from attnlab.course.lesson_results import RESULT_NAMES
-from attnlab.course.attention_limits_result import AttentionLimitsResult
-from attnlab.course.report_parts import PARTS, Stopping, sizes_of, unsplittable_reason
+from attnlab.course.record_builders import unsplittable_reason
+from attnlab.course.registry import RERUN, by_key
+from attnlab.course.report_parts import PARTS, Stopping, sizes_of
 from attnlab.course.verdicts import UNSURE, ClaimVerdict, shown
 from attnlab.tools.lesson_runner import environment
 from attnlab.viz.fonts import cjk_font_for
@@ -98,12 +97,6 @@ TWIN_FOLDER = "twin"
 #: the parts measured on the twin: every part that feeds a conclusion (lesson 13's is only cited)
 TWIN_PARTS = [part for part in PARTS if part != "attention_limits"]
 
-#: which part each record type of the evidence comes from
-PART_OF_FIELD = {"patterns": "patterns", "perturbation": "perturbation", "averaging": "averaging",
-                 "diversity": "diversity", "head_count": "head_count", "pruning": "pruning",
-                 "attention_limits": "attention_limits"}
-#: the record type each part returns
-KIND_OF_PART = {**{field_name: kind for kind, field_name in SOURCES.items()}, "attention_limits": AttentionLimitsResult}
 #: model types that only decode (their attention looks one way): named in the refusal
 _DECODER_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")
 
@@ -264,7 +257,7 @@ def _saved_part(folder: Path, m: LoadedModel, part: str, settings: dict) -> Part
     if not isinstance(data, dict) or data.get("settings") != settings:
         return None
     try:
-        record = KIND_OF_PART[part].from_record(data["record"])
+        record = by_key(part).kind.from_record(data["record"])
         stopping = Stopping.from_record(data["stopping"]) if data.get("stopping") else None
     except (RecordError, KeyError, TypeError, ValueError):
         return None
@@ -300,17 +293,17 @@ def run_part(m: LoadedModel, part: str, folder: Path, *, precision: str, progres
 
 
 def evidence_of(runs: dict[str, PartRun]) -> Evidence:
-    """The parts' records as lesson 12's :class:`~attnlab.course.conclusions.Evidence`."""
+    """The parts' records as lesson 12's :class:`~attnlab.course.evidence.Evidence`."""
     ev = Evidence()
     for part, run in runs.items():
-        setattr(ev, PART_OF_FIELD[part], run.record)
-    for kind, field_name in SOURCES.items():
-        ev.origin[RESULT_NAMES[kind]] = "recomputed" if getattr(ev, field_name) is not None else "missing"
+        setattr(ev, part, run.record)  # each part is named by its record's key
+    for record in RERUN:
+        ev.origin[record.name] = "recomputed" if getattr(ev, record.key) is not None else "missing"
     return ev
 
 
 def data_rows(ev: Evidence) -> dict[str, ClaimVerdict]:
-    """Every row's verdict from the data alone (:func:`~attnlab.course.conclusions.data_verdicts`); one that
+    """Every row's verdict from the data alone (:func:`~attnlab.course.evidence.data_verdicts`); one that
     cannot be judged (a part failed, a model too small for the measurement) is "cannot tell" with the
     reason, never an error."""
     rows = data_verdicts(ev, safe=True)
@@ -339,8 +332,7 @@ def _with_failures(verdicts: dict[str, ClaimVerdict], runs: dict[str, PartRun]) 
     for part, run in runs.items():
         if run.origin != "failed":
             continue
-        kind = KIND_OF_PART[part]
-        name = RESULT_NAMES.get(kind, "")
+        name = by_key(part).name
         for v in verdicts.values():
             missing = str(v.numbers.get("missing", ""))
             if v.verdict == UNSURE and name and name in missing:

@@ -23,7 +23,7 @@ def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name:
         model_name: added to the title.
         labels: one label per verdict (e.g. "3a"); default 1, 2, 3, ...
         details: one line per verdict drawn under its claim, e.g. the number and interval it
-            was decided on (:func:`attnlab.course.conclusions.deciding_number`).
+            was decided on (:func:`attnlab.course.evidence.deciding_number`).
 
     Returns:
         The figure.

@@ -1,7 +1,7 @@
 """Exercises for lesson 12 (the six conclusions).
 
 The answers are computed from the evidence that lessons 05-11 saved for the
-model that is running (an :class:`attnlab.course.conclusions.Evidence`).
+model that is running (an :class:`attnlab.course.evidence.Evidence`).
 
 * :func:`check_fixed_share` — recompute conclusion 1's "fixed heads" share from lesson 08's fixedness map.
 * :func:`check_rejudge` — judge conclusion 1 again with "a few" meaning at most half of the heads.
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.course.claims.conclusions import conclusion_1, fixed_share
-from attnlab.course.conclusions import Evidence
+from attnlab.course.evidence import Evidence
 from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, DiversityResult
 
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise

@@ -4,7 +4,7 @@ claim about the model held against its untrained twin when a report saved one or
 
 from __future__ import annotations
 
-from attnlab.course.conclusions import VERDICT_COLOURS, all_conclusions, deciding_number, gather, row_titles
+from attnlab.course.evidence import VERDICT_COLOURS, all_conclusions, deciding_number, gather, row_titles
 from attnlab.course.twin_evidence import twin_for
 from attnlab.viz.conclusions_plots import plot_verdicts
 
