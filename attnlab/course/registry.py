@@ -41,7 +41,6 @@ class LessonRecord:
         readers: the lessons that read the saved file ("12": lesson 12's conclusions).
         conclusions: the rows of lesson 12 it decides or is cited under ("1" ... "6").
         rerun: lesson 12 re-runs the lesson when its file is missing (lesson 13's is only cited: read, never re-run).
-        reference: the package ships it in the reference results (:mod:`attnlab.course.reference`).
     """
 
     key: str
@@ -50,7 +49,6 @@ class LessonRecord:
     readers: tuple[str, ...]
     conclusions: tuple[str, ...]
     rerun: bool = True
-    reference: bool = True
 
     @property
     def name(self) -> str:
@@ -73,13 +71,13 @@ RECORDS: tuple[LessonRecord, ...] = (
     LessonRecord("head_count", HeadCountResult, record_builders.head_count, ("12",), ("3", "5")),
     LessonRecord("pruning", PruningResult, record_builders.pruning, ("12",), ("4", "6")),
     LessonRecord("attention_limits", AttentionLimitsResult, attention_limits_result.from_run, ("12",), ("1",),
-                 rerun=False, reference=False),
+                 rerun=False),
 )
 #: the records lesson 12 judges the conclusions from (its evidence), and those it re-runs when missing
 EVIDENCE: tuple[LessonRecord, ...] = tuple(r for r in RECORDS if "12" in r.readers)
 RERUN: tuple[LessonRecord, ...] = tuple(r for r in EVIDENCE if r.rerun)
-#: the saved names the shipped reference holds
-REFERENCE_NAMES: tuple[str, ...] = tuple(r.name for r in RECORDS if r.reference)
+#: the saved names of the lessons before lesson 12 (the reference compares them, then lessons 13 and 12)
+EARLIER_NAMES: tuple[str, ...] = tuple(r.name for r in RECORDS if int(r.lesson) < 12)
 
 
 def by_key(key: str) -> LessonRecord:

@@ -40,6 +40,7 @@ from attnlab.core.config import is_smoke
 from attnlab.core.language import N_, _
 from attnlab.core.models import MULTILINGUAL
 from attnlab.course.cards import deciding
+from attnlab.course.registry import EARLIER_NAMES
 from attnlab.course.results import results_dir
 from attnlab.course.twin_evidence import file_stem
 from attnlab.course.verdicts import WORDS, shown
@@ -47,8 +48,7 @@ from attnlab.course.verdicts import WORDS, shown
 HERE = Path(__file__).resolve().parent
 MODES = ("smoke", "full")
 #: the lessons whose saved results lesson 12 reads, then lesson 13's and lesson 12's own
-LESSONS = ("05_reading_heatmaps", "06_perturbation", "07_position_embeddings", "08_layer_averaging",
-           "09_head_diversity", "10_how_many_heads", "11_pruning_heads")
+LESSONS = EARLIER_NAMES
 LIMITS, CONCLUSIONS = "13_attention_limits", "12_conclusions"
 COMPARED = (*LESSONS, LIMITS, CONCLUSIONS)
 #: the models a reference is made for, as their records name them (``load_model``'s name after the arrow)
