@@ -17,10 +17,16 @@ fields)::
     print(reference.report(found))           # one line each, in the reader's language
     reference.full_conclusions("multilingual-e5-small")   # lesson 12's verdicts in the full reference
 
-Provenance (each folder's ``provenance.json`` has the details): the full references were run on
-2026-12-05 with ``ATTNLAB_OFFLINE=1``, ``OMP_NUM_THREADS=1``, torch 2.13.0, on a 2-core x86_64 "Intel(R)
-Xeon(R) Processor" (``lscpu``) with AVX512-BF16 and AMX-BF16, so the lessons' "auto" precision chose bf16
-(every record says so; ``ATTNLAB_PRECISION=bf16`` computes like them elsewhere).
+Provenance (each folder's ``provenance.json`` has the details, with each lesson's seconds and peak): all
+four were run on 2026-12-05 from commit b893f18 with ``ATTNLAB_OFFLINE=1`` and ``OMP_NUM_THREADS=1``,
+torch 2.13.0, on a busy 2-core x86_64 "Intel(R) Xeon(R) Processor" (``lscpu``) whose flags include
+``avx512_bf16`` and ``amx_bf16``, so the lessons' "auto" precision chose bf16 (every record says so;
+``ATTNLAB_PRECISION=bf16`` computes like them elsewhere, emulated where the CPU lacks bf16). The smoke
+references: ``python scripts/make_references.py --mode smoke --model offline`` (and ``--model bundled``).
+The full ones: ``python benchmarks/bench_course.py --json A.json 05 06 07 08 09 10 11 13``, then ``... 12``,
+into one ``ATTNLAB_RESULTS`` folder (with ``ATTNLAB_MODEL=bundled`` for MiniLM; 2,054 s on the offline
+default and 1,412 s on MiniLM, the two side by side), shipped with ``python scripts/make_references.py
+--mode full --model offline --from DIR --timings A.json B.json``.
 
 A number "differs" when it is more than ``rtol`` (relative) and ``atol``
 (absolute) away from the reference's: seeded runs on the same model, mode and
