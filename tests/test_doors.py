@@ -13,7 +13,8 @@
 
 The three environment tests share one base environment of what Colab and Binder have before the
 course arrives (torch, transformers, a kernel); each door's own environment sees it the way Colab's
-sees its system packages, and installs the rest itself. They run on one test worker (xdist group).
+sees its system packages, and installs the rest itself. They run on one test worker (xdist group), and
+the two that use the offline bundle's wheels (the bundle and the mainland China route) on one too.
 """
 
 from __future__ import annotations
@@ -33,14 +34,16 @@ import pytest
 
 import attnlab as al
 from attnlab import _meta
-from attnlab.core import door, manifest, models, multilingual
+from attnlab.core import door, manifest, measured, models, multilingual
 from attnlab.course import results
-from attnlab.tools import bundle
+from attnlab.tools import bundle, install_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+#: the doors that share the base environment run on one test worker; those that share the offline bundle, on one
 doors = pytest.mark.xdist_group("doors")
+bundle_doors = pytest.mark.xdist_group("doors-bundle")
 
 #: runs a notebook with the environment's own Python and kernel: notebook, working folder, output
 DRIVER = """
@@ -216,7 +219,9 @@ def test_colab_cpu_runtime_takes_the_offline_chinese_model(monkeypatch, tmp_path
     m = al.load_model("auto")
     out = capsys.readouterr().out
     assert m.name == multilingual.NAME and asked == []
-    assert "no GPU" in out and "42 minutes" in out and "12 minutes" in out and "ATTNLAB_MODEL" in out
+    minutes = measured.course_minutes_on_cpu()  # the course's measured minutes, as the package ships them
+    assert minutes == {"multilingual-e5-small": round(825 / 60), "bert-base-chinese": 42}
+    assert "no GPU" in out and "42 minutes" in out and "14 minutes" in out and "ATTNLAB_MODEL" in out
 
 
 def test_colab_gpu_runtime_still_asks_for_the_article_model(monkeypatch):
@@ -230,7 +235,7 @@ def test_colab_gpu_runtime_still_asks_for_the_article_model(monkeypatch):
 
 def test_colab_line_names_runtime_cost_and_the_way_to_change():
     cpu = door.colab_line("multilingual-e5-small", on_gpu=False)
-    assert "CPU" in cpu and "12 minutes" in cpu and "bert-base-chinese" in cpu and "GPU" in cpu
+    assert "CPU" in cpu and "14 minutes" in cpu and "bert-base-chinese" in cpu and "GPU" in cpu
     gpu = door.colab_line("bert-base-chinese", on_gpu=True)
     assert "GPU" in gpu and "not yet measured" in gpu
 
@@ -277,7 +282,6 @@ def _environment_yml_pip_list() -> tuple[list[str], list[str]]:
 @doors
 @pytest.mark.notebooks
 def test_binder_simulation(base_env, course_repo, tmp_path):
-    import install_torch  # scripts/install_torch.py
 
     venv = _door_env(base_env, tmp_path)
     home = tmp_path / "home"
@@ -317,6 +321,12 @@ def test_memory_warning_speaks_when_a_container_is_nearly_full(tmp_path):
     assert "Shut the other lessons' kernels down" in warning and "GB" in warning
     current.write_text(str(200 * 1024 ** 2))
     assert door.memory_warning(files) == ""
+    need = measured.lesson_needs_bytes()  # the highest kernel peak measured on the offline default (lesson 08)
+    assert need == 1389 * 1024 ** 2
+    current.write_text(str(2 * 1024 ** 3 - need + 1))
+    assert door.memory_warning(files) != ""
+    current.write_text(str(2 * 1024 ** 3 - need))
+    assert door.memory_warning(files) == ""
     limit.write_text("max")
     assert door.memory_warning(files) == ""  # no limit: nothing to say
     assert door.memory_warning(((str(tmp_path / "absent"), str(current)),)) == ""
@@ -326,7 +336,6 @@ def test_memory_warning_speaks_when_a_container_is_nearly_full(tmp_path):
 
 
 def test_torch_index_out_of_reach_stops_within_seconds_and_never_takes_cuda(monkeypatch, capsys):
-    import install_torch  # scripts/install_torch.py
 
     monkeypatch.setenv(install_torch.INDEX_ENV, "http://127.0.0.1:9/")  # nothing listens there
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
@@ -347,7 +356,6 @@ def test_torch_index_out_of_reach_stops_within_seconds_and_never_takes_cuda(monk
 def test_torch_comes_from_the_cpu_index_when_it_answers(monkeypatch, tmp_path):
     import platform
 
-    import install_torch  # scripts/install_torch.py
 
     monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     monkeypatch.setattr(install_torch, "has_nvidia_gpu", lambda: False)
@@ -370,7 +378,7 @@ def test_student_scripts_install_only_what_they_need():
     test = (ROOT / "scripts" / "test.sh").read_text()
     assert "bash scripts/setup.sh course,lab\n" in course and "dev" not in course.split("setup.sh", 1)[1][:20]
     assert "bash scripts/setup.sh course,lab,dev" in test
-    assert "install_torch.py" in (ROOT / "scripts" / "setup.sh").read_text()
+    assert "attnlab/tools/install_torch.py" in (ROOT / "scripts" / "setup.sh").read_text()
 
 
 def test_windows_without_the_chinese_model_says_why(monkeypatch):
@@ -502,7 +510,7 @@ def offline_bundle(tmp_path_factory) -> Path:
     return bundle.make_bundle(tmp_path_factory.mktemp("bundle") / "attnlab-course.zip", root=ROOT, progress=False)
 
 
-@doors
+@bundle_doors
 @pytest.mark.notebooks
 def test_offline_bundle_installs(offline_bundle, tmp_path):
     cut = _network_cut()
@@ -549,7 +557,7 @@ def _stock_mirrors(offline_bundle: Path, pypi: Path, torch_index: Path) -> None:
                 (torch_index if wheel.startswith("torch-") else pypi).joinpath(wheel).write_bytes(archive.read(name))
 
 
-@doors
+@bundle_doors
 @pytest.mark.notebooks
 def test_china_route_no_default_host(course_repo, offline_bundle, tmp_path):
     """The mainland China route end to end, with every default host (pypi.org, download.pytorch.org,

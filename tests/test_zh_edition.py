@@ -28,7 +28,7 @@ import pytest
 
 from attnlab.core import language
 from attnlab.core.language import _, compile_mo, read_po
-from attnlab.tools import english_prose, figure_texts, lesson_runner, messages, zh_edition
+from attnlab.tools import course_numbers, english_prose, figure_texts, lesson_runner, messages, zh_edition
 from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -808,10 +808,7 @@ def test_zh_no_bracketed_alternation():
 
 def test_generated_model_and_machine_descriptions_read_in_chinese():
     """The Chinese documents' generated tables name each source's model and machine in Chinese
-    (docs/numbers.json records them in English), and README.zh-CN and the guide carry those words."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import course_numbers
-
+    (attnlab/core/numbers.json records them in English), and README.zh-CN and the guide carry those words."""
     english = re.compile(r"\b(?:quiet|busy|threads?|core|CPU|with|nothing|else|running|bundled|default|random|"
                          r"model|shape|shared|other|work|another|beside|lessons|each|the)\b")
     numbers = course_numbers.gather()

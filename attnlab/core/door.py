@@ -5,8 +5,9 @@ the course costs there.
 ``google.colab`` at start-up and sets ``COLAB_RELEASE_TAG``; Binder sets
 ``BINDER_LAUNCH_HOST`` (and the course's own ``start`` script sets ``ATTNLAB_DOOR=binder``).
 ``load_model("auto")`` uses it: on a Colab runtime with no GPU the article's
-``bert-base-chinese`` would make the course about 42 minutes long, so "auto" takes the
-offline Chinese model there and says that the article's model is one setting away.
+``bert-base-chinese`` would make the course far longer (the minutes measured on a 2-core CPU, from
+:mod:`attnlab.core.measured`), so "auto" takes the offline Chinese model there and says that the
+article's model is one setting away.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ from pathlib import Path
 
 import torch
 
+from attnlab.core import measured
 from attnlab.core.language import _
 
 COLAB, BINDER, LOCAL = "colab", "binder", "local"
 #: set by the course's Binder ``start`` script; also lets a test stand in for a door
 DOOR_ENV = "ATTNLAB_DOOR"
-
-#: minutes the whole course took in full mode on a 2-core CPU (benchmarks/bench_course.py)
-COURSE_MINUTES_ON_CPU = {"multilingual-e5-small": 12, "bert-base-chinese": 42}
 
 
 def which_door() -> str:
@@ -45,8 +44,9 @@ def has_gpu() -> bool:
 
 
 def course_minutes(model: str) -> int | None:
-    """The course's full-mode minutes on a 2-core CPU for a model of this name, if measured."""
-    for name, minutes in COURSE_MINUTES_ON_CPU.items():
+    """The course's full-mode minutes on a 2-core CPU for a model of this name, if measured
+    (:mod:`attnlab.core.measured`: the package's generated numbers)."""
+    for name, minutes in measured.course_minutes_on_cpu().items():
         if name in model:
             return minutes
     return None
@@ -56,7 +56,7 @@ def colab_cpu_reason() -> str:
     """Why "auto" does not take the article's model on a Colab runtime with no GPU."""
     return _("this Colab runtime has no GPU, and on its CPU the article's {model} would make the course "
              "about {minutes} minutes long").format(model="bert-base-chinese",
-                                                    minutes=COURSE_MINUTES_ON_CPU["bert-base-chinese"])
+                                                    minutes=course_minutes("bert-base-chinese"))
 
 
 def colab_line(model: str, on_gpu: bool) -> str:
@@ -72,11 +72,9 @@ def colab_line(model: str, on_gpu: bool) -> str:
     return _("Colab, CPU runtime (no GPU): {cost}. For the article's bert-base-chinese (about {bert} minutes "
              "on this CPU), choose Runtime > Change runtime type > a GPU, or run "
              "os.environ['ATTNLAB_MODEL'] = 'bert-base-chinese' before loading.").format(
-                 cost=cost, bert=COURSE_MINUTES_ON_CPU["bert-base-chinese"])
+                 cost=cost, bert=course_minutes("bert-base-chinese"))
 
 
-#: memory a lesson's kernel may need beyond what is in use (the course keeps every kernel under 1.8 GB)
-LESSON_NEEDS_BYTES = 1_200_000_000
 #: where a container's memory limit and use are read (cgroup v2, then v1)
 CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
@@ -103,7 +101,7 @@ def memory_warning(files: tuple[tuple[str, str], ...] = CGROUP_FILES) -> str:
     if room is None:
         return ""
     limit, used = room
-    if limit - used >= LESSON_NEEDS_BYTES:
+    if limit - used >= measured.lesson_needs_bytes():  # the highest kernel peak on the offline default
         return ""
     return _("Only {free:.1f} GB of this session's {limit:.1f} GB are free ({used:.1f} GB in use, probably by the "
              "kernels of lessons opened before): this lesson may be stopped for lack of memory. Shut the other "

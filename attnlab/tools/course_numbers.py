@@ -1,31 +1,36 @@
-"""The course's times and expected numbers, from one generated file, and the docs that quote them.
+"""The course's times and expected numbers, from one generated file, and every document that quotes them.
 
-    python scripts/course_numbers.py            # write docs/numbers.json, then every quoted number in the docs
-    python scripts/course_numbers.py --check    # exit 1 (and say where) when a doc or docs/numbers.json is out of date
+    python scripts/course_numbers.py            # write attnlab/core/numbers.json, then every quoted number
+    python scripts/course_numbers.py --check    # exit 1 (and say where) when a file is out of date
 
 Sources (each records the model, mode, machine and date it was measured with):
 
 * ``benchmarks/measured/course_*.json``: seconds and peak memory per lesson, written by
-  ``python benchmarks/bench_course.py --json FILE`` (the earlier full runs were entered from the
-  numbers that run printed, with their provenance);
+  ``python benchmarks/bench_course.py --json FILE``;
 * ``attnlab/course/reference/smoke/``: the saved results of a smoke run on the offline default
   (the verdicts a smoke run should give);
-* ``docs/reports/<model>/report.json``: the full-size reports of the offline models (each claim's
-  verdict, deciding number and untrained twin), quoted by the ``reports`` and ``conclusions`` blocks.
+* the offline default's conclusions (:func:`conclusions`, the one place they are read) and the full-size
+  reports ``docs/reports/<model>/report.json`` that the ``reports`` table sets side by side.
 
-What is written from ``docs/numbers.json``:
+The one generated file is ``attnlab/core/numbers.json`` (package data: an installed course reads it through
+:mod:`attnlab.core.measured`, and :mod:`attnlab.core.door` tells students its minutes and memory need).
+From it this module writes:
 
-* blocks between ``<!-- numbers:NAME -->`` and ``<!-- /numbers -->`` in README.md, README.zh-CN.md
-  and both teacher's guides (a table of times per model, the expected smoke verdicts, the measured
-  paragraph);
+* blocks between ``<!-- numbers:NAME -->`` + newline and ``<!-- /numbers -->`` (tables, paragraphs) and
+  inline spans ``<!-- numbers:NAME -->text<!-- /numbers -->`` on one line (a time, a peak, a verdict) in
+  :data:`DOCS` (READMEs, teacher's guides, install guides, classroom guides); an inline ``NAME`` is one of
+  :data:`INLINE` or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``: the unit follows
+  the key's ending, ``_s`` or ``_mb``);
 * the guides' lesson headings ``### NN · Title (X min; full run N s)``;
-* every English lesson's "Estimated time" line and its Chinese translation (the translation block's
-  fingerprint follows), after which ``python scripts/zh_notebooks.py --build`` rebuilds the Chinese
-  notebooks.
+* every lesson header's spans ``lesson_time`` and ``lesson_memory`` (English notebook and its Chinese
+  translation block; :func:`attnlab.tools.zh_edition.english_hash` leaves the spans' text out, so a new
+  number does not make a translation stale), after which ``python scripts/zh_notebooks.py --build``
+  rebuilds the Chinese notebooks.
 
-``tests/test_numbers.py`` (``numbers_from_one_source``) fails when any of these differs from what
-this script writes, or when a lesson time written by hand elsewhere in those files is not one the
-sources measured.
+:func:`problems` also lists a number written by hand outside the generated text that matches no generated
+value (:func:`hand_written_drift`: a lesson's or the course's time, a kernel peak, a conclusion's verdict on
+the offline default) and a link to a heading that does not exist (:func:`broken_links`).
+``tests/test_numbers.py`` (``expected_numbers_generated``) fails on any of these.
 """
 
 from __future__ import annotations
@@ -35,29 +40,38 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from attnlab.tools.zh_edition import english_hash  # noqa: E402
+from attnlab.core.language import current_language, set_language, translated
+from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
+from attnlab.course.evidence import row_titles
+from attnlab.course.reference import reference_verdicts
+from attnlab.course.verdicts import shown
+from attnlab.tools.report import compare_table, read_report
 
-NUMBERS = ROOT / "docs" / "numbers.json"
-SOURCES = {  # key in numbers.json -> measured file
-    "offline_full": ROOT / "benchmarks" / "measured" / "course_full_offline.json",
-    "offline_smoke": ROOT / "benchmarks" / "measured" / "course_smoke_offline.json",
-    "minilm_full": ROOT / "benchmarks" / "measured" / "course_full_minilm.json",
-    "bert_base_shape_full": ROOT / "benchmarks" / "measured" / "course_full_bert_base_shape.json",
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = {  # key in numbers.json -> measured file (relative to the source tree)
+    "offline_full": "benchmarks/measured/course_full_offline.json",
+    "offline_smoke": "benchmarks/measured/course_smoke_offline.json",
+    "minilm_full": "benchmarks/measured/course_full_minilm.json",
+    "bert_base_shape_full": "benchmarks/measured/course_full_bert_base_shape.json",
     # every lesson's kernel peak after this round's memory changes (the README's peaks table)
-    "offline_peaks": ROOT / "benchmarks" / "measured" / "course_peaks_offline.json",
-    "bert_base_shape_peaks": ROOT / "benchmarks" / "measured" / "course_peaks_bert_base_shape.json",
+    "offline_peaks": "benchmarks/measured/course_peaks_offline.json",
+    "bert_base_shape_peaks": "benchmarks/measured/course_peaks_bert_base_shape.json",
 }
-REFERENCE = ROOT / "attnlab" / "course" / "reference" / "smoke"
-#: the full-size reports whose verdicts the docs quote (``attnlab report --model M --out docs/reports/NAME``)
+REFERENCE = "attnlab/course/reference/smoke"
+#: minutes and peak of ``attnlab report`` runs (the README's report times)
+REPORT_RUNS = "benchmarks/measured/report_runs.json"
+#: the full-size reports that the ``reports`` table sets side by side (``attnlab report --model M --out
+#: docs/reports/NAME``)
 REPORTS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
 DEFAULT_REPORT = "multilingual-e5-small"
-DOCS = {"en": [ROOT / "README.md", ROOT / "docs" / "teaching.md"],
-        "zh": [ROOT / "README.zh-CN.md", ROOT / "docs" / "teaching.zh-CN.md"]}
-GUIDES = {"en": ROOT / "docs" / "teaching.md", "zh": ROOT / "docs" / "teaching.zh-CN.md"}
+#: every document that quotes a number, by language (relative to the source tree)
+DOCS = {"en": ["README.md", "docs/teaching.md", "docs/install.md", "docs/classroom.md"],
+        "zh": ["README.zh-CN.md", "docs/teaching.zh-CN.md", "docs/install.zh-CN.md", "docs/classroom.zh-CN.md"]}
+#: documents whose links to headings are checked (besides :data:`DOCS`)
+LINKED = ["CHANGELOG.md"]
 
 #: minutes of class time each lesson plans for (the lessons' own estimate, not a measurement)
 CLASS_MINUTES = {"00": 10, "01": 25, "02": 25, "03": 25, "04": 30, "05": 35, "06": 35, "07": 35, "08": 50,
@@ -66,22 +80,20 @@ CLASS_MINUTES = {"00": 10, "01": 25, "02": 25, "03": 25, "04": 30, "05": 35, "06
 FEEDS_12 = ["05", "06", "07", "08", "09", "10", "11"]
 
 BLOCK = re.compile(r"(<!-- numbers:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
+INLINE = re.compile(r"(<!-- numbers:(?P<name>[a-z_0-9.]+) -->)(?P<body>[^\n]*?)(<!-- /numbers -->)")
 HEADING = {"en": re.compile(r"^(### (?P<n>\d\d) · [^(\n]*?) \((?P<inside>\d+ min;[^)\n]*)\)", re.M),
            "zh": re.compile(r"^(### (?P<n>\d\d) · [^（\n]*?)（(?P<inside>\d+ 分钟；[^）\n]*)）", re.M)}
-ESTIMATE = {"en": re.compile(r"(\| \*\*Estimated time\*\* \| )[^\n|]*( \|)$|(\*\*Estimated time:\*\* ).*?(\.)(?=\n\n|\Z)",
-                             re.M | re.S),
-            "zh": re.compile(r"(\| \*\*预计用时\*\* \| )[^\n|]*( \|)$|(\*\*预计用时：\*\* ).*?(。)(?=\n\n|\Z)",
-                             re.M | re.S)}
 
 
 # ----------------------------------------------------------------------------- the generated file
-def gather() -> dict:
-    """docs/numbers.json's content, from the measured files and the reference results."""
+def gather(root: Path = ROOT) -> dict:
+    """attnlab/core/numbers.json's content, from the measured files, the reference results and the reports."""
     sources = {}
-    for key, path in SOURCES.items():
+    for key, name in SOURCES.items():
+        path = root / name
         if path.exists():
             run = json.loads(path.read_text(encoding="utf-8"))
-            run["file"] = path.relative_to(ROOT).as_posix()
+            run["file"] = name
             sources[key] = run
     lessons = {}
     for n, minutes in CLASS_MINUTES.items():
@@ -93,7 +105,7 @@ def gather() -> dict:
                 if "peak_mb" in measured:
                     row[f"{key}_peak_mb"] = int(round(measured["peak_mb"]))
         lessons[n] = row
-    course = {}
+    course: dict = {"class_minutes_total": sum(CLASS_MINUTES.values())}
     for key, run in sources.items():
         if set(run["lessons"]) != set(CLASS_MINUTES):
             continue  # a total only where every lesson was measured
@@ -108,20 +120,40 @@ def gather() -> dict:
                                                "peak_mb": full["lessons"][peak_lesson]["peak_mb"]}
     if "bert_base_shape_full" in sources:
         course["bert_base_shape_full_total_minutes"] = sources["bert_base_shape_full"].get("total_minutes")
-    return {"about": "Generated by python scripts/course_numbers.py; do not edit by hand. Every time quoted in the "
-                     "READMEs, the teacher's guides and the lessons' headers comes from here.",
+    return {"about": "Generated by python scripts/course_numbers.py; do not edit by hand. Every time, peak and "
+                     "verdict quoted in the READMEs, the guides, the lessons' headers and the doors comes from here.",
             "sources": {key: {k: v for k, v in run.items() if k != "lessons"} for key, run in sources.items()},
-            "lessons": lessons, "course": course, "smoke_verdicts": smoke_verdicts(), "reports": reports()}
+            "lessons": lessons, "course": course, "door": door(lessons, course),
+            "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
+            "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root)}
 
 
-def reports() -> dict:
+def door(lessons: dict, course: dict) -> dict:
+    """What :mod:`attnlab.core.door` tells students: the whole course's minutes on a 2-core CPU per model, and
+    a lesson's memory need (the highest kernel peak on the offline default), with the kernels' target."""
+    minutes = {"multilingual-e5-small": round(course["offline_full_total_s"] / 60),
+               "bert-base-chinese": course.get("bert_base_shape_full_total_minutes")}
+    peaks = [row["offline_peaks_peak_mb"] for row in lessons.values() if "offline_peaks_peak_mb" in row]
+    bert = [row["bert_base_shape_peaks_peak_mb"] for row in lessons.values() if "bert_base_shape_peaks_peak_mb" in row]
+    return {"course_minutes_on_cpu": {k: v for k, v in minutes.items() if v}, "lesson_needs_mb": max(peaks),
+            "bert_base_shape_needs_mb": max(bert, default=None), "peak_target_mb": PEAK_TARGET_MB}
+
+
+def conclusions(root: Path = ROOT) -> dict:
+    """The offline default's answer to each conclusion, the one the documents state: label -> verdict,
+    deciding number and its untrained twin's cell, with the run's settings.
+
+    Read from the offline default's full-size report (``docs/reports/multilingual-e5-small/``) until the
+    full reference ships in the package; this function is the one place that reads them."""
+    return reports(root).get(DEFAULT_REPORT, {})
+
+
+def reports(root: Path = ROOT) -> dict:
     """model folder -> its full-size report's settings (model, precision, twin, seconds) and every claim's
     verdict, deciding number and untrained twin's cell, as the report wrote them (English)."""
-    from attnlab.tools.report import read_report
-
     found = {}
     for name in REPORTS:
-        folder = ROOT / "docs" / "reports" / name
+        folder = root / "docs" / "reports" / name
         if not (folder / "report.json").is_file():
             continue
         data = read_report(folder)
@@ -140,12 +172,10 @@ def _round_seconds(seconds: float) -> float | int:
     return round(float(seconds), 1)
 
 
-def smoke_verdicts() -> dict[str, dict[str, str]]:
+def smoke_verdicts(root: Path = ROOT) -> dict[str, dict[str, str]]:
     """lesson -> claim -> verdict word, from the reference results of a smoke run (empty when absent)."""
-    from attnlab.course.reference import reference_verdicts
-
     found: dict[str, dict[str, str]] = {}
-    if REFERENCE.is_dir():
+    if (root / REFERENCE).is_dir():
         for (name, claim), word in sorted(reference_verdicts("smoke").items()):
             found.setdefault(name[:2], {})[claim] = word
     return found
@@ -218,8 +248,6 @@ def render_block(name: str, numbers: dict, lang: str) -> str:
 
 def _in_language(lang: str, make):
     """``make()`` with the course's language set to ``lang`` (restored afterwards)."""
-    from attnlab.core.language import current_language, set_language
-
     before = current_language()
     set_language(lang)
     try:
@@ -231,18 +259,13 @@ def _in_language(lang: str, make):
 def _reports_table(numbers: dict, lang: str) -> str:
     """The full-size reports of the offline models side by side, each with its untrained twin's column
     (``attnlab report --compare`` on :data:`REPORTS`)."""
-    from attnlab.tools.report import compare_table
-
     folders = [ROOT / "docs" / "reports" / name for name in numbers.get("reports", {})]
     return _in_language(lang, lambda: compare_table(folders)) if folders else ""
 
 
 def _conclusions_table(numbers: dict, lang: str) -> str:
     """The offline default's verdict on each conclusion and its untrained twin's, from its full-size report."""
-    from attnlab.course.conclusions import row_titles
-    from attnlab.course.verdicts import shown
-
-    claims = numbers.get("reports", {}).get(DEFAULT_REPORT, {}).get("claims", {})
+    claims = numbers.get("conclusions", {}).get("claims", {})
     if not claims:
         return ""
 
@@ -254,10 +277,6 @@ def _conclusions_table(numbers: dict, lang: str) -> str:
         return head + "\n".join(rows) + "\n"
 
     return _in_language(lang, table)
-
-
-#: a lesson's kernel must stay under this (Binder gives 2 GB; the rest is JupyterLab's and the system's)
-PEAK_TARGET_MB = 1800
 
 
 def _peaks_table(numbers: dict, lang: str) -> str:
@@ -311,7 +330,7 @@ def _times_table(numbers: dict, lang: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: how the Chinese documents say a source's model and machine (docs/numbers.json records them in English),
+#: how the Chinese documents say a source's model and machine (numbers.json records them in English),
 #: applied in order; a description with a part not listed here stays English and the edition's test fails
 ZH_DESCRIPTIONS = (
     (r"^(\d+)-core (\S+(?: \S+)?) CPU with ([^\s,]+)", r"\1 核 \2 处理器（支持 \3）"),
@@ -359,9 +378,6 @@ def _sources_list(numbers: dict, lang: str) -> str:
 
 
 def _smoke_table(numbers: dict, lang: str) -> str:
-    from attnlab.core.language import current_language, set_language, translated
-    from attnlab.course.verdicts import shown
-
     head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | smoke 模式的判断 |"
     lines = [head, "|---|---|---|"]
     before = current_language()
@@ -392,14 +408,14 @@ def _measured(numbers: dict, lang: str) -> str:
                 f"{seconds_text(course.get('offline_smoke_total_s'), lang)} on a busy 2-core machine. "
                 "Every lesson's time, per model, is in the\n"
                 "[teacher's guide](docs/teaching.md#times-and-where-they-come-from) (all from "
-                "`docs/numbers.json`).\n")
+                "`attnlab/core/numbers.json`).\n")
     long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
     return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
             f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上，较早版本的完整运行分别用了 "
             + listed([seconds_text(t, lang) for t in earlier], lang)
             + f"。smoke 模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
-            "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `docs/numbers.json`）。\n")
+            "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `attnlab/core/numbers.json`）。\n")
 
 
 def listed(items: list[str], lang: str) -> str:
@@ -419,71 +435,133 @@ def _smoke_total(numbers: dict, lang: str) -> str:
             "（空闲机器更快；见[用时及其出处](#用时及其出处)）。\n")
 
 
+# ----------------------------------------------------------------------------- inline spans
+def _about_minutes(minutes: int | None, lang: str) -> str:
+    return f"about {minutes} minutes" if lang == "en" else f"约 {minutes} 分钟"
+
+
+def _class_total(numbers: dict, lang: str, lesson: str | None) -> str:
+    total = numbers["course"]["class_minutes_total"]
+    if lang == "en":
+        return f"{total} minutes (about {total / 60:.1f} hours)"
+    return f"{total} 分钟（约 {total / 60:.1f} 小时）"
+
+
+def _lesson_memory(numbers: dict, lang: str, lesson: str | None) -> str:
+    row = numbers["lessons"][lesson]
+    peak, bert = row["offline_peaks_peak_mb"], row.get("bert_base_shape_peaks_peak_mb")
+    if lang == "en":
+        return f"{peak:,} MB" + (f" ({bert:,} MB on bert-base-chinese)" if bert else "")
+    return f"{peak:,} MB" + (f"（用 bert-base-chinese 时 {bert:,} MB）" if bert else "")
+
+
+def _verdict(numbers: dict, label: str, lang: str) -> str:
+    """The offline default's verdict on conclusion ``label``, as prose writes it (lower case in English)."""
+    word = numbers["conclusions"]["claims"][label]["verdict"]
+    text = _in_language(lang, lambda: shown(word))
+    return text.lower() if lang == "en" else text
+
+
+#: inline span name -> its text (numbers, language, the lesson of a header or None)
+INLINE_TEXT: dict[str, Callable[[dict, str, str | None], str]] = {
+    "course_minutes": lambda numbers, lang, lesson: _about_minutes(
+        numbers["door"]["course_minutes_on_cpu"]["multilingual-e5-small"], lang),
+    "bert_minutes": lambda numbers, lang, lesson: _about_minutes(
+        numbers["door"]["course_minutes_on_cpu"]["bert-base-chinese"], lang),
+    "class_total": _class_total,
+    "peak_target": lambda numbers, lang, lesson: f"{numbers['door']['peak_target_mb']:,} MB",
+    "lesson_time": lambda numbers, lang, lesson: estimate_text(numbers, lesson, lang),
+    "lesson_memory": _lesson_memory,
+}
+
+
+def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None) -> str:
+    """The text of the inline span ``name``: one of :data:`INLINE_TEXT`, ``verdict.LABEL`` (the offline
+    default's verdict on a conclusion) or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``)."""
+    if name in INLINE_TEXT:
+        return INLINE_TEXT[name](numbers, lang, lesson)
+    if name.startswith("verdict."):
+        return _verdict(numbers, name.split(".", 1)[1], lang)
+    value: object = numbers
+    for key in name.split("."):
+        value = value[key]  # type: ignore[index]
+    if name.endswith("_s"):
+        return seconds_text(value, lang)
+    if name.endswith("_mb"):
+        return f"{_s(value, lang)} MB"
+    return _s(value, lang)
+
+
 # ----------------------------------------------------------------------------- applying to files
-def render_markdown(text: str, numbers: dict, lang: str) -> str:
-    """``text`` with every numbers block and (in a guide) every lesson heading rewritten."""
+def render_markdown(text: str, numbers: dict, lang: str, lesson: str | None = None) -> str:
+    """``text`` with every numbers block and inline span and (in a guide) every lesson heading rewritten."""
     text = BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), numbers, lang) + m.group(4), text)
+    text = INLINE.sub(lambda m: m.group(1) + render_inline(m.group("name"), numbers, lang, lesson) + m.group(4),
+                      text)
     pattern = HEADING[lang]
     open_, close = (" (", ")") if lang == "en" else ("（", "）")
     return pattern.sub(lambda m: m.group(1) + open_ + heading_inside(numbers, m.group("n"), lang) + close, text)
 
 
-def render_estimate(text: str, numbers: dict, n: str, lang: str) -> str:
-    """A header cell's text with its estimated-time line (a table row or a paragraph) rewritten."""
-    def line(m: re.Match) -> str:
-        label, end = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        return label + estimate_text(numbers, n, lang) + end
-    return ESTIMATE[lang].sub(line, text, count=1)
+def header_cell(nb: dict) -> dict:
+    """A lesson's header: its first markdown cell."""
+    return next(cell for cell in nb["cells"] if cell["cell_type"] == "markdown")
 
 
-def english_header(path: Path) -> tuple[dict, int]:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown" and ESTIMATE["en"].search("".join(cell["source"])):
-            return nb, i
-    raise ValueError(f"{path.name} has no 'Estimated time' line")
+def _translation_block(text: str, cell_id: str) -> re.Match | None:
+    return re.search(r"(<!-- cell: " + re.escape(cell_id) + r" \| en: [0-9a-f]+ -->\n)(.*?)(?=\n<!-- cell: |\Z)",
+                     text, re.S)
 
 
-def planned(numbers: dict) -> dict[Path, str]:
-    """Every file this script writes, with the content it should have."""
+def planned(numbers: dict, root: Path = ROOT) -> dict[Path, str]:
+    """Every file under ``root`` this module writes, with the content it should have."""
     out: dict[Path, str] = {}
-    for lang, paths in DOCS.items():
-        for path in paths:
-            out[path] = render_markdown(path.read_text(encoding="utf-8"), numbers, lang)
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for lang, names in DOCS.items():
+        for name in names:
+            out[root / name] = render_markdown((root / name).read_text(encoding="utf-8"), numbers, lang)
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         n = path.name[:2]
-        nb, i = english_header(path)
-        cell = nb["cells"][i]
-        old_source = "".join(cell["source"])
-        new_source = render_estimate(old_source, numbers, n, "en")
-        if new_source != old_source:
-            cell["source"] = new_source.splitlines(keepends=True)
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cell = header_cell(nb)
+        source = "".join(cell["source"])
+        rendered = render_markdown(source, numbers, "en", n)
+        if rendered != source:
+            cell["source"] = rendered.splitlines(keepends=True)
             out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-        tr = ROOT / "notebooks" / "zh" / "translations" / f"{path.stem}.md"
+        tr = root / "notebooks" / "zh" / "translations" / f"{path.stem}.md"
         text = tr.read_text(encoding="utf-8")
-        marker = re.compile(r"(<!-- cell: " + re.escape(cell["id"]) + r" \| en: )([0-9a-f]+)( -->\n)(.*?)(?=\n<!-- cell: |\Z)",
-                            re.S)
-        found = marker.search(text)
+        found = _translation_block(text, cell["id"])
         if found is None:
             raise ValueError(f"{tr.name} has no block for {cell['id']}")
-        block = render_estimate(found.group(4), numbers, n, "zh")
-        out[tr] = text[:found.start()] + found.group(1) + english_hash(new_source) + found.group(3) + block + \
-            text[found.end():]
-    out[NUMBERS] = json.dumps(numbers, indent=2, ensure_ascii=False) + "\n"
+        block = render_markdown(found.group(2), numbers, "zh", n)
+        out[tr] = text[:found.start(2)] + block + text[found.end(2):]
+    out[root / NUMBERS_FILE.relative_to(ROOT)] = json.dumps(numbers, indent=2, ensure_ascii=False) + "\n"
     return out
 
 
+# ----------------------------------------------------------------------------- numbers typed by hand
+_NUMBER = r"(?P<v>\d[\d,]*(?:\.\d+)?)"
 HAND_WRITTEN = {
-    "en": re.compile(r"\b[Ll]essons? (?P<n>\d\d)\b[^.;:\n(]{0,40}?[ (](?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>s|seconds|minutes)\b"),
-    "zh": re.compile(r"第 ?(?P<n>\d\d) ?课[^。；：\n（]{0,30}?(?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>秒|分钟)"),
+    "en": re.compile(r"\b[Ll]essons? (?P<n>\d\d)\b[^.;:\n(]{0,40}?[ (]" + _NUMBER + r" ?(?P<u>s|seconds|minutes)\b"),
+    "zh": re.compile(r"第 ?(?P<n>\d\d) ?课[^。；：\n（]{0,30}?" + _NUMBER + r" ?(?P<u>秒|分钟)"),
 }
-
-
 COURSE_TOTAL = {
-    "en": re.compile(r"\b(?:smoke (?:mode|pass|run)s?|all 1[34](?: lessons)?)\b[^.;:\n(]{0,40}?[ (](?P<v>\d[\d,]*(?:\.\d+)?) ?"
-                     r"(?P<u>s|seconds|minutes)\b", re.I),
-    "zh": re.compile(r"(?:冒烟|smoke|(?<!第 )(?<!第)1[34] 课)[^。；：\n（]{0,30}?(?P<v>\d[\d,]*(?:\.\d+)?) ?(?P<u>秒|分钟)"),
+    "en": re.compile(r"\b(?:smoke (?:mode|pass|run)s?|all 1[34](?: lessons)?)\b[^.;:\n(]{0,40}?[ (]" + _NUMBER
+                     + r" ?(?P<u>s|seconds|minutes)\b", re.I),
+    "zh": re.compile(r"(?:冒烟|smoke|(?<!第 )(?<!第)1[34] 课)[^。；：\n（]{0,30}?" + _NUMBER + r" ?(?P<u>秒|分钟)"),
 }
+#: "about N minutes" anywhere: a course's or a lesson's time (a session's idle limit is not one)
+ABOUT_MINUTES = {"en": re.compile(r"(?<!idle )\babout " + _NUMBER + r" (?:minutes|min)\b(?! idle)"),
+                 "zh": re.compile(r"(?<!空闲)(?<!标签页)约 ?" + _NUMBER + r" ?分钟(?!就会结束|后结束)")}
+#: a kernel's or a run's peak memory
+PEAK = {"en": re.compile(r"\bpeak(?:s|ed)?\b(?: [a-z]+){0,3}? \(?" + _NUMBER + r" ?(?P<u>MB|GB)\b"),
+        "zh": re.compile(r"峰值[^\d+。；，\n]{0,6}" + _NUMBER + r" ?(?P<u>MB|GB)")}
+#: a verdict next to a conclusion's id ("conclusion 6 holds", "**4b cannot tell**", "结论 6 成立")
+VERDICT = {"en": re.compile(r"(?:\b[Cc]onclusion |\bC)(?P<id>[1-6][ab]?)\*{0,2},? (?:now |still |no longer )?"
+                            r"(?P<v>holds|does not hold|cannot tell)\b"
+                            r"|(?<![\w.])(?P<id2>[1-6][ab])\*{0,2} (?P<v2>holds|does not hold|cannot tell)\b"),
+           "zh": re.compile(r"结论 ?(?P<id>[1-6][ab]?)[^。；，\n]{0,6}?(?P<v>不成立|成立|无法判断)"
+                            r"|\*\*(?P<id2>[1-6][ab]) ?(?P<v2>不成立|成立|无法判断)")}
 
 
 def course_values(numbers: dict) -> set[float]:
@@ -493,8 +571,8 @@ def course_values(numbers: dict) -> set[float]:
     seconds += list(course.get("offline_full_earlier_totals_s", []))
     values = {float(v) for v in seconds} | {float(round(v / 60)) for v in seconds}
     values |= {round(v / 60, 1) for v in seconds}
-    if course.get("bert_base_shape_full_total_minutes"):
-        values.add(float(course["bert_base_shape_full_total_minutes"]))
+    values |= {float(v) for v in numbers["door"]["course_minutes_on_cpu"].values()}
+    values.add(float(round(course["offline_full_feeds_12_s"] / 60)))
     return values
 
 
@@ -506,29 +584,96 @@ def known_values(numbers: dict, n: str) -> set[float]:
     return values | {float(row.get("class_minutes", -1))}
 
 
+def peak_values(numbers: dict) -> set[float]:
+    """Every peak recorded, in MB (and in GB to one decimal)."""
+    mb = {float(v) for row in numbers["lessons"].values() for k, v in row.items() if k.endswith("_peak_mb")}
+    mb |= {float(numbers["door"]["peak_target_mb"]), float(numbers["course"]["offline_full_highest_peak"]["peak_mb"])}
+    mb |= {float(run["peak_mb"]) for run in numbers["report_runs"].values()}
+    mb.add(2048.0)  # Binder's 2 GB, the limit the peaks are held to
+    return mb | {round(v / 1000, 1) for v in mb} | {round(v / 1024, 1) for v in mb}
+
+
+def minute_values(numbers: dict) -> set[float]:
+    """Every time in whole minutes the numbers give: the course's, a lesson's (a minute or more), a class
+    plan's."""
+    course = numbers["course"]
+    seconds = [v for k, v in course.items() if k.endswith("_total_s") and v is not None]
+    seconds.append(course["offline_full_feeds_12_s"])
+    seconds += [v for row in numbers["lessons"].values() for k, v in row.items() if k.endswith("_s") and v >= 60]
+    values = {float(round(v / 60)) for v in seconds}
+    values |= {float(v) for v in numbers["door"]["course_minutes_on_cpu"].values()}
+    values |= {float(row["class_minutes"]) for row in numbers["lessons"].values()}
+    return values | {float(course["class_minutes_total"])}
+
+
+def _verdict_words(lang: str) -> dict[str, str]:
+    """Verdict as prose writes it -> the verdict word the reports record."""
+    words = ("holds", "does not hold", "cannot tell")
+    return {(_in_language(lang, lambda w=w: shown(w)).lower() if lang == "en" else
+             _in_language(lang, lambda w=w: shown(w))): w for w in words}
+
+
 def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
-    """Lesson times written by hand outside the generated blocks that no source recorded for that lesson."""
-    outside = BLOCK.sub("", text)
+    """Numbers written by hand outside the generated text that match no generated value: a lesson's or the
+    course's time, "about N minutes", a peak, a conclusion's verdict other than the offline default's."""
+    outside = INLINE.sub("", BLOCK.sub("", text))
     found = []
     for m in HAND_WRITTEN[lang].finditer(outside):
-        value = float(m.group("v").replace(",", ""))
-        if value not in known_values(numbers, m.group("n")):
+        if float(m.group("v").replace(",", "")) not in known_values(numbers, m.group("n")):
             found.append(f"lesson {m.group('n')}: {m.group(0)!r}")
     for m in COURSE_TOTAL[lang].finditer(outside):
         if float(m.group("v").replace(",", "")) not in course_values(numbers):
             found.append(f"the course: {m.group(0)!r}")
+    for m in ABOUT_MINUTES[lang].finditer(outside):
+        if float(m.group("v").replace(",", "")) not in minute_values(numbers):
+            found.append(f"a time: {m.group(0)!r}")
+    for m in PEAK[lang].finditer(outside):
+        if float(m.group("v").replace(",", "")) not in peak_values(numbers):
+            found.append(f"a peak: {m.group(0)!r}")
+    words, claims = _verdict_words(lang), numbers["conclusions"]["claims"]
+    for m in VERDICT[lang].finditer(outside):
+        label, said = (m.group("id"), m.group("v")) if m.group("id") else (m.group("id2"), m.group("v2"))
+        parts = [label] if label in claims else [k for k in claims if k.startswith(label)]
+        if not parts or any(words[said] != claims[k]["verdict"] for k in parts):
+            found.append(f"conclusion {label}: {m.group(0)!r}")
     return found
 
 
-def problems(numbers: dict) -> list[str]:
-    """Every file out of date with ``numbers``, and every hand-written lesson time no source recorded."""
-    found = [f"out of date: {path.relative_to(ROOT).as_posix()} (run python scripts/course_numbers.py)"
-             for path, text in planned(numbers).items()
+_LINK = re.compile(r"\]\((?P<file>[^)#\s]*\.md)?#(?P<anchor>[^)\s]+)\)")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of a markdown file's headings, as GitHub makes them."""
+    found = set()
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower().replace("`", "")).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+def broken_links(path: Path) -> list[str]:
+    """Links in ``path`` to a heading (``file.md#anchor`` or ``#anchor``) that does not exist."""
+    text = path.read_text(encoding="utf-8")
+    bad = []
+    for m in _LINK.finditer(text):
+        target = (path.parent / m.group("file")) if m.group("file") else path
+        if not target.is_file() or m.group("anchor") not in anchors(target.read_text(encoding="utf-8")):
+            bad.append(f"broken link {m.group(0)[1:]!r}")
+    return bad
+
+
+def problems(numbers: dict, root: Path = ROOT) -> list[str]:
+    """Every file under ``root`` out of date with ``numbers``, every number typed by hand that matches no
+    generated value, and every link to a heading that does not exist."""
+    found = [f"out of date: {path.relative_to(root).as_posix()} (run python scripts/course_numbers.py)"
+             for path, text in planned(numbers, root).items()
              if not path.exists() or path.read_text(encoding="utf-8") != text]
-    for lang, paths in DOCS.items():
-        for path in paths:
-            found += [f"{path.relative_to(ROOT).as_posix()}: {d}"
-                      for d in hand_written_drift(path.read_text(encoding="utf-8"), numbers, lang)]
+    for lang, names in DOCS.items():
+        for name in names:
+            found += [f"{name}: {d}" for d in hand_written_drift((root / name).read_text(encoding="utf-8"),
+                                                                   numbers, lang)]
+    for name in DOCS["en"] + DOCS["zh"] + LINKED:
+        found += [f"{name}: {d}" for d in broken_links(root / name)]
     return found
 
 
@@ -539,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     numbers = gather()
     if args.check:
         found = problems(numbers)
-        print("\n".join(found) or "every quoted time and expected number agrees with docs/numbers.json")
+        print("\n".join(found) or "every quoted time and expected number agrees with attnlab/core/numbers.json")
         return 1 if found else 0
     stale = []
     for path, text in planned(numbers).items():

@@ -9,7 +9,7 @@ English text it was translated from::
     (the Chinese markdown of cell c05-03, any number of lines)
 
 ``en`` is the first 8 hex digits of the SHA-256 of the English cell's source
-(UTF-8). :func:`build` writes ``notebooks/zh/NN_name.ipynb``: the English
+(UTF-8), the text of its generated numbers (``<!-- numbers:NAME -->...<!-- /numbers -->``) left out. :func:`build` writes ``notebooks/zh/NN_name.ipynb``: the English
 notebook's cells in the same order, code cells untouched (same ids, same
 source), markdown cells replaced by their translation, and one extra code cell
 (id ``zh-lang``) after the Colab set-up cell that switches the printed
@@ -65,9 +65,15 @@ _ANY_MARKER = re.compile(r"^<!--\s*cell:.*$", re.M)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 
+#: a generated number inside a cell (``<!-- numbers:NAME -->text<!-- /numbers -->``, written in both editions by
+#: ``python scripts/course_numbers.py``): the fingerprint leaves its text out
+_GENERATED = re.compile(r"(<!-- numbers:[a-z_0-9.]+ -->)[^\n]*?(<!-- /numbers -->)")
+
+
 def english_hash(source: str) -> str:
-    """First 8 hex digits of the SHA-256 of ``source`` (UTF-8): the fingerprint a block records."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:8]
+    """First 8 hex digits of the SHA-256 of ``source`` (UTF-8) with the text of its generated numbers left
+    out: the fingerprint a block records (a new measurement does not make a translation stale)."""
+    return hashlib.sha256(_GENERATED.sub(r"\1\2", source).encode("utf-8")).hexdigest()[:8]
 
 
 @dataclass(frozen=True)
