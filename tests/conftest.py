@@ -17,6 +17,26 @@ from attnlab.tools.testing import save_tiny_model
 
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
+#: the order tests are handed to the workers in: the longest first, the many short ones last to fill the gaps
+START_FIRST = ("slow", "notebooks")
+
+
+def start_rank(item: pytest.Item) -> int:
+    """0 for a ``slow`` test, 1 for a lesson execution (``notebooks``), 2 for the rest."""
+    for rank, marker in enumerate(START_FIRST):
+        if item.get_closest_marker(marker) is not None:
+            return rank
+    return len(START_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With several workers (``pytest -n``), the slow tests and the lesson executions start first, so
+    that no long test begins when the short ones are done (xdist hands tests out in collection order,
+    a group of tests, ``xdist_group``, as one unit). One worker keeps the files' order, and with it each
+    module's fixtures built once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=start_rank)  # stable: within a rank, the files' order
+
 
 @pytest.fixture(scope="session")
 def tiny_factory(tmp_path_factory):

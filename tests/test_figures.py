@@ -57,6 +57,7 @@ def test_registering_a_name_twice_is_refused(monkeypatch):
         figures.figure("twice", lesson="x.ipynb", caption="second")(lambda ctx: None)
 
 
+@pytest.mark.slow
 def test_smoke_build_regenerates_the_committed_figures(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
     out = tmp_path / "figures"

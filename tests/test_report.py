@@ -43,6 +43,10 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
             for lang in ("en", "zh")}
 
 
+#: the tests that read the tiny models' reports run on one test worker, so the reports are made once
+tiny_report_group = pytest.mark.xdist_group("tiny-reports")
+
+
 @pytest.fixture(scope="module")
 def tiny_reports(tiny_models, tmp_path_factory) -> dict[str, Path]:
     """``attnlab report --smoke`` on each tiny model, in its own language."""
@@ -81,6 +85,7 @@ def check_report(folder: Path, *, model: str | None = None) -> dict:
     return data
 
 
+@tiny_report_group
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_report_smoke_on_a_tiny_bert(tiny_reports, tiny_models, lang):
     data = check_report(tiny_reports[lang], model=str(tiny_models[lang]))
@@ -97,6 +102,7 @@ def test_report_smoke_on_a_tiny_bert(tiny_reports, tiny_models, lang):
         assert "成立" in (tiny_reports[lang] / "index.html").read_text(encoding="utf-8")
 
 
+@tiny_report_group
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_report_on_an_untrained_model_holds_no_claim_about_the_model(tiny_reports, lang):
     """The tiny models are random: measured against their shuffled twins, no claim about what training
@@ -111,6 +117,7 @@ def test_report_on_an_untrained_model_holds_no_claim_about_the_model(tiny_report
     assert "untrained twin" in (tiny_reports[lang] / "report.md").read_text(encoding="utf-8") or lang == "zh"
 
 
+@tiny_report_group
 def test_report_resumes_from_its_saved_parts(tiny_reports, tiny_models, tmp_path):
     """A second run reads every part back; a part whose file is gone, or whose saved settings differ from
     this run's, is measured again."""
@@ -135,6 +142,7 @@ def test_report_resumes_from_its_saved_parts(tiny_reports, tiny_models, tmp_path
     assert words == {k: v["verdict"] for k, v in before["claims"].items()}
 
 
+@tiny_report_group
 def test_report_compare_writes_one_table(tiny_reports, tmp_path, capsys):
     folders = [str(tiny_reports["en"]), str(tiny_reports["zh"])]
     assert _report(["--compare", *folders, "--out", str(tmp_path), "--lang", "en"]) == 0
@@ -239,6 +247,7 @@ def test_report_smoke_on_the_offline_default(tmp_path, monkeypatch):
     assert all(part["origin"] == "measured" for part in data["settings"]["parts"].values()), data["settings"]["parts"]
 
 
+@tiny_report_group
 @pytest.mark.browser
 def test_report_page_opens_in_a_browser(tiny_reports):
     """Chromium opens index.html from disk: the figures decode, and the page asks for nothing outside it."""
