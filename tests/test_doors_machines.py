@@ -114,8 +114,10 @@ def test_unusable_machine_says_why(machine, tmp_path):
     and nothing created or downloaded (no .venv; pip and the network are never reached)."""
     course = tmp_path / "course"
     (course / "scripts").mkdir(parents=True)
-    for name in ("setup.sh", "mirror.sh", "check_machine.py", "install_torch.py"):
+    for name in ("setup.sh", "mirror.sh", "check_machine.py"):
         shutil.copy2(ROOT / "scripts" / name, course / "scripts" / name)
+    (course / "attnlab" / "tools").mkdir(parents=True)
+    shutil.copy2(ROOT / "attnlab" / "tools" / "install_torch.py", course / "attnlab" / "tools" / "install_torch.py")
     shutil.copy2(ROOT / "pyproject.toml", course / "pyproject.toml")
     plant = tmp_path / "plant"
     plant.mkdir()

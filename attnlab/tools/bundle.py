@@ -29,7 +29,6 @@ overwritten.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -47,6 +46,7 @@ from attnlab import _meta
 from attnlab.core.manifest import sha256_file
 from attnlab.core.models import course_root
 from attnlab.core.multilingual import NAME as CHINESE_MODEL
+from attnlab.tools import install_torch
 from attnlab.tools.kit import download_model
 
 #: where the kit lies inside the bundle (scripts/course.sh looks there)
@@ -136,21 +136,18 @@ def course_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def _torch_plan(root: Path, target: str | None) -> tuple[list[str], str]:
-    """pip arguments for torch by the rule of scripts/install_torch.py (the CPU build) for this machine,
+def _torch_plan(target: str | None) -> tuple[list[str], str]:
+    """pip arguments for torch by the rule of :mod:`attnlab.tools.install_torch` (the CPU build) for this machine,
     or the default index's torch for a target (on Windows that is the CPU build), and the pinned
     requirement itself."""
-    spec = importlib.util.spec_from_file_location("install_torch", root / "scripts" / "install_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     if target:
-        return [module.TORCH], module.TORCH
+        return [install_torch.TORCH], install_torch.TORCH
     try:
-        pip_args, line = module.plan()
-    except module.NoCpuIndex as exc:
+        pip_args, line = install_torch.plan()
+    except install_torch.NoCpuIndex as exc:
         raise BundleError(str(exc).removeprefix("attnlab: ")) from None
     print(line.replace("installing", "taking"), flush=True)
-    return pip_args, module.TORCH
+    return pip_args, install_torch.TORCH
 
 
 def pip_command(target: str | None = None, python_version: str | None = None) -> list[str]:
@@ -190,7 +187,7 @@ def resolve_wheels(root: Path, extras: str, target: str, python_version: str) ->
         report = Path(tmp) / "report.json"
         _pip(pip_command(target, python_version) + [
             "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report), "--target", tmp,
-            *target_options(target, python_version), _torch_plan(root, target)[1], "setuptools>=68", "wheel",
+            *target_options(target, python_version), _torch_plan(target)[1], "setuptools>=68", "wheel",
             f"{root}[{extras}]"])
         installs = json.loads(report.read_text())["install"]
     return sorted(Path(i["download_info"]["url"]).name for i in installs if i["metadata"]["name"] != "attnlab")
@@ -202,7 +199,7 @@ def download_wheels(root: Path, folder: Path, extras: str, target: str | None = 
 
     torch comes first, by its own rule; the rest is then resolved with that very wheel in view
     (``--find-links`` the folder, torch pinned), so no second, larger build of torch comes along."""
-    torch_args, torch_pin = _torch_plan(root, target)
+    torch_args, torch_pin = _torch_plan(target)
     command = pip_command(target, python_version) + ["download", "-q", "-d", str(folder),
                                                      *target_options(target, python_version)]
     _pip(command + torch_args)

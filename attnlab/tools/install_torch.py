@@ -1,8 +1,8 @@
 """Install torch for the course, the right build for this machine (standard library only: it runs
-before anything else is installed).
+before anything else is installed, as a file, by scripts/setup.sh; the offline bundle imports it).
 
-    python scripts/install_torch.py            # install torch 2.13.0 unless a torch is importable
-    python scripts/install_torch.py --dry-run  # say what would be installed, install nothing
+    python attnlab/tools/install_torch.py            # install torch 2.13.0 unless a torch is importable
+    python attnlab/tools/install_torch.py --dry-run  # say what would be installed, install nothing
 
 - A torch that imports already (a CUDA build, Colab's) is kept.
 - Linux with no NVIDIA GPU: the CPU build (``torch==2.13.0+cpu``, about 200 MB instead of the
