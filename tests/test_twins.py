@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import lesson_records as rec
-from attnlab.core.twins import changed_parameters, kept_parameters, untrained_twin
+from attnlab.core.twins import changed_parameters, kept_parameters, shuffled_for_a_while, untrained_twin
 from attnlab.course import evidence as c
 from attnlab.course import twin_evidence
 from attnlab.course.claims import conclusions as claims
@@ -40,6 +40,21 @@ def test_shuffled_twin_permutes_each_tensor_and_keeps_embeddings_and_layernorms(
             assert not torch.equal(p, q), name
     assert twin.name != tiny_en.name and "untrained twin" in twin.name
     assert twin.model is not tiny_en.model  # the trained model is left as it was
+
+
+def test_twin_in_the_models_own_weights_is_put_back_bit_for_bit(tiny_en):
+    """Lesson 12's reduced twin shuffles the model's own weights (no second copy in memory): inside the
+    block they are the copied twin's, afterwards the trained ones exactly, also when the block fails."""
+    trained = {n: p.detach().clone() for n, p in tiny_en.model.named_parameters()}
+    copied = dict(untrained_twin(tiny_en, seed=4).model.named_parameters())
+    with pytest.raises(RuntimeError, match="stopped"):
+        with shuffled_for_a_while(tiny_en, seed=4) as twin:
+            assert twin.model is tiny_en.model and "untrained twin" in twin.name
+            inside = dict(twin.model.named_parameters())
+            assert all(torch.equal(inside[n], copied[n]) for n in trained)
+            assert any(not torch.equal(inside[n], trained[n]) for n in trained)  # the check can fail
+            raise RuntimeError("stopped")
+    assert all(torch.equal(p, trained[n]) for n, p in tiny_en.model.named_parameters())
 
 
 def test_fresh_twin_initialises_the_changed_tensors_anew(tiny_en):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from contextlib import contextmanager
+from typing import Iterator
 
 import torch
 
@@ -62,6 +64,21 @@ def shuffle_within_tensors(model: torch.nn.Module, names: list[str], *, seed: in
             flat = p.detach().reshape(-1)  # (numel,)
             order = torch.randperm(flat.numel(), generator=generator).to(flat.device)
             p.copy_(flat[order].reshape(p.shape))
+
+
+def unshuffle_within_tensors(model: torch.nn.Module, names: list[str], *, seed: int = DEFAULT_SEED) -> None:
+    """Undo :func:`shuffle_within_tensors` with the same ``names`` and ``seed``, in place: the same
+    permutations are drawn again, one tensor at a time, and each entry goes back where it came from."""
+    generator = torch.Generator().manual_seed(int(seed))
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name in names:
+            p = params[name]
+            shuffled = p.detach().reshape(-1).clone()  # (numel,)
+            order = torch.randperm(shuffled.numel(), generator=generator).to(shuffled.device)
+            back = torch.empty_like(shuffled)
+            back[order] = shuffled  # shuffled[i] came from back[order[i]]
+            p.copy_(back.reshape(p.shape))
 
 
 def initialise_afresh(model: torch.nn.Module, names: list[str], *, seed: int = DEFAULT_SEED) -> None:
@@ -110,3 +127,21 @@ def untrained_twin(m: LoadedModel, *, kind: str = "shuffled", seed: int = DEFAUL
     model.eval()
     return dataclasses.replace(m, model=model, name=twin_name(m.name, kind, seed), source="untrained twin",
                                reason="")
+
+
+@contextmanager
+def shuffled_for_a_while(m: LoadedModel, *, seed: int = DEFAULT_SEED) -> Iterator[LoadedModel]:
+    """The shuffled twin of ``m`` made in ``m``'s own weights (no second copy of the model in memory),
+    put back exactly as trained when the ``with`` block ends, also on an error::
+
+        with shuffled_for_a_while(m) as twin:
+            ...  # measure the twin; m must not be used inside the block
+        # m is the trained model again, bit for bit
+    """
+    names = changed_parameters(m.model)
+    twin = untrained_twin(m, kind="shuffled", seed=seed, in_place=True)
+    try:
+        yield twin
+    finally:
+        unshuffle_within_tensors(m.model, names, seed=seed)
+        fast.forget_copies(m.model)  # a quantised copy made from the twin's weights

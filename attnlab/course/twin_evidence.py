@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from attnlab.core.config import is_smoke, smoke_mode
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
-from attnlab.core.twins import untrained_twin
+from attnlab.core.twins import shuffled_for_a_while, untrained_twin
 from attnlab.course import report_parts, results
 from attnlab.course.evidence import Evidence, data_verdicts
 from attnlab.course.lesson_results import HeadCountResult
@@ -131,15 +132,16 @@ def shipped_twin(m: LoadedModel) -> TwinEvidence | None:
 
 
 def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = True) -> TwinEvidence:
-    """The report's measurements at smoke sizes on a shuffled copy of ``m`` (``m`` is left as it is).
+    """The report's measurements at smoke sizes on the untrained twin of ``m`` (``m`` is as trained afterwards).
     Lesson 13's part is left out (it decides no conclusion), and so is lesson 10's training half,
     which does not depend on the model (no twin applies to conclusion 5)."""
-    twin = untrained_twin(m, kind=kind)
     ev = Evidence()
     parts = {"patterns": report_parts.patterns, "perturbation": report_parts.perturbation,
              "averaging": report_parts.averaging, "diversity": report_parts.diversity,
              "head_count": _regrouping_only, "pruning": report_parts.pruning_part}
-    with smoke_mode(True):
+    # the shuffled twin is made in m's own weights and put back afterwards: no second model in memory
+    making = shuffled_for_a_while(m) if kind == "shuffled" else nullcontext(untrained_twin(m, kind=kind))
+    with making as twin, smoke_mode(True):
         for part, measure in tqdm(parts.items(), desc=_("untrained twin"), disable=not progress):
             try:
                 record, _stopping = measure(twin, progress=False)
