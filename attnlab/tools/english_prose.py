@@ -56,6 +56,8 @@ ALLOWED: tuple[Allowed, ...] = (
             r"|Microsoft YaHei|PingFang SC", "the family name of a CJK font, as the system names it"),
     Allowed(r"\bpositional +special\b", "column names of lesson 05's threshold table: the keyword arguments "
             "positional= and special= the lesson's text names"),
+    Allowed(r"\bTransformer (?:base|big)\b", "the names of Vaswani et al.'s (2017) two models, as Table 3 "
+            "names them"),
     Allowed(r"\b(?:Bi)?LSTM\b", "the name of a model (long short-term memory), as the literature writes it"),
     Allowed(r"Jensen-Shannon", "a name; the glossary keeps it (Jensen-Shannon 散度)"),
     Allowed(r"随机 token 串“[^”]*”", "lesson 08's control: strings of random vocabulary tokens, printed as "
