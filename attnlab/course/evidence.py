@@ -19,17 +19,8 @@ from tqdm.auto import tqdm
 
 from attnlab.core.language import N_, _, translated
 from attnlab.core.models import LoadedModel
-from attnlab.course import results
+from attnlab.course import lesson_results, results
 from attnlab.course.claims import conclusions as claims
-from attnlab.course.lesson_results import (
-    AttentionLimitsResult,
-    AveragingResult,
-    DiversityResult,
-    HeadCountResult,
-    HeadPatternsResult,
-    PerturbationResult,
-    PruningResult,
-)
 from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
 from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twins
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, shown
@@ -50,13 +41,13 @@ class Evidence:
         origin: result name -> ``"saved"``, ``"recomputed"`` or ``"missing"``.
     """
 
-    patterns: HeadPatternsResult | None = None  # lesson 05
-    perturbation: PerturbationResult | None = None  # lesson 06
-    averaging: AveragingResult | None = None  # lesson 08
-    diversity: DiversityResult | None = None  # lesson 09
-    head_count: HeadCountResult | None = None  # lesson 10
-    pruning: PruningResult | None = None  # lesson 11
-    attention_limits: AttentionLimitsResult | None = None  # lesson 13 (read when saved, never re-run)
+    patterns: lesson_results.HeadPatternsResult | None = None  # lesson 05
+    perturbation: lesson_results.PerturbationResult | None = None  # lesson 06
+    averaging: lesson_results.AveragingResult | None = None  # lesson 08
+    diversity: lesson_results.DiversityResult | None = None  # lesson 09
+    head_count: lesson_results.HeadCountResult | None = None  # lesson 10
+    pruning: lesson_results.PruningResult | None = None  # lesson 11
+    attention_limits: lesson_results.AttentionLimitsResult | None = None  # lesson 13 (read when saved, never re-run)
     origin: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> str:

@@ -33,6 +33,7 @@ from attnlab.analysis.pruning import PruningStudy, SurvivorOverlap
 from attnlab.analysis.regroup import GroupSummary
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_
+from attnlab.course import lesson_results
 from attnlab.course.claims import averaging as averaging_claims
 from attnlab.course.claims import diversity as diversity_claims
 from attnlab.course.claims import followers
@@ -41,14 +42,6 @@ from attnlab.course.claims import head_patterns as head_patterns_claims
 from attnlab.course.claims import perturbation as perturbation_claims
 from attnlab.course.claims import pruning as pruning_claims
 from attnlab.course.claims.readings import with_other_reading
-from attnlab.course.lesson_results import (
-    AveragingResult,
-    DiversityResult,
-    HeadCountResult,
-    HeadPatternsResult,
-    PerturbationResult,
-    PruningResult,
-)
 from attnlab.course.verdicts import ClaimVerdict
 from attnlab.scratch.head_count_training import FIXED_D_HEAD, HeadCountStudy
 
@@ -64,7 +57,7 @@ DAMAGE_KINDS = ("lexical", "syntactic")
 
 def head_patterns(labels: taxonomy.HeadLabels, shares: PatternShares, *,
                   sensitivity: Sequence[Sequence[Any]] | None = None,
-                  zoo: Mapping[str, Sequence[int]] | None = None) -> HeadPatternsResult:
+                  zoo: Mapping[str, Sequence[int]] | None = None) -> lesson_results.HeadPatternsResult:
     """Lesson 05's record from the survey's labels and its intervals over inputs.
 
     Args:
@@ -74,7 +67,7 @@ def head_patterns(labels: taxonomy.HeadLabels, shares: PatternShares, *,
         zoo: lesson only, each label's clearest head.
     """
     depth = taxonomy.fixed_share_by_depth(labels)
-    return HeadPatternsResult(
+    return lesson_results.HeadPatternsResult(
         n_inputs=labels.stats.n_texts, labels=labels.labels.tolist(), label_counts=labels.counts(),
         fixed_share=labels.share(taxonomy.FIXED), verdict=head_patterns_claims.verdict_most_heads_fixed(shares),
         fixed_share_by_layer=depth.by_layer, depth_spearman=depth.spearman,
@@ -93,7 +86,7 @@ def head_patterns(labels: taxonomy.HeadLabels, shares: PatternShares, *,
 def perturbation(study: PerturbationStudy, *, chosen_layer: int, n_boot: int,
                  control: DisplacementControl | None = None, sensitivity: Sequence[Sequence[Any]] | None = None,
                  article: Mapping[str, ClaimVerdict] | None = None,
-                 lexical_only: ClaimVerdict | None = None) -> PerturbationResult:
+                 lexical_only: ClaimVerdict | None = None) -> lesson_results.PerturbationResult:
     """Lesson 06's record from its perturbation study (every interval over queries, ``n_boot`` resamples).
 
     Args:
@@ -106,7 +99,7 @@ def perturbation(study: PerturbationStudy, *, chosen_layer: int, n_boot: int,
     labels = followers.follower_labels(study, "both", n_boot=n_boot)
     content_labels = followers.follower_labels(study, "both", keys=CONTENT_KEYS, n_boot=n_boot)
     shares = study.follower_shares("both", n_boot=n_boot)
-    return PerturbationResult(
+    return lesson_results.PerturbationResult(
         n_queries=study.n_queries, chosen_layer=chosen_layer,
         verdict=perturbation_claims.verdict_few_heads_change(study, n_boot=n_boot),
         follower_labels=labels.tolist(), position_follower_share=shares["position"],
@@ -138,7 +131,8 @@ def perturbation(study: PerturbationStudy, *, chosen_layer: int, n_boot: int,
 
 def averaging(report: FixednessReport, *, n_queries: int, n_tokens: int, norm_special: np.ndarray | None = None,
               seconds: float = float("nan"), tolerance: float = float("nan"), queries_for_tolerance: int = 0,
-              curve_counts: Sequence[int] = (), curve_fixed_share: Sequence[float] = ()) -> AveragingResult:
+              curve_counts: Sequence[int] = (),
+              curve_fixed_share: Sequence[float] = ()) -> lesson_results.AveragingResult:
     """Lesson 08's record from its fixedness report (``n_queries`` same-length queries of ``n_tokens`` tokens).
 
     Args:
@@ -147,7 +141,7 @@ def averaging(report: FixednessReport, *, n_queries: int, n_tokens: int, norm_sp
         seconds, tolerance, queries_for_tolerance, curve_counts, curve_fixed_share: lesson only, the run's time,
             the early-stopping run and the fixedness curve.
     """
-    return AveragingResult(
+    return lesson_results.AveragingResult(
         n_queries=n_queries, n_tokens=n_tokens, layers=report.layers, fixedness=report.fixedness,
         sharpness=report.sharpness, fixedness_per_layer=report.per_layer, slope=report.slope,
         fixed_heads=averaging_claims.fixed_heads(report), fixed_threshold=averaging_claims.FIXED_THRESHOLD,
@@ -171,7 +165,7 @@ def averaging(report: FixednessReport, *, n_queries: int, n_tokens: int, norm_sp
 def diversity(trend: DepthTrend, baseline: ShuffledBaseline, content_trend: DepthTrend,
               content_baseline: ShuffledBaseline, *, n_queries: int, clustering: LayerClustering | None = None,
               cls_mass_per_layer: np.ndarray | None = None,
-              sep_mass_per_layer: np.ndarray | None = None) -> DiversityResult:
+              sep_mass_per_layer: np.ndarray | None = None) -> lesson_results.DiversityResult:
     """Lesson 09's record from the dispersion's trend with depth and its shuffled-layer control, on all keys
     and on the content keys, over ``n_queries`` texts.
 
@@ -182,7 +176,7 @@ def diversity(trend: DepthTrend, baseline: ShuffledBaseline, content_trend: Dept
     """
     verdict = with_other_reading(diversity_claims.verdict_more_alike_with_depth(trend, baseline), ALL_KEYS,
                                  diversity_claims.verdict_more_alike_with_depth(content_trend, content_baseline))
-    return DiversityResult(
+    return lesson_results.DiversityResult(
         n_queries=n_queries, layers=trend.layers, dispersion=trend.dispersion, slope=trend.slope,
         spearman=trend.spearman, verdict=verdict,
         clustering_verdict=(diversity_claims.verdict_layers_cluster(clustering) if clustering is not None
@@ -221,7 +215,7 @@ def regrouping(summaries: Mapping[int, GroupSummary], *, n_heads: int, n_texts: 
 
 def head_count(summaries: Mapping[int, GroupSummary], fixed_width: HeadCountStudy, fixed_head_size: HeadCountStudy,
                *, n_heads: int, n_texts: int, seeds: Sequence[int],
-               train_seconds: float = float("nan")) -> HeadCountResult:
+               train_seconds: float = float("nan")) -> lesson_results.HeadCountResult:
     """Lesson 10's record: the model's ``n_heads`` heads regrouped (:func:`regrouping`), and small
     transformers trained with each head count at a fixed width and at a fixed head size (conclusion 5).
 
@@ -234,7 +228,7 @@ def head_count(summaries: Mapping[int, GroupSummary], fixed_width: HeadCountStud
     head_sizes = {design: {h: study.config.head_size(h) for h in study.head_counts}
                   for design, study in designs.items()}
     counts = list(fixed_width.head_counts)
-    return HeadCountResult(
+    return lesson_results.HeadCountResult(
         **regrouping(summaries, n_heads=n_heads, n_texts=n_texts),
         head_counts=counts, seeds=list(seeds),
         perplexity=[perplexities["fixed width"][h].tolist() for h in counts],
@@ -267,7 +261,8 @@ def objective_agreements(per_objective: Mapping[str, np.ndarray]) -> dict[str, A
 def pruning(effects_eval: np.ndarray, per_objective: Mapping[str, np.ndarray], *, covering: Covering | None,
             tasks: TaskStudy | None, study: PruningStudy | None = None, verdict: ClaimVerdict | None = None,
             spearman_importance_ablation: float = float("nan"), confidence: np.ndarray | None = None,
-            sensitivity_source: str = "", overlaps: Mapping[str, SurvivorOverlap] | None = None) -> PruningResult:
+            sensitivity_source: str = "",
+            overlaps: Mapping[str, SurvivorOverlap] | None = None) -> lesson_results.PruningResult:
     """Lesson 11's record from its single-head ablations.
 
     Args:
@@ -282,7 +277,7 @@ def pruning(effects_eval: np.ndarray, per_objective: Mapping[str, np.ndarray], *
     effects = effects_eval.mean(axis=0)
     agreements = objective_agreements(per_objective)
     overlaps = overlaps or {}
-    return PruningResult(
+    return lesson_results.PruningResult(
         study=study, ablation=effects, verdict=verdict,
         removable_alone=(pruning_claims.removable_alone(effects, study.base_loss, study.tolerance,
                                                         relative=study.relative)

@@ -15,18 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from attnlab.core.records import Record
-from attnlab.course import attention_limits_result, record_builders
-from attnlab.course.lesson_results import (
-    RESULT_NAMES,
-    AttentionLimitsResult,
-    AveragingResult,
-    DiversityResult,
-    HeadCountResult,
-    HeadPatternsResult,
-    PerturbationResult,
-    PositionResult,
-    PruningResult,
-)
+from attnlab.course import attention_limits_result, lesson_results, record_builders
 
 
 @dataclass(frozen=True)
@@ -53,7 +42,7 @@ class LessonRecord:
     @property
     def name(self) -> str:
         """The saved file's name (without ``.json``), e.g. ``"08_layer_averaging"``."""
-        return RESULT_NAMES[self.kind]
+        return lesson_results.RESULT_NAMES[self.kind]
 
     @property
     def lesson(self) -> str:
@@ -63,15 +52,16 @@ class LessonRecord:
 
 #: every lesson record a later lesson, the report or the reference reads, in lesson order
 RECORDS: tuple[LessonRecord, ...] = (
-    LessonRecord("patterns", HeadPatternsResult, record_builders.head_patterns, ("12",), ("1",)),
-    LessonRecord("perturbation", PerturbationResult, record_builders.perturbation, ("07", "11", "12"), ("1", "6")),
-    LessonRecord("position", PositionResult, None, (), ()),
-    LessonRecord("averaging", AveragingResult, record_builders.averaging, ("12",), ("1", "2")),
-    LessonRecord("diversity", DiversityResult, record_builders.diversity, ("12",), ("2",)),
-    LessonRecord("head_count", HeadCountResult, record_builders.head_count, ("12",), ("3", "5")),
-    LessonRecord("pruning", PruningResult, record_builders.pruning, ("12",), ("4", "6")),
-    LessonRecord("attention_limits", AttentionLimitsResult, attention_limits_result.from_run, ("12",), ("1",),
-                 rerun=False),
+    LessonRecord("patterns", lesson_results.HeadPatternsResult, record_builders.head_patterns, ("12",), ("1",)),
+    LessonRecord("perturbation", lesson_results.PerturbationResult, record_builders.perturbation, ("07", "11", "12"),
+                 ("1", "6")),
+    LessonRecord("position", lesson_results.PositionResult, None, (), ()),
+    LessonRecord("averaging", lesson_results.AveragingResult, record_builders.averaging, ("12",), ("1", "2")),
+    LessonRecord("diversity", lesson_results.DiversityResult, record_builders.diversity, ("12",), ("2",)),
+    LessonRecord("head_count", lesson_results.HeadCountResult, record_builders.head_count, ("12",), ("3", "5")),
+    LessonRecord("pruning", lesson_results.PruningResult, record_builders.pruning, ("12",), ("4", "6")),
+    LessonRecord("attention_limits", lesson_results.AttentionLimitsResult, attention_limits_result.from_run,
+                 ("12",), ("1",), rerun=False),
 )
 #: the records lesson 12 judges the conclusions from (its evidence), and those it re-runs when missing
 EVIDENCE: tuple[LessonRecord, ...] = tuple(r for r in RECORDS if "12" in r.readers)

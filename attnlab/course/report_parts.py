@@ -46,18 +46,10 @@ from attnlab.core.distributions import CONTENT_KEYS
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
-from attnlab.course import attention_limits_result, record_builders
+from attnlab.course import attention_limits_result, lesson_results, record_builders
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims import averaging as averaging_claims
 from attnlab.course.claims import conclusions as conclusion_claims
-from attnlab.course.lesson_results import (
-    AveragingResult,
-    DiversityResult,
-    HeadCountResult,
-    HeadPatternsResult,
-    PerturbationResult,
-    PruningResult,
-)
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE
 from attnlab.data import corpus
 from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
@@ -169,7 +161,8 @@ def sizes_of(part: str) -> dict:
 # --------------------------------------------------------------------------- 05
 
 
-def patterns(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[HeadPatternsResult, None]:
+def patterns(m: LoadedModel, *, precision: str = "fp32",
+             progress: bool = False) -> tuple[lesson_results.HeadPatternsResult, None]:
     """Lesson 05's survey: a pattern label per head and the share of fixed patterns, interval over inputs."""
     size = sizes_of("patterns")
     per_input = taxonomy.default_survey_sums(m, progress=progress)
@@ -195,7 +188,7 @@ def merge_studies(a: PerturbationStudy, b: PerturbationStudy) -> PerturbationStu
 
 
 def perturbation(m: LoadedModel, *, precision: str = "fp32",
-                 progress: bool = False) -> tuple[PerturbationResult, Stopping]:
+                 progress: bool = False) -> tuple[lesson_results.PerturbationResult, Stopping]:
     """Lesson 06: how each head's map changes under lexical and syntactic damage, sized by conclusion 1's
     second half (the share of content-followers on the content keys against "a few")."""
     size = sizes_of("perturbation")
@@ -219,7 +212,7 @@ def perturbation(m: LoadedModel, *, precision: str = "fp32",
 
 
 def averaging(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
-              resume_dir=None) -> tuple[AveragingResult, Stopping]:
+              resume_dir=None) -> tuple[lesson_results.AveragingResult, Stopping]:
     """Lesson 08: mean maps over same-length queries and each head's fixedness, read shard after shard
     until the head labels settle (lesson 08's own rule); finished shards are kept in ``resume_dir``."""
     size = sizes_of("averaging")
@@ -261,14 +254,15 @@ def merge_distances(a: HeadDistances, b: HeadDistances) -> HeadDistances:
                          reading=a.reading, content=content)
 
 
-def _diversity_record(hd: HeadDistances, n_boot: int, *, clustering: bool = False) -> DiversityResult:
+def _diversity_record(hd: HeadDistances, n_boot: int, *, clustering: bool = False) -> lesson_results.DiversityResult:
     return record_builders.diversity(
         depth_trend(hd, n_boot=n_boot), shuffled_baseline(hd, n_perm=n_boot), depth_trend(hd.content, n_boot=n_boot),
         shuffled_baseline(hd.content, n_perm=n_boot), n_queries=hd.count,
         clustering=layer_clustering(hd) if clustering else None)
 
 
-def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[DiversityResult, Stopping]:
+def diversity(m: LoadedModel, *, precision: str = "fp32",
+              progress: bool = False) -> tuple[lesson_results.DiversityResult, Stopping]:
     """Lesson 09: within-layer dispersion of heads against depth and its shuffled-layer control,
     sized by conclusion 2's verdict."""
     size = sizes_of("diversity")
@@ -291,7 +285,7 @@ def diversity(m: LoadedModel, *, precision: str = "fp32", progress: bool = False
 
 
 def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
-               trained: HeadCountResult | None = None) -> tuple[HeadCountResult, None]:
+               trained: lesson_results.HeadCountResult | None = None) -> tuple[lesson_results.HeadCountResult, None]:
     """Lesson 10: the model's heads regrouped into fewer (conclusion 3), and small transformers trained with
     different head counts in two designs (conclusion 5; this half does not depend on ``m``, so a record
     ``trained`` on another model, e.g. the trained twin of an untrained one, lends its training half)."""
@@ -318,7 +312,8 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
 # --------------------------------------------------------------------------- 11
 
 
-def pruning_part(m: LoadedModel, *, precision: str = "fp32", progress: bool = False) -> tuple[PruningResult, None]:
+def pruning_part(m: LoadedModel, *, precision: str = "fp32",
+                 progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
     """Lesson 11: single-head ablation on one set of texts, the covering study and two task probes on
     another (conclusions 4 and 6). Lesson 11's pruning curves are left out: they decide only that
     lesson's own verdict, which no conclusion reads, and they were half of this part's time."""
