@@ -43,10 +43,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from attnlab.core.language import current_language, set_language, translated
+from attnlab.core.language import N_, _, current_language, set_language, translated
 from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
 from attnlab.course.evidence import row_titles
-from attnlab.course.reference import reference_verdicts
+from attnlab.course.reference import (
+    CONCLUSIONS,
+    DEFAULT_MODEL,
+    conclusions_of,
+    provenance,
+    read_folder,
+    reference_dir,
+    reference_verdicts,
+)
 from attnlab.course.verdicts import shown
 from attnlab.tools.report import compare_table, read_report
 
@@ -67,6 +75,8 @@ REPORT_RUNS = "benchmarks/measured/report_runs.json"
 #: docs/reports/NAME``)
 REPORTS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
 DEFAULT_REPORT = "multilingual-e5-small"
+#: the twin cell of a conclusion that is not about the model (conclusion 5)
+NO_TWIN = N_("not about this model")
 #: every document that quotes a number, by language (relative to the source tree)
 DOCS = {"en": ["README.md", "docs/teaching.md", "docs/install.md", "docs/classroom.md"],
         "zh": ["README.zh-CN.md", "docs/teaching.zh-CN.md", "docs/install.zh-CN.md", "docs/classroom.zh-CN.md"]}
@@ -143,9 +153,36 @@ def conclusions(root: Path = ROOT) -> dict:
     """The offline default's answer to each conclusion, the one the documents state: label -> verdict,
     deciding number and its untrained twin's cell, with the run's settings.
 
-    Read from the offline default's full-size report (``docs/reports/multilingual-e5-small/``) until the
-    full reference ships in the package; this function is the one place that reads them."""
-    return reports(root).get(DEFAULT_REPORT, {})
+    Read from the full reference that ships in the package (lesson 12's saved record of the offline default
+    in full mode, :mod:`attnlab.course.reference`): the answer a student's own full run is compared with.
+    This function is the one place the documents' conclusions are read."""
+    record = read_folder(reference_dir("full", DEFAULT_MODEL)).get(CONCLUSIONS)
+    if record is None:
+        return {}
+    data = record["data"]
+    deciding = conclusions_of(record)
+    claims, twin_name = {}, None
+    for label, verdict in zip(data["labels"], data["verdicts"]):
+        numbers = verdict.get("numbers") or {}
+        parts = ("6a: ", "6b: ") if str(label) == "6" else ("",)
+        cells = []
+        for part in parts:
+            word = numbers.get(f"{part}untrained twin's verdict")
+            if word is None:  # no twin applies (conclusion 5)
+                cells.append({"part": part, "note": NO_TWIN})
+                continue
+            twin_name = numbers.get(f"{part}untrained twin", twin_name)
+            cells.append({"part": part, "verdict": word,
+                          "number": numbers.get(f"{part}untrained twin's deciding number", "-")})
+        measure = numbers.get("measure")
+        number = deciding[str(label)][1]
+        if measure and number.startswith("estimate "):
+            number = f"{measure} {number.removeprefix('estimate ')}"
+        claims[str(label)] = {"verdict": verdict["verdict"], "deciding": number, "twin": cells}
+    facts = provenance("full", DEFAULT_MODEL)
+    return {"model": record["model"], "precision": record["precision"], "smoke": record["smoke"],
+            "source": "the full reference (attnlab/course/reference/full/)", "date": facts.get("date"),
+            "twin": twin_name, "claims": claims}
 
 
 def reports(root: Path = ROOT) -> dict:
@@ -264,7 +301,7 @@ def _reports_table(numbers: dict, lang: str) -> str:
 
 
 def _conclusions_table(numbers: dict, lang: str) -> str:
-    """The offline default's verdict on each conclusion and its untrained twin's, from its full-size report."""
+    """The offline default's verdict on each conclusion and its untrained twin's, from the full reference."""
     claims = numbers.get("conclusions", {}).get("claims", {})
     if not claims:
         return ""
@@ -272,11 +309,17 @@ def _conclusions_table(numbers: dict, lang: str) -> str:
     def table() -> str:
         head = ("| conclusion | verdict on the offline default | its untrained twin |\n|---|---|---|\n" if lang == "en"
                 else "| 结论 | 离线默认模型上的判断 | 它的未训练孪生模型 |\n|---|---|---|\n")
-        rows = [f"| {title} | **{shown(c['verdict'])}** | {c['twin']} |"
+        rows = [f"| {title} | **{shown(c['verdict'])}** | {_twin_cell(c['twin'])} |"
                 for title, c in zip(row_titles(list(claims)), claims.values())]
         return head + "\n".join(rows) + "\n"
 
     return _in_language(lang, table)
+
+
+def _twin_cell(parts: list[dict]) -> str:
+    """The untrained twin's verdict and deciding number (each half of conclusion 6 apart), in the course's language."""
+    return "; ".join(part["part"] + (_(part["note"]) if "note" in part else f"{shown(part['verdict'])} {part['number']}")
+                     for part in parts)
 
 
 def _peaks_table(numbers: dict, lang: str) -> str:
