@@ -14,6 +14,7 @@ import dataclasses
 import json
 import math
 
+import lesson_records as rec  # tests/lesson_records.py
 import pytest
 import torch
 
@@ -28,7 +29,7 @@ from attnlab.analysis.stats import MIN_UNITS
 from attnlab.core.records import to_plain
 from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
 from attnlab.course import record_builders, registry, report_parts
-from attnlab.course.evidence import Evidence
+from attnlab.course.evidence import Evidence, data_verdicts
 from attnlab.data import corpus
 from attnlab.data.querygen import DEFAULT_N_TOKENS, random_token_queries, same_length_queries
 from attnlab.scratch import head_count_training as train
@@ -174,6 +175,20 @@ def test_every_record_the_report_reads_is_in_the_registry_with_its_builder():
     assert all(r.build is not None and r.conclusions for r in registry.EVIDENCE)
     assert len({r.name for r in registry.RECORDS}) == len(registry.RECORDS)
     assert [r.key for r in registry.RERUN] == [k for k in keys if k != "attention_limits"]
+
+
+def test_registry_names_the_conclusions_each_record_decides():
+    """Judged on hand-made evidence without one record, exactly the conclusions the registry names for it
+    change (conclusion 6 counted once for its two halves)."""
+    def rows(ev: Evidence) -> dict[str, str]:
+        return {label: json.dumps([v.verdict, v.numbers], default=str, sort_keys=True)
+                for label, v in data_verdicts(ev, safe=True).items()}
+
+    everything = rows(rec.evidence())
+    for record in registry.RERUN:
+        without = rows(rec.evidence(**{record.key: None}))
+        changed = sorted({label[0] for label in everything if without[label] != everything[label]})
+        assert changed == sorted(record.conclusions), record.key
 
 
 @pytest.mark.parametrize("key", list(NOTEBOOK_WAY))
