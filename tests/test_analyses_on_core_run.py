@@ -31,6 +31,12 @@ def direct(m, inputs):
         return m.model(**inputs, output_hidden_states=True, output_attentions=True)
 
 
+def _analysed(m, texts, analysis):
+    """``analysis(m, texts)``, with the texts' encoding and a direct pass over them to check it against."""
+    inputs = m.encode(texts)
+    return analysis(m, texts), inputs, direct(m, inputs)
+
+
 @contextlib.contextmanager
 def zeroed_by_hand(m, layer: int, where: torch.Tensor):
     """Zero the value vectors (every head) of the tokens where ``where`` ``(B, T)`` is True in one layer."""
@@ -88,9 +94,7 @@ def test_replacing_a_head_map_by_its_own_map_changes_nothing(tiny_en):
 def test_sink_intervention_matches_a_direct_computation(tiny_en):
     m = tiny_en
     texts = ["how do you play chess", "why is the sky blue today"]
-    got = sink_intervention(m, texts)
-    inputs = m.encode(texts)
-    out = direct(m, inputs)
+    got, inputs, out = _analysed(m, texts, sink_intervention)
     mask = inputs["attention_mask"].double()  # (B, T)
     lengths = inputs["attention_mask"].sum(1)
     base = pooled_by_hand(out.last_hidden_state, inputs["attention_mask"])
@@ -112,9 +116,7 @@ def test_sink_intervention_matches_a_direct_computation(tiny_en):
 def test_norm_attention_matches_a_direct_pass(tiny_en):
     m = tiny_en
     texts = ["how do you play chess", "why"]
-    got = norm_attention(m, texts)
-    inputs = m.encode(texts)
-    out = direct(m, inputs)
+    got, inputs, out = _analysed(m, texts, norm_attention)
     mask = inputs["attention_mask"].float()
     for layer in range(m.n_layers):
         assert torch.allclose(got.weights[:, layer], out.attentions[layer] * mask[:, None, :, None], atol=ATOL)

@@ -35,6 +35,13 @@ def _manual_embedding_without_positions(m, enc):
     return (x - mu) / torch.sqrt(var + ln.eps) * ln.weight + ln.bias
 
 
+def _before(tiny_factory, arch: str, language: str):
+    """A tiny model, its example text encoded, and what a test compares with after a replacement: the
+    state of the model and its number of hooks."""
+    m = tiny_factory(arch, language)
+    return m, m.encode([TEXT[language]]), _snapshot(m.model), _hook_count(m.model)
+
+
 def _snapshot(model):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -79,9 +86,7 @@ def test_embedding_module_output_on_every_architecture(tiny_factory, arch):
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 @pytest.mark.parametrize("how", core_position.REPLACEMENTS)
 def test_model_restored_exactly(tiny_factory, arch, how):
-    m = tiny_factory(arch, "en")
-    enc = m.encode([TEXT["en"]])
-    before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
+    m, enc, before_state, before_hooks = _before(tiny_factory, arch, "en")
     with torch.no_grad():
         before = m.model(**enc, output_attentions=True)
         with core_position.replace_positions(m, how):
@@ -98,9 +103,7 @@ def test_model_restored_exactly(tiny_factory, arch, how):
 @pytest.mark.parametrize("arch", ["bert", "roberta", "albert"])
 @pytest.mark.parametrize("how", core_position.REPLACEMENTS)
 def test_model_restored_after_exception(tiny_factory, arch, how):
-    m = tiny_factory(arch, "zh")
-    enc = m.encode([TEXT["zh"]])
-    before_state, before_hooks = _snapshot(m.model), _hook_count(m.model)
+    m, enc, before_state, before_hooks = _before(tiny_factory, arch, "zh")
     with torch.no_grad():
         before = m.model(**enc).last_hidden_state
         with pytest.raises(RuntimeError, match="boom"):

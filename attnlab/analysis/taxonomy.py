@@ -51,7 +51,7 @@ most heads follow a fixed pattern is judged in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -390,18 +390,24 @@ def survey_stats(
         :class:`HeadStats`; ``segment_mass`` comes from the pairs only, the
         other statistics from every row of singles and pairs.
     """
+    total = empty_sums(m.n_layers, m.n_heads)
+    for batch in survey_batches(m, texts, n_texts=n_texts, n_pairs=n_pairs, batch_size=batch_size, progress=progress):
+        total = total + batch_sums(m, batch)
+    return total.finish()
+
+
+def survey_batches(m: LoadedModel, texts: Sequence[str] | None, *, n_texts: int | None, n_pairs: int | None,
+                   batch_size: int, progress: bool) -> Iterator:
+    """The attention batches of a survey (arguments as :func:`survey_stats`): the single texts, then the
+    pairs ``(texts[i], texts[i + 1])``."""
     pool = list(texts) if texts is not None else sample_texts(m.language)
     singles = pool[:n_texts] if n_texts is not None else pool
     n_pairs = len(singles) if n_pairs is None else n_pairs
     n_pairs = min(n_pairs, len(pool) - 1)
-    total = empty_sums(m.n_layers, m.n_heads)
-    for batch in iter_attention_batches(m, singles, batch_size=batch_size, progress=progress):
-        total = total + batch_sums(m, batch)
+    yield from iter_attention_batches(m, singles, batch_size=batch_size, progress=progress)
     if n_pairs > 0:
         firsts, seconds = pool[:n_pairs], pool[1 : n_pairs + 1]
-        for batch in iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress):
-            total = total + batch_sums(m, batch)
-    return total.finish()
+        yield from iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress)
 
 
 def survey_text_sums(
@@ -418,17 +424,9 @@ def survey_text_sums(
     Their sum, finished, is :func:`survey_stats`' result; kept apart they let an
     interval resample the inputs (:func:`attnlab.analysis.pattern_shares.pattern_shares`).
     """
-    pool = list(texts) if texts is not None else sample_texts(m.language)
-    singles = pool[:n_texts] if n_texts is not None else pool
-    n_pairs = len(singles) if n_pairs is None else n_pairs
-    n_pairs = min(n_pairs, len(pool) - 1)
     out: list[HeadSums] = []
-    for batch in iter_attention_batches(m, singles, batch_size=batch_size, progress=progress):
+    for batch in survey_batches(m, texts, n_texts=n_texts, n_pairs=n_pairs, batch_size=batch_size, progress=progress):
         out += text_sums(m, batch)
-    if n_pairs > 0:
-        firsts, seconds = pool[:n_pairs], pool[1 : n_pairs + 1]
-        for batch in iter_attention_batches(m, firsts, seconds, batch_size=batch_size, progress=progress):
-            out += text_sums(m, batch)
     return out
 
 
