@@ -72,6 +72,19 @@ def bundled():
     return al.load_model("bundled", verbose=False)
 
 
+@pytest.fixture(scope="session")
+def zh_course_run(tmp_path_factory):
+    """Chinese lessons 05 and 12 run once, in smoke mode, in a course folder of their own
+    (tests/zh_course.py): a :class:`zh_course.ZhCourseRun`."""
+    import zh_course  # tests/zh_course.py
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key in ("ATTNLAB_RESULTS", "ATTNLAB_LANG", "MPLBACKEND"):
+            patch.delenv(key, raising=False)  # the course's one results folder; the lessons' own cells switch
+        patch.setenv("ATTNLAB_SMOKE", "1")
+        return zh_course.run(tmp_path_factory.mktemp("zh-course"))
+
+
 @pytest.fixture
 def chinese():
     """Chinese for the duration of a test, then back to what it was (figures drawn in it closed)."""

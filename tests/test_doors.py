@@ -38,6 +38,8 @@ from attnlab.core import door, manifest, measured, models, multilingual
 from attnlab.course import results
 from attnlab.tools import bundle, install_torch
 
+import zh_course  # tests/zh_course.py
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -617,37 +619,20 @@ def test_a_hostile_bundle_is_refused(tmp_path):
 # ----------------------------------------------------------------------------------------- the Chinese edition
 
 
+@zh_course.GROUP
 @pytest.mark.notebooks
-def test_zh_lesson_12_reads_zh_results(tmp_path, monkeypatch):
+def test_zh_lesson_12_reads_zh_results(zh_course_run, monkeypatch):
     """Chinese lesson 05, run in notebooks/zh/, saves into the course's one results folder; Chinese
-    lesson 12 reads it there and does not run lesson 05 again."""
-    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
-    from attnlab.course.lesson_results import RESULT_NAMES, HeadPatternsResult
-    from attnlab.tools.lesson_runner import execute_notebook
-
-    course = tmp_path / "course"
-    (course / "attnlab").mkdir(parents=True)  # a course root: attnlab/ beside notebooks/
-    zh = course / "notebooks" / "zh"
-    zh.mkdir(parents=True)
-    for name in ("05_reading_heatmaps", "12_conclusions"):
-        shutil.copy2(ROOT / "notebooks" / "zh" / f"{name}.ipynb", zh / f"{name}.ipynb")
+    lesson 12 reads it there and does not run lesson 05 again (the two lessons run once for this test and
+    the Chinese edition's, tests/zh_course.py)."""
+    course, zh = zh_course_run.course, zh_course_run.lessons
     for key in ("ATTNLAB_RESULTS", "ATTNLAB_LANG", "MPLBACKEND"):
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
     monkeypatch.chdir(zh)
     assert results.results_dir().resolve() == (course / "results").resolve()
-    execute_notebook(nbformat.read(str(zh / "05_reading_heatmaps.ipynb"), as_version=4), zh)
-    saved = course / "results" / f"{RESULT_NAMES[HeadPatternsResult]}.json"
-    assert saved.is_file(), "Chinese lesson 05 saved into the course's results folder"
-    before = saved.read_text()
-    others = tmp_path / "others"
-    seed_earlier_lessons(others)  # lessons 06-11, by hand (05's own record is the one just saved)
-    for path in others.glob("*.json"):
-        if path.name != saved.name:
-            shutil.copy2(path, course / "results" / path.name)
-    book = nbformat.read(str(zh / "12_conclusions.ipynb"), as_version=4)
-    execute_notebook(book, zh)
-    assert saved.read_text() == before, "lesson 12 ran lesson 05 again"
+    assert zh_course_run.saved_by_05 is not None, "Chinese lesson 05 saved into the course's results folder"
+    assert zh_course_run.saved.read_text() == zh_course_run.saved_by_05, "lesson 12 ran lesson 05 again"
+    book = zh_course_run.books["12_conclusions"]
     table = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source
                     for o in c.outputs)
     assert table.strip(), "lesson 12 printed its evidence table"

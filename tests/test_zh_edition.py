@@ -31,6 +31,8 @@ from attnlab.core.language import _, compile_mo, read_po
 from attnlab.tools import course_numbers, english_prose, figure_texts, lesson_runner, messages, zh_edition
 from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
 
+import zh_course  # tests/zh_course.py
+
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = zh_edition.lessons(ROOT)
 IDS = [lesson.name for lesson in LESSONS]
@@ -338,17 +340,18 @@ def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
-def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch):
+@pytest.mark.parametrize("lesson", [pytest.param(lesson, marks=zh_course.GROUP) if lesson.name in zh_course.LESSONS
+                                    else lesson for lesson in LESSONS], ids=IDS)
+def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch, request):
     """The lesson runs; no English verdict word, and no English prose (outside english_prose.ALLOWED),
-    in what it prints or draws (every figure's texts included)."""
-    from test_notebooks import seed_earlier_lessons  # tests/test_notebooks.py
-
-    results_dir = tmp_path / "results"
-    chinese_lesson_environment(monkeypatch, results_dir)
-    if lesson.name == "12_conclusions":
-        seed_earlier_lessons(results_dir)
-    book, figures = run_chinese_lesson(lesson, tmp_path)
+    in what it prints or draws (every figure's texts included). Lessons 05 and 12 are read from the one run
+    of them that the doors' test reads too (tests/zh_course.py)."""
+    if lesson.name in zh_course.LESSONS:
+        shared = request.getfixturevalue("zh_course_run")
+        book, figures = shared.books[lesson.name], shared.figures[lesson.name]
+    else:
+        chinese_lesson_environment(monkeypatch, tmp_path / "results")
+        book, figures = run_chinese_lesson(lesson, tmp_path)
     lines = figure_texts.reader_lines(book, figures)
     verdicts = [f"{where}: {line.strip()[:160]}" for where, line in lines if ENGLISH_VERDICT.search(line)]
     assert verdicts == [], "English verdict words in the Chinese lesson's output:\n" + "\n".join(verdicts)
