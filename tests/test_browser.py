@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -70,6 +71,23 @@ def _playwright():
     if CHROMIUM is None:
         _unavailable("no Chromium installed (Debian: apt-get install chromium; .ci/run installs it)")
     return sync_playwright
+
+
+@contextmanager
+def browser_page(guard=None, *, width: int = 1400, height: int = 1000):
+    """A page of headless Chromium (the test skips where there is none, and fails in CI); every request
+    goes through ``guard`` when one is given."""
+    sync_playwright = _playwright()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            if guard is not None:
+                page.route("**/*", guard)
+            yield page
+        finally:
+            browser.close()
 
 
 def _free_port() -> int:
@@ -225,7 +243,6 @@ def _explorer_image(page) -> str:
 @pytest.mark.parametrize("edition", ["en", "zh"])
 def test_lesson_04_runs_in_the_browser(lab, edition):
     base, token, folder = lab
-    sync_playwright = _playwright()
     path = f"{LESSON}.ipynb" if edition == "en" else f"zh/{LESSON}.ipynb"
     off_machine, console_errors = [], []
 
@@ -237,70 +254,63 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
         else:
             route.continue_()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.route("**/*", guard)
-            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: console_errors.append(str(e)))
-            state = _run_all(page, base, token, path, workspace=f"test-{edition}")
-            assert state["errors"] == [], f"cells with an error output: {state['errors']}"
+    with browser_page(guard) as page:
+        page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: console_errors.append(str(e)))
+        state = _run_all(page, base, token, path, workspace=f"test-{edition}")
+        assert state["errors"] == [], f"cells with an error output: {state['errors']}"
 
-            # widgets: DOM views, not "VBox(children=...)" or a load error
-            page.wait_for_selector(".widget-output img", timeout=30_000)
-            outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
-            fallback = [t for t in outputs if "VBox(children" in t or "Error displaying widget" in t]
-            assert fallback == [] and page.locator(".widget-dropdown select").count() >= 2
+        # widgets: DOM views, not "VBox(children=...)" or a load error
+        page.wait_for_selector(".widget-output img", timeout=30_000)
+        outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+        fallback = [t for t in outputs if "VBox(children" in t or "Error displaying widget" in t]
+        assert fallback == [] and page.locator(".widget-dropdown select").count() >= 2
 
-            # the explorer redraws when its layer changes
-            before = _explorer_image(page)
-            page.locator(".widget-dropdown select").first.select_option(index=1)
-            page.wait_for_function(
-                "(b) => { const i = document.querySelector('.widget-output img'); return i && i.src !== b; }",
-                arg=before, timeout=30_000)
+        # the explorer redraws when its layer changes
+        before = _explorer_image(page)
+        page.locator(".widget-dropdown select").first.select_option(index=1)
+        page.wait_for_function(
+            "(b) => { const i = document.querySelector('.widget-output img'); return i && i.src !== b; }",
+            arg=before, timeout=30_000)
 
-            # the offline head view drew its token columns
-            tokens = page.locator(".al-tok").all_inner_texts()
-            assert tokens, "the offline head view drew no tokens"
-            example = "".join(tokens)
-            if edition == "zh" or CJK.search(example):
-                assert CJK.search(example), f"the head view shows no Chinese token: {tokens[:8]}"
-            # ... and its texts (controls, hints) are in the edition's language
-            view_texts = [t.strip() for t in page.locator(".al-hint, .al-controls > span:not(.al-head)")
-                          .all_inner_texts() if t.strip()]
-            assert view_texts, "the offline views show no hint or control label"
-            if edition == "zh":
-                assert all(CJK.search(t) for t in view_texts), f"English in the Chinese views: {view_texts}"
-                assert not [t for t in view_texts if english_prose.is_prose(t)]
-            else:
-                assert any("Left: query tokens" in t for t in view_texts), view_texts
+        # the offline head view drew its token columns
+        tokens = page.locator(".al-tok").all_inner_texts()
+        assert tokens, "the offline head view drew no tokens"
+        example = "".join(tokens)
+        if edition == "zh" or CJK.search(example):
+            assert CJK.search(example), f"the head view shows no Chinese token: {tokens[:8]}"
+        # ... and its texts (controls, hints) are in the edition's language
+        view_texts = [t.strip() for t in page.locator(".al-hint, .al-controls > span:not(.al-head)")
+                      .all_inner_texts() if t.strip()]
+        assert view_texts, "the offline views show no hint or control label"
+        if edition == "zh":
+            assert all(CJK.search(t) for t in view_texts), f"English in the Chinese views: {view_texts}"
+            assert not [t for t in view_texts if english_prose.is_prose(t)]
+        else:
+            assert any("Left: query tokens" in t for t in view_texts), view_texts
 
-            # the narrative and the printed verdict are in the edition's language (outputs read from the model:
-            # cells scrolled out of view need not be in the page)
-            text = page.evaluate(_OUTPUT_TEXT)
-            markdown = page.locator(".jp-MarkdownOutput").first.inner_text()
-            if edition == "zh":
-                assert CJK.search(markdown) and "论断：" in text and "Claim:" not in text
-            else:
-                assert not CJK.search(markdown) and "Claim:" in text
-            assert not re.search(r"\b(does not hold|cannot tell)\b", text if edition == "zh" else "")
+        # the narrative and the printed verdict are in the edition's language (outputs read from the model:
+        # cells scrolled out of view need not be in the page)
+        text = page.evaluate(_OUTPUT_TEXT)
+        markdown = page.locator(".jp-MarkdownOutput").first.inner_text()
+        if edition == "zh":
+            assert CJK.search(markdown) and "论断：" in text and "Claim:" not in text
+        else:
+            assert not CJK.search(markdown) and "Claim:" in text
+        assert not re.search(r"\b(does not hold|cannot tell)\b", text if edition == "zh" else "")
 
-            # the widgets' labels and the figures' texts are in the edition's language
-            labels = {t.strip() for t in page.locator(".widget-label").all_inner_texts() if t.strip()}
-            if edition == "zh":
-                assert {"文本", "层", "头"} <= labels and not labels & {"text", "layer", "head"}, labels
-                shown = [line for record in figure_texts.read(folder / FIGURE_TEXTS)
-                         for t in record["texts"] for line in t.splitlines()]
-                assert any(CJK.search(t) for t in shown), f"no Chinese text in the figures: {shown[:20]}"
-                english = [t for t in shown if english_prose.is_prose(t)]
-                assert english == [], f"English prose in the Chinese edition's figures: {english}"
-            else:
-                assert {"text", "layer", "head"} <= labels, labels
-            _shut_down_kernel(page)
-        finally:
-            browser.close()
+        # the widgets' labels and the figures' texts are in the edition's language
+        labels = {t.strip() for t in page.locator(".widget-label").all_inner_texts() if t.strip()}
+        if edition == "zh":
+            assert {"文本", "层", "头"} <= labels and not labels & {"text", "layer", "head"}, labels
+            shown = [line for record in figure_texts.read(folder / FIGURE_TEXTS)
+                     for t in record["texts"] for line in t.splitlines()]
+            assert any(CJK.search(t) for t in shown), f"no Chinese text in the figures: {shown[:20]}"
+            english = [t for t in shown if english_prose.is_prose(t)]
+            assert english == [], f"English prose in the Chinese edition's figures: {english}"
+        else:
+            assert {"text", "layer", "head"} <= labels, labels
+        _shut_down_kernel(page)
     assert off_machine == [], f"requests left 127.0.0.1: {off_machine}"
     assert console_errors == [], "console errors:\n" + "\n".join(console_errors)
 
@@ -328,22 +338,15 @@ _CARDS = """() => Array.from(document.querySelectorAll('.jp-OutputArea-output .a
 def test_verdict_card_renders(lab, edition):
     """Lesson 01's verdicts show as cards in JupyterLab, in the edition's language."""
     base, token, _folder = lab
-    sync_playwright = _playwright()
     path = f"{CARD_LESSON}.ipynb" if edition == "en" else f"zh/{CARD_LESSON}.ipynb"
     console_errors = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("pageerror", lambda e: console_errors.append(str(e)))
-            state = _run_all(page, base, token, path, workspace=f"cards-{edition}")
-            assert state["errors"] == [], f"cells with an error output: {state['errors']}"
-            page.wait_for_selector(".jp-OutputArea-output .al-card", timeout=30_000)
-            cards = page.evaluate(_CARDS)
-            _shut_down_kernel(page)
-        finally:
-            browser.close()
+    with browser_page() as page:
+        page.on("pageerror", lambda e: console_errors.append(str(e)))
+        state = _run_all(page, base, token, path, workspace=f"cards-{edition}")
+        assert state["errors"] == [], f"cells with an error output: {state['errors']}"
+        page.wait_for_selector(".jp-OutputArea-output .al-card", timeout=30_000)
+        cards = page.evaluate(_CARDS)
+        _shut_down_kernel(page)
     assert len(cards) >= 3, cards  # one per shape: diagonal, vertical, band
     words = {"en": {"HOLDS", "DOES NOT HOLD", "CANNOT TELL"}, "zh": {"成立", "不成立", "无法判断"}}[edition]
     for card in cards:
@@ -382,7 +385,6 @@ def test_html_course(html_course):
     """The index opens and links every page; every page opens and shows all its lesson's figures."""
     import json
 
-    sync_playwright = _playwright()
     pages = {p["page"]: p for p in json.loads((html_course / "pages.json").read_text(encoding="utf-8"))}
     assert sorted((p["lang"], p["lesson"][:2]) for p in pages.values()) == sorted(
         (lang, n) for lang in ("en", "zh") for n in HTML_LESSONS)
@@ -395,40 +397,33 @@ def test_html_course(html_course):
             off_machine.append(route.request.url)
             route.abort()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.route("**/*", guard)
-            page.goto((html_course / "index.html").as_uri())
-            links = page.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
-            assert sorted(links) == sorted(pages), links
-            for href in links:
-                page.goto((html_course / href).as_uri())
-                page.wait_for_load_state("load")
-                info = pages[href]
-                assert info["mode"] == "smoke" and info["figures"] > 0, info
-                # every figure is in the page, as image data the browser decoded
-                sizes = page.locator("img[src^='data:image/']").evaluate_all(
-                    "els => els.map(e => [e.naturalWidth, e.naturalHeight])")
-                assert len(sizes) >= info["figures"], (href, len(sizes), info["figures"])
-                assert all(w > 0 and h > 0 for w, h in sizes), (href, sizes)
-                text = page.locator("body").inner_text()
-                assert info["title"] and info["title"] in text
-                assert "Traceback" not in text, href
-                if info["lang"] == "zh":
-                    assert CJK.search(info["title"]), info["title"]
-                else:
-                    assert not CJK.search(info["title"]), info["title"]
-        finally:
-            browser.close()
+    with browser_page(guard, width=1200, height=900) as page:
+        page.goto((html_course / "index.html").as_uri())
+        links = page.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+        assert sorted(links) == sorted(pages), links
+        for href in links:
+            page.goto((html_course / href).as_uri())
+            page.wait_for_load_state("load")
+            info = pages[href]
+            assert info["mode"] == "smoke" and info["figures"] > 0, info
+            # every figure is in the page, as image data the browser decoded
+            sizes = page.locator("img[src^='data:image/']").evaluate_all(
+                "els => els.map(e => [e.naturalWidth, e.naturalHeight])")
+            assert len(sizes) >= info["figures"], (href, len(sizes), info["figures"])
+            assert all(w > 0 and h > 0 for w, h in sizes), (href, sizes)
+            text = page.locator("body").inner_text()
+            assert info["title"] and info["title"] in text
+            assert "Traceback" not in text, href
+            if info["lang"] == "zh":
+                assert CJK.search(info["title"]), info["title"]
+            else:
+                assert not CJK.search(info["title"]), info["title"]
 
 
 def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
     """``course.sh --lang zh`` starts JupyterLab with a settings folder whose interface language is zh_CN
     (the language pack is in the course extra): the same setting gives Chinese menus; without it, English."""
-    sync_playwright = _playwright()
+    _playwright()  # skips (or fails in CI) before any server starts
     script = (ROOT / "scripts" / "course.sh").read_text(encoding="utf-8")
     setting = '{"locale": "zh_CN"}'
     assert "translation-extension/plugin.jupyterlab-settings" in script and setting in script
@@ -461,16 +456,10 @@ def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
                     if time.time() > deadline or server.poll() is not None:
                         pytest.fail("JupyterLab did not answer within 60 s")
                     time.sleep(0.5)
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                            args=["--no-sandbox", "--disable-dev-shm-usage"])
-                try:
-                    page = browser.new_page()
-                    page.goto(f"{base}/lab?token={token}")
-                    page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=120_000)
-                    menus[lang] = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-                finally:
-                    browser.close()
+            with browser_page() as page:
+                page.goto(f"{base}/lab?token={token}")
+                page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=120_000)
+                menus[lang] = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=20)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -23,8 +22,6 @@ from attnlab.tools.testing import save_tiny_model
 #: anything that would make the page reach outside itself
 EXTERNAL = re.compile(r"""(https?|ftp|wss?)://|(src|href|action)\s*=\s*["']?//|<script[^>]+src=|<link[^>]+href=|@import|url\(""",
                       re.I)
-CHROMIUM = next((p for p in (os.environ.get("ATTNLAB_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser"), "/usr/bin/chromium") if p and Path(p).exists()), None)
 
 
 def _report(args: list[str]) -> int:
@@ -251,31 +248,17 @@ def test_report_smoke_on_the_offline_default(tmp_path, monkeypatch):
 @pytest.mark.browser
 def test_report_page_opens_in_a_browser(tiny_reports):
     """Chromium opens index.html from disk: the figures decode, and the page asks for nothing outside it."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("ATTNLAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("Playwright is missing (ATTNLAB_REQUIRE_BROWSER=1)")
-        pytest.skip("the browser check needs Playwright's Python package (the dev extra has it)")
-    if CHROMIUM is None:
-        if os.environ.get("ATTNLAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("no Chromium installed (ATTNLAB_REQUIRE_BROWSER=1)")
-        pytest.skip("no Chromium installed")
+    from test_browser import browser_page  # tests/test_browser.py
+
     page_path = (tiny_reports["zh"] / "index.html").resolve()
     requests, errors = [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
-        try:
-            page = browser.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(page_path.as_uri())
-            widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
-            headings = page.locator("h1").all_inner_texts()
-            verdicts = page.locator("section.verdict").count()
-        finally:
-            browser.close()
+    with browser_page() as page:
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(page_path.as_uri())
+        widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+        headings = page.locator("h1").all_inner_texts()
+        verdicts = page.locator("section.verdict").count()
     assert widths and all(w > 100 for w in widths), widths
     assert headings and verdicts == len(LABELS)
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
