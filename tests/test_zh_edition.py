@@ -287,9 +287,15 @@ def test_language_switch_and_environment(monkeypatch, chinese):
         language.set_language("klingon")
 
 
+def extracted(folder: Path, source: str) -> set[str]:
+    """The catalogue keys the extractor finds in a module of ``source`` (written as ``folder / "m.py"``)."""
+    (folder / "m.py").write_text(source, encoding="utf-8")
+    return {m.key for m in messages.messages_in(folder / "m.py", folder)}
+
+
 def test_the_extractor_finds_messages_and_claims(tmp_path):
-    source = tmp_path / "m.py"
-    source.write_text(
+    found = extracted(
+        tmp_path,
         'from attnlab.core.language import _, ngettext\n'
         'CLAIM = "heads differ"\n'
         'CLAIMS = {1: "first claim"}\n'
@@ -298,8 +304,7 @@ def test_the_extractor_finds_messages_and_claims(tmp_path):
         '    print(ngettext("one head", "{n} heads", n))\n'
         '    ClaimVerdict.decide(CLAIM, holds=True, fails=False)\n'
         '    ClaimVerdict.missing("a literal claim", "why")\n'
-        '    _(v)  # not a literal: nothing to extract\n', encoding="utf-8")
-    found = {m.key for m in messages.messages_in(source, tmp_path)}
+        '    _(v)  # not a literal: nothing to extract\n')
     assert found == {"{n} of {total} heads", "one head\0{n} heads", "heads differ", "a literal claim"}
 
 
@@ -513,15 +518,14 @@ def test_course_command_refuses_an_unknown_language_before_setting_up():
 
 
 def test_the_extractor_finds_marked_templates_and_what_a_check_checked(tmp_path):
-    source = tmp_path / "m.py"
-    source.write_text(
+    found = extracted(
+        tmp_path,
         'from attnlab.core.language import N_\n'
         'WHAT = "rows sum to 1"\n'
         'def f(n):\n'
         '    why = N_("{n} shards are too few").format(n=n)\n'
         '    Check.of(WHAT, passed=True)\n'
-        '    Check.of(what="a literal check", passed=False)\n', encoding="utf-8")
-    found = {m.key for m in messages.messages_in(source, tmp_path)}
+        '    Check.of(what="a literal check", passed=False)\n')
     assert found == {"{n} shards are too few", "rows sum to 1", "a literal check"}
 
 
