@@ -119,8 +119,9 @@ def base_env(tmp_path_factory) -> Path:
     transformers and a Jupyter kernel; the doors' environments see it as their system packages."""
     venv = tmp_path_factory.mktemp("base") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", _pinned("torch"), _pinned("transformers"),
-          "ipykernel", "nbclient", "nbformat"], env=_clean_env(venv.parent))
+    # --no-compile: no byte-code for torch's thousands of modules at install (half the time); imports make their own
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", _pinned("torch"),
+          _pinned("transformers"), "ipykernel", "nbclient", "nbformat"], env=_clean_env(venv.parent))
     return venv
 
 
@@ -297,7 +298,8 @@ def test_binder_simulation(base_env, course_repo, tmp_path):
     pip_args += [x for r in requirements for x in (r.split(" ", 1) if r.startswith("-e ") else [r])]
     bin_path = f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"
     env = _clean_env(home, PATH=bin_path, ATTNLAB_NO_VENV="1")
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pip_args], env=env, cwd=course_repo)
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", *pip_args], env=env,
+         cwd=course_repo)
     built = _run(["bash", "postBuild"], env=env, cwd=course_repo)  # the image build
     assert "Binder image ready" in built
     config = (home / ".jupyter" / "jupyter_server_config.py").read_text()
