@@ -1,9 +1,4 @@
-"""The teacher's worked solutions of lesson 02's exercises (kept out of the students' package).
-
-``solution_<name>`` answers ``check_<name>`` of :mod:`attnlab.course.exercises.lesson_02`; it takes the
-check's arguments without ``answer``. ``attnlab class assignments`` puts each call between nbgrader's
-solution markers in the teacher's source notebooks.
-"""
+"""Lesson 02's worked solutions, for the teacher (the rules of this folder are in its README.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The teacher's worked solutions of lesson 05's exercises (kept out of the students' package).
-
-``solution_<name>`` answers ``check_<name>`` of :mod:`attnlab.course.exercises.lesson_05`; it takes the
-check's arguments without ``answer``. ``attnlab class assignments`` puts each call between nbgrader's
-solution markers in the teacher's source notebooks.
-"""
+"""Lesson 05's worked solutions, for the teacher (the rules of this folder are in its README.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +7,7 @@ from attnlab.course.exercises import lesson_05 as checks
 from attnlab.course.exercises.lesson_05 import _labels
 from collections import Counter
 
-#: the check's own computation of the answer
+# where a solution is the check's own computation of the answer, it is that function
 solution_cls_mass = checks._expected_cls_mass
 
 

@@ -1,9 +1,4 @@
-"""The teacher's worked solutions of lesson 07's exercises (kept out of the students' package).
-
-``solution_<name>`` answers ``check_<name>`` of :mod:`attnlab.course.exercises.lesson_07`; it takes the
-check's arguments without ``answer``. ``attnlab class assignments`` puts each call between nbgrader's
-solution markers in the teacher's source notebooks.
-"""
+"""Lesson 07's worked solutions, for the teacher (the rules of this folder are in its README.md)."""
 
 from __future__ import annotations
 
@@ -15,10 +10,8 @@ from attnlab.core.run import encode
 from attnlab.course.exercises import lesson_07 as checks
 from attnlab.data.examples import example_for
 
-#: the check's own computation of the answer
+# where a solution is the check's own computation of the answer, it is that function
 solution_order_matters = checks._expected_order_matters
-
-#: the check's own computation of the answer
 solution_most_position_dependent_head = checks._expected_most_position_dependent_head
 
 

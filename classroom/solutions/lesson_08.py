@@ -1,9 +1,4 @@
-"""The teacher's worked solutions of lesson 08's exercises (kept out of the students' package).
-
-``solution_<name>`` answers ``check_<name>`` of :mod:`attnlab.course.exercises.lesson_08`; it takes the
-check's arguments without ``answer``. ``attnlab class assignments`` puts each call between nbgrader's
-solution markers in the teacher's source notebooks.
-"""
+"""Lesson 08's worked solutions, for the teacher (the rules of this folder are in its README.md)."""
 
 from __future__ import annotations
 
@@ -14,10 +9,8 @@ from attnlab.core.streaming import ENTROPY_EPS, MeanAttention
 from attnlab.course.exercises import lesson_08 as checks
 from attnlab.course.exercises.lesson_08 import _default_result, _position_of
 
-#: the check's own computation of the answer
+# where a solution is the check's own computation of the answer, it is that function
 solution_mean_cell = checks._expected_mean_cell
-
-#: the check's own computation of the answer
 solution_most_fixed_layer = checks._expected_most_fixed_layer
 
 

@@ -1,9 +1,4 @@
-"""The teacher's worked solutions of lesson 11's exercises (kept out of the students' package).
-
-``solution_<name>`` answers ``check_<name>`` of :mod:`attnlab.course.exercises.lesson_11`; it takes the
-check's arguments without ``answer``. ``attnlab class assignments`` puts each call between nbgrader's
-solution markers in the teacher's source notebooks.
-"""
+"""Lesson 11's worked solutions, for the teacher (the rules of this folder are in its README.md)."""
 
 from __future__ import annotations
 
@@ -11,10 +6,8 @@ from attnlab.analysis.pruning import PruningStudy
 from attnlab.core.models import LoadedModel
 from attnlab.course.exercises import lesson_11 as checks
 
-#: the check's own computation of the answer
+# where a solution is the check's own computation of the answer, it is that function
 solution_heads_masked = checks._expected_heads_masked
-
-#: the check's own computation of the answer
 solution_most_important_head = checks._expected_most_important_head
 
 
