@@ -876,3 +876,15 @@ def test_head_labels_print_their_counts_in_the_readers_language(chinese):
 def test_the_full_mode_check_reads_two_english_words_as_english(line, found):
     """scripts/zh_output_check.py reads with issue 54's measure, two English words in a row; code stays code."""
     assert english_prose.runs(line, run=2) == found
+
+
+def test_a_numbers_key_names_its_probe_task_in_the_readers_language(chinese):
+    """Lesson 12's verdict 6b printed "信度，word start": a number's key that names a probe task shows
+    the task in Chinese (the key stays English in the saved record)."""
+    from attnlab.analysis.probes import TASKS
+    from attnlab.core.language import N_
+    from attnlab.course.cards import label
+
+    keys = [N_("reliability, {task}").format(task=task) for task in TASKS]  # as conclusion 6b writes them
+    assert keys == ["reliability, family", "reliability, word start"]
+    assert [label(key) for key in keys] == ["信度，查询句类别", "信度，词首"]

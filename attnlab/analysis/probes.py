@@ -65,8 +65,9 @@ from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
-#: the two tasks, as stored (English) and as printed
-TASKS = ("family", "word start")
+#: the two tasks, as stored (English) and as printed; catalogued, so a number's key that names one
+#: ("reliability, family") reads in the reader's language
+TASKS = (N_("family"), N_("word start"))
 TASK_LABELS = {"family": N_("query family (sentence level)"), "word start": N_("word start (token level)")}
 
 
