@@ -128,3 +128,18 @@ def test_bootstrap_share_above_separates_a_null_from_a_planted_share():
     assert (iv.estimate, iv.low, iv.high) == pytest.approx((0.25, 0.25, 0.25))
     with pytest.raises(ValueError):
         stats.bootstrap_share_above(np.ones(3), 0.1)
+
+
+def test_an_interval_without_values_is_nan_and_says_nothing():
+    """A column whose bootstrap samples are all NaN has NaN bounds (cannot tell), with no numpy warning
+    in the reader's output (lesson 12's reduced twin printed "RuntimeWarning: All-NaN slice encountered")."""
+    import warnings
+
+    boots = np.full((200, 2), np.nan)
+    boots[:, 0] = np.arange(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        iv = stats.interval_from_samples(np.array([99.5, np.nan]), boots)
+    assert np.isnan(iv.low[1]) and np.isnan(iv.high[1])
+    assert iv.low[0] == pytest.approx(np.quantile(np.arange(200), 0.025))
+    assert iv.high[0] == pytest.approx(np.quantile(np.arange(200), 0.975))

@@ -89,7 +89,9 @@ def _quantiles(boots: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     alpha = (1.0 - level) / 2
-    low, high = np.nanquantile(boots, [alpha, 1 - alpha], axis=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)  # no value: a NaN bound, cannot tell
+        low, high = np.nanquantile(boots, [alpha, 1 - alpha], axis=0)
     return low, high
 
 
