@@ -29,13 +29,35 @@ def start_rank(item: pytest.Item) -> int:
     return len(START_FIRST)
 
 
+def group_of(item: pytest.Item) -> str:
+    """The ``xdist_group`` name(s) of ``item``, joined as xdist joins them ("" for none)."""
+    return "_".join(sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")}))
+
+
+def name_groups(items: list[pytest.Item]) -> None:
+    """Put each test's ``xdist_group`` at the end of its node id (``...@doors``), where
+    ``--dist loadgroup`` reads it. xdist writes it into ``item._nodeid``, which pytest 9 no longer reads
+    (its node ids are ``item._id``), so without this every group would be split across the workers;
+    where xdist's own renaming took, nothing is done."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        group = group_of(item)
+        if group and not item.nodeid.endswith(f"@{group}") and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """With several workers (``pytest -n``), the slow tests and the lesson executions start first, so
     that no long test begins when the short ones are done (xdist hands tests out in collection order,
-    a group of tests, ``xdist_group``, as one unit). One worker keeps the files' order, and with it each
-    module's fixtures built once."""
+    a group of tests, ``xdist_group``, as one unit), and each group runs on one worker. One worker
+    keeps the files' order, and with it each module's fixtures built once."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=start_rank)  # stable: within a rank, the files' order
+        if getattr(config.option, "loadgroup", False):
+            name_groups(items)
 
 
 @pytest.fixture(scope="session")
