@@ -55,7 +55,7 @@ from attnlab.course.reference import (
     reference_dir,
     reference_verdicts,
 )
-from attnlab.course.verdicts import shown
+from attnlab.course.verdicts import WORDS, shown
 from attnlab.tools.report import compare_table, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -651,9 +651,8 @@ def minute_values(numbers: dict) -> set[float]:
 
 def _verdict_words(lang: str) -> dict[str, str]:
     """Verdict as prose writes it -> the verdict word the reports record."""
-    words = ("holds", "does not hold", "cannot tell")
     return {(_in_language(lang, lambda w=w: shown(w)).lower() if lang == "en" else
-             _in_language(lang, lambda w=w: shown(w))): w for w in words}
+             _in_language(lang, lambda w=w: shown(w))): w for w in WORDS}
 
 
 def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
