@@ -95,6 +95,34 @@ def test_the_report_speaks_the_readers_language():
     assert "likely cause" not in text
 
 
+def test_a_claim_with_a_colon_and_a_conclusions_number_are_shown_whole_in_chinese():
+    """Lesson 12's claims hold ": " in their own text, and conclusion 6's numbers are named "6a: ...": the
+    report translates the claim whole and names the number in Chinese, with no English left."""
+    from attnlab.course.claims.conclusions import CLAIMS  # noqa: F401  (marks conclusion 6's number names)
+
+    claim = CLAIMS[2]
+    assert ": " in claim
+    numbers = {"6a: cannot tell (lesson 06 heads)": 64, "6a: estimate": 0.21, "cross-tab": {"fixed": {"cannot tell": 0}}}
+    ref = folder(**{"12_conclusions": record(name="12_conclusions", data={
+        "verdict": {"claim": claim, "verdict": "cannot tell", "numbers": numbers}})})
+    mine = copy.deepcopy(ref)
+    mine["12_conclusions"]["data"]["verdict"].update(
+        verdict="holds", numbers={"6a: cannot tell (lesson 06 heads)": 80, "6a: estimate": 0.21,
+                                   "cross-tab": {"fixed": {"cannot tell": 51}}})
+    found = reference.compare(mine, ref)
+    assert [(d.claim, d.number) for d in found] == [(claim, ""), (claim, "6a: cannot tell (lesson 06 heads)"),
+                                                       (claim, "cross-tab.fixed.cannot tell")]
+    before = current_language()
+    try:
+        set_language("zh")
+        text = reference.report(found)
+    finally:
+        set_language(before)
+    assert "6a：无法判断（第 06 课的头）" in text
+    english = [w for w in ("cannot tell", "over 60%", "heads", "yours", "reference") if w in text]
+    assert english == [], text
+
+
 def test_differences_reads_folders_and_the_shipped_smoke_reference(tmp_path):
     ref_dir = reference.reference_dir("smoke")
     shipped = reference.read_folder(ref_dir)

@@ -150,6 +150,9 @@ CONTROL_ALPHA = 0.05
 #: layer beyond random layers (2% a layer is about a fifth of the first layer's spread over 12 layers; the
 #: trained offline default falls by about 5% a layer)
 FLOOR_2 = 0.02
+#: a number of one half of conclusion 6 as its verdict records it, e.g. "6a: estimate" (marked when the module
+#: is imported, so a saved record's keys read back in the reader's language in a fresh kernel too)
+PART_NUMBER = {"6a": N_("6a: {number}"), "6b": N_("6b: {number}")}
 #: conclusion 6a: "the least important heads" are this share of all heads (lowest single-head effect)
 LEAST_SHARE = 0.25
 #: ... and "no more often" means a layer-stratified share difference below this margin (equivalence)
@@ -960,5 +963,6 @@ def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult
     word = combine([a.verdict, b.verdict])
     return ClaimVerdict.decide(CLAIMS[6], holds=word == HOLDS, fails=word == FAILS, **{
         N_("not useless (6a)"): a.verdict, N_("depends on the task (6b)"): b.verdict,
-        **{N_("6a: {number}").format(number=k): v for k, v in a.numbers.items()}, **{N_("6b: {number}").format(number=k): v for k, v in b.numbers.items()},
+        **{PART_NUMBER["6a"].format(number=k): v for k, v in a.numbers.items()},
+        **{PART_NUMBER["6b"].format(number=k): v for k, v in b.numbers.items()},
     })

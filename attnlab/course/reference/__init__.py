@@ -45,7 +45,7 @@ from pathlib import Path
 from attnlab.core.config import is_smoke
 from attnlab.core.language import N_, _
 from attnlab.core.models import MULTILINGUAL
-from attnlab.course.cards import deciding
+from attnlab.course.cards import deciding, label
 from attnlab.course.registry import EARLIER_NAMES
 from attnlab.course.results import results_dir
 from attnlab.course.twin_evidence import file_stem
@@ -102,6 +102,12 @@ class Difference:
     cause: str  # a key of CAUSES
     detail: dict
     inside: bool | None = None
+    number: str = ""  # the deciding number's name when ``what`` is "claim: number name"; "" for a verdict
+
+    @property
+    def claim(self) -> str:
+        """The claim alone (a claim's own text may hold ": ")."""
+        return self.what.removesuffix(f": {self.number}") if self.number else self.what
 
     def explain(self) -> str:
         """The likely cause in the reader's language."""
@@ -289,7 +295,8 @@ def compare(yours: dict[str, dict], reference: dict[str, dict], *, rtol: float =
             y_numbers, r_numbers = deciding_numbers(y["numbers"]), deciding_numbers(r["numbers"])
             for key, value in r_numbers.items():
                 if key in y_numbers and _differ(y_numbers[key], value, rtol, atol):
-                    found.append(Difference(name, f"{claim}: {key}", y_numbers[key], value, cause, detail, inside))
+                    found.append(Difference(name, f"{claim}: {key}", y_numbers[key], value, cause, detail, inside,
+                                            number=key))
     return found
 
 
@@ -355,8 +362,7 @@ def report(found: list[Difference]) -> str:
         for d in mine:
             if d.cause == "missing":
                 continue
-            claim, _sep, number = d.what.partition(": ")
-            what = _(claim) + (f": {number}" if number else "")
+            what = _(d.claim) + (f": {number_label(d.number)}" if d.number else "")
             if d.yours is None:
                 line = _("{what}: not in your results (reference: {reference})").format(
                     what=what, reference=_fmt(d.reference))
@@ -369,6 +375,12 @@ def report(found: list[Difference]) -> str:
             lines.append("  " + line)
         lines.append("  " + _("likely cause: {cause}").format(cause=mine[0].explain()))
     return "\n".join(lines)
+
+
+def number_label(name: str) -> str:
+    """A deciding number's dotted name (:func:`deciding_numbers`) in the reader's language, part by part:
+    ``"cross-tab 08 x 06.fixed.cannot tell"`` -> each part's label, joined by dots again."""
+    return ".".join(label(part) for part in name.split("."))
 
 
 def _fmt(value: object) -> str:
