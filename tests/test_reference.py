@@ -31,6 +31,16 @@ def folder(**records) -> dict[str, dict]:
     return {name: rec for name, rec in records.items()}
 
 
+def chinese_report(found: list) -> str:
+    """:func:`reference.report` of ``found`` in Chinese, the language put back afterwards."""
+    before = current_language()
+    try:
+        set_language("zh")
+        return reference.report(found)
+    finally:
+        set_language(before)
+
+
 def test_identical_results_give_no_difference():
     ref = folder(**{"08_layer_averaging": record()})
     assert reference.compare(copy.deepcopy(ref), ref) == []
@@ -85,12 +95,7 @@ def test_the_report_speaks_the_readers_language():
     mine = folder(**{"08_layer_averaging": record(smoke=False)})
     mine["08_layer_averaging"]["data"]["verdict"]["verdict"] = "holds"
     found = reference.compare(mine, ref)
-    before = current_language()
-    try:
-        set_language("zh")
-        text = reference.report(found)
-    finally:
-        set_language(before)
+    text = chinese_report(found)
     assert "与参考结果不同之处：1 处" in text and "最可能的原因" in text and "smoke 模式" in text
     assert "likely cause" not in text
 
@@ -112,12 +117,7 @@ def test_a_claim_with_a_colon_and_a_conclusions_number_are_shown_whole_in_chines
     found = reference.compare(mine, ref)
     assert [(d.claim, d.number) for d in found] == [(claim, ""), (claim, "6a: cannot tell (lesson 06 heads)"),
                                                        (claim, "cross-tab.fixed.cannot tell")]
-    before = current_language()
-    try:
-        set_language("zh")
-        text = reference.report(found)
-    finally:
-        set_language(before)
+    text = chinese_report(found)
     assert "6a：无法判断（第 06 课的头）" in text
     english = [w for w in ("cannot tell", "over 60%", "heads", "yours", "reference") if w in text]
     assert english == [], text
