@@ -15,7 +15,9 @@ import torch
 import attnlab as al
 from attnlab.tools.testing import save_tiny_model
 
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+#: torch's threads in this process: the share scripts/test.sh gives each worker (OMP_NUM_THREADS), else at
+#: most 2; a worker taking more than its share makes the workers' threads wait for each other
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1)))
 
 #: the order tests are handed to the workers in: the longest first, the many short ones last to fill the gaps
 START_FIRST = ("slow", "notebooks")
