@@ -135,7 +135,8 @@ async def _run_cells(ws_url: str, token: str, cells: list[str]) -> list[str]:
                 "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                             "allow_stdin": False, "stop_on_error": True}}))
             text, deadline = [], time.monotonic() + CELL
-            while True:
+            replied = idle = False  # the reply (shell) can come before the printed text (iopub): wait for both
+            while not (replied and idle):
                 raw = await asyncio.wait_for(conn.read_message(), max(1.0, deadline - time.monotonic()))
                 assert raw is not None, "the kernel's websocket closed"
                 msg = json.loads(raw)
@@ -148,7 +149,9 @@ async def _run_cells(ws_url: str, token: str, cells: list[str]) -> list[str]:
                     raise AssertionError(f"cell failed: {content['ename']}: {content['evalue']}\n{code[:300]}")
                 elif kind == "execute_reply" and msg["channel"] == "shell":
                     assert content["status"] == "ok", content
-                    break
+                    replied = True
+                elif kind == "status" and content.get("execution_state") == "idle":
+                    idle = True  # the kernel has sent everything this cell printed
             outputs.append("".join(text))
     finally:
         conn.close()
