@@ -80,6 +80,43 @@ def test_expected_numbers_generated(numbers, tree):
         course_numbers.problems(numbers, tree)
 
 
+#: the end of a passed `bash .ci/run` log, as .ci/run and pytest print it
+CI_LOG = """attnlab: ready
+CI set-up finished in 88 s
+........................................................ [100%]
+===== 1990 passed, 3 skipped, 1 warning in 701.42s (0:11:41) =====
+CI finished in 790 s
+"""
+
+
+def test_the_tests_time_is_read_from_a_ci_log_and_quoted_from_it(numbers, tree, tmp_path):
+    """The README's test time comes from a CI log through ``--ci-log``; a failed or unfinished log is refused,
+    and a test time typed by hand into a README is found."""
+    assert course_numbers.read_ci_log(CI_LOG) == {"setup_s": 88, "total_s": 790, "tests_s": 701, "passed": 1990,
+                                                  "skipped": 3}
+    with pytest.raises(ValueError, match="did not pass"):
+        course_numbers.read_ci_log(CI_LOG.replace("1990 passed,", "1 failed, 1989 passed,"))
+    with pytest.raises(ValueError, match="not a finished CI run"):
+        course_numbers.read_ci_log(CI_LOG.replace("CI finished in 790 s\n", ""))
+    log = tmp_path / "ci.log"
+    log.write_text(CI_LOG, encoding="utf-8")
+    (tree / "benchmarks" / "measured").mkdir(parents=True)
+    run = course_numbers.record_ci_run(log, "a test machine", root=tree)
+    assert json.loads((tree / course_numbers.CI_RUN).read_text(encoding="utf-8")) == run
+    assert run["machine"] == "a test machine" and run["total_s"] == 790
+
+    recorded = json.loads((ROOT / course_numbers.CI_RUN).read_text(encoding="utf-8"))  # read here, independently
+    assert numbers["ci"] == recorded
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"-->{recorded['total_s']:,} s<!--" in readme and f"-->{recorded['passed']:,}<!--" in readme
+    assert f"-->{recorded['tests_s']:,} 秒<!--" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    typed = recorded["total_s"] + 7
+    _plant(tree / "README.md", "## ", f"`bash .ci/run` took {typed:,} s on my laptop.\n\n## ")
+    _plant(tree / "README.zh-CN.md", "## ", f"`bash .ci/run` 用了 {typed:,} 秒。\n\n## ")
+    assert sorted(p.split(": ")[0] for p in course_numbers.problems(numbers, tree) if "tests' time" in p) == [
+        "README.md", "README.zh-CN.md"]
+
+
 def test_expected_numbers_generated_from_the_measured_files(numbers):
     """The generated file holds what the benchmark files and the report hold, independently read here, and the
     doors read it from the package."""

@@ -10,7 +10,9 @@ Sources (each records the model, mode, machine and date it was measured with):
 * ``attnlab/course/reference/smoke/``: the saved results of a smoke run on the offline default
   (the verdicts a smoke run should give);
 * the offline default's conclusions (:func:`conclusions`, the one place they are read) and the full-size
-  reports ``docs/reports/<model>/report.json`` that the ``reports`` table sets side by side.
+  reports ``docs/reports/<model>/report.json`` that the ``reports`` table sets side by side;
+* ``benchmarks/measured/ci_run.json``: how long ``bash .ci/run`` took on a fresh clone, read from its log
+  by ``python scripts/course_numbers.py --ci-log LOG`` (:func:`read_ci_log`).
 
 The one generated file is ``attnlab/core/numbers.json`` (package data: an installed course reads it through
 :mod:`attnlab.core.measured`, and :mod:`attnlab.core.door` tells students its minutes and memory need).
@@ -71,6 +73,8 @@ SOURCES = {  # key in numbers.json -> measured file (relative to the source tree
 REFERENCE = "attnlab/course/reference/smoke"
 #: minutes and peak of ``attnlab report`` runs (the README's report times)
 REPORT_RUNS = "benchmarks/measured/report_runs.json"
+#: how long ``bash .ci/run`` took on a fresh clone (the READMEs' test time), written by ``--ci-log LOG``
+CI_RUN = "benchmarks/measured/ci_run.json"
 #: the full-size reports that the ``reports`` table sets side by side (``attnlab report --model M --out
 #: docs/reports/NAME``)
 REPORTS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
@@ -135,7 +139,48 @@ def gather(root: Path = ROOT) -> dict:
             "sources": {key: {k: v for k, v in run.items() if k != "lessons"} for key, run in sources.items()},
             "lessons": lessons, "course": course, "door": door(lessons, course),
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
-            "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root)}
+            "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
+            "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8"))}
+
+
+# ----------------------------------------------------------------------------- the test time
+_CI_LINES = {"setup_s": re.compile(r"^CI set-up finished in (\d+) s$", re.M),
+             "total_s": re.compile(r"^CI finished in (\d+) s$", re.M)}
+_PYTEST_SUMMARY = re.compile(r"^=+ (?P<counts>[^=]*?) in (?P<seconds>[\d.]+)s(?: \([\d:]+\))? =+$", re.M)
+
+
+def read_ci_log(text: str) -> dict:
+    """The set-up, test and total seconds and the tests' counts of one ``bash .ci/run`` log.
+
+    Raises:
+        ValueError: the log is not of a finished run that passed (a line is missing, or a test failed).
+    """
+    found: dict = {}
+    for key, pattern in _CI_LINES.items():
+        m = pattern.search(text)
+        if m is None:
+            raise ValueError(f"the log has no line {pattern.pattern.strip('^$')!r}: not a finished CI run")
+        found[key] = int(m.group(1))
+    summaries = list(_PYTEST_SUMMARY.finditer(text))
+    if not summaries:
+        raise ValueError("the log has no pytest summary line ('== N passed ... in S s ==')")
+    summary = summaries[-1]
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary.group("counts"))}
+    if counts.get("failed") or counts.get("error") or counts.get("errors"):
+        raise ValueError(f"the run did not pass: {summary.group('counts')}")
+    found.update(tests_s=_round_seconds(float(summary.group("seconds"))), passed=counts.get("passed", 0),
+                 skipped=counts.get("skipped", 0))
+    return found
+
+
+def record_ci_run(log: Path, machine: str, root: Path = ROOT) -> dict:
+    """Read ``log`` (:func:`read_ci_log`) and write it with ``machine`` and today's date to :data:`CI_RUN`."""
+    import datetime
+
+    run = {"what": "bash .ci/run on a fresh clone, set-up included, two test workers", "machine": machine,
+           "date": datetime.date.today().isoformat(), **read_ci_log(log.read_text(encoding="utf-8"))}
+    (root / CI_RUN).write_text(json.dumps(run, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return run
 
 
 def door(lessons: dict, course: dict) -> dict:
@@ -596,6 +641,10 @@ COURSE_TOTAL = {
 #: "about N minutes" anywhere: a course's or a lesson's time (a session's idle limit is not one)
 ABOUT_MINUTES = {"en": re.compile(r"(?<!idle )\babout " + _NUMBER + r" (?:minutes|min)\b(?! idle)"),
                  "zh": re.compile(r"(?<!空闲)(?<!标签页)约 ?" + _NUMBER + r" ?分钟(?!就会结束|后结束)")}
+#: how long the tests took ("`bash .ci/run` (set-up included) took 1,029 s", "测试本身 934 秒")
+TEST_TIME = {"en": re.compile(r"(?:\.ci/run|test command|the suite|tests? passed)\b[^.;\n]{0,60}?[ (]" + _NUMBER
+                              + r" ?(?P<u>s|seconds|minutes)\b"),
+             "zh": re.compile(r"(?:\.ci/run|测试)[^。；\n]{0,40}?" + _NUMBER + r" ?(?P<u>秒|分钟)")}
 #: a kernel's or a run's peak memory
 PEAK = {"en": re.compile(r"\bpeak(?:s|ed)?\b(?: [a-z]+){0,3}? \(?" + _NUMBER + r" ?(?P<u>MB|GB)\b"),
         "zh": re.compile(r"峰值[^\d+。；，\n]{0,6}" + _NUMBER + r" ?(?P<u>MB|GB)")}
@@ -649,6 +698,12 @@ def minute_values(numbers: dict) -> set[float]:
     return values | {float(course["class_minutes_total"])}
 
 
+def test_time_values(numbers: dict) -> set[float]:
+    """The recorded CI run's set-up, test and total times, in seconds and in whole minutes."""
+    seconds = [numbers["ci"][key] for key in ("setup_s", "tests_s", "total_s")]
+    return {float(v) for v in seconds} | {float(round(v / 60)) for v in seconds}
+
+
 def _verdict_words(lang: str) -> dict[str, str]:
     """Verdict as prose writes it -> the verdict word the reports record."""
     return {(_in_language(lang, lambda w=w: shown(w)).lower() if lang == "en" else
@@ -657,7 +712,8 @@ def _verdict_words(lang: str) -> dict[str, str]:
 
 def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
     """Numbers written by hand outside the generated text that match no generated value: a lesson's or the
-    course's time, "about N minutes", a peak, a conclusion's verdict other than the offline default's."""
+    course's time, "about N minutes", the tests' time, a peak, a conclusion's verdict other than the offline
+    default's."""
     outside = INLINE.sub("", BLOCK.sub("", text))
     found = []
     for m in HAND_WRITTEN[lang].finditer(outside):
@@ -669,6 +725,9 @@ def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
     for m in ABOUT_MINUTES[lang].finditer(outside):
         if float(m.group("v").replace(",", "")) not in minute_values(numbers):
             found.append(f"a time: {m.group(0)!r}")
+    for m in TEST_TIME[lang].finditer(outside):
+        if float(m.group("v").replace(",", "")) not in test_time_values(numbers):
+            found.append(f"the tests' time: {m.group(0)!r}")
     for m in PEAK[lang].finditer(outside):
         if float(m.group("v").replace(",", "")) not in peak_values(numbers):
             found.append(f"a peak: {m.group(0)!r}")
@@ -722,7 +781,18 @@ def problems(numbers: dict, root: Path = ROOT) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a file is out of date")
+    ap.add_argument("--ci-log", type=Path, metavar="LOG",
+                    help=f"first record the times of a passed `bash .ci/run` log in {CI_RUN}")
+    ap.add_argument("--machine", default="a quiet 2-core Intel Xeon (AVX-512, AMX)",
+                    help="the machine the CI log was made on, in words (with --ci-log)")
     args = ap.parse_args(argv)
+    if args.ci_log is not None:
+        try:
+            run = record_ci_run(args.ci_log, args.machine)
+        except (OSError, ValueError) as exc:
+            print(f"--ci-log {args.ci_log}: {exc}", file=sys.stderr)
+            return 2
+        print(f"recorded {CI_RUN}: {run['total_s']} s in all, {run['passed']} tests passed")
     numbers = gather()
     if args.check:
         found = problems(numbers)
