@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from attnlab.course.claims import scaling
@@ -70,3 +71,46 @@ def test_bad_settings_are_refused():
         sensitivity_rows(at_most, 0.5, {"limit": []})
     with pytest.raises(TypeError):
         sensitivity_rows(at_most, 0.5, {"no_such_threshold": [1.0]})
+
+
+def test_a_table_measures_the_record_once_and_gives_the_verdicts_of_separate_calls(monkeypatch):
+    """Conclusion 4a's table (lesson 12) judges one covering record under 27 threshold settings: inside the
+    table each bootstrap interval is measured once, and every row is the verdict a separate call gives."""
+    import itertools
+
+    import lesson_records as rec  # tests/lesson_records.py
+    from attnlab.analysis import covering, stats
+    from attnlab.course.claims import conclusions as claims
+
+    pruning = rec.pruning()
+    grid = claims.SENSITIVITY["4a"]
+    alone = [claims.conclusion_4a(pruning, **dict(zip(grid, values)))
+             for values in itertools.product(*grid.values())]  # outside a table: every call measures
+    calls = []
+    counted = stats.bootstrap
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return counted(*args, **kwargs)
+
+    monkeypatch.setattr(covering, "bootstrap", counting)
+    claims.conclusion_4a(pruning)
+    per_call = len(calls)
+    calls.clear()
+    rows = sensitivity_rows(claims.conclusion_4a, pruning, grid, numbers=["estimate", "top high"])
+    assert len(rows) - 1 == len(alone) > 1 and per_call > 0
+    assert len(calls) <= per_call  # 27 settings measured no more than one call alone (the first; the rest reused)
+    assert [row[len(grid)] for row in rows[1:]] == [v.verdict for v in alone]
+
+
+def test_outside_a_table_a_changed_record_is_measured_again():
+    import lesson_records as rec  # tests/lesson_records.py
+    from attnlab.analysis import covering, stats
+
+    cov = rec.pruning().covering
+    with stats.measurements_reused():
+        first = covering.covering_ratio(cov)
+        assert covering.covering_ratio(cov) is first  # reused inside the block
+    cov.joint_norm = np.asarray(cov.joint_norm) * 2.0  # the sets together move twice as far
+    again = covering.covering_ratio(cov)
+    assert again is not first and float(again.estimate) == pytest.approx(2.0 * float(first.estimate))

@@ -87,7 +87,7 @@ from attnlab.analysis.importance import (
     sentence_vectors_of,
     single_head_states,
 )
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, reusable
 from attnlab.core.checks import check_positive_int
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
@@ -348,6 +348,7 @@ def ratio_of_means(pairs: np.ndarray) -> float:
     return float(top / bottom) if bottom > 0 else float("nan")
 
 
+@reusable
 def covering_ratio(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
     """``sum ||delta_S|| / sum ||sum_i delta_i||`` over the random sets of ``size`` heads (default
     :attr:`Covering.k`) and the texts, with a bootstrap interval over the **texts** (each
@@ -379,6 +380,7 @@ def _residual(rows: np.ndarray) -> float:
     return float(np.sqrt(max(left, 0.0) / rows[:, 3].sum())) if rows[:, 3].sum() > 0 else float("nan")
 
 
+@reusable
 def decomposition(cov: Covering, size: int | None = None, *, null: bool = False,
                   seed: int = 0) -> tuple[Interval, Interval]:
     """``(gain, residual share)`` of ``delta_S = g * sum_i delta_i + r`` over the sets of ``size``
@@ -394,12 +396,14 @@ def _excess(rows: np.ndarray) -> float:
     return ratio_of_means(rows[:, :2]) - ratio_of_means(rows[:, 2:])
 
 
+@reusable
 def null_ratio(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
     """The covering ratio of the LayerNorm null over the sets of ``size`` heads (interval over texts)."""
     rows = _per_text(cov, cov.of_size(size), True)
     return bootstrap(rows[:, :2], ratio_of_means, seed=seed)
 
 
+@reusable
 def excess_over_null(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
     """The covering ratio minus the LayerNorm null's on the same sets and texts (paired: each
     resample draws the same texts for both), the number :func:`reading` reads."""
@@ -424,6 +428,7 @@ def _root_share(rows: np.ndarray) -> float:
     return float(np.sqrt(rows[:, 0].sum() / bottom)) if bottom > 0 else float("nan")
 
 
+@reusable
 def interaction_excess(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
     """The interaction share beyond the LayerNorm null over the sets of ``size`` heads,
     ``sqrt(sum ||delta_S - delta_S^null||^2 / sum ||sum_i delta_i||^2)`` (sums over sets and texts),
@@ -441,6 +446,7 @@ def _gain_gap(rows: np.ndarray) -> float:
     return float((rows[:, 0].sum() - rows[:, 1].sum()) / bottom) if bottom > 0 else float("nan")
 
 
+@reusable
 def gain_excess(cov: Covering, size: int | None = None, *, seed: int = 0) -> Interval:
     """The gain ``g`` minus the LayerNorm null's gain over the sets of ``size`` heads (paired over
     texts): above 0 the set does more along the heads' summed move than additive heads, below 0 less."""
@@ -462,6 +468,7 @@ def covering_reading(cov: Covering, size: int | None = None, *, margin: float = 
                    margin, floor)
 
 
+@reusable
 def all_masked_move(cov: Covering, *, seed: int = 0) -> Interval:
     """Mean ``1 - cos`` between each text's vector with every head masked and the full model's
     (interval over the texts), in the units of the "costs nothing" tolerance."""
@@ -486,6 +493,7 @@ def set_band(cov: Covering, size: int | None = None) -> tuple[float, float, floa
     return float(low), float(np.median(ratios)), float(high)
 
 
+@reusable
 def top_set_ratio(cov: Covering, *, seed: int = 0) -> Interval | None:
     """The covering ratio of the ``k`` heads ranked most important on other texts (None when not measured)."""
     if not cov.top_set or cov.top_joint_norm is None:
@@ -501,6 +509,7 @@ def halves(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(order[: n // 2]), np.sort(order[n // 2:])
 
 
+@reusable
 def held_out_top_head(cov: Covering, *, seed: int | None = None) -> tuple[Interval, int]:
     """``(weak ratio, head)``: the head whose ``||delta||`` alone is largest on one half of the
     texts, and its ``||delta||`` on the **other** half over the **sum of every head's** ``||delta||``

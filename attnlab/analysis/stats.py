@@ -19,9 +19,11 @@ interval on every machine.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -342,6 +344,48 @@ def permutation_test(group_a, group_b, *, n_perm: int = 5000, seed: int = 0,
 #: the fewest resampled units (queries, texts, shards, seeds) a bootstrap interval
 #: may rest on before a verdict built on it must say "cannot tell"
 MIN_UNITS = 8
+
+
+# --------------------------------------------------------------------------- one measurement, many thresholds
+M = TypeVar("M", bound=Callable)
+
+#: while :func:`measurements_reused` is active: (id of the record, measure, arguments) -> (record, result)
+_reused: dict | None = None
+
+
+@contextmanager
+def measurements_reused() -> Iterator[None]:
+    """Inside the block, a measure marked :func:`reusable` is computed once per record and arguments.
+
+    A sensitivity table judges one record under many thresholds: the thresholds change, the
+    bootstrap intervals measured on the record do not. Outside the block every call computes (a
+    record may be changed between two calls); inside it the records must not change.
+    """
+    global _reused
+    if _reused is not None:  # nested: the outer block's results hold
+        yield
+        return
+    _reused = {}
+    try:
+        yield
+    finally:
+        _reused = None
+
+
+def reusable(measure: M) -> M:
+    """Mark ``measure(record, *args, **kwargs)`` (a deterministic function of the record and its
+    hashable arguments) as reusable inside :func:`measurements_reused`."""
+
+    @functools.wraps(measure)
+    def once(record, *args, **kwargs):
+        if _reused is None:
+            return measure(record, *args, **kwargs)
+        key = (id(record), measure.__qualname__, args, tuple(sorted(kwargs.items())))
+        if key not in _reused:  # the record is kept with its result, so its id is not taken by another
+            _reused[key] = (record, measure(record, *args, **kwargs))
+        return _reused[key][1]
+
+    return once  # type: ignore[return-value]
 
 
 def too_few_units(interval: Interval, need: int = MIN_UNITS) -> str | None:

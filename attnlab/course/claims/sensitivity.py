@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
+from attnlab.analysis.stats import measurements_reused
 from attnlab.core.display_width import display_width, pad_left, pad_right
 from attnlab.core.language import _, translated
 from attnlab.course.verdicts import WORDS, ClaimVerdict, shown
@@ -59,9 +60,10 @@ def sensitivity_rows(claim: Callable[..., ClaimVerdict], evidence: Any,
             raise ValueError(f"threshold {name!r} has no values to try")
     args = evidence if isinstance(evidence, tuple) else (evidence,)
     rows: list[Row] = [names + ["verdict"] + list(numbers)]
-    for values in itertools.product(*(thresholds[n] for n in names)):
-        v = claim(*args, **dict(zip(names, values)))
-        rows.append(list(values) + [v.verdict] + [_short(v.numbers.get(k)) for k in numbers])
+    with measurements_reused():  # the thresholds change, the intervals measured on the evidence do not
+        for values in itertools.product(*(thresholds[n] for n in names)):
+            v = claim(*args, **dict(zip(names, values)))
+            rows.append(list(values) + [v.verdict] + [_short(v.numbers.get(k)) for k in numbers])
     return rows
 
 
