@@ -119,6 +119,8 @@ def base_env(tmp_path_factory) -> Path:
     transformers and a Jupyter kernel; the doors' environments see it as their system packages."""
     venv = tmp_path_factory.mktemp("base") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # Colab and Binder come with a current pip (the one venv seeds can be years old); the doors use this one
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip"], env=_clean_env(venv.parent))
     # --no-compile: no byte-code for torch's thousands of modules at install (half the time); imports make their own
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", _pinned("torch"),
           _pinned("transformers"), "ipykernel", "nbclient", "nbformat"], env=_clean_env(venv.parent))
@@ -126,12 +128,11 @@ def base_env(tmp_path_factory) -> Path:
 
 
 def _door_env(base: Path, folder: Path) -> Path:
-    """A fresh environment that sees ``base``'s packages after its own (as Colab's system packages)."""
+    """A fresh environment that sees ``base``'s packages after its own (as Colab's system packages), pip
+    among them: ``python -m pip`` of this environment installs into it."""
     venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     (_site_packages(venv) / "zz_preinstalled.pth").write_text(str(_site_packages(base)) + "\n")
-    # Colab and Binder come with a current pip (the one venv seeds can be years old)
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip"], env=_clean_env(folder / "h"))
     return venv
 
 
