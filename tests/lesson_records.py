@@ -21,6 +21,7 @@ from attnlab.course.lesson_results import (
     PruningResult,
 )
 from attnlab.course.registry import RERUN
+from attnlab.course.twin_evidence import save_twin
 from attnlab.course.verdicts import ClaimVerdict
 
 L, H = 2, 4  # layers x heads of the hand-made evidence
@@ -228,3 +229,11 @@ def evidence(**records) -> Evidence:
     its key, with ``records`` replacing some of them."""
     made = globals()
     return Evidence(**{r.key: made[r.key]() for r in RERUN if r.key not in records}, **records)
+
+
+def save_hand_made_twin(model) -> None:
+    """Save an untrained twin's evidence for ``model`` (a LoadedModel or its name) in the results folder, as
+    ``attnlab report`` saves it: heads that do not converge with depth. Lesson 12 then reads it instead of
+    measuring a twin."""
+    twin = Evidence(diversity=diversity((3.0, 3.0, 3.0), half_width=0.01))
+    save_twin(model, twin, name="hand-made twin", kind="shuffled", precision="fp32")

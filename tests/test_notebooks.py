@@ -18,8 +18,6 @@ import pytest
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
-from attnlab.course.evidence import Evidence
-from attnlab.course.twin_evidence import save_twin
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.tools.lesson_runner import execute_notebook
 
@@ -55,14 +53,12 @@ def seed_earlier_lessons(folder: Path) -> None:
     regroup = [rec.group(m.n_heads, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
     records = [rec.patterns(**shape), rec.perturbation(**shape), rec.averaging(**shape), rec.diversity(),
                rec.head_count(regroup=regroup), rec.pruning(**shape)]
-    # the untrained twin's evidence, as attnlab report saves it: heads that do not converge with depth
-    twin = Evidence(diversity=rec.diversity((3.0, 3.0, 3.0), half_width=0.01))
     before = os.environ.get("ATTNLAB_RESULTS")
     os.environ["ATTNLAB_RESULTS"] = str(folder)
     try:
         for record in records:
             results.save(RESULT_NAMES[type(record)], record, model=m)
-        save_twin(m, twin, name="hand-made twin", kind="shuffled", precision="fp32")
+        rec.save_hand_made_twin(m)
     finally:
         if before is None:
             os.environ.pop("ATTNLAB_RESULTS", None)

@@ -11,7 +11,8 @@ Lesson 12 reads a hand-made twin's evidence, as the other lesson-12 runs
 of the tests do but one (tests/test_conclusions.py measures a twin). Time:
 64 s alone on a quiet 2-core machine (building the 400 MB folder about 15 s,
 then lesson 08 and lesson 12 in smoke mode, each in its own kernel); 128 s
-beside the other tests when lesson 12 still measured a twin; it is marked ``notebooks`` and ``slow`` like the other lesson runs,
+beside the other tests when lesson 12 still measured a twin; it is marked
+``notebooks`` and ``slow`` like the other lesson runs,
 and runs in the normal suite (deselect it with ``-m "not slow"``).
 """
 
@@ -26,9 +27,7 @@ import pytest
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, ConclusionsResult
-from attnlab.course.evidence import Evidence
 from attnlab.course.registry import RERUN
-from attnlab.course.twin_evidence import TWIN_RESULT, twin_record
 from attnlab.tools.lesson_runner import execute_notebook
 from attnlab.tools.testing import save_bert_base_chinese_shaped
 
@@ -45,11 +44,7 @@ def seed_all_but_lesson_08(folder: Path, model_name: str) -> None:
     for record in records:
         results.save(RESULT_NAMES[type(record)], record, model=model_name)
     assert {type(r) for r in records} == {r.kind for r in RERUN} - {AveragingResult}
-    # the untrained twin's evidence, as attnlab report saves it (lesson 12 measuring a twin itself is
-    # tests/test_conclusions.py's lesson 12 run)
-    twin = twin_record(Evidence(diversity=rec.diversity((3.0, 3.0, 3.0), half_width=0.01)), name="hand-made twin",
-                       kind="shuffled", precision="fp32")
-    results.save(TWIN_RESULT, twin, model=model_name)
+    rec.save_hand_made_twin(model_name)  # lesson 12 measuring a twin itself: tests/test_conclusions.py
 
 
 def run_lesson(name: str):

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats as _scipy_stats
 
 from attnlab.core.language import N_
+from attnlab.core.memo import forget, memo
 from attnlab.core.records import nan_for_none
 
 Statistic = Callable[[np.ndarray], "np.ndarray | float"]
@@ -349,8 +350,8 @@ MIN_UNITS = 8
 # --------------------------------------------------------------------------- one measurement, many thresholds
 M = TypeVar("M", bound=Callable)
 
-#: while :func:`measurements_reused` is active: (id of the record, measure, arguments) -> (record, result)
-_reused: dict | None = None
+#: the records measured inside the active :func:`measurements_reused` block (None: no block is active)
+_measured: list | None = None
 
 
 @contextmanager
@@ -358,18 +359,22 @@ def measurements_reused() -> Iterator[None]:
     """Inside the block, a measure marked :func:`reusable` is computed once per record and arguments.
 
     A sensitivity table judges one record under many thresholds: the thresholds change, the
-    bootstrap intervals measured on the record do not. Outside the block every call computes (a
-    record may be changed between two calls); inside it the records must not change.
+    bootstrap intervals measured on the record do not. The results are held by the package's one
+    memo (:func:`attnlab.core.memo.memo`, with the record in the model's place) and forgotten when the
+    block ends: outside it every call computes (a record may be changed between two calls), inside it
+    the records must not change.
     """
-    global _reused
-    if _reused is not None:  # nested: the outer block's results hold
+    global _measured
+    if _measured is not None:  # nested: the outer block's results hold
         yield
         return
-    _reused = {}
+    _measured = []
     try:
         yield
     finally:
-        _reused = None
+        for record in _measured:
+            forget(record)
+        _measured = None
 
 
 def reusable(measure: M) -> M:
@@ -378,12 +383,12 @@ def reusable(measure: M) -> M:
 
     @functools.wraps(measure)
     def once(record, *args, **kwargs):
-        if _reused is None:
+        if _measured is None:
             return measure(record, *args, **kwargs)
-        key = (id(record), measure.__qualname__, args, tuple(sorted(kwargs.items())))
-        if key not in _reused:  # the record is kept with its result, so its id is not taken by another
-            _reused[key] = (record, measure(record, *args, **kwargs))
-        return _reused[key][1]
+        if not any(r is record for r in _measured):
+            _measured.append(record)
+        return memo(record, measure.__qualname__, (args, tuple(sorted(kwargs.items()))),
+                    lambda: measure(record, *args, **kwargs), smoke=False)  # a record's numbers know no mode
 
     return once  # type: ignore[return-value]
 

@@ -14,6 +14,11 @@ hold everywhere:
 * **lifetime**: a model's entries go when the model is garbage-collected (the
   store holds only a weak reference to it).
 
+The bootstrap intervals a sensitivity table measures on one lesson record are held
+here too, with the record in the model's place, for the length of one table
+(:func:`attnlab.analysis.stats.measurements_reused` forgets them at its end: a
+record, unlike a model, may be changed afterwards).
+
 (Look-ups of a module's structure, which do not depend on the run mode, keep
 their own weak tables on the torch module: the attention module paths of
 :mod:`attnlab.core.run` and the int8 copies of :mod:`attnlab.core.fast`.)

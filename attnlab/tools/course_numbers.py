@@ -38,6 +38,7 @@ the offline default) and a link to a heading that does not exist (:func:`broken_
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import subprocess
@@ -144,8 +145,9 @@ def gather(root: Path = ROOT) -> dict:
 
 
 # ----------------------------------------------------------------------------- the test time
-_CI_LINES = {"setup_s": re.compile(r"^CI set-up finished in (\d+) s$", re.M),
-             "total_s": re.compile(r"^CI finished in (\d+) s$", re.M)}
+#: key -> (the line .ci/run prints, as a reader knows it; the pattern that reads it)
+_CI_LINES = {"setup_s": ("CI set-up finished in N s", re.compile(r"^CI set-up finished in (\d+) s$", re.M)),
+             "total_s": ("CI finished in N s", re.compile(r"^CI finished in (\d+) s$", re.M))}
 _PYTEST_SUMMARY = re.compile(r"^=+ (?P<counts>[^=]*?) in (?P<seconds>[\d.]+)s(?: \([\d:]+\))? =+$", re.M)
 
 
@@ -156,10 +158,10 @@ def read_ci_log(text: str) -> dict:
         ValueError: the log is not of a finished run that passed (a line is missing, or a test failed).
     """
     found: dict = {}
-    for key, pattern in _CI_LINES.items():
+    for key, (line, pattern) in _CI_LINES.items():
         m = pattern.search(text)
         if m is None:
-            raise ValueError(f"the log has no line {pattern.pattern.strip('^$')!r}: not a finished CI run")
+            raise ValueError(f"the log has no line '{line}': not a finished CI run")
         found[key] = int(m.group(1))
     summaries = list(_PYTEST_SUMMARY.finditer(text))
     if not summaries:
@@ -175,8 +177,6 @@ def read_ci_log(text: str) -> dict:
 
 def record_ci_run(log: Path, machine: str, root: Path = ROOT) -> dict:
     """Read ``log`` (:func:`read_ci_log`) and write it with ``machine`` and today's date to :data:`CI_RUN`."""
-    import datetime
-
     run = {"what": "bash .ci/run on a fresh clone, set-up included, two test workers", "machine": machine,
            "date": datetime.date.today().isoformat(), **read_ci_log(log.read_text(encoding="utf-8"))}
     (root / CI_RUN).write_text(json.dumps(run, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -698,7 +698,7 @@ def minute_values(numbers: dict) -> set[float]:
     return values | {float(course["class_minutes_total"])}
 
 
-def test_time_values(numbers: dict) -> set[float]:
+def ci_time_values(numbers: dict) -> set[float]:
     """The recorded CI run's set-up, test and total times, in seconds and in whole minutes."""
     seconds = [numbers["ci"][key] for key in ("setup_s", "tests_s", "total_s")]
     return {float(v) for v in seconds} | {float(round(v / 60)) for v in seconds}
@@ -726,7 +726,7 @@ def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
         if float(m.group("v").replace(",", "")) not in minute_values(numbers):
             found.append(f"a time: {m.group(0)!r}")
     for m in TEST_TIME[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in test_time_values(numbers):
+        if float(m.group("v").replace(",", "")) not in ci_time_values(numbers):
             found.append(f"the tests' time: {m.group(0)!r}")
     for m in PEAK[lang].finditer(outside):
         if float(m.group("v").replace(",", "")) not in peak_values(numbers):
