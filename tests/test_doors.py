@@ -86,13 +86,19 @@ def _run(command: list[str], *, env: dict, cwd: Path | None = None, timeout: int
     return out
 
 
+#: ``PIP_COMPILE=0``: pip writes no byte-code at install, as ``pip install --no-compile`` (half the time of a
+#: door's install: torch alone has thousands of modules); the lesson's imports write their own. No door's
+#: test reads byte-code, and what gets installed, from where, is the same.
+NO_BYTE_CODE = "0"
+
+
 def _clean_env(home: Path, **extra: str) -> dict:
     """An environment with nothing of this test run's course settings, and a home of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNLAB_", "VIRTUAL_ENV", "PYTHONPATH",
                                                                     "JUPYTER", "MPLBACKEND"))}
     home.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(home), ATTNLAB_CACHE=str(home / ".cache" / "attnlab"), JUPYTER_DATA_DIR=str(home / "jd"),
-               PIP_DISABLE_PIP_VERSION_CHECK="1", HF_HUB_OFFLINE="1")
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_COMPILE=NO_BYTE_CODE, HF_HUB_OFFLINE="1")
     env.update(extra)
     return env
 
@@ -585,7 +591,8 @@ def test_china_route_no_default_host(course_repo, offline_bundle, tmp_path):
             standin_hosts.refusing_proxy() as elsewhere:
         env = {k: v for k, v in _clean_env(home).items() if not k.startswith(("PIP_", "HF_")) and "proxy" not in k.lower()}
         local = "127.0.0.1,localhost"
-        env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_DEFAULT_TIMEOUT="10",
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_COMPILE=NO_BYTE_CODE,
+                   PIP_DEFAULT_TIMEOUT="10",
                    PIP_INDEX_URL=f"{pypi.url}/simple", ATTNLAB_TORCH_INDEX=f"{torch.url}/simple", HF_ENDPOINT=hub.url,
                    http_proxy=elsewhere.url, https_proxy=elsewhere.url, HTTP_PROXY=elsewhere.url,
                    HTTPS_PROXY=elsewhere.url, ALL_PROXY=elsewhere.url, no_proxy=local, NO_PROXY=local)
