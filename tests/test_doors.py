@@ -87,15 +87,16 @@ def _run(command: list[str], *, env: dict, cwd: Path | None = None, timeout: int
 
 
 #: ``PIP_COMPILE=0``: pip writes no byte-code at install, as ``pip install --no-compile`` (half the time of a
-#: door's install: torch alone has thousands of modules); the lesson's imports write their own. No door's
-#: test reads byte-code, and what gets installed, from where, is the same.
+#: door's install: torch alone has thousands of modules); the door's first imports write what they use, as on
+#: a student's machine (so a ``PYTHONDONTWRITEBYTECODE`` of the machine running the tests is not passed on).
+#: No door's test reads byte-code, and what gets installed, from where, is the same.
 NO_BYTE_CODE = "0"
 
 
 def _clean_env(home: Path, **extra: str) -> dict:
     """An environment with nothing of this test run's course settings, and a home of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNLAB_", "VIRTUAL_ENV", "PYTHONPATH",
-                                                                    "JUPYTER", "MPLBACKEND"))}
+                                                                    "PYTHONDONTWRITEBYTECODE", "JUPYTER", "MPLBACKEND"))}
     home.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(home), ATTNLAB_CACHE=str(home / ".cache" / "attnlab"), JUPYTER_DATA_DIR=str(home / "jd"),
                PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_COMPILE=NO_BYTE_CODE, HF_HUB_OFFLINE="1")
