@@ -598,34 +598,6 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
     assert [t for t in drawn if t in (HOLDS, FAILS, UNSURE)] == [v.verdict for v in verdicts.values()]
 
 
-@pytest.mark.notebooks
-def test_lesson_12_runs_when_lesson_06_labels_every_head_alike(tmp_path, monkeypatch):
-    """Lesson 12 on a 12 x 12 model (bert-base-chinese's shape) whose heads lesson 06 labelled all
-    alike: every group comparison says "cannot tell" with its reason, and nothing crashes."""
-    from pathlib import Path
-
-    import nbformat
-    from attnlab.tools.lesson_runner import execute_notebook
-
-    import attnlab as al
-
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
-    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
-    m = al.load_model("auto", verbose=False)
-    shape = {"n_layers": m.n_layers, "n_heads": m.n_heads}
-    alike = [["neither"] * m.n_heads for _ in range(m.n_layers)]
-    regroup = [rec.group(m.n_heads, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
-    for record in [rec.patterns(**shape), rec.perturbation(labels=alike, **shape), rec.averaging(**shape),
-                   rec.diversity(), rec.head_count(regroup=regroup), rec.pruning(**shape)]:
-        results.save(RESULT_NAMES[type(record)], record, model=m)
-    book = nbformat.read(str(root / "notebooks" / "12_conclusions.ipynb"), as_version=4)
-    execute_notebook(book, root / "notebooks")
-    text = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
-    assert "cannot compare" in text and "too small to compare" in text
-    assert "conclusion 6 (both halves): cannot tell" in text
-
-
 def test_evidence_table_names_the_origin_in_the_readers_language():
     ev = c.Evidence()
     ev.origin = {RESULT_NAMES[PerturbationResult]: "saved", RESULT_NAMES[AveragingResult]: "recomputed"}

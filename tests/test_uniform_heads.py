@@ -1,11 +1,14 @@
-"""Lessons 08 and 12 run and save on a model whose heads attend evenly.
+"""Lessons 08 and 12 run and save on a model whose heads attend evenly, and lesson 12 on lesson 06's
+labels all alike.
 
 The model has ``bert-base-chinese``'s full shape (12 x 12, hidden 768, a
 21,128-entry character vocabulary) and random weights
 (:func:`attnlab.tools.testing.save_bert_base_chinese_shaped`): its heads spread
 their attention almost evenly, so fixedness is NaN for them by design. Lesson
 08 must still save its result (NaN is written as null), and lesson 12 must
-read it back as saved evidence and judge all conclusions.
+read it back as saved evidence and judge all conclusions. The seeded record of lesson 06 labels every
+head alike (none follows the content): each group comparison must say "cannot tell" with its reason
+(a group too small to compare), and nothing crash. Both degenerate cases share one run of lesson 12.
 
 Lesson 12 reads a hand-made twin's evidence, as the other lesson-12 runs
 of the tests do but one (tests/test_conclusions.py measures a twin). Time:
@@ -36,10 +39,12 @@ N_LAYERS = N_HEADS = 12
 
 
 def seed_all_but_lesson_08(folder: Path, model_name: str) -> None:
-    """Hand-made records of lessons 05-11 except 08 for ``model_name``, so lesson 12 re-runs nothing else."""
+    """Hand-made records of lessons 05-11 except 08 for ``model_name``, so lesson 12 re-runs nothing else;
+    lesson 06's labels every head alike."""
     shape = {"n_layers": N_LAYERS, "n_heads": N_HEADS}
     regroup = [rec.group(N_HEADS, 0.2, 0.3, 0.6), rec.group(2, 0.7, 0.1, 0.3)]
-    records = [rec.patterns(**shape), rec.perturbation(**shape), rec.diversity(),
+    alike = [["neither"] * N_HEADS for _ in range(N_LAYERS)]  # lesson 06 found no content follower
+    records = [rec.patterns(**shape), rec.perturbation(labels=alike, **shape), rec.diversity(),
                rec.head_count(regroup=regroup), rec.pruning(**shape)]
     for record in records:
         results.save(RESULT_NAMES[type(record)], record, model=model_name)
@@ -87,3 +92,7 @@ def test_lessons_08_and_12_run_and_save_on_uniform_heads(tmp_path, monkeypatch):
     twin_said = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code"
                         and "twin_evidence.twin_for" in c.source for o in c.outputs)
     assert "from your own report" in twin_said  # the seeded twin, not one measured in the test
+    # lesson 06's labels all alike: the group comparisons cannot tell, and say why
+    text = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
+    assert "cannot compare" in text and f"too small to compare (sizes 0 and {N_LAYERS * N_HEADS}" in text
+    assert "conclusion 6 (both halves): cannot tell" in text
