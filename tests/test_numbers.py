@@ -109,6 +109,7 @@ def test_the_tests_time_is_read_from_a_ci_log_and_quoted_from_it(numbers, tree, 
     assert numbers["ci"] == recorded
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"-->{recorded['total_s']:,} s<!--" in readme and f"-->{recorded['passed']:,}<!--" in readme
+    assert f"<!-- numbers:ci.machine -->{recorded['machine']}<!--" in readme  # words are quoted as they are
     assert f"-->{recorded['tests_s']:,} 秒<!--" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
     typed = recorded["total_s"] + 7
     _plant(tree / "README.md", "## ", f"`bash .ci/run` took {typed:,} s on my laptop.\n\n## ")

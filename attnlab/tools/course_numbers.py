@@ -573,6 +573,8 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
     value: object = numbers
     for key in name.split("."):
         value = value[key]  # type: ignore[index]
+    if isinstance(value, str):  # words recorded with the numbers (the machine a time was measured on)
+        return value
     if name.endswith("_s"):
         return seconds_text(value, lang)
     if name.endswith("_mb"):
