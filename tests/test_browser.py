@@ -307,7 +307,7 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
             assert {"text", "layer", "head"} <= labels, labels
 
         # the lesson's verdict shows as a card, in the edition's language
-        page.locator(".jp-OutputArea-output .al-card").first.scroll_into_view_if_needed(timeout=30_000)
+        page.wait_for_selector(".jp-OutputArea-output .al-card", timeout=30_000)
         check_cards(page.evaluate(_CARDS), edition)
         _shut_down_kernel(page)
     assert off_machine == [], f"requests left 127.0.0.1: {off_machine}"

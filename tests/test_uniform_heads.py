@@ -10,8 +10,8 @@ read it back as saved evidence and judge all conclusions. The seeded record of l
 head alike (none follows the content): each group comparison must say "cannot tell" with its reason
 (a group too small to compare), and nothing crash. Both degenerate cases share one run of lesson 12.
 
-Lesson 12 reads a hand-made twin's evidence, as the other lesson-12 runs
-of the tests do but one (tests/test_conclusions.py measures a twin). Time:
+Lesson 12 reads a hand-made twin's evidence, as every lesson-12 run of the
+tests does (tests/test_twins.py measures a reduced twin on a tiny model). Time:
 64 s alone on a quiet 2-core machine (building the 400 MB folder about 15 s,
 then lesson 08 and lesson 12 in smoke mode, each in its own kernel); 128 s
 beside the other tests when lesson 12 still measured a twin; it is marked
@@ -49,7 +49,7 @@ def seed_all_but_lesson_08(folder: Path, model_name: str) -> None:
     for record in records:
         results.save(RESULT_NAMES[type(record)], record, model=model_name)
     assert {type(r) for r in records} == {r.kind for r in RERUN} - {AveragingResult}
-    rec.save_hand_made_twin(model_name)  # lesson 12 measuring a twin itself: tests/test_conclusions.py
+    rec.save_hand_made_twin(model_name)  # a twin measured: tests/test_twins.py
 
 
 def run_lesson(name: str):
