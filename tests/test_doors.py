@@ -52,7 +52,8 @@ DRIVER = """
 import sys, nbformat
 from nbclient import NotebookClient
 book = nbformat.read(sys.argv[1], as_version=4)
-client = NotebookClient(book, timeout=1200, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
+client = NotebookClient(book, timeout=1200, kernel_name="python3", shutdown_kernel="immediate",  # as lesson_runner
+                        resources={"metadata": {"path": sys.argv[2]}})
 try:
     client.execute()
 except Exception:

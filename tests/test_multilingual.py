@@ -10,6 +10,7 @@ the package's C engine also needs a C compiler (``cc``).
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import shutil
 import struct
@@ -22,7 +23,7 @@ import torch
 from safetensors.numpy import load_file
 from scipy.special import erf
 from tokenizers import normalizers
-from transformers import AutoTokenizer, BertModel
+from transformers import AutoTokenizer, BertModel, tokenization_utils_base
 
 from attnlab.core import charsmap, multilingual
 from attnlab.core.models import ModelLoadError, load_model
@@ -277,6 +278,27 @@ def test_synthetic_tokenizer_special_tokens(synthetic):
     assert set(tok("ab", "c").get("token_type_ids", [0])) == {0}   # the model was trained on type 0 only
     batch = tok(["ab", "ab c d"], padding=True)["input_ids"]
     assert batch[0][-1] == 1                                    # padded with <pad>
+
+
+def test_the_settings_name_the_special_tokens_so_loading_reads_tokenizer_json_once(synthetic, monkeypatch):
+    """The converted folder's settings list the special tokens by id, as tokenizer.json's own list has
+    them, so transformers does not parse the whole tokenizer.json in Python before Rust reads it."""
+    _, _, folder = synthetic
+    settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    listed = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+    assert settings["added_tokens_decoder"] == {
+        str(t["id"]): {k: v for k, v in t.items() if k != "id"} for t in listed}
+    parsed = []
+    real_load = json.load
+
+    def recording_load(handle, *args, **kwargs):
+        parsed.append(Path(getattr(handle, "name", "")).name)
+        return real_load(handle, *args, **kwargs)
+
+    monkeypatch.setattr(tokenization_utils_base.json, "load", recording_load)
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert "tokenizer.json" not in parsed and "tokenizer_config.json" in parsed  # the recorder saw the settings
+    assert tok.convert_tokens_to_ids(["<s>", "<pad>", "</s>", "<unk>", "<mask>"]) == [0, 1, 2, 3, len(PIECES) - 1]
 
 
 def test_trimmed_conversion_keeps_chosen_texts_exact(synthetic, tmp_path):

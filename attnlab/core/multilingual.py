@@ -461,15 +461,23 @@ def save_tokenizer(tok: Tokenizer, target: Path, max_length: int) -> None:
     """Save ``tok`` in ``target`` as a transformers fast tokenizer.
 
     ``tok`` is written and dropped before the wrapper reads it back, so the
-    250k-piece tokenizer is in memory once, not twice.
+    250k-piece tokenizer is in memory once, not twice. The settings file names
+    the special tokens by id (``added_tokens_decoder``): without them,
+    transformers reads the whole 17 MB ``tokenizer.json`` in Python at every
+    load to find them, before the Rust tokenizer reads it again.
     """
     path = target / "tokenizer.json"
     tok.save(str(path))
     del tok
-    wrap_tokenizer(path, max_length).save_pretrained(target)
+    wrapped = wrap_tokenizer(path, max_length)
+    wrapped.save_pretrained(target)
     settings_path = target / "tokenizer_config.json"
     settings = json.loads(settings_path.read_text(encoding="utf-8"))
     settings["tokenizer_class"] = "PreTrainedTokenizerFast"   # the name every transformers version knows
+    settings["added_tokens_decoder"] = {
+        str(index): {"content": t.content, "single_word": t.single_word, "lstrip": t.lstrip, "rstrip": t.rstrip,
+                     "normalized": t.normalized, "special": t.special}
+        for index, t in sorted(wrapped.added_tokens_decoder.items())}
     settings_path.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

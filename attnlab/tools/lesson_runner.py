@@ -119,13 +119,16 @@ def lesson_kernel(book, folder: Path, *, timeout: int = 900) -> Iterator:
 
     On the way out, also after an error or an interruption, the kernel is shut down and its socket
     folder removed: nbclient leaves running a kernel whose manager it was handed, so a run of many
-    lessons would otherwise keep every finished lesson's kernel, and its memory, until it ends.
+    lessons would otherwise keep every finished lesson's kernel, and its memory, until it ends. The
+    kernel is stopped at once, not asked to exit: every cell has finished and what a lesson saves is
+    written by the cell that saves it, so nothing waits for the second or so a kernel that has
+    imported torch and transformers spends tearing its modules down.
     """
     from nbclient import NotebookClient
 
     sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-"))
     client = NotebookClient(book, km=local_kernel(sockets), timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(folder)}})
+                            shutdown_kernel="immediate", resources={"metadata": {"path": str(folder)}})
     try:
         with client.setup_kernel(cleanup_kc=True):
             yield client
