@@ -314,7 +314,10 @@ def test_plots_of_mean_maps_and_fixedness():
     acc = merge_all(synthetic_shards(n_shards=2))
     assert position_labels(acc) == ["[CLS]", "1", "2", "3", "4", "[SEP]"]
     fig = plot_mean_maps(acc, layers=range(2), heads=[0, 5, 11])
-    assert len(fig.axes) == 6
+    shown = fig.axes[0].images  # one map per layer and head, on one colour scale
+    assert len(shown) == 6
+    assert np.allclose(shown[4].get_array(), acc.mean[1, 5].float().numpy())
+    assert len({im.get_clim() for im in shown}) == 1
     rep = fixedness_report(synthetic_shards(n_shards=2), control=synthetic_shards(n_shards=2, seed=4), n_boot=50)
     fixed = rep.fixedness >= 0.5
     fig = plot_fixedness(rep, threshold=0.5, fixed=fixed, below_control=rep.difference.high < 0)

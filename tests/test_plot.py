@@ -66,6 +66,33 @@ def test_plot_pair_shared_scale():
         P.plot_pair(a, b[:4, :4], TOKENS)
 
 
+def test_heads_grid_draws_each_chosen_map_in_its_square_with_its_labels():
+    maps = _maps(3, 4, 5, 5, seed=3)  # (L, H, n, n)
+    fig = P.plot_heads_grid(maps, TOKENS, layers=[0, 2], heads=[1, 3], suptitle="grid")
+    (ax,) = fig.axes
+    images = ax.images
+    assert len(images) == 4
+    for k, (row, column, layer, head) in enumerate([(0, 0, 0, 1), (0, 1, 0, 3), (1, 0, 2, 1), (1, 1, 2, 3)]):
+        assert np.allclose(images[k].get_array(), maps[layer, head].numpy())
+        x = column * (1 + P.GRID_GAP)
+        y = row * (1 + P.GRID_GAP)
+        assert images[k].get_extent() == pytest.approx([x, x + 1, y + 1, y])  # first query row on top
+        assert images[k].get_clim() == pytest.approx((0.0, float(maps[layer, head].max())))  # its own scale
+    squares = [(x, y) for x, y in (P.grid_cell_origin(r, c) for r in range(2) for c in range(2))]
+    assert all(a != b for i, a in enumerate(squares) for b in squares[i + 1:])  # no two maps overlap
+    left, right = ax.get_xlim()
+    bottom, top = ax.get_ylim()
+    assert left < 0 < 2 + P.GRID_GAP < right and top < 0 < 2 + P.GRID_GAP < bottom  # every map in view
+    words = [t.get_text() for t in ax.texts]
+    assert words == ["head 2", "head 4", "layer 1", "layer 3"]
+    assert _ticks(ax.get_xticklabels()) == TOKENS * 2 and _ticks(ax.get_yticklabels()) == TOKENS * 2
+    shared = P.plot_heads_grid(maps, TOKENS, vmax=1.0, show_labels=False)
+    assert len(shared.axes[0].images) == 12 and not shared.axes[0].get_xticklabels()
+    assert {im.get_clim() for im in shared.axes[0].images} == {(0.0, 1.0)}
+    with pytest.raises(ValueError, match="layer 3 out of range"):
+        P.plot_heads_grid(maps, TOKENS, layers=[3])
+
+
 def test_plot_layer_heads_panels():
     maps = _maps(6, 5, 5)
     fig = P.plot_layer_heads(maps, TOKENS, layer=1, ncols=4)

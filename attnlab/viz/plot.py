@@ -101,6 +101,16 @@ def plot_head(
     return im
 
 
+#: the space between two maps of :func:`plot_heads_grid`, as a share of a map's width
+GRID_GAP = 0.12
+
+
+def grid_cell_origin(row: int, column: int) -> tuple[float, float]:
+    """The top-left corner ``(x, y)`` of the map in ``row``, ``column`` of :func:`plot_heads_grid`'s one
+    axes, where a map is 1 unit wide and high and ``y`` grows downwards."""
+    return column * (1 + GRID_GAP), row * (1 + GRID_GAP)
+
+
 def plot_heads_grid(
     maps,
     tokens: Sequence[str],
@@ -115,17 +125,23 @@ def plot_heads_grid(
 ):
     """Grid of heatmaps: one row per layer, one column per head.
 
+    All maps are drawn as images in one axes (``fig.axes[0]``; ``images[k]`` is the k-th map, row by
+    row), each in its own framed square (:func:`grid_cell_origin`): 144 separate axes would take
+    matplotlib seconds to build and lay out, where one takes a fraction of one.
+
     Args:
         maps: ``[layers, heads, n, n]`` for one text (e.g. ``att[i]``).
         tokens: the ``n`` token labels.
         layers, heads: 0-based subsets to draw (all by default).
-        vmax: shared colour maximum; None gives each cell its own scale.
-        show_labels: token labels on the outer axes (default: when n <= 14).
+        vmax: shared colour maximum; None gives each map its own scale (0 to its largest weight).
+        show_labels: token labels on the outer edges (default: when n <= 14).
 
     Returns:
         The figure.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
 
     a = _as_numpy(maps)
     if a.ndim != 4:
@@ -142,26 +158,39 @@ def plot_heads_grid(
         show_labels = len(tokens) <= 14
     if show_labels:
         cjk_font_for(tokens)
-    fig, axes = plt.subplots(
-        len(layers), len(heads), figsize=(cell * len(heads) + 0.6, cell * len(layers) + 0.6),
-        squeeze=False,
-    )
+    fig, ax = plt.subplots(figsize=(cell * len(heads) + 0.6, cell * len(layers) + 0.6))
+    frames = []
     for r, l in enumerate(layers):
         for c, h in enumerate(heads):
-            ax = axes[r, c]
-            ax.imshow(a[l, h], cmap=cmap, vmin=0, vmax=vmax, aspect="auto")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if r == 0:
-                ax.set_title(_("head {number}").format(number=h + 1), fontsize=9)
-            if c == 0:
-                ax.set_ylabel(_("layer {number}").format(number=l + 1), fontsize=9)
-            if show_labels and r == len(layers) - 1:
-                ax.set_xticks(range(len(tokens)))
-                ax.set_xticklabels(tokens, rotation=tick_rotation(tokens), fontsize=6)
-            if show_labels and c == 0:
-                ax.set_yticks(range(len(tokens)))
-                ax.set_yticklabels(tokens, fontsize=6)
+            x, y = grid_cell_origin(r, c)
+            ax.imshow(a[l, h], cmap=cmap, vmin=0, vmax=vmax, extent=(x, x + 1, y + 1, y),
+                      interpolation="nearest")
+            frames.append(Rectangle((x, y), 1, 1))
+    ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor="black", linewidth=0.8))
+    right, bottom = grid_cell_origin(len(layers) - 1, len(heads) - 1)
+    ax.set_xlim(-0.02, right + 1.02)
+    ax.set_ylim(bottom + 1.02, -0.02)  # the first layer on top
+    ax.set_aspect("auto")
+    ax.spines[:].set_visible(False)  # each map has its own frame
+    n = a.shape[-1]
+    centres = [(j + 0.5) / n for j in range(n)]
+    if show_labels:  # token labels under the last row and left of the first column
+        ax.set_xticks([grid_cell_origin(0, c)[0] + x for c in range(len(heads)) for x in centres],
+                      [str(t) for _c in heads for t in tokens], rotation=tick_rotation(tokens), fontsize=6)
+        ax.set_yticks([grid_cell_origin(r, 0)[1] + y for r in range(len(layers)) for y in centres],
+                      [str(t) for _r in layers for t in tokens], fontsize=6)
+        ax.tick_params(length=2, pad=1)
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for c, h in enumerate(heads):
+        ax.annotate(_("head {number}").format(number=h + 1), (grid_cell_origin(0, c)[0] + 0.5, 0),
+                    xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=9)
+    labels_width = _y_tick_labels_points(fig, ax) if show_labels else 0.0
+    for r, l in enumerate(layers):
+        ax.annotate(_("layer {number}").format(number=l + 1), (0, grid_cell_origin(r, 0)[1] + 0.5),
+                    xytext=(-4 - labels_width, 0), textcoords="offset points", ha="right", va="center",
+                    rotation=90, fontsize=9)
     if suptitle:
         fig.suptitle(suptitle)
         height = fig.get_figheight()
@@ -169,6 +198,15 @@ def plot_heads_grid(
     else:
         fig.tight_layout()
     return fig
+
+
+def _y_tick_labels_points(fig, ax) -> float:
+    """How wide, in points, the y tick labels of ``ax`` are with their pads (so a label set left of them
+    clears them)."""
+    renderer = fig.canvas.get_renderer()
+    box = ax.yaxis.get_tightbbox(renderer)
+    left = ax.get_window_extent(renderer).x0
+    return 0.0 if box is None else max(0.0, (left - box.x0) * 72 / fig.dpi)
 
 
 def save_figure(fig, path: str | Path, formats: Sequence[str] = ("png", "svg"), dpi: int = 130) -> list[Path]:
