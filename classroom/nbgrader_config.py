@@ -29,5 +29,8 @@ c.ClearSolutions.text_stub = ""
 # grading runs a whole lesson: allow a slow machine ten minutes per cell, and say what failed
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True
+# a graded run's kernel is stopped as soon as its last cell is done (the grades are in the notebook by
+# then), not asked to exit: a kernel that imported torch takes a second or two tearing itself down
+c.Execute.shutdown_kernel = "immediate"
 
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
