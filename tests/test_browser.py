@@ -353,63 +353,6 @@ def check_cards(cards: list[dict], edition: str) -> None:
             assert "threshold" in card["labels"], card["labels"]  # the deciding number and what it is held against
 
 
-# ----------------------------------------------------------------------------- the course to read
-#: the command builds every lesson; CI builds lesson 05 (figures and the offline head view: every kind of output a
-#: page holds), in smoke mode, in both editions, so the index links pages of two languages
-HTML_LESSONS = ("05",)
-
-
-@pytest.fixture(scope="module")
-def html_course(tmp_path_factory):
-    """``scripts/course_html.py`` run on :data:`HTML_LESSONS` of both editions, executed first in smoke mode."""
-    out, executed = tmp_path_factory.mktemp("html"), tmp_path_factory.mktemp("executed")
-    env = {**os.environ, "ATTNLAB_SMOKE": "1", "ATTNLAB_OFFLINE": "1",
-           "ATTNLAB_RESULTS": str(tmp_path_factory.mktemp("results"))}
-    env.pop("MPLBACKEND", None)
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "course_html.py"), *HTML_LESSONS, "--out", str(out),
-                    "--executed", str(executed)], cwd=ROOT, env=env, check=True, timeout=1800)
-    return out
-
-
-def test_html_course(html_course):
-    """The index opens and links every page; every page opens and shows all its lesson's figures."""
-    import json
-
-    pages = {p["page"]: p for p in json.loads((html_course / "pages.json").read_text(encoding="utf-8"))}
-    assert sorted((p["lang"], p["lesson"][:2]) for p in pages.values()) == sorted(
-        (lang, n) for lang in ("en", "zh") for n in HTML_LESSONS)
-    off_machine = []
-
-    def guard(route):
-        if route.request.url.startswith(("file:", "data:", "blob:")):
-            route.continue_()
-        else:  # the pages' optional CDN scripts (MathJax, require.js): a page must read without them
-            off_machine.append(route.request.url)
-            route.abort()
-
-    with browser_page(guard, width=1200, height=900) as page:
-        page.goto((html_course / "index.html").as_uri())
-        links = page.locator("a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
-        assert sorted(links) == sorted(pages), links
-        for href in links:
-            page.goto((html_course / href).as_uri())
-            page.wait_for_load_state("load")
-            info = pages[href]
-            assert info["mode"] == "smoke" and info["figures"] > 0, info
-            # every figure is in the page, as image data the browser decoded
-            sizes = page.locator("img[src^='data:image/']").evaluate_all(
-                "els => els.map(e => [e.naturalWidth, e.naturalHeight])")
-            assert len(sizes) >= info["figures"], (href, len(sizes), info["figures"])
-            assert all(w > 0 and h > 0 for w, h in sizes), (href, sizes)
-            text = page.locator("body").inner_text()
-            assert info["title"] and info["title"] in text
-            assert "Traceback" not in text, href
-            if info["lang"] == "zh":
-                assert CJK.search(info["title"]), info["title"]
-            else:
-                assert not CJK.search(info["title"]), info["title"]
-
-
 def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
     """``course.sh --lang zh`` starts JupyterLab with a settings folder whose interface language is zh_CN
     (the language pack is in the course extra): the same setting gives Chinese menus; without it, English."""

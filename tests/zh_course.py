@@ -1,7 +1,7 @@
 """Chinese lessons 05 and 12, run once per test session in a course folder of their own (conftest's
 ``zh_course`` fixture), for every test that reads them: the Chinese edition's check that a lesson shows
-only Chinese, and the doors' check that lesson 12 reads what lesson 05 saved in the course's one results
-folder. Lesson 05 runs first and saves its record; lessons 06-11's records are hand-made
+only Chinese, the doors' check that lesson 12 reads what lesson 05 saved in the course's one results
+folder, and the course to read's Chinese page of lesson 05 (tests/test_html_course.py). Lesson 05 runs first and saves its record; lessons 06-11's records are hand-made
 (tests/lesson_records.py, through ``seed_earlier_lessons``); lesson 12 then judges the conclusions.
 """
 
