@@ -203,7 +203,8 @@ def plot_heads_grid(
 def _y_tick_labels_points(fig, ax) -> float:
     """How wide, in points, the y tick labels of ``ax`` are with their pads (so a label set left of them
     clears them)."""
-    renderer = fig.canvas.get_renderer()
+    get_renderer = getattr(fig.canvas, "get_renderer", None)  # Agg-based canvases (inline, ipympl, files)
+    renderer = get_renderer() if get_renderer is not None else fig._get_renderer()  # as tight_layout finds one
     box = ax.yaxis.get_tightbbox(renderer)
     left = ax.get_window_extent(renderer).x0
     return 0.0 if box is None else max(0.0, (left - box.x0) * 72 / fig.dpi)
