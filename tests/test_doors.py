@@ -47,15 +47,20 @@ sys.path.insert(0, str(ROOT / "scripts"))
 doors = pytest.mark.xdist_group("doors")
 bundle_doors = pytest.mark.xdist_group("doors-bundle")
 
-#: runs a notebook with the environment's own Python and kernel: notebook, working folder, output
+#: runs a notebook with the environment's own Python and kernel: notebook, working folder, output. As
+#: attnlab.tools.lesson_runner does, the kernel talks over local IPC sockets (no TCP ports another kernel
+#: started at the same moment could take) and is stopped once the last cell is done
 DRIVER = """
-import sys, nbformat
+import shutil, sys, tempfile, nbformat
+from jupyter_client import KernelManager
 from nbclient import NotebookClient
 book = nbformat.read(sys.argv[1], as_version=4)
-client = NotebookClient(book, timeout=1200, kernel_name="python3", shutdown_kernel="immediate",  # as lesson_runner
+sockets = tempfile.mkdtemp(prefix="door-kernel-")
+km = KernelManager(kernel_name="python3", transport="ipc", ip=sockets + "/kernel")
+client = NotebookClient(book, km=km, timeout=1200, kernel_name="python3", shutdown_kernel="immediate",
                         resources={"metadata": {"path": sys.argv[2]}})
 try:
-    client.execute()
+    client.execute(cleanup_kc=True)  # a manager handed in is not ended by nbclient unless asked
 except Exception:
     for cell in book.cells:  # what the lesson printed up to the error, for the test's message
         for out in cell.get("outputs", []):
@@ -63,6 +68,7 @@ except Exception:
     raise
 finally:
     nbformat.write(book, sys.argv[3])
+    shutil.rmtree(sockets, ignore_errors=True)
 """
 
 
