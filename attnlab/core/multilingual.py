@@ -474,10 +474,8 @@ def save_tokenizer(tok: Tokenizer, target: Path, max_length: int) -> None:
     settings_path = target / "tokenizer_config.json"
     settings = json.loads(settings_path.read_text(encoding="utf-8"))
     settings["tokenizer_class"] = "PreTrainedTokenizerFast"   # the name every transformers version knows
-    settings["added_tokens_decoder"] = {
-        str(index): {"content": t.content, "single_word": t.single_word, "lstrip": t.lstrip, "rstrip": t.rstrip,
-                     "normalized": t.normalized, "special": t.special}
-        for index, t in sorted(wrapped.added_tokens_decoder.items())}
+    settings["added_tokens_decoder"] = {str(index): token.__getstate__()  # the token's own record of itself
+                                        for index, token in sorted(wrapped.added_tokens_decoder.items())}
     settings_path.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -164,13 +164,12 @@ def plot_heads_grid(
         for c, h in enumerate(heads):
             x, y = grid_cell_origin(r, c)
             ax.imshow(a[l, h], cmap=cmap, vmin=0, vmax=vmax, extent=(x, x + 1, y + 1, y),
-                      interpolation="nearest")
+                      interpolation="nearest", aspect="auto")
             frames.append(Rectangle((x, y), 1, 1))
     ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor="black", linewidth=0.8))
     right, bottom = grid_cell_origin(len(layers) - 1, len(heads) - 1)
     ax.set_xlim(-0.02, right + 1.02)
     ax.set_ylim(bottom + 1.02, -0.02)  # the first layer on top
-    ax.set_aspect("auto")
     ax.spines[:].set_visible(False)  # each map has its own frame
     n = a.shape[-1]
     centres = [(j + 0.5) / n for j in range(n)]
