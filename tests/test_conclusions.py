@@ -490,11 +490,14 @@ def test_all_conclusions_judge_the_full_evidence():
     labels = [["content", "position", "position", "neither"] * 3] * 6
     useful = np.tile([0.01, 0.02, 0.015, 0.012], (6, 3))
     ev = rec.evidence(averaging=rec.averaging(0.9, **BIG), perturbation=rec.perturbation(0.05, **BIG))
-    assert c.all_conclusions(ev)["1"].verdict == HOLDS
-    verdicts = c.all_conclusions(rec.evidence(perturbation=rec.perturbation(labels=labels, **BIG),
-                                              pruning=rec.pruning(effects=useful, **BIG)))
-    assert [verdicts[k].verdict for k in ("2", "3a", "3b", "4b", "5a", "5b", "6")] == [HOLDS] * 7
-    assert verdicts["4a"].verdict == FAILS  # the default planted heads cover for one another: not additive
+    assert c.data_verdicts(ev)["1"].verdict == HOLDS  # the data's verdict, before the untrained twin
+    full = rec.evidence(perturbation=rec.perturbation(labels=labels, **BIG), pruning=rec.pruning(effects=useful, **BIG))
+    rows = c.data_verdicts(full)
+    assert [rows[k].verdict for k in ("2", "3a", "3b", "4b", "5a", "5b", "6a", "6b")] == [HOLDS] * 8
+    assert rows["4a"].verdict == FAILS  # the default planted heads cover for one another: not additive
+    verdicts = c.all_conclusions(full)  # no twin: every "holds" about the model waits for one
+    assert [verdicts[k].verdict for k in ("2", "3a", "3b", "4b", "6")] == [UNSURE] * 5
+    assert verdicts["4a"].verdict == FAILS and verdicts["5a"].verdict == HOLDS  # 5a: not about the model
     assert verdicts["3b"].claim == claims.CLAIMS[3] and verdicts["6"].claim == claims.CLAIMS[6]
 
 

@@ -40,6 +40,8 @@ PAIRED_THRESHOLDS = {"few": "many", "holds above": "fails below", "holds below":
 #: the untrained twin's verdict and number (:mod:`attnlab.course.twin_control`), shown under the model's
 TWIN_VERDICT = N_("untrained twin's verdict")
 TWIN_NUMBER = N_("untrained twin's deciding number")
+#: what the twin's word means for a verdict that does not hold (the twin never changes that word)
+TWIN_SAYS = N_("what the untrained twin says")
 #: ends of a key that name an interval's ends
 LOW_ENDS = ("_low", " low")
 HIGH_ENDS = ("_high", " high")
@@ -399,11 +401,12 @@ def interval_svg(d: Decider, colour: str, *, width: int = 360, height: int = 70)
 
 
 def card(*, kind: str, statement: str, word: str, tone: str, numbers: Mapping, change: str,
-         decider: Decider | None, twin: str = "") -> str:
+         decider: Decider | None, twin: str = "", reason: str = "") -> str:
     """The card's HTML. ``kind``: the heading ("Claim" or "Check", already translated); ``statement``:
     the claim or what was checked; ``word``: the verdict word as shown; ``tone``: a key of
     :data:`COLOURS`; ``change``: what would change the verdict (one line); ``twin``: the untrained
-    twin's verdict and number, shown under the model's (one line, already translated)."""
+    twin's verdict and number, shown under the model's (one line, already translated); ``reason``:
+    why a verdict cannot tell (one line, already translated; shown under the word)."""
     esc, colour = html.escape, COLOURS[tone]
     rows = "".join(f'<tr><td style="padding:1px 12px 1px 0;text-align:left">{esc(label(k))}</td>'
                    f'<td style="text-align:left">{esc(value_text(v))}</td></tr>' for k, v in numbers.items())
@@ -421,7 +424,9 @@ def card(*, kind: str, statement: str, word: str, tone: str, numbers: Mapping, c
         f'border-left:5px solid {colour};border-radius:6px;padding:8px 12px;margin:6px 0;max-width:46em">'
         f'<div class="al-card-claim"><span style="opacity:0.7">{esc(kind)}</span> {esc(statement)}</div>'
         f'<div class="al-card-word" style="color:{colour};font-weight:bold;font-size:120%;margin:2px 0">'
-        f'{esc(word)}</div>{figure}'
+        f'{esc(word)}</div>'
+        + (f'<div class="al-card-reason" style="font-size:92%;margin:2px 0">{esc(reason)}</div>' if reason else "")
+        + f'{figure}'
         f'<div class="al-card-change" style="font-size:92%">{esc(change)}</div>'
         f'<details class="al-card-details" style="margin-top:4px"><summary>{esc(_("Details"))}</summary>'
         f'<table style="font-size:90%">{rows}</table></details></div>'

@@ -98,12 +98,11 @@ def gather(m: LoadedModel, *, runner: Runner | None = None, progress: bool = Tru
     return ev
 
 
-#: one row per verdict of lesson 12: conclusions 3, 4 and 5 are judged in two readings each
-LABELS = ("1", "2", "3a", "3b", "4a", "4b", "5a", "5b", "6")
+#: one row per verdict of lesson 12 (from the one table of conclusions: conclusions 3, 4 and 5 are judged
+#: in two readings each, conclusion 6 in two halves shown as one row)
+LABELS = claims.SHOWN_LABELS
 #: what each two-reading row reads the conclusion as
-READINGS = {"3a": N_("onto itself"), "3b": N_("onto one token"), "4a": N_("weak and additive"),
-            "4b": N_("covering"), "5a": N_("fixed width"),
-            "5b": N_("fixed head size")}  # marked: shown through row_titles
+READINGS = {c.label: c.reading for c in claims.CONCLUSIONS if c.reading}
 
 
 def row_titles(labels) -> list[str]:
@@ -113,22 +112,9 @@ def row_titles(labels) -> list[str]:
 
 
 #: how each row of :func:`data_verdicts` is judged from the evidence (conclusion 6 half by half)
-JUDGES: dict[str, Callable[[Evidence], ClaimVerdict]] = {
-    "1": lambda ev: claims.conclusion_1(ev.averaging, ev.perturbation, ev.patterns, ev.attention_limits),
-    "2": lambda ev: claims.conclusion_2(ev.diversity, ev.averaging),
-    "3a": lambda ev: claims.conclusion_3_self(ev.head_count),
-    "3b": lambda ev: claims.conclusion_3(ev.head_count),
-    "4a": lambda ev: claims.conclusion_4a(ev.pruning),
-    "4b": lambda ev: claims.conclusion_4b(ev.pruning),
-    "5a": lambda ev: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[0]),
-    "5b": lambda ev: claims.conclusion_5(ev.head_count, design=claims.DESIGNS[1]),
-    "6a": lambda ev: claims.conclusion_6a(ev.perturbation, ev.pruning),
-    "6b": lambda ev: claims.conclusion_6b(ev.pruning),
-}
+JUDGES: dict[str, Callable[[Evidence], ClaimVerdict]] = {c.label: c.judged for c in claims.CONCLUSIONS}
 #: the claim each row of :data:`JUDGES` states, for a row that cannot be judged at all
-ROW_CLAIMS = {"1": claims.CLAIMS[1], "2": claims.CLAIMS[2], "3a": claims.SELF_CLAIM, "3b": claims.CLAIMS[3],
-              "4a": claims.WEAK_ADD_CLAIM, "4b": claims.COVER_CLAIM, "5a": claims.CLAIMS[5], "5b": claims.CLAIMS[5],
-              "6a": claims.USEFUL_CLAIM, "6b": claims.TASK_CLAIM}
+ROW_CLAIMS = {c.label: c.claim for c in claims.CONCLUSIONS}
 
 
 def data_verdicts(ev: Evidence, *, safe: bool = False) -> dict[str, ClaimVerdict]:
@@ -156,8 +142,8 @@ def checked_rows(rows: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | 
     held against ``twin`` (the same rows judged on its untrained twin; None: no twin measured,
     :func:`attnlab.course.twin_control.against_twins`), conclusion 6 half by half, then combined."""
     checked = against_twins(rows, twin, twin_name=twin_name)
-    six = claims.conclusion_6(None, None, parts=(checked.pop("6a"), checked.pop("6b")))
-    return {**checked, "6": six}
+    six = claims.conclusion_6(None, None, parts=tuple(checked.pop(label) for label in claims.SIX_PARTS))
+    return {label: six if label == "6" else checked[label] for label in LABELS}
 
 
 def all_conclusions(ev: Evidence, twin: dict[str, ClaimVerdict] | None = None, *,

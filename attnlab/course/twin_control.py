@@ -1,22 +1,27 @@
 """A claim about what training produced, held against the same measurement on an untrained twin.
 
-A verdict of lesson 12 says something about what the model *learned* only when a model that
-learned nothing (:func:`attnlab.core.twins.untrained_twin`: the weights shuffled within each
-tensor, the scale kept) does not give it too. :func:`against_twin` applies that control to one
-verdict:
+A "holds" about what a model *learned* stands only when a model that learned nothing
+(:func:`attnlab.core.twins.untrained_twin`: the weights shuffled within each tensor, the scale kept)
+does not give it too. The twin can only take a "holds" away; it never turns a "does not hold" into
+anything else. :func:`against_twin` applies that control to one verdict:
 
 * the claim is not about the model under test (5a/5b: lesson 10 trains its own small models):
   the verdict stands, and says so;
-* the data's verdict is "cannot tell": it stays "cannot tell";
-* the twin reaches the **same** verdict: "cannot tell", because an untrained model gives the same;
-* otherwise the verdict stands only when the model's deciding number is beyond the twin's by the
-  claim's **floor** (its ``numbers["floor"]``, in the deciding number's units), on the side of the
-  verdict (:data:`TOWARD_HOLDS`), with an interval for ``model - twin`` that counts the noise of
-  both runs (the two intervals' half-widths added in quadrature, each side on its own); else "cannot
-  tell".
+* the model **does not show** the claim: it **does not hold**, whatever the twin does; the numbers
+  say whether an untrained model does not show it either, or does (then training removed it);
+* the model **cannot tell**: it stays **cannot tell**, with the data's own reason;
+* the model **holds**: it keeps "holds" only when the model's deciding number minus the twin's clears
+  the claim's **floor** toward holding (:data:`direction`: +1 when a larger number is toward
+  "holds", -1 when a smaller one is), whatever the twin's own word; otherwise **cannot tell**,
+  because an untrained model gives the same or more. Without a twin a "holds" cannot stand either:
+  it waits for the twin's measurement.
 
-The twin's verdict, its deciding number and the difference are added to the verdict's numbers,
-so every card shows them beside the model's.
+The direction toward "holds" and which rows are about the model come from the one table of
+conclusions (:data:`attnlab.course.claims.conclusions.CONCLUSIONS`); the floor is the verdict's own
+``numbers["floor"]`` (its claim's floor, in the deciding number's units) unless the caller passes one.
+The twin's verdict, its deciding number and the difference are added to the verdict's numbers, so
+every card shows them beside the model's, and every "cannot tell" says why in one line
+(:meth:`attnlab.course.verdicts.ClaimVerdict.reason`).
 """
 
 from __future__ import annotations
@@ -25,24 +30,27 @@ import math
 
 from attnlab.analysis.stats import Interval
 from attnlab.core.language import N_
-from attnlab.course.cards import TWIN_NUMBER, TWIN_VERDICT
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
+from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT
+from attnlab.course.claims.conclusions import CONCLUSIONS
+from attnlab.course.verdicts import BECAUSE, BECAUSE_MISSING, BECAUSE_TWIN, FAILS, HOLDS, UNSURE, ClaimVerdict
 
 #: rows whose claim is not about the model under test (lesson 10 trains its own small models)
-NOT_ABOUT_THE_MODEL = ("5a", "5b")
-#: which way the deciding number moves toward "holds": +1 larger, -1 smaller, 0 either way
-#: (a two-sided rule such as "within a margin": the difference must then clear the floor either way)
-TOWARD_HOLDS = {"1": +1, "2": -1, "3a": +1, "3b": +1, "4a": -1, "4b": +1, "6a": -1, "6b": -1}
+NOT_ABOUT_THE_MODEL = tuple(c.label for c in CONCLUSIONS if not c.about_model)
+#: which way each row's deciding number moves toward "holds": +1 larger, -1 smaller
+TOWARD_HOLDS = {c.label: c.toward for c in CONCLUSIONS if c.about_model}
 
 DIFFERENCE = N_("model minus untrained twin")
 TWIN_NAME = N_("untrained twin")
 FLOOR = N_("floor")
-SAME = N_("an untrained model gives the same: the twin with its weights shuffled within each tensor reaches "
-          "this verdict too, so it says nothing about what training produced")
-NOT_BEYOND = N_("not beyond the untrained twin by the floor: the model's number minus the twin's, "
-                "{difference}, does not clear {floor} on the side of its verdict")
+NEITHER = N_("an untrained model does not show it either")
+REMOVED = N_("an untrained model does: training removed it")
+AS_MUCH = N_("an untrained model gives the same or more: the model's number {model} minus the twin's {twin} is "
+             "{difference}, which does not clear the floor of {floor} toward holding")
 NOT_ABOUT = N_("not about this model: lesson 10 trains its own small models, so no untrained twin applies")
 NO_TWIN = N_("not measured: this verdict is not checked against an untrained model")
+NO_TWIN_FOR_HOLDS = N_("the untrained twin's measurement (run attnlab report, or lesson 12 with its twin), "
+                       "without which a \"holds\" cannot say what training produced")
+NO_TWIN_NUMBER = N_("the untrained twin's deciding number for this claim (its run saved none)")
 
 
 def deciding_interval(verdict: ClaimVerdict) -> Interval | None:
@@ -62,53 +70,64 @@ def difference(model: Interval, twin: Interval) -> Interval:
     return Interval(estimate, estimate - below, estimate + above, 0.95, 0)
 
 
-def beyond(diff: Interval, verdict: str, direction: int, floor: float) -> bool:
-    """Whether ``diff`` (model minus twin) clears ``floor`` on the side of ``verdict``."""
-    clears_up, clears_down = diff.low > floor, diff.high < -floor
-    if direction == 0:
-        return clears_up or clears_down
-    toward = clears_up if direction > 0 else clears_down
-    away = clears_down if direction > 0 else clears_up
-    return toward if verdict == HOLDS else away
+def clears_floor(diff: Interval, direction: int, floor: float) -> bool:
+    """Whether ``diff`` (model minus twin) lies wholly beyond ``floor`` toward holding: above ``+floor``
+    when ``direction`` is +1, below ``-floor`` when it is -1."""
+    if direction not in (+1, -1):
+        raise ValueError(f"direction toward holding must be +1 or -1, got {direction!r}")
+    return diff.low > floor if direction > 0 else diff.high < -floor
 
 
 def _interval_text(x: Interval) -> str:
     return f"{x.estimate:+.3g} [{x.low:+.3g}, {x.high:+.3g}]"
 
 
-def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *,
-                 twin_name: str = "") -> ClaimVerdict:
+def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, twin_name: str = "",
+                 direction: int | None = None, floor: float | None = None) -> ClaimVerdict:
     """``model``'s verdict after the untrained-twin control (see the module's docstring).
 
     Args:
-        label: the row of lesson 12 (``"1"``, ``"2"``, ``"3a"`` ... ``"6a"``, ``"6b"``).
+        label: the row (``"1"``, ``"2"``, ``"3a"`` ... ``"6a"``, ``"6b"``, or a lesson's own claim).
         model: the verdict on the trained model.
         twin: the same claim judged on the untrained twin (None: no twin measured).
         twin_name: which twin, shown with the numbers.
+        direction: +1 when a larger deciding number is toward "holds", -1 when a smaller one is
+            (default: the row's entry in the table of conclusions).
+        floor: how far beyond the twin the model must be, in the deciding number's units
+            (default: the verdict's ``numbers["floor"]``, else 0).
     """
     numbers = dict(model.numbers)
     if label in NOT_ABOUT_THE_MODEL:
         return ClaimVerdict(model.claim, model.verdict, {**numbers, TWIN_NAME: NOT_ABOUT})
     if twin is None:
-        return ClaimVerdict(model.claim, model.verdict, {**numbers, TWIN_NAME: NO_TWIN})
+        numbers[TWIN_NAME] = NO_TWIN
+        if model.verdict == HOLDS:  # a "holds" about training needs the twin: more evidence decides
+            return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_MISSING,
+                                                     "missing": NO_TWIN_FOR_HOLDS})
+        return ClaimVerdict(model.claim, model.verdict, numbers)
     mine, theirs = deciding_interval(model), deciding_interval(twin)
     numbers[TWIN_NAME] = twin_name or TWIN_NAME
     numbers[TWIN_VERDICT] = twin.verdict
     numbers[TWIN_NUMBER] = _interval_text(theirs) if theirs is not None else "-"
+    if model.verdict == FAILS:
+        return ClaimVerdict(model.claim, FAILS, {**numbers, TWIN_SAYS: REMOVED if twin.verdict == HOLDS else NEITHER})
     if model.verdict == UNSURE:
         return ClaimVerdict(model.claim, UNSURE, numbers)
-    if twin.verdict == model.verdict:
-        return ClaimVerdict(model.claim, UNSURE, {**numbers, "why": SAME})
-    if mine is None or theirs is None:
-        return ClaimVerdict(model.claim, model.verdict, numbers)
-    floor = float(numbers.get(FLOOR, 0.0) or 0.0)
+    if mine is None or theirs is None:  # a "holds" with nothing to hold against the twin
+        return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_MISSING, "missing": NO_TWIN_NUMBER})
+    if direction is None:
+        if label not in TOWARD_HOLDS:
+            raise KeyError(f"row {label!r} is not in the table of conclusions: pass its direction toward holding")
+        direction = TOWARD_HOLDS[label]
+    floor = float(numbers.get(FLOOR, 0.0) or 0.0) if floor is None else float(floor)
     diff = difference(mine, theirs)
     numbers[DIFFERENCE] = _interval_text(diff)
     numbers.setdefault(FLOOR, floor)
-    if beyond(diff, model.verdict, TOWARD_HOLDS.get(label, 0), floor):
-        return ClaimVerdict(model.claim, model.verdict, numbers)
-    why = NOT_BEYOND.format(difference=_interval_text(diff), floor=f"{floor:.3g}")
-    return ClaimVerdict(model.claim, UNSURE, {**numbers, "why": why})
+    if clears_floor(diff, direction, floor):
+        return ClaimVerdict(model.claim, HOLDS, numbers)
+    why = AS_MUCH.format(model=f"{mine.estimate:.3g}", twin=f"{theirs.estimate:.3g}", difference=_interval_text(diff),
+                         floor=f"{floor:.3g}")
+    return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_TWIN, "why": why})
 
 
 def against_twins(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,

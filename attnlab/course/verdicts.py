@@ -25,13 +25,22 @@ from typing import Iterable
 
 from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
-from attnlab.course.cards import TWIN_NUMBER, TWIN_VERDICT, Decider, card, deciding, numbers_text, value_text
+from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT, Decider, card, deciding, numbers_text, value_text
 from attnlab.course.cards import label as label_of
 
 HOLDS = "holds"
 FAILS = "does not hold"
 UNSURE = "cannot tell"
 WORDS = (HOLDS, FAILS, UNSURE)
+
+#: the key of a verdict's numbers that says which kind of reason a "cannot tell" has, when it is not
+#: the data's own (an interval across a line, or a ``why`` the judge gave)
+BECAUSE = "because"
+#: ... the evidence is missing (``numbers["missing"]`` says what to run): more evidence decides
+BECAUSE_MISSING = "missing"
+#: ... an untrained model gives as much (``numbers["why"]`` gives both numbers): more data on this
+#: model does not turn it into "holds"
+BECAUSE_TWIN = "twin"
 
 
 def from_tests(holds: bool, fails: bool) -> str:
@@ -125,13 +134,53 @@ class ClaimVerdict:
         """The number that decided the verdict, with its interval and threshold(s), when the numbers name one."""
         return deciding(self.numbers)
 
-    def what_would_change(self) -> str:
-        """One line, in the reader's language, on what would change this verdict."""
-        why = self.numbers.get("missing", self.numbers.get("why"))
+    @property
+    def because(self) -> str | None:
+        """The kind of reason a "cannot tell" has: :data:`BECAUSE_MISSING` (the evidence is missing),
+        :data:`BECAUSE_TWIN` (an untrained model gives as much), ``"why"`` (the judge said why the
+        data cannot decide), ``"interval"`` (the interval reaches a line); None for another word."""
+        if self.verdict != UNSURE:
+            return None
+        said = self.numbers.get(BECAUSE)
+        if said in (BECAUSE_MISSING, BECAUSE_TWIN):
+            return said
+        if "missing" in self.numbers:
+            return BECAUSE_MISSING
+        return "why" if "why" in self.numbers else "interval"
+
+    def reason(self) -> str:
+        """Why the verdict "cannot tell", in one line of the reader's language (empty for another word):
+        the evidence is missing (and what to run), an untrained model gives as much (with both numbers),
+        the judge's own reason, or the interval that reaches a line."""
+        kind = self.because
+        if kind is None:
+            return ""
+        if kind == BECAUSE_MISSING:
+            return _("The evidence is missing: {what}").format(what=value_text(self.numbers.get("missing", "")))
+        if kind == BECAUSE_TWIN:
+            return _("An untrained model gives as much: {why}").format(why=value_text(self.numbers.get("why", "")))
+        if kind == "why":
+            return _("The data cannot decide: {why}").format(why=value_text(self.numbers["why"]))
         d = self.decider
         near = d.nearest() if d is not None else None
-        if why and self.verdict == UNSURE:
+        if near is None:
+            return _("The numbers do not decide: the details show them.")
+        return _("The interval [{low}, {high}] reaches the line at {threshold}.").format(
+            low=f"{d.low:.3g}", high=f"{d.high:.3g}", threshold=f"{near[1]:.3g}")
+
+    def what_would_change(self) -> str:
+        """One line, in the reader's language, on what would change this verdict. "It waits for evidence"
+        only where more evidence could decide (a missing lesson or twin, too few units); never for a
+        "cannot tell" that an untrained model's equal number gives."""
+        kind = self.because
+        if kind == BECAUSE_TWIN:
+            return _("It would hold only if the model's number beat the untrained twin's by the claim's floor; "
+                     "more data on this model alone does not change that an untrained model gives as much.")
+        if kind in (BECAUSE_MISSING, "why"):
+            why = self.numbers.get("missing", self.numbers.get("why"))
             return _("It waits for evidence: {why}").format(why=value_text(why))
+        d = self.decider
+        near = d.nearest() if d is not None else None
         if near is None:
             return {HOLDS: _("It would change if its tests came out the other way on more data or on another "
                              "model; the details show the numbers they used."),
@@ -162,5 +211,8 @@ class ClaimVerdict:
         twin = (_("untrained twin: {word} {number}").format(word=shown(twin_word),
                                                             number=self.numbers.get(TWIN_NUMBER, ""))
                 if twin_word in WORDS else "")
+        if twin and self.numbers.get(TWIN_SAYS):
+            twin = _("{first}; {second}").format(first=twin, second=value_text(self.numbers[TWIN_SAYS]))
         return card(kind=_("Claim:"), statement=self.shown_claim, word=self.shown_word, tone=tone,
-                    numbers=self.numbers, change=self.what_would_change(), decider=self.decider, twin=twin)
+                    numbers=self.numbers, change=self.what_would_change(), decider=self.decider, twin=twin,
+                    reason=self.reason())

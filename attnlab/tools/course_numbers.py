@@ -48,6 +48,7 @@ from pathlib import Path
 
 from attnlab.core.language import N_, _, current_language, set_language, translated
 from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
+from attnlab.course.claims.conclusions import CONCLUSIONS as CONCLUSION_ROWS, LABEL_PATTERN
 from attnlab.course.evidence import row_titles
 from attnlab.course.reference import (
     CONCLUSIONS,
@@ -651,11 +652,13 @@ TEST_TIME = {"en": re.compile(r"(?:\.ci/run|test command|the suite|tests? passed
 PEAK = {"en": re.compile(r"\bpeak(?:s|ed)?\b(?: [a-z]+){0,3}? \(?" + _NUMBER + r" ?(?P<u>MB|GB)\b"),
         "zh": re.compile(r"峰值[^\d+。；，\n]{0,6}" + _NUMBER + r" ?(?P<u>MB|GB)")}
 #: a verdict next to a conclusion's id ("conclusion 6 holds", "**4b cannot tell**", "结论 6 成立")
-VERDICT = {"en": re.compile(r"(?:\b[Cc]onclusion |\bC)(?P<id>[1-6][ab]?)\*{0,2},? (?:now |still |no longer )?"
+_ANY_ROW = LABEL_PATTERN  # a row of lesson 12 or one of its parts, from the one table of conclusions
+_LETTERED_ROW = "(?:" + "|".join(re.escape(c.label) for c in CONCLUSION_ROWS if not c.label.isdigit()) + ")"
+VERDICT = {"en": re.compile(r"(?:\b[Cc]onclusion |\bC)(?P<id>" + _ANY_ROW + r")\*{0,2},? (?:now |still |no longer )?"
                             r"(?P<v>holds|does not hold|cannot tell)\b"
-                            r"|(?<![\w.])(?P<id2>[1-6][ab])\*{0,2} (?P<v2>holds|does not hold|cannot tell)\b"),
-           "zh": re.compile(r"结论 ?(?P<id>[1-6][ab]?)[^。；，\n]{0,6}?(?P<v>不成立|成立|无法判断)"
-                            r"|\*\*(?P<id2>[1-6][ab]) ?(?P<v2>不成立|成立|无法判断)")}
+                            r"|(?<![\w.])(?P<id2>" + _LETTERED_ROW + r")\*{0,2} (?P<v2>holds|does not hold|cannot tell)\b"),
+           "zh": re.compile(r"结论 ?(?P<id>" + _ANY_ROW + r")[^。；，\n]{0,6}?(?P<v>不成立|成立|无法判断)"
+                            r"|\*\*(?P<id2>" + _LETTERED_ROW + r") ?(?P<v2>不成立|成立|无法判断)")}
 
 
 def course_values(numbers: dict) -> set[float]:

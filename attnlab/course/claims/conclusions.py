@@ -19,7 +19,9 @@ keyword argument of its function, so a sensitivity table can move it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,6 +69,7 @@ from attnlab.course.claims.head_count import (
     verdict_self_collapse,
 )
 from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
+from attnlab.course.claims.averaging import SENSITIVITY_THRESHOLDS
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
     AttentionLimitsResult,
@@ -84,7 +87,8 @@ from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine,
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information: over 60% of "
-          "the heads, each weighted by how much of its rows reads the text, are fixed, and under 15% follow the "
+          "the heads, each weighted by how much of its rows reads the text, are fixed (a head that spreads every "
+          "row evenly counts as fixed: its pattern is the same for every query), and under 15% follow the "
           "content (half and a quarter, each a tenth of the heads beyond)"),
     2: N_("lower layers are more diverse; heads of upper layers converge: beyond random layers, the heads' spread "
           "shrinks by more than 2% of the first layer's spread per layer"),
@@ -362,7 +366,8 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
     kinds = np.asarray(averaging.content_labels, dtype=object).ravel().tolist()
     grid = np.asarray(averaging.content_labels, dtype=object)  # (L', H)
     mass = content_mass(averaging)
-    weighted = share_interval(grid == "fixed", grid == UNSURE, mass)
+    fixed_like = fixed_pattern(grid)  # (L', H): "fixed" or "uniform", on model and twin alike
+    weighted = share_interval(fixed_like, grid == UNSURE, mass)
     content_weighted = weighted_content_share(averaging, perturbation)
     followed = content_weighted if content_weighted is not None else content  # the content share decided
     sinks = np.asarray(averaging.sink_labels, dtype=object) if averaging.sink_labels else None
@@ -424,7 +429,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         numbers[N_("content mass per head (min, median, max)")] = [
             round(float(np.nanmin(mass)), 3), round(float(np.nanmedian(mass)), 3), round(float(np.nanmax(mass)), 3)]
     if plain.any():
-        alone = share_interval((grid == "fixed")[plain], (grid == UNSURE)[plain])
+        alone = share_interval(fixed_like[plain], (grid == UNSURE)[plain])
         numbers[N_("heads not resting on a special token")] = int(plain.sum())
         numbers[N_("their fixed share")] = f"{float(alone.estimate):.3g} [{float(alone.low):.3g}, {float(alone.high):.3g}]"
         numbers[N_("verdict on those heads alone")] = from_tests(
@@ -438,11 +443,47 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                           share.below(most - floor) or followed.above(few + floor))
 
     numbers.update(norm_weighted(grid, content_mass(averaging, norm_based=True), word(decided), word))
+    numbers.update(exact_count(grid, mass, decided, averaging))
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = decided.above(most + floor) and followed.below(few - floor)
     fails = decided.below(most - floor) or followed.above(few + floor)
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
+
+
+#: the labels of lesson 08 that are a fixed pattern: a head that spreads every row evenly ("uniform") has
+#: the same pattern for every query, so it is counted with the fixed heads, on the model and its twin alike
+FIXED_PATTERN_LABELS = ("fixed", "uniform")
+
+
+def fixed_pattern(grid: np.ndarray) -> np.ndarray:
+    """``(L', H)`` booleans: lesson 08's label (``grid``) is a fixed pattern (:data:`FIXED_PATTERN_LABELS`)."""
+    return np.isin(np.asarray(grid, dtype=object), FIXED_PATTERN_LABELS)
+
+
+def threshold_range(averaging: AveragingResult, mass: np.ndarray | None,
+                    thresholds: tuple[float, ...] = SENSITIVITY_THRESHOLDS) -> tuple[float, float]:
+    """``(lowest, highest)`` weighted share of fixed-pattern heads when each head is called fixed by its
+    content-key fixedness alone (at or above the threshold, or uniform), over lesson 08's sensitivity
+    ``thresholds``: how far the count moves with the line that labels a head."""
+    grid = np.asarray(averaging.content_labels, dtype=object)  # (L', H)
+    fixedness = np.nan_to_num(np.asarray(averaging.content_fixedness, dtype=float), nan=-np.inf)
+    shares = [float(share_interval((fixedness >= t) | (grid == "uniform"), None, mass).estimate) for t in thresholds]
+    return min(shares), max(shares)
+
+
+def exact_count(grid: np.ndarray, mass: np.ndarray | None, decided: Interval, averaging: AveragingResult) -> dict:
+    """When no head's label is unsure, conclusion 1's share is an exact count, not an interval: the numbers
+    that say so (the heads counted and the share's range over lesson 08's label thresholds)."""
+    if not decided.low == decided.high:
+        return {}
+    out = {N_("an exact count"): N_("no head's label is unsure, so the share is counted, not estimated"),
+           N_("fixed-pattern heads, counted"): f"{int(fixed_pattern(grid).sum())} / {grid.size}"}
+    if averaging.content_fixedness is not None:
+        low, high = threshold_range(averaging, mass)
+        out[N_("share over lesson 08's label thresholds {low}-{high}").format(
+            low=SENSITIVITY_THRESHOLDS[0], high=SENSITIVITY_THRESHOLDS[-1])] = f"{low:.3g}-{high:.3g}"
+    return out
 
 
 def norm_weighted(grid: np.ndarray, norm_mass: np.ndarray | None, decided: str,
@@ -462,7 +503,7 @@ def norm_weighted(grid: np.ndarray, norm_mass: np.ndarray | None, decided: str,
     key = N_("norm-weighted reading (Kobayashi et al.)")
     if norm_mass is None:
         return {key: N_("not measured (run lesson 08 again)")}
-    share = share_interval(grid == "fixed", grid == UNSURE, norm_mass)
+    share = share_interval(fixed_pattern(grid), grid == UNSURE, norm_mass)
     return {key: f"{float(share.estimate):.3g} [{float(share.low):.3g}, {float(share.high):.3g}]",
             N_("norm-based content mass per head (min, median, max)"): [
                 round(float(np.nanmin(norm_mass)), 3), round(float(np.nanmedian(norm_mass)), 3),
@@ -966,3 +1007,87 @@ def conclusion_6(perturbation: PerturbationResult | None, pruning: PruningResult
         **{PART_NUMBER["6a"].format(number=k): v for k, v in a.numbers.items()},
         **{PART_NUMBER["6b"].format(number=k): v for k, v in b.numbers.items()},
     })
+
+
+# --------------------------------------------------------------------------- the one table
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """One row of lesson 12's verdicts, everything the course needs to know about it in one place.
+
+    Every field is required (a row without one fails at import). Lists elsewhere (the rows'
+    labels, judges, claims, readings, the untrained twin's direction toward "holds", the rows not
+    about the model, the numbers check's row pattern) are derived from :data:`CONCLUSIONS`.
+
+    Attributes:
+        label: the row (``"1"``, ``"3a"``, ... ``"6b"``); conclusion 6's halves are judged apart.
+        claim: the claim its verdict states (marked for the catalogue).
+        judge: the function that judges it, taking the records named by ``reads`` in that order.
+        reads: the fields of :class:`~attnlab.course.evidence.Evidence` it reads (lesson records).
+        toward: +1 when a larger deciding number is toward "holds", -1 when a smaller one is.
+        about_model: whether the claim is about the model under test (False: lesson 10 trains its own
+            small models, so no untrained twin applies).
+        reading: what a two-reading row reads the conclusion as (marked), or "" for a one-reading row.
+        sensitivity: the thresholds its sensitivity table moves, ``{name: [values]}`` ({} for none).
+    """
+
+    label: str
+    claim: str
+    judge: Callable[..., ClaimVerdict]
+    reads: tuple[str, ...]
+    toward: int
+    about_model: bool
+    reading: str
+    sensitivity: dict
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[1-9][0-9]*[a-z]?", self.label):
+            raise ValueError(f"a conclusion's label is a number with an optional letter, got {self.label!r}")
+        if self.toward not in (+1, -1):
+            raise ValueError(f"conclusion {self.label}: toward must be +1 or -1, got {self.toward!r}")
+        if not self.reads or not callable(self.judge) or not self.claim:
+            raise ValueError(f"conclusion {self.label}: a claim, a judge and the records it reads are needed")
+
+    @property
+    def number(self) -> int:
+        """The article's conclusion this row belongs to (``"3a"`` -> 3)."""
+        return int(re.match(r"\d+", self.label).group())
+
+    def judged(self, evidence) -> ClaimVerdict:
+        """The row's verdict from the data alone, from ``evidence``'s records (an object with the fields ``reads``)."""
+        return self.judge(*(getattr(evidence, field) for field in self.reads))
+
+
+def _fixed_width(head_count: HeadCountResult | None) -> ClaimVerdict:
+    return conclusion_5(head_count, design=DESIGNS[0])
+
+
+def _fixed_head_size(head_count: HeadCountResult | None) -> ClaimVerdict:
+    return conclusion_5(head_count, design=DESIGNS[1])
+
+
+#: the rows of lesson 12, in the article's order (conclusion 6 as its two halves, combined afterwards)
+CONCLUSIONS = (
+    Conclusion("1", CLAIMS[1], conclusion_1, ("averaging", "perturbation", "patterns", "attention_limits"),
+               +1, True, "", SENSITIVITY[1]),
+    Conclusion("2", CLAIMS[2], conclusion_2, ("diversity", "averaging"), -1, True, "", SENSITIVITY[2]),
+    Conclusion("3a", SELF_CLAIM, conclusion_3_self, ("head_count",), +1, True, N_("onto itself"), {}),
+    Conclusion("3b", CLAIMS[3], conclusion_3, ("head_count",), +1, True, N_("onto one token"), {}),
+    Conclusion("4a", WEAK_ADD_CLAIM, conclusion_4a, ("pruning",), -1, True, N_("weak and additive"),
+               SENSITIVITY["4a"]),
+    Conclusion("4b", COVER_CLAIM, conclusion_4b, ("pruning",), +1, True, N_("covering"), SENSITIVITY["4b"]),
+    Conclusion("5a", CLAIMS[5], _fixed_width, ("head_count",), +1, False, N_("fixed width"), {}),
+    Conclusion("5b", CLAIMS[5], _fixed_head_size, ("head_count",), +1, False, N_("fixed head size"), {}),
+    Conclusion("6a", USEFUL_CLAIM, conclusion_6a, ("perturbation", "pruning"), -1, True, "", SENSITIVITY["6a"]),
+    Conclusion("6b", TASK_CLAIM, conclusion_6b, ("pruning",), -1, True, "", SENSITIVITY["6b"]),
+)
+#: each row of :data:`CONCLUSIONS` by its label
+BY_LABEL = {c.label: c for c in CONCLUSIONS}
+#: the rows of conclusion 6, judged apart and combined into one (:func:`conclusion_6`)
+SIX_PARTS = ("6a", "6b")
+#: the labels of the verdicts lesson 12 shows: the table's rows, conclusion 6's halves as one "6"
+SHOWN_LABELS = tuple(dict.fromkeys("6" if c.label in SIX_PARTS else c.label for c in CONCLUSIONS))
+#: a label of a shown verdict or one of its parts, as a regular expression (the numbers check reads it)
+LABEL_PATTERN = "(?:" + "|".join(sorted({re.escape(c.label) for c in CONCLUSIONS} | set(SHOWN_LABELS),
+                                        key=len, reverse=True)) + ")"
