@@ -22,6 +22,7 @@ from attnlab.core.models import LoadedModel
 from attnlab.course import lesson_results, results
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
+from attnlab.course.cards import TWIN_SAYS
 from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twins
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, shown
 
@@ -198,6 +199,40 @@ def deciding_number(verdict: ClaimVerdict) -> str:
         if key in numbers:
             return translated(str(numbers[key]))
     return ""
+
+
+def summary_line(verdict: ClaimVerdict) -> str:
+    """One line for a figure panel or a report row: the deciding number (:func:`deciding_number`), then for
+    a "cannot tell" its reason (:meth:`~attnlab.course.verdicts.ClaimVerdict.reason`, for conclusion 6 each
+    half's), and for a "does not hold" what the untrained twin says, in the reader's language."""
+    number = deciding_number(verdict)
+    notes = [reason for reason in _part_reasons(verdict) if reason and reason != number]
+    said = verdict.numbers.get(TWIN_SAYS)
+    if verdict.verdict == FAILS and said:
+        notes.append(translated(str(said)))
+    text = number
+    for note in notes:
+        text = _("{first}; {second}").format(first=text, second=note) if text else note
+    return text
+
+
+def _part_reasons(verdict: ClaimVerdict) -> list[str]:
+    """The reason of a "cannot tell", or of each half that cannot tell in conclusion 6."""
+    if verdict.verdict != UNSURE:
+        return []
+    if not any(key.startswith("6a: ") for key in verdict.numbers):
+        return [verdict.reason()]
+    reasons = []
+    for prefix in PART_PREFIXES[1:]:
+        part = {k[len(prefix):]: v for k, v in verdict.numbers.items() if k.startswith(prefix)}
+        if verdict.numbers.get(HALF_WORDS[prefix]) == UNSURE:
+            reason = ClaimVerdict(verdict.claim, UNSURE, part).reason()
+            reasons.append(_("{part}: {text}").format(part=prefix.rstrip(": "), text=reason))
+    return reasons
+
+
+#: the key under which conclusion 6 keeps each half's word
+HALF_WORDS = {"6a: ": "not useless (6a)", "6b: ": "depends on the task (6b)"}
 
 
 #: what the twin column says for a row without a twin's number

@@ -68,6 +68,7 @@ from attnlab.course.evidence import (
     data_verdicts,
     deciding_number,
     row_titles,
+    summary_line,
     twin_cell,
 )
 from attnlab.course.record_builders import unsplittable_reason
@@ -361,7 +362,7 @@ def figures(m: LoadedModel, verdicts: dict[str, ClaimVerdict], ev: Evidence) -> 
 
     shown_ = [(_("The six conclusions on {model}: verdict and deciding number").format(model=m.name),
                plot_verdicts(list(verdicts.values()), VERDICT_COLOURS, model_name=m.name,
-                             labels=row_titles(verdicts), details=[deciding_number(v) for v in verdicts.values()]))]
+                             labels=row_titles(verdicts), details=[summary_line(v) for v in verdicts.values()]))]
     if ev.diversity is not None:
         shown_.append((_("Within-layer dispersion of the heads against depth (conclusion 2), interval over texts"),
                        plot_dispersion_by_layer(ev.diversity)))
@@ -394,7 +395,7 @@ def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
     before = current_language()
     set_language("en")
     try:
-        return {label: {**v.to_record(), "deciding": deciding_number(v), "twin": twin_cell(v)}
+        return {label: {**v.to_record(), "deciding": deciding_number(v), "reason": v.reason(), "twin": twin_cell(v)}
                 for label, v in verdicts.items()}
     finally:
         set_language(before)
@@ -409,7 +410,7 @@ def verdict_html(label: str, v: ClaimVerdict) -> str:
                    for k, x in v.numbers.items())
     return (f'<section class="verdict {html.escape(v.verdict.replace(" ", "-"))}"><h3>{html.escape(label)}. '
             f'{html.escape(v.shown_claim)}</h3><p class="word">{html.escape(shown(v.verdict))}</p>'
-            f'<p class="deciding">{html.escape(deciding_number(v))}</p>'
+            f'<p class="deciding">{html.escape(summary_line(v))}</p>'
             f"<details><summary>{html.escape(_('all numbers'))}</summary><table>{rows}</table></details></section>")
 
 
@@ -458,7 +459,7 @@ def write_html(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict], fi
     lang = settings["report_language"]
     title = _("The source article's six conclusions, checked on {model}").format(model=settings["model"])
     summary = "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(v.shown_claim)}</td>"
-                      f"<td><b>{html.escape(shown(v.verdict))}</b></td><td>{html.escape(deciding_number(v))}</td>"
+                      f"<td><b>{html.escape(shown(v.verdict))}</b></td><td>{html.escape(summary_line(v))}</td>"
                       f"<td>{html.escape(twin_cell(v))}</td></tr>"
                       for label, v in zip(row_titles(verdicts), verdicts.values()))
     settings_table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
@@ -493,7 +494,7 @@ def write_markdown(path: Path, settings: dict, verdicts: dict[str, ClaimVerdict]
              "|---|---|---|---|---|"]
     for label, v in zip(row_titles(verdicts), verdicts.values()):
         lines.append(f"| {_md_cell(label)} | {_md_cell(v.shown_claim)} | **{shown(v.verdict)}** | "
-                     f"{_md_cell(deciding_number(v))} | {_md_cell(twin_cell(v))} |")
+                     f"{_md_cell(summary_line(v))} | {_md_cell(twin_cell(v))} |")
     lines += ["", f"## {_('Settings of this run')}", "", "| | |", "|---|---|"]
     lines += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in _settings_rows(settings)]
     lines += ["", f"## {_('Parts')}", "",

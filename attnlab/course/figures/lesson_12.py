@@ -4,7 +4,7 @@ claim about the model held against its untrained twin when a report saved one or
 
 from __future__ import annotations
 
-from attnlab.course.evidence import VERDICT_COLOURS, all_conclusions, deciding_number, gather, row_titles
+from attnlab.course.evidence import VERDICT_COLOURS, all_conclusions, gather, row_titles, summary_line
 from attnlab.course.twin_evidence import twin_for
 from attnlab.viz.conclusions_plots import plot_verdicts
 
@@ -18,4 +18,4 @@ def conclusions_figure(ctx: FigureContext):
     twin = twin_for(ctx.model, allow_run=False)  # a saved or shipped twin; no run while drawing
     verdicts = all_conclusions(gather(ctx.model, progress=False), twin.rows, twin_name=twin.name)
     return plot_verdicts(list(verdicts.values()), VERDICT_COLOURS, model_name=ctx.model.name,
-                         labels=row_titles(verdicts), details=[deciding_number(v) for v in verdicts.values()])
+                         labels=row_titles(verdicts), details=[summary_line(v) for v in verdicts.values()])
