@@ -15,7 +15,7 @@ from attnlab.course import evidence as c
 from attnlab.course import twin_evidence
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.claims import head_count as hc
-from attnlab.course.twin_control import AS_MUCH, NEITHER, REMOVED, against_twin, clears_floor, difference
+from attnlab.course.twin_control import AS_MUCH, NEITHER, REMOVED, against_twin, clears_floor, difference, pooled_twin
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 from attnlab.analysis.stats import Interval
 
@@ -279,3 +279,44 @@ def test_claim_words_state_their_floors():
     most, few, floor = claims.MOST_FIXED, claims.FEW_CONTENT, claims.FLOOR_1
     assert f"{most + floor:.0%}" in claims.CLAIMS[1] and f"{few - floor:.0%}" in claims.CLAIMS[1]
     assert f"{claims.FLOOR_2:.0%}" in claims.CLAIMS[2]
+
+
+# --------------------------------------------------------------------------- the twin's own noise
+
+
+def test_twin_seed_noise_counted():
+    """C2's measured case: three shuffle seeds give twin values -0.131, -0.141 and -0.129, each with a
+    half-width of 0.0005. Pooled, the twin's interval holds the spread between seeds (not only one seed's
+    half-width), so a model 0.03 beyond one seed's twin but inside the seeds' spread plus the floor cannot
+    hold; a model clearly beyond every seed still holds."""
+    seeds = [_verdict(HOLDS, e, e - 0.0005, e + 0.0005, floor=0.02) for e in (-0.131, -0.141, -0.129)]
+    pooled = pooled_twin(seeds)
+    assert pooled.numbers["estimate"] == pytest.approx(np.mean([-0.131, -0.141, -0.129]))
+    assert pooled.numbers["low"] == pytest.approx(-0.1415) and pooled.numbers["high"] == pytest.approx(-0.1285)
+    assert pooled.numbers["high"] - pooled.numbers["low"] > 10 * 0.001  # the seeds' spread, not one half-width
+    model = _verdict(HOLDS, -0.158, -0.1585, -0.1575, floor=0.02)
+    assert against_twin("2", model, seeds[2]).verdict == HOLDS  # one seed alone: 0.029 beyond, clears 0.02
+    assert against_twin("2", model, pooled).verdict == UNSURE  # the seeds' spread counted: it does not
+    far = _verdict(HOLDS, -0.30, -0.31, -0.29, floor=0.02)
+    assert against_twin("2", far, pooled).verdict == HOLDS
+    mixed = pooled_twin([seeds[0], _verdict(FAILS, -0.01, -0.02, 0.0)])
+    assert mixed.verdict == UNSURE and mixed.numbers["shuffle seeds"] == 2
+    assert pooled_twin([seeds[0]]) is seeds[0]
+    with pytest.raises(ValueError):
+        pooled_twin([])
+
+
+def test_twin_records_keep_every_seed(tiny_en, tmp_path, monkeypatch):
+    """A twin saved with three seeds reads back with three, and lesson 12's rows pool them."""
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
+    slopes = [(3.0, 2.0, 1.0), (3.0, 2.2, 1.4), (3.0, 1.9, 0.8)]
+    evs = [c.Evidence(diversity=rec.diversity(s, half_width=0.01)) for s in slopes]
+    twin_evidence.save_twin(tiny_en, evs, name="three seeds", kind="shuffled", precision="fp32")
+    found = twin_evidence.twin_for(tiny_en, allow_run=False)
+    assert found.source == "report" and len(found.seeds) == 3
+    one_each = [claims.conclusion_2(ev.diversity) for ev in evs]
+    row = found.rows["2"]
+    assert row.numbers["shuffle seeds"] == 3
+    assert row.numbers["low"] == pytest.approx(min(v.numbers["low"] for v in one_each))
+    assert row.numbers["high"] == pytest.approx(max(v.numbers["high"] for v in one_each))

@@ -33,6 +33,9 @@ from attnlab.core.models import LoadedModel
 KINDS = ("shuffled", "fresh")
 #: the seed of the shuffles when none is given
 DEFAULT_SEED = 0
+#: the shuffle seeds a claim's twin is measured on, so that the spread between untrained twins (one seed's
+#: twin is one draw of a model that learned nothing) is counted in the twin's interval
+TWIN_SEEDS = (0, 1, 2)
 
 
 def kept_parameters(model: torch.nn.Module) -> set[str]:
@@ -98,6 +101,13 @@ def initialise_afresh(model: torch.nn.Module, names: list[str], *, seed: int = D
 def twin_name(name: str, kind: str = "shuffled", seed: int = DEFAULT_SEED) -> str:
     """The name a twin of ``name`` runs under: ``"multilingual-e5-small (untrained twin: shuffled, seed 0)"``."""
     return f"{name} (untrained twin: {kind}, seed {seed})"
+
+
+def twins_name(name: str, kind: str, seeds: tuple[int, ...]) -> str:
+    """The name of several twins pooled over their seeds: ``"... (untrained twin: shuffled, seeds 0, 1, 2)"``."""
+    if len(seeds) == 1:
+        return twin_name(name, kind, seeds[0])
+    return f"{name} (untrained twin: {kind}, seeds {', '.join(str(s) for s in seeds)})"
 
 
 def untrained_twin(m: LoadedModel, *, kind: str = "shuffled", seed: int = DEFAULT_SEED,

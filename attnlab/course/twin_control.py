@@ -130,6 +130,44 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, 
     return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_TWIN, "why": why})
 
 
+#: the numbers of a twin's verdict pooled over its shuffle seeds
+SEEDS = N_("shuffle seeds")
+SEED_ESTIMATES = N_("estimate of each seed")
+
+
+def pooled_twin(verdicts: list[ClaimVerdict]) -> ClaimVerdict:
+    """One claim judged on several untrained twins (one per shuffle seed), pooled so that the seeds' own
+    spread is inside the interval: the estimate is the seeds' mean, the interval runs from the lowest
+    seed's low end to the highest seed's high end (each seed's interval over texts or queries, and the
+    spread between seeds, both inside it). The word is the seeds' common word, else "cannot tell".
+
+    A single verdict comes back unchanged; a seed with no deciding number leaves the pool without one."""
+    if not verdicts:
+        raise ValueError("pooling a twin's verdicts needs at least one seed")
+    if len(verdicts) == 1:
+        return verdicts[0]
+    words = {v.verdict for v in verdicts}
+    word = words.pop() if len(words) == 1 else UNSURE
+    intervals = [deciding_interval(v) for v in verdicts]
+    numbers = {SEEDS: len(verdicts)}
+    if any(x is None for x in intervals):
+        return ClaimVerdict(verdicts[0].claim, word, {**numbers, "missing": NO_TWIN_NUMBER})
+    estimates = [x.estimate for x in intervals]
+    numbers.update({"estimate": sum(estimates) / len(estimates), "low": min(x.low for x in intervals),
+                    "high": max(x.high for x in intervals), SEED_ESTIMATES: [round(e, 4) for e in estimates]})
+    measure = verdicts[0].numbers.get("measure")
+    if measure is not None:
+        numbers["measure"] = measure
+    return ClaimVerdict(verdicts[0].claim, word, numbers)
+
+
+def pooled_twin_rows(rows_per_seed: list[dict[str, ClaimVerdict]]) -> dict[str, ClaimVerdict]:
+    """:func:`pooled_twin` row by row over the seeds' rows (each keyed the same way; rows a seed lacks are
+    pooled over the seeds that have them)."""
+    labels = list(dict.fromkeys(label for rows in rows_per_seed for label in rows))
+    return {label: pooled_twin([rows[label] for rows in rows_per_seed if label in rows]) for label in labels}
+
+
 def against_twins(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
                   twin_name: str = "") -> dict[str, ClaimVerdict]:
     """:func:`against_twin` on every row of ``model`` (``twin`` keyed the same way; None: no twin)."""

@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -31,11 +31,12 @@ from attnlab.core.config import is_smoke, smoke_mode
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import RecordError, to_plain
-from attnlab.core.twins import shuffled_for_a_while, untrained_twin
+from attnlab.core.twins import TWIN_SEEDS, shuffled_for_a_while, untrained_twin
 from attnlab.course import report_parts, results
 from attnlab.course.evidence import Evidence, data_verdicts
 from attnlab.course.lesson_results import HeadCountResult
 from attnlab.course.registry import RERUN, by_key
+from attnlab.course.twin_control import pooled_twin_rows
 from attnlab.course.verdicts import ClaimVerdict
 
 #: the saved result (in the course's results folder) that holds a report's twin rows
@@ -55,17 +56,28 @@ SOURCES = {
 
 @dataclass
 class TwinEvidence:
-    """The twin's evidence (None when there is none), its name, and where it came from."""
+    """The twin's evidence (None when there is none), its name, and where it came from; ``more`` holds the
+    evidence of the twin's further shuffle seeds (the first seed's is ``evidence``)."""
 
     evidence: Evidence | None
     name: str
     source: str
     file: str = ""
+    more: list[Evidence] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> list[Evidence]:
+        """Every seed's evidence, the first seed's first (empty when there is none)."""
+        return [] if self.evidence is None else [self.evidence, *self.more]
 
     @property
     def rows(self) -> dict[str, ClaimVerdict] | None:
-        """The twin's rows judged by today's rules (:func:`~attnlab.course.evidence.data_verdicts`)."""
-        return None if self.evidence is None else data_verdicts(self.evidence, safe=True)
+        """The twin's rows judged by today's rules (:func:`~attnlab.course.evidence.data_verdicts`), each pooled
+        over the shuffle seeds (:func:`~attnlab.course.twin_control.pooled_twin`: the seeds' spread inside
+        the interval)."""
+        if self.evidence is None:
+            return None
+        return pooled_twin_rows([data_verdicts(ev, safe=True) for ev in self.seeds])
 
     @property
     def said(self) -> str:
@@ -73,26 +85,43 @@ class TwinEvidence:
         return _(SOURCES[self.source]).format(file=self.file)
 
 
-def twin_record(ev: Evidence, *, name: str, kind: str, precision: str) -> dict:
-    """A twin's evidence as saved: its name, kind and precision, and each lesson's record by field."""
-    return {"name": name, "kind": kind, "precision": precision,
-            "records": {r.key: to_plain(getattr(ev, r.key)) for r in RERUN if getattr(ev, r.key) is not None}}
+def _records(ev: Evidence) -> dict:
+    return {r.key: to_plain(getattr(ev, r.key)) for r in RERUN if getattr(ev, r.key) is not None}
 
 
-def save_twin(m: LoadedModel, ev: Evidence, *, name: str, kind: str, precision: str) -> Path:
-    """Save a twin's evidence for ``m`` in the course's results folder (where lesson 12 looks first)."""
+def twin_record(ev: Evidence | list[Evidence], *, name: str, kind: str, precision: str) -> dict:
+    """A twin's evidence as saved: its name, kind and precision, each lesson's record by field for the first
+    shuffle seed (``records``) and for each further seed (``more_seeds``)."""
+    seeds = [ev] if isinstance(ev, Evidence) else list(ev)
+    return {"name": name, "kind": kind, "precision": precision, "records": _records(seeds[0]),
+            "more_seeds": [_records(e) for e in seeds[1:]]}
+
+
+def save_twin(m: LoadedModel, ev: Evidence | list[Evidence], *, name: str, kind: str, precision: str) -> Path:
+    """Save a twin's evidence (one seed's, or a list of seeds') for ``m`` in the course's results folder
+    (where lesson 12 looks first)."""
     return results.save(TWIN_RESULT, twin_record(ev, name=name, kind=kind, precision=precision), model=m)
 
 
-def evidence_from(data: dict) -> Evidence:
-    """The evidence of a saved or shipped twin (``data["records"]``: field -> record)."""
+def _evidence_of(records: dict) -> Evidence:
     ev = Evidence()
+    for key, record in records.items():
+        setattr(ev, key, by_key(key).kind.from_record(record))
+    return ev
+
+
+def evidence_from(data: dict) -> list[Evidence]:
+    """The evidence of a saved or shipped twin, one per shuffle seed (``data["records"]`` and
+    ``data["more_seeds"]``: field -> record)."""
     try:
-        for key, record in data["records"].items():
-            setattr(ev, key, by_key(key).kind.from_record(record))
+        return [_evidence_of(data["records"]), *(_evidence_of(r) for r in data.get("more_seeds", []))]
     except (KeyError, TypeError, ValueError, AttributeError, RecordError) as exc:
         raise RecordError(f"an untrained twin's records cannot be read: {exc}") from None
-    return ev
+
+
+def _twin_evidence(data: dict, source: str, file: str = "") -> TwinEvidence:
+    first, *more = evidence_from(data)
+    return TwinEvidence(first, str(data.get("name", "")), source, file, more)
 
 
 def file_stem(model_name: str) -> str:
@@ -112,7 +141,7 @@ def saved_twin(m: LoadedModel) -> TwinEvidence | None:
     if not isinstance(data, dict):
         return None
     try:
-        return TwinEvidence(evidence_from(data), str(data.get("name", "")), "report")
+        return _twin_evidence(data, "report")
     except RecordError:
         return None
 
@@ -124,23 +153,32 @@ def shipped_twin(m: LoadedModel) -> TwinEvidence | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))["data"]
-        return TwinEvidence(evidence_from(data), str(data.get("name", "")), "reference", path.name)
+        return _twin_evidence(data, "reference", path.name)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, RecordError):
         return None  # a shipped file of an older schema: measure a reduced twin instead
 
 
 
 
-def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = True) -> TwinEvidence:
-    """The report's measurements at smoke sizes on the untrained twin of ``m`` (``m`` is as trained afterwards).
-    Lesson 13's part is left out (it decides no conclusion), and so is lesson 10's training half,
-    which does not depend on the model (no twin applies to conclusion 5)."""
+def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", seeds: tuple[int, ...] = TWIN_SEEDS,
+                 progress: bool = True) -> TwinEvidence:
+    """The report's measurements at smoke sizes on the untrained twin of ``m``, once per shuffle seed
+    (``m`` is as trained afterwards). Lesson 13's part is left out (it decides no conclusion), and so is
+    lesson 10's training half, which does not depend on the model (no twin applies to conclusion 5)."""
+    measured = [_reduced_seed(m, kind=kind, seed=seed, progress=progress) for seed in seeds]
+    (first, name), more = measured[0], [ev for ev, _name in measured[1:]]
+    return TwinEvidence(first, name, "reduced", more=more)
+
+
+def _reduced_seed(m: LoadedModel, *, kind: str, seed: int, progress: bool) -> tuple[Evidence, str]:
+    """One seed of :func:`reduced_twin`: the evidence and the twin's name."""
     ev = Evidence()
     parts = {"patterns": report_parts.patterns, "perturbation": report_parts.perturbation,
              "averaging": report_parts.averaging, "diversity": report_parts.diversity,
              "head_count": _regrouping_only, "pruning": report_parts.pruning_part}
     # the shuffled twin is made in m's own weights and put back afterwards: no second model in memory
-    making = shuffled_for_a_while(m) if kind == "shuffled" else nullcontext(untrained_twin(m, kind=kind))
+    making = (shuffled_for_a_while(m, seed=seed) if kind == "shuffled"
+              else nullcontext(untrained_twin(m, kind=kind, seed=seed)))
     with making as twin, smoke_mode(True):
         for part, measure in tqdm(parts.items(), desc=_("untrained twin"), disable=not progress):
             try:
@@ -148,7 +186,7 @@ def reduced_twin(m: LoadedModel, *, kind: str = "shuffled", progress: bool = Tru
             except Exception:  # noqa: BLE001 - the rows it feeds say "cannot tell", with the missing lesson
                 continue
             setattr(ev, part, record)
-    return TwinEvidence(ev, twin.name, "reduced")
+    return ev, twin.name
 
 
 def _regrouping_only(m: LoadedModel, *, progress: bool = False) -> tuple[HeadCountResult, None]:

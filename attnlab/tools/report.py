@@ -41,6 +41,7 @@ import os
 import sys
 import time
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,8 @@ from attnlab.viz.conclusions_plots import plot_verdicts
 from attnlab.tools.report_plots import plot_dispersion_by_layer, plot_view_rho
 from attnlab.core.fast import choose_precision
 from attnlab.core.twins import KINDS as TWIN_KINDS
-from attnlab.core.twins import untrained_twin
+from attnlab.core.twins import TWIN_SEEDS, shuffled_for_a_while, twins_name, untrained_twin
+from attnlab.course.twin_control import pooled_twin_rows
 from attnlab.course.twin_evidence import save_twin
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
@@ -520,31 +522,45 @@ def run_parts(m: LoadedModel, folder: Path, parts: list[str], *, precision: str,
 
 
 def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: str, precision: str,
-                 progress: bool = True) -> tuple[dict[str, ClaimVerdict], dict]:
-    """The same parts on ``m``'s untrained twin (:func:`attnlab.core.twins.untrained_twin`), and the rows
-    judged on them (:func:`data_rows`).
+                 progress: bool = True, seeds: tuple[int, ...] = TWIN_SEEDS) -> tuple[dict[str, ClaimVerdict], dict]:
+    """The same parts on ``m``'s untrained twins (:func:`attnlab.core.twins.untrained_twin`), one per shuffle
+    seed, and the rows judged on them (:func:`data_rows`) pooled over the seeds
+    (:func:`attnlab.course.twin_control.pooled_twin`: the spread between seeds inside each interval).
 
-    The twin is made **in place**, so ``m``'s weights are gone afterwards (one model's memory, not two):
-    call this after every measurement of ``m``. Lesson 13's part is left out (it decides no conclusion);
-    lesson 10's training half does not depend on the model, so the twin borrows ``m``'s.
+    A shuffled twin is made in ``m``'s own weights and put back after each seed (one model's memory, not
+    two); a fresh twin replaces ``m``'s weights, so call this after every measurement of ``m``. Lesson 13's
+    part is left out (it decides no conclusion); lesson 10's training half does not depend on the model,
+    so the twin borrows ``m``'s. The first seed's parts are saved in ``out/twin/parts``, the others' in
+    ``out/twin/seed-N/parts``.
 
-    The twin's evidence is also saved in the course's results folder
+    The twins' evidence is also saved in the course's results folder
     (:func:`attnlab.course.twin_evidence.save_twin`), where lesson 12 finds it.
 
     Returns:
-        ``(rows, settings)``: the twin's rows, and its name, kind and parts as the results JSON stores them.
+        ``(rows, settings)``: the pooled rows, and the twins' name, kind, seeds and parts (seconds summed
+        over the seeds) as the results JSON stores them.
     """
-    twin = untrained_twin(m, kind=kind, in_place=True)
     head_count_run = runs.get("head_count")
     trained = head_count_run.record if head_count_run is not None else None
-    twin_runs = run_parts(twin, out / TWIN_FOLDER / PART_FOLDER, TWIN_PARTS, precision=precision, progress=progress,
-                          desc=_("untrained twin"), extra={"head_count": {"trained": trained}} if trained else None)
-    ev = evidence_of(twin_runs)
-    save_twin(m, ev, name=twin.name, kind=kind, precision=precision)
-    settings = {"name": twin.name, "kind": kind, "parts": {name: {"origin": r.origin, "seconds": round(r.seconds, 2),
-                                                                   "error": r.error}
-                                                            for name, r in twin_runs.items()}}
-    return data_rows(ev), settings
+    evidences, parts = [], {}
+    for i, seed in enumerate(seeds):
+        folder = out / TWIN_FOLDER / (PART_FOLDER if i == 0 else f"seed-{seed}/{PART_FOLDER}")
+        making = (shuffled_for_a_while(m, seed=seed) if kind == "shuffled"
+                  else nullcontext(untrained_twin(m, kind=kind, seed=seed, in_place=True)))
+        with making as twin:
+            twin_runs = run_parts(twin, folder, TWIN_PARTS, precision=precision, progress=progress,
+                                  desc=_("untrained twin, seed {seed}").format(seed=seed),
+                                  extra={"head_count": {"trained": trained}} if trained else None)
+        evidences.append(evidence_of(twin_runs))
+        for name, r in twin_runs.items():
+            part = parts.setdefault(name, {"origin": r.origin, "seconds": 0.0, "error": r.error})
+            part["seconds"] = round(part["seconds"] + r.seconds, 2)
+            if r.origin != "saved":
+                part["origin"] = r.origin
+    name = twins_name(m.name, kind, seeds)
+    save_twin(m, evidences, name=name, kind=kind, precision=precision)
+    settings = {"name": name, "kind": kind, "seeds": list(seeds), "parts": parts}
+    return pooled_twin_rows([data_rows(ev) for ev in evidences]), settings
 
 
 def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | None = None,
