@@ -603,3 +603,17 @@ def bootstrap_correlation_of_means(x, y, *, method: str = "spearman", n_boot: in
     weights = resample_counts(n, n_boot, seed).astype(float)  # (B, N): one draw of the units per resample
     boots = _correlations_per_group(_weighted_means(weights, a), _weighted_means(weights, b), method)  # (B, G)
     return interval_from_samples(estimate, boots, level=level, n=n)
+
+
+def chance_beyond(effect: float, line: float, half_width: float, level: float = 0.95) -> float:
+    """The chance that a normal estimate of ``effect`` with an interval of ``half_width`` (at ``level``)
+    lands with its whole interval beyond ``line`` (above it when ``effect >= line`` is the side asked, i.e.
+    the interval's low end above the line): ``Phi((effect - line) / se - z)``, ``se = half_width / z``.
+
+    The power of a rule that decides when an interval clears a line, at a given noise: e.g. the chance that
+    a model beating its untrained twin by twice the floor reads "holds" (``effect = 2 floor``,
+    ``line = floor``). A zero half-width gives 1 or 0."""
+    z = float(_scipy_stats.norm.ppf(0.5 + level / 2))
+    if not half_width > 0:
+        return float(effect > line)
+    return float(_scipy_stats.norm.cdf((effect - line) / (half_width / z) - z))

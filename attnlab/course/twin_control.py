@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from attnlab.analysis.stats import Interval
+from attnlab.analysis.stats import Interval, chance_beyond
 from attnlab.core.language import N_
 from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT
 from attnlab.course.claims.conclusions import CONCLUSIONS
@@ -50,6 +50,7 @@ NOT_ABOUT = N_("not about this model: lesson 10 trains its own small models, so 
 NO_TWIN = N_("not measured: this verdict is not checked against an untrained model")
 NO_TWIN_FOR_HOLDS = N_("the untrained twin's measurement (run attnlab report, or lesson 12 with its twin), "
                        "without which a \"holds\" cannot say what training produced")
+POWER = N_("chance of holds if the model beat the twin by twice the floor, at this noise")
 NO_TWIN_NUMBER = N_("the untrained twin's deciding number for this claim (its run saved none)")
 
 
@@ -76,6 +77,14 @@ def clears_floor(diff: Interval, direction: int, floor: float) -> bool:
     if direction not in (+1, -1):
         raise ValueError(f"direction toward holding must be +1 or -1, got {direction!r}")
     return diff.low > floor if direction > 0 else diff.high < -floor
+
+
+def power(diff: Interval, direction: int, floor: float, multiple: float = 2.0) -> float:
+    """The chance that :func:`clears_floor` passes when the model truly beats its twin by ``multiple`` x the
+    floor toward holding, at the noise of ``diff`` (its half-width on the side that must clear the floor):
+    what a card states so that a "cannot tell" can be read as "too little data" or "no effect"."""
+    half_width = diff.estimate - diff.low if direction > 0 else diff.high - diff.estimate
+    return chance_beyond(multiple * floor, floor, half_width)
 
 
 def _interval_text(x: Interval) -> str:
@@ -123,6 +132,7 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, 
     diff = difference(mine, theirs)
     numbers[DIFFERENCE] = _interval_text(diff)
     numbers.setdefault(FLOOR, floor)
+    numbers[POWER] = round(power(diff, direction, floor), 3)
     if clears_floor(diff, direction, floor):
         return ClaimVerdict(model.claim, HOLDS, numbers)
     why = AS_MUCH.format(model=f"{mine.estimate:.3g}", twin=f"{theirs.estimate:.3g}", difference=_interval_text(diff),

@@ -52,6 +52,7 @@ from attnlab.analysis.covering import (
 from attnlab.analysis.compare import FOLLOWER_MARGIN
 from attnlab.analysis.stats import (
     Interval,
+    chance_beyond,
     bootstrap_share_above,
     permutation_test,
     resample_counts,
@@ -864,6 +865,13 @@ def useful_interval(per_text: np.ndarray, labels: np.ndarray, *, least: float = 
     return Interval(estimate, float(low), float(high), 0.95, n)
 
 
+def useful_power(diff: Interval, margin: float = USEFUL_MARGIN, floor: float = FLOOR_6A) -> float:
+    """The chance that 6a holds when it is true (the two kinds of heads equally often among the least important:
+    a difference of 0) at the noise of ``diff`` (its interval's upper half-width): the whole interval must
+    fall below ``margin - floor``. Low when few heads carry a label: the label band alone is wide."""
+    return chance_beyond(margin - floor, 0.0, float(diff.high - diff.estimate))
+
+
 def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResult | None, *,
                   least: float = LEAST_SHARE, margin: float = USEFUL_MARGIN, floor: float = FLOOR_6A) -> ClaimVerdict:
     """The heads that do not follow content (lesson 06) are not the useless ones (lesson 11): an
@@ -916,6 +924,8 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     if all_labels.shape == labels.shape:
         numbers[N_("all keys: share difference")] = str(useful_interval(pruning.ablation_per_text, all_labels,
                                                                         least=least))
+    numbers[N_("chance of holds when both kinds of heads are equally useful, at this size")] = round(
+        useful_power(diff, margin, floor), 3)
     why = too_few_units(diff)
     if why is not None or not np.isfinite(diff.estimate):
         return ClaimVerdict.decide(USEFUL_CLAIM, holds=False, fails=False,
