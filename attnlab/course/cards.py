@@ -42,6 +42,9 @@ TWIN_VERDICT = N_("untrained twin's verdict")
 TWIN_NUMBER = N_("untrained twin's deciding number")
 #: what the twin's word means for a verdict that does not hold (the twin never changes that word)
 TWIN_SAYS = N_("what the untrained twin says")
+#: the key of a verdict's numbers that names its deciding number explicitly (``"estimate"``, whose ends are
+#: ``"low"`` and ``"high"``, or any ``x`` whose ends are ``"x low"`` and ``"x high"``)
+DECIDED_ON = "decided on"
 #: ends of a key that name an interval's ends
 LOW_ENDS = ("_low", " low")
 HIGH_ENDS = ("_high", " high")
@@ -66,6 +69,7 @@ NUMBER_LABELS = {
     "clear_heads_uncorrected": N_("heads clearly so, uncorrected"),
     "d_k_first": N_("smallest d_k"),
     "d_k_last": N_("largest d_k"),
+    "decided on": N_("decided on"),
     "difference": N_("difference"),
     "estimate": N_("estimate"),
     "exponent_attention": N_("attention's time exponent"),
@@ -307,6 +311,18 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _named_interval(numbers: Mapping) -> tuple[str, float, float, float] | None:
+    """``(key, estimate, low, high)`` of the number ``numbers[DECIDED_ON]`` names, else None."""
+    key = numbers.get(DECIDED_ON)
+    if not isinstance(key, str) or key not in numbers:
+        return None
+    ends = ("low", "high") if key == "estimate" else (f"{key} low", f"{key} high")
+    found = [_finite(numbers.get(k)) for k in (key, *ends)]
+    if any(v is None for v in found):
+        raise ValueError(f"the deciding number {key!r} has no finite ends {ends} among the numbers")
+    return (key, *found)  # type: ignore[return-value]
+
+
 def _interval(numbers: Mapping) -> tuple[str, float, float, float] | None:
     """``(key, estimate, low, high)`` of the first interval among ``numbers``, else None."""
     keys = list(numbers)
@@ -350,7 +366,7 @@ def deciding(numbers: Mapping, *, value_keys: tuple[str, ...] = ("score",)) -> D
             if partner is not None and _finite(numbers.get(partner)) is not None:
                 thresholds[partner] = _finite(numbers[partner])
             break
-    found = _interval(numbers)
+    found = _named_interval(numbers) or _interval(numbers)
     if found is not None:
         key, estimate, low, high = found
         return Decider(key, estimate, min(low, high), max(low, high), thresholds)

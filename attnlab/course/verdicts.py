@@ -25,7 +25,17 @@ from typing import Iterable
 
 from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
-from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT, Decider, card, deciding, numbers_text, value_text
+from attnlab.course.cards import (
+    DECIDED_ON,
+    TWIN_NUMBER,
+    TWIN_SAYS,
+    TWIN_VERDICT,
+    Decider,
+    card,
+    deciding,
+    numbers_text,
+    value_text,
+)
 from attnlab.course.cards import label as label_of
 
 HOLDS = "holds"
@@ -95,12 +105,21 @@ class ClaimVerdict:
             raise ValueError(f"verdict must be one of {WORDS}, got {self.verdict!r}")
 
     @classmethod
-    def decide(cls, claim: str, *, holds: bool, fails: bool, **numbers) -> "ClaimVerdict":
+    def decide(cls, claim: str, *, holds: bool, fails: bool, decided_on: str | None = None,
+               **numbers) -> "ClaimVerdict":
         """The one way to build a verdict: two tests computed from the data, and their numbers.
 
         ``holds`` and ``fails`` must not both be true; when neither is, the
-        verdict is ``"cannot tell"``.
+        verdict is ``"cannot tell"``. ``decided_on`` names the deciding number among ``numbers``
+        (its ends ``"<name> low"`` / ``"<name> high"``); a verdict with ``estimate``, ``low`` and
+        ``high`` is decided on ``"estimate"`` unless it says otherwise.
         """
+        if decided_on is None and all(k in numbers for k in ("estimate", "low", "high")):
+            decided_on = "estimate"
+        if decided_on is not None:
+            if decided_on not in numbers:
+                raise ValueError(f"the deciding number {decided_on!r} is not among the verdict's numbers")
+            numbers = {DECIDED_ON: decided_on, **numbers}
         return cls(claim, from_tests(bool(holds), bool(fails)), numbers)
 
     @classmethod
