@@ -233,6 +233,8 @@ def test_conclusion_2_training_against_the_twin():
     assert adds.verdict == HOLDS and adds.numbers["training against depth alone"] == claims.ADDS
     missing = claims.conclusion_2_training(rec.diversity(), None)
     assert missing.verdict == UNSURE and "twin" in missing.numbers["missing"]
+    old_twin = claims.conclusion_2_training(rec.diversity(), rec.diversity(with_shape=False))  # a twin saved before
+    assert old_twin.verdict == UNSURE and old_twin.numbers["missing"] == claims.NO_TWIN_SHAPE
 
 
 def test_conclusion_3_self_can_hold():

@@ -500,6 +500,8 @@ def depth_excess(diversity: DiversityResult) -> Interval:
 
 NO_SHAPE = N_("lesson 09 saved no shape of its dispersion curve (a record from before it measured one): run it "
               "again")
+NO_TWIN_SHAPE = N_("the untrained twin's lesson 09 record has no shape of its dispersion curve (it was measured "
+                   "before the shape was): run attnlab report again to measure the twin anew")
 
 
 def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None, *,
@@ -562,8 +564,10 @@ def conclusion_2_training(model: DiversityResult | None, twin: DiversityResult |
         return ClaimVerdict.missing(CLAIM_TRAINING, N_(
             "lesson 09's record of the model and of its untrained twin (run lesson 09, and attnlab report for "
             "the twin)"))
-    if model.shape is None or twin.shape is None:
+    if model.shape is None:
         return ClaimVerdict.missing(CLAIM_TRAINING, NO_SHAPE)
+    if twin.shape is None:
+        return ClaimVerdict.missing(CLAIM_TRAINING, NO_TWIN_SHAPE)
     return verdict_training_converges(model.shape, twin.shape, floor=floor)
 
 
