@@ -4,8 +4,10 @@ whose verdicts are known in advance (no lesson has to run first)."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from attnlab.analysis.covering import Covering
+from attnlab.analysis.diversity import DepthShape, HeadDistances, depth_shape
 from attnlab.analysis.probes import N_SPLITS, TASKS, TaskStudy, training_halves
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
@@ -81,18 +83,38 @@ def averaging(fixed_share: float = 0.8, n_layers: int = L, n_heads: int = H, slo
                            sink_labels=labels)
 
 
+def planted_texts(dispersion, spread: float, n_texts: int, seed: int = 0) -> np.ndarray:
+    """``(n_texts, L)``: each text's within-layer dispersion, scattered by ``spread`` (standard deviation)
+    around ``dispersion`` ``(L,)`` and centred so that the mean over the texts is ``dispersion`` exactly."""
+    noise = np.random.default_rng(seed).normal(0.0, spread, size=(n_texts, len(dispersion)))
+    return np.asarray(dispersion, dtype=float) + noise - noise.mean(axis=0)
+
+
+def planted_shape(dispersion, spread: float = 0.1, n_texts: int = 10, seed: int = 0) -> DepthShape:
+    """:func:`~attnlab.analysis.diversity.depth_shape` of texts planted around ``dispersion`` (:func:`planted_texts`)."""
+    per_text = torch.tensor(planted_texts(dispersion, spread, n_texts, seed))
+    hd = HeadDistances(torch.zeros(1, 1), per_text, list(range(len(dispersion))), n_heads=1)
+    return depth_shape(hd, n_boot=500, seed=seed)
+
+
 def diversity(dispersion=(3.0, 2.0, 1.0), half_width: float = 0.1, control_slope: float = 0.0,
-              control_p: float = 0.001, n_texts: int = 10, with_control: bool = True) -> DiversityResult:
+              control_p: float = 0.001, n_texts: int = 10, with_control: bool = True,
+              with_shape: bool = True) -> DiversityResult:
     """Lesson 09's record: dispersion per layer, its slope (interval ``half_width`` either side, over
-    ``n_texts`` texts) and the shuffled-layer control's slope ``control_slope`` with its p."""
+    ``n_texts`` texts), the shuffled-layer control's slope ``control_slope`` with its p, and the
+    curve's shape measured on ``n_texts`` texts planted around ``dispersion`` whose means scatter by
+    about ``half_width`` (:func:`planted_shape`; the same on the content keys)."""
     disp = np.asarray(dispersion, dtype=float)
     slope = float(np.polyfit(np.arange(len(disp)), disp, 1)[0])
     control = Interval(control_slope, control_slope - 0.05, control_slope + 0.05, 0.95, 200) if with_control else None
+    spread = half_width * np.sqrt(n_texts) / 2.0  # a mean of n_texts texts then scatters by about half_width / 2
+    shape = planted_shape(disp, spread, n_texts) if with_shape else None
     return DiversityResult(n_queries=n_texts, layers=list(range(len(disp))),
                            dispersion=Interval(disp, disp - 0.1, disp + 0.1, 0.95, n_texts),
                            slope=Interval(slope, slope - half_width, slope + half_width, 0.95, n_texts),
                            spearman=-1.0, verdict=ANY, clustering_verdict=ANY, within_layer=0.2, between_layers=0.3,
-                           baseline_slope=control, baseline_p=control_p if with_control else float("nan"))
+                           baseline_slope=control, baseline_p=control_p if with_control else float("nan"),
+                           shape=shape, content_shape=shape)
 
 
 def group(n_groups: int, self_mass: float, cls_mass: float, entropy_ratio: float, *, n_texts: int = 20,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.analysis.diversity import DepthTrend, LayerClustering, ShuffledBaseline
+from attnlab.analysis.diversity import DepthShape, DepthTrend, LayerClustering, ShuffledBaseline
 from attnlab.analysis.fixedness import UNIFORM_INFO, FixednessReport, fixedness_report
 from attnlab.analysis.stats import Interval
 from attnlab.course.claims import averaging as avg
@@ -317,6 +317,55 @@ def test_layers_cluster_can_fail():
 
 def test_layers_cluster_cannot_tell():
     assert div.verdict_layers_cluster(LayerClustering(0.5, 0.6, 0.2, 1000)).verdict == UNSURE
+
+
+def shape(upper: tuple[float, float, float], rebound: tuple[float, float, float], texts: int = 50) -> DepthShape:
+    """A curve's shape with the given ``(estimate, low, high)`` of its upper share and rebound."""
+    return DepthShape(layers=list(range(12)), upper_share=Interval(*upper, 0.95, texts),
+                      rebound=Interval(*rebound, 0.95, texts), least_layer=11, n_boot=500)
+
+
+def test_upper_layers_converge_can_hold():
+    v = div.verdict_upper_layers_converge(shape((0.3, 0.28, 0.32), (0.0, 0.0, 0.02)))
+    assert v.verdict == HOLDS
+    # the larger gap past its line: the rebound's (0.02 - 0.1) against the upper share's (0.32 - 0.9)
+    assert v.numbers["high"] == pytest.approx(0.02 - div.CONVERGE_FLOOR)
+    assert v.numbers["least diverse layer"] == 12
+
+
+def test_upper_layers_converge_can_fail():
+    u = div.verdict_upper_layers_converge(shape((0.52, 0.50, 0.53), (0.47, 0.44, 0.50)))  # the offline default's U
+    assert u.verdict == FAILS and u.numbers["low"] == pytest.approx(0.44 - div.CONVERGE_FLOOR)
+    flat = div.verdict_upper_layers_converge(shape((1.0, 0.97, 1.03), (0.02, 0.0, 0.05)))  # no fall at all
+    assert flat.verdict == FAILS and flat.numbers["low"] == pytest.approx(0.97 - (1 - div.CONVERGE_FLOOR))
+
+
+def test_upper_layers_converge_cannot_tell():
+    assert div.verdict_upper_layers_converge(shape((0.3, 0.28, 0.32), (0.09, 0.05, 0.13))).verdict == UNSURE
+    few = div.verdict_upper_layers_converge(shape((0.3, 0.28, 0.32), (0.0, 0.0, 0.0), texts=4))
+    assert few.verdict == UNSURE and "4 resampled units" in few.numbers["why"]
+
+
+def test_training_converges_can_hold():
+    twin = shape((0.9, 0.88, 0.92), (0.0, 0.0, 0.01))
+    v = div.verdict_training_converges(shape((0.3, 0.28, 0.32), (0.0, 0.0, 0.01)), twin)
+    assert v.verdict == HOLDS and v.numbers["training against depth alone"] == div.ADDS
+    assert v.numbers["estimate"] == pytest.approx(-0.6)
+    assert v.numbers["high"] == pytest.approx(-0.6 + np.hypot(0.02, 0.02))  # both runs' noise, in quadrature
+
+
+def test_training_converges_can_fail():
+    twin = shape((0.006, 0.005, 0.007), (0.0, 0.0, 0.0))  # a twin collapsed with depth
+    keeps = div.verdict_training_converges(shape((0.52, 0.50, 0.53), (0.47, 0.44, 0.50)), twin)
+    assert keeps.verdict == FAILS and keeps.numbers["training against depth alone"] == div.KEEPS
+    same = div.verdict_training_converges(shape((0.05, 0.04, 0.06), (0.0, 0.0, 0.0)), twin)
+    assert same.verdict == FAILS and same.numbers["training against depth alone"] == div.AS_DEPTH
+
+
+def test_training_converges_cannot_tell():
+    twin = shape((0.5, 0.45, 0.55), (0.0, 0.0, 0.0))
+    v = div.verdict_training_converges(shape((0.4, 0.35, 0.45), (0.0, 0.0, 0.0)), twin)  # 0.1 apart, wide
+    assert v.verdict == UNSURE and v.numbers["training against depth alone"] == div.UNDECIDED
 
 
 def test_every_claim_function_has_hold_and_fail_tests():

@@ -158,31 +158,83 @@ def test_fixed_vs_followers_counts_head_by_head():
 def test_conclusion_2_can_hold():
     v = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), control_slope=0.02), rec.averaging(slope=0.2))
     assert v.verdict == HOLDS
-    assert v.numbers["slope per layer"] == pytest.approx(-1.0)
-    # real minus control, as a share of the first layer's dispersion (3.0)
-    assert v.numbers["estimate"] == pytest.approx(-1.02 / 3.0)
-    assert v.numbers["high"] == pytest.approx((-1.0 + 0.1 - 0.02) / 3.0)
+    # the curve falls to the top: the last layer is the least diverse (rebound 0), and the upper third keeps
+    # 1/3 of the lower third's dispersion; the larger gap is the rebound's, 0 - floor
+    assert v.numbers["estimate"] == pytest.approx(-claims.FLOOR_2)
+    assert v.numbers["high"] < 0 and v.numbers["holds below"] == 0.0
+    assert v.numbers["least diverse layer"] == 3
+    assert v.numbers["upper third over lower third"].startswith(f"{1 / 3:.3f}")
     assert v.numbers["floor"] == pytest.approx(claims.FLOOR_2)
+    assert v.numbers["slope per layer"] == pytest.approx(-1.0)  # shown beside, not deciding
     assert v.numbers["fixedness slope per layer (lesson 08)"] == pytest.approx(0.2)
+    assert v.numbers["content keys: verdict"] == HOLDS
+
+
+def u_curve(layers: int = 12) -> np.ndarray:
+    """The offline default's curve, measured (lesson 09, 2,000 queries): high, down to layer 10, up again."""
+    curve = np.array([2.72, 2.97, 2.07, 1.12, 1.32, 1.13, 1.41, 0.94, 0.81, 0.79, 1.15, 1.84])
+    return curve[:layers]
+
+
+def test_conclusion_2_a_u_does_not_hold_though_its_slope_falls():
+    record = rec.diversity(u_curve(), half_width=0.01, n_texts=40)
+    v = claims.conclusion_2(record)
+    assert v.verdict == FAILS
+    assert v.numbers["slope high"] < 0  # a straight slope reads this curve as converging
+    assert v.numbers["least diverse layer"] == 10
+    lower = u_curve()[:4].mean()
+    rebound = (1.84 - 0.79) / lower  # the last layer above layer 10, in shares of the lower third's dispersion
+    assert record.shape.rebound.estimate == pytest.approx(rebound)
+    assert v.numbers["estimate"] == pytest.approx(rebound - claims.FLOOR_2)
+    assert v.numbers["low"] > 0
 
 
 def test_conclusion_2_can_fail():
-    assert claims.conclusion_2(rec.diversity((1.0, 2.0, 3.0))).verdict == FAILS
-    inside_control = rec.diversity((3.0, 2.0, 1.0), control_p=0.99)  # random deals fall as fast
-    assert claims.conclusion_2(inside_control).verdict == FAILS
+    assert claims.conclusion_2(rec.diversity((1.0, 2.0, 3.0))).verdict == FAILS  # rising
+    flat = claims.conclusion_2(rec.diversity((2.0, 2.0, 2.0), half_width=0.01))  # no fall: the upper share is 1
+    assert flat.verdict == FAILS and flat.numbers["estimate"] == pytest.approx(claims.FLOOR_2)
 
 
 def test_conclusion_2_cannot_tell():
-    assert claims.conclusion_2(rec.diversity((1.0, 1.0, 1.0))).verdict == UNSURE  # interval straddles 0
-    # the raw slope's interval lies below 0, but the control falls by 0.95 per layer too
-    v = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), control_slope=-0.95))
-    assert v.verdict == UNSURE and v.numbers["low"] < 0 < v.numbers["high"]
-    weak_control = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), control_p=0.2))
-    assert weak_control.verdict == UNSURE
-    no_control = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), with_control=False))
-    assert no_control.verdict == UNSURE and "control" in no_control.numbers["missing"]
+    # the last layer climbs back by about the floor: the interval of the rebound reaches it
+    near = claims.conclusion_2(rec.diversity((3.0, 1.0, 1.3), half_width=0.1))
+    assert near.verdict == UNSURE and near.numbers["low"] < 0 < near.numbers["high"]
+    no_shape = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), with_shape=False))  # a record from before
+    assert no_shape.verdict == UNSURE and no_shape.numbers["missing"] == claims.NO_SHAPE
     few = claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), n_texts=4))  # smoke mode: 4 resampled units
     assert few.verdict == UNSURE and "4 resampled units" in few.numbers["why"]
+    assert claims.conclusion_2(None).verdict == UNSURE
+
+
+def test_conclusion_2_sensitivity_moves_its_floor():
+    """A last layer that climbs back by 0.15 of the lower third's spread: a U at the floors 0.05 and 0.1, not at 0.2."""
+    record = rec.diversity((3.0, 1.0, 1.45), half_width=0.01)
+    words = {f: claims.conclusion_2(record, floor=f).verdict for f in claims.SENSITIVITY[2]["floor"]}
+    assert words == {0.05: FAILS, 0.1: FAILS, 0.2: HOLDS}
+
+
+def test_conclusion_2_claim_states_its_lines():
+    assert f"{1 - claims.FLOOR_2:.0%}" in claims.CLAIMS[2] and f"{claims.FLOOR_2:.0%}" in claims.CLAIMS[2]
+    assert str(claims.FLOOR_2) in claims.CLAIM_TRAINING
+
+
+def test_conclusion_2_training_against_the_twin():
+    """The companion reading: the model's upper share against its untrained twin's (depth alone)."""
+    collapsing_twin = rec.diversity((1.2, 1.9, 1.4, 0.75, 0.54, 0.28, 0.12, 0.044, 0.024, 0.007, 0.001, 0.0005),
+                                    half_width=0.01, n_texts=40)
+    keeps = claims.conclusion_2_training(rec.diversity(u_curve(), half_width=0.01, n_texts=40), collapsing_twin)
+    assert keeps.verdict == FAILS and keeps.numbers["training against depth alone"] == claims.KEEPS
+    assert keeps.numbers["estimate"] > claims.FLOOR_2
+    same = claims.conclusion_2_training(collapsing_twin, collapsing_twin)
+    assert same.verdict == FAILS and same.numbers["training against depth alone"] == claims.AS_DEPTH
+    assert same.numbers["estimate"] == pytest.approx(0.0)
+    flat_twin = rec.diversity((2.0, 2.0, 2.0), half_width=0.01)
+    adds = claims.conclusion_2_training(rec.diversity((3.0, 2.0, 1.0), half_width=0.01), flat_twin)
+    assert adds.verdict == HOLDS and adds.numbers["training against depth alone"] == claims.ADDS
+    missing = claims.conclusion_2_training(rec.diversity(), None)
+    assert missing.verdict == UNSURE and "twin" in missing.numbers["missing"]
+    old_twin = claims.conclusion_2_training(rec.diversity(), rec.diversity(with_shape=False))  # a twin saved before
+    assert old_twin.verdict == UNSURE and old_twin.numbers["missing"] == claims.NO_TWIN_SHAPE
 
 
 def test_conclusion_3_self_can_hold():

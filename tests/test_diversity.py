@@ -14,15 +14,20 @@ from scipy.spatial.distance import jensenshannon
 
 import attnlab as al
 from attnlab.analysis.diversity import (
+    DepthShape,
     HeadDistances,
+    depth_shape,
     depth_trend,
     head_distances,
     layer_clustering,
     layer_dispersion,
     pairwise_head_js,
+    shape_numbers,
     shuffled_baseline,
+    thirds,
 )
-from attnlab.course.verdicts import WORDS
+from attnlab.course.claims.diversity import convergence_gap, verdict_upper_layers_converge
+from attnlab.course.verdicts import FAILS, HOLDS, WORDS
 from attnlab.viz.diversity_plots import plot_dispersion, plot_mds
 
 from same_length import same_length_texts
@@ -176,3 +181,97 @@ def test_the_dispersion_figure_bakes_no_verdict_into_its_title():
     assert title and not any(word in title for word in WORDS)
     assert not any(word in title for word in ("converge", "shrink", "confirmed", "true", "false"))
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- the shape of the curve
+
+#: the course's sizes: 12 layers (bert-base, the offline default), 40 queries in smoke mode and 250 (the
+#: report's first look), and a spread between texts of 20% of each layer's level: the offline default's
+#: texts scatter by 3% (layer 1) to 11% (layer 12) of the level, its twin's by 6% to 15% (a collapsed layer
+#: scatters as little as it is high)
+SHAPE_LAYERS, SHAPE_TEXTS, SHAPE_SPREAD = 12, (40, 250), 0.2
+PLANTED = {
+    "falling": np.linspace(2.5, 0.4, SHAPE_LAYERS),
+    "flat": np.full(SHAPE_LAYERS, 1.5),
+    # the offline default's measured curve: down to layer 10, up again at the top
+    "U": np.array([2.72, 2.97, 2.07, 1.12, 1.32, 1.13, 1.41, 0.94, 0.81, 0.79, 1.15, 1.84]),
+    "rising": np.linspace(0.8, 2.0, SHAPE_LAYERS),
+    # an untrained twin's: heads identical from the middle up
+    "collapsing": 1.9 * np.exp(-0.7 * np.arange(SHAPE_LAYERS)),
+}
+
+
+def planted_distances(curve: np.ndarray, n_texts: int, seed: int, spread: float = SHAPE_SPREAD) -> HeadDistances:
+    """Texts whose within-layer dispersion scatters around ``curve`` ``(L,)`` by the share ``spread`` of each
+    layer's level (log-normal factors of mean 1, so never below 0)."""
+    rng = np.random.default_rng(seed)
+    factors = rng.lognormal(-spread ** 2 / 2, spread, size=(n_texts, len(curve)))  # (N, L), mean 1
+    per_text = curve * factors  # (N, L)
+    return HeadDistances(torch.zeros(1, 1), torch.tensor(per_text), list(range(len(curve))), n_heads=12)
+
+
+def test_thirds_split_the_depth():
+    assert [t.tolist() for t in thirds(12)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert [len(t) for t in thirds(13)] == [5, 4, 4] and [t.tolist() for t in thirds(3)] == [[0], [1], [2]]
+    with pytest.raises(ValueError):
+        thirds(2)
+
+
+def test_shape_numbers_by_hand():
+    curve = np.array([4.0, 2.0, 3.0, 1.0, 0.5, 2.0])  # thirds: (4, 2), (3, 1), (0.5, 2)
+    share, rebound, least = shape_numbers(curve)
+    assert share == pytest.approx(((0.5 + 2.0) / 2) / ((4.0 + 2.0) / 2))
+    assert rebound == pytest.approx((2.0 - 0.5) / 3.0) and least == 4
+    many = shape_numbers(np.stack([curve, curve[::-1]]))  # one row per curve
+    assert many[0][1] == pytest.approx(((4.0 + 2.0) / 2) / ((2.0 + 0.5) / 2)) and many[2][1] == 4 - 3
+    assert np.isnan(shape_numbers(np.array([0.0, 0.0, 1.0]))[0])  # no spread in the lower third
+
+
+def test_depth_shape_resamples_texts():
+    """The interval comes from resampling whole texts; a hand resample with the same counts agrees."""
+    hd = planted_distances(PLANTED["U"], 40, seed=0)
+    shape = depth_shape(hd, n_boot=300, seed=3)
+    per_text = hd.per_text.numpy()
+    counts = np.random.default_rng(3).multinomial(40, np.full(40, 1 / 40), size=300)  # (B, N)
+    boots = np.array([shape_numbers((c[:, None] * per_text).sum(axis=0) / 40)[1] for c in counts])
+    assert shape.rebound.low == pytest.approx(np.quantile(boots, 0.025))
+    assert shape.rebound.high == pytest.approx(np.quantile(boots, 0.975))
+    assert shape.rebound.estimate == pytest.approx(shape_numbers(per_text.mean(axis=0))[1])
+    assert shape.least_layer == int(np.argmin(per_text.mean(axis=0))) and shape.n_texts == 40
+    back = DepthShape.from_record(shape.to_record())
+    assert back.rebound.high == pytest.approx(shape.rebound.high) and back.least_layer == shape.least_layer
+
+
+@pytest.mark.parametrize("n_texts", SHAPE_TEXTS)
+def test_planted_curves_read_as_their_shape(n_texts):
+    """At the course's sizes and noise, only a curve that falls to the top holds; a U does not, though its
+    straight slope falls beyond its interval."""
+    expected = {"falling": HOLDS, "flat": FAILS, "U": FAILS, "rising": FAILS, "collapsing": HOLDS}
+    for seed in range(5):
+        for name, curve in PLANTED.items():
+            hd = planted_distances(curve, n_texts, seed)
+            shape = depth_shape(hd, n_boot=400, seed=seed)
+            assert verdict_upper_layers_converge(shape).verdict == expected[name], (name, seed)
+    u = planted_distances(PLANTED["U"], n_texts, 0)
+    assert depth_trend(u, n_boot=400).slope.high < 0  # what the slope alone reads: heads converge
+
+
+def test_pattern_free_null_never_holds_and_its_interval_covers():
+    """Texts whose layers all scatter around one level: the upper share's interval covers 1 in about 95%
+    of the seeds, and the claim never holds."""
+    covered, words = 0, []
+    for seed in range(60):
+        shape = depth_shape(planted_distances(PLANTED["flat"], SHAPE_TEXTS[0], seed), n_boot=400, seed=seed)
+        covered += bool(shape.upper_share.contains(1.0))
+        words.append(verdict_upper_layers_converge(shape).verdict)
+    assert covered >= 52  # 95% of 60 is 57; 52 is its binomial 1-in-1000 lower edge
+    assert HOLDS not in words
+
+
+def test_convergence_gap_is_the_larger_gap():
+    shape = depth_shape(planted_distances(PLANTED["U"], 40, 0), n_boot=300)
+    gap = convergence_gap(shape, 0.1)
+    r, u = shape.rebound, shape.upper_share
+    assert gap.estimate == pytest.approx(max(r.estimate - 0.1, u.estimate - 0.9))
+    assert gap.low == pytest.approx(max(r.low - 0.1, u.low - 0.9))
+    assert gap.high == pytest.approx(max(r.high - 0.1, u.high - 0.9))

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from attnlab.analysis import compare, covering, importance, pattern_shares, probes, regroup, taxonomy
-from attnlab.analysis.diversity import depth_trend, head_distances, layer_clustering, shuffled_baseline
+from attnlab.analysis.diversity import depth_shape, depth_trend, head_distances, layer_clustering, shuffled_baseline
 from attnlab.analysis.faithfulness import scoreboard
 from attnlab.analysis.fixedness import fixedness_report
 from attnlab.analysis.mean_map_replacement import mean_map_replacement, replace_together
@@ -94,7 +94,8 @@ def lesson_09(m, size):
     n = size["n_boot"]
     return record_builders.diversity(depth_trend(hd, n_boot=n), shuffled_baseline(hd, n_perm=n),
                                      depth_trend(hd.content, n_boot=n), shuffled_baseline(hd.content, n_perm=n),
-                                     n_queries=hd.count, clustering=layer_clustering(hd))
+                                     n_queries=hd.count, shape=depth_shape(hd, n_boot=n),
+                                     content_shape=depth_shape(hd.content, n_boot=n), clustering=layer_clustering(hd))
 
 
 def lesson_10(m, size):

@@ -17,6 +17,10 @@ with depth"; :func:`depth_trend` measures that claim.
 * :func:`depth_trend` bootstraps texts to give intervals for the dispersion
   of each layer and for the slope of dispersion against depth, plus the
   Spearman correlation.
+* :func:`depth_shape` reads the *shape* of the curve, which a slope cannot: how much of the
+  lower layers' spread the upper layers keep, and how far the last layer climbs back above the
+  layer whose heads are most alike (a U: heads converge in the middle and spread again at the
+  top), with intervals from resampling texts.
 * :func:`shuffled_baseline` is the trend's baseline: the heads dealt to
   layers at random (whole heads shuffled), so every "layer" is a random
   group of heads; the dispersion and slope such groups give show what no
@@ -51,9 +55,11 @@ from attnlab.analysis.stats import (
     bootstrap_slope,
     correlation,
     interval_from_samples,
+    resample_counts,
     slope,
 )
 from attnlab.core.checks import check_positive_int
+from attnlab.core.records import Record
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS, smooth, special_mask, special_token_ids
 from attnlab.core.fast import check_layers, encode_same_length, forward_maps
 from attnlab.core.language import _
@@ -281,6 +287,105 @@ def depth_trend(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
         layers=list(hd.layers), dispersion=dispersion,
         slope=bootstrap_slope(depth, per_text, n_boot=n_boot, level=level, seed=seed),
         spearman=correlation(depth, dispersion.estimate), n_boot=n_boot,
+    )
+
+
+# --------------------------------------------------------------------------- the shape of the curve
+
+
+def thirds(n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions (0-based, along the layers measured) of the lower, middle and upper third of
+    ``n_layers`` layers; when the layers do not split evenly the lower thirds take one more
+    (12 layers: 4, 4, 4; 13: 5, 4, 4; 3: one each)."""
+    if n_layers < 3:
+        raise ValueError("thirds of the depth need at least 3 layers")
+    lower, middle, upper = np.array_split(np.arange(n_layers), 3)
+    return lower, middle, upper
+
+
+def shape_numbers(curve: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The two numbers of :class:`DepthShape` for dispersion curves.
+
+    Args:
+        curve: ``(..., L)`` within-layer dispersion of each layer (one curve per leading index).
+
+    Returns:
+        ``(upper_share, rebound, least)``, each ``(...)``: the upper third's mean dispersion over the
+        lower third's; the last layer's dispersion above the least diverse layer's, over the lower
+        third's; and the position of the least diverse layer. NaN where the lower third's heads do
+        not differ at all (nothing to keep a share of).
+    """
+    curve = np.asarray(curve, dtype=float)
+    lower, _middle, upper = thirds(curve.shape[-1])
+    low = curve[..., lower].mean(axis=-1)  # (...)
+    scale = np.where(low > 0, low, np.nan)
+    upper_share = curve[..., upper].mean(axis=-1) / scale
+    rebound = (curve[..., -1] - curve.min(axis=-1)) / scale
+    return upper_share, rebound, np.argmin(curve, axis=-1)
+
+
+@dataclass
+class DepthShape(Record):
+    """The shape of the dispersion curve against depth, with percentile intervals over texts.
+
+    A straight slope cannot tell a curve that keeps falling to the top from a U (heads alike in the
+    middle layers, diverse again in the last ones): both can have the same negative slope. Two
+    numbers, both in shares of the **lower third's** dispersion (the layers the article calls
+    diverse):
+
+    Attributes:
+        layers: 0-based layers of the curve.
+        upper_share: the upper third's mean dispersion over the lower third's (1: the upper layers
+            are as diverse as the lower ones; 0: their heads are identical).
+        rebound: the last layer's dispersion minus the least diverse layer's, over the lower third's
+            (0: the last layer is the least diverse, the curve falls to the top; large: a U).
+        least_layer: the 0-based layer with the least diverse heads, on all texts.
+        n_boot: resamples of the texts.
+    """
+
+    layers: list[int]
+    upper_share: Interval
+    rebound: Interval
+    least_layer: int
+    n_boot: int
+
+    @property
+    def n_texts(self) -> int:
+        return self.rebound.n
+
+    def summary(self) -> str:
+        """The two numbers in one line (layers 1-based)."""
+        u, r = self.upper_share, self.rebound
+        return _("The upper third of the layers keeps {share} [{share_low}, {share_high}] of the lower third's "
+                 "dispersion; the last layer lies {rebound} [{rebound_low}, {rebound_high}] of it above the least "
+                 "diverse layer (layer {least}); {n_texts} texts, {n_boot} resamples.").format(
+            share=f"{u.estimate:.3f}", share_low=f"{u.low:.3f}", share_high=f"{u.high:.3f}",
+            rebound=f"{r.estimate:.3f}", rebound_low=f"{r.low:.3f}", rebound_high=f"{r.high:.3f}",
+            least=self.least_layer + 1, n_texts=self.n_texts, n_boot=self.n_boot)
+
+
+def depth_shape(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> DepthShape:
+    """:class:`DepthShape` of ``hd``'s within-layer dispersion, with intervals from resampling the texts.
+
+    Each resample draws the texts with replacement, averages their dispersion per layer and
+    measures the curve of the means again (:func:`shape_numbers`), the least diverse layer
+    included: which layer that is may change from resample to resample. The heads are not
+    resampled: they are the whole population of the model, and the texts carry the noise.
+    """
+    if len(hd.layers) < 3:
+        raise ValueError("the shape of the curve needs at least 3 layers")
+    per_text = hd.per_text.double().numpy()  # (N, L)
+    n = per_text.shape[0]
+    if n < 2:
+        raise ValueError("bootstrap intervals need at least 2 texts")
+    share, rebound, least = shape_numbers(per_text.mean(axis=0))
+    means = resample_counts(n, n_boot, seed) @ per_text / n  # (B, L): the mean curve of each resample
+    boot_share, boot_rebound, _least = shape_numbers(means)  # (B,) each
+    return DepthShape(
+        layers=list(hd.layers),
+        upper_share=interval_from_samples(float(share), boot_share, level=level, n=n),
+        rebound=interval_from_samples(float(rebound), boot_rebound, level=level, n=n),
+        least_layer=int(hd.layers[int(least)]), n_boot=n_boot,
     )
 
 

@@ -617,3 +617,13 @@ def chance_beyond(effect: float, line: float, half_width: float, level: float = 
     if not half_width > 0:
         return float(effect > line)
     return float(_scipy_stats.norm.cdf((effect - line) / (half_width / z) - z))
+
+
+def difference_interval(model: Interval, twin: Interval) -> Interval:
+    """``model - twin`` with an interval that counts both runs' noise, taken as independent: each side's
+    half-width is the quadrature sum of the model's half-width on that side and the twin's on the opposite
+    side (the untrained-twin control, :mod:`attnlab.course.twin_control`)."""
+    estimate = model.estimate - twin.estimate
+    below = float(np.hypot(model.estimate - model.low, twin.high - twin.estimate))
+    above = float(np.hypot(model.high - model.estimate, twin.estimate - twin.low))
+    return Interval(estimate, estimate - below, estimate + above, 0.95, 0)

@@ -70,6 +70,7 @@ NUMBER_LABELS = {
     "d_k_first": N_("smallest d_k"),
     "d_k_last": N_("largest d_k"),
     "decided on": N_("decided on"),
+    "decided_on": N_("decided on"),  # the keyword of ClaimVerdict.decide that names it
     "difference": N_("difference"),
     "estimate": N_("estimate"),
     "exponent_attention": N_("attention's time exponent"),

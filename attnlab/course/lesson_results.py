@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnlab.analysis.covering import Covering
+from attnlab.analysis.diversity import DepthShape
 from attnlab.analysis.probes import TaskStudy
 from attnlab.analysis.pruning import PruningStudy
 from attnlab.analysis.regroup import GroupSummary
@@ -187,6 +188,10 @@ class DiversityResult(Record):
     content_slope: Interval | None = None
     content_baseline_slope: Interval | None = None
     content_baseline_p: float = float("nan")
+    # the shape of the curve (how much of the lower third's spread the upper third keeps, how far the last
+    # layer climbs back above the least diverse one), intervals over queries; None in older records
+    shape: DepthShape | None = None
+    content_shape: DepthShape | None = None
 
 
 @dataclass

@@ -25,7 +25,7 @@ import numpy as np
 from attnlab.analysis import importance, taxonomy
 from attnlab.analysis.compare import DisplacementControl, PerturbationStudy
 from attnlab.analysis.covering import Covering
-from attnlab.analysis.diversity import DepthTrend, LayerClustering, ShuffledBaseline
+from attnlab.analysis.diversity import DepthShape, DepthTrend, LayerClustering, ShuffledBaseline
 from attnlab.analysis.fixedness import FixednessReport
 from attnlab.analysis.pattern_shares import PatternShares
 from attnlab.analysis.probes import TaskStudy
@@ -163,13 +163,16 @@ def averaging(report: FixednessReport, *, n_queries: int, n_tokens: int, norm_sp
 
 
 def diversity(trend: DepthTrend, baseline: ShuffledBaseline, content_trend: DepthTrend,
-              content_baseline: ShuffledBaseline, *, n_queries: int, clustering: LayerClustering | None = None,
+              content_baseline: ShuffledBaseline, *, n_queries: int, shape: DepthShape | None = None,
+              content_shape: DepthShape | None = None, clustering: LayerClustering | None = None,
               cls_mass_per_layer: np.ndarray | None = None,
               sep_mass_per_layer: np.ndarray | None = None) -> lesson_results.DiversityResult:
     """Lesson 09's record from the dispersion's trend with depth and its shuffled-layer control, on all keys
     and on the content keys, over ``n_queries`` texts.
 
     Args:
+        shape, content_shape: :func:`attnlab.analysis.diversity.depth_shape` on all keys and on the content
+            keys, the curve's shape that conclusion 2 is decided on.
         clustering: :func:`attnlab.analysis.diversity.layer_clustering`; without it (a quick look while a
             run grows) the clustering verdict repeats the trend's and the distances are NaN.
         cls_mass_per_layer, sep_mass_per_layer: lesson only, ``(L,)`` mass on [CLS] and [SEP].
@@ -186,7 +189,8 @@ def diversity(trend: DepthTrend, baseline: ShuffledBaseline, content_trend: Dept
         cls_mass_per_layer=cls_mass_per_layer, sep_mass_per_layer=sep_mass_per_layer,
         baseline_slope=baseline.slope, baseline_p=baseline.p_value,
         content_dispersion=content_trend.dispersion, content_slope=content_trend.slope,
-        content_baseline_slope=content_baseline.slope, content_baseline_p=content_baseline.p_value)
+        content_baseline_slope=content_baseline.slope, content_baseline_p=content_baseline.p_value,
+        shape=shape, content_shape=content_shape)
 
 
 # --------------------------------------------------------------------------- 10

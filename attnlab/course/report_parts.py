@@ -33,7 +33,14 @@ import torch
 
 from attnlab.analysis import covering, importance, pattern_shares, probes, regroup, taxonomy
 from attnlab.analysis.compare import PerturbationStudy, perturbation_study
-from attnlab.analysis.diversity import HeadDistances, depth_trend, head_distances, layer_clustering, shuffled_baseline
+from attnlab.analysis.diversity import (
+    HeadDistances,
+    depth_shape,
+    depth_trend,
+    head_distances,
+    layer_clustering,
+    shuffled_baseline,
+)
 from attnlab.analysis.faithfulness import scoreboard
 from attnlab.analysis.fixedness import fixedness_report
 from attnlab.analysis.mean_map_replacement import mean_map_replacement, replace_together
@@ -258,6 +265,7 @@ def _diversity_record(hd: HeadDistances, n_boot: int, *, clustering: bool = Fals
     return record_builders.diversity(
         depth_trend(hd, n_boot=n_boot), shuffled_baseline(hd, n_perm=n_boot), depth_trend(hd.content, n_boot=n_boot),
         shuffled_baseline(hd.content, n_perm=n_boot), n_queries=hd.count,
+        shape=depth_shape(hd, n_boot=n_boot), content_shape=depth_shape(hd.content, n_boot=n_boot),
         clustering=layer_clustering(hd) if clustering else None)
 
 

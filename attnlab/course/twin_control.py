@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 from attnlab.analysis.stats import Interval, chance_beyond
+from attnlab.analysis.stats import difference_interval as difference
 from attnlab.core.language import N_
 from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT
 from attnlab.course.claims.conclusions import CONCLUSIONS
@@ -60,15 +61,6 @@ def deciding_interval(verdict: ClaimVerdict) -> Interval | None:
     if d is None or not all(math.isfinite(x) for x in (d.estimate, d.low, d.high)):
         return None
     return Interval(d.estimate, d.low, d.high, 0.95, 0)
-
-
-def difference(model: Interval, twin: Interval) -> Interval:
-    """``model - twin`` with an interval that counts both runs' noise: each side's half-width is the
-    quadrature sum of the model's half-width on that side and the twin's on the opposite side."""
-    estimate = model.estimate - twin.estimate
-    below = math.hypot(model.estimate - model.low, twin.high - twin.estimate)
-    above = math.hypot(model.high - model.estimate, twin.estimate - twin.low)
-    return Interval(estimate, estimate - below, estimate + above, 0.95, 0)
 
 
 def clears_floor(diff: Interval, direction: int, floor: float) -> bool:

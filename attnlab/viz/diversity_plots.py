@@ -1,11 +1,15 @@
-"""Lesson 09's figures: heads embedded by MDS, and the within-layer dispersion per layer."""
+"""Lesson 09's figures: heads embedded by MDS, the within-layer dispersion per layer, and the
+same curve beside the model's untrained twin's."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlab.analysis.diversity import DepthTrend, HeadDistances, ShuffledBaseline
+from attnlab.analysis.diversity import DepthTrend, HeadDistances, ShuffledBaseline, thirds
+from attnlab.analysis.stats import Interval
 from attnlab.core.language import _
 
 
@@ -61,5 +65,45 @@ def plot_dispersion(trend: DepthTrend, baseline: ShuffledBaseline | None = None)
     ax.set_title(_("Within-layer dispersion of the heads by depth ({count:,} queries)").format(count=trend.n_texts),
                  fontsize=10)
     ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_dispersion_beside_twin(layers: Sequence[int], model: Interval, twin: Interval, *,
+                                model_name: str = "", twin_name: str = ""):
+    """The within-layer dispersion per layer of the model beside its untrained twin's.
+
+    Left: both curves as measured, each with its bootstrap interval over queries. Right: each curve
+    as a share of its own lower third's mean dispersion (the unit of conclusion 2's numbers,
+    :func:`attnlab.analysis.diversity.depth_shape`), the thirds shaded: a curve that keeps falling
+    to the top ends near its lowest point, a U climbs back.
+
+    Args:
+        layers: the 0-based layers of both curves.
+        model, twin: ``(L,)`` dispersion with its interval (``DepthTrend.dispersion`` or a lesson 09
+            record's ``dispersion``).
+        model_name, twin_name: legend labels (default: "model", "untrained twin").
+    """
+    x = np.asarray(layers) + 1  # 1-based layers
+    lower, _middle, upper = thirds(len(x))
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    for curve, name, marker in ((model, model_name or _("model"), "o-"), (twin, twin_name or _("untrained twin"), "s--")):
+        estimate = np.asarray(curve.estimate, dtype=float)  # (L,)
+        yerr = np.clip([estimate - curve.low, curve.high - estimate], 0.0, None)  # (2, L)
+        axes[0].errorbar(x, estimate, yerr=yerr, fmt=marker, capsize=3, label=name)
+        scale = estimate[lower].mean()
+        if scale > 0:
+            axes[1].errorbar(x, estimate / scale, yerr=yerr / scale, fmt=marker, capsize=3, label=name)
+    axes[0].set_ylabel(_("mean JS distance between heads of the layer"))
+    axes[0].set_title(_("Within-layer dispersion: the model and its untrained twin"), fontsize=10)
+    axes[1].axhline(1.0, color="grey", lw=0.8, ls=":")
+    for part, shade in ((lower, 0.12), (upper, 0.12)):
+        axes[1].axvspan(x[part[0]] - 0.5, x[part[-1]] + 0.5, color="grey", alpha=shade, lw=0)
+    axes[1].set_ylabel(_("share of the lower third's dispersion"))
+    axes[1].set_title(_("Each curve over its own lower third (shaded: lower and upper thirds)"), fontsize=10)
+    for ax in axes:
+        ax.set_xlabel(_("layer"))
+        ax.set_xticks(x)
+        ax.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     return fig

@@ -71,6 +71,17 @@ from attnlab.course.claims.head_count import (
 )
 from attnlab.course.claims.attention_limits import FIXED_HEADS_CHEAP
 from attnlab.course.claims.averaging import SENSITIVITY_THRESHOLDS
+from attnlab.course.claims.diversity import (
+    ADDS,
+    AS_DEPTH,
+    CLAIM_CONVERGE,
+    CLAIM_TRAINING,
+    CONVERGE_FLOOR,
+    KEEPS,
+    shape_text,
+    verdict_training_converges,
+    verdict_upper_layers_converge,
+)
 from attnlab.course.lesson_results import (
     RESULT_NAMES,
     AttentionLimitsResult,
@@ -91,8 +102,7 @@ CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
           "the heads, each weighted by how much of its rows reads the text, are fixed (a head that spreads every "
           "row evenly counts as fixed: its pattern is the same for every query), and under 15% follow the "
           "content (half and a quarter, each a tenth of the heads beyond)"),
-    2: N_("lower layers are more diverse; heads of upper layers converge: beyond random layers, the heads' spread "
-          "shrinks by more than 2% of the first layer's spread per layer"),
+    2: CLAIM_CONVERGE,
     3: COLLAPSE_CLAIM,
     4: N_("multi-head attention is an ensemble of weak learners (a random forest)"),
     5: MORE_HEADS_CLAIM,
@@ -149,12 +159,12 @@ FLOOR_4A = TOLERANCE_SHARE
 #: move alone (equal heads: 1 / 144 or 1 / 72), one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.1
 STRONG_SHARE = 0.25
-#: conclusion 2: at most this share of random deals of heads to layers may fall as fast as the real layers
-CONTROL_ALPHA = 0.05
-#: ... and the floor: the heads must converge by more than this share of the first layer's dispersion per
-#: layer beyond random layers (2% a layer is about a fifth of the first layer's spread over 12 layers; the
-#: trained offline default falls by about 5% a layer)
-FLOOR_2 = 0.02
+#: conclusion 2: the floor, in shares of the lower third's dispersion
+#: (:data:`attnlab.course.claims.diversity.CONVERGE_FLOOR`): the last layer must lie within it of the least
+#: diverse layer, the upper third keep less than 1 minus it of the lower third's dispersion; the deciding
+#: number (:func:`~attnlab.course.claims.diversity.convergence_gap`, holds below 0, smaller is toward
+#: "holds") must also keep this far from the untrained twin's
+FLOOR_2 = CONVERGE_FLOOR
 #: a number of one half of conclusion 6 as its verdict records it, e.g. "6a: estimate" (marked when the module
 #: is imported, so a saved record's keys read back in the reader's language in a fresh kernel too)
 PART_NUMBER = {"6a": N_("6a: {number}"), "6b": N_("6b: {number}")}
@@ -194,7 +204,7 @@ SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
     "4a": {"margin": list(MARGIN_GRID), "weak": [0.05, 0.1, 0.2], "floor": list(SHARE_GRID)},
     "4b": {"floor": list(FLOOR_GRID), "move": list(SHARE_GRID)},
-    2: {"alpha": [0.01, 0.05, 0.1], "floor": [0.0, 0.01, 0.02, 0.05]},
+    2: {"floor": [0.05, 0.1, 0.2]},
     "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2], "floor": [0.0, 0.05, 0.1]},
     "6b": {"margin": [0.3, 0.5, 0.7], "floor": [0.0, 0.1, 0.2]},
 }
@@ -517,7 +527,8 @@ def norm_weighted(grid: np.ndarray, norm_mass: np.ndarray | None, decided: str,
 
 
 def depth_excess(diversity: DiversityResult) -> Interval:
-    """Lesson 09's slope of dispersion against depth minus its shuffled-layer control's, per layer.
+    """Lesson 09's slope of dispersion against depth minus its shuffled-layer control's, per layer
+    (shown beside conclusion 2: a slope cannot tell a curve falling to the top from a U).
 
     The control (heads dealt to layers at random) has no layer structure; its mean slope is
     a constant of the run (about 0: every pseudo-layer is a random group of heads), so the
@@ -529,77 +540,77 @@ def depth_excess(diversity: DiversityResult) -> Interval:
                     real.level, real.n)
 
 
-def relative_excess(diversity: DiversityResult) -> Interval:
-    """:func:`depth_excess` as a share of the first layer's dispersion: how much of the first
-    layer's spread of heads the layers lose, per layer, beyond random layers (``-0.05``: 5% of it
-    per layer). A plain unit that does not depend on the model's width or its scale."""
-    first = float(np.atleast_1d(np.asarray(diversity.dispersion.estimate, dtype=float))[0])
-    excess = depth_excess(diversity)
-    if not first > 0:
-        nan = float("nan")
-        return Interval(nan, nan, nan, excess.level, excess.n)
-    return Interval(excess.estimate / first, excess.low / first, excess.high / first, excess.level, excess.n)
+NO_SHAPE = N_("lesson 09 saved no shape of its dispersion curve (a record from before it measured one): run it "
+              "again")
+NO_TWIN_SHAPE = N_("the untrained twin's lesson 09 record has no shape of its dispersion curve (it was measured "
+                   "before the shape was): run attnlab report again to measure the twin anew")
 
 
 def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult | None = None, *,
-                 alpha: float = CONTROL_ALPHA, floor: float = FLOOR_2) -> ClaimVerdict:
-    """Within-layer dispersion of heads shrinks with depth beyond what random layers give (lesson 09).
+                 floor: float = FLOOR_2) -> ClaimVerdict:
+    """Lower layers are more diverse and the heads of the upper layers converge (lesson 09), read on the
+    **shape** of the within-layer dispersion curve, not on its slope.
 
-    Decided on the real slope of dispersion against depth minus the slope of lesson 09's
-    shuffled-layer control, as a share of the first layer's dispersion (:func:`relative_excess`,
-    interval over texts). Holds when the whole interval lies below ``-floor`` (the heads converge
-    by more than ``floor`` of the first layer's spread per layer) and at most ``alpha`` of the
-    random deals fall as fast; does not hold when it lies above ``-floor`` (no fall worth the
-    name) or the real slope sits inside the random deals (more than ``1 - alpha`` of them fall
-    as fast); otherwise "cannot tell". A record without the control, or an interval on too few
-    texts, is "cannot tell" with the reason.
-    Lesson 08's slope of fixedness against depth is shown beside it.
+    Decided by :func:`attnlab.course.claims.diversity.verdict_upper_layers_converge` on the record's
+    :class:`~attnlab.analysis.diversity.DepthShape` (intervals over texts). Its two tests, each in
+    shares of the lower third's dispersion: the **rebound** (the last layer's dispersion above the
+    least diverse layer's) must lie below ``floor``, and the **upper share** (the upper third's
+    dispersion over the lower third's) below ``1 - floor``. The deciding number is the larger of the
+    two gaps past their lines (:func:`~attnlab.course.claims.diversity.convergence_gap`): holds when
+    its whole interval lies below 0, does not hold when it lies wholly above 0 (a U: the heads spread
+    again at the top; or upper layers as diverse as the lower ones), otherwise "cannot tell".
+    Smaller is toward "holds", and ``floor`` (:data:`FLOOR_2`) is also the distance the model must
+    keep from its untrained twin. A record without the shape (saved before it was measured) cannot
+    tell, and says so.
 
-    Decided on **all keys**: the claim is about the picture Clark et al. drew, heads placed by
-    how alike their whole rows are. Heads that all rest on the same special token are alike
-    there; the same slope on the content keys (special tokens left out, rows renormalised) is
-    shown beside it, so a trend carried by the sinks alone can be seen.
+    Shown beside: the slope against depth and its shuffled-layer control (heads dealt to layers at
+    random), lesson 08's slope of fixedness, and the same shape on the **content keys** (special
+    tokens left out, rows renormalised). Decided on **all keys**: the claim is about the picture
+    Clark et al. drew, heads placed by how alike their whole rows are.
     """
     if diversity is None:
         return _missing(2, DiversityResult)
-    if diversity.baseline_slope is None:
-        return ClaimVerdict.missing(CLAIMS[2], _("lesson 09 saved no shuffled-layer control: run it again"))
+    if diversity.shape is None:
+        return ClaimVerdict.missing(CLAIMS[2], NO_SHAPE)
+    decided = verdict_upper_layers_converge(diversity.shape, floor=floor)
     disp = np.atleast_1d(np.asarray(diversity.dispersion.estimate, dtype=float))  # (L,)
-    excess = depth_excess(diversity)
-    relative = relative_excess(diversity)
     slope = diversity.slope
-    numbers = {"estimate": relative.estimate, "low": relative.low, "high": relative.high,
-               "measure": N_("fall of the heads' dispersion per layer beyond random layers, as a share of the "
-                             "first layer's dispersion"),
-               N_("holds below"): -floor, N_("floor"): floor,
-               N_("slope minus shuffled-layer control"): f"{excess.estimate:.3g} [{excess.low:.3g}, {excess.high:.3g}]",
+    numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **decided.numbers,
                N_("dispersion, first layer"): float(disp[0]), N_("dispersion, last layer"): float(disp[-1]),
                N_("slope per layer"): float(slope.estimate), N_("slope low"): float(slope.low),
-               N_("slope high"): float(slope.high), N_("control slope"): float(diversity.baseline_slope.estimate),
-               N_("control low"): float(diversity.baseline_slope.low),
-               N_("control high"): float(diversity.baseline_slope.high),
-               N_("share of random deals falling as fast (p)"): float(diversity.baseline_p), "texts": excess.n}
+               N_("slope high"): float(slope.high)}
+    if diversity.baseline_slope is not None:
+        excess = depth_excess(diversity)
+        numbers[N_("slope minus shuffled-layer control")] = f"{excess.estimate:.3g} [{excess.low:.3g}, {excess.high:.3g}]"
+        numbers[N_("share of random deals falling as fast (p)")] = float(diversity.baseline_p)
     if averaging is not None:
         numbers[N_("fixedness slope per layer (lesson 08)")] = float(averaging.slope.estimate)
-    numbers = {READING: ALL_KEYS, WHY_READING: WHY[ALL_KEYS], **numbers}
-    if diversity.content_slope is not None and diversity.content_baseline_slope is not None:
-        offset = float(diversity.content_baseline_slope.estimate)
-        c = diversity.content_slope
-        numbers.update({N_("content keys: slope minus control"): float(c.estimate) - offset,
-                        N_("content keys: low"): float(c.low) - offset,
-                        N_("content keys: high"): float(c.high) - offset,
-                        N_("content keys: share of random deals falling as fast (p)"):
-                            float(diversity.content_baseline_p)})
+    content = diversity.content_shape
+    if content is not None:
+        numbers.update({N_("content keys: rebound"): shape_text(content.rebound),
+                        N_("content keys: upper third over lower third"): shape_text(content.upper_share),
+                        N_("content keys: verdict"): verdict_upper_layers_converge(content, floor=floor).verdict})
     else:
         numbers[N_("content keys")] = N_("not measured (run lesson 09 again)")
-    why = too_few_units(excess) or (None if np.isfinite(relative.estimate) else N_("the first layer's heads do not "
-                                                                                    "differ at all: nothing to shrink"))
-    if why is not None:
-        return ClaimVerdict.decide(CLAIMS[2], holds=False, fails=False, why=why, **numbers)
-    p = float(diversity.baseline_p)
-    holds = relative.below(-floor) and p < alpha
-    fails = relative.above(-floor) or p > 1 - alpha
-    return ClaimVerdict.decide(CLAIMS[2], holds=holds, fails=fails, **numbers)
+    return ClaimVerdict(decided.claim, decided.verdict, numbers)
+
+
+def conclusion_2_training(model: DiversityResult | None, twin: DiversityResult | None, *,
+                          floor: float = FLOOR_2) -> ClaimVerdict:
+    """Conclusion 2's companion reading: does training make the upper layers converge beyond what depth
+    alone does, or keep them diverse? The model's lesson 09 record against its untrained twin's
+    (:func:`attnlab.course.claims.diversity.verdict_training_converges`): the twin's heads grow
+    alike with depth by themselves, so only the model's curve *relative to* the twin's says what
+    training did. Missing records or shapes: "cannot tell", saying which."""
+    if model is None or twin is None:
+        return ClaimVerdict.missing(CLAIM_TRAINING, N_(
+            "lesson 09's record of the model and of its untrained twin (run lesson 09, and attnlab report for "
+            "the twin)"))
+    if model.shape is None:
+        return ClaimVerdict.missing(CLAIM_TRAINING, NO_SHAPE)
+    if twin.shape is None:
+        return ClaimVerdict.missing(CLAIM_TRAINING, NO_TWIN_SHAPE)
+    return verdict_training_converges(model.shape, twin.shape, floor=floor)
 
 
 # --------------------------------------------------------------------------- 3
