@@ -77,7 +77,7 @@ def _interval_text(x: Interval) -> str:
 
 
 def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *,
-                 twin_name: str = "") -> ClaimVerdict:
+                 twin_name: str = "", direction: int | None = None, floor: float | None = None) -> ClaimVerdict:
     """``model``'s verdict after the untrained-twin control (see the module's docstring).
 
     Args:
@@ -85,6 +85,10 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *,
         model: the verdict on the trained model.
         twin: the same claim judged on the untrained twin (None: no twin measured).
         twin_name: which twin, shown with the numbers.
+        direction: which way the deciding number moves toward "holds" (+1 larger, -1 smaller, 0 either
+            way); None: :data:`TOWARD_HOLDS` of ``label``.
+        floor: how far beyond the twin the model must be, in the deciding number's units; None: the
+            verdict's ``numbers["floor"]`` (0 when it has none).
     """
     numbers = dict(model.numbers)
     if label in NOT_ABOUT_THE_MODEL:
@@ -101,11 +105,12 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *,
         return ClaimVerdict(model.claim, UNSURE, {**numbers, "why": SAME})
     if mine is None or theirs is None:
         return ClaimVerdict(model.claim, model.verdict, numbers)
-    floor = float(numbers.get(FLOOR, 0.0) or 0.0)
+    floor = float(numbers.get(FLOOR, 0.0) or 0.0) if floor is None else float(floor)
+    direction = TOWARD_HOLDS.get(label, 0) if direction is None else int(direction)
     diff = difference(mine, theirs)
     numbers[DIFFERENCE] = _interval_text(diff)
     numbers.setdefault(FLOOR, floor)
-    if beyond(diff, model.verdict, TOWARD_HOLDS.get(label, 0), floor):
+    if beyond(diff, model.verdict, direction, floor):
         return ClaimVerdict(model.claim, model.verdict, numbers)
     why = NOT_BEYOND.format(difference=_interval_text(diff), floor=f"{floor:.3g}")
     return ClaimVerdict(model.claim, UNSURE, {**numbers, "why": why})
