@@ -18,6 +18,7 @@ from attnlab.course import results  # noqa: E402
 from attnlab.course import attention_limits_result  # noqa: E402
 from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
 from attnlab.course.claims import attention_limits as lim  # noqa: E402
+from attnlab.course.claims import twin_checks  # noqa: E402
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
 from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost,  # noqa: E402
                                                 plot_scoreboard, plot_sink_mass, plot_together)
@@ -442,6 +443,7 @@ def test_lesson13_twin_floors_are_in_the_deciding_units():
         lim.FLOOR_SINK_SHARE * model[lim.SINK_NO_OP].numbers["control_effect"])
     table = lim.twin_floor_table(model, flat)
     assert table[0] == ["claim", "floor", "0 x floor", "0.5 x floor", "1 x floor", "2 x floor"]
+    assert "2 x floor" in twin_checks.format_floor_table(table)
     assert [row[0] for row in table[1:]] == list(model)
     assert all(row[4] == HOLDS for row in table[1:])  # scale 1: the checked words above
     same = lim.twin_floor_table(model, lim.verdicts(*trained_evidence()))

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from attnlab.core.language import N_, _
+from attnlab.core.twins import DEFAULT_SEED
+from attnlab.course.claims.sensitivity import format_rows
 from attnlab.course.twin_control import against_twin
-from attnlab.course.verdicts import ClaimVerdict
+from attnlab.course.verdicts import ClaimVerdict, shown
 
 #: The floors' sensitivity grid: every claim's floor times each of these (0: any difference from the twin).
 FLOOR_SCALES = (0.0, 0.5, 1.0, 2.0)
+#: The twin's name as the lessons show it (the one that :func:`attnlab.core.twins.shuffled_for_a_while` makes).
+SHUFFLED_TWIN = N_("the untrained twin: the same model, each weight tensor shuffled within itself (seed {seed})")
+CLAIM_COLUMN, FLOOR_COLUMN, SCALE_COLUMN = N_("claim"), N_("floor"), N_("{scale} x floor")
 
 #: ``floor(key, model_verdict)``: how far beyond the twin the model must be, in the deciding number's units
 FloorRule = Callable[[str, ClaimVerdict], float]
@@ -54,7 +60,19 @@ def floor_table(model: Mapping[str, ClaimVerdict], twin: Mapping[str, ClaimVerdi
     """Rows ``[claim key, floor at scale 1, word at each scale...]`` after a header
     ``["claim", "floor", "0 x floor", ...]``: how each checked word moves with the floor."""
     words = {s: checked(model, twin, lesson=lesson, toward=toward, floor=floor, scale=s) for s in scales}
-    rows: list[list] = [["claim", "floor", *[f"{s:g} x floor" for s in scales]]]
+    rows: list[list] = [[CLAIM_COLUMN, FLOOR_COLUMN, *[SCALE_COLUMN.format(scale=f"{s:g}") for s in scales]]]
     for key, verdict in model.items():
         rows.append([key, round(float(floor(key, verdict)), 4), *[words[s][key].verdict for s in scales]])
     return rows
+
+
+def twin_label(seed: int = DEFAULT_SEED) -> str:
+    """The shuffled twin's name in the reader's language (:data:`SHUFFLED_TWIN`)."""
+    return _(SHUFFLED_TWIN).format(seed=seed)
+
+
+def format_floor_table(rows: list[list]) -> str:
+    """A :func:`floor_table` as aligned text, the header and the verdict words in the reader's language."""
+    header = [_(CLAIM_COLUMN), _(FLOOR_COLUMN)]
+    header += [_(SCALE_COLUMN).format(scale=cell.split(" ", 1)[0]) for cell in rows[0][2:]]
+    return format_rows([header] + [row[:2] + [shown(word).lower() for word in row[2:]] for row in rows[1:]])
