@@ -462,3 +462,12 @@ def test_what_raw_attention_says_follows_the_checked_verdict():
     bad = lim.verdict_raw_tracks_effect(board(BAD_BOARD))
     fails = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: bad}, {lim.RAW_TRACKS_EFFECT: model})
     assert "do not say" in lim.what_raw_attention_says(board(BAD_BOARD), good, bad, fails[lim.RAW_TRACKS_EFFECT])
+    few = board(GOOD_BOARD, n=5)  # too few queries: the verdict says so, and so does the sentence
+    alone = lim.verdict_raw_tracks_effect(few)
+    unsure = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: alone}, {lim.RAW_TRACKS_EFFECT: alone})
+    text = lim.what_raw_attention_says(few, few, alone, unsure[lim.RAW_TRACKS_EFFECT])
+    assert alone.numbers["missing"] in text and "no verdict rests on it" in text
+    wide = board({**GOOD_BOARD, "raw": 0.5}, spread=0.3)  # an interval across the line
+    across = lim.verdict_raw_tracks_effect(wide)
+    assert across.verdict == UNSURE and "missing" not in across.numbers
+    assert "reaches 0.5" in lim.what_raw_attention_says(wide, flat, across, across)

@@ -53,7 +53,7 @@ from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_mean, too_few_units
-from attnlab.core.language import N_, _
+from attnlab.core.language import N_, _, translated
 from attnlab.course.claims import twin_checks
 from attnlab.course.claims.sensitivity import sensitivity_rows
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
@@ -528,6 +528,9 @@ RAW_SAME = N_("Raw attention of the last layer ranks tokens like the effect of l
 RAW_UNSURE = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
                 "this model ({twin} on its untrained twin, on the same queries): the interval reaches {threshold}, "
                 "so this run cannot tell whether the weights say how much a token matters.")
+RAW_MISSING = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+                 "this model ({twin} on its untrained twin, on the same queries), but no verdict rests on it here: "
+                 "{why}.")
 
 
 def what_raw_attention_says(model_board: Scoreboard, twin_board: Scoreboard, model: ClaimVerdict,
@@ -544,6 +547,8 @@ def what_raw_attention_says(model_board: Scoreboard, twin_board: Scoreboard, mod
         template = RAW_FAILS
     elif model.verdict == HOLDS:
         template = RAW_SAME
+    elif model.numbers.get("missing"):
+        template, values["why"] = RAW_MISSING, translated(model.numbers["missing"])
     else:
         template = RAW_UNSURE
     return _(template).format(**values)
