@@ -99,6 +99,6 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
 TWIN_LINES = {
     "13_attention_limits": ("the untrained twin: the same model", "mean Spearman rho with leaving out: model",
                             "rollout minus raw attention: model", "untrained twin"),
-    "08_layer_averaging": ("the untrained twin: the same model", "heads that follow a fixed pattern (fixed or uniform): "
-                           "model", "untrained twin:"),
+    "08_layer_averaging": ("the untrained twin: the same model",
+                           "heads that follow a fixed pattern (fixed or uniform): model", "untrained twin:"),
 }

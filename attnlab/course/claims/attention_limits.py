@@ -472,13 +472,13 @@ TOWARD_HOLDS = {
 }
 #: Floors against the twin, in each deciding number's units. A share of a layer's attention (the sink) or
 #: of the special tokens' mass (the norms) must exceed the twin's by five points: a twentieth of the whole,
-#: less than a sink layer's share moves between neighbouring layers.
+#: below which two shares of attention say the same thing.
 TWIN_FLOOR_SHARE = 0.05
 #: Raw attention's mean rho with the effect must exceed the twin's by the scoreboard's own floor
 #: (:data:`FLOOR_BEATS_RHO`: about one pair of neighbouring tokens swapped in a 10-20-token query).
 TWIN_FLOOR_RHO = FLOOR_BEATS_RHO
-#: The fraction of heads replaceable together must exceed the twin's by a tenth of the heads (about one
-#: layer's heads in a 12-layer model; one step of the curve is 1/12 of them there).
+#: The fraction of heads replaceable together must exceed the twin's by a tenth of the heads: more than
+#: one layer's heads (a twelfth) in a 12-layer model.
 TWIN_FLOOR_HEADS = 0.1
 #: The claims decided against a line at a threshold, with their floor against the twin; every other claim
 #: (a comparison decided beyond its own floor: the sink's no-op, the scoreboard's "beats", fixed heads
