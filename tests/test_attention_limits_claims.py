@@ -442,7 +442,7 @@ def test_lesson13_twin_floors_are_in_the_deciding_units():
     assert lim.twin_floor(lim.SINK_NO_OP, model[lim.SINK_NO_OP]) == pytest.approx(
         lim.FLOOR_SINK_SHARE * model[lim.SINK_NO_OP].numbers["control_effect"])
     table = lim.twin_floor_table(model, flat)
-    assert table[0] == ["claim", "floor", "0 x floor", "0.5 x floor", "1 x floor", "2 x floor"]
+    assert table[0] == ["claim", "floor", 0.0, 0.5, 1.0, 2.0]
     assert "2 x floor" in twin_checks.format_floor_table(table)
     assert [row[0] for row in table[1:]] == list(model)
     assert all(row[4] == HOLDS for row in table[1:])  # scale 1: the checked words above

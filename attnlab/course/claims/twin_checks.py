@@ -58,9 +58,9 @@ def floor_table(model: Mapping[str, ClaimVerdict], twin: Mapping[str, ClaimVerdi
                 toward: Mapping[str, int], floor: FloorRule,
                 scales: Sequence[float] = FLOOR_SCALES) -> list[list]:
     """Rows ``[claim key, floor at scale 1, word at each scale...]`` after a header
-    ``["claim", "floor", "0 x floor", ...]``: how each checked word moves with the floor."""
+    ``["claim", "floor", 0.0, 0.5, ...]`` (the scales): how each checked word moves with the floor."""
     words = {s: checked(model, twin, lesson=lesson, toward=toward, floor=floor, scale=s) for s in scales}
-    rows: list[list] = [[CLAIM_COLUMN, FLOOR_COLUMN, *[SCALE_COLUMN.format(scale=f"{s:g}") for s in scales]]]
+    rows: list[list] = [[CLAIM_COLUMN, FLOOR_COLUMN, *[float(s) for s in scales]]]
     for key, verdict in model.items():
         rows.append([key, round(float(floor(key, verdict)), 4), *[words[s][key].verdict for s in scales]])
     return rows
@@ -74,5 +74,5 @@ def twin_label(seed: int = DEFAULT_SEED) -> str:
 def format_floor_table(rows: list[list]) -> str:
     """A :func:`floor_table` as aligned text, the header and the verdict words in the reader's language."""
     header = [_(CLAIM_COLUMN), _(FLOOR_COLUMN)]
-    header += [_(SCALE_COLUMN).format(scale=cell.split(" ", 1)[0]) for cell in rows[0][2:]]
+    header += [_(SCALE_COLUMN).format(scale=f"{scale:g}") for scale in rows[0][2:]]
     return format_rows([header] + [row[:2] + [shown(word).lower() for word in row[2:]] for row in rows[1:]])
