@@ -349,7 +349,12 @@ def test_lesson08_groups_against_the_twin():
     beyond = avg.against_the_twin(model, avg.checked_claims(varying), twin_name="twin")
     for key in (avg.FIXED_PATTERN_SHARE, avg.MORE_FIXED_WITH_DEPTH):
         assert beyond[key].verdict == HOLDS, (key, beyond[key].numbers)
-        assert beyond[key].numbers["floor"] == pytest.approx(avg.TWIN_FLOORS[key])
+    # the floor is in the slope's units: a model ahead of its twin by less than 0.01 per layer is not ahead
+    slight = avg.checked_claims(report(np.full((3, 4), 0.9), diff_slope=(0.004, 0.003, 0.005)))
+    below = avg.checked_claims(report(np.full((3, 4), 0.1), diff_slope=(-0.001, -0.0015, -0.0005)))
+    assert slight[avg.MORE_FIXED_WITH_DEPTH].verdict == HOLDS and below[avg.MORE_FIXED_WITH_DEPTH].verdict == FAILS
+    assert avg.against_the_twin(slight, below)[avg.MORE_FIXED_WITH_DEPTH].verdict == UNSURE
+    assert avg.against_the_twin(slight, below, scale=0.0)[avg.MORE_FIXED_WITH_DEPTH].verdict == HOLDS
     same = avg.against_the_twin(model, avg.checked_claims(trained))
     assert all(v.verdict == UNSURE for k, v in same.items() if model[k].verdict == HOLDS)
     # an untrained model whose heads all attend evenly draws one map for every query: as fixed a pattern
