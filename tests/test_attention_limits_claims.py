@@ -18,6 +18,7 @@ from attnlab.course import results  # noqa: E402
 from attnlab.course import attention_limits_result  # noqa: E402
 from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
 from attnlab.course.claims import attention_limits as lim  # noqa: E402
+from attnlab.course.claims import twin_checks  # noqa: E402
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
 from attnlab.viz.attention_limits_plots import (plot_raw_vs_norm, plot_replacement_cost,  # noqa: E402
                                                 plot_scoreboard, plot_sink_mass, plot_together)
@@ -380,3 +381,92 @@ def test_sink_no_op_cannot_tell():
     # as costly as the word is "does not hold" since the floor
     assert lim.verdict_sink_no_op(intervention(sink=0.009, control=0.01)).verdict == UNSURE
     assert lim.verdict_sink_no_op(intervention(sink=0.01, control=0.01)).verdict == FAILS
+
+
+# --------------------------------------------------------------------------- against the untrained twin
+
+FLAT_BOARD = {view: 0.0 for view in VIEWS}
+
+
+def trained_evidence():
+    """Every claim holds, well beyond a model that learned nothing."""
+    return profile(), intervention(), board(GOOD_BOARD), replacement(), together()
+
+
+def flat_evidence():
+    """A model that learned nothing: no sink, every token alike, no view ahead, no head cheaper for being fixed."""
+    return (profile(special=(0.1, 0.1, 0.1, 0.1), kept=0.95), intervention(sink=0.01, control=0.01),
+            board(FLAT_BOARD, spread=0.02), replacement(slope=0.0, control_extra=0.0), together(0.0, 1.0))
+
+
+def bad_evidence():
+    """Every claim does not hold (each of its tests fails on the model itself)."""
+    return (profile(special=(0.1, 0.15, 0.2, 0.1), kept=0.95), intervention(sink=0.02, control=0.01),
+            board(BAD_BOARD), replacement(slope=1.0, control_extra=-0.01), together(0.0, 1.0))
+
+
+def test_lesson13_has_twin():
+    """Lesson 13's claims through lesson 12's rule, on every case of it, against planted twins."""
+    model = lim.verdicts(*trained_evidence())
+    assert all(v.verdict == HOLDS for v in model.values())
+    assert set(lim.TOWARD_HOLDS) == set(model) and all(d in (-1, +1) for d in lim.TOWARD_HOLDS.values())
+    # the twin gives the same: every "holds" becomes "cannot tell", and says why
+    same = lim.against_the_twin(model, lim.verdicts(*trained_evidence()), twin_name="twin")
+    for key, v in same.items():
+        assert v.verdict == UNSURE and v.numbers.get("why"), key
+    # the model beyond a twin that learned nothing by the floor: "holds" stands, the twin's numbers shown
+    flat = lim.verdicts(*flat_evidence())
+    assert all(v.verdict != HOLDS for v in flat.values())
+    beyond = lim.against_the_twin(model, flat, twin_name="twin")
+    for key, v in beyond.items():
+        assert v.verdict == HOLDS, (key, v.numbers)
+        assert v.numbers["untrained twin's verdict"] == flat[key].verdict
+    # the model does not hold: "does not hold", whatever the twin does
+    bad = lim.verdicts(*bad_evidence())
+    assert all(v.verdict == FAILS for v in bad.values()), {k: v.verdict for k, v in bad.items()}
+    for key, v in lim.against_the_twin(bad, model, twin_name="twin").items():
+        assert v.verdict == FAILS, key
+    # no twin measured: every verdict stands and says so
+    assert all(v.verdict == HOLDS for v in lim.against_the_twin(model, None).values())
+
+
+def test_lesson13_twin_floors_are_in_the_deciding_units():
+    """A floor the model does not clear turns "holds" into "cannot tell"; the table moves every floor."""
+    model, flat = lim.verdicts(*trained_evidence()), lim.verdicts(*flat_evidence())
+    raw = model[lim.RAW_TRACKS_EFFECT].numbers["mean_rho"] - flat[lim.RAW_TRACKS_EFFECT].numbers["mean_rho"]
+    scale = 2 * raw / lim.TWIN_FLOORS[lim.RAW_TRACKS_EFFECT]  # a floor twice the model's lead over its twin
+    far = lim.against_the_twin(model, flat, scale=scale)
+    assert far[lim.RAW_TRACKS_EFFECT].verdict == UNSURE
+    # the own floor of a comparison, in its units: the sink's is a tenth of the word's effect (1 - cos)
+    assert lim.twin_floor(lim.SINK_NO_OP, model[lim.SINK_NO_OP]) == pytest.approx(
+        lim.FLOOR_SINK_SHARE * model[lim.SINK_NO_OP].numbers["control_effect"])
+    table = lim.twin_floor_table(model, flat)
+    assert table[0] == ["claim", "floor", 0.0, 0.5, 1.0, 2.0]
+    assert "2 x floor" in twin_checks.format_floor_table(table)
+    assert [row[0] for row in table[1:]] == list(model)
+    assert all(row[4] == HOLDS for row in table[1:])  # scale 1: the checked words above
+    same = lim.twin_floor_table(model, lim.verdicts(*trained_evidence()))
+    assert all(word == UNSURE for row in same[1:] for word in row[2:])  # no floor makes a copy of the model learned
+
+
+def test_what_raw_attention_says_follows_the_checked_verdict():
+    good, flat = board(GOOD_BOARD), board(FLAT_BOARD, spread=0.02)
+    model = lim.verdict_raw_tracks_effect(good)
+    learned = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: model},
+                                   {lim.RAW_TRACKS_EFFECT: lim.verdict_raw_tracks_effect(flat)})
+    text = lim.what_raw_attention_says(good, flat, model, learned[lim.RAW_TRACKS_EFFECT])
+    assert str(good.interval("raw")) in text and str(flat.interval("raw")) in text and "training made" in text
+    same = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: model}, {lim.RAW_TRACKS_EFFECT: model})
+    assert "architecture" in lim.what_raw_attention_says(good, good, model, same[lim.RAW_TRACKS_EFFECT])
+    bad = lim.verdict_raw_tracks_effect(board(BAD_BOARD))
+    fails = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: bad}, {lim.RAW_TRACKS_EFFECT: model})
+    assert "do not say" in lim.what_raw_attention_says(board(BAD_BOARD), good, bad, fails[lim.RAW_TRACKS_EFFECT])
+    few = board(GOOD_BOARD, n=5)  # too few queries: the verdict says so, and so does the sentence
+    alone = lim.verdict_raw_tracks_effect(few)
+    unsure = lim.against_the_twin({lim.RAW_TRACKS_EFFECT: alone}, {lim.RAW_TRACKS_EFFECT: alone})
+    text = lim.what_raw_attention_says(few, few, alone, unsure[lim.RAW_TRACKS_EFFECT])
+    assert alone.numbers["missing"] in text and "no verdict rests on it" in text
+    wide = board({**GOOD_BOARD, "raw": 0.5}, spread=0.3)  # an interval across the line
+    across = lim.verdict_raw_tracks_effect(wide)
+    assert across.verdict == UNSURE and "missing" not in across.numbers
+    assert "reaches 0.5" in lim.what_raw_attention_says(wide, flat, across, across)

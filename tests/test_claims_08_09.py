@@ -368,6 +368,56 @@ def test_training_converges_cannot_tell():
     assert v.verdict == UNSURE and v.numbers["training against depth alone"] == div.UNDECIDED
 
 
+def test_fixed_pattern_share_can_hold():
+    fixed = np.array([[0.9, 0.8, 0.1, 0.7], [0.9, 0.9, 0.9, 0.2]])
+    info = np.array([[0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.0]])  # the last head: uniform
+    v = avg.verdict_fixed_pattern_share(report(fixed, information=info))
+    assert v.verdict == HOLDS
+    assert v.numbers["estimate"] == pytest.approx(7 / 8)  # 6 fixed and the uniform one
+    assert v.numbers["fixed heads"] == 6 and v.numbers["uniform heads"] == 1
+
+
+def test_fixed_pattern_share_can_fail():
+    fixed = np.array([[0.1, 0.2, 0.9, 0.1], [0.3, 0.1, 0.2, 0.2]])
+    assert avg.verdict_fixed_pattern_share(report(fixed)).verdict == FAILS
+    straddles = report(np.array([[0.5, 0.5, 0.9, 0.1]]), half=0.1)  # two heads cannot tell: 1/4 to 3/4
+    assert avg.verdict_fixed_pattern_share(straddles).verdict == UNSURE
+    assert avg.verdict_fixed_pattern_share(report(fixed, n_shards=4)).verdict == UNSURE  # too few shards
+
+
+def test_lesson08_groups_against_the_twin():
+    """The fixed-pattern share and lesson 08's claims through lesson 12's rule, against planted twins:
+    the twin gives the same -> cannot tell; the model beyond the twin by the floor -> holds; the model
+    does not hold -> does not hold. Uniform heads count as a fixed pattern on the model and the twin alike."""
+    trained = report(np.full((3, 4), 0.9), diff_slope=(0.05, 0.03, 0.07))
+    varying = report(np.full((3, 4), 0.1), diff_slope=(0.0, -0.01, 0.01))
+    even = report(np.full((3, 4), 0.1), information=np.zeros((3, 4)), diff_slope=(0.0, -0.01, 0.01))
+    model = avg.checked_claims(trained)
+    assert set(avg.TOWARD_HOLDS) == set(model) == set(avg.TWIN_FLOORS)
+    assert model[avg.FIXED_PATTERN_SHARE].verdict == HOLDS and model[avg.MORE_FIXED_WITH_DEPTH].verdict == HOLDS
+    beyond = avg.against_the_twin(model, avg.checked_claims(varying), twin_name="twin")
+    for key in (avg.FIXED_PATTERN_SHARE, avg.MORE_FIXED_WITH_DEPTH):
+        assert beyond[key].verdict == HOLDS, (key, beyond[key].numbers)
+    # the floor is in the slope's units: a model ahead of its twin by less than 0.01 per layer is not ahead
+    slight = avg.checked_claims(report(np.full((3, 4), 0.9), diff_slope=(0.004, 0.003, 0.005)))
+    below = avg.checked_claims(report(np.full((3, 4), 0.1), diff_slope=(-0.001, -0.0015, -0.0005)))
+    assert slight[avg.MORE_FIXED_WITH_DEPTH].verdict == HOLDS and below[avg.MORE_FIXED_WITH_DEPTH].verdict == FAILS
+    assert avg.against_the_twin(slight, below)[avg.MORE_FIXED_WITH_DEPTH].verdict == UNSURE
+    assert avg.against_the_twin(slight, below, scale=0.0)[avg.MORE_FIXED_WITH_DEPTH].verdict == HOLDS
+    same = avg.against_the_twin(model, avg.checked_claims(trained))
+    assert all(v.verdict == UNSURE for k, v in same.items() if model[k].verdict == HOLDS)
+    # an untrained model whose heads all attend evenly draws one map for every query: as fixed a pattern
+    assert avg.verdict_fixed_pattern_share(even).verdict == HOLDS
+    assert avg.against_the_twin(model, avg.checked_claims(even))[avg.FIXED_PATTERN_SHARE].verdict == UNSURE
+    # the model does not hold: "does not hold" whatever the twin does
+    not_fixed = avg.checked_claims(varying)
+    assert not_fixed[avg.FIXED_PATTERN_SHARE].verdict == FAILS
+    assert avg.against_the_twin(not_fixed, avg.checked_claims(even))[avg.FIXED_PATTERN_SHARE].verdict == FAILS
+    table = avg.twin_floor_table(model, avg.checked_claims(varying))
+    row = next(r for r in table[1:] if r[0] == avg.FIXED_PATTERN_SHARE)
+    assert row[1] == avg.TWIN_FLOOR_HEADS and row[2:] == [HOLDS] * 4  # 1.0 against 0.0 clears every floor
+
+
 def test_every_claim_function_has_hold_and_fail_tests():
     names = {n for n in globals() if n.startswith("test_")}
     for module in (avg, div):

@@ -86,3 +86,19 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
         twin_cell = [c for c in book.cells if c.cell_type == "code" and "twin_evidence.twin_for" in c.source]
         said = "".join(o.get("text", "") for c in twin_cell for o in c.outputs)
         assert "from your own report" in said  # the seeded twin, not a run made in the test
+    if path.stem in TWIN_LINES:  # the untrained twin measured in the lesson, its numbers beside the model's
+        twin_cells = [c for c in book.cells if c.cell_type == "code" and "shuffled_for_a_while(m)" in c.source]
+        said = "".join(o.get("text", "") for c in twin_cells for o in c.outputs)
+        assert twin_cells and all(line in said for line in TWIN_LINES[path.stem]), said
+        checked = [c for c in book.cells if c.cell_type == "code" and "against_the_twin" in c.source]
+        shown = "".join(o.get("text", "") for c in checked for o in c.outputs)
+        assert shown.count("untrained twin") >= 5 and "x floor" in shown, shown
+
+
+#: lines each lesson with an untrained twin prints beside the model's numbers
+TWIN_LINES = {
+    "13_attention_limits": ("the untrained twin: the same model", "mean Spearman rho with leaving out: model",
+                            "rollout minus raw attention: model", "untrained twin"),
+    "08_layer_averaging": ("the untrained twin: the same model",
+                           "heads that follow a fixed pattern (fixed or uniform): model", "untrained twin:"),
+}

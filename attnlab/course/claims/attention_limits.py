@@ -33,6 +33,13 @@ Every test is an interval on one side of a named threshold; where the threshold
 is a choice, ``*_sensitivity`` gives the verdict for a few other values (through
 :func:`attnlab.course.claims.sensitivity.sensitivity_rows`). An interval resting on
 fewer than :data:`attnlab.analysis.stats.MIN_UNITS` texts or queries gives "cannot tell".
+
+**Against the untrained twin.** The same five measurements on the model's untrained twin, on the
+same texts and queries, give every claim a second verdict; :func:`against_the_twin` passes each
+pair through lesson 12's rule (:func:`attnlab.course.twin_control.against_twin`) with the claim's
+direction (:data:`TOWARD_HOLDS`) and floor (:func:`twin_floor`): a "holds" stands only when the
+model is beyond the twin by the floor toward holding. :func:`what_raw_attention_says` puts the
+raw-attention claim, so checked, into one sentence for the lesson's text.
 """
 
 from __future__ import annotations
@@ -46,9 +53,10 @@ from attnlab.analysis.faithfulness import TRUTHS, VIEW_LABELS, VIEWS, Scoreboard
 from attnlab.analysis.mean_map_replacement import TOLERANCE_SHARE, MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
 from attnlab.analysis.stats import ABOVE, BELOW, Interval, bootstrap_mean, too_few_units
-from attnlab.core.language import N_
+from attnlab.core.language import N_, _, translated
+from attnlab.course.claims import twin_checks
 from attnlab.course.claims.sensitivity import sensitivity_rows
-from attnlab.course.verdicts import UNSURE, ClaimVerdict
+from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 
 #: Clark et al. (2019): over half of BERT-base's attention lands on [SEP] ...
 CLARK_SEP_SHARE = 0.5
@@ -451,3 +459,96 @@ def verdicts(profile: SinkProfile, intervention: SinkIntervention, board: Scoreb
         HEADS_TOGETHER: verdict_heads_replaceable_together(together),
         FIXED_ORDER_BEATS_RANDOM: verdict_fixed_order_beats_random(together),
     }
+
+
+# --------------------------------------------------------------------------- against the untrained twin
+
+
+#: Which way each claim's deciding number moves toward "holds" (+1 larger, -1 smaller).
+TOWARD_HOLDS = {
+    SINK_MASS: +1, SINK_NO_OP: -1, NORMS_DISCOUNT_SINKS: +1, RAW_TRACKS_EFFECT: +1, NORM_BEATS_RAW: +1,
+    ROLLOUT_BEATS_RAW: +1, VALUE_ZEROING_BEST: +1, FIXED_HEADS_CHEAP: -1, MEAN_MAP_STANDS_IN: -1,
+    HEADS_TOGETHER: +1, FIXED_ORDER_BEATS_RANDOM: -1,
+}
+#: Floors against the twin, in each deciding number's units. A share of a layer's attention (the sink) or
+#: of the special tokens' mass (the norms) must exceed the twin's by five points: a twentieth of the whole,
+#: below which two shares of attention say the same thing.
+TWIN_FLOOR_SHARE = 0.05
+#: Raw attention's mean rho with the effect must exceed the twin's by the scoreboard's own floor
+#: (:data:`FLOOR_BEATS_RHO`: about one pair of neighbouring tokens swapped in a 10-20-token query).
+TWIN_FLOOR_RHO = FLOOR_BEATS_RHO
+#: The fraction of heads replaceable together must exceed the twin's by a tenth of the heads: more than
+#: one layer's heads (a twelfth) in a 12-layer model.
+TWIN_FLOOR_HEADS = 0.1
+#: The claims decided against a line at a threshold, with their floor against the twin; every other claim
+#: (a comparison decided beyond its own floor: the sink's no-op, the scoreboard's "beats", fixed heads
+#: cheap, the mean maps, the order) must beat its twin by that same floor (its ``numbers["floor"]``): as
+#: much as the claim asks beyond no difference at all.
+TWIN_FLOORS = {SINK_MASS: TWIN_FLOOR_SHARE, NORMS_DISCOUNT_SINKS: TWIN_FLOOR_SHARE, RAW_TRACKS_EFFECT: TWIN_FLOOR_RHO,
+               HEADS_TOGETHER: TWIN_FLOOR_HEADS}
+#: The lesson's number in each checked row's label.
+LESSON = "13"
+
+
+def twin_floor(key: str, verdict: ClaimVerdict) -> float:
+    """How far beyond its untrained twin the model must be for claim ``key`` to hold, in the deciding
+    number's units: :data:`TWIN_FLOORS`, else the verdict's own floor (``numbers["floor"]``; 0 for a
+    verdict without one, e.g. one that cannot tell for want of evidence)."""
+    if key in TWIN_FLOORS:
+        return TWIN_FLOORS[key]
+    value = verdict.numbers.get(N_("floor"), 0.0)
+    return abs(float(value)) if isinstance(value, (int, float)) and np.isfinite(value) else 0.0
+
+
+def against_the_twin(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
+                     twin_name: str = "", scale: float = 1.0) -> dict[str, ClaimVerdict]:
+    """Every claim of :func:`verdicts` after the untrained-twin control (``twin``: the same claims on the
+    twin, measured on the same texts and queries; ``scale`` multiplies every floor)."""
+    return twin_checks.checked(model, twin, lesson=LESSON, toward=TOWARD_HOLDS, floor=twin_floor,
+                               twin_name=twin_name, scale=scale)
+
+
+def twin_floor_table(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict],
+                     scales: Sequence[float] = twin_checks.FLOOR_SCALES) -> list[list]:
+    """:func:`against_the_twin` with every floor scaled by each of ``scales``: rows ``[claim, floor,
+    word at each scale...]`` after a header (:func:`attnlab.course.claims.twin_checks.floor_table`)."""
+    return twin_checks.floor_table(model, twin, lesson=LESSON, toward=TOWARD_HOLDS, floor=twin_floor, scales=scales)
+
+
+RAW_HOLDS = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+               "this model, and at {twin} on its untrained twin, on the same queries: above {threshold} and beyond "
+               "the twin by more than {floor}. Here the weights do say, roughly, how much a token matters, and "
+               "training made them say it.")
+RAW_FAILS = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+               "this model ({twin} on its untrained twin, on the same queries): below {threshold}, so here the "
+               "weights do not say how much a token matters.")
+RAW_SAME = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+              "this model, above {threshold}; but its untrained twin gives {twin} on the same queries, not less by "
+              "{floor}: the ranking comes with the architecture, not from training.")
+RAW_UNSURE = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+                "this model ({twin} on its untrained twin, on the same queries): the interval reaches {threshold}, "
+                "so this run cannot tell whether the weights say how much a token matters.")
+RAW_MISSING = N_("Raw attention of the last layer ranks tokens like the effect of leaving them out at rho {model} on "
+                 "this model ({twin} on its untrained twin, on the same queries), but no verdict rests on it here: "
+                 "{why}.")
+
+
+def what_raw_attention_says(model_board: Scoreboard, twin_board: Scoreboard, model: ClaimVerdict,
+                            checked: ClaimVerdict, threshold: float = TRACKING_RHO) -> str:
+    """One sentence, in the reader's language, on what raw attention says about leaving tokens out:
+    the model's and the twin's mean rho (leave one out, positions kept, the same queries) with their
+    intervals. ``model`` is the raw-tracking claim on the model, ``checked`` the same claim after
+    :func:`against_the_twin`; together they pick the sentence."""
+    values = {"model": str(model_board.interval("raw")), "twin": str(twin_board.interval("raw")),
+              "threshold": f"{threshold:g}", "floor": f"{TWIN_FLOORS[RAW_TRACKS_EFFECT]:g}"}
+    if checked.verdict == HOLDS:
+        template = RAW_HOLDS
+    elif checked.verdict == FAILS:
+        template = RAW_FAILS
+    elif model.verdict == HOLDS:
+        template = RAW_SAME
+    elif model.numbers.get("missing"):
+        template, values["why"] = RAW_MISSING, translated(model.numbers["missing"])
+    else:
+        template = RAW_UNSURE
+    return _(template).format(**values)

@@ -41,6 +41,13 @@ adds nothing to the difference whose slope decides it.
 :func:`verdicts` gives all of them, keyed by :data:`FLAT_MEANS_VARYING`,
 :data:`ARTICLE_HEAD_GROUPS`, :data:`MORE_FIXED_WITH_DEPTH`,
 :data:`LAST_LAYER_ALL_FIXED` and :data:`FIGURE_LAST_LAYER_ALL_FIXED`.
+
+**The fixed group against an untrained model.** :func:`verdict_fixed_pattern_share` counts the
+heads whose map is the same for every query: labelled fixed, or uniform (the same even map every
+time, a fixed pattern too). Measured again on the model's untrained twin over the same queries and
+control strings, every verdict goes through lesson 12's rule (:func:`against_the_twin`, with
+:data:`TOWARD_HOLDS` and :func:`twin_floor`): a "holds" stands only when the model is beyond the
+twin by the claim's floor.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from attnlab.analysis.stats import (
 )
 from attnlab.core.language import N_
 from attnlab.core.models import ARTICLE_MODEL
+from attnlab.course.claims import twin_checks
 from attnlab.course.claims.readings import with_other_reading
 from attnlab.course.verdicts import UNSURE, ClaimVerdict
 
@@ -258,7 +266,7 @@ class LabelShare:
     """The share of some heads that carry one label, with how many cannot tell.
 
     Attributes:
-        kind: the label counted (``"fixed"``, ``"varying"`` ...).
+        kind: the label counted (``"fixed"``, ``"varying"`` ...; ``"fixed+uniform"`` for several).
         heads: heads the share is over.
         counts: ``{label: count}`` among them, from each head's interval.
         interval: estimate = share with the point label ``kind``; low/high = the
@@ -281,10 +289,11 @@ class LabelShare:
                 **{_COUNT_KEYS.get(name, f"{name} heads"): c for name, c in self.counts.items()}}
 
 
-def label_share(report: FixednessReport, kind: str = FIXED, among: np.ndarray | None = None, *,
+def label_share(report: FixednessReport, kind: str | tuple[str, ...] = FIXED, among: np.ndarray | None = None, *,
                 threshold: float = FIXED_THRESHOLD) -> LabelShare:
-    """Share of the heads ``among`` (``[L, H]`` booleans, default all) labelled ``kind``, with its interval
-    from resampling query shards (see :class:`LabelShare`)."""
+    """Share of the heads ``among`` (``[L, H]`` booleans, default all) labelled ``kind`` (or any of several
+    labels), with its interval from resampling query shards (see :class:`LabelShare`)."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     among = np.ones(report.fixedness.shape, dtype=bool) if among is None else np.asarray(among, dtype=bool)
     total = int(among.sum())
     if total == 0:
@@ -295,11 +304,12 @@ def label_share(report: FixednessReport, kind: str = FIXED, among: np.ndarray | 
     boots = report.head_boots if report.head_boots is not None else report.fixedness[None]  # (B, L, H)
     info_boots = report.info_boots if report.info_boots is not None else np.asarray(report.information.estimate)[None]
     boot_labels = point_labels(boots, info_boots, threshold=threshold)[:, among]  # (B, k)
-    estimate = float((point == kind).mean())
-    resampled = interval_from_samples(estimate, (boot_labels == kind).mean(axis=1), n=report.n_shards)
-    low = min(float(resampled.low), counts[kind] / total)
-    high = max(float(resampled.high), (counts[kind] + counts[UNSURE_LABEL]) / total)
-    return LabelShare(kind, total, counts, Interval(estimate, low, high, resampled.level, report.n_shards),
+    counted = sum(counts[k] for k in kinds)
+    estimate = float(np.isin(point, kinds).mean())
+    resampled = interval_from_samples(estimate, np.isin(boot_labels, kinds).mean(axis=1), n=report.n_shards)
+    low = min(float(resampled.low), counted / total)
+    high = max(float(resampled.high), (counted + counts[UNSURE_LABEL]) / total)
+    return LabelShare("+".join(kinds), total, counts, Interval(estimate, low, high, resampled.level, report.n_shards),
                       too_few_units(resampled))
 
 
@@ -534,3 +544,71 @@ def verdicts(report: FixednessReport, *, keys: str = ALL_KEYS) -> dict[str, Clai
         return used
     other = decide(report.reading_report(CONTENT_KEYS if keys == ALL_KEYS else ALL_KEYS))
     return {k: with_other_reading(v, keys, other[k]) for k, v in used.items()}
+
+
+# --------------------------------------------------------------------------- the fixed group, against the twin
+
+#: "Most heads follow a fixed pattern": the share of heads labelled fixed or uniform above this (interval).
+MOST_FIXED_PATTERN = 0.5
+CLAIM_FIXED_PATTERN = N_("most heads follow a fixed pattern: more than half of them are labelled fixed or uniform "
+                         "(the same map for every query)")
+#: Key of :func:`verdict_fixed_pattern_share` among the checked verdicts.
+FIXED_PATTERN_SHARE = "fixed_pattern_share"
+
+
+def fixed_pattern_share(report: FixednessReport, *, threshold: float = FIXED_THRESHOLD) -> LabelShare:
+    """The share of heads whose map is the same for every query: labelled fixed, or uniform (a head that
+    attends evenly every time follows a fixed pattern too), with its interval over query shards."""
+    return label_share(report, (FIXED, UNIFORM), threshold=threshold)
+
+
+def verdict_fixed_pattern_share(report: FixednessReport, *, threshold: float = MOST_FIXED_PATTERN) -> ClaimVerdict:
+    """The share of heads that follow a fixed pattern (:func:`fixed_pattern_share`): holds when its
+    interval lies above ``threshold``, does not hold when it lies below; "cannot tell" with too few shards."""
+    share = fixed_pattern_share(report)
+    numbers = dict(share.numbers(), threshold=threshold)
+    if share.why is not None:
+        return ClaimVerdict.decide(CLAIM_FIXED_PATTERN, holds=False, fails=False, why=share.why, **numbers)
+    return ClaimVerdict.decide(CLAIM_FIXED_PATTERN, holds=share.interval.above(threshold),
+                               fails=share.interval.below(threshold), **numbers)
+
+
+#: Which way each claim's deciding number moves toward "holds" (all of lesson 08's: larger).
+TOWARD_HOLDS = {FLAT_MEANS_VARYING: +1, ARTICLE_HEAD_GROUPS: +1, MORE_FIXED_WITH_DEPTH: +1, LAST_LAYER_ALL_FIXED: +1,
+                FIGURE_LAST_LAYER_ALL_FIXED: +1, FIXED_PATTERN_SHARE: +1}
+#: A share of heads must exceed the untrained twin's by a tenth of them: more than one head of a 12-head
+#: layer, about one layer's heads of a 12-layer model.
+TWIN_FLOOR_HEADS = 0.1
+#: The slope of (real - control) fixedness against depth must exceed the twin's by this per layer: over
+#: the 11 steps of a 12-layer model, 0.11 of fixedness, about the groups' margin (:data:`GROUPS_MARGIN`).
+TWIN_FLOOR_SLOPE = 0.01
+#: Each claim's floor against the twin, in its deciding number's units (the head groups: their own margin).
+TWIN_FLOORS = {FLAT_MEANS_VARYING: TWIN_FLOOR_HEADS, ARTICLE_HEAD_GROUPS: GROUPS_MARGIN,
+               MORE_FIXED_WITH_DEPTH: TWIN_FLOOR_SLOPE, LAST_LAYER_ALL_FIXED: TWIN_FLOOR_HEADS,
+               FIGURE_LAST_LAYER_ALL_FIXED: TWIN_FLOOR_HEADS, FIXED_PATTERN_SHARE: TWIN_FLOOR_HEADS}
+#: The lesson's number in each checked row's label.
+LESSON = "08"
+
+
+def twin_floor(key: str, verdict: ClaimVerdict) -> float:
+    """How far beyond its untrained twin the model must be for claim ``key`` to hold (:data:`TWIN_FLOORS`)."""
+    return TWIN_FLOORS[key]
+
+
+def checked_claims(report: FixednessReport) -> dict[str, ClaimVerdict]:
+    """The claims held against the twin: :func:`verdicts` and :func:`verdict_fixed_pattern_share`."""
+    return {**verdicts(report), FIXED_PATTERN_SHARE: verdict_fixed_pattern_share(report)}
+
+
+def against_the_twin(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
+                     twin_name: str = "", scale: float = 1.0) -> dict[str, ClaimVerdict]:
+    """Every claim of :func:`checked_claims` after the untrained-twin control (``twin``: the same claims on
+    the twin, over the same queries and control strings; ``scale`` multiplies every floor)."""
+    return twin_checks.checked(model, twin, lesson=LESSON, toward=TOWARD_HOLDS, floor=twin_floor,
+                               twin_name=twin_name, scale=scale)
+
+
+def twin_floor_table(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict],
+                     scales=twin_checks.FLOOR_SCALES) -> list[list]:
+    """:func:`against_the_twin` with every floor scaled by each of ``scales`` (rows after a header)."""
+    return twin_checks.floor_table(model, twin, lesson=LESSON, toward=TOWARD_HOLDS, floor=twin_floor, scales=scales)
