@@ -426,8 +426,12 @@ def test_lesson13_has_twin():
     assert all(v.verdict == FAILS for v in bad.values()), {k: v.verdict for k, v in bad.items()}
     for key, v in lim.against_the_twin(bad, model, twin_name="twin").items():
         assert v.verdict == FAILS, key
-    # no twin measured: every verdict stands and says so
-    assert all(v.verdict == HOLDS for v in lim.against_the_twin(model, None).values())
+    # both do not hold: still "does not hold", saying an untrained model does not show it either
+    for key, v in lim.against_the_twin(bad, lim.verdicts(*bad_evidence()), twin_name="twin").items():
+        assert v.verdict == FAILS and v.reason() == "", key
+    # no twin measured: a "holds" waits for the twin's evidence, and says so
+    for key, v in lim.against_the_twin(model, None).items():
+        assert v.verdict == UNSURE and v.because == "missing", key
 
 
 def test_lesson13_twin_floors_are_in_the_deciding_units():

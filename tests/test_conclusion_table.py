@@ -26,8 +26,8 @@ def test_conclusion_table_is_the_one_list():
     assert list(c.JUDGES) == [row.label for row in table]
     assert c.ROW_CLAIMS == {row.label: row.claim for row in table}
     assert c.READINGS == {row.label: row.reading for row in table if row.reading}
-    assert set(twin_control.TOWARD_HOLDS) | set(twin_control.NOT_ABOUT_THE_MODEL) == {row.label for row in table}
-    assert twin_control.NOT_ABOUT_THE_MODEL == ("5a", "5b")
+    assert set(c.TOWARD_HOLDS) | set(c.NOT_ABOUT_THE_MODEL) == {row.label for row in table}
+    assert c.NOT_ABOUT_THE_MODEL == ("5a", "5b")
     assert c.LABELS == ("1", "2", "3a", "3b", "4a", "4b", "5a", "5b", "6")
     pattern = course_numbers.VERDICT["en"]
     for row in table:
@@ -58,7 +58,7 @@ def test_a_new_row_reaches_every_derived_list(monkeypatch):
     table = claims.CONCLUSIONS + (extra,)
     rows = {row.label: row.judged(rec.evidence()) for row in table}
     assert rows["7"].verdict == rows["2"].verdict
-    checked = twin_control.against_twin("2", rows["2"], rows["2"])
+    checked = c.against_twins({"2": rows["2"]}, {"2": rows["2"]})["2"]
     assert checked.verdict in (UNSURE, FAILS)
 
 

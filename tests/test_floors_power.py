@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from attnlab.analysis.stats import Interval, chance_beyond
+from attnlab.course import evidence as c
 from attnlab.course import twin_control
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.verdicts import HOLDS, ClaimVerdict
@@ -26,7 +27,7 @@ def course_noise() -> dict[str, float]:
     noise = {}
     for label, record in zip(data["labels"], data["verdicts"]):
         d = ClaimVerdict.from_record(record).decider
-        if label in twin_control.TOWARD_HOLDS and d is not None and np.isfinite([d.low, d.high]).all():
+        if label in c.TOWARD_HOLDS and d is not None and np.isfinite([d.low, d.high]).all():
             noise[label] = max(d.estimate - d.low, d.high - d.estimate)
     return noise
 
@@ -35,7 +36,7 @@ def share_holding(label: str, effect: float, half_width: float, floor: float, se
     """Plant a model whose deciding number beats its twin's by ``effect`` toward holding, both measured with
     intervals of ``half_width`` (normal noise of that size), and count how often the twin rule keeps "holds"."""
     rng = np.random.default_rng(seed)
-    direction = twin_control.TOWARD_HOLDS[label]
+    direction = c.TOWARD_HOLDS[label]
     se = half_width / 1.959964
     kept = 0
     for _ in range(SEEDS):
@@ -45,14 +46,14 @@ def share_holding(label: str, effect: float, half_width: float, floor: float, se
                                                  "high": model_at + half_width, "floor": floor})
         twin = ClaimVerdict("planted", HOLDS, {"estimate": twin_at, "low": twin_at - half_width,
                                                 "high": twin_at + half_width, "floor": floor})
-        kept += twin_control.against_twin(label, model, twin).verdict == HOLDS
+        kept += twin_control.against_twin(label, model, twin, direction=direction).verdict == HOLDS
     return kept / SEEDS
 
 
 def stated_power(label: str, half_width: float, floor: float) -> float:
     diff = twin_control.difference(Interval(0.0, -half_width, half_width, 0.95, 0),
                                    Interval(0.0, -half_width, half_width, 0.95, 0))
-    return twin_control.power(diff, twin_control.TOWARD_HOLDS[label], floor)
+    return twin_control.power(diff, c.TOWARD_HOLDS[label], floor)
 
 
 def test_chance_beyond_is_the_normal_power():
@@ -91,7 +92,7 @@ def _floor_of(label: str) -> float:
 def test_the_card_states_the_power():
     model = ClaimVerdict("planted", HOLDS, {"estimate": 0.9, "low": 0.85, "high": 0.95, "floor": 0.1})
     twin = ClaimVerdict("planted", HOLDS, {"estimate": 0.5, "low": 0.45, "high": 0.55, "floor": 0.1})
-    checked = twin_control.against_twin("1", model, twin)
+    checked = twin_control.against_twin("1", model, twin, direction=+1)
     assert checked.numbers[twin_control.POWER] == pytest.approx(chance_beyond(0.2, 0.1, np.hypot(0.05, 0.05)), abs=1e-3)
 
 

@@ -13,7 +13,7 @@ import pytest
 from attnlab.core.language import current_language, set_language
 from attnlab.course.evidence import LABELS
 from attnlab.course.report_parts import doubling_looks, grow_until_settled
-from attnlab.course.twin_control import NOT_ABOUT_THE_MODEL
+from attnlab.course.evidence import NOT_ABOUT_THE_MODEL
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
 from attnlab.tools import cli
 from attnlab.tools.report import compare_table, read_report

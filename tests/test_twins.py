@@ -120,7 +120,7 @@ def test_twin_gates_only_holds(model_word, twin_word):
     model = _verdict(model_word, *NUMBER_OF[model_word], floor=0.1)
     model.numbers["holds above"] = 0.6  # the line the rule draws (0.5 and the floor)
     twin = None if twin_word is None else _verdict(twin_word, *NUMBER_OF[twin_word], floor=0.1)
-    checked = against_twin("1", model, twin)  # row 1: a larger number is toward "holds"
+    checked = against_twin("1", model, twin, direction=+1)  # row 1: a larger number is toward "holds"
     if model_word == FAILS:
         assert checked.verdict == FAILS
         if twin_word is not None:
@@ -145,18 +145,20 @@ def test_a_model_far_beyond_a_holding_twin_holds():
     against -0.132, floor 0.02): it holds; a model only a little beyond a holding twin cannot tell."""
     model = _verdict(HOLDS, -0.30, -0.31, -0.29, floor=0.02)
     twin = _verdict(HOLDS, -0.132, -0.137, -0.127, floor=0.02)
-    assert against_twin("2", model, twin).verdict == HOLDS  # row 2: smaller is toward "holds"
+    assert against_twin("2", model, twin, direction=-1).verdict == HOLDS  # row 2: smaller is toward "holds"
     near = _verdict(HOLDS, -0.145, -0.15, -0.14, floor=0.02)
-    close = against_twin("2", near, twin)
+    close = against_twin("2", near, twin, direction=-1)
     assert close.verdict == UNSURE and close.because == "twin"
     assert close.numbers["why"] == AS_MUCH.format(model="-0.145", twin="-0.132", difference="-0.013 [-0.0201, -0.00593]",
                                                   floor="0.02")
 
 
-def test_a_row_outside_the_table_needs_its_direction():
+def test_the_twin_rule_needs_a_direction():
     model, twin = _verdict(HOLDS, 0.9, 0.85, 0.95, 0.1), _verdict(FAILS, 0.1, 0.05, 0.15, 0.1)
-    with pytest.raises(KeyError, match="direction"):
+    with pytest.raises(TypeError, match="direction"):
         against_twin("13x", model, twin)
+    with pytest.raises(ValueError, match="13x"):
+        against_twin("13x", model, twin, direction=0)
     assert against_twin("13x", model, twin, direction=+1).verdict == HOLDS
     assert against_twin("13x", model, twin, direction=-1).verdict == UNSURE
     assert against_twin("13x", model, twin, direction=+1, floor=0.9).verdict == UNSURE
@@ -168,16 +170,16 @@ def test_untrained_twin_control():
     falling = rec.diversity((3.0, 2.0, 1.0), half_width=0.01)  # falls by a third of the first layer a layer
     model = claims.conclusion_2(falling)
     assert model.verdict == HOLDS
-    same = against_twin("2", model, claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), half_width=0.01)))
+    same = against_twin("2", model, claims.conclusion_2(rec.diversity((3.0, 2.0, 1.0), half_width=0.01)), direction=-1)
     assert same.verdict == UNSURE and same.because == "twin"
     flat_twin = claims.conclusion_2(rec.diversity((3.0, 3.0, 3.0), half_width=0.01))
     assert flat_twin.verdict == FAILS
-    learned = against_twin("2", model, flat_twin)
+    learned = against_twin("2", model, flat_twin, direction=-1)
     assert learned.verdict == HOLDS and learned.numbers["untrained twin's verdict"] == FAILS
     # the twin falls too, and its last layer climbs back a little: less than the floor away from the model
     near = claims.conclusion_2(rec.diversity((3.0, 1.0, 1.24), half_width=0.1))
     assert near.verdict != HOLDS
-    close = against_twin("2", model, near)
+    close = against_twin("2", model, near, direction=-1)
     assert close.verdict == UNSURE and "floor" in close.numbers["why"]
 
 
@@ -298,10 +300,10 @@ def test_twin_seed_noise_counted():
     assert pooled.numbers["low"] == pytest.approx(-0.1415) and pooled.numbers["high"] == pytest.approx(-0.1285)
     assert pooled.numbers["high"] - pooled.numbers["low"] > 10 * 0.001  # the seeds' spread, not one half-width
     model = _verdict(HOLDS, -0.158, -0.1585, -0.1575, floor=0.02)
-    assert against_twin("2", model, seeds[2]).verdict == HOLDS  # one seed alone: 0.029 beyond, clears 0.02
-    assert against_twin("2", model, pooled).verdict == UNSURE  # the seeds' spread counted: it does not
+    assert against_twin("2", model, seeds[2], direction=-1).verdict == HOLDS  # one seed alone: 0.029 beyond, clears 0.02
+    assert against_twin("2", model, pooled, direction=-1).verdict == UNSURE  # the seeds' spread counted: it does not
     far = _verdict(HOLDS, -0.30, -0.31, -0.29, floor=0.02)
-    assert against_twin("2", far, pooled).verdict == HOLDS
+    assert against_twin("2", far, pooled, direction=-1).verdict == HOLDS
     mixed = pooled_twin([seeds[0], _verdict(FAILS, -0.01, -0.02, 0.0)])
     assert mixed.verdict == UNSURE and mixed.numbers["shuffle seeds"] == 2
     assert pooled_twin([seeds[0]]) is seeds[0]

@@ -319,8 +319,8 @@ def _named_interval(numbers: Mapping) -> tuple[str, float, float, float] | None:
         return None
     ends = ("low", "high") if key == "estimate" else (f"{key} low", f"{key} high")
     found = [_finite(numbers.get(k)) for k in (key, *ends)]
-    if any(v is None for v in found):
-        raise ValueError(f"the deciding number {key!r} has no finite ends {ends} among the numbers")
+    if any(v is None for v in found):  # not measured (NaN): no deciding number to draw
+        return None
     return (key, *found)  # type: ignore[return-value]
 
 
@@ -367,7 +367,7 @@ def deciding(numbers: Mapping, *, value_keys: tuple[str, ...] = ("score",)) -> D
             if partner is not None and _finite(numbers.get(partner)) is not None:
                 thresholds[partner] = _finite(numbers[partner])
             break
-    found = _named_interval(numbers) or _interval(numbers)
+    found = _named_interval(numbers) if DECIDED_ON in numbers else _interval(numbers)
     if found is not None:
         key, estimate, low, high = found
         return Decider(key, estimate, min(low, high), max(low, high), thresholds)

@@ -23,7 +23,7 @@ from attnlab.course import lesson_results, results
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
 from attnlab.course.cards import TWIN_SAYS
-from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twins
+from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twin
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, shown
 
 #: colour of each verdict word in lesson 12's summary figure
@@ -116,6 +116,10 @@ def row_titles(labels) -> list[str]:
 JUDGES: dict[str, Callable[[Evidence], ClaimVerdict]] = {c.label: c.judged for c in claims.CONCLUSIONS}
 #: the claim each row of :data:`JUDGES` states, for a row that cannot be judged at all
 ROW_CLAIMS = {c.label: c.claim for c in claims.CONCLUSIONS}
+#: rows whose claim is not about the model under test (lesson 10 trains its own small models)
+NOT_ABOUT_THE_MODEL = tuple(c.label for c in claims.CONCLUSIONS if not c.about_model)
+#: which way each row's deciding number moves toward "holds": +1 larger, -1 smaller
+TOWARD_HOLDS = {c.label: c.toward for c in claims.CONCLUSIONS if c.about_model}
 
 
 def data_verdicts(ev: Evidence, *, safe: bool = False) -> dict[str, ClaimVerdict]:
@@ -137,11 +141,22 @@ def data_verdicts(ev: Evidence, *, safe: bool = False) -> dict[str, ClaimVerdict
     return rows
 
 
+def against_twins(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
+                  twin_name: str = "") -> dict[str, ClaimVerdict]:
+    """:func:`~attnlab.course.twin_control.against_twin` on every row of ``model`` (``twin`` keyed the same way;
+    None: no twin), each with its direction toward "holds" and whether it is about the model from the one
+    table of conclusions."""
+    return {label: against_twin(label, v, None if twin is None else twin.get(label), twin_name=twin_name,
+                                direction=claims.BY_LABEL[label].toward,
+                                about_model=claims.BY_LABEL[label].about_model)
+            for label, v in model.items()}
+
+
 def checked_rows(rows: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
                  twin_name: str = "") -> dict[str, ClaimVerdict]:
     """:data:`LABELS`' verdicts from :func:`data_verdicts`-shaped ``rows``: every claim about the model
     held against ``twin`` (the same rows judged on its untrained twin; None: no twin measured,
-    :func:`attnlab.course.twin_control.against_twins`), conclusion 6 half by half, then combined."""
+    :func:`against_twins`), conclusion 6 half by half, then combined."""
     checked = against_twins(rows, twin, twin_name=twin_name)
     six = claims.conclusion_6(None, None, parts=tuple(checked.pop(label) for label in claims.SIX_PARTS))
     return {label: six if label == "6" else checked[label] for label in LABELS}

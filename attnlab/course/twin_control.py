@@ -16,8 +16,9 @@ anything else. :func:`against_twin` applies that control to one verdict:
   because an untrained model gives the same or more. Without a twin a "holds" cannot stand either:
   it waits for the twin's measurement.
 
-The direction toward "holds" and which rows are about the model come from the one table of
-conclusions (:data:`attnlab.course.claims.conclusions.CONCLUSIONS`); the floor is the verdict's own
+The direction toward "holds" and whether a claim is about the model are the caller's (lesson 12's rows
+take them from the one table of conclusions, :data:`attnlab.course.claims.conclusions.CONCLUSIONS`, through
+:func:`attnlab.course.evidence.against_twins`); the floor is the verdict's own
 ``numbers["floor"]`` (its claim's floor, in the deciding number's units) unless the caller passes one.
 The twin's verdict, its deciding number and the difference are added to the verdict's numbers, so
 every card shows them beside the model's, and every "cannot tell" says why in one line
@@ -32,13 +33,7 @@ from attnlab.analysis.stats import Interval, chance_beyond
 from attnlab.analysis.stats import difference_interval as difference
 from attnlab.core.language import N_
 from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT
-from attnlab.course.claims.conclusions import CONCLUSIONS
 from attnlab.course.verdicts import BECAUSE, BECAUSE_MISSING, BECAUSE_TWIN, FAILS, HOLDS, UNSURE, ClaimVerdict
-
-#: rows whose claim is not about the model under test (lesson 10 trains its own small models)
-NOT_ABOUT_THE_MODEL = tuple(c.label for c in CONCLUSIONS if not c.about_model)
-#: which way each row's deciding number moves toward "holds": +1 larger, -1 smaller
-TOWARD_HOLDS = {c.label: c.toward for c in CONCLUSIONS if c.about_model}
 
 DIFFERENCE = N_("model minus untrained twin")
 TWIN_NAME = N_("untrained twin")
@@ -83,8 +78,8 @@ def _interval_text(x: Interval) -> str:
     return f"{x.estimate:+.3g} [{x.low:+.3g}, {x.high:+.3g}]"
 
 
-def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, twin_name: str = "",
-                 direction: int | None = None, floor: float | None = None) -> ClaimVerdict:
+def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, direction: int,
+                 floor: float | None = None, twin_name: str = "", about_model: bool = True) -> ClaimVerdict:
     """``model``'s verdict after the untrained-twin control (see the module's docstring).
 
     Args:
@@ -93,12 +88,15 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, 
         twin: the same claim judged on the untrained twin (None: no twin measured).
         twin_name: which twin, shown with the numbers.
         direction: +1 when a larger deciding number is toward "holds", -1 when a smaller one is
-            (default: the row's entry in the table of conclusions).
+            (lesson 12's rows: their ``toward`` in the table of conclusions).
         floor: how far beyond the twin the model must be, in the deciding number's units
             (default: the verdict's ``numbers["floor"]``, else 0).
+        about_model: False for a claim that is not about the model under test (no twin applies).
     """
+    if direction not in (+1, -1):
+        raise ValueError(f"row {label}: the direction toward holding must be +1 or -1, got {direction!r}")
     numbers = dict(model.numbers)
-    if label in NOT_ABOUT_THE_MODEL:
+    if not about_model:
         return ClaimVerdict(model.claim, model.verdict, {**numbers, TWIN_NAME: NOT_ABOUT})
     if twin is None:
         numbers[TWIN_NAME] = NO_TWIN
@@ -116,10 +114,6 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, 
         return ClaimVerdict(model.claim, UNSURE, numbers)
     if mine is None or theirs is None:  # a "holds" with nothing to hold against the twin
         return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_MISSING, "missing": NO_TWIN_NUMBER})
-    if direction is None:
-        if label not in TOWARD_HOLDS:
-            raise KeyError(f"row {label!r} is not in the table of conclusions: pass its direction toward holding")
-        direction = TOWARD_HOLDS[label]
     floor = float(numbers.get(FLOOR, 0.0) or 0.0) if floor is None else float(floor)
     diff = difference(mine, theirs)
     numbers[DIFFERENCE] = _interval_text(diff)
@@ -168,10 +162,3 @@ def pooled_twin_rows(rows_per_seed: list[dict[str, ClaimVerdict]]) -> dict[str, 
     pooled over the seeds that have them)."""
     labels = list(dict.fromkeys(label for rows in rows_per_seed for label in rows))
     return {label: pooled_twin([rows[label] for rows in rows_per_seed if label in rows]) for label in labels}
-
-
-def against_twins(model: dict[str, ClaimVerdict], twin: dict[str, ClaimVerdict] | None, *,
-                  twin_name: str = "") -> dict[str, ClaimVerdict]:
-    """:func:`against_twin` on every row of ``model`` (``twin`` keyed the same way; None: no twin)."""
-    return {label: against_twin(label, v, None if twin is None else twin.get(label), twin_name=twin_name)
-            for label, v in model.items()}
