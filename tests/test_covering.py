@@ -559,3 +559,52 @@ def test_additive_heads_in_a_real_block(tmp_path):
     assert cv.pair_interaction(backed).low > cv.PAIR_FLOOR
     assert _judge(backed).verdict == HOLDS and _judge(backed).numbers["reading"] == cv.PAIR_READINGS["cover"]
     assert _judge(backed, claims.conclusion_4a).verdict == FAILS
+
+
+def _pairs_record(r: np.ndarray, *, texts: int = 128, noise: float = 0.03, seed: int = 0):
+    """A covering record at the course's sizes whose pairs (``len(r)`` of them) interact by ``r``
+    each: text by text, ``||delta_a + delta_b||`` about 1 and ``||delta_ab||`` about ``1 + r``,
+    each scattered by ``noise`` (relative), the size of the pairs' text-to-text scatter on real encoders."""
+    local = np.random.default_rng(seed)
+    added = 1.0 + noise * local.normal(size=(len(r), texts))  # (P, N)
+    both = added * (1.0 + np.asarray(r)[:, None]) * (1.0 + noise * local.normal(size=(len(r), texts)))
+    cov = cv.Covering(1, [[0]], np.ones((1, texts)), np.ones((1, texts)), np.ones((texts, 144)), np.ones(texts), 12)
+    cov.pairs = cv.layer_pairs(12, 12)
+    cov.pair_joint_norm, cov.pair_sum_norm = both, added
+    return cov
+
+
+def test_covering_and_saturating_pairs_do_not_cancel_in_the_unsigned_mean():
+    """Half the pairs cover (r = +0.1, twice the margin) and half saturate (r = -0.1): the signed mean
+    is about 0 and reads neither, but the mean |r| lies above the margin: "do not add up", not "add".
+    Pairs at half the margin either way (r = +-0.025) read "add up"."""
+    mixed = _pairs_record(np.tile([0.1, -0.1], 72))
+    signed, either = cv.pair_interaction(mixed), cv.pair_deviation(mixed)
+    assert signed.contains(0.0) and abs(signed.estimate) < 0.01
+    assert either.low > cv.PAIR_MARGIN and either.estimate == pytest.approx(0.1, abs=0.005)
+    assert cv.pair_reading(signed, either) == "interact"
+    small = _pairs_record(np.tile([0.025, -0.025], 72))
+    assert cv.pair_reading(cv.pair_interaction(small), cv.pair_deviation(small)) == "add"
+    # by hand: the mean over pairs of |sum_n (both - added)| / sum_n added
+    joint, added = np.asarray(small.pair_joint_norm), np.asarray(small.pair_sum_norm)
+    by_hand = np.mean(np.abs(joint.sum(1) - added.sum(1)) / added.sum(1))
+    assert cv.pair_deviation(small).estimate == pytest.approx(by_hand, rel=1e-12)
+    assert cv.pair_deviation(small).contains(cv.pair_deviation(small).estimate)  # the texts' lift taken out
+
+
+def test_layer_pairs_match_each_layers_heads():
+    pairs = cv.layer_pairs(3, 5, matchings=2, seed=1)
+    assert len(pairs) == 3 * 2 * 2  # an odd layer leaves one head out of each matching
+    assert all(a // 5 == b // 5 and a != b for a, b in pairs)
+    per_layer = [[p for p in pairs if p[0] // 5 == layer] for layer in range(3)]
+    for matching in (row[i:i + 2] for row in per_layer for i in (0, 2)):
+        heads = [h for p in matching for h in p]
+        assert len(set(heads)) == len(heads)  # a matching uses each head once
+    assert cv.pair_meet_chance(12) == pytest.approx(1 - (10 / 11) ** 2)
+    full = np.zeros((2, 3))
+    single = np.array([[[1.0, 0, 0]] * 2, [[0, 1.0, 0]] * 2, [[0, 0, 1.0]] * 2])  # (K=3, N=2, D=3)
+    both = np.array([[[3.0, 4.0, 0]] * 2])  # pair (0, 1) together: (3, 4, 0)
+    joint, added, gap = cv.pair_norms(full, single, both, [[0, 1]])
+    np.testing.assert_allclose(joint, [[5.0, 5.0]], atol=1e-12)
+    np.testing.assert_allclose(added, [[np.sqrt(2.0)] * 2], atol=1e-12)
+    np.testing.assert_allclose(gap, [[np.hypot(2.0, 3.0)] * 2], atol=1e-12)

@@ -18,7 +18,8 @@ moves cannot blow it up):
 * the **interaction share** ``||delta_S - delta_S^null|| / ||sum_i delta_i||``
   (:func:`interaction_excess`): how far the set's move is from the move additive
   heads would make (the null, below), as a share of the heads' summed moves. This is
-  the number the readings decide on.
+  the number the sets' readings (:func:`reading`) rest on: a description of large sets,
+  shown beside the verdicts, which read the pairs of heads (below).
 
 **Exactly 1 is not the line.** Exactly additive effects give ratio 1 and gain 1,
 but the sentence vector comes out of a LayerNorm: effects that add up *before*
@@ -119,6 +120,7 @@ from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
+#: the large sets' readings (a description since the verdicts read the pairs of heads, :data:`PAIR_MARGIN`):
 #: "add up": the interaction share beyond the LayerNorm null wholly below this equivalence margin
 #: (half a percent of the heads' summed moves; a backup job 0.03 the size of a lone head's effect,
 #: with half the heads in pairs, gives 0.019 at 72 of 144 heads, its interval's low end 0.018)
