@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.analysis.covering import Covering
+from attnlab.analysis.covering import Covering, layer_pairs
 from attnlab.analysis.diversity import DepthShape, HeadDistances, depth_shape
 from attnlab.analysis.probes import N_SPLITS, TASKS, TaskStudy, training_halves
 from attnlab.analysis.pruning import PruningStudy
@@ -149,7 +149,9 @@ def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_hea
     ``factor`` x the move additive heads make through the LayerNorm, along the heads' summed
     effects (> 1: the heads cover for one another, 1: additive, < 1: they work only together),
     each text scattered by ``noise`` (the real move about the null's by a tenth of it). The
-    LayerNorm null is exactly additive (gain 1); the interaction is the two moves' difference."""
+    LayerNorm null is exactly additive (gain 1); the interaction is the two moves' difference.
+    The pairs of heads of one layer (2 matchings a layer) move ``factor`` x their two moves added
+    (pair interaction ``factor - 1``: above 0 covering, below 0 saturating)."""
     rng = np.random.default_rng(1)
     total = n_layers * n_heads
     k = max(1, int(round(share * total)))
@@ -160,10 +162,14 @@ def covering(factor: float = 1.5, top: float = 0.05, *, n_layers: int = L, n_hea
     null_joint = sums * (1.0 + noise * rng.normal(size=(n_sets, n_texts)))
     joint = factor * null_joint * (1.0 + 0.1 * noise * rng.normal(size=(n_sets, n_texts)))  # along the null's move
     everything = (1.0 / top) * (1.0 + noise * rng.normal(size=n_texts))  # (N,)
+    pairs = layer_pairs(n_layers, n_heads) if n_heads > 1 else []
+    added = np.sqrt(2.0) * (1.0 + noise * rng.normal(size=(len(pairs), n_texts)))  # (P, N)
+    both = factor * added * (1.0 + 0.1 * noise * rng.normal(size=(len(pairs), n_texts)))  # r about factor - 1
     return Covering(k, sets, joint, sums, single, everything, n_heads, dot=joint * sums,
                     null_joint_norm=null_joint, null_sum_norm=sums.copy(), null_dot=null_joint * sums,
                     interaction_norm=np.abs(joint - null_joint),
-                    all_distance=moved * (1.0 + noise * rng.normal(size=n_texts)), text_distance=0.5)
+                    all_distance=moved * (1.0 + noise * rng.normal(size=n_texts)), text_distance=0.5,
+                    pairs=pairs, pair_joint_norm=both, pair_sum_norm=added, pair_interaction_norm=np.abs(both - added))
 
 
 def probe_costs(truth: np.ndarray, rng: np.random.Generator, *, n_texts: int, n_train: int, noise: float,

@@ -18,7 +18,8 @@ moves cannot blow it up):
 * the **interaction share** ``||delta_S - delta_S^null|| / ||sum_i delta_i||``
   (:func:`interaction_excess`): how far the set's move is from the move additive
   heads would make (the null, below), as a share of the heads' summed moves. This is
-  the number the readings decide on.
+  the number the sets' readings (:func:`reading`) rest on: a description of large sets,
+  shown beside the verdicts, which read the pairs of heads (below).
 
 **Exactly 1 is not the line.** Exactly additive effects give ratio 1 and gain 1,
 but the sentence vector comes out of a LayerNorm: effects that add up *before*
@@ -64,6 +65,32 @@ vectors at all beyond the "costs nothing" tolerance of lessons 11 and 13
 (:func:`all_masked_move`) is measured on the same texts: where it does not,
 "add up" says nothing (tiny moves add up whatever the heads do).
 
+**Pairs of heads of one layer** (:func:`layer_pairs`): the verdicts of conclusion 4 decide here.
+Every number above masks sets of 14 or 72 heads at once, and a real encoder's intermediate
+LayerNorms, GELU and softmax bend so large a move whatever the heads do: trained or not, models
+give an interaction share of 0.4-0.6 at 72 of 144 heads, far past any margin of "add up", and the
+final-LayerNorm null removes only the last bend. Two heads are a small perturbation, and the heads
+of one layer are the ensemble the claim is about (they sit side by side and their outputs are
+summed into the same residual stream). For each of :data:`PAIR_MATCHINGS` random matchings of
+each layer's heads, each pair ``(a, b)`` is masked together, and its **pair interaction** is::
+
+    r_ab = (sum_n ||delta_ab(n)|| - sum_n ||delta_a(n) + delta_b(n)||) / sum_n ||delta_a(n) + delta_b(n)||
+
+(sums over the texts): how much further (above 0) or less far (below 0) masking both heads moves
+the sentence vectors than their two effects added up. Heads that back each other up cost little
+alone and much together (``r > 0``: they **cover** for one another); heads whose damage saturates
+cost less together than apart (``r < 0``). The verdicts read two means over the pairs, each with an
+interval that resamples the texts and the pairs together (:func:`pair_interval`):
+
+* the **signed** mean ``mean_p r_p`` (:func:`pair_interaction`): wholly above :data:`PAIR_FLOOR`,
+  the heads cover for one another; wholly below ``-PAIR_FLOOR``, they saturate;
+* the **unsigned** mean ``mean_p |r_p|`` (:func:`pair_deviation`): wholly below :data:`PAIR_MARGIN`,
+  the pairs add up (covering and saturating pairs cannot cancel in it).
+
+**Power.** A head's backup partner in its layer shares one of its pairs with chance
+``PAIR_MATCHINGS / (H - 1)`` (2 of 11 at 12 heads a layer; :func:`pair_meet_chance`): the pairs see
+covering spread over a layer's heads, not one hidden pair among 66.
+
 Everything here works on arrays (``(N, D)`` per set of heads); the passes
 that produce them are :func:`attnlab.analysis.importance.single_head_states`
 and :func:`~attnlab.analysis.importance.head_sets_states` (see :func:`covering_study`).
@@ -87,12 +114,13 @@ from attnlab.analysis.importance import (
     sentence_vectors_of,
     single_head_states,
 )
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, reusable
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, resample_counts, reusable
 from attnlab.core.checks import check_positive_int
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 
+#: the large sets' readings (a description since the verdicts read the pairs of heads, :data:`PAIR_MARGIN`):
 #: "add up": the interaction share beyond the LayerNorm null wholly below this equivalence margin
 #: (half a percent of the heads' summed moves; a backup job 0.03 the size of a lone head's effect,
 #: with half the heads in pairs, gives 0.019 at 72 of 144 heads, its interval's low end 0.018)
@@ -117,6 +145,34 @@ READINGS = {"cover": N_("cover for one another (redundant)"), "add": N_("add up 
             "interact": N_("do not add up, but move neither clearly further nor clearly less far than additive heads")}
 #: percentiles of the per-set ratios shown as the random sets' band
 SET_BAND = (10.0, 90.0)
+#: random matchings of each layer's heads masked in pairs (each head in this many pairs: as many pairs
+#: as heads, one more sweep of the size of the single-head one)
+PAIR_MATCHINGS = 2
+#: "add up": the mean |r| of the pairs (:func:`pair_deviation`) wholly below this margin, 5% of a pair's
+#: summed move. A real encoder's own bends lie well inside it (64 texts, 2 matchings a layer; 2-core CPU,
+#: 2026-12-07): multilingual-e5-small 0.013 [0.009, 0.021], its untrained twin 0.027 [0.023, 0.031];
+#: all-MiniLM-L6-v2 0.011 [0.009, 0.014], its twin 0.016 [0.014, 0.019]. A backup pair whose shared job is
+#: half a lone head's effect, its heads doing a twentieth of one alone, gives r of about 6
+PAIR_MARGIN = 0.05
+#: "cover" (or "saturate"): the signed mean r of the pairs (:func:`pair_interaction`) wholly above this
+#: floor (or below minus it), 5% of a pair's summed move: on the same runs the signed means are
+#: multilingual-e5-small +0.006 [+0.001, +0.012] (twin +0.020 [+0.015, +0.025]) and all-MiniLM-L6-v2
+#: +0.007 [+0.004, +0.011] (twin +0.008 [+0.003, +0.012]). Power at the course's sizes (144 pairs, 128
+#: texts), every head of a layer in a backup pair of its layer: a mean r of twice the floor reads "cover"
+#: in 6-7 of 10 planted models, half the floor in none (tests/test_covering.py); smoke mode's 4 texts
+#: cannot tell (too few units)
+PAIR_FLOOR = 0.05
+#: the pair margins and floors of the sensitivity tables
+PAIR_GRID = (0.025, 0.05, 0.1)
+#: a pair whose summed move, summed over the texts, is below this share of the median pair's is left
+#: out of the means (its ratio would be float noise over float noise)
+TINY_PAIR = 1e-4
+#: the readings of the pairs, as printed
+PAIR_READINGS = {"cover": N_("cover for one another: two heads masked together cost more than their two moves added"),
+                 "saturate": N_("saturate, or work only together: two heads masked together cost less than their two moves added"),
+                 "add": N_("add up: two heads masked together move the vectors as far as their two moves added"),
+                 "interact": N_("do not add up, but neither cover for one another nor saturate on average"),
+                 "unclear": N_("fall between two readings")}
 
 
 def meet_chance(k: int, n_total: int) -> float:
@@ -284,6 +340,11 @@ class Covering(Record):
             the full model's, or None in an older record.
         text_distance: the mean ``1 - cos`` between two different texts' full vectors (the unit of
             the "costs nothing" tolerance, :mod:`attnlab.analysis.costs_nothing`), NaN when unknown.
+        pairs: ``P`` pairs of heads of one layer (flat indices, :func:`layer_pairs`), or empty in
+            an older record.
+        pair_joint_norm: ``(P, N)``: ``||delta_ab||``, both heads masked together, or None.
+        pair_sum_norm: ``(P, N)``: ``||delta_a + delta_b||``, their moves alone added, or None.
+        pair_interaction_norm: ``(P, N)``: ``||delta_ab - delta_a - delta_b||`` (shown beside), or None.
     """
 
     k: int
@@ -304,6 +365,10 @@ class Covering(Record):
     interaction_norm: np.ndarray | None = None
     all_distance: np.ndarray | None = None
     text_distance: float = float("nan")
+    pairs: list[list[int]] = field(default_factory=list)
+    pair_joint_norm: np.ndarray | None = None
+    pair_sum_norm: np.ndarray | None = None
+    pair_interaction_norm: np.ndarray | None = None
 
     @property
     def n_texts(self) -> int:
@@ -328,6 +393,11 @@ class Covering(Record):
     def has_interaction(self) -> bool:
         """Whether the interaction share and the all-masked move were measured (records from before lack them)."""
         return self.has_null and self.interaction_norm is not None and self.all_distance is not None
+
+    @property
+    def has_pairs(self) -> bool:
+        """Whether pairs of heads were masked together (records from before the pairs lack them)."""
+        return bool(self.pairs) and self.pair_joint_norm is not None and self.pair_sum_norm is not None
 
     def of_size(self, size: int | None = None) -> np.ndarray:
         """Indices of the sets of ``size`` heads (default :attr:`k`)."""
@@ -501,6 +571,154 @@ def top_set_ratio(cov: Covering, *, seed: int = 0) -> Interval | None:
     return bootstrap(np.stack([cov.top_joint_norm, cov.top_sum_norm], axis=1), ratio_of_means, seed=seed)
 
 
+# --------------------------------------------------------------------------- pairs of heads
+
+
+def layer_pairs(n_layers: int, n_heads: int, matchings: int = PAIR_MATCHINGS, seed: int = 0) -> list[list[int]]:
+    """``matchings`` random matchings of each layer's heads, as pairs of flat head indices
+    (``layer * n_heads + head``): each head in ``matchings`` pairs (one head of an odd layer sits one
+    matching out). Fixed by ``seed``; a pair drawn twice is kept twice (it is one draw of the design)."""
+    check_positive_int(matchings, "matchings")
+    if n_heads < 2:
+        raise ValueError(f"pairs of heads need at least 2 heads a layer, got {n_heads}")
+    rng = np.random.default_rng(seed)
+    out = []
+    for layer in range(n_layers):
+        for _draw in range(matchings):
+            order = layer * n_heads + rng.permutation(n_heads)
+            out += [sorted(int(i) for i in order[j:j + 2]) for j in range(0, n_heads - 1, 2)]
+    return out
+
+
+def pair_meet_chance(n_heads: int, matchings: int = PAIR_MATCHINGS) -> float:
+    """Chance that a head's one backup partner in its layer shares one of its ``matchings`` pairs:
+    ``1 - (1 - 1 / (H - 1)) ** matchings`` (12 heads, 2 matchings: 0.17)."""
+    return 1.0 - (1.0 - 1.0 / (n_heads - 1)) ** matchings if n_heads > 1 else 0.0
+
+
+def pair_norms(full: np.ndarray, single: np.ndarray, joint: np.ndarray,
+               pairs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair and text, ``(||delta_ab||, ||delta_a + delta_b||, ||delta_ab - delta_a - delta_b||)``, each ``(P, N)``.
+
+    Args:
+        full: ``(N, D)`` sentence vectors of the full model.
+        single: ``(K, N, D)`` with head ``k`` alone masked (flat index).
+        joint: ``(P, N, D)`` with both heads of pair ``p`` masked.
+        pairs: ``P`` pairs of flat head indices.
+    """
+    full = np.asarray(full, dtype=float)  # (N, D)
+    if len(pairs) != len(joint):
+        raise ValueError(f"{len(pairs)} pairs but {len(joint)} joint passes")
+    both = np.asarray(joint, dtype=float) - full[None]  # (P, N, D)
+    added = np.stack([np.asarray(single[a], dtype=float) + np.asarray(single[b], dtype=float) - 2 * full
+                      for a, b in pairs])  # (P, N, D)
+    return (np.linalg.norm(both, axis=-1), np.linalg.norm(added, axis=-1),
+            np.linalg.norm(both - added, axis=-1))
+
+
+def add_pairs(cov: Covering, full: np.ndarray, single: np.ndarray, both: np.ndarray,
+              pairs: Sequence[Sequence[int]]) -> Covering:
+    """Store in ``cov`` the pairs of heads and their :func:`pair_norms` (arguments as there); returns ``cov``."""
+    cov.pairs = [[int(i) for i in p] for p in pairs]
+    cov.pair_joint_norm, cov.pair_sum_norm, cov.pair_interaction_norm = pair_norms(full, single, both, pairs)
+    return cov
+
+
+def pair_interval(joint: np.ndarray, added: np.ndarray, *, signed: bool, n_boot: int = 1000, level: float = 0.95,
+                  seed: int = 0) -> Interval:
+    """The mean over pairs of ``r_p`` (``signed``) or ``|r_p|``, ``r_p = sum_n (joint - added) / sum_n added``,
+    with a percentile interval that resamples the **texts and the pairs** together: each resample
+    draws texts (every pair's ratio is taken on them) and, independently, pairs.
+
+    Args:
+        joint, added: ``(P, N)``: ``||delta_ab||`` and ``||delta_a + delta_b||`` per pair and text.
+
+    Returns:
+        An :class:`~attnlab.analysis.stats.Interval` whose ``n`` is the smaller of the two unit counts
+        (texts, pairs left in). For ``|r_p|`` the resamples are shifted by their mean's lift over
+        the estimate (resampling the texts adds their noise to every ``|r_p|`` once more). Pairs whose summed move is below :data:`TINY_PAIR` of the median
+        pair's are left out; NaN when none is left.
+    """
+    joint, added = np.asarray(joint, dtype=float), np.asarray(added, dtype=float)  # (P, N) each
+    moved = added.sum(axis=1)  # (P,)
+    keep = moved > TINY_PAIR * (np.median(moved) if len(moved) else 0.0)
+    joint, added = joint[keep], added[keep]
+    n_pairs, n_texts = added.shape
+    if n_pairs == 0 or n_texts == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), level, 0)
+    gap = joint - added  # (P', N)
+
+    def statistic(text_weights: np.ndarray, pair_weights: np.ndarray) -> np.ndarray:
+        """``(B,)`` from text weights ``(B, N)`` and pair weights ``(B, P')``."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = (text_weights @ gap.T) / (text_weights @ added.T)  # (B, P')
+        ratio = ratio if signed else np.abs(ratio)
+        ratio = np.where(np.isfinite(ratio), ratio, 0.0)
+        return (pair_weights * ratio).sum(axis=1) / pair_weights.sum(axis=1)
+
+    estimate = float(statistic(np.ones((1, n_texts)), np.ones((1, n_pairs)))[0])
+    texts = resample_counts(n_texts, n_boot, seed).astype(float)  # (B, N)
+    pairs = resample_counts(n_pairs, n_boot, seed + 1).astype(float)  # (B, P')
+    boots = statistic(texts, pairs)  # (B,)
+    if not signed:  # the texts' noise lifts every |r|, in each resample once more: take that lift out
+        boots = boots - (boots.mean() - estimate)
+    tail = 50.0 * (1.0 - level)
+    low, high = np.percentile(boots, [tail, 100.0 - tail])
+    return Interval(estimate, float(low), float(high), level, int(min(n_pairs, n_texts)))
+
+
+def _pair_arrays(cov: Covering) -> tuple[np.ndarray, np.ndarray]:
+    if not cov.has_pairs:
+        raise ValueError("this covering record has no pairs of heads (measured before them): run lesson 11 again")
+    return np.asarray(cov.pair_joint_norm, dtype=float), np.asarray(cov.pair_sum_norm, dtype=float)
+
+
+@reusable
+def pair_interaction(cov: Covering, *, seed: int = 0) -> Interval:
+    """The signed mean pair interaction ``mean_p r_p`` (:func:`pair_interval`): above 0 two heads of a
+    layer masked together cost more than their two moves added (they cover for one another), below
+    0 less (their damage saturates). The number conclusion 4b decides on."""
+    return pair_interval(*_pair_arrays(cov), signed=True, seed=seed)
+
+
+@reusable
+def pair_deviation(cov: Covering, *, seed: int = 0) -> Interval:
+    """The unsigned mean pair interaction ``mean_p |r_p|`` (:func:`pair_interval`): how far pairs of
+    heads are from adding up, either way (covering and saturating pairs cannot cancel). The
+    number conclusion 4a decides on."""
+    return pair_interval(*_pair_arrays(cov), signed=False, seed=seed)
+
+
+def pair_vector_share(cov: Covering) -> float:
+    """``sqrt(sum ||delta_ab - delta_a - delta_b||^2 / sum ||delta_a + delta_b||^2)`` over pairs and texts
+    (shown beside: it counts bends in every direction, so a real encoder's own bends show in it)."""
+    if cov.pair_interaction_norm is None:
+        return float("nan")
+    gap, added = np.asarray(cov.pair_interaction_norm, dtype=float), _pair_arrays(cov)[1]
+    bottom = (added ** 2).sum()
+    return float(np.sqrt((gap ** 2).sum() / bottom)) if bottom > 0 else float("nan")
+
+
+def pair_reading(interaction: Interval, deviation: Interval, *, margin: float = PAIR_MARGIN,
+                 floor: float = PAIR_FLOOR) -> str:
+    """Which of :data:`PAIR_READINGS` the pairs support: ``"cover"`` when the signed mean lies wholly
+    above ``floor``, ``"saturate"`` wholly below ``-floor``, ``"add"`` when the unsigned mean lies
+    wholly below ``margin``, ``"interact"`` when it lies wholly above ``margin`` with neither
+    direction clear, ``"unclear"`` otherwise."""
+    if interaction.above(floor):
+        return "cover"
+    if interaction.below(-floor):
+        return "saturate"
+    if deviation.below(margin):
+        return "add"
+    return "interact" if deviation.above(margin) else "unclear"
+
+
+def pair_reading_words(key: str) -> str:
+    """A pair reading's words in the reader's language."""
+    return _(PAIR_READINGS[key])
+
+
 def halves(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Two disjoint halves of ``range(n)``, fixed by ``seed`` (the first gets ``n // 2``)."""
     if n < 4:
@@ -654,7 +872,8 @@ def measure_null(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[i
 
 def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[float] = SHARES, n_sets: int = 20,
                    importance: np.ndarray | None = None, seed: int = 0, progress: bool = False,
-                   threads: int | None = None, single: np.ndarray | None = None) -> Covering:
+                   threads: int | None = None, single: np.ndarray | None = None,
+                   pair_matchings: int = PAIR_MATCHINGS) -> Covering:
     """Measure :class:`Covering` on the texts of ``objective`` (any objective: only its texts are used).
 
     Passes: the full model, every head alone (``layers x heads``, unless ``single`` ``(L, H, N, D)``
@@ -662,14 +881,15 @@ def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[flo
     together, ``n_sets`` random sets of ``round(share * layers * heads)`` heads for each of
     ``shares``, and, when ``importance`` ``(L, H)`` is given (ranked on *other* texts), the set
     of the most important heads of the smallest size. The LayerNorm null (:func:`measure_null`)
-    takes one more sweep of every head alone, with the final LayerNorm removed.
+    takes one more sweep of every head alone, with the final LayerNorm removed. The pairs of heads
+    (:func:`layer_pairs`, ``pair_matchings`` matchings of each layer's heads; 0: none) take one pass each.
     """
     total = m.n_layers * m.n_heads
     sizes = sorted({max(1, int(round(share * total))) for share in shares})
     sets = [s for i, size in enumerate(sizes) for s in random_sets(total, size, n_sets, seed + i)]
     k = sizes[0]
 
-    def pairs(flat: Sequence[int]) -> list[tuple[int, int]]:
+    def pairs_of(flat: Sequence[int]) -> list[tuple[int, int]]:
         return [(int(i) // m.n_heads, int(i) % m.n_heads) for i in flat]
 
     full = masked_states(m, objective, [], sentence_vectors_of, threads=threads)  # (N, D)
@@ -678,11 +898,16 @@ def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[flo
     single = np.asarray(single, dtype=float).reshape((total,) + full.shape)  # (K, N, D)
     top = ([] if importance is None else
            [int(i) for i in np.argsort(-np.asarray(importance, dtype=float).ravel(), kind="stable")[:k]])
-    together = [pairs(s) for s in sets] + [pairs(range(total))] + ([pairs(top)] if top else [])
+    together = [pairs_of(s) for s in sets] + [pairs_of(range(total))] + ([pairs_of(top)] if top else [])
     vectors = np.stack(head_sets_states(m, objective, together, sentence_vectors_of, threads=threads))  # (S+1(+1), N, D)
     joint, everything = vectors[:len(sets)], vectors[len(sets)]  # (S, N, D), (N, D)
     null = measure_null(m, objective, sets, single, joint, progress=progress, threads=threads)
     cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed, null=null)
+    if m.n_heads > 1 and pair_matchings:
+        pairs = layer_pairs(m.n_layers, m.n_heads, pair_matchings, seed)
+        both = np.stack(head_sets_states(m, objective, [pairs_of(p) for p in pairs], sentence_vectors_of,
+                                         threads=threads))  # (P, N, D)
+        add_pairs(cov, full, single, both, pairs)
     if top:
         top_joint = vectors[-1]  # (N, D)
         t_joint, t_sum, _dot, _single = effect_norms(full, single, top_joint[None], [top])

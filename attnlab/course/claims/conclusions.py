@@ -27,25 +27,24 @@ import numpy as np
 
 from attnlab.analysis.costs_nothing import SHARE_GRID, TOLERANCE_SHARE
 from attnlab.analysis.covering import (
-    ADD_MARGIN,
-    COVER_FLOOR,
-    FLOOR_GRID,
-    MARGIN_GRID,
-    MIN_MEET,
+    PAIR_FLOOR,
+    PAIR_GRID,
+    PAIR_MARGIN,
+    PAIR_MATCHINGS,
+    PAIR_READINGS,
     READINGS,
     Covering,
     all_masked_move,
-    covering_direction,
+    covering_reading,
     covering_ratio,
-    decomposition,
-    excess_over_null,
-    gain_excess,
     held_out_top_head,
     interaction_excess,
-    meet_chance,
     null_ratio,
-    reading,
-    set_band,
+    pair_deviation,
+    pair_interaction,
+    pair_meet_chance,
+    pair_reading,
+    pair_vector_share,
     tolerance,
     top_set_ratio,
 )
@@ -111,14 +110,14 @@ CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
 }
 #: the two readings of conclusion 4: the ensemble picture (weak, additive) and covering (redundancy)
 WEAK_ADD_CLAIM = N_("weak heads whose effects add up: the strongest head (chosen on half the texts) does clearly "
-                    "less than a tenth of the sum of every head's move alone on the other half, and heads masked "
-                    "together move the sentence vectors where additive heads passed through the final LayerNorm "
-                    "would, within half a percent of the sum of their moves alone; masking every head must move "
-                    "them by more than costs nothing (5% of the mean 1 - cos between two texts)")
-COVER_CLAIM = N_("heads cover for one another: heads masked together move the sentence vectors further than "
-                 "additive heads passed through the final LayerNorm would, away from them by more than 2% of the "
-                 "sum of their moves alone (a head backed up by others costs little alone); masking every head "
-                 "must move them by more than costs nothing (5% of the mean 1 - cos between two texts)")
+                    "less than a tenth of the sum of every head's move alone on the other half, and two heads of one "
+                    "layer masked together move the sentence vectors as far as their two moves added, within 5% of "
+                    "that sum either way, on average over random pairs of each layer's heads; masking every head must "
+                    "move them by more than costs nothing (5% of the mean 1 - cos between two texts)")
+COVER_CLAIM = N_("heads cover for one another: two heads of one layer masked together move the sentence vectors "
+                 "further than their two moves added, by more than 5% of that sum on average over random pairs of "
+                 "each layer's heads (a head backed up by another costs little alone); masking every head must "
+                 "move them by more than costs nothing (5% of the mean 1 - cos between two texts)")
 #: the two halves of conclusion 6
 USEFUL_CLAIM = N_("heads that do not follow the content are not the useless ones: within each layer, they land among "
                   "the least important quarter of the heads no more often than content-following heads do: the "
@@ -143,18 +142,21 @@ FEW_CONTENT = 0.25
 #: default: 0.25 [0.25, 0.26], rows and heads weighted by content mass, 8,000 queries of 10 tokens in
 #: 8 shards, 40 of 144 heads fixed; 2-core Intel Xeon, busy, 2026-12-05).
 FLOOR_1 = 0.1
-#: conclusion 4: the interaction share beyond the LayerNorm null (:mod:`attnlab.analysis.covering`)
-#: reads "add up" wholly below the equivalence margin ADD_MARGIN (0.5% of the heads' summed moves) ...
-#: ... and "cover" wholly above FLOOR_4B, with a longer move than additive heads'. 2% of the summed
-#: moves: a backup job as large as a lone head's effect, with half the heads in pairs, gives 0.6
-#: at 72 of 144 heads, one a hundredth of that 0.006, one 0.03 of it 0.02 (no longer "add up", not
-#: yet "cover"); the same floor is the distance the model's number must keep from its untrained twin's
-#: (multilingual-e5-small 0.59 [0.57, 0.62], its shuffled twin 0.64 [0.64, 0.65], at the report's sizes)
-FLOOR_4B = COVER_FLOOR
+#: conclusion 4 decides on pairs of heads of one layer masked together (:func:`attnlab.analysis.covering.covering_study`
+#: is lesson 11's measurement; every pair's interaction r = (||both masked|| - ||their two moves added||) / ||added||,
+#: pooled over the texts). 4a: "add up" when the mean |r| over the pairs lies wholly below PAIR_MARGIN (5%) ...
+ADD_LINE_4A = PAIR_MARGIN
+#: ... and holds only when the model's mean |r| lies below its untrained twin's by more than FLOOR_4A (a
+#: fifth of the margin; on 64 texts multilingual-e5-small gives 0.013 and its twin 0.027, all-MiniLM-L6-v2
+#: 0.011 and 0.016: an encoder's heads add up about as well untrained, so "holds" needs a clear gap)
+FLOOR_4A = 0.01
+#: 4b: "cover" when the signed mean r lies wholly above FLOOR_4B (5% of a pair's summed move), "saturate"
+#: wholly below minus it; the same floor is the distance the model's number must keep from its twin's
+FLOOR_4B = PAIR_FLOOR
 #: ... and both need masking every head to move the sentence vectors, on average over the texts, by
-#: more than FLOOR_4A x the mean 1 - cos between two different texts: the "costs nothing" tolerance of
+#: more than MOVE_4 x the mean 1 - cos between two different texts: the "costs nothing" tolerance of
 #: lessons 11 and 13 (5%: 22% of the distance). Moves that cost nothing add up whatever the heads do.
-FLOOR_4A = TOLERANCE_SHARE
+MOVE_4 = TOLERANCE_SHARE
 #: each head is weak when the held-out top head does at most WEAK_SHARE of the sum of every head's
 #: move alone (equal heads: 1 / 144 or 1 / 72), one head is strong from STRONG_SHARE
 WEAK_SHARE = 0.1
@@ -202,8 +204,8 @@ CONTENT_LABEL = "content"
 #: the thresholds of each conclusion's sensitivity table
 SENSITIVITY = {
     1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
-    "4a": {"margin": list(MARGIN_GRID), "weak": [0.05, 0.1, 0.2], "floor": list(SHARE_GRID)},
-    "4b": {"floor": list(FLOOR_GRID), "move": list(SHARE_GRID)},
+    "4a": {"margin": list(PAIR_GRID), "weak": [0.05, 0.1, 0.2], "move": list(SHARE_GRID)},
+    "4b": {"floor": list(PAIR_GRID), "move": list(SHARE_GRID)},
     2: {"floor": [0.05, 0.1, 0.2]},
     "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2], "floor": [0.0, 0.05, 0.1]},
     "6b": {"margin": [0.3, 0.5, 0.7], "floor": [0.0, 0.1, 0.2]},
@@ -635,137 +637,125 @@ def conclusion_3(head_count: HeadCountResult | None, *, target: int = COLLAPSE_T
 # --------------------------------------------------------------------------- 4
 
 
-def covering_numbers(cov: Covering, *, margin: float = ADD_MARGIN,
-                     floor: float = FLOOR_4B) -> tuple[dict, str, Interval]:
-    """``(numbers, reading, interaction)``: conclusion 4's covering measurement on the largest sets
-    measured (the ones with power), with every smaller set size beside.
-
-    ``estimate``, ``low`` and ``high`` are the interaction share beyond the LayerNorm null
-    (:func:`attnlab.analysis.covering.interaction_excess`, ``||delta_S - delta_S^null|| / ||sum||``);
-    its direction comes from the covering ratio's excess over the null
-    (:func:`~attnlab.analysis.covering.excess_over_null`). The gain ``g`` and the residual share of
-    ``delta_S = g * sum + r`` are shown with the null's, and the chance that a head's backup
-    partner shares its set (the measurement's power).
-    """
-    total = cov.n_total
+def pair_numbers(cov: Covering, *, margin: float = ADD_LINE_4A,
+                 floor: float = FLOOR_4B) -> tuple[dict, str, Interval, Interval]:
+    """``(numbers, reading, signed, unsigned)``: conclusion 4's pairs of heads of one layer
+    (:func:`attnlab.analysis.covering.pair_interaction` and
+    :func:`~attnlab.analysis.covering.pair_deviation`, intervals over texts and pairs), with the power
+    of the design and, beside, the large random sets' interaction share (a description: at 72 of 144
+    heads a real encoder's own bends give 0.4-0.6 whatever its heads do)."""
+    signed, unsigned = pair_interaction(cov), pair_deviation(cov)
+    word = pair_reading(signed, unsigned, margin=margin, floor=floor)
     size = max(cov.sizes)
-    interaction = interaction_excess(cov, size)
-    word = reading(interaction, covering_direction(cov, size), meet_chance(size, total), margin, floor)
-    gain, residual = decomposition(cov, size)
-    null_gain, null_residual = decomposition(cov, size, null=True)
-    numbers = {"estimate": interaction.estimate, "low": interaction.low, "high": interaction.high,
-               "measure": N_("interaction share beyond additive heads through the final LayerNorm"),
-               N_("reading"): READINGS[word], N_("margin"): margin, N_("cover floor"): floor,
-               N_("heads per random set"): size, N_("random sets"): len(cov.of_size(size)), "texts": interaction.n,
-               N_("covering ratio minus the null's (direction)"): str(excess_over_null(cov, size)),
-               N_("covering ratio ||masked together|| / ||sum alone||"): str(covering_ratio(cov, size)),
-               N_("the same for additive heads (LayerNorm null)"): str(null_ratio(cov, size)),
-               N_("gain g of delta_S = g sum + r"): str(gain), N_("gain g, LayerNorm null"): str(null_gain),
-               N_("gain minus the null's"): str(gain_excess(cov, size)),
-               N_("residual ||r|| / ||sum||"): str(residual), N_("residual, LayerNorm null"): str(null_residual),
-               N_("chance a backup partner shares the set"): round(meet_chance(size, total), 3),
-               N_("power needs at least"): MIN_MEET}
-    for smaller in cov.sizes[:-1]:
-        small = interaction_excess(cov, smaller)
-        small_word = reading(small, covering_direction(cov, smaller), meet_chance(smaller, total), margin, floor)
-        low, median, high = set_band(cov, smaller)
-        numbers[N_("sets of {k} heads: interaction share").format(k=smaller)] = (
-            f"{small} ({_(READINGS[small_word])}; "
-            + _("ratio {ratio}, sets {low:.3g}-{high:.3g}, median {median:.3g}").format(
-                ratio=covering_ratio(cov, smaller), low=low, high=high, median=median) + "; "
-            f"{meet_chance(smaller, total):.0%} {_('chance a backup partner shares the set')})")
+    numbers = {N_("reading"): PAIR_READINGS[word],
+               N_("pairs of heads of one layer"): len(cov.pairs), "texts": cov.n_texts,
+               N_("pair interaction, signed (cover above 0, saturate below)"): str(signed),
+               N_("pair interaction, either way"): str(unsigned),
+               N_("pair interaction as vectors, ||both - added|| / ||added||"): round(pair_vector_share(cov), 4),
+               N_("chance a backup partner in the layer shares a pair"): round(
+                   pair_meet_chance(cov.n_heads, PAIR_MATCHINGS), 3),
+               N_("random sets of {k} heads: interaction share beyond the LayerNorm null").format(k=size): (
+                   f"{interaction_excess(cov, size)} ({_(READINGS[covering_reading(cov, size)])})"),
+               N_("random sets of {k} heads: covering ratio (additive heads through the LayerNorm: {null})").format(
+                   k=size, null=null_ratio(cov, size)): str(covering_ratio(cov, size))}
     top_set = top_set_ratio(cov)
     if top_set is not None:
         numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
-    return numbers, word, interaction
+    return numbers, word, signed, unsigned
 
 
 def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering | ClaimVerdict:
     if pruning is None:
         return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
     cov = pruning.covering
-    if cov is None or not cov.has_interaction:
-        return ClaimVerdict.missing(claim, N_("lesson 11 saved no covering measurement with its interaction share: "
-                                              "run it again"))
-    if not np.asarray(cov.sum_norm).mean() > 0:
+    if cov is None or not cov.has_interaction or not cov.has_pairs:
+        return ClaimVerdict.missing(claim, N_("lesson 11 saved no pairs of heads masked together: run it again"))
+    if not np.asarray(cov.pair_sum_norm).mean() > 0:
         return ClaimVerdict.decide(claim, holds=False, fails=False,
                                    why=N_("the heads alone change nothing: no sum to compare with"))
     return cov
 
 
-def moves_enough(cov: Covering, floor: float = FLOOR_4A) -> tuple[bool, dict]:
+def moves_enough(cov: Covering, move: float = MOVE_4) -> tuple[bool, dict]:
     """``(enough, numbers)``: whether masking every head moves the sentence vectors, on average over
-    the texts, beyond ``floor`` x the mean ``1 - cos`` between two different texts (the interval's
+    the texts, beyond ``move`` x the mean ``1 - cos`` between two different texts (the interval's
     low end above it), and the numbers that say so."""
-    move, line = all_masked_move(cov), tolerance(cov, floor)
-    return bool(move.above(line)), {N_("all heads masked, 1 - cos"): str(move),
-                                    N_("all heads masked must move beyond"): line,
-                                    N_("share of the mean 1 - cos between two texts"): floor}
+    moved, line = all_masked_move(cov), tolerance(cov, move)
+    return bool(moved.above(line)), {N_("all heads masked, 1 - cos"): str(moved),
+                                     N_("all heads masked must move beyond"): line,
+                                     N_("share of the mean 1 - cos between two texts"): move}
 
 
-def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_MARGIN, weak: float = WEAK_SHARE,
-                  strong: float = STRONG_SHARE, floor: float = FLOOR_4A) -> ClaimVerdict:
+def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_LINE_4A, weak: float = WEAK_SHARE,
+                  strong: float = STRONG_SHARE, move: float = MOVE_4, floor: float = FLOOR_4A) -> ClaimVerdict:
     """The ensemble picture: each head is weak, and their effects add up (lesson 11's covering).
 
-    A random forest is an *additive* average of weak learners. Three measurements on lesson 11's
-    evaluation texts, on the effect vectors of the sentence vectors:
+    A random forest is an *additive* average of weak learners, side by side. Three measurements on
+    lesson 11's evaluation texts, on the effect vectors of the sentence vectors:
 
     * the **held-out top head** (:func:`attnlab.analysis.covering.held_out_top_head`): the head
       that moves the vectors most on one half of the texts, scored on the other half against the
       sum of every head's move alone;
-    * **additivity** (:func:`covering_numbers`): the interaction share of random sets of heads
-      beyond what additive heads give after the final LayerNorm, on the largest sets measured;
-    * the **floor** (:func:`moves_enough`): masking every head must move the vectors beyond
-      ``floor`` x the mean ``1 - cos`` between two texts (the "costs nothing" tolerance): tiny
+    * **additivity** (:func:`pair_numbers`): two heads of one layer masked together against their
+      two moves added, ``|r|`` averaged over random pairs (either way: covering and saturating
+      pairs cannot cancel), interval over texts and pairs;
+    * the **move** (:func:`moves_enough`): masking every head must move the vectors beyond
+      ``move`` x the mean ``1 - cos`` between two texts (the "costs nothing" tolerance): tiny
       moves add up whatever the heads do.
 
-    Holds when the top head's interval lies below ``weak``, the interaction share's below
-    ``margin`` (on sets where a backup partner is present at least
-    :data:`~attnlab.analysis.covering.MIN_MEET` of the time) and the all-masked move clears the
-    floor. Does not hold when the top head's interval lies above ``strong`` or the interaction
-    lies wholly above :data:`FLOOR_4B` (the heads cover for one another, work only together, or
-    interact with no clear direction: they do not add up); otherwise "cannot tell". ``numbers["floor"]`` is ``margin``, in the deciding number's units.
+    Holds when the top head's interval lies below ``weak``, the mean ``|r|``'s below ``margin`` and
+    the all-masked move clears its line; does not hold when the top head's interval lies above
+    ``strong`` or the mean ``|r|``'s wholly above ``margin`` (the pairs do not add up); otherwise
+    "cannot tell". The deciding number (``estimate``, ``low``, ``high``) is the mean ``|r|``, smaller
+    toward "holds"; ``floor`` (:data:`FLOOR_4A`) is how far below its untrained twin's it must lie.
     """
     cov = _covering_or_missing(pruning, WEAK_ADD_CLAIM)
     if isinstance(cov, ClaimVerdict):
         return cov
-    numbers, word, interaction = covering_numbers(cov, margin=margin)
+    numbers, word, _signed, unsigned = pair_numbers(cov, margin=margin)
     top, head = held_out_top_head(cov)
-    enough, moved = moves_enough(cov, floor)
-    numbers.update({N_("top head / sum of every head alone (held out)"): top.estimate, N_("top low"): top.low,
-                    N_("top high"): top.high,
-                    N_("top head (chosen on the other half)"): f"L{cov.head(head)[0] + 1} H{cov.head(head)[1] + 1}",
-                    N_("weak means below"): weak, N_("strong means above"): strong, N_("floor"): margin, **moved})
-    why = too_few_units(interaction) or too_few_units(top)
+    enough, moved = moves_enough(cov, move)
+    numbers = {"estimate": unsigned.estimate, "low": unsigned.low, "high": unsigned.high,
+               "measure": N_("mean |pair interaction| of two heads of one layer"),
+               N_("holds below"): margin, N_("fails above"): margin, N_("floor"): floor, **numbers,
+               N_("top head / sum of every head alone (held out)"): top.estimate, N_("top low"): top.low,
+               N_("top high"): top.high,
+               N_("top head (chosen on the other half)"): f"L{cov.head(head)[0] + 1} H{cov.head(head)[1] + 1}",
+               N_("weak means below"): weak, N_("strong means above"): strong, **moved}
+    why = too_few_units(unsigned) or too_few_units(top)
     if why is not None:
         return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
-    holds = top.below(weak) and word == "add" and enough
-    fails = top.above(strong) or word in ("cover", "together", "interact")
+    holds = top.below(weak) and unsigned.below(margin) and enough
+    fails = top.above(strong) or unsigned.above(margin)
     return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
 
 
-def conclusion_4b(pruning: PruningResult | None, *, floor: float = FLOOR_4B, move: float = FLOOR_4A) -> ClaimVerdict:
-    """Compensation: heads cover for one another (lesson 11's covering, :func:`covering_numbers`).
+def conclusion_4b(pruning: PruningResult | None, *, floor: float = FLOOR_4B, move: float = MOVE_4) -> ClaimVerdict:
+    """Compensation: heads cover for one another (lesson 11's pairs, :func:`pair_numbers`).
 
-    Holds when the interaction share of the largest random sets beyond what additive heads give
-    after the final LayerNorm lies above ``floor`` (:data:`FLOOR_4B`, interval over texts) with a
-    move longer than theirs, and masking every head moves the vectors beyond the "costs nothing"
-    tolerance (``move``, :func:`moves_enough`); does not hold when the interaction lies below the
-    equivalence margin on sets with power (a backup partner present at least
-    :data:`~attnlab.analysis.covering.MIN_MEET` of the time: "add up"), or above the floor with a
-    shorter move (the heads work only together, or the damage saturates); "cannot tell"
-    otherwise, and when the sets are too small to meet backup pairs.
+    The deciding number is the **signed** mean pair interaction ``r`` (two heads of one layer
+    masked together against their two moves added; above 0 they cost more together: covering;
+    below 0 less: their damage saturates), interval over texts and pairs, larger toward "holds".
+
+    Holds when it lies wholly above ``floor`` (:data:`FLOOR_4B`) and masking every head moves the
+    vectors beyond the "costs nothing" tolerance (``move``, :func:`moves_enough`). Does not hold
+    when it lies wholly below ``floor``, with its reading printed beside: **saturate** (wholly below
+    ``-floor``: the heads' damage saturates, the opposite of covering), **add up**, or neither;
+    "cannot tell" when the interval crosses the floor. ``numbers["floor"]`` is also the distance
+    the model's number must keep from its untrained twin's.
     """
     cov = _covering_or_missing(pruning, COVER_CLAIM)
     if isinstance(cov, ClaimVerdict):
         return cov
-    numbers, word, interaction = covering_numbers(cov, floor=floor)
+    numbers, word, signed, _unsigned = pair_numbers(cov, floor=floor)
     enough, moved = moves_enough(cov, move)
-    numbers.update({N_("floor"): floor, **moved})
-    why = too_few_units(interaction)
+    numbers = {"estimate": signed.estimate, "low": signed.low, "high": signed.high,
+               "measure": N_("mean pair interaction of two heads of one layer, signed"),
+               N_("holds above"): floor, N_("fails below"): floor, N_("floor"): floor, **numbers, **moved}
+    why = too_few_units(signed)
     if why is not None:
         return ClaimVerdict.decide(COVER_CLAIM, holds=False, fails=False, why=why, **numbers)
-    return ClaimVerdict.decide(COVER_CLAIM, holds=word == "cover" and enough, fails=word in ("add", "together"),
+    return ClaimVerdict.decide(COVER_CLAIM, holds=signed.above(floor) and enough, fails=signed.below(floor),
                                **numbers)
 
 
