@@ -137,25 +137,24 @@ def test_one_set_language_and_the_font_follows(monkeypatch):
         language.set_language(before)
 
 
-def test_report_reads_a_config_where_load_model_would_load_it(tmp_path):
-    """The report's check before loading reads the configuration where load_model's own resolution
-    (models.locate) points: the bundled MiniLM's folder for "bundled", a folder by its path, and no hub
-    for a path that names no folder (load_model refuses it the same way)."""
+def test_a_model_config_is_read_where_load_model_would_load_it(tmp_path):
+    """The check before loading reads the configuration where load_model's own resolution (models.locate)
+    points: the bundled MiniLM's folder for "bundled", a folder by its path, and no hub for a path that
+    names no folder (load_model refuses it the same way)."""
     from attnlab.core import models
-    from attnlab.tools import report
 
-    bundled = report._config_of("bundled")
+    bundled = models.config_of("bundled")
     assert bundled == json.loads((models.bundled_model_path() / "config.json").read_text(encoding="utf-8"))
     assert bundled["model_type"] == "bert"
     decoder = tmp_path / "tiny-gpt2"
     decoder.mkdir()
     (decoder / "config.json").write_text('{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_head": 12}')
     assert models.locate(str(decoder)) == models.ModelPlace("folder", str(decoder))
-    assert "decoder-only" in report.refusal_before_loading(str(decoder))
+    assert "decoder-only" in models.refusal(str(decoder), models.config_of(str(decoder)))
     missing = str(tmp_path / "no" / "such-model")
     with pytest.raises(models.ModelLoadError):
         models.locate(missing)
-    assert report._config_of(missing) is None
+    assert models.config_of(missing) is None
     with pytest.raises(models.ModelLoadError, match="never a hub id"):
         models.load_model(missing, verbose=False)
 
