@@ -39,7 +39,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
@@ -637,6 +637,17 @@ def check_config(name: str, cfg: dict | None, *, min_heads: int = 1) -> None:
 
 # --------------------------------------------------------------------------- loading
 
+#: what a layer above core adds under the loading line of every verbose load (:func:`on_model_loaded`)
+_advisers: list[Callable[["LoadedModel"], list[str]]] = []
+
+
+def on_model_loaded(adviser: Callable[["LoadedModel"], list[str]]) -> None:
+    """From now on, print ``adviser(m)``'s lines under the line of every verbose :func:`load_model` that
+    says which model runs: how a layer above core (the door's advice, :mod:`attnlab.tools.door_advice`)
+    adds what a student should know, with :func:`load_model` the one function that loads."""
+    if adviser not in _advisers:
+        _advisers.append(adviser)
+
 
 def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
                allow_pickle_weights: bool = False, device: str | torch.device = "auto",
@@ -645,8 +656,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
 
     Args:
         name: ``"auto"``, ``"bundled"``, a local folder or a hub id.
-        verbose: print one line saying which model runs and why (the door's advice on top is
-            printed by :func:`attnlab.tools.door_advice.load_model`, which ``al.load_model`` is).
+        verbose: print one line saying which model runs and why, and under it what the advisers
+            registered with :func:`on_model_loaded` say (``al.load_model``, this function, brings the
+            door's advice: :mod:`attnlab.tools.door_advice`).
         check: run one tiny forward pass to prove attention maps come back.
         allow_pickle_weights: accept a folder whose weights are pickle files
             (``pytorch_model.bin``), read with torch's ``weights_only`` loader.
@@ -704,6 +716,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             print(_("attnlab: using {model}.").format(model=loaded.describe()))
         if language_note:
             print(language_note)
+        for adviser in list(_advisers):
+            for line in adviser(loaded):
+                print(line)
     return loaded
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from attnlab.core.language import current_language, language_option
 from attnlab.core.manifest import KitError
-from attnlab.core.models import ModelLoadError
-from attnlab.tools.door_advice import load_model
+from attnlab.core.models import ModelLoadError, load_model
+from attnlab.tools import door_advice  # noqa: F401 - its advice under every loading line
 from attnlab.course.figures import build_all, discover
 from attnlab.core import multilingual
 
