@@ -164,7 +164,7 @@ def test_speaking_is_the_only_save_set_restore_of_the_language():
     assert _restores_by_hand(ast.parse("def f():\n    b = current_language()\n    set_language('zh')\n"))  # it finds
 
 
-def test_make_report_speaks_its_lang(tiny_en, tmp_path, monkeypatch):
+def test_make_report_speaks_its_lang(tiny_en, tmp_path, monkeypatch, capsys):
     """``make_report(lang="zh")`` called from Python writes a Chinese report (the parts stubbed as not
     measured: the words are what is tested), tags it ``zh`` and leaves the language as it was."""
     from attnlab.tools import report
@@ -189,3 +189,11 @@ def test_make_report_speaks_its_lang(tiny_en, tmp_path, monkeypatch):
             assert "原文的六个结论" in heading and "无法判断" in text
         else:
             assert "CANNOT TELL" in text
+    # the command: --lang zh-CN reads as Chinese, and the table comparing the reports is in Chinese
+    from attnlab.tools import cli
+
+    capsys.readouterr()
+    assert cli.main(["report", "--lang", "zh-CN", "--compare", str(tmp_path / "zh"), str(tmp_path / "en")]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert re.search(r"[\u4e00-\u9fff]", header) and "claim" not in header, header
+    assert current_language() == before
