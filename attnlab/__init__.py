@@ -36,7 +36,7 @@ from attnlab._meta import VERSION as __version__  # noqa: E402 - one version, in
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "load_model": "attnlab.tools.door_advice",
+    "load_model": "attnlab.core.models",
     "LoadedModel": "attnlab.core.models",
     "ModelLoadError": "attnlab.core.models",
     "NoAttentionError": "attnlab.core.models",
@@ -61,8 +61,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 #: public name -> a module imported with it: what follows ``al.set_language`` (the figures' CJK font)
-#: listens from the moment the switch is in a lesson's hands
-_FOLLOWERS: dict[str, str] = {"set_language": "attnlab.viz.fonts"}
+#: listens from the moment the switch is in a lesson's hands; the door's advice is printed under
+#: ``al.load_model``'s line from the moment a lesson can load
+_FOLLOWERS: dict[str, str] = {"set_language": "attnlab.viz.fonts", "load_model": "attnlab.tools.door_advice"}
 
 _SUBPACKAGES = ("core", "data", "analysis", "scratch", "viz", "course", "tools")
 

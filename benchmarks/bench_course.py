@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from attnlab.core.language import edition_folder, environment_language
+from attnlab.core.language import edition_folder, environment_language, language_option
 from attnlab.core.measured import PEAK_TARGET_MB
 from attnlab.tools import run_lessons
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", action="store_true", help="name every lesson's slowest cells, not only those over target")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the measurements to FILE (what scripts/course_numbers.py reads)")
-    ap.add_argument("--lang", choices=("en", "zh"), default=None,
+    ap.add_argument("--lang", type=language_option, default=None,
                     help="the edition to run (default: ATTNLAB_LANG, else en)")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--model", metavar="DIR", help="run the course on this model folder (ATTNLAB_MODEL=DIR)")

@@ -46,7 +46,9 @@ python="${PYTHON:-python3}"
 if command -v "$python" >/dev/null 2>&1; then
   lang="$("$python" -m attnlab.core.language "$lang")" || exit 2
 fi
-export ATTNLAB_LANG="$lang"   # lessons' kernels and the attnlab command print in this language
+# the one way the language travels on: every command below (the lessons' kernels, run_lessons, attnlab
+# figures) reads ATTNLAB_LANG; only `html`, which writes both editions unless told, is told by --lang instead
+export ATTNLAB_LANG="$lang"
 # an offline bundle carries the Chinese-reading model as a kit folder: use it unless a model is named
 kit="$PWD/kit/multilingual-e5-small"
 if [ -z "${ATTNLAB_MODEL:-}" ] && [ -f "$kit/attnlab-manifest.json" ]; then
@@ -91,11 +93,12 @@ case "$1" in
   html)
     shift
     if [ "$lang_given" = "1" ]; then set -- --lang "$lang" "$@"; fi
+    unset ATTNLAB_LANG   # told by --lang alone: each edition it writes speaks its own language
     exec python scripts/course_html.py "$@" ;;
   figures)
     shift
     if [ "${ATTNLAB_SMOKE:-0}" = "1" ]; then set -- --smoke "$@"; fi
-    exec attnlab figures --lang "$lang" "$@" ;;
+    exec attnlab figures "$@" ;;   # in ATTNLAB_LANG's language
   *)
     echo "usage: bash scripts/course.sh [--lang en|zh] [--mirror cn] [lab|run|figures|bundle|html] [arguments]" >&2; exit 2 ;;
 esac

@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter
 
-from attnlab.core.language import LANGUAGES, edition_folder, normalise_language, speaking
+from attnlab.core.language import LANGUAGES, edition_folder, language_option, speaking
 from attnlab.tools import run_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,18 +119,10 @@ small {{ color: #666 }}</style></head>
     return index
 
 
-def _edition(value: str) -> str:
-    """``--lang``'s value as ``"en"`` or ``"zh"`` (any spelling the package accepts)."""
-    try:
-        return normalise_language(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lessons", nargs="*", help="lesson name prefixes, e.g. 00 05 (default: all)")
-    ap.add_argument("--lang", type=_edition, action="append", help="an edition: en or zh (default: both)")
+    ap.add_argument("--lang", type=language_option, action="append", help="an edition: en or zh (default: both)")
     ap.add_argument("--out", default=str(ROOT / "build" / "html"), help="where the pages go (default build/html)")
     ap.add_argument("--executed", default=str(ROOT / "build" / "notebooks"),
                     help="the executed copies (default build/notebooks; the Chinese ones in its zh/)")

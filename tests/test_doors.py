@@ -49,14 +49,16 @@ bundle_doors = pytest.mark.xdist_group("doors-bundle")
 
 #: runs a notebook with the environment's own Python and kernel: notebook, working folder, output. As
 #: attnlab.tools.lesson_runner does, the kernel talks over local IPC sockets (no TCP ports another kernel
-#: started at the same moment could take) and is stopped once the last cell is done
+#: started at the same moment could take), its manager is the asynchronous one nbclient expects (with a
+#: blocking one, a cell's time limit and a dead kernel go unnoticed) and it is stopped once the last cell
+#: is done. It cannot be lesson_runner itself: in the Colab door the notebook's first cell installs attnlab
 DRIVER = """
 import shutil, sys, tempfile, nbformat
-from jupyter_client import KernelManager
+from jupyter_client import AsyncKernelManager
 from nbclient import NotebookClient
 book = nbformat.read(sys.argv[1], as_version=4)
 sockets = tempfile.mkdtemp(prefix="door-kernel-")
-km = KernelManager(kernel_name="python3", transport="ipc", ip=sockets + "/kernel")
+km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=sockets + "/kernel")
 client = NotebookClient(book, km=km, timeout=1200, kernel_name="python3", shutdown_kernel="immediate",
                         resources={"metadata": {"path": sys.argv[2]}})
 try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,13 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
 
-from attnlab.tools.lesson_runner import execute_notebook, lesson_kernel  # noqa: E402
+from attnlab.tools.lesson_runner import (  # noqa: E402
+    WEDGE_ENV,
+    KernelWedged,
+    execute_notebook,
+    lesson_kernel,
+    wedge_limit,
+)
 
 
 def _book(*sources: str):
@@ -80,3 +87,61 @@ def test_a_model_set_aside_holds_no_weights_and_comes_back_bit_for_bit(tiny_en):
     assert all(torch.equal(params[k], copies[k]) for k in params)
     with torch.no_grad():
         assert torch.equal(tiny_en.model(**enc).last_hidden_state, before)
+
+
+#: a cell that stops its whole kernel (every thread: no output, no answer on any channel) the first time
+#: it runs, writing the kernel's pid into ``marker`` first; later runs find the marker and carry on
+WEDGE_ONCE = """import os, pathlib, signal
+marker = pathlib.Path({marker!r})
+if not marker.exists():
+    marker.write_text(str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGSTOP)
+print("carried on")"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGSTOP"), reason="no SIGSTOP to plant a wedge with")
+def test_wedged_kernel_is_restarted(tmp_path, capsys):
+    """A kernel that stops answering in the middle of a lesson is noticed within the (short, here) wedge
+    limit, stopped, reported in one line, and the lesson runs again from the top in a new kernel, which
+    completes it."""
+    marker = tmp_path / "wedged-once"
+    book = _book("import os; print(os.getpid())", WEDGE_ONCE.format(marker=str(marker)), "print('the end')")
+    start = time.monotonic()
+    execute_notebook(book, tmp_path, timeout=120, wedge_seconds=2, name="planted")
+    assert time.monotonic() - start < 40
+    wedged = int(marker.read_text())
+    assert _kernel_pid(book) != wedged  # the lesson finished in another kernel, from the top
+    assert not _running(wedged)  # the wedged kernel is gone
+    assert not _running(_kernel_pid(book))
+    assert [o["text"] for o in book.cells[2].outputs] == ["the end\n"]
+    said = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert said == ["planted: the kernel stopped answering in cell 2 (nothing from it for 2 s, and no answer when "
+                    "asked); the kernel was stopped and the lesson runs again from the top in a new kernel"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGSTOP"), reason="no SIGSTOP to plant a wedge with")
+def test_a_second_wedge_fails_and_a_busy_silent_cell_is_left_alone(tmp_path, capsys):
+    """A kernel that wedges again is an error naming the lesson; a cell that is silent past the limit while
+    its kernel answers (busy, not wedged) runs to its end."""
+    book = _book("import time; time.sleep(4); print('slept')")
+    execute_notebook(book, tmp_path, timeout=120, wedge_seconds=1, name="busy")
+    assert book.cells[0].outputs[0]["text"] == "slept\n" and capsys.readouterr().out == ""
+    always = _book("import os, signal; os.kill(os.getpid(), signal.SIGSTOP)")
+    with pytest.raises(KernelWedged, match="^stuck: the kernel stopped answering in cell 1 .*second time"):
+        execute_notebook(always, tmp_path, timeout=120, wedge_seconds=1, name="stuck")
+
+
+def test_the_wedge_limit_is_read_from_the_run_mode_and_the_environment(monkeypatch):
+    monkeypatch.delenv("ATTNLAB_CLASS", raising=False)
+    monkeypatch.delenv(WEDGE_ENV, raising=False)
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    assert wedge_limit() == 120
+    monkeypatch.setenv("ATTNLAB_SMOKE", "0")
+    assert wedge_limit() is None  # full runs have long silent cells
+    monkeypatch.setenv(WEDGE_ENV, "30")
+    assert wedge_limit() == 30
+    monkeypatch.setenv(WEDGE_ENV, "0")
+    assert wedge_limit() is None
+    monkeypatch.setenv(WEDGE_ENV, "soon")
+    with pytest.raises(ValueError, match="ATTNLAB_WEDGE_SECONDS"):
+        wedge_limit()

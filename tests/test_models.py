@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -162,11 +163,60 @@ def test_folder_without_config(tmp_path):
 
 
 def test_unsupported_architecture_names_the_supported_ones(tmp_path):
-    from transformers import GPT2Config, GPT2Model
+    from transformers import GPT2Config, GPT2Model, MPNetConfig, MPNetModel
 
-    model = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10))
+    decoder = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10))
+    with pytest.raises(al.ModelLoadError, match="decoder-only"):
+        al.wrap_model(decoder, tokenizer=None)
+    other = MPNetModel(MPNetConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=8, intermediate_size=16,
+                                   vocab_size=10))  # an encoder outside the BERT family
     with pytest.raises(al.ModelLoadError, match="bert, roberta"):
-        al.wrap_model(model, tokenizer=None)
+        al.wrap_model(other, tokenizer=None)
+
+
+def _planted_decoder(folder: Path) -> Path:
+    """A folder holding only the configuration of a small decoder-only model (no weights, no tokenizer)."""
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], '
+                                        '"n_layer": 2, "n_head": 4, "n_embd": 32, "vocab_size": 100}',
+                                        encoding="utf-8")
+    return folder
+
+
+def test_model_checked_once(tmp_path, monkeypatch, capsys):
+    """A planted decoder-only folder is refused by one function (models.refusal), with one sentence, before
+    any weights are read: through load_model, through al.load_model and through the report's entry, which
+    asks load_model; the report keeps no check of its own."""
+    import inspect
+
+    from attnlab.tools import report
+
+    folder = _planted_decoder(tmp_path / "tiny-gpt2")
+    sentence = models.refusal(str(folder), models.config_of(str(folder)))
+    assert "decoder-only" in sentence and sentence.count(". ") == 0 and sentence.endswith(").")
+    asked = []
+    one_function = models.refusal
+    monkeypatch.setattr(models, "refusal", lambda *a, **k: asked.append(a[0]) or one_function(*a, **k))
+    monkeypatch.setattr(models, "_resolve", lambda *a, **k: pytest.fail("weights read before the refusal"))
+    for load in (models.load_model, al.load_model):
+        with pytest.raises(models.ModelRefused) as refused:
+            load(str(folder), verbose=False)
+        assert str(refused.value) == sentence
+    with pytest.raises(report.Refusal) as refused:
+        report.load_checked(str(folder))
+    assert str(refused.value) == sentence
+    from attnlab.tools import cli
+
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert cli.main(["report", "--model", str(folder), "--out", str(out), "--smoke"]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"attnlab report: {sentence}"]
+    assert not out.exists()
+    assert asked == [str(folder)] * 4
+    source = inspect.getsource(report)
+    for own_check in ("config.json", "is_decoder", '"num_attention_heads"', '"n_head"', "attention heads per layer;",
+                      "decoder-only model", "ForCausalLM"):
+        assert own_check not in source, own_check
 
 
 def test_model_without_attentions_fails_loudly(tiny_en, monkeypatch):

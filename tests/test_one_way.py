@@ -137,47 +137,48 @@ def test_one_set_language_and_the_font_follows(monkeypatch):
         language.set_language(before)
 
 
-def test_report_reads_a_config_where_load_model_would_load_it(tmp_path):
-    """The report's check before loading reads the configuration where load_model's own resolution
-    (models.locate) points: the bundled MiniLM's folder for "bundled", a folder by its path, and no hub
-    for a path that names no folder (load_model refuses it the same way)."""
+def test_a_model_config_is_read_where_load_model_would_load_it(tmp_path):
+    """The check before loading reads the configuration where load_model's own resolution (models.locate)
+    points: the bundled MiniLM's folder for "bundled", a folder by its path, and no hub for a path that
+    names no folder (load_model refuses it the same way)."""
     from attnlab.core import models
-    from attnlab.tools import report
 
-    bundled = report._config_of("bundled")
+    bundled = models.config_of("bundled")
     assert bundled == json.loads((models.bundled_model_path() / "config.json").read_text(encoding="utf-8"))
     assert bundled["model_type"] == "bert"
     decoder = tmp_path / "tiny-gpt2"
     decoder.mkdir()
     (decoder / "config.json").write_text('{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_head": 12}')
     assert models.locate(str(decoder)) == models.ModelPlace("folder", str(decoder))
-    assert "decoder-only" in report.refusal_before_loading(str(decoder))
+    assert "decoder-only" in models.refusal(str(decoder), models.config_of(str(decoder)))
     missing = str(tmp_path / "no" / "such-model")
     with pytest.raises(models.ModelLoadError):
         models.locate(missing)
-    assert report._config_of(missing) is None
+    assert models.config_of(missing) is None
     with pytest.raises(models.ModelLoadError, match="never a hub id"):
         models.load_model(missing, verbose=False)
 
 
-def test_door_advice_is_printed_by_tools_not_core(monkeypatch, capsys):
-    """On Colab with little memory left, core's load_model only says which model runs; al.load_model
-    (tools) adds the runtime line and the memory warning that core's door module words."""
+def test_one_load_model_and_the_door_advice_worded_by_tools(monkeypatch, capsys):
+    """al.load_model is core's one load_model; on Colab with little memory left it prints, under its line
+    saying which model runs, the runtime line and the memory warning that tools/door_advice words from
+    core's door facts (core's models module words neither)."""
     import inspect
 
     import attnlab as al
     from attnlab.core import door, models
     from attnlab.tools import door_advice
 
+    assert al.load_model is models.load_model
+    defined = [path.relative_to(ROOT).as_posix() for path in (ROOT / "attnlab").rglob("*.py")
+               if "def load_model(" in path.read_text(encoding="utf-8")]
+    assert defined == ["attnlab/core/models.py"]
     monkeypatch.setenv("ATTNLAB_DOOR", "colab")
     monkeypatch.setattr(door, "memory_warning", lambda *a, **k: "Only 0.3 GB of this session's 2.0 GB are free.")
-    m = models.load_model("bundled", check=False)
-    said = capsys.readouterr().out
-    assert "all-MiniLM" in said and "Colab" not in said and "0.3 GB" not in said
-    assert al.load_model is door_advice.load_model
-    al.load_model("bundled", check=False)
-    said = capsys.readouterr().out
-    assert said.splitlines()[1:] == door_advice.door_advice(m) == [
+    m = al.load_model("bundled", check=False)
+    said = capsys.readouterr().out.splitlines()
+    assert "all-MiniLM" in said[0]
+    assert said[1:] == door_advice.door_advice(m) == [
         door.colab_line(m.name, on_gpu=False), "Only 0.3 GB of this session's 2.0 GB are free."]
     al.load_model("bundled", check=False, verbose=False)
     assert capsys.readouterr().out == ""

@@ -24,6 +24,7 @@ form in memory and Python's :class:`gettext.GNUTranslations` reads that.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import gettext
@@ -78,6 +79,19 @@ def normalise_language(lang: str) -> str:
     if _state["lang"] is not None:  # a language is in use: say it in that one (else the lookup would ask again)
         refusal = _(refusal)
     raise ValueError(refusal.format(lang=str(lang).strip(), accepted=NAMED_SPELLINGS))
+
+
+def language_option(value: str) -> str:
+    """A ``--lang`` option's reading of ``value`` (argparse's ``type=``): ``"en"`` or ``"zh"`` for every
+    spelling :func:`normalise_language` accepts, so each command accepts what the course accepts.
+
+    Raises:
+        argparse.ArgumentTypeError: the normaliser's one sentence, which argparse prints as the error.
+    """
+    try:
+        return normalise_language(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def edition_folder(base: Path, lang: str) -> Path:

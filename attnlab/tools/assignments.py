@@ -44,7 +44,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from attnlab.core.language import lessons_folder
+from attnlab.core.language import language_option, lessons_folder
 from attnlab.core.models import course_root
 
 #: points of one exercise's hidden test
@@ -251,6 +251,12 @@ def write_course(out: str | Path, lessons: list[str] | None = None, languages: t
     return written
 
 
+def edition_or_both(value: str) -> str:
+    """``--lang``'s reading of ``value``: ``"both"``, or the one edition any accepted spelling names
+    (:func:`attnlab.core.language.language_option`)."""
+    return "both" if value.strip().lower() == "both" else language_option(value)
+
+
 def _assignments_cmd(args: argparse.Namespace) -> int:
     languages = LANGUAGES if args.lang == "both" else (args.lang,)
     written = write_course(args.folder, args.lessons, languages)
@@ -265,5 +271,6 @@ def add_class_cli(sub: Any) -> None:
     a = sub.add_parser("assignments", help="write an nbgrader course folder from the lessons (solutions kept back)")
     a.add_argument("folder", help="the nbgrader course folder to write (source/ and nbgrader_config.py)")
     a.add_argument("--lessons", nargs="*", default=None, help="two-digit lesson numbers (default: every lesson)")
-    a.add_argument("--lang", choices=("en", "zh", "both"), default="both", help="which edition (default: both)")
+    a.add_argument("--lang", type=edition_or_both, default="both",
+                   help="which edition: en, zh (any spelling the course accepts) or both (default: both)")
     a.set_defaults(func=_assignments_cmd)

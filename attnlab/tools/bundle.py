@@ -105,13 +105,19 @@ echo attnlab: installed. Open the course with: course.bat   (Chinese: course.bat
 """
 
 COURSE_BAT = r"""@echo off
-rem Open the course in JupyterLab on the bundle's model kit (course.bat zh: the Chinese edition).
+rem Open the course in JupyterLab on the bundle's model kit (course.bat zh: the Chinese edition; the
+rem language is read by the course's own normaliser, so zh-CN, chinese and the like work too).
 setlocal
 cd /d "%~dp0"
 if "%ATTNLAB_MODEL%"=="" set "ATTNLAB_MODEL=%CD%\{kit}"
-set ATTNLAB_LANG=en
+set "WANTED=%~1"
+if "%WANTED%"=="" set "WANTED=en"
+set "CODE="
+for /f "delims=" %%L in ('.venv\Scripts\python -m attnlab.core.language "%WANTED%"') do set "CODE=%%L"
+if not defined CODE exit /b 2
+set "ATTNLAB_LANG=%CODE%"
 set FIRST=notebooks\00_tour.ipynb
-if /i "%1"=="zh" (set ATTNLAB_LANG=zh& set FIRST=notebooks\zh\00_tour.ipynb)
+if "%CODE%"=="zh" set FIRST=notebooks\zh\00_tour.ipynb
 .venv\Scripts\jupyter lab %FIRST%
 """
 

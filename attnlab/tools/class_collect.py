@@ -48,7 +48,7 @@ from matplotlib.ticker import MaxNLocator
 from attnlab.core import class_setting
 from attnlab.core.atomic import atomic_path
 from attnlab.core.class_setting import ClassSetting
-from attnlab.core.language import N_, _, current_language, set_language
+from attnlab.core.language import N_, _, current_language, language_option, speaking
 from attnlab.course.attempts import FOLDER, valid
 from attnlab.tools.assignments import add_class_cli
 from attnlab.viz.fonts import use_cjk_font
@@ -329,8 +329,11 @@ def collect(folder: str | Path, out: str | Path | None = None, setting: ClassSet
 
 
 def _collect_cmd(args: argparse.Namespace) -> int:
-    if args.lang:
-        set_language(args.lang)
+    with speaking(args.lang):  # default: the language speaking now
+        return _collect_and_say(args)
+
+
+def _collect_and_say(args: argparse.Namespace) -> int:
     setting = class_setting.parse(Path(args.class_file).read_text(encoding="utf-8"), args.class_file) \
         if args.class_file else class_setting.current()
     found = collect(args.folder, args.out, setting)
@@ -352,7 +355,7 @@ def add_cli(subparsers: Any) -> None:
     c = sub.add_parser("collect", help="merge the students' exercise attempts (folders or zips) into a table and a figure")
     c.add_argument("folder", help="a folder with one folder or .zip per student (their results or results/exercises)")
     c.add_argument("--out", default=None, help="output folder (default: <folder>-collected, a new name if taken)")
-    c.add_argument("--lang", choices=("en", "zh"), default=None,
+    c.add_argument("--lang", type=language_option, default=None,
                    help="language of the table's headers and the figure (default: ATTNLAB_LANG, else en)")
     c.add_argument("--class", dest="class_file", default=None,
                    help="the class setting file to check each row against (default: the one in force here)")

@@ -20,10 +20,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from attnlab.core.language import current_language
+from attnlab.core.language import current_language, language_option
 from attnlab.core.manifest import KitError
-from attnlab.core.models import ModelLoadError
-from attnlab.tools.door_advice import load_model
+from attnlab.core.models import ModelLoadError, load_model
+from attnlab.tools import door_advice  # noqa: F401 - its advice under every loading line
 from attnlab.course.figures import build_all, discover
 from attnlab.core import multilingual
 
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figures", help="regenerate every figure of the course")
     p.add_argument("--model", default="auto", help="model to use (default: what the lessons use, auto)")
     p.add_argument("--out", default=None, help="output folder (default: figures, or figures/zh with --lang zh)")
-    p.add_argument("--lang", choices=("en", "zh"), default=None,
+    p.add_argument("--lang", type=language_option, default=None,
                    help="language of the labels (default: ATTNLAB_LANG, else en)")
     p.add_argument("--smoke", action="store_true", help="fast pass with reduced sizes")
     p.add_argument("--only", nargs="*", help="figure names to rebuild (default: all)")

@@ -46,7 +46,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from attnlab.core.language import N_, _, current_language, set_language, translated
+from attnlab.core.language import N_, _, speaking, translated
 from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
 from attnlab.course.claims.conclusions import CONCLUSIONS as CONCLUSION_ROWS, LABEL_PATTERN
 from attnlab.course.evidence import row_titles
@@ -331,12 +331,8 @@ def render_block(name: str, numbers: dict, lang: str) -> str:
 
 def _in_language(lang: str, make):
     """``make()`` with the course's language set to ``lang`` (restored afterwards)."""
-    before = current_language()
-    set_language(lang)
-    try:
+    with speaking(lang):
         return make()
-    finally:
-        set_language(before)
 
 
 def _reports_table(numbers: dict, lang: str) -> str:
@@ -469,14 +465,10 @@ def _sources_list(numbers: dict, lang: str) -> str:
 def _smoke_table(numbers: dict, lang: str) -> str:
     head = "| lesson | claim | smoke verdict |" if lang == "en" else "| 课 | 论断 | smoke 模式的判断 |"
     lines = [head, "|---|---|---|"]
-    before = current_language()
-    set_language(lang)
-    try:
+    with speaking(lang):
         for n, claims in numbers["smoke_verdicts"].items():
             for claim, word in claims.items():
                 lines.append(f"| {n} | {translated(claim)} | {shown(word)} |")
-    finally:
-        set_language(before)
     return "\n".join(lines) + "\n"
 
 

@@ -2,15 +2,15 @@
 
 :mod:`attnlab.core.door` knows the facts (which door the course came through, what the course costs
 on a Colab runtime, how much memory this container has left) and :func:`attnlab.core.models.load_model`
-loads and says which model runs and why; this module prints what a student should know on top: on
+loads and says which model runs and why; this module words what a student should know on top: on
 Colab, which runtime this is, what the course costs on the chosen model and how to change either; on
 a container short of memory (Binder with other lessons' kernels still running), that this lesson may
-be stopped. ``al.load_model``, the name every lesson types, is :func:`load_model` here.
+be stopped. Importing it registers :func:`door_advice` with :func:`attnlab.core.models.on_model_loaded`,
+so every verbose load prints it; ``al.load_model``, the name every lesson types, is core's
+:func:`~attnlab.core.models.load_model`, with this module imported beside it.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from attnlab.core import door, models
 from attnlab.core.models import LoadedModel
@@ -28,11 +28,4 @@ def door_advice(m: LoadedModel) -> list[str]:
     return lines
 
 
-def load_model(name: str = "auto", *, verbose: bool = True, **options: Any) -> LoadedModel:
-    """:func:`attnlab.core.models.load_model` (same arguments), then, with ``verbose``, the door's advice
-    (:func:`door_advice`) under its line."""
-    m = models.load_model(name, verbose=verbose, **options)
-    if verbose:
-        for line in door_advice(m):
-            print(line)
-    return m
+models.on_model_loaded(door_advice)

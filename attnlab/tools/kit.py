@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from attnlab.analysis.importance import mlm_model
+from attnlab.core.language import language_option
 from attnlab.core.manifest import (
     MANIFEST,
     KitError,
@@ -247,7 +248,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--to", metavar="DIR", help="folder to create")
     p.add_argument("--force", action="store_true", help="replace files in a non-empty DIR")
     p.add_argument("--check", metavar="DIR", help="only verify an existing kit folder")
-    p.add_argument("--language", choices=("zh", "en"), default=None,
+    p.add_argument("--language", type=language_option, default=None,
                    help="the language to record in the kit (default: the model's own)")
     p.set_defaults(func=_download_cmd)
 

@@ -6,22 +6,33 @@ the edition that is speaking (a Chinese lesson 12 re-runs Chinese lessons), from
 the course checkout; where there is none (the package installed from git, as on
 Colab), from a copy of the lessons of this version, fetched once with git into
 attnlab's cache. If that cannot be fetched, the error says exactly what to run.
+
+A kernel can wedge (ipykernel 7 sometimes stops answering an execute request, ipython/ipykernel#1554),
+and nothing would notice before a cell's own limit of many minutes. In smoke runs every lesson's kernel
+is watched (:class:`Watchdog`): a cell that has had no word from its kernel for :data:`WEDGE_SECONDS`,
+in a kernel that does not answer on its control channel either (a busy kernel does), counts as a
+wedge. The kernel is stopped, one line says so, and the lesson runs again from the top in a new kernel
+(:func:`rerun_if_wedged`); a second wedge is an error that says what happened.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator
+from time import monotonic
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
 from attnlab import _meta
+from attnlab.core.config import is_smoke
 from attnlab.core.language import _, current_language, lessons_folder
 from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.multilingual import cache_root
@@ -33,6 +44,15 @@ from attnlab.tools import figure_texts
 COURSE_GIT_ENV = "ATTNLAB_COURSE_GIT"
 #: seconds a fetch of the lessons may take
 FETCH_SECONDS = 120
+#: in smoke runs, seconds a cell may go without a word from its kernel before the kernel is asked whether
+#: it still answers (smoke cells take seconds); ``ATTNLAB_WEDGE_SECONDS`` sets another limit, also for
+#: full runs, and 0 switches the watch off
+WEDGE_SECONDS = 120
+WEDGE_ENV = "ATTNLAB_WEDGE_SECONDS"
+#: seconds a silent kernel has to answer on its control channel (at most the wedge limit)
+ANSWER_SECONDS = 10
+
+T = TypeVar("T")
 
 
 def notebooks_dir(lang: str | None = None) -> Path | None:
@@ -106,16 +126,137 @@ def model_setting(m: LoadedModel) -> str:
 def local_kernel(sockets: Path):
     """A kernel manager whose kernel talks over local IPC sockets in the folder ``sockets``, not TCP
     ports: nothing listens on the network, and kernels started at the same moment by other runs on the
-    machine cannot pick the same ports and answer each other's requests."""
-    from jupyter_client import KernelManager  # comes with nbclient (the "dev" extra)
+    machine cannot pick the same ports and answer each other's requests. The manager is the asynchronous
+    one nbclient expects: with a blocking one, nbclient's wait for a cell's output blocks its event loop,
+    so neither the cell's time limit nor a kernel's death would ever be noticed."""
+    from jupyter_client import AsyncKernelManager  # comes with nbclient (the "dev" extra)
 
-    return KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+    return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+
+
+class KernelWedged(RuntimeError):
+    """A lesson's kernel stopped answering: a cell had no word from it for the wedge limit, and it did
+    not answer on its control channel either. The message says which cell and for how long."""
+
+
+def wedge_limit() -> float | None:
+    """Seconds a cell may go without a word from its kernel before the kernel is asked whether it still
+    answers: ``ATTNLAB_WEDGE_SECONDS`` when set (0: never), else :data:`WEDGE_SECONDS` in smoke runs and
+    None (no watch) in full runs, whose cells can be silent for long."""
+    value = os.environ.get(WEDGE_ENV, "").strip()
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError(f"{WEDGE_ENV}={value!r} is not a number of seconds (0: no watch)") from None
+        return seconds if seconds > 0 else None
+    return float(WEDGE_SECONDS) if is_smoke() else None
+
+
+class Watchdog:
+    """Watches the cells a kernel runs and stops the kernel when it has wedged.
+
+    A cell is wedged when its kernel has said nothing about it (no message on IOPub: not the busy status
+    and the echo of the code that start every cell, no output, no widget update) for ``limit`` seconds,
+    and either never said anything about it (the request was not picked up) or does not answer a
+    ``kernel_info_request`` on its control channel within ``answer`` seconds: a kernel busy with a long
+    silent cell answers there, from a thread of its own. The kernel process is then killed, so nbclient
+    stops waiting (``DeadKernelError``), and :attr:`wedged` says which cell it was.
+    """
+
+    def __init__(self, km: Any, limit: float, answer: float | None = None) -> None:
+        self.km, self.limit = km, limit
+        self.answer = min(ANSWER_SECONDS, limit) if answer is None else answer
+        self.wedged: int | None = None  # the index of the cell that wedged its kernel
+        self._cell: int | None = None  # the cell running now, None between cells
+        self._last = 0.0  # monotonic time of the last word about it (or of sending it)
+        self._started = False  # whether the kernel said anything about it
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="kernel-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.answer + 2)
+
+    # called by the client, on its own thread
+    def cell_sent(self, cell_index: int, **_ignored: Any) -> None:
+        self._last, self._started, self._cell = monotonic(), False, cell_index
+
+    def heard(self) -> None:
+        self._last, self._started = monotonic(), True
+
+    def cell_done(self, **_ignored: Any) -> None:
+        self._cell = None
+
+    # the watch, on a thread of its own
+    def _watch(self) -> None:
+        while not self._stop.wait(min(1.0, self.limit / 4)):
+            cell = self._cell
+            if cell is None or monotonic() - self._last < self.limit:
+                continue
+            if self._started and self._answers():
+                self._last = monotonic()  # busy, not wedged: the clock starts again
+                continue
+            if self._cell == cell and not self._stop.is_set():
+                self.wedged = cell
+                self._kill()
+                return
+
+    def _answers(self) -> bool:
+        """Whether the kernel answers a ``kernel_info_request`` on its control channel in time (a client
+        of the watch's own: sockets are used by one thread only)."""
+        probe = self.km.blocking_client()
+        probe.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
+        try:
+            request = probe.session.msg("kernel_info_request")
+            probe.control_channel.send(request)
+            deadline = monotonic() + self.answer
+            while (left := deadline - monotonic()) > 0:
+                try:
+                    reply = probe.control_channel.get_msg(timeout=left)
+                except Exception:  # noqa: BLE001 - queue.Empty: no answer in time
+                    return False
+                if reply.get("parent_header", {}).get("msg_id") == request["header"]["msg_id"]:
+                    return True
+            return False
+        finally:
+            probe.stop_channels()
+
+    def _kill(self) -> None:
+        process = getattr(self.km.provisioner, "process", None)
+        if process is not None:
+            process.kill()
+        else:
+            self.km.kill_kernel()
+
+
+@functools.cache
+def _watched_client() -> type:
+    """``nbclient.NotebookClient`` telling its :class:`Watchdog` of every message about the running cell."""
+    from nbclient import NotebookClient
+
+    class WatchedClient(NotebookClient):
+        watchdog: Watchdog | None = None
+
+        def process_message(self, msg: dict, cell: Any, cell_index: int) -> Any:
+            if self.watchdog is not None:
+                self.watchdog.heard()
+            return super().process_message(msg, cell, cell_index)
+
+    return WatchedClient
 
 
 @contextlib.contextmanager
-def lesson_kernel(book, folder: Path, *, timeout: int = 900) -> Iterator:
+def lesson_kernel(book, folder: Path, *, timeout: int = 900, wedge_seconds: float | None = None) -> Iterator:
     """A started ``nbclient.NotebookClient`` for ``book`` (an nbformat notebook, filled with outputs
     in place) on a fresh local kernel whose working folder is ``folder``.
+
+    ``wedge_seconds``: the :class:`Watchdog`'s limit (None: :func:`wedge_limit`; 0: no watch). A kernel
+    it stops makes the ``with`` block end in :class:`KernelWedged`.
 
     On the way out, also after an error or an interruption, the kernel is shut down and its socket
     folder removed: nbclient leaves running a kernel whose manager it was handed, so a run of many
@@ -124,16 +265,55 @@ def lesson_kernel(book, folder: Path, *, timeout: int = 900) -> Iterator:
     written by the cell that saves it, so nothing waits for the second or so a kernel that has
     imported torch and transformers spends tearing its modules down.
     """
-    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
 
+    limit = wedge_limit() if wedge_seconds is None else (wedge_seconds or None)
     sockets = Path(tempfile.mkdtemp(prefix="attnlab-kernel-"))
-    client = NotebookClient(book, km=local_kernel(sockets), timeout=timeout, kernel_name="python3",
-                            shutdown_kernel="immediate", resources={"metadata": {"path": str(folder)}})
+    km = local_kernel(sockets)
+    watchdog = Watchdog(km, limit) if limit else None
+    hooks = {"on_cell_execute": watchdog.cell_sent, "on_cell_executed": watchdog.cell_done,
+             "on_cell_error": watchdog.cell_done} if watchdog else {}
+    client = _watched_client()(book, km=km, timeout=timeout, kernel_name="python3", shutdown_kernel="immediate",
+                               resources={"metadata": {"path": str(folder)}}, **hooks)
+    client.watchdog = watchdog
     try:
         with client.setup_kernel(cleanup_kc=True):
-            yield client
+            if watchdog:
+                watchdog.start()
+            try:
+                yield client
+            except DeadKernelError:
+                if watchdog is None or watchdog.wedged is None:
+                    raise
+                raise KernelWedged(_("the kernel stopped answering in cell {cell} (nothing from it for {seconds:.0f} s, "
+                                     "and no answer when asked)").format(cell=watchdog.wedged + 1,
+                                                                          seconds=watchdog.limit)) from None
+            finally:
+                if watchdog:
+                    watchdog.stop()
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def rerun_if_wedged(run: Callable[[], T], lesson: str) -> T:
+    """``run()``, a run of ``lesson`` in a fresh kernel; when its kernel wedged (:class:`KernelWedged`), one
+    line says so and the lesson runs again from the top in a new kernel, once.
+
+    Raises:
+        KernelWedged: the kernel wedged the second time too; the message names the lesson and says what
+            to do.
+    """
+    try:
+        return run()
+    except KernelWedged as first:
+        print(_("{lesson}: {what}; the kernel was stopped and the lesson runs again from the top in a new "
+                "kernel").format(lesson=lesson, what=first), flush=True)
+    try:
+        return run()
+    except KernelWedged as second:
+        raise KernelWedged(_("{lesson}: {what}, for the second time in a row, so the lesson was not finished. "
+                             "Run it again; if it happens every time, the kernel hangs on this machine "
+                             "(ipython/ipykernel#1554): try another version of ipykernel").format(lesson=lesson, what=second)) from None
 
 
 @contextlib.contextmanager
@@ -151,11 +331,18 @@ def environment(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def execute_notebook(book, folder: Path, *, timeout: int = 900) -> None:
+def execute_notebook(book, folder: Path, *, timeout: int = 900, wedge_seconds: float | None = None,
+                     name: str = "") -> None:
     """Run every cell of ``book`` (an nbformat notebook, filled with outputs in place) in a fresh local
-    kernel whose working folder is ``folder`` (:func:`lesson_kernel`: the kernel ends with the run)."""
-    with lesson_kernel(book, folder, timeout=timeout) as client:
-        client.execute()
+    kernel whose working folder is ``folder`` (:func:`lesson_kernel`: the kernel ends with the run). A
+    kernel that wedges is stopped and the notebook run again from the top, once (:func:`rerun_if_wedged`;
+    ``wedge_seconds`` as :func:`lesson_kernel` reads it; ``name``: the notebook, as the line names it)."""
+
+    def run_once() -> None:
+        with lesson_kernel(book, folder, timeout=timeout, wedge_seconds=wedge_seconds) as client:
+            client.execute()
+
+    rerun_if_wedged(run_once, name or _("the notebook"))
 
 
 @contextlib.contextmanager
@@ -197,7 +384,7 @@ def run_lesson(name: str, m: LoadedModel, *, timeout: int = 3600) -> None:
     book = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
     with environment(ATTNLAB_MODEL=model_setting(m), ATTNLAB_RESULTS=str(results.results_dir().resolve()),
                      ATTNLAB_LANG=current_language(), MPLBACKEND="Agg"), model_set_aside(m):
-        execute_notebook(book, folder, timeout=timeout)
+        execute_notebook(book, folder, timeout=timeout, name=name)
 
 
 def execute_recording(notebook: str | Path, texts: str | Path, *, timeout: int = 900):
@@ -210,6 +397,6 @@ def execute_recording(notebook: str | Path, texts: str | Path, *, timeout: int =
     hook = nbformat.v4.new_code_cell(figure_texts.hook_source(texts))
     hook["id"] = figure_texts.HOOK_ID
     book.cells.insert(0, hook)
-    execute_notebook(book, notebook.parent, timeout=timeout)
+    execute_notebook(book, notebook.parent, timeout=timeout, name=notebook.stem)
     book.cells = [c for c in book.cells if c.id != figure_texts.HOOK_ID]
     return book

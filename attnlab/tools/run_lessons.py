@@ -20,7 +20,7 @@ import nbformat
 
 from attnlab.core.language import _, edition_folder, environment_language, lessons_folder
 from attnlab.core.models import course_root
-from attnlab.tools.lesson_runner import lesson_kernel
+from attnlab.tools.lesson_runner import lesson_kernel, rerun_if_wedged
 
 
 def _peak_rss_mb(pid: int, stop: threading.Event, out: list[float]) -> None:
@@ -110,7 +110,15 @@ def run(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None = None,
     ``forward_seconds`` with the seconds each cell spent inside torch modules' forward calls
     (:data:`FORWARD_CLOCK`; about a microsecond of overhead per module call); ``cell_peaks`` with
     the kernel's peak memory (MB) at the end of each code cell, so the cell that raised it shows.
+    A kernel that wedges (smoke runs: :func:`attnlab.tools.lesson_runner.wedge_limit`) is stopped and the
+    lesson run again from the top in a new kernel, once; the time is that of the run that finished.
     """
+    return rerun_if_wedged(lambda: _run_once(path, out_dir, cell_seconds, forward_seconds, cell_peaks), path.stem)
+
+
+def _run_once(path: Path, out_dir: Path, cell_seconds: dict[str, float] | None,
+              forward_seconds: dict[str, float] | None, cell_peaks: dict[str, float] | None) -> tuple[float, float]:
+    """:func:`run` in one kernel (a wedged one ends it in :class:`~attnlab.tools.lesson_runner.KernelWedged`)."""
     book = nbformat.read(str(path), as_version=4)
     start = time.time()
     peak: list[float] = []

@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from attnlab.core.language import _, current_language, ngettext, set_language
+from attnlab.core.language import _, ngettext, speaking
 
 #: English the glossary (docs/glossary.zh-CN.md) keeps in a Chinese figure: names of people, methods,
 #: architectures and functions, and the words it does not translate (token, bootstrap, rollout)
@@ -42,12 +42,8 @@ def stale_strings(entry: dict) -> list[str]:
     from the figure's strings; ``["<no strings recorded>"]`` for an entry drawn before strings were kept."""
     if "strings" not in entry:
         return ["<no strings recorded>"]
-    before = current_language()
-    set_language("zh")
-    try:
+    with speaking("zh"):
         return [row[0] for row in entry["strings"] if _shown_now(row[:-1]) != row[-1]]
-    finally:
-        set_language(before)
 
 
 def _shown_now(lookup: list) -> str:

@@ -11,7 +11,8 @@ ATTNLAB_HUB_IP, ATTNLAB_HUB_PORT   where students connect (default all addresses
 ATTNLAB_HUB_MEM       memory per student (default 2G: a lesson's kernel keeps up to 1.4 GB, see the sizing
                       table in docs/classroom.md), ATTNLAB_HUB_CPU cores per student (default 1)
 ATTNLAB_HUB_IDLE      seconds before an idle server is stopped (default 3600)
-ATTNLAB_HUB_LANG      en or zh: the course's and JupyterLab's language for everyone (default en)
+ATTNLAB_HUB_LANG      en or zh (zh-CN, chinese, 中文 ... too): the course's and JupyterLab's language for
+                      everyone (default en)
 ATTNLAB_CLASS         the class setting (one model, precision and mode); default <prefix>/etc/attnlab/class.json
 ATTNLAB_HUB_ACCOUNTS  system (default): one system user per student; shared: every server runs as the hub's
                       own user, each student in a home folder of their own under <state>/homes (for a
@@ -37,13 +38,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from attnlab.core.language import normalise_language
+
 c = get_config()  # noqa: F821 - JupyterHub provides get_config when it reads this file
 
 BIN = Path(sys.executable).parent  # the environment the course is installed in, shared by every student
 STATE = Path(os.environ.get("ATTNLAB_HUB_STATE", "/srv/attnlab-hub"))
 STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
 ROSTER = Path(os.environ.get("ATTNLAB_HUB_ROSTER", STATE / "roster.txt"))
-LANG = os.environ.get("ATTNLAB_HUB_LANG", "en")
+try:  # read as the course reads a language: en or zh, from any spelling it accepts (zh-CN, chinese, ...)
+    LANG = normalise_language(os.environ.get("ATTNLAB_HUB_LANG", "") or "en")
+except ValueError as exc:
+    raise SystemExit(f"ATTNLAB_HUB_LANG: {exc}") from None
 USER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")  # a safe system user name
 
 
