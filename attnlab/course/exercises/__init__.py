@@ -11,7 +11,9 @@ Every checker is wrapped by :func:`exercise`: each answer (not the placeholder
 ``None``) is saved as an attempt (:mod:`attnlab.course.attempts`), a wrong one
 gets a hint but not the expected value until the third attempt, or at once
 when the teacher's solutions are on (``ATTNLAB_SOLUTIONS=1``, or
-``attnlab.course.attempts.show_solutions()``); under a class setting, never.
+``attnlab.course.attempts.show_solutions()``); under a class setting, never: there a
+:class:`Feedback` does not even hold the expected value (``.expected`` is always None), so
+no student can read it off the object.
 
 One module per lesson: ``attnlab.course.exercises.lesson_02`` and so on. Shared
 building blocks are here.
@@ -69,6 +71,11 @@ class Feedback:
     expected: Any = None
     shown_answer: str = ""
     attempted: bool = True  # False: nothing to check yet (a function still to write), so no attempt is saved
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "expected" and value is not None and class_setting.current() is not None:
+            value = None  # under a class setting the answer stays with the grader: never on the object
+        object.__setattr__(self, name, value)
 
     def __bool__(self) -> bool:
         return self.correct
