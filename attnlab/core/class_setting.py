@@ -49,6 +49,8 @@ from attnlab.core.language import _
 ENV = "ATTNLAB_CLASS"
 #: the nbgrader course folder of a grader (set by the course's ``nbgrader_config.py`` when it autogrades)
 GRADED_ENV = "ATTNLAB_GRADED_COURSE"
+#: the student a graded run grades, for the lessons it starts
+GRADED_STUDENT_ENV = "ATTNLAB_GRADED_STUDENT"
 #: who the student is, where neither the hub nor the grader says (a laptop, Colab)
 STUDENT_ENV = "ATTNLAB_STUDENT"
 #: the class file a course folder keeps (``attnlab class assignments DIR --class FILE`` copies it there)
@@ -138,13 +140,16 @@ def graded_run(start: str | Path | None = None) -> GradedRun | None:
     names the course (:data:`GRADED_ENV`). ``start``: the folder to read (default: the folder this
     process started in)."""
     here = Path(start if start is not None else _FIRST_CWD).resolve()
-    named = initial_environ().get(GRADED_ENV, "").strip()
+    started = initial_environ()
+    named = started.get(GRADED_ENV, "").strip()
     if len(here.parents) >= 3 and here.parent.parent.name == AUTOGRADED and _is_course(here.parents[2]):
         course = here.parents[2]
         if not named or Path(named).resolve() == course:
+            # a lesson this run starts (lesson 12 re-running one) grades the same submission
+            os.environ.update({GRADED_ENV: str(course), GRADED_STUDENT_ENV: here.parent.name})
             return GradedRun(course, here.parent.name, here.name)
     if named:
-        return GradedRun(Path(named).resolve())
+        return GradedRun(Path(named).resolve(), started.get(GRADED_STUDENT_ENV, "").strip())
     return None
 
 

@@ -171,8 +171,8 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
         feedback = checker(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         answer = bound.arguments.get("answer")
-        if answer is None or not feedback.attempted:
-            return feedback
+        if answer is None or not feedback.attempted or class_setting.graded_run() is not None:
+            return feedback  # a graded run's grade is nbgrader's: it saves no attempt
         try:
             attempt = attempts.record(ident, answer, feedback.correct, **run_setting(bound.arguments.get("m")))
         except OSError as exc:  # a results folder that cannot be written: the check still counts for the student
@@ -190,3 +190,16 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
 
     checked.exercise_id = ident  # type: ignore[attr-defined]
     return checked
+
+
+def graded(check: Callable[[], Feedback]) -> Feedback:
+    """What a graded (hidden) test cell runs: ``check()``, the course's own check of the student's answer,
+    unless this graded run asked for another model than the class's: then 0, with the sentence why
+    (:func:`attnlab.core.class_setting.other_models_asked`)."""
+    asked = class_setting.other_models_asked()
+    if asked:
+        setting = class_setting.current()
+        return Feedback(False, _("this notebook loads the model {asked!r}, not the class's {model}: graded work "
+                                 "counts on the class's model only, so this item scores 0.").format(
+            asked=asked[0], model=setting.model if setting is not None else "?"))
+    return check()
