@@ -96,7 +96,7 @@ def open_notebooks(here: str | Path = ".") -> dict[str, bytes]:
 def describe(holds: dict[str, Any]) -> str:
     """What a work file holds, in one sentence in the reader's language."""
     names = ", ".join(holds["notebooks"]) or _("none")
-    return _("it holds {results} files of results and checked attempts, and {n} notebooks: {names}.").format(
+    return _("It holds {results} files of results and checked attempts, and {n} notebooks: {names}.").format(
         results=holds["results"], n=len(holds["notebooks"]), names=names)
 
 
@@ -239,7 +239,7 @@ def offer() -> Path | None:
         print(_("No work to take yet: run the lesson's cells first."))
         return None
     packed = _mark_brought(take())
-    print(describe(holds(packed)).capitalize())
+    print(describe(holds(packed)))
     try:
         from google.colab import files  # deferred: exists only on Colab
     except ImportError:
