@@ -259,7 +259,7 @@ def test_graded_run_on_class_model(tmp_path, monkeypatch, tiny_zh, capsys):
 def _blocks(markdown: str) -> list[tuple[str, str, str]]:
     """``(section, language, code)`` of every fenced block, in order."""
     out, section = [], ""
-    for match in re.finditer(r"^(## .*)$|^```(\w*)\n(.*?)^```", markdown, re.M | re.S):
+    for match in re.finditer(r"^(## [^\n]*)$|^```(\w*)\n(.*?)^```", markdown, re.M | re.S):
         if match.group(1):
             section = match.group(1)[3:].strip()
         else:
