@@ -466,3 +466,36 @@ def test_student_artefacts_hold_no_solutions(tmp_path):
     in_image = [p.relative_to(image).as_posix() for p in image.rglob("*") if p.is_file()]
     assert "attnlab/course/exercises/lesson_04.py" in in_image
     assert [n for n in in_image if _teachers(n)] == []
+
+
+# --------------------------------------------------------------------------- one results folder per student
+
+
+def test_one_results_folder_per_student(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    monkeypatch.delenv(class_setting.ENV, raising=False)
+    # a student's fetched assignments (~/lesson_05, ~/lesson_12): one results folder beside them
+    home = tmp_path / "home"
+    for name in ("lesson_05", "lesson_12_zh"):
+        (home / name).mkdir(parents=True)
+    monkeypatch.chdir(home / "lesson_05")
+    assert results.results_dir() == home / "results"
+    results.save("lesson_05_patterns", {"share": 0.5}, model="m")
+    assert (home / "lesson_05" / "results").is_symlink()  # travels with the submission
+    assert (home / "lesson_05" / "results" / "lesson_05_patterns.json").is_file()
+    monkeypatch.chdir(home / "lesson_12_zh")
+    assert results.load("lesson_05_patterns", model="m") == {"share": 0.5}  # lesson 12 reads it, no re-run
+
+    # graded runs: per student across assignments, never the teacher's checkout, never another student's
+    folders = {}
+    course, _first = _graded_course(tmp_path / "grader", "ann", "lesson_05")
+    for student, assignment in (("ann", "lesson_05"), ("ann", "lesson_12"), ("bob", "lesson_05")):
+        folder = course / class_setting.AUTOGRADED / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        monkeypatch.setattr(class_setting, "_FIRST_CWD", str(folder))
+        monkeypatch.setattr(class_setting, "initial_environ", lambda: {})
+        monkeypatch.setenv("ATTNLAB_RESULTS", str(ROOT / "results"))  # what the notebook may set: ignored
+        folders[(student, assignment)] = results.results_dir()
+    grader = course / class_setting.AUTOGRADED
+    assert folders == {("ann", "lesson_05"): grader / "ann" / "results", ("ann", "lesson_12"): grader / "ann" / "results",
+                       ("bob", "lesson_05"): grader / "bob" / "results"}
