@@ -497,5 +497,6 @@ def test_one_results_folder_per_student(tmp_path, monkeypatch):
         monkeypatch.setenv("ATTNLAB_RESULTS", str(ROOT / "results"))  # what the notebook may set: ignored
         folders[(student, assignment)] = results.results_dir()
     grader = course / class_setting.AUTOGRADED
-    assert folders == {("ann", "lesson_05"): grader / "ann" / "results", ("ann", "lesson_12"): grader / "ann" / "results",
+    assert folders == {("ann", "lesson_05"): grader / "ann" / "results",
+                       ("ann", "lesson_12"): grader / "ann" / "results",
                        ("bob", "lesson_05"): grader / "bob" / "results"}

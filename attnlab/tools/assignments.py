@@ -6,8 +6,11 @@ students' versions without them, hidden tests grade the submissions
 (``nbgrader autograde``) and ``nbgrader generate_feedback`` returns HTML feedback. This
 module writes the source side from the lessons::
 
-    attnlab class assignments course/                    # every lesson, English and Chinese
+    attnlab class assignments course/ --class class.json   # every lesson, English and Chinese
     attnlab class assignments course/ --lessons 00 04 --lang zh
+
+``--class`` copies the class setting into the folder (``class.json``), where every graded run reads
+it (:func:`attnlab.core.class_setting.setting_file`), however the grader is started.
 
 ``DIR`` gets the course's ``nbgrader_config.py`` (from ``classroom/``) and, per lesson and
 language, ``source/lesson_NN`` (English, from ``notebooks/``) or ``source/lesson_NN_zh``
@@ -20,9 +23,10 @@ file out of every release). In the notebook each exercise becomes two cells:
   call of the teacher's ``solution_<name>``; for a build-it-yourself function, the worked
   body, before the placeholder ``raise NotImplementedError``);
 * a locked, graded cell (:data:`POINTS` per exercise) whose hidden test calls the course's
-  own check, the one the student's cell calls, without saving an attempt: the check
-  computes the right answer from the run being graded (its model, its numbers), never
-  from a fixed value.
+  own check, the one the student's cell calls, without saving an attempt, through
+  :func:`attnlab.course.exercises.graded` (0 with the reason when the run asked for another
+  model than the class's): the check computes the right answer from the run being graded (its
+  model, its numbers), never from a fixed value.
 
 A lesson's notes for teachers (a markdown cell that starts with "Teachers:" or "给老师：")
 are left out: the source folder itself is the teacher's. Nothing here runs a model or nbgrader.
