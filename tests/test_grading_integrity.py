@@ -506,3 +506,34 @@ def test_one_results_folder_per_student(tmp_path, monkeypatch):
     assert folders == {("ann", "lesson_05"): grader / "ann" / "results",
                        ("ann", "lesson_12"): grader / "ann" / "results",
                        ("bob", "lesson_05"): grader / "bob" / "results"}
+
+
+def test_take_work_holds_the_colab_notebook(tmp_path, monkeypatch, capsys):
+    """On Colab the open notebook lives in Drive or in the browser, not next to the kernel: the pack reads it
+    through Colab's own API (here a stand-in for ``google.colab``) and says it holds it."""
+    import types
+
+    notebook = {"cells": [{"cell_type": "code", "source": "answer = 144"}], "metadata": {"colab": {
+        "name": "05_reading_heatmaps.ipynb"}}, "nbformat": 4, "nbformat_minor": 5}
+    downloads = []
+    message = types.SimpleNamespace(blocking_request=lambda kind, request="", timeout_sec=0: {"ipynb": notebook}
+                                    if kind == "get_ipynb" else None)
+    colab = types.ModuleType("google.colab")
+    colab._message = message
+    colab.files = types.SimpleNamespace(download=downloads.append)
+    google = types.ModuleType("google")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab._message", message)
+    monkeypatch.setenv("ATTNLAB_DOOR", "colab")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "lesson_05_patterns.json").write_text("{}", encoding="utf-8")
+    packed = take_work.offer()
+    assert downloads == [str(packed)]
+    assert "1 notebooks: 05_reading_heatmaps.ipynb" in capsys.readouterr().out
+    with zipfile.ZipFile(packed) as archive:
+        assert json.loads(archive.read("notebooks/05_reading_heatmaps.ipynb")) == notebook
+    assert take_work.holds(packed) == {"results": 1, "notebooks": ["05_reading_heatmaps.ipynb"]}

@@ -85,9 +85,9 @@ def open_notebooks(here: str | Path = ".") -> dict[str, bytes]:
 
             reply = _message.blocking_request("get_ipynb", request="", timeout_sec=10)
             notebook = reply.get("ipynb") if isinstance(reply, dict) else None
-            if notebook:
-                name = os.environ.get("COLAB_NOTEBOOK_NAME", "") or "colab_notebook.ipynb"
-                found[Path(name).name] = json.dumps(notebook, ensure_ascii=False).encode("utf-8")
+            if isinstance(notebook, dict):
+                name = Path(str(notebook.get("metadata", {}).get("colab", {}).get("name") or "colab_notebook")).stem
+                found[f"{name}.ipynb"] = json.dumps(notebook, ensure_ascii=False).encode("utf-8")
         except Exception:  # noqa: BLE001 - an older runtime, no answer: the notebook stays in Drive only
             pass
     return found
