@@ -210,6 +210,16 @@ def test_per_student_numbers(in_class, tiny_zh, monkeypatch):
     assert not lesson_09.check_dispersion(tiny_zh, ann_answer, 1)
     memo.forget(tiny_zh)
 
+    # a saved result says whose sample it was computed on, and the comparison with the reference says why it differs
+    from attnlab.course import reference
+
+    monkeypatch.setenv(class_setting.ENV, str(in_class))
+    saved = json.loads(results.save("lesson_09_sample", {"a": 1.0}, model=tiny_zh).read_text(encoding="utf-8"))
+    assert saved["sample"] == "student bob"
+    published = {k: v for k, v in saved.items() if k != "sample"}  # the shipped references record none
+    assert reference.likely_cause(saved, published)[0] == "sample"
+    assert reference.likely_cause(published, published)[0] == "cpu"
+
 
 # --------------------------------------------------------------------------- 4. a graded run
 

@@ -101,6 +101,16 @@ def results_dir() -> Path:
     return (root if root is not None else here) / "results"
 
 
+#: whose random samples a result was computed on: the course's own (the published seeds) ...
+COURSE_SAMPLE = "course"
+
+
+def sample() -> str:
+    """... or, under a class setting, the student's own (:func:`attnlab.core.class_setting.student_seed`):
+    ``"student <name>"``, so a comparison with the reference can say why the numbers differ."""
+    return COURSE_SAMPLE if class_setting.current() is None else f"student {class_setting.student()}"
+
+
 def check_name(name: str) -> str:
     """``name`` if it is a plain result name, else a ValueError (no paths, no ``..``)."""
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name or len(name) > 120:
@@ -136,7 +146,8 @@ def save(name: str, result: Any, *, model: LoadedModel | str = "", folder: str |
     path = path_of(name, folder)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
     record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), **_run_fields(model),
-              "smoke": is_smoke(), "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
+              "smoke": is_smoke(), "sample": sample(), "non_finite": NON_FINITE, "time": time.time(),
+              "data": to_plain(result)}
     write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
     from attnlab.tools.take_work import pack_at_save_point  # deferred: take_work reads results_dir from here
 
