@@ -108,10 +108,10 @@ def _pair(out: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _qkv(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random queries ``(B, H, T_q, d_k)``, keys ``(B, H, T_k, d_k)`` and values ``(B, H, T_k, d_v)``:
-    2-3 texts, 2-4 heads, 3-6 queries against more keys (so a swapped axis shows), d_k of 4-12 and
-    another d_v."""
+    2-3 texts, 2-4 heads, 3-6 queries against 4-9 keys, d_k of 10-16 and a wider d_v: every size differs
+    from the others it could be mistaken for, so a swapped axis always shows in a shape."""
     B, H, T_q = _size(g, 2, 3), _size(g, 2, 4), _size(g, 3, 6)
-    T_k, d_k = T_q + _size(g, 1, 3), 2 * _size(g, 2, 6)
+    T_k, d_k = T_q + _size(g, 1, 3), 2 * _size(g, 5, 8)
     d_v = d_k + _size(g, 1, 3)
     return (torch.randn(B, H, T_q, d_k, generator=g), torch.randn(B, H, T_k, d_k, generator=g),
             torch.randn(B, H, T_k, d_v, generator=g))
