@@ -12,6 +12,7 @@ and the students; set NBGRADER_EXCHANGE to move it.
 """
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 - nbgrader provides get_config when it reads this file
 
@@ -34,3 +35,16 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.shutdown_kernel = "immediate"
 
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
+
+# graded runs: the class file is found however the grader is started. A relative ATTNLAB_CLASS (the
+# guide's `ATTNLAB_CLASS=class.json nbgrader autograde ...`) is made absolute here, from the folder the
+# grader starts in, before any kernel (each runs in autograded/<student>/<assignment>/) reads it; without
+# one, the course folder's class.json (`attnlab class assignments DIR --class FILE` puts it there) is the
+# class file. The kernels read both from the environment they start with, which no notebook can change.
+_course = os.path.dirname(os.path.abspath(__file__))
+if os.environ.get("ATTNLAB_CLASS", "").strip():
+    os.environ["ATTNLAB_CLASS"] = os.path.abspath(os.path.expanduser(os.environ["ATTNLAB_CLASS"].strip()))
+elif os.path.isfile(os.path.join(_course, "class.json")):
+    os.environ["ATTNLAB_CLASS"] = os.path.join(_course, "class.json")
+if "autograde" in sys.argv[1:3]:
+    os.environ["ATTNLAB_GRADED_COURSE"] = _course

@@ -45,6 +45,8 @@ def colab_cell_source(url: str = GIT_URL, tag: str = TAG) -> str:
     return (
         f"{COLAB_MARKER}: on Google Colab, install the course at the version of this notebook (the tag below),\n"
         "# with its offline Chinese model (Colab's own torch is kept); elsewhere nothing happens.\n"
+        "# On Colab, first save a copy in Drive (File > Save a copy in Drive): only that copy keeps your edits\n"
+        "# when the session ends; the last cell packs your results and this notebook to download.\n"
         "import sys\n"
         "if \"google.colab\" in sys.modules:\n"
         f"    %pip install -q \"{requirement(url, tag)}\"\n"

@@ -1,5 +1,6 @@
-"""Build-it-yourself checkers (lessons 01 and 04): the package's own functions and the teacher's solutions
-pass; each usual mistake fails with its own message; the placeholder is "not yet written", not an attempt."""
+"""Build-it-yourself checkers (lessons 01 and 04): the teacher's solutions and a student's own code pass,
+the package's own functions do not (the exercise asks for them); each usual mistake fails with its own
+message; the placeholder is "not yet written", not an attempt."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import torch
 
 from attnlab.course import attempts
 from attnlab.course.exercises import build_it, lesson_01, lesson_04
-from attnlab.scratch.self_attention import merge_heads, scaled_dot_product_attention, split_heads
 from classroom_solutions import teacher  # tests/classroom_solutions.py
 
 sol01 = teacher("01")
@@ -34,8 +34,8 @@ def placeholder(q, k, v, mask=None):
     raise NotImplementedError
 
 
-def test_build_it_yourself_attention_passes_the_package_and_the_teachers_solution():
-    for fn in (scaled_dot_product_attention, sol01.solution_attention, _attention()):
+def test_build_it_yourself_attention_passes_the_teachers_solution():
+    for fn in (sol01.solution_attention, _attention()):
         feedback = lesson_01.check_attention(None, fn)
         assert feedback, str(feedback)
         assert "passes every test" in str(feedback)
@@ -81,21 +81,26 @@ def _merge_without_transpose(x):
     return x.reshape(B, T, H * d_h)
 
 
-def test_build_it_yourself_split_and_merge_pass_the_package_and_the_teachers_solution(tiny_en):
-    for pair in ((split_heads, merge_heads), (sol04.solution_split_heads, sol04.solution_merge_heads),
-                 (_split("right"), merge_heads)):
+def _merge(x):
+    """A student's own merge (written out here, not taken from the package)."""
+    B, H, T, d_h = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * d_h)
+
+
+def test_build_it_yourself_split_and_merge_pass_the_teachers_solution(tiny_en):
+    for pair in ((sol04.solution_split_heads, sol04.solution_merge_heads), (_split("right"), _merge)):
         assert lesson_04.check_split_and_merge(None, pair), str(lesson_04.check_split_and_merge(None, pair))
-    feedback = lesson_04.check_split_and_merge(tiny_en, (split_heads, merge_heads))  # the model's width and heads
+    feedback = lesson_04.check_split_and_merge(tiny_en, (_split("right"), _merge))  # the model's width and heads
     assert feedback and "pass every test" in str(feedback)
 
 
 @pytest.mark.parametrize("pair, words", [
-    ((_split("no transpose"), merge_heads), "wrong transpose: "),
-    ((_split("interleaved"), merge_heads), "wrong split"),
-    ((_split("not swapped"), merge_heads), "still sit after the tokens"),
-    ((split_heads, _merge_without_transpose), "wrong transpose in merge"),
-    ((split_heads, lambda x: x.sum(1)), "merge should give"),
-    ((lambda x, n: split_heads(x, 4), merge_heads), "one head"),
+    ((_split("no transpose"), _merge), "wrong transpose: "),
+    ((_split("interleaved"), _merge), "wrong split"),
+    ((_split("not swapped"), _merge), "still sit after the tokens"),
+    ((_split("right"), _merge_without_transpose), "wrong transpose in merge"),
+    ((_split("right"), lambda x: x.sum(1)), "merge should give"),
+    ((lambda x, n: _split("right")(x, 4), _merge), "one head"),
 ])
 def test_build_it_yourself_split_and_merge_name_each_mistake(pair, words):
     feedback = lesson_04.check_split_and_merge(None, pair)
@@ -105,7 +110,7 @@ def test_build_it_yourself_split_and_merge_name_each_mistake(pair, words):
 def test_build_it_yourself_placeholder_is_not_yet_written_and_not_an_attempt(attempts_folder):
     for feedback in (lesson_01.check_attention(None, placeholder),
                      lesson_01.check_attention(None, lambda q, k, v, mask=None: ...),
-                     lesson_04.check_split_and_merge(None, (lambda x, n: ..., merge_heads))):
+                     lesson_04.check_split_and_merge(None, (lambda x, n: ..., _merge))):
         assert not feedback and "not yet written" in str(feedback)
     assert not (attempts_folder / "exercises").exists()
     lesson_01.check_attention(None, _attention(scale=lambda d: 1.0))

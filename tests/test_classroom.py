@@ -230,7 +230,7 @@ def test_class_model_pinned(tmp_path, class_model, monkeypatch, capsys):
     try:
         for _ in range(attempts.REVEAL_AFTER + 1):
             feedback = lesson_04.check_head_width(m, 1)
-        assert not feedback and feedback.expected == m.head_dim
+        assert not feedback and feedback.expected is None  # under a class setting the object holds no answer
         assert "expected answer" not in str(feedback) and "attempt" not in str(feedback)
         assert len(attempts.read("04.head_width")) == attempts.REVEAL_AFTER + 1
     finally:
@@ -275,13 +275,26 @@ def test_take_your_work(tmp_path, monkeypatch, tiny_en, capsys):
     (results / "lesson_05_patterns.json").write_text('{"a": 1}', encoding="utf-8")
     before = {p.relative_to(results).as_posix(): p.read_bytes() for p in results.rglob("*") if p.is_file()}
 
-    # the lesson's own last cell on Binder: packs and says where the file is
+    # the lesson's own last cell on Binder: packs the results and the notebook, says what it holds and where it is
     monkeypatch.setenv("ATTNLAB_DOOR", "binder")
     exec(nb.take_work_cell_source(), {})
-    [packed] = tmp_path.glob(f"{take_work.KIND}-*.zip")
-    assert str(packed) in capsys.readouterr().out.replace("\n", "")
+    [packed] = [p for p in tmp_path.glob(f"{take_work.KIND}-*.zip") if p.name != take_work.LATEST]
+    said = capsys.readouterr().out.replace("\n", "")
+    assert str(packed) in said and f"{len(before)} files of results" in said and "1 notebooks: 00_tour.ipynb" in said
     with zipfile.ZipFile(packed) as archive:
-        assert sorted(archive.namelist()) == sorted([take_work.MANIFEST] + [f"results/{k}" for k in before])
+        assert sorted(archive.namelist()) == sorted([take_work.MANIFEST, "notebooks/00_tour.ipynb"]
+                                                    + [f"results/{k}" for k in before])
+        assert archive.read("notebooks/00_tour.ipynb") == (tmp_path / "00_tour.ipynb").read_bytes()
+    assert take_work.holds(packed) == {"results": len(before), "notebooks": ["00_tour.ipynb"]}
+
+    # each save point packs again (Colab, Binder): a session that dies before the last cell still leaves the work
+    lesson_04.check_head_width(tiny_en, 5)
+    with zipfile.ZipFile(tmp_path / take_work.LATEST) as archive:
+        saved = json.loads(archive.read("results/exercises/04.head_width.json"))
+    assert [a["answer"] for a in saved["attempts"]] == [3, tiny_en.head_dim, 5]
+    assert take_work.bring_back_here(tmp_path) == []  # what this session packed is not brought back into it
+    monkeypatch.setenv("ATTNLAB_DOOR", "local")
+    (results / "exercises" / "04.head_width.json").write_bytes(before["exercises/04.head_width.json"])
 
     # a new session: an empty results folder; the first cell brings the uploaded file back, once
     fresh = tmp_path / "session-2"
@@ -290,10 +303,11 @@ def test_take_your_work(tmp_path, monkeypatch, tiny_en, capsys):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(fresh / "results"))
     monkeypatch.chdir(fresh)
     exec(nb.bring_back_cell_source(), {})  # the lesson's own bring-back cell
-    assert f"({len(before)} files)" in capsys.readouterr().out
+    assert f"({len(before) + 1} files)" in capsys.readouterr().out  # the results and the notebook
     after = {p.relative_to(fresh / "results").as_posix(): p.read_bytes()
              for p in (fresh / "results").rglob("*") if p.is_file()}
     assert after == before
+    assert (fresh / "00_tour.ipynb").read_bytes() == (tmp_path / "00_tour.ipynb").read_bytes()
     assert take_work.bring_back_here(fresh) == []  # done once
     monkeypatch.chdir(tmp_path)
     assert [a["right"] for a in attempts.read("04.head_width")] == [False, True]

@@ -685,6 +685,7 @@ def load_model(name: str = "auto", *, verbose: bool = True, check: bool = True,
     name = os.fspath(name).strip()
     if not name:
         raise ValueError("model name is empty: use 'auto', 'bundled', a hub id or a folder")
+    name = class_setting.graded_model(name)  # a graded run loads the class's model, whatever is asked
     reason = ""
     if name == "auto":
         name, reason = _choose_auto(verbose=verbose)

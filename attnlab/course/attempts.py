@@ -152,4 +152,7 @@ def record(exercise: str, answer: Any, right: bool, model: str = "", precision: 
                "precision": str(precision or ""), "mode": str(mode or "")}
     content = {"schema": SCHEMA, "kind": KIND, "exercise": exercise, "attempts": attempts + [attempt]}
     write_text_atomic(path_of(exercise), json.dumps(content, indent=1, ensure_ascii=False))
+    from attnlab.tools.take_work import pack_at_save_point  # deferred: take_work reads the results folder
+
+    pack_at_save_point()  # a save point: on Colab and Binder the work is packed again
     return attempt

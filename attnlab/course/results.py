@@ -43,6 +43,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from attnlab.core import class_setting
 from attnlab.core.language import _
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.config import is_smoke
@@ -58,16 +59,56 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 T = TypeVar("T")
 
 
+#: an nbgrader assignment folder: ``lesson_05`` (English) or ``lesson_05_zh`` (Chinese)
+ASSIGNMENT_FOLDER = re.compile(r"^lesson_\d\d(_zh)?$")
+
+
+def _link_results(assignment: Path) -> None:
+    """``<assignment>/results`` as a link to ``../results``, so that the student's results travel with each
+    submission (nbgrader copies what the link holds; ``attnlab class collect`` reads it); where links cannot
+    be made, or a ``results`` is already there, nothing happens."""
+    link = assignment / "results"
+    if os.path.lexists(link):
+        return
+    try:
+        (assignment.parent / "results").mkdir(exist_ok=True)
+        os.symlink(Path("..") / "results", link, target_is_directory=True)
+    except OSError:
+        pass
+
+
 def results_dir() -> Path:
-    """``ATTNLAB_RESULTS`` when set; else ``results/`` at the top of the course, the nearest folder
-    at or above the working folder that holds both ``attnlab/`` and ``notebooks/`` (English lessons
-    run in ``notebooks/``, Chinese ones in ``notebooks/zh/``, the ``attnlab`` command at the top: all
-    share one folder, so Chinese lesson 12 reads what Chinese lessons 05-11 saved); else ``results/``
-    in the working folder (an installed package with no checkout, e.g. on Colab)."""
+    """Where this run's results go, one folder per student across lessons (lesson 12 reads what 05-11 saved):
+
+    * in a graded run (:func:`attnlab.core.class_setting.graded_run`), ``<course>/autograded/<student>/results``:
+      that student's graded runs of every assignment, never the teacher's checkout or another student's;
+    * else ``ATTNLAB_RESULTS`` when set;
+    * else, in an nbgrader assignment folder (``~/lesson_05``, fetched), ``results/`` beside it (``~/results``);
+    * else ``results/`` at the top of the course, the nearest folder at or above the working folder that
+      holds both ``attnlab/`` and ``notebooks/`` (English lessons run in ``notebooks/``, Chinese ones in
+      ``notebooks/zh/``, the ``attnlab`` command at the top: all share one folder);
+    * else ``results/`` in the working folder (an installed package with no checkout, e.g. on Colab)."""
+    graded = class_setting.graded_run()
+    if graded is not None:
+        return graded.folder / "results"
     if os.environ.get("ATTNLAB_RESULTS"):
         return Path(os.environ["ATTNLAB_RESULTS"])
-    root = course_root(Path.cwd(), installed=False)
-    return (root if root is not None else Path.cwd()) / "results"
+    here = Path.cwd()
+    if ASSIGNMENT_FOLDER.match(here.name):
+        _link_results(here)
+        return here.parent / "results"
+    root = course_root(here, installed=False)
+    return (root if root is not None else here) / "results"
+
+
+#: whose random samples a result was computed on: the course's own (the published seeds) ...
+COURSE_SAMPLE = "course"
+
+
+def sample() -> str:
+    """... or, under a class setting, the student's own (:func:`attnlab.core.class_setting.student_seed`):
+    ``"student <name>"``, so a comparison with the reference can say why the numbers differ."""
+    return COURSE_SAMPLE if class_setting.current() is None else f"student {class_setting.student()}"
 
 
 def check_name(name: str) -> str:
@@ -105,8 +146,12 @@ def save(name: str, result: Any, *, model: LoadedModel | str = "", folder: str |
     path = path_of(name, folder)
     kind = type(result).__name__ if hasattr(result, "to_record") else "dict"
     record = {"schema": SCHEMA, "name": name, "kind": kind, **_model_fields(model), **_run_fields(model),
-              "smoke": is_smoke(), "non_finite": NON_FINITE, "time": time.time(), "data": to_plain(result)}
+              "smoke": is_smoke(), "sample": sample(), "non_finite": NON_FINITE, "time": time.time(),
+              "data": to_plain(result)}
     write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
+    from attnlab.tools.take_work import pack_at_save_point  # deferred: take_work reads results_dir from here
+
+    pack_at_save_point()
     return path
 
 

@@ -34,6 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from attnlab.core import class_setting
 from attnlab.core.language import _
 
 LANGUAGES = ("zh", "en")
@@ -396,7 +397,7 @@ def queries(language: str, n: int | None = None, seed: int = 0) -> list[Query]:
             raise ValueError(
                 _("only {count} built-in {language} queries exist, asked for {n}; "
                   "lower n or bring your own list of texts").format(count=len(pool), language=language, n=n))
-    random.Random(seed).shuffle(pool)
+    random.Random(class_setting.student_seed(seed)).shuffle(pool)  # per student in a class
     return pool if n is None else pool[:n]
 
 

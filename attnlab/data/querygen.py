@@ -50,6 +50,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from attnlab.core import class_setting
 from attnlab.core.checks import check_positive_int
 from attnlab.core.language import _
 from attnlab.core.memo import memo
@@ -338,7 +339,7 @@ class QueryGenerator:
         """Yield distinct queries of the right length until the space runs dry."""
         if self.capacity == 0:
             return
-        rng = random.Random(self.seed)
+        rng = random.Random(class_setting.student_seed(self.seed))  # per student in a class
         seen: set[str] = set()
         misses = 0
         batch: list[str] = []
@@ -620,7 +621,7 @@ class VariedQueryGenerator:
 
     def __iter__(self) -> Iterator[str]:
         """Yield distinct queries of the right length until ``max_tries`` misses in a row."""
-        rng = random.Random(self.seed)
+        rng = random.Random(class_setting.student_seed(self.seed))  # per student in a class
         seen: set[str] = set()   # the queries yielded
         misses = 0
         batch: dict[str, list[str]] = {}   # text -> tags, waiting for the tokenizer
@@ -720,7 +721,7 @@ def random_token_queries(m: LoadedModel, n: int, n_tokens: int | None = None, *,
     if len(pieces) < 2:
         raise ValueError(_("{model}'s vocabulary has fewer than 2 stand-alone pieces: no control set").format(
             model=m.name))
-    rng = random.Random(seed)
+    rng = random.Random(class_setting.student_seed(seed))  # per student in a class
     made = 0
     while made < n:
         batch = [" ".join(rng.choice(pieces) for _token in range(n_tokens)) for _query in range(min(256, n - made))]

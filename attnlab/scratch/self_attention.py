@@ -27,8 +27,10 @@ head width (``d = H * d_h``). Indices are 0-based.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -39,6 +41,39 @@ from attnlab.core.extract import check_texts
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.run import encode, run
+
+# --------------------------------------------------------------------------- refused while a student's own is checked
+
+#: the functions of this module a build-it-yourself exercise asks a student to write, refused right now
+_REFUSED: set[str] = set()
+#: which of them were called while refused (kept even when the caller swallowed the error)
+_CALLED: list[str] = []
+
+
+class ReferenceRefused(RuntimeError):
+    """The package's own version of a function was called while a student's own version of it was checked."""
+
+
+@contextlib.contextmanager
+def refusing(*names: str) -> Iterator[list[str]]:
+    """While the block runs, each function of ``names`` (e.g. ``"split_heads"``) raises
+    :class:`ReferenceRefused` instead of computing; yields the list of those called (by any alias)."""
+    _REFUSED.update(names)
+    _CALLED.clear()
+    called: list[str] = []
+    try:
+        yield called
+    finally:
+        called.extend(_CALLED)
+        _REFUSED.difference_update(names)
+        _CALLED.clear()
+
+
+def _refuse(name: str) -> None:
+    if name in _REFUSED:
+        _CALLED.append(name)
+        raise ReferenceRefused(name)
+
 
 # --------------------------------------------------------------------------- 1. one head
 
@@ -71,6 +106,7 @@ def scaled_dot_product_attention(
     Raises:
         ValueError: the shapes do not fit together.
     """
+    _refuse("scaled_dot_product_attention")
     _check_qkv(q, k, v)
     d_k = q.shape[-1]
     if scale is True:
@@ -143,6 +179,7 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
     Head ``h`` gets features ``h * d_h .. (h + 1) * d_h - 1`` of every token.
     """
+    _refuse("split_heads")
     n_heads = check_positive_int(n_heads, "n_heads")
     if x.ndim != 3:
         raise ValueError(_("split_heads expects (batch, tokens, features), got shape {shape}").format(
@@ -158,6 +195,7 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Concatenate the heads again: ``(B, H, T, d_h) -> (B, T, H * d_h)``."""
+    _refuse("merge_heads")
     if x.ndim != 4:
         raise ValueError(_("merge_heads expects (batch, heads, tokens, head width), got shape {shape}").format(
             shape=tuple(x.shape)))
@@ -176,6 +214,7 @@ def project_per_head(x: torch.Tensor, linear: nn.Linear, n_heads: int) -> torch.
     Returns:
         ``(B, H, T, d_h)``.
     """
+    _refuse("split_heads")
     n_heads = check_positive_int(n_heads, "n_heads")
     d_out = linear.out_features
     if d_out % n_heads:
@@ -382,6 +421,7 @@ def attention_steps(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         ``scaled`` = scores / sqrt(d_k), ``exp`` = exp(scaled), ``weights``
         (rows sum to 1) and ``output`` ``(T, d_v)``.
     """
+    _refuse("scaled_dot_product_attention")
     if x.ndim != 2 or w_q.ndim != 2 or x.shape[1] != w_q.shape[0]:
         raise ValueError(_("x must be (tokens, d) and w_q (d, d_k); got {x} and {w_q}").format(
             x=tuple(x.shape), w_q=tuple(w_q.shape)))

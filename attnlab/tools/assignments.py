@@ -6,8 +6,11 @@ students' versions without them, hidden tests grade the submissions
 (``nbgrader autograde``) and ``nbgrader generate_feedback`` returns HTML feedback. This
 module writes the source side from the lessons::
 
-    attnlab class assignments course/                    # every lesson, English and Chinese
+    attnlab class assignments course/ --class class.json   # every lesson, English and Chinese
     attnlab class assignments course/ --lessons 00 04 --lang zh
+
+``--class`` copies the class setting into the folder (``class.json``), where every graded run reads
+it (:func:`attnlab.core.class_setting.setting_file`), however the grader is started.
 
 ``DIR`` gets the course's ``nbgrader_config.py`` (from ``classroom/``) and, per lesson and
 language, ``source/lesson_NN`` (English, from ``notebooks/``) or ``source/lesson_NN_zh``
@@ -20,9 +23,10 @@ file out of every release). In the notebook each exercise becomes two cells:
   call of the teacher's ``solution_<name>``; for a build-it-yourself function, the worked
   body, before the placeholder ``raise NotImplementedError``);
 * a locked, graded cell (:data:`POINTS` per exercise) whose hidden test calls the course's
-  own check, the one the student's cell calls, without saving an attempt: the check
-  computes the right answer from the run being graded (its model, its numbers), never
-  from a fixed value.
+  own check, the one the student's cell calls, without saving an attempt, through
+  :func:`attnlab.course.exercises.graded` (0 with the reason when the run asked for another
+  model than the class's): the check computes the right answer from the run being graded (its
+  model, its numbers), never from a fixed value.
 
 A lesson's notes for teachers (a markdown cell that starts with "Teachers:" or "给老师：")
 are left out: the source folder itself is the teacher's. Nothing here runs a model or nbgrader.
@@ -44,6 +48,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from attnlab.core import class_setting
 from attnlab.core.language import language_option, lessons_folder
 from attnlab.core.models import course_root
 
@@ -156,12 +161,14 @@ def build_it_cell(code: str, solutions: ModuleType) -> str:
 
 
 def test_cell(alias: str, checker: str, call_text: str, lesson: str) -> str:
-    """The graded cell: the course's own check of the answer, hidden from the students."""
+    """The graded cell: the course's own check of the answer, hidden from the students, through
+    :func:`attnlab.course.exercises.graded` (0, with the reason, when the run asked for another model)."""
     unrecorded = call_text.replace(f"{alias}.{checker}(", f"{alias}.{checker}.__wrapped__(", 1)
     return "\n".join([
         f"# Graded: exercise {lesson}.{checker[len('check_'):]}, checked on this run's own model and numbers.",
         BEGIN_TESTS,
-        f"_feedback = {unrecorded}",
+        "from attnlab.course.exercises import graded as _graded",
+        f"_feedback = _graded(lambda: {unrecorded})",
         "assert _feedback.correct, str(_feedback)",
         END_TESTS])
 
@@ -221,14 +228,22 @@ def _load_solutions(path: Path, lesson: str) -> ModuleType:
 
 
 def write_course(out: str | Path, lessons: list[str] | None = None, languages: tuple[str, ...] = LANGUAGES,
-                 classroom: Path | None = None) -> dict[str, int]:
+                 classroom: Path | None = None, class_file: str | Path | None = None) -> dict[str, int]:
     """Write the nbgrader course folder ``out`` (see the module's docstring) and return
-    ``{assignment: graded exercises}``. An existing assignment's source is replaced; nothing else is touched."""
+    ``{assignment: graded exercises}``. An existing assignment's source is replaced; nothing else is touched.
+    ``class_file``: the class setting, checked and copied to ``out/class.json``, where every graded run
+    finds it (:func:`attnlab.core.class_setting.setting_file`)."""
     classroom = classroom or classroom_folder()
     root = classroom.parent
     out = Path(out)
+    setting = None
+    if class_file is not None:
+        setting = class_setting.parse(Path(class_file).read_text(encoding="utf-8"), str(class_file))
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(classroom / "nbgrader_config.py", out / "nbgrader_config.py")
+    if setting is not None:
+        class_setting.write(out / class_setting.COURSE_FILE, setting.model, setting.precision, setting.mode,
+                            setting.name)
     written = {}
     for language in languages:
         notebooks = lesson_notebooks(language, root)
@@ -259,7 +274,7 @@ def edition_or_both(value: str) -> str:
 
 def _assignments_cmd(args: argparse.Namespace) -> int:
     languages = LANGUAGES if args.lang == "both" else (args.lang,)
-    written = write_course(args.folder, args.lessons, languages)
+    written = write_course(args.folder, args.lessons, languages, class_file=args.class_file)
     for name, graded in written.items():
         print(f"{args.folder}/source/{name}: {graded} graded exercises")
     print(f"next: cd {args.folder} && nbgrader generate_assignment lesson_00 (the students' version, in release/)")
@@ -273,4 +288,6 @@ def add_class_cli(sub: Any) -> None:
     a.add_argument("--lessons", nargs="*", default=None, help="two-digit lesson numbers (default: every lesson)")
     a.add_argument("--lang", type=edition_or_both, default="both",
                    help="which edition: en, zh (any spelling the course accepts) or both (default: both)")
+    a.add_argument("--class", dest="class_file", default=None,
+                   help="the class setting (class.json): copied into the folder, where every graded run reads it")
     a.set_defaults(func=_assignments_cmd)

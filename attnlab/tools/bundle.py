@@ -29,6 +29,7 @@ overwritten.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import platform
@@ -53,6 +54,10 @@ from attnlab.tools.kit import download_model
 KIT = f"kit/{CHINESE_MODEL}"
 #: folders of a checkout that never go into a bundle
 SKIP = {".venv", "build", "results", ".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", "kit"}
+#: a teacher's files that never go into a student's copy (release zip, bundle, image): the worked solutions,
+#: and an nbgrader course folder's gradebook, grades and graded source (see :func:`teachers_only`)
+TEACHERS_ONLY = ("classroom/solutions/*", "*/gradebook.db", "gradebook.db", "*/grades.csv", "grades.csv",
+                 "*/solutions_[0-9][0-9].py", "solutions_[0-9][0-9].py")
 #: suffixes already compressed (or not worth compressing): stored as they are, which is fast
 STORED = (".whl", ".safetensors", ".zip", ".gz", ".png", ".bin")
 
@@ -128,7 +133,7 @@ class BundleError(ValueError):
 
 def course_files(root: Path) -> list[str]:
     """The course's files, relative to ``root``: git's tracked and untracked-but-not-ignored files,
-    else every file outside :data:`SKIP`. Links are left out."""
+    else every file outside :data:`SKIP`; never a teacher's (:func:`teachers_only`). Links are left out."""
     try:
         listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root,
                                 capture_output=True, check=True).stdout.decode().split("\0")
@@ -137,9 +142,21 @@ def course_files(root: Path) -> list[str]:
     out = []
     for rel in listed:
         path = root / rel
-        if rel and not SKIP.intersection(Path(rel).parts) and path.is_file() and not path.is_symlink():
+        if (rel and not SKIP.intersection(Path(rel).parts) and path.is_file() and not path.is_symlink()
+                and not teachers_only(root, rel)):
             out.append(rel)
     return sorted(out)
+
+
+def teachers_only(root: Path, rel: str) -> bool:
+    """Whether the file ``rel`` (relative to the checkout ``root``) is a teacher's and stays out of every
+    student's copy: it matches :data:`TEACHERS_ONLY`, or it lies in an nbgrader course folder (a folder
+    below the top that holds ``nbgrader_config.py``: graded source, submissions, gradebook)."""
+    if any(fnmatch.fnmatchcase(rel, pattern) for pattern in TEACHERS_ONLY):
+        return True
+    parts = Path(rel).parts
+    return any((root.joinpath(*parts[:i]) / "nbgrader_config.py").is_file() and parts[:i] != ("classroom",)
+               for i in range(1, len(parts)))
 
 
 def _torch_plan(target: str | None) -> tuple[list[str], str]:

@@ -1,21 +1,27 @@
-"""Take your work with you: a student's results and attempts in one file, and back again.
+"""Take your work with you: a student's notebooks, results and attempts in one file, and back again.
 
 A Colab or Binder session forgets everything when it ends (Colab after about 90 minutes
 idle or 12 hours in all, Binder after about 10 minutes without a browser tab, or at
-most 6 hours): the ``results`` folder (:func:`attnlab.course.results.results_dir`) with
-the lessons' saved results and ``exercises/``, the checked attempts, goes with it. One
-file carries it::
+most 6 hours): the lesson notebooks the student wrote in, and the ``results`` folder
+(:func:`attnlab.course.results.results_dir`) with the lessons' saved results and
+``exercises/``, the checked attempts, go with it. One file carries them::
 
     attnlab work take                      # writes attnlab-work-<date>-<time>.zip here
     attnlab work bring attnlab-work-20261205-1012.zip   # puts it back into the results folder
 
 In a lesson, :func:`offer` (the last cell) packs the file and, on Colab, starts its
 download; on Binder it says where the file is (right-click it in the file browser,
-Download). :func:`bring_back_here` (the cell after the Colab set-up) restores any ``attnlab-work-*.zip``
-the student uploaded next to the notebook, once.
+Download). Each save point packs it too, so a session that dies before the last cell still
+leaves it: on Colab and Binder every saved result and checked answer rewrites
+``attnlab-work-latest.zip`` next to the notebook (:func:`pack_at_save_point`).
+:func:`bring_back_here` (the cell after the Colab set-up) restores any ``attnlab-work-*.zip``
+the student uploaded next to the notebook, once for each content.
 
-The zip holds ``attnlab-work.json`` (what it is, when it was made, and each file's SHA-256)
-and the files under ``results/``. Bringing back checks all of it first: a file that is not
+The zip holds ``attnlab-work.json`` (what it is, when it was made, what it holds, and each
+file's SHA-256), the files under ``results/`` and the notebooks under ``notebooks/``: the
+lessons in the working folder and, on Colab, the open notebook as Colab keeps it (read
+through Colab's own API). A notebook brought back never replaces one that is there with
+other content: it is written beside it (``<name>.brought-<time>.ipynb``). Bringing back checks all of it first: a file that is not
 such a zip, a member outside ``results/``, a link, a checksum that does not match, or more
 than :data:`MAX_BYTES` in all stops with one sentence and writes nothing. A file already in
 the results folder with other content is kept beside it (``<name>.before-<time>``), never lost.
@@ -28,6 +34,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,6 +48,9 @@ KIND = "attnlab-work"
 SCHEMA = 1
 MANIFEST = "attnlab-work.json"
 PREFIX = "results/"
+NOTEBOOKS = "notebooks/"
+#: the file each save point rewrites (Colab, Binder)
+LATEST = f"{KIND}-latest.zip"
 #: the most bytes a work file may hold, all files together
 MAX_BYTES = 200_000_000
 #: the most files a work file may hold
@@ -63,30 +73,72 @@ def _files(folder: Path) -> list[Path]:
     return out
 
 
-def take(out: str | Path | None = None, folder: str | Path | None = None) -> Path:
-    """Pack the results folder (``folder``, default :func:`results_dir`) into one zip and return its path:
+def open_notebooks(here: str | Path = ".") -> dict[str, bytes]:
+    """The student's notebooks, ``{file name: content}``: every ``*.ipynb`` in ``here`` and, on Colab, the
+    open notebook as Colab keeps it (its own API; where that does not answer, the first cell's advice to
+    save a copy in Drive is what keeps it)."""
+    found = {path.name: path.read_bytes() for path in sorted(Path(here).glob("*.ipynb"))
+             if path.is_file() and not path.is_symlink()}
+    if door.which_door() == door.COLAB:
+        try:
+            from google.colab import _message  # deferred: exists only on Colab
+
+            reply = _message.blocking_request("get_ipynb", request="", timeout_sec=10)
+            notebook = reply.get("ipynb") if isinstance(reply, dict) else None
+            if isinstance(notebook, dict):
+                name = Path(str(notebook.get("metadata", {}).get("colab", {}).get("name") or "colab_notebook")).stem
+                found[f"{name}.ipynb"] = json.dumps(notebook, ensure_ascii=False).encode("utf-8")
+        except Exception:  # noqa: BLE001 - an older runtime, no answer: the notebook stays in Drive only
+            pass
+    return found
+
+
+def describe(holds: dict[str, Any]) -> str:
+    """What a work file holds, in one sentence in the reader's language."""
+    names = ", ".join(holds["notebooks"]) or _("none")
+    return _("It holds {results} files of results and checked attempts, and {n} notebooks: {names}.").format(
+        results=holds["results"], n=len(holds["notebooks"]), names=names)
+
+
+def take(out: str | Path | None = None, folder: str | Path | None = None,
+         notebooks: dict[str, bytes] | None = None) -> Path:
+    """Pack the results folder (``folder``, default :func:`results_dir`) and the student's notebooks
+    (``notebooks``, default :func:`open_notebooks` of the working folder) into one zip and return its path:
     ``out`` if given (a folder or a file name), else ``attnlab-work-<date>-<time>.zip`` here."""
     folder = Path(folder) if folder is not None else results_dir()
-    if not folder.is_dir():
+    notebooks = open_notebooks() if notebooks is None else notebooks
+    if not folder.is_dir() and not notebooks:
         raise ValueError(f"there is no work to take yet: {folder} does not exist (run a lesson first)")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     target = Path(out) if out is not None else Path.cwd()
     if target.is_dir():
         target = target / f"{KIND}-{stamp}.zip"
-    files, total = {}, 0
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in _files(folder):
-            data = path.read_bytes()
-            total += len(data)
-            if total > MAX_BYTES or len(files) >= MAX_FILES:
-                raise ValueError(f"{folder} holds more than {MAX_BYTES // 1_000_000} MB or {MAX_FILES} files: "
-                                 "that is not a student's work")
-            name = PREFIX + path.relative_to(folder).as_posix()
+    members = [(PREFIX + path.relative_to(folder).as_posix(), path.read_bytes())
+               for path in (_files(folder) if folder.is_dir() else [])]
+    members += [(NOTEBOOKS + name, data) for name, data in sorted(notebooks.items())]
+    if sum(len(data) for _name, data in members) > MAX_BYTES or len(members) > MAX_FILES:
+        raise ValueError(f"{folder} and the notebooks hold more than {MAX_BYTES // 1_000_000} MB or {MAX_FILES} "
+                         "files: that is not a student's work")
+    holds = {"results": sum(name.startswith(PREFIX) for name, _data in members),
+             "notebooks": sorted(notebooks)}
+    partial = target.with_name(f".{target.name}.packing")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
             archive.writestr(name, data)
-            files[name] = _sha256(data)
-        manifest = {"kind": KIND, "schema": SCHEMA, "created": stamp, "files": files}
+        manifest = {"kind": KIND, "schema": SCHEMA, "created": stamp, "holds": holds,
+                    "what": "results/: the lessons' saved results and exercises/ (checked attempts); "
+                            "notebooks/: the lesson notebooks as they were when packed",
+                    "files": {name: _sha256(data) for name, data in members}}
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False))
+    os.replace(partial, target)
     return target
+
+
+def holds(path: str | Path) -> dict[str, Any]:
+    """What the work file ``path`` says it holds: ``{"results": n, "notebooks": [names]}``."""
+    with zipfile.ZipFile(path) as archive:
+        manifest = json.loads(archive.read(MANIFEST).decode("utf-8"))
+    return manifest.get("holds") or {"results": len(manifest.get("files", {})), "notebooks": []}
 
 
 def _checked(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
@@ -102,8 +154,10 @@ def _checked(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
     out, total = {}, 0
     for name, digest in manifest["files"].items():
         parts = PurePosixPath(name).parts
-        if not name.startswith(PREFIX) or name.startswith("/") or ".." in parts or "\\" in name or len(parts) < 2:
-            raise ValueError(f"{where} names {name!r}, outside results/: nothing was brought back")
+        notebook = name.startswith(NOTEBOOKS) and len(parts) == 2 and name.endswith(".ipynb")
+        if (not (name.startswith(PREFIX) or notebook) or name.startswith("/") or ".." in parts or "\\" in name
+                or len(parts) < 2):
+            raise ValueError(f"{where} names {name!r}, outside results/ and notebooks/: nothing was brought back")
         try:
             info = archive.getinfo(name)
         except KeyError as exc:
@@ -116,13 +170,15 @@ def _checked(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
         data = archive.read(info)
         if _sha256(data) != digest:
             raise ValueError(f"{where}: {name} does not match its checksum (damaged): nothing was brought back")
-        out[name[len(PREFIX):]] = data
+        out[name] = data
     return out
 
 
-def bring(path: str | Path, folder: str | Path | None = None) -> list[Path]:
-    """Put a work file's results back into ``folder`` (default :func:`results_dir`); return the files written.
-    An existing file with other content is kept beside it as ``<name>.before-<time>``."""
+def bring(path: str | Path, folder: str | Path | None = None, notebooks_to: str | Path = ".") -> list[Path]:
+    """Put a work file's results back into ``folder`` (default :func:`results_dir`) and its notebooks into
+    ``notebooks_to``; return the files written. An existing result with other content is kept beside it as
+    ``<name>.before-<time>``; an existing notebook with other content stays, and the brought one is written
+    beside it as ``<name>.brought-<time>.ipynb``."""
     path = Path(path)
     try:
         archive = zipfile.ZipFile(path)
@@ -132,8 +188,13 @@ def bring(path: str | Path, folder: str | Path | None = None) -> list[Path]:
         files = _checked(archive, path.name)
     folder = Path(folder) if folder is not None else results_dir()
     written, stamp = [], int(time.time())
-    for relative, data in files.items():
-        target = folder / relative
+    for name, data in files.items():
+        if name.startswith(NOTEBOOKS):
+            target = Path(notebooks_to) / name[len(NOTEBOOKS):]
+            if target.exists() and target.read_bytes() != data:
+                target = target.with_name(f"{target.stem}.brought-{stamp}.ipynb")
+        else:
+            target = folder / name[len(PREFIX):]
         if target.is_file() and target.read_bytes() == data:
             continue
         if target.exists():
@@ -146,6 +207,27 @@ def bring(path: str | Path, folder: str | Path | None = None) -> list[Path]:
     return written
 
 
+def pack_at_save_point() -> Path | None:
+    """A save point (a lesson saved a result, an answer was checked): on Colab or Binder, rewrite
+    :data:`LATEST` in the working folder with everything so far, so a session that ends before the last
+    cell still leaves the work to download. Elsewhere nothing happens; a pack that fails says why and the
+    lesson goes on."""
+    if door.which_door() not in (door.COLAB, door.BINDER):
+        return None
+    try:
+        return _mark_brought(take(Path.cwd() / LATEST))
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"the work could not be packed into {LATEST} ({exc})", stacklevel=2)
+        return None
+
+
+def _mark_brought(packed: Path) -> Path:
+    """Mark a file packed in this session as brought back already: the bring-back cell leaves it alone
+    until another file of that name (an upload from an earlier session) takes its place."""
+    write_text_atomic(packed.with_name(packed.name + ".brought"), _sha256(packed.read_bytes()) + "\n")
+    return packed
+
+
 def offer() -> Path | None:
     """A lesson's last cell: on Colab or Binder, pack the work and offer it (Colab starts the download);
     elsewhere the results folder stays where it is and nothing is packed."""
@@ -153,10 +235,11 @@ def offer() -> Path | None:
     if which not in (door.COLAB, door.BINDER):
         print(_("Your work is kept in {folder}.").format(folder=results_dir()))
         return None
-    if not results_dir().is_dir():
+    if not results_dir().is_dir() and not open_notebooks():
         print(_("No work to take yet: run the lesson's cells first."))
         return None
-    packed = take()
+    packed = _mark_brought(take())
+    print(describe(holds(packed)))
     try:
         from google.colab import files  # deferred: exists only on Colab
     except ImportError:
@@ -172,15 +255,16 @@ def offer() -> Path | None:
 
 
 def bring_back_here(folder: str | Path = ".") -> list[Path]:
-    """A lesson's bring-back cell, near the top: restore each ``attnlab-work-*.zip`` in ``folder`` (uploaded by the student) once,
-    marking it done (``<zip>.brought``)."""
+    """A lesson's bring-back cell, near the top: restore each ``attnlab-work-*.zip`` in ``folder`` (uploaded by
+    the student) once for each content, marking it done (``<zip>.brought`` holds the zip's SHA-256)."""
     written: list[Path] = []
     for packed in sorted(Path(folder).glob(f"{KIND}-*.zip")):
         done = packed.with_name(packed.name + ".brought")
-        if done.exists():
+        digest = _sha256(packed.read_bytes())
+        if done.is_file() and done.read_text(encoding="utf-8").strip() == digest:
             continue
-        files = bring(packed)
-        write_text_atomic(done, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        files = bring(packed, notebooks_to=folder)
+        write_text_atomic(done, digest + "\n")
         print(_("{name}: your work is back ({n} files) in {folder}.").format(name=packed.name, n=len(files),
                                                                             folder=results_dir()))
         written += files

@@ -11,7 +11,9 @@ Every checker is wrapped by :func:`exercise`: each answer (not the placeholder
 ``None``) is saved as an attempt (:mod:`attnlab.course.attempts`), a wrong one
 gets a hint but not the expected value until the third attempt, or at once
 when the teacher's solutions are on (``ATTNLAB_SOLUTIONS=1``, or
-``attnlab.course.attempts.show_solutions()``); under a class setting, never.
+``attnlab.course.attempts.show_solutions()``); under a class setting, never: there a
+:class:`Feedback` does not even hold the expected value (``.expected`` is always None), so
+no student can read it off the object.
 
 One module per lesson: ``attnlab.course.exercises.lesson_02`` and so on. Shared
 building blocks are here.
@@ -69,6 +71,11 @@ class Feedback:
     expected: Any = None
     shown_answer: str = ""
     attempted: bool = True  # False: nothing to check yet (a function still to write), so no attempt is saved
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "expected" and value is not None and class_setting.current() is not None:
+            value = None  # under a class setting the answer stays with the grader: never on the object
+        object.__setattr__(self, name, value)
 
     def __bool__(self) -> bool:
         return self.correct
@@ -164,8 +171,8 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
         feedback = checker(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         answer = bound.arguments.get("answer")
-        if answer is None or not feedback.attempted:
-            return feedback
+        if answer is None or not feedback.attempted or class_setting.graded_run() is not None:
+            return feedback  # a graded run's grade is nbgrader's: it saves no attempt
         try:
             attempt = attempts.record(ident, answer, feedback.correct, **run_setting(bound.arguments.get("m")))
         except OSError as exc:  # a results folder that cannot be written: the check still counts for the student
@@ -183,3 +190,16 @@ def exercise(checker: Callable[..., Feedback]) -> Callable[..., Feedback]:
 
     checked.exercise_id = ident  # type: ignore[attr-defined]
     return checked
+
+
+def graded(check: Callable[[], Feedback]) -> Feedback:
+    """What a graded (hidden) test cell runs: ``check()``, the course's own check of the student's answer,
+    unless this graded run asked for another model than the class's: then 0, with the sentence why
+    (:func:`attnlab.core.class_setting.other_models_asked`)."""
+    asked = class_setting.other_models_asked()
+    if asked:
+        setting = class_setting.current()
+        return Feedback(False, _("this notebook loads the model {asked!r}, not the class's {model}: graded work "
+                                 "counts on the class's model only, so this item scores 0.").format(
+            asked=asked[0], model=setting.model if setting is not None else "?"))
+    return check()

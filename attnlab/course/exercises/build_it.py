@@ -2,7 +2,8 @@
 
 Lesson 01 has the student write scaled dot-product attention, lesson 04 the
 multi-head split and merge. Each checker runs small tests in order on random
-tensors and stops at the first that fails, with a message that says what is wrong
+tensors, new ones at every check (their sizes too: nothing to learn by heart), and
+stops at the first that fails, with a message that says what is wrong
 and how to fix it (the hint); it compares with the package's own
 :func:`~attnlab.scratch.self_attention.scaled_dot_product_attention`,
 :func:`~attnlab.scratch.self_attention.split_heads` and
@@ -11,19 +12,24 @@ alone. The usual mistakes (no scale, heads cut from the wrong axis, a missing
 transpose) are recognised and named.
 
 A function whose body is still ``raise NotImplementedError`` (or ``...``) is
-"not yet written": the checker says so and the notebook runs on.
+"not yet written": the checker says so and the notebook runs on. While the student's
+function runs, the package's own version of what it asks for cannot be used
+(:func:`attnlab.scratch.self_attention.refusing`): a function that calls it, under any
+name, fails with one sentence saying so.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from typing import Any, Callable
 
 import torch
 
 from attnlab.core.language import _
 from attnlab.course.exercises import Feedback
-from attnlab.scratch.self_attention import merge_heads, scaled_dot_product_attention, split_heads
+from attnlab.scratch.self_attention import (ReferenceRefused, merge_heads, refusing, scaled_dot_product_attention,
+                                            split_heads)
 
 #: how far a student's float32 result may be from the package's
 ATOL = 1e-5
@@ -37,16 +43,43 @@ class Failed(Exception):
     """A test failed; the message says what is wrong and how to fix it (already translated)."""
 
 
-def _call(fn: Callable, *args) -> Any:
-    try:
-        out = fn(*args)
-    except NotImplementedError as exc:
-        raise NotWritten from exc
-    except Exception as exc:  # noqa: BLE001 - the student's code may raise anything: say what, and go on
-        raise Failed(_("your function raised {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from exc
+#: what each exercise asks the student to write: the package's own versions, refused during their call
+ATTENTION = ("scaled_dot_product_attention",)
+SPLIT_MERGE = ("split_heads", "merge_heads")
+
+
+def _refused(names: list[str]) -> Failed:
+    return Failed(_("your function calls the package's own {name}: that is what this exercise asks you to write, "
+                    "so it scores 0 until the function computes it itself.").format(name=names[0]))
+
+
+def _call(fn: Callable, *args, refuse: tuple[str, ...] = ()) -> Any:
+    """``fn(*args)`` with the package's functions ``refuse`` unusable; the student's placeholder is
+    :class:`NotWritten`, anything it raises a :class:`Failed` that says what."""
+    with refusing(*refuse) as called:
+        try:
+            out = fn(*args)
+        except NotImplementedError as exc:
+            raise NotWritten from exc
+        except ReferenceRefused:
+            out = None  # said below, from `called`
+        except Exception as exc:  # noqa: BLE001 - the student's code may raise anything: say what, and go on
+            raise Failed(_("your function raised {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from exc
+    if called:  # even when the student's code caught the refusal and went on
+        raise _refused(called)
     if out is None or out is Ellipsis:  # a body of `...` (or `return ...`)
         raise NotWritten
     return out
+
+
+def _generator() -> torch.Generator:
+    """A generator with a fresh seed: every check draws new inputs, which no student has seen."""
+    return torch.Generator().manual_seed(secrets.randbits(62))
+
+
+def _size(g: torch.Generator, low: int, high: int) -> int:
+    """A random int in ``[low, high]``."""
+    return int(torch.randint(low, high + 1, (1,), generator=g))
 
 
 def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -73,18 +106,20 @@ def _pair(out: Any) -> tuple[torch.Tensor, torch.Tensor]:
 # --------------------------------------------------------------------------- lesson 01: attention
 
 
-def _qkv(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Queries ``(2, 3, 5, 8)``, keys ``(2, 3, 7, 8)``, values ``(2, 3, 7, 6)``: 2 texts, 3 heads, 5 queries
-    against 7 keys (different, so a swapped axis shows), d_k = 8, d_v = 6."""
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(2, 3, 5, 8, generator=g), torch.randn(2, 3, 7, 8, generator=g),
-            torch.randn(2, 3, 7, 6, generator=g))
+def _qkv(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Random queries ``(B, H, T_q, d_k)``, keys ``(B, H, T_k, d_k)`` and values ``(B, H, T_k, d_v)``:
+    2-3 texts, 2-4 heads, 3-6 queries against 4-9 keys, d_k of 10-16 and a wider d_v: every size differs
+    from the others it could be mistaken for, so a swapped axis always shows in a shape."""
+    B, H, T_q = _size(g, 2, 3), _size(g, 2, 4), _size(g, 3, 6)
+    T_k, d_k = T_q + _size(g, 1, 3), 2 * _size(g, 5, 8)
+    d_v = d_k + _size(g, 1, 3)
+    return (torch.randn(B, H, T_q, d_k, generator=g), torch.randn(B, H, T_k, d_k, generator=g),
+            torch.randn(B, H, T_k, d_v, generator=g))
 
 
-def _mask(seed: int = 1) -> torch.Tensor:
-    """``(2, 1, 5, 7)`` booleans, True where a query may look at a key; every row keeps key 0."""
-    g = torch.Generator().manual_seed(seed)
-    keep = torch.rand(2, 1, 5, 7, generator=g) < 0.6
+def _mask(g: torch.Generator, batch: int, T_q: int, T_k: int) -> torch.Tensor:
+    """``(batch, 1, T_q, T_k)`` booleans, True where a query may look at a key; every row keeps key 0."""
+    keep = torch.rand(batch, 1, T_q, T_k, generator=g) < 0.6
     keep[..., 0] = True
     return keep
 
@@ -93,11 +128,13 @@ def attention_problem(fn: Callable) -> str | None:
     """The first test ``fn(q, k, v, mask=None) -> (output, weights)`` fails, as a message; None when all pass.
 
     Raises :class:`NotWritten` when ``fn`` is still the placeholder."""
-    q, k, v = _qkv()
-    want_out, want_w = scaled_dot_product_attention(q, k, v)  # (2, 3, 5, 6), (2, 3, 5, 7)
+    g = _generator()
+    q, k, v = _qkv(g)
+    B, H, T_q, T_k = *q.shape[:3], k.shape[2]
+    want_out, want_w = scaled_dot_product_attention(q, k, v)  # (B, H, T_q, d_v), (B, H, T_q, T_k)
     try:
-        out, w = _pair(_call(fn, q, k, v))
-        if tuple(w.shape) == (2, 3, 7, 5):
+        out, w = _pair(_call(fn, q, k, v, refuse=ATTENTION))
+        if tuple(w.shape) == (B, H, T_k, T_q):
             raise Failed(_("the weights have shape {got}: keys and queries are swapped. The scores are "
                            "q @ k.transpose(-2, -1), one row per query: (..., T_q, T_k)").format(got=tuple(w.shape)))
         if tuple(w.shape) != tuple(want_w.shape):
@@ -121,17 +158,24 @@ def attention_problem(fn: Callable) -> str | None:
         if not _close(out, want_out):
             raise Failed(_("the weights are right but the output differs by up to {err:.3g}: the output is "
                            "weights @ v").format(err=_gap(out, want_out)))
-        mask = _mask()
-        try:
-            out_m, w_m = _pair(fn(q, k, v, mask))
-        except NotImplementedError as exc:
-            raise NotWritten from exc
-        except TypeError as exc:
-            raise Failed(_("your function should accept a fourth argument, mask (True where a query may look "
-                           "at a key, or None): {error}").format(error=exc)) from exc
-        except Exception as exc:  # noqa: BLE001
-            raise Failed(_("with a mask, your function raised {kind}: {error}").format(
-                kind=type(exc).__name__, error=exc)) from exc
+        mask = _mask(g, B, T_q, T_k)
+        with refusing(*ATTENTION) as called:
+            try:
+                out_m, w_m = _pair(fn(q, k, v, mask))
+            except NotImplementedError as exc:
+                raise NotWritten from exc
+            except ReferenceRefused:
+                out_m = w_m = None
+            except TypeError as exc:
+                raise Failed(_("your function should accept a fourth argument, mask (True where a query may look "
+                               "at a key, or None): {error}").format(error=exc)) from exc
+            except Failed:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise Failed(_("with a mask, your function raised {kind}: {error}").format(
+                    kind=type(exc).__name__, error=exc)) from exc
+        if called:
+            raise _refused(called)
         hidden = float(w_m.detach().double().masked_fill(mask, 0).abs().max()) if w_m.shape == w.shape else math.inf
         if not hidden <= ATOL:
             raise Failed(_("a key hidden by the mask (False) should get weight 0 (largest weight on a hidden key: "
@@ -141,7 +185,7 @@ def attention_problem(fn: Callable) -> str | None:
         if not (_close(w_m, want_w_m) and _close(out_m, want_out_m)):
             raise Failed(_("with a mask the weights differ from the package's by up to {err:.3g}: hide the keys "
                            "before the softmax, not after").format(err=_gap(w_m, want_w_m)))
-        one_out, one_w = _pair(_call(fn, q[0, 1], k[0, 1], v[0, 1]))  # one head of one text: (5, 8) and (7, 8)
+        one_out, one_w = _pair(_call(fn, q[0, 1], k[0, 1], v[0, 1], refuse=ATTENTION))  # one head: (T_q, d_k)
         if not (_close(one_w, want_w[0, 1]) and _close(one_out, want_out[0, 1])):
             raise Failed(_("one head alone, (tokens, d_k), gives other weights than the same head in a batch of "
                            "heads: use the last two dimensions only (k.transpose(-2, -1), softmax(dim=-1))"))
@@ -153,9 +197,10 @@ def attention_problem(fn: Callable) -> str | None:
 # --------------------------------------------------------------------------- lesson 04: split and merge
 
 
-def _hidden(width: int, seed: int = 2) -> torch.Tensor:
-    """``(2, 5, width)``: 2 texts of 5 tokens."""
-    return torch.randn(2, 5, width, generator=torch.Generator().manual_seed(seed))
+def _hidden(g: torch.Generator, width: int, n_heads: int) -> torch.Tensor:
+    """``(B, T, width)``: 2-3 texts of 4-7 tokens, never as many tokens as heads (so swapped axes show)."""
+    tokens = [t for t in range(4, 8) if t != n_heads]
+    return torch.randn(_size(g, 2, 3), tokens[_size(g, 0, len(tokens) - 1)], width, generator=g)
 
 
 def _per_head_attention(q_big: torch.Tensor, k_big: torch.Tensor, v_big: torch.Tensor, n_heads: int,
@@ -178,12 +223,13 @@ def split_merge_problem(split: Callable, merge: Callable, *, width: int = 24, n_
     message; None when all pass. Raises :class:`NotWritten` while either is the placeholder."""
     if width % n_heads or n_heads < 2 or width // n_heads < 2:
         raise ValueError(f"width {width} must split into n_heads={n_heads} >= 2 heads of 2 or more features")
-    x = _hidden(width)  # (B, T, d)
+    g = _generator()
+    x = _hidden(g, width, n_heads)  # (B, T, d)
     B, T, d = x.shape
     d_h = d // n_heads
     want = split_heads(x, n_heads)  # (B, H, T, d_h)
     try:
-        got = _tensor(_call(split, x, n_heads), _("what split returns"))
+        got = _tensor(_call(split, x, n_heads, refuse=SPLIT_MERGE), _("what split returns"))
         if tuple(got.shape) == (B, T, n_heads, d_h):
             raise Failed(_("split gives {got}: the heads are cut but still sit after the tokens. Swap the tokens "
                            "and heads axes: .transpose(1, 2), to (batch, heads, tokens, head width)").format(
@@ -203,11 +249,11 @@ def split_merge_problem(split: Callable, merge: Callable, *, width: int = 24, n_
             raise Failed(_("split gives the right shape but other numbers than split_heads (up to {err:.3g} "
                            "apart): head h owns features h*d_h .. (h+1)*d_h - 1 of every token").format(
                 err=_gap(got, want)))
-        one = _tensor(_call(split, x, 1), _("what split returns"))
+        one = _tensor(_call(split, x, 1, refuse=SPLIT_MERGE), _("what split returns"))
         if not _close(one, x[:, None]):
             raise Failed(_("with one head, split should give that head the whole width: (batch, 1, tokens, "
                            "features), got {got}").format(got=tuple(one.shape)))
-        merged = _tensor(_call(merge, want), _("what merge returns"))
+        merged = _tensor(_call(merge, want, refuse=SPLIT_MERGE), _("what merge returns"))
         if tuple(merged.shape) != (B, T, d):
             raise Failed(_("merge should give (batch, tokens, heads x head width) = {want}, got {got}").format(
                 want=(B, T, d), got=tuple(merged.shape)))
@@ -218,14 +264,13 @@ def split_merge_problem(split: Callable, merge: Callable, *, width: int = 24, n_
                                "(batch, tokens, heads x head width)"))
             raise Failed(_("merge(split_heads(x)) should give x back; it differs by up to {err:.3g}").format(
                 err=_gap(merged, x)))
-        g = torch.Generator().manual_seed(3)
         wq, wk, wv = (torch.randn(d, d, generator=g) / math.sqrt(d) for _i in range(3))
         mask = torch.ones(B, T, dtype=torch.bool)
-        mask[1, -2:] = False  # the second text is 3 tokens long, padded to 5
+        mask[1, -2:] = False  # the second text is 2 tokens shorter, padded
         q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, d)
-        context, _w = scaled_dot_product_attention(_call(split, q, n_heads), _call(split, k, n_heads),
-                                                   _call(split, v, n_heads), mask[:, None, None, :])
-        mine = _tensor(_call(merge, context), _("what merge returns"))  # (B, T, d)
+        parts = [_call(split, t, n_heads, refuse=SPLIT_MERGE) for t in (q, k, v)]  # (B, H, T, d_h) each
+        context, _w = scaled_dot_product_attention(*parts, mask[:, None, None, :])
+        mine = _tensor(_call(merge, context, refuse=SPLIT_MERGE), _("what merge returns"))  # (B, T, d)
         by_head = _per_head_attention(q, k, v, n_heads, mask)  # (B, T, d)
         if not _close(mine, by_head):
             raise Failed(_("multi-head attention built with your split and merge differs from the heads computed "

@@ -16,6 +16,7 @@ import random
 from collections import Counter
 from typing import Any
 
+from attnlab.core import class_setting
 from attnlab.core.language import _
 from attnlab.analysis.taxonomy import LABELS, HeadLabels, classify_heads, default_survey
 from attnlab.core.extract import attention
@@ -48,7 +49,7 @@ def quiz_head(m: LoadedModel, seed: int = 0, *, show: bool = True) -> tuple[int,
         ``(layer, head)``, 0-based.
     """
     labels = _labels(m)
-    rng = random.Random(seed)
+    rng = random.Random(class_setting.student_seed(seed))  # per student in a class
     present = [name for name in LABELS if labels.heads(name)]
     layer, head = rng.choice(labels.heads(rng.choice(present)))
     if show:

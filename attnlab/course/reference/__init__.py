@@ -47,7 +47,7 @@ from attnlab.core.language import N_, _
 from attnlab.core.models import MULTILINGUAL
 from attnlab.course.cards import deciding, label
 from attnlab.course.registry import EARLIER_NAMES
-from attnlab.course.results import results_dir
+from attnlab.course.results import COURSE_SAMPLE, results_dir
 from attnlab.course.twin_evidence import file_stem
 from attnlab.course.verdicts import WORDS, shown
 
@@ -64,7 +64,7 @@ PROVENANCE = "provenance.json"
 #: top-level fields of a study that say how much data it used
 SIZE_KEYS = ("n_inputs", "n_queries", "n_texts", "n_controls", "n_seeds", "n_sets")
 #: the settings compared, first the one that moves results most; "cpu" when all are the same
-CAUSE_ORDER = ("model", "precision", "smoke", "sizes", "device")
+CAUSE_ORDER = ("model", "sample", "precision", "smoke", "sizes", "device")
 RTOL, ATOL = 0.02, 1e-4
 #: a study's field longer than this (characters of JSON) and holding no verdict is not shipped
 SMALL = 2000
@@ -81,6 +81,9 @@ CAUSES = {
                     "ATTNLAB_PRECISION={reference} computes like the reference (bf16 without native support "
                     "is emulated, and slower)"),
     "device": N_("your run used {yours} and the reference {reference}: other kernels round differently"),
+    "sample": N_("your queries were drawn for you ({yours}) and the reference's are the course's: a class "
+                 "setting gives each student a sample of their own, so numbers differ and a verdict near its "
+                 "line can flip"),
     "sizes": N_("the study used other sizes ({yours}; the reference: {reference})"),
     "cpu": N_("the runs recorded the same model, precision, mode, sizes and device: the last bits differ on "
               "another processor (the reference ran on {cpu}), library version or thread count; a verdict "
@@ -243,6 +246,7 @@ def full_conclusions(model: str = DEFAULT_MODEL) -> dict[str, tuple[str, str]]:
 def _run_facts(record: dict) -> dict:
     data = record.get("data", {})
     return {"model": f"{record.get('model')} ({record.get('n_layers')} x {record.get('n_heads')})",
+            "sample": record.get("sample") or COURSE_SAMPLE,
             "smoke": "smoke mode" if record.get("smoke") else "full mode",
             "precision": record.get("precision"), "device": record.get("device"),
             "sizes": ", ".join(f"{k} {data[k]}" for k in SIZE_KEYS if isinstance(data.get(k), (int, float)))}
