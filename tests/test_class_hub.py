@@ -147,7 +147,8 @@ def test_hub_exchange_round_trip(tmp_path):
         pages = list((homes[s] / ASSIGNMENT / "feedback").glob("*/*.html"))
         assert len(pages) == 1, f"{s}: {pages}"
         page = pages[0].read_text(encoding="utf-8")
-        assert ("AssertionError: not yet: 2 + 3" in page) == (s == "bo"), s  # the hidden test's sentence
+        assert f"Score: {scores[s]:.1f} / {maximum[ASSIGNMENT]:.1f}" in page, s  # this student's own score
+        assert ("AssertionError</span>: not yet: 2 + 3" in page) == (s == "bo"), s  # the hidden test's sentence
         others = [o for o in STUDENTS if o != s]
         assert not any(f"{o} says" in page for o in others), "another student's feedback reached this home"
 
