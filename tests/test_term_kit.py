@@ -155,3 +155,29 @@ def test_rubric_cells_are_manually_graded_in_nbgrader_format():
     criteria = re.findall(r"^\| ([^|]+) \|", term_kit.REPORT_RUBRIC["zh"], re.M)
     assert len(criteria) == 6  # header and five criteria, as in English
     assert json.dumps(report)  # a notebook nbgrader can read
+
+
+def test_rubrics_added_once_and_released_without_the_graders_notes(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    course = tmp_path / "course"
+    blank = {"cells": [{"cell_type": "markdown", "id": "intro", "metadata": {}, "source": "# a lesson\n"}],
+             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    for name in ("lesson_03", "lesson_05", "lesson_05_zh"):
+        (course / "source" / name).mkdir(parents=True)
+        (course / "source" / name / "lesson.ipynb").write_text(json.dumps(blank), encoding="utf-8")
+    shutil.copyfile(ROOT / "classroom" / "nbgrader_config.py", course / "nbgrader_config.py")
+    assert term_kit.add_rubrics(course) == {"lesson_05": 3, "lesson_05_zh": 3, "report": 10, "report_zh": 10}
+    assert "lesson_05" not in term_kit.add_rubrics(course)  # a second run adds nothing
+    cells = json.loads((course / "source" / "lesson_05_zh" / "lesson.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert len(cells) == 3 and "人工评分" in "".join(cells[1]["source"])
+    assert len(json.loads((course / "source" / "lesson_03" / "lesson.ipynb").read_text(encoding="utf-8"))["cells"]) == 1
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "report", "--force"], cwd=course,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    released = json.loads((course / "release" / "report" / "report.ipynb").read_text(encoding="utf-8"))
+    text = json.dumps(released, ensure_ascii=False)
+    assert term_kit.MODEL_ANSWER["en"] not in text and "BEGIN SOLUTION" not in text
+    assert term_kit.ANSWER_PROMPT["en"] in text and "| the numbers |" in text  # the prompt and the rubric stay

@@ -46,7 +46,6 @@ from typing import Any, Callable
 
 from attnlab.core.language import lessons_folder
 from attnlab.core.models import course_root
-from attnlab.tools import term_kit
 
 #: points of one exercise's hidden test
 POINTS = 1
@@ -241,7 +240,6 @@ def write_course(out: str | Path, lessons: list[str] | None = None, languages: t
             solutions = _load_solutions(solutions_file, lesson)
             notebook = json.loads(notebooks[lesson].read_text(encoding="utf-8"))
             source, graded = source_notebook(notebook, lesson, solutions)
-            source["cells"] += term_kit.verdict_cells(lesson, language)  # graded by hand, with its rubric
             folder = out / "source" / assignment_name(lesson, language)
             if folder.exists():
                 shutil.rmtree(folder)
@@ -250,13 +248,6 @@ def write_course(out: str | Path, lessons: list[str] | None = None, languages: t
                                                          encoding="utf-8")
             shutil.copyfile(solutions_file, folder / f"solutions_{lesson}.py")
             written[assignment_name(lesson, language)] = graded
-    if lessons is None:  # the whole course: the one-page report too, graded by hand
-        for language in languages:
-            folder = out / "source" / ("report" if language == "en" else "report_zh")
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "report.ipynb").write_text(json.dumps(term_kit.report_notebook(language), indent=1,
-                                                            ensure_ascii=False) + "\n", encoding="utf-8")
-            written[folder.name] = 0
     return written
 
 

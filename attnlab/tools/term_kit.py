@@ -1,5 +1,6 @@
 """A term's kit for the nbgrader course folder: roster, due dates, rubric cells and grades for the LMS.
 
+    attnlab class rubrics course/        # after `attnlab class assignments course/`: the hand-graded cells
     attnlab class roster course/ students.csv [--hub-roster /srv/attnlab-hub/roster.txt]
     attnlab class due course/ due.csv
     attnlab class grades course/ --lms canvas --out grades-canvas.csv      # or --lms moodle
@@ -18,7 +19,7 @@
   Section``, then the assignments, with a ``Points Possible`` row) or Moodle's grade-import columns
   (``First name, Last name, Username, Email address``, then the assignments; map ``Username`` on
   import). A student with no submission gets an empty cell, never a 0: the teacher decides.
-* **Rubric cells** (:func:`verdict_cells`, :func:`report_notebook`): each lesson's verdict discussion
+* **Rubric cells** (:func:`add_rubrics`, :func:`verdict_cells`, :func:`report_notebook`): each lesson's verdict discussion
   (3 points) and the one-page report (10 points) as nbgrader's *manually graded answer* cells, each
   after a locked cell with its rubric, so graders score them in Formgrader beside the automatic points.
 """
@@ -29,6 +30,7 @@ import argparse
 import csv
 import datetime
 import io
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,7 +293,40 @@ def report_notebook(language: str) -> dict[str, Any]:
             "nbformat": 4, "nbformat_minor": 5}
 
 
+def add_rubrics(course: str | Path) -> dict[str, int]:
+    """Add the hand-graded cells to the source notebooks ``attnlab class assignments`` wrote: each
+    verdict lesson's discussion (after its last cell) and the report (``source/report`` and
+    ``source/report_zh``). Run again after ``attnlab class assignments``: a lesson that has its
+    discussion already is left as it is. Returns ``{assignment: hand-graded points added}``."""
+    source = Path(course) / "source"
+    added: dict[str, int] = {}
+    for folder in sorted(source.glob("lesson_[0-9][0-9]*")):
+        lesson, language = folder.name[len("lesson_"):][:2], "zh" if folder.name.endswith("_zh") else "en"
+        cells = verdict_cells(lesson, language)
+        for path in sorted(folder.glob("*.ipynb")):
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            ids = {c.get("id") for c in nb["cells"]}
+            if not cells or cells[-1]["id"] in ids:
+                continue
+            nb["cells"] += cells
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            added[folder.name] = VERDICT_POINTS
+    for language, name in (("en", "report"), ("zh", "report_zh")):
+        folder = source / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.ipynb").write_text(json.dumps(report_notebook(language), indent=1, ensure_ascii=False)
+                                             + "\n", encoding="utf-8")
+        added[name] = REPORT_POINTS
+    return added
+
+
 # --------------------------------------------------------------------------- the commands
+
+
+def _rubrics_cmd(args: argparse.Namespace) -> int:
+    for name, points in add_rubrics(args.course).items():
+        print(f"{args.course}/source/{name}: {points} points graded by hand")
+    return 0
 
 
 def _roster_cmd(args: argparse.Namespace) -> int:
@@ -319,6 +354,9 @@ def _grades_cmd(args: argparse.Namespace) -> int:
 
 def add_class_cli(sub: Any) -> None:
     """Register ``attnlab class roster``, ``class due`` and ``class grades`` under ``attnlab class``."""
+    b = sub.add_parser("rubrics", help="add the hand-graded verdict discussions and the report to the course")
+    b.add_argument("course", help="the nbgrader course folder that `attnlab class assignments` wrote")
+    b.set_defaults(func=_rubrics_cmd)
     r = sub.add_parser("roster", help="put a roster CSV into nbgrader's gradebook (and the class server's list)")
     r.add_argument("course", help="the nbgrader course folder (holds gradebook.db)")
     r.add_argument("csv", help="the roster: a header row with username, first_name, last_name, email, lms_id")
