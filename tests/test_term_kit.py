@@ -152,6 +152,10 @@ def test_rubric_cells_are_manually_graded_in_nbgrader_format():
     for line in term_kit.REPORT_RUBRIC["en"].splitlines():
         if line.startswith("| ") and not line.startswith("| criterion"):
             assert line in guide, line
+    guide_zh = (ROOT / "docs" / "classroom.zh-CN.md").read_text(encoding="utf-8")
+    for line in term_kit.REPORT_RUBRIC["zh"].splitlines():
+        if line.startswith("| ") and not line.startswith("| 评分项"):
+            assert line in guide_zh, line
     criteria = re.findall(r"^\| ([^|]+) \|", term_kit.REPORT_RUBRIC["zh"], re.M)
     assert len(criteria) == 6  # header and five criteria, as in English
     assert json.dumps(report)  # a notebook nbgrader can read

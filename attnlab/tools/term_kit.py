@@ -231,10 +231,10 @@ VERDICT_RUBRIC = {
            "2. the deciding number, read off this lesson's output, not off the article — 1 point;\n"
            "3. one way the verdict could change (another model, the line moved in the sensitivity table, smoke "
            "sizes) and why — 1 point."),
-    "zh": ("**你对判断的讨论（3 分，人工评分）。** 在下面的单元格里用几句话写出：\n\n"
-           "1. 这一课检验的是文章的哪个论断，这次运行的判断是什么（成立、不成立、无法判断）——1 分；\n"
-           "2. 决定判断的那个数字，要从本课的输出里读，不要从文章里抄——1 分；\n"
-           "3. 判断可能改变的一种情形（换一个模型、敏感性表中的界线移动、smoke 规模）及其原因——1 分。"),
+    "zh": ("**对判断的讨论（3 分，人工评分）。** 在下面的单元格里用几句话写出：\n\n"
+           "1. 这一课测的是文章的哪个论断，以及这次运行的判断（成立、不成立、无法判断）——1 分；\n"
+           "2. 决定判断的数字，要从本课的输出里读出来，而不是从文章里抄来——1 分；\n"
+           "3. 判断可能怎样改变（换一个模型、敏感度表里阈值移动、smoke 规模）以及原因——1 分。"),
 }
 REPORT_RUBRIC = {
     "en": ("**The one-page report (10 points, graded by hand).** Pick one of the article's six conclusions and "
@@ -249,13 +249,13 @@ REPORT_RUBRIC = {
            "| the verdict | asserted | the computed verdict quoted | the computed verdict, and whether it survives "
            "the sensitivity table |\n"
            "| a limit | none | one limit named | one limit named and a concrete next measurement proposed |"),
-    "zh": ("**一页报告（10 分，人工评分）。** 从文章的六个结论里选一个，在下面写一页。每一项 0、1 或 2 分：\n\n"
-           "| 评分项 | 0 | 1 | 2 |\n|---|---|---|---|\n"
-           "| 用自己的话写出论断 | 没有写或照抄 | 复述了 | 复述了，并说明什么证据能推翻它 |\n"
-           "| 运行的模型和模式 | 没有说 | 写出了名称 | 写出了名称，并说明它为何影响判断（如词片与汉字的区别） |\n"
-           "| 数字 | 没有 | 决定判断的数字 | 决定判断的数字、它的区间和比较所用的阈值 |\n"
-           "| 判断 | 只是断言 | 引用了计算出的判断 | 引用了计算出的判断，并说明它在敏感性表中是否站得住 |\n"
-           "| 局限 | 没有 | 指出一个局限 | 指出一个局限，并提出下一步具体要做的测量 |"),
+    "zh": ("**一页报告（10 分，人工评分）。** 从文章的六个结论里选一个，在下面写一页。每一项得 0、1 或 2 分：\n\n"
+           "| 评分项 | 0 分 | 1 分 | 2 分 |\n|---|---|---|---|\n"
+           "| 用自己的话说出论断 | 没有或照抄 | 复述出来 | 复述出来，并说明什么样的证据会推翻它 |\n"
+           "| 实际运行的模型和模式 | 没说 | 说出名字 | 说出名字，并说明它为什么影响判断（例如词片和单字的区别） |\n"
+           "| 数字 | 没有 | 决定判断的那个数 | 决定判断的数、它的区间，以及和它比较的阈值 |\n"
+           "| 判断 | 只是断言 | 引用计算出的判断 | 引用计算出的判断，并说明它在敏感度表里是否站得住 |\n"
+           "| 局限 | 没有 | 指出一个局限 | 指出一个局限，并提出一个具体的后续测量 |"),
 }
 ANSWER_PROMPT = {"en": "Your answer (double-click to write):", "zh": "你的回答（双击这里书写）："}
 MODEL_ANSWER = {"en": "(the teacher's notes for graders go here; students never see them)",
