@@ -422,19 +422,21 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
             return "every lesson" if lang == "en" else "每一课"
         if not found:
             return "no lesson" if lang == "en" else "没有一课"
-        return (("lessons " if lang == "en" else "第 ") + listed(found, lang) + ("" if lang == "en" else " 课"))
+        if lang == "en":
+            return "lessons " + listed(found, lang)
+        return "第 " + ("、".join(found[:-1]) + " 和 " + found[-1] if len(found) > 1 else found[0]) + " 课"
 
     if lang == "en":
-        text = (f"Each student's Jupyter server measured {server['server_mb']:,.0f} MB idle ({server['machine']}, "
-                f"{server['date']}, `{server['file']}`), and the machine keeps {reserve / 1024:g} GB for the system, "
+        text = (f"Each student's Jupyter server measured {server['server_mb']:,.0f} MB idle on a {server['machine']} "
+                f"on {server['date']} (`{server['file']}`), and the machine keeps {reserve / 1024:g} GB for the system, "
                 f"the hub and the proxy (a margin, not a measurement). Students at once = (machine − "
                 f"{reserve / 1024:g} GB) / (kernel peak + {server['server_mb']:,.0f} MB): the whole class on the same "
                 f"lesson at the same moment, the worst case of a live session. With the offline default, a class of "
                 f"{size} fits at once on a 64 GB machine in {which(fitting[64])}, and on a 256 GB machine in "
                 f"{which(fitting[256])}; for the rest, two sessions, or the lesson as homework spread over a week.\n\n"
                 f"The CPU decides the waiting, not the fitting: the hub gives each kernel one thread (fp32 under the "
-                f"class setting). The smoke column ran at one thread ({smoke_src.get('machine', '')}, "
-                f"{smoke_src.get('date', '')}); full-mode runs at one thread are {NOT_MEASURED[lang]} (the full-run "
+                f"class setting). The smoke column ran at one thread on a {smoke_src.get('machine', '')} on "
+                f"{smoke_src.get('date', '')}; full-mode runs at one thread are {NOT_MEASURED[lang]} (the full-run "
                 "times in teaching.md ran on two threads, so expect longer).")
         if graded:
             text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
@@ -442,14 +444,14 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
                      f"{_minutes(graded['seconds'] * size, lang)} for {size}; full-mode grading is "
                      f"{NOT_MEASURED[lang]}, and takes at least each lesson's one-thread run per submission.")
         return text + "\n"
-    text = (f"每个学生的 Jupyter 服务器空闲时实测 {server['server_mb']:,.0f} MB（{described(server['machine'], lang)}，"
-            f"{server['date']}，`{server['file']}`），机器还要为系统、Hub 和代理留出 {reserve / 1024:g} GB（这是余量，"
+    text = (f"每个学生的 Jupyter 服务器空闲时实测占 {server['server_mb']:,.0f} MB，测于 {server['date']}，机器为 "
+            f"{described(server['machine'], lang)}（`{server['file']}`）；机器还要为系统、Hub 和代理留出 {reserve / 1024:g} GB（这是余量，"
             f"不是测量值）。同时容纳的学生数 =（机器内存 − {reserve / 1024:g} GB）/（内核内存峰值 + "
             f"{server['server_mb']:,.0f} MB），即全班同一时刻上同一课，这是现场上课最坏的情况。用离线默认模型时，"
             f"{size} 人的班级在 64 GB 的机器上能同时上{which(fitting[64])}，在 256 GB 的机器上能同时上"
             f"{which(fitting[256])}；其余的课可以分两场上，或者作为作业分散在一周里完成。\n\n"
-            f"决定等待时间的是 CPU，而不是内存：Hub 给每个内核一个线程（班级设置下为 fp32）。smoke 一栏是在单线程下"
-            f"运行的（{described(smoke_src.get('machine', ''), lang)}，{smoke_src.get('date', '')}）；单线程的完整运行"
+            f"决定等待时间的是 CPU，而不是内存：Hub 给每个内核一个线程（班级设置下为 fp32）。smoke 一栏是 {smoke_src.get('date', '')} "
+            f"在单线程下测的，机器为 {described(smoke_src.get('machine', ''), lang)}；单线程的完整运行"
             f"{NOT_MEASURED[lang]}（teaching.zh-CN.md 里的完整运行用时是双线程测的，单线程会更长）。")
     if graded:
         text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
