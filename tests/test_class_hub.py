@@ -303,3 +303,36 @@ def test_unenforced_limits_are_said(tmp_path, monkeypatch, capsys):
     else:  # systemd or Docker enforces them: nothing to say
         assert "not enforced" not in said
     assert _mode(tmp_path / "state") == 0o700
+
+
+def test_sizing_table_and_prose_from_one_source():
+    """The sizing table's counts are (machine - reserve) // (peak + measured server), and the prose names the
+    lessons whose count on 64 GB reaches the class size, as the table gives them."""
+    import math
+    import re
+
+    from attnlab.core.measured import NUMBERS_FILE
+    from attnlab.tools.course_numbers import render_block
+
+    numbers = json.loads(Path(NUMBERS_FILE).read_text(encoding="utf-8"))
+    server = numbers["class_server"]
+    assert server["server_mb"] is not None, "the idle server's memory is measured"
+    table = render_block("sizing", numbers, "en")
+    prose = render_block("sizing_prose", numbers, "en")
+    fits = []
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        lesson, peaks = cells[0], [float(p.replace(",", "")) for p in cells[1].split(" / ")]
+        for gb, cell in zip(server["machines_gb"], cells[2:5]):
+            want = [math.floor((gb * 1024 - server["reserve_mb"]) / (p + server["server_mb"])) for p in peaks]
+            assert cell == " / ".join(map(str, want)), (lesson, gb, cell, want)
+        if int(cells[3].split(" / ")[0]) >= server["class_size"]:
+            fits.append(lesson)
+        if lesson != server["grading"]["lesson"]:
+            assert cells[7] == "not yet measured"  # never invented
+    named = re.search(r"64 GB machine in (.+?), and on", prose).group(1)
+    assert named == ("every lesson" if len(fits) == len(numbers["lessons"]) else
+                     "lessons " + (", ".join(fits[:-1]) + " and " + fits[-1] if len(fits) > 1 else fits[0]))
+    assert f"{server['server_mb']:,.0f} MB" in prose and "not yet measured" in prose + table
+    docs = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    assert table in docs and prose in docs  # the guide quotes exactly these (python scripts/course_numbers.py)

@@ -70,6 +70,8 @@ SOURCES = {  # key in numbers.json -> measured file (relative to the source tree
     # every lesson's kernel peak after this round's memory changes (the README's peaks table)
     "offline_peaks": "benchmarks/measured/course_peaks_offline.json",
     "bert_base_shape_peaks": "benchmarks/measured/course_peaks_bert_base_shape.json",
+    # the class server's setting (one thread, fp32): the CPU column of docs/classroom.md's sizing table
+    "offline_full_1thread": "benchmarks/measured/course_full_offline_1thread.json",
 }
 REFERENCE = "attnlab/course/reference/smoke"
 #: minutes and peak of ``attnlab report`` runs (the README's report times)
@@ -396,7 +398,8 @@ def _sizing_table(numbers: dict, lang: str) -> str:
         smoke = row.get("offline_smoke_s")
         suffix = " (smoke)" if lang == "en" else "（smoke 模式）"
         cells = ([n, " / ".join(_s(p, lang) for p in peaks)] + fits
-                 + [_s(smoke, lang) if smoke is not None else unknown, unknown,
+                 + [_s(smoke, lang) if smoke is not None else unknown,
+                    _s(row["offline_full_1thread_s"], lang) if "offline_full_1thread_s" in row else unknown,
                     (_s(graded, lang) + suffix) if graded is not None else unknown,
                     (_minutes(graded * size, lang) + suffix) if graded is not None else unknown])
         lines.append("| " + " | ".join(cells) + " |")
@@ -416,6 +419,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
                for gb in server["machines_gb"]}
     lessons = list(numbers["lessons"])
     graded = server.get("grading") or {}
+    one_thread = [n for n, row in numbers["lessons"].items() if "offline_full_1thread_s" in row]
+    full_src = numbers["sources"].get("offline_full_1thread", {})
 
     def which(found: list[str]) -> str:
         if found == lessons:
@@ -436,8 +441,12 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
                 f"{which(fitting[256])}; for the rest, two sessions, or the lesson as homework spread over a week.\n\n"
                 f"The CPU decides the waiting, not the fitting: the hub gives each kernel one thread (fp32 under the "
                 f"class setting). The smoke column ran at one thread on a {smoke_src.get('machine', '')} on "
-                f"{smoke_src.get('date', '')}; full-mode runs at one thread are {NOT_MEASURED[lang]} (the full-run "
-                "times in teaching.md ran on two threads, so expect longer).")
+                f"{smoke_src.get('date', '')}; ")
+        if one_thread:
+            text += (f"the full column ran {which(one_thread)} at one thread in fp32 on a {full_src.get('machine', '')} "
+                     f"on {full_src.get('date', '')}, and ")
+        text += (f"full runs at one thread of {'the other lessons' if one_thread else 'every lesson'} are "
+                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads, so expect longer).")
         if graded:
             text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
                      f"{graded['mode']} mode took {graded['seconds']:,.1f} s a submission at one thread, so "
@@ -451,8 +460,12 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
             f"{size} 人的班级在 64 GB 的机器上能同时上{which(fitting[64])}，在 256 GB 的机器上能同时上"
             f"{which(fitting[256])}；其余的课可以分两场上，或者作为作业分散在一周里完成。\n\n"
             f"决定等待时间的是 CPU，而不是内存：Hub 给每个内核一个线程（班级设置下为 fp32）。smoke 一栏是 {smoke_src.get('date', '')} "
-            f"在单线程下测的，机器为 {described(smoke_src.get('machine', ''), lang)}；单线程的完整运行"
-            f"{NOT_MEASURED[lang]}（teaching.zh-CN.md 里的完整运行用时是双线程测的，单线程会更长）。")
+            f"在单线程下测的，机器为 {described(smoke_src.get('machine', ''), lang)}；")
+    if one_thread:
+        text += (f"完整运行一栏中，{which(one_thread)}是 {full_src.get('date', '')} 在单线程、fp32 下测的，机器为 "
+                 f"{described(full_src.get('machine', ''), lang)}；")
+    text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
+             "（teaching.zh-CN.md 里的完整运行用时是双线程测的，单线程会更长）。")
     if graded:
         text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
                  f"{graded['seconds']:,.1f} 秒，{size} 份共约 {_minutes(graded['seconds'] * size, lang)}；完整模式的评分"
@@ -585,7 +598,9 @@ def _sources_list(numbers: dict, lang: str) -> str:
              "bert_base_shape_full": ("bert-base-chinese shape, full", "bert-base-chinese 形状，完整运行"),
              "offline_peaks": ("offline default, kernel peaks (README)", "离线默认模型，内核内存峰值（README）"),
              "bert_base_shape_peaks": ("bert-base-chinese shape, kernel peaks (README)",
-                                       "bert-base-chinese 形状，内核内存峰值（README）")}
+                                       "bert-base-chinese 形状，内核内存峰值（README）"),
+             "offline_full_1thread": ("offline default, full, one thread and fp32 (the class server's setting)",
+                                      "离线默认模型，完整运行，单线程、fp32（班级服务器的设置）")}
     lines = []
     for key, src in numbers["sources"].items():
         label = names[key][0 if lang == "en" else 1]
