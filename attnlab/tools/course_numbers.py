@@ -71,12 +71,22 @@ SOURCES = {  # key in numbers.json -> measured file (relative to the source tree
     # every lesson's kernel peak after this round's memory changes (the README's peaks table)
     "offline_peaks": "benchmarks/measured/course_peaks_offline.json",
     "bert_base_shape_peaks": "benchmarks/measured/course_peaks_bert_base_shape.json",
+    # the class server's setting (one thread, fp32): the CPU column of docs/classroom.md's sizing table
+    "offline_full_1thread": "benchmarks/measured/course_full_offline_1thread.json",
 }
 REFERENCE = "attnlab/course/reference/smoke"
 #: minutes and peak of ``attnlab report`` runs (the README's report times)
 REPORT_RUNS = "benchmarks/measured/report_runs.json"
 #: how long ``bash .ci/run`` took on a fresh clone (the READMEs' test time), written by ``--ci-log LOG``
 CI_RUN = "benchmarks/measured/ci_run.json"
+#: what one student costs the class server: an idle server's memory and the time to grade a submission
+#: (``python benchmarks/bench_class_server.py --json FILE``)
+CLASS_SERVER = "benchmarks/measured/class_server.json"
+#: the class server's sizing: machines (GB), what the system, the hub and its proxy keep (a margin, not a
+#: measurement), and the class that the prose sizes for
+MACHINES_GB = (16, 64, 256)
+RESERVE_MB = 1024
+CLASS_SIZE = 60
 #: the full-size reports that the ``reports`` table sets side by side (``attnlab report --model M --out
 #: docs/reports/NAME``)
 REPORTS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
@@ -142,7 +152,18 @@ def gather(root: Path = ROOT) -> dict:
             "lessons": lessons, "course": course, "door": door(lessons, course),
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
             "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
-            "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8"))}
+            "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
+            "class_server": class_server(root)}
+
+
+def class_server(root: Path = ROOT) -> dict:
+    """The class server's measured costs (an idle student server's memory, grading time), with the sizing's
+    fixed margins; empty measurements where :data:`CLASS_SERVER` is missing."""
+    path = root / CLASS_SERVER
+    measured = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return {"machines_gb": list(MACHINES_GB), "reserve_mb": RESERVE_MB, "class_size": CLASS_SIZE,
+            "server_mb": measured.get("server_mb"), "grading": measured.get("grading"),
+            "machine": measured.get("machine"), "date": measured.get("date"), "file": CLASS_SERVER}
 
 
 # ----------------------------------------------------------------------------- the test time
@@ -326,7 +347,131 @@ def render_block(name: str, numbers: dict, lang: str) -> str:
     """The text of the block ``name`` (ends with a newline)."""
     return {"times": _times_table, "sources": _sources_list, "smoke_verdicts": _smoke_table,
             "measured": _measured, "smoke_total": _smoke_total, "peaks": _peaks_table,
-            "reports": _reports_table, "conclusions": _conclusions_table}[name](numbers, lang)
+            "reports": _reports_table, "conclusions": _conclusions_table, "sizing": _sizing_table,
+            "sizing_prose": _sizing_prose}[name](numbers, lang)
+
+
+# ----------------------------------------------------------------------------- the class server's sizing
+NOT_MEASURED = {"en": "not yet measured", "zh": "尚未测量"}
+
+
+def students_at_once(numbers: dict, machine_gb: int, peak_mb: float) -> int | None:
+    """Students one machine serves at once when each kernel peaks at ``peak_mb`` beside its measured
+    server: (machine - reserve) / (peak + server), rounded down; None while the server is not measured."""
+    server = numbers["class_server"]
+    if server["server_mb"] is None:
+        return None
+    return int((machine_gb * 1024 - server["reserve_mb"]) // (peak_mb + server["server_mb"]))
+
+
+def grading_seconds(numbers: dict, lesson: str) -> float | None:
+    """Measured seconds to grade one submission of ``lesson`` (smoke mode, one thread), or None."""
+    grading = numbers["class_server"].get("grading") or {}
+    return grading.get("seconds") if grading.get("lesson") == lesson else None
+
+
+def _minutes(seconds: float, lang: str) -> str:
+    return f"{seconds / 60:,.0f} min" if lang == "en" else f"{seconds / 60:,.0f} 分钟"
+
+
+def _sizing_table(numbers: dict, lang: str) -> str:
+    """Per lesson: kernel peaks, students one machine serves at once, one-thread seconds, grading time."""
+    server = numbers["class_server"]
+    gbs, size = server["machines_gb"], server["class_size"]
+    unknown = NOT_MEASURED[lang]
+    if lang == "en":
+        head = (["lesson", "kernel peak, MB (offline default / bert-base-chinese's shape)"]
+                + [f"students at once on {gb} GB" for gb in gbs]
+                + ["one thread, smoke (s)", "one thread, full (s)", "grading one submission (s)",
+                   f"grading {size} submissions"])
+    else:
+        head = (["课", "内核内存峰值，MB（离线默认模型 / bert-base-chinese 形状）"]
+                + [f"{gb} GB 机器同时容纳的学生数" for gb in gbs]
+                + ["单线程，smoke 模式（秒）", "单线程，完整运行（秒）", "评一份提交（秒）", f"评 {size} 份提交"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, row in numbers["lessons"].items():
+        peaks = [row.get("offline_peaks_peak_mb"), row.get("bert_base_shape_peaks_peak_mb")]
+        fits = []
+        for gb in gbs:
+            counts = [students_at_once(numbers, gb, p) if p else None for p in peaks]
+            fits.append(" / ".join(unknown if c is None else str(c) for c in counts))
+        graded = grading_seconds(numbers, n)
+        smoke = row.get("offline_smoke_s")
+        suffix = " (smoke)" if lang == "en" else "（smoke 模式）"
+        cells = ([n, " / ".join(_s(p, lang) for p in peaks)] + fits
+                 + [_s(smoke, lang) if smoke is not None else unknown,
+                    _s(row["offline_full_1thread_s"], lang) if "offline_full_1thread_s" in row else unknown,
+                    (_s(graded, lang) + suffix) if graded is not None else unknown,
+                    (_minutes(graded * size, lang) + suffix) if graded is not None else unknown])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _sizing_prose(numbers: dict, lang: str) -> str:
+    """What the sizing table means for a class, from the same numbers as the table."""
+    server = numbers["class_server"]
+    size, reserve = server["class_size"], server["reserve_mb"]
+    smoke_src = numbers["sources"].get("offline_smoke", {})
+    if server["server_mb"] is None:
+        return ("Each student's server is not yet measured, so the table cannot count students yet.\n" if lang == "en"
+                else "每个学生的服务器尚未测量，所以表格还算不出学生数。\n")
+    fitting = {gb: [n for n, row in numbers["lessons"].items()
+                    if (students_at_once(numbers, gb, row["offline_peaks_peak_mb"]) or 0) >= size]
+               for gb in server["machines_gb"]}
+    lessons = list(numbers["lessons"])
+    graded = server.get("grading") or {}
+    one_thread = [n for n, row in numbers["lessons"].items() if "offline_full_1thread_s" in row]
+    full_src = numbers["sources"].get("offline_full_1thread", {})
+
+    def which(found: list[str]) -> str:
+        if found == lessons:
+            return "every lesson" if lang == "en" else "每一课"
+        if not found:
+            return "no lesson" if lang == "en" else "没有一课"
+        if lang == "en":
+            return "lessons " + listed(found, lang)
+        return "第 " + ("、".join(found[:-1]) + " 和 " + found[-1] if len(found) > 1 else found[0]) + " 课"
+
+    if lang == "en":
+        text = (f"Each student's Jupyter server measured {server['server_mb']:,.0f} MB idle on a {server['machine']} "
+                f"on {server['date']} (`{server['file']}`), and the machine keeps {reserve / 1024:g} GB for the system, "
+                f"the hub and the proxy (a margin, not a measurement). Students at once = (machine − "
+                f"{reserve / 1024:g} GB) / (kernel peak + {server['server_mb']:,.0f} MB): the whole class on the same "
+                f"lesson at the same moment, the worst case of a live session. With the offline default, a class of "
+                f"{size} fits at once on a 64 GB machine in {which(fitting[64])}, and on a 256 GB machine in "
+                f"{which(fitting[256])}; for the rest, two sessions, or the lesson as homework spread over a week.\n\n"
+                f"The CPU decides the waiting, not the fitting: the hub gives each kernel one thread (fp32 under the "
+                f"class setting). The smoke column ran at one thread on a {smoke_src.get('machine', '')} on "
+                f"{smoke_src.get('date', '')}; ")
+        if one_thread:
+            text += (f"the full column ran {which(one_thread)} at one thread in fp32 on a {full_src.get('machine', '')} "
+                     f"on {full_src.get('date', '')}, and ")
+        text += (f"full runs at one thread of {'the other lessons' if one_thread else 'every lesson'} are "
+                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads).")
+        if graded:
+            text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
+                     f"{graded['mode']} mode took {graded['seconds']:,.1f} s a submission at one thread, so "
+                     f"{_minutes(graded['seconds'] * size, lang)} for {size}; full-mode grading is "
+                     f"{NOT_MEASURED[lang]}, and takes at least each lesson's one-thread run per submission.")
+        return text + "\n"
+    text = (f"每个学生的 Jupyter 服务器空闲时实测占 {server['server_mb']:,.0f} MB，测于 {server['date']}，机器为 "
+            f"{described(server['machine'], lang)}（`{server['file']}`）；机器还要为系统、Hub 和代理留出 {reserve / 1024:g} GB（这是余量，"
+            f"不是测量值）。同时容纳的学生数 =（机器内存 − {reserve / 1024:g} GB）/（内核内存峰值 + "
+            f"{server['server_mb']:,.0f} MB），即全班同一时刻上同一课，这是现场上课最坏的情况。用离线默认模型时，"
+            f"{size} 人的班级在 64 GB 的机器上能同时上{which(fitting[64])}，在 256 GB 的机器上能同时上"
+            f"{which(fitting[256])}；其余的课可以分两场上，或者作为作业分散在一周里完成。\n\n"
+            f"决定等待时间的是 CPU，而不是内存：Hub 给每个内核一个线程（班级设置下为 fp32）。smoke 一栏是 {smoke_src.get('date', '')} "
+            f"在单线程下测的，机器为 {described(smoke_src.get('machine', ''), lang)}；")
+    if one_thread:
+        text += (f"完整运行一栏中，{which(one_thread)}是 {full_src.get('date', '')} 在单线程、fp32 下测的，机器为 "
+                 f"{described(full_src.get('machine', ''), lang)}；")
+    text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
+             "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。")
+    if graded:
+        text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
+                 f"{graded['seconds']:,.1f} 秒，{size} 份共约 {_minutes(graded['seconds'] * size, lang)}；完整模式的评分"
+                 f"{NOT_MEASURED[lang]}，每份提交至少要花这一课单线程运行一遍的时间。")
+    return text + "\n"
 
 
 def _in_language(lang: str, make):
@@ -450,7 +595,9 @@ def _sources_list(numbers: dict, lang: str) -> str:
              "bert_base_shape_full": ("bert-base-chinese shape, full", "bert-base-chinese 形状，完整运行"),
              "offline_peaks": ("offline default, kernel peaks (README)", "离线默认模型，内核内存峰值（README）"),
              "bert_base_shape_peaks": ("bert-base-chinese shape, kernel peaks (README)",
-                                       "bert-base-chinese 形状，内核内存峰值（README）")}
+                                       "bert-base-chinese 形状，内核内存峰值（README）"),
+             "offline_full_1thread": ("offline default, full, one thread and fp32 (the class server's setting)",
+                                      "离线默认模型，完整运行，单线程、fp32（班级服务器的设置）")}
     lines = []
     for key, src in numbers["sources"].items():
         label = names[key][0 if lang == "en" else 1]

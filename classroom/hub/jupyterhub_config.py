@@ -23,11 +23,22 @@ Accounts: students log in with a user name from the roster and choose their pass
 the same name, created with a home folder of its own (mode 0700) the first time the student starts a
 server; results, attempts and nbgrader's work stay in that home.
 
-Limits: with systemd (a normal Linux server) and jupyterhub-systemdspawner installed, each server runs
-in its own systemd unit and the memory and CPU limits are enforced by the kernel's cgroups. Without
-systemd (a container) the LocalProcessSpawner starts the servers: the same limits are announced to
-each server (MEM_LIMIT, CPU_LIMIT) but not enforced; the idle culler and one thread per kernel still
-keep sixty kernels within the machine.
+ATTNLAB_HUB_IMAGE     the course's image (repo2docker of this repository): with Docker and dockerspawner,
+                      each student's server runs in a container of it
+ATTNLAB_HUB_UNLIMITED 1: start without the warning that the limits are not enforced
+
+Limits: with systemd (a normal Linux server) and jupyterhub-systemdspawner installed (the classroom
+extra installs it on Linux), each server runs in its own systemd unit and the memory and CPU limits are
+enforced by the kernel's cgroups. Where Docker runs instead (and ATTNLAB_HUB_IMAGE names the course's
+image), each server runs in a container with the same limits. Where neither can enforce them (a
+container without systemd) the LocalProcessSpawner starts the servers: the same limits are announced
+to each server (MEM_LIMIT, CPU_LIMIT) but not enforced, and the hub says so in one sentence when it
+starts (ATTNLAB_HUB_UNLIMITED=1 silences it); the idle culler and one thread per kernel still keep
+sixty kernels within the machine.
+
+Run `attnlab class server-setup` (as root, once) before the first start: it makes the state folder
+(0700), nbgrader's exchange (1777) and every student's nbgrader settings, and converts the offline
+Chinese model once into the install's shared folder.
 """
 
 import importlib.util
@@ -45,6 +56,7 @@ c = get_config()  # noqa: F821 - JupyterHub provides get_config when it reads th
 BIN = Path(sys.executable).parent  # the environment the course is installed in, shared by every student
 STATE = Path(os.environ.get("ATTNLAB_HUB_STATE", "/srv/attnlab-hub"))
 STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
+STATE.chmod(0o700)  # the database, cookie secret, passwords and roster: no student may read them
 ROSTER = Path(os.environ.get("ATTNLAB_HUB_ROSTER", STATE / "roster.txt"))
 try:  # read as the course reads a language: en or zh, from any spelling it accepts (zh-CN, chinese, ...)
     LANG = normalise_language(os.environ.get("ATTNLAB_HUB_LANG", "") or "en")
@@ -99,14 +111,36 @@ if os.environ.get("ATTNLAB_HUB_ADMIN_TOKEN"):
 
 SHARED = os.environ.get("ATTNLAB_HUB_ACCOUNTS", "system") == "shared"
 HOMES = STATE / "homes"
-systemd = Path("/run/systemd/system").is_dir() and importlib.util.find_spec("systemdspawner") is not None
+IMAGE = os.environ.get("ATTNLAB_HUB_IMAGE", "")
+
+
+def limits_by() -> str:
+    """Who enforces each student's memory and CPU limits: ``systemd`` (a unit per server, cgroups),
+    ``docker`` (a container per server) or ``nobody`` (servers as plain processes: limits only announced)."""
+    if SHARED:
+        return "nobody"
+    if Path("/run/systemd/system").is_dir() and importlib.util.find_spec("systemdspawner") is not None:
+        return "systemd"
+    if IMAGE and Path("/var/run/docker.sock").exists() and importlib.util.find_spec("dockerspawner") is not None:
+        return "docker"
+    return "nobody"
+
+
+ENFORCER = limits_by()
 if SHARED:
     c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"
     c.SimpleLocalProcessSpawner.home_dir_template = str(HOMES / "{username}")
-elif systemd:
+elif ENFORCER == "systemd":
     c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
+elif ENFORCER == "docker":
+    c.JupyterHub.spawner_class = "dockerspawner.SystemUserSpawner"
 else:
     c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"
+if ENFORCER == "nobody" and os.environ.get("ATTNLAB_HUB_UNLIMITED", "") != "1":
+    print("attnlab hub: the memory and CPU limits are announced but not enforced here (no systemd with "
+          "jupyterhub-systemdspawner, no Docker with dockerspawner and ATTNLAB_HUB_IMAGE): one student's "
+          "kernel can take the whole machine; set ATTNLAB_HUB_UNLIMITED=1 to start without this warning.",
+          file=sys.stderr, flush=True)
 c.Spawner.mem_limit = os.environ.get("ATTNLAB_HUB_MEM", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("ATTNLAB_HUB_CPU", "1"))
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
@@ -128,10 +162,22 @@ if SHARED and os.geteuid() == 0:
     c.Spawner.args.append("--ServerApp.allow_root=True")  # shared accounts under a root hub: a test machine
 if LANG == "zh":
     c.Spawner.environment["LANG"] = "zh_CN.UTF-8"
-if systemd:
+if ENFORCER == "systemd":
     c.SystemdSpawner.dynamic_users = False
     c.SystemdSpawner.isolate_tmp = True
     c.SystemdSpawner.disable_user_sudo = True
+elif ENFORCER == "docker":
+    # the course's image (repo2docker of this repository, as Binder builds it), each student's own system
+    # user and home mounted inside; the class setting and nbgrader's exchange mounted from the machine
+    c.DockerSpawner.image = IMAGE
+    c.DockerSpawner.remove = True
+    c.DockerSpawner.cmd = ["jupyterhub-singleuser"]
+    c.DockerSpawner.volumes = {"/srv/nbgrader/exchange": "/srv/nbgrader/exchange"}
+    c.DockerSpawner.read_only_volumes = {str(Path(sys.prefix) / "etc" / "attnlab"): "/etc/attnlab",
+                                         str(Path(sys.prefix) / "etc" / "jupyter"): "/etc/jupyter"}
+    c.DockerSpawner.environment = {"ATTNLAB_CLASS": "/etc/attnlab/class.json"}
+    c.JupyterHub.hub_ip = "0.0.0.0"  # the containers reach the hub through Docker's bridge
+    c.JupyterHub.hub_connect_ip = os.environ.get("ATTNLAB_HUB_CONNECT_IP", "172.17.0.1")
 
 
 def create_student(spawner) -> None:
