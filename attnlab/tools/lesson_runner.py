@@ -158,9 +158,11 @@ class Watchdog:
 
     A cell is wedged when its kernel has said nothing about it (no message on IOPub: not the busy status
     and the echo of the code that start every cell, no output, no widget update) for ``limit`` seconds,
-    and either never said anything about it (the request was not picked up) or does not answer a
-    ``kernel_info_request`` on its control channel within ``answer`` seconds: a kernel busy with a long
-    silent cell answers there, from a thread of its own. The kernel process is then killed, so nbclient
+    and either never said anything about it (the request was not picked up), or does not answer a
+    ``kernel_info_request`` on its control channel within ``answer`` seconds, or answers one on its
+    **shell** channel (it is idle, so the cell's end was lost on the way: the client would wait forever).
+    A kernel busy with a long silent cell answers on its control channel, from a thread of its own, and
+    not on its shell channel, whose queue the running cell holds. The kernel process is then killed, so nbclient
     stops waiting (``DeadKernelError``), and :attr:`wedged` says which cell it was.
     """
 
@@ -198,26 +200,31 @@ class Watchdog:
             cell = self._cell
             if cell is None or monotonic() - self._last < self.limit:
                 continue
-            if self._started and self._answers():
-                self._last = monotonic()  # busy, not wedged: the clock starts again
+            if self._started and self._answers("control") and not self._answers("shell"):
+                self._last = monotonic()  # busy with the cell, not wedged: the clock starts again
                 continue
-            if self._cell == cell and not self._stop.is_set():
+            if self._stop.wait(1.0):  # a cell that ended just as it was asked sends its end in this second
+                return
+            if self._cell == cell and monotonic() - self._last >= self.limit:
                 self.wedged = cell
                 self._kill()
                 return
 
-    def _answers(self) -> bool:
-        """Whether the kernel answers a ``kernel_info_request`` on its control channel in time (a client
-        of the watch's own: sockets are used by one thread only)."""
+    def _answers(self, channel: str) -> bool:
+        """Whether the kernel answers a ``kernel_info_request`` on ``channel`` in time (a client of the watch's
+        own: sockets are used by one thread only). On ``"control"`` a kernel answers from a thread of its own,
+        busy or not; on ``"shell"`` only when it is idle, since a running cell holds the shell's queue."""
         probe = self.km.blocking_client()
-        probe.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
+        probe.start_channels(shell=channel == "shell", iopub=False, stdin=False, hb=False,
+                             control=channel == "control")
+        stream = probe.shell_channel if channel == "shell" else probe.control_channel
         try:
             request = probe.session.msg("kernel_info_request")
-            probe.control_channel.send(request)
+            stream.send(request)
             deadline = monotonic() + self.answer
             while (left := deadline - monotonic()) > 0:
                 try:
-                    reply = probe.control_channel.get_msg(timeout=left)
+                    reply = stream.get_msg(timeout=left)
                 except Exception:  # noqa: BLE001 - queue.Empty: no answer in time
                     return False
                 if reply.get("parent_header", {}).get("msg_id") == request["header"]["msg_id"]:
@@ -285,8 +292,8 @@ def lesson_kernel(book, folder: Path, *, timeout: int = 900, wedge_seconds: floa
             except DeadKernelError:
                 if watchdog is None or watchdog.wedged is None:
                     raise
-                raise KernelWedged(_("the kernel stopped answering in cell {cell} (nothing from it for {seconds:.0f} s, "
-                                     "and no answer when asked)").format(cell=watchdog.wedged + 1,
+                raise KernelWedged(_("the kernel stopped answering in cell {cell} (nothing from it about the cell "
+                                     "for {seconds:.0f} s, and not busy with it when asked)").format(cell=watchdog.wedged + 1,
                                                                           seconds=watchdog.limit)) from None
             finally:
                 if watchdog:
