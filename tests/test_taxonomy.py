@@ -208,8 +208,8 @@ def test_reasons_are_stored_in_english_and_shown_in_the_readers_language():
         assert labels.table().splitlines()[0].split()[:2] == ["head", "label"]
         language.set_language("zh")
         chinese = [labels.reason(0, h) for h in range(7)]
-        assert chinese[0].startswith("落到自己的份额 1.00 >= ")  # the same numbers, in the Chinese template
-        assert "主要落在 [CLS]" in chinese[3]
+        assert chinese[0].startswith("落到自己的份额 1.00 ≥ ")  # the same numbers, in the Chinese template
+        assert chinese[3].startswith("首尾特殊 token 的份额 1.00 ≥ ")
         for shown, stored in zip(chinese, english):
             assert shown != stored and re.findall(r"\d+\.\d+", shown) == re.findall(r"\d+\.\d+", stored)
         header = labels.table().splitlines()[0]
