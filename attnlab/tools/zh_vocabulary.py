@@ -72,7 +72,7 @@ DISCOURAGED: tuple[Variant, ...] = (
             "the shards, noise, families and count of input texts are those of 查询句"),
     Variant(r"(?<=[\d}] 条)输入", "查询句", "input texts, counted, are 查询句"),
     # threshold: 阈值, never a line to cross
-    Variant(r"越过一条[^，。；]{0,12}?线|[这那一]条线|所划的(?:那条)?线|过线|线移动", "阈值",
+    Variant(r"越过一条[^，。；]{0,12}?线|[这那一两三四某]条线|所划的(?:那条)?线|过线|线移动", "阈值",
             "threshold: 阈值 (a line to cross is a calque of draw the line; 竖线 / 对角线 / 连线 stay)"),
     # dimension: 维度, never wide / narrow heads
     Variant(r"更宽的?(?=头)|头宽|宽的头|一个宽的|头[更太越]?窄|[更越]窄的?头|窄的头|头就越窄|头是窄的",
