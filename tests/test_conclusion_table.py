@@ -81,6 +81,12 @@ def test_every_cannot_tell_row_says_why_and_waits_only_where_data_could_decide()
                 assert "waits for evidence" not in v.what_would_change()
     missing = c.all_conclusions(c.Evidence())["1"]
     assert missing.because == "missing" and "08_layer_averaging" in missing.reason()
+    for label, v in c.all_conclusions(c.Evidence()).items():  # what to run is said once, as the reason
+        line = c.summary_line(v)
+        if label == "6":
+            assert line.startswith("6a: The evidence is missing") and line.count("The evidence is missing") == 2, line
+        else:
+            assert line == v.reason(), (label, line)
     assert "It waits for evidence" in missing.what_would_change()
 
 

@@ -75,12 +75,12 @@ FIXED = ("self", "previous", "next", "vertical")
 MASS_REASONS = {"self_mass": N_("self mass {value} >= {threshold}"), "prev_mass": N_("prev mass {value} >= {threshold}"),
                 "next_mass": N_("next mass {value} >= {threshold}")}
 OFFSET_REASON = N_("row maximum at offset {offset} in {share} of rows >= {need} ({what} mass {value})")
-SPECIAL_REASON = N_("[CLS]+[SEP] mass {mass} >= {threshold} (mostly {which}: [CLS] {cls}, [SEP] {sep})")
+SPECIAL_REASON = N_("first + last special token mass {mass} >= {threshold} (first {cls}, last {sep})")
 PUNCT_REASON = N_("punctuation mass {mass} >= {threshold}")
 BLOCK_REASON = N_("own-sentence mass {mass} >= {threshold} (sentence pairs)")
 BROAD_REASON = N_("entropy {entropy} nats = {rel} x uniform ({uniform}) >= {threshold}")
-NO_PATTERN_REASON = N_("no fixed pattern: largest positional mass {what} {value} < {positional}, [CLS]+[SEP] {special} "
-                       "< {need}, entropy {rel} x uniform < {broad}")
+NO_PATTERN_REASON = N_("no fixed pattern: largest positional mass {what} {value} < {positional}, first + last special "
+                       "token {special} < {need}, entropy {rel} x uniform < {broad}")
 
 DEFAULTS = {"positional": 0.5, "offset_share": 0.9, "special": 0.6, "block": 0.8, "broad": 0.8}
 #: how a set of labels sums itself up (``repr`` in English, ``print`` in the reader's language)
@@ -130,7 +130,7 @@ class HeadLabels:
     def rows(self, digits: int = 2) -> list[list[Any]]:
         """Header plus one row per head: label, reason and the main statistics."""
         s = self.stats
-        out: list[list[Any]] = [[_("head"), _("label"), _("self"), _("previous"), _("next"), "[CLS]", "[SEP]", _("H/H_unif"),
+        out: list[list[Any]] = [[_("head"), _("label"), _("self"), _("previous"), _("next"), _("first special"), _("last special"), _("H/H_unif"),
                                  _("reason")]]
         for l in range(self.shape[0]):
             for h in range(self.shape[1]):
@@ -225,9 +225,8 @@ def _classify_one(s: dict[str, float], t: dict[str, float]) -> tuple[str, str]:
                                                     value=f"{s[key]:.2f}")))
     special = s["cls_mass"] + s["sep_mass"]
     if special >= t["special"]:
-        which = "[CLS]" if s["cls_mass"] >= s["sep_mass"] else "[SEP]"
         candidates.append((special / t["special"], "vertical",
-                           SPECIAL_REASON.format(mass=f"{special:.2f}", threshold=f"{t['special']:.2f}", which=which,
+                           SPECIAL_REASON.format(mass=f"{special:.2f}", threshold=f"{t['special']:.2f}",
                                                  cls=f"{s['cls_mass']:.2f}", sep=f"{s['sep_mass']:.2f}")))
     punct = s["punct_mass"]
     if np.isfinite(punct) and punct >= t["special"]:

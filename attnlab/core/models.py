@@ -127,6 +127,12 @@ class LoadedModel:
     path: str = ""
 
     @property
+    def end_tokens(self) -> tuple[str, str]:
+        """The special tokens the tokenizer puts at the two ends of every text, as the model shows
+        them: ``("[CLS]", "[SEP]")`` for BERT, ``("<s>", "</s>")`` for XLM-R models such as e5."""
+        return self.cls_token, self.sep_token
+
+    @property
     def special_tokens(self) -> set[str]:
         """All special tokens of the tokenizer (``[CLS]``, ``[SEP]``, ``<s>``, ...)."""
         return set(self.tokenizer.all_special_tokens)

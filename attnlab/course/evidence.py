@@ -221,7 +221,10 @@ def summary_line(verdict: ClaimVerdict) -> str:
     a "cannot tell" its reason (:meth:`~attnlab.course.verdicts.ClaimVerdict.reason`, for conclusion 6 each
     half's), and for a "does not hold" what the untrained twin says, in the reader's language."""
     number = deciding_number(verdict)
-    notes = [reason for reason in _part_reasons(verdict) if reason and reason != number]
+    reasons = [reason for reason in _part_reasons(verdict) if reason]
+    if number and any(number in reason for reason in reasons):
+        number = ""  # the evidence is missing: its reason already names what to run, once
+    notes = [reason for reason in reasons if reason != number]
     said = verdict.numbers.get(TWIN_SAYS)
     if verdict.verdict == FAILS and said:
         notes.append(translated(str(said)))

@@ -495,7 +495,7 @@ def _conclusions_table(numbers: dict, lang: str) -> str:
 
     def table() -> str:
         head = ("| conclusion | verdict on the offline default | its untrained twin |\n|---|---|---|\n" if lang == "en"
-                else "| 结论 | 离线默认模型上的判断 | 它的未训练孪生模型 |\n|---|---|---|\n")
+                else "| 结论 | 离线默认模型上的判断 | 它的未训练对照模型 |\n|---|---|---|\n")
         rows = [f"| {title} | **{shown(c['verdict'])}** | {_twin_cell(c['twin'])} |"
                 for title, c in zip(row_titles(list(claims)), claims.values())]
         return head + "\n".join(rows) + "\n"

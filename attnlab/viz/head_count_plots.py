@@ -10,7 +10,7 @@ import numpy as np
 from attnlab.analysis.regroup import DESTINATIONS, GroupSummary
 from attnlab.core.checks import check_index
 from attnlab.core.extract import Attention
-from attnlab.core.language import _, ngettext
+from attnlab.core.language import N_, _, ngettext
 from attnlab.viz.fonts import cjk_font_for
 
 
@@ -57,9 +57,22 @@ def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, laye
     return fig
 
 
-def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
-    """Where attention goes (self, previous, next, [CLS], [SEP], other), the entropy ratio and
-    the confidence, against the number of heads h' after regrouping.
+def destination_shown(name: str, ends: tuple[str, str] | None) -> str:
+    """One of :data:`~attnlab.analysis.regroup.DESTINATIONS` as a legend shows it: the special tokens
+    by the model's own names (``ends``), or by their place when those are not known."""
+    places = {"[CLS]": (0, N_("first special token")), "[SEP]": (1, N_("last special token"))}
+    if name not in places:
+        return _(name)
+    k, place = places[name]
+    return ends[k] if ends else _(place)
+
+
+def plot_summaries(summaries: Mapping[int, GroupSummary], *, ends: tuple[str, str] | None = None, ax=None):
+    """Where attention goes (self, previous, next, the first and the last special token, other), the
+    entropy ratio and the confidence, against the number of heads h' after regrouping.
+
+    ``ends``: the two special tokens as the model shows them (``LoadedModel.end_tokens``, e.g.
+    ``("<s>", "</s>")``); without them the legend says "first special token" and "last special token".
 
     Returns:
         The axes.
@@ -68,7 +81,7 @@ def plot_summaries(summaries: Mapping[int, GroupSummary], *, ax=None):
         _fig, ax = plt.subplots(figsize=(8.0, 3.8))
     counts = sorted(summaries)
     for name in DESTINATIONS:
-        ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=_(name))
+        ax.plot(counts, [summaries[g].mass(name) for g in counts], marker="o", label=destination_shown(name, ends))
     ax.plot(counts, [summaries[g].entropy_ratio for g in counts], marker="s", linestyle="--", color="black",
             label=_("entropy / uniform"))
     ax.plot(counts, [summaries[g].confidence for g in counts], marker="^", linestyle=":", color="grey",

@@ -29,6 +29,12 @@ def tick_rotation(labels: Sequence[str]) -> int:
     return 0 if any(_CJK.search(str(t)) for t in labels) else 90
 
 
+def ends_shown(ends: tuple[str, str] | None) -> str:
+    """The special tokens at the two ends of a text as a figure names them: ``"<s>/</s>"`` from
+    ``LoadedModel.end_tokens``, or, when the model's are not known, words true of every model."""
+    return f"{ends[0]}/{ends[1]}" if ends else _("the special tokens at both ends")
+
+
 def quoted(text: str) -> str:
     """``text`` in the reader's quotation marks ('…' in English, “…” in Chinese), for a title."""
     return _("'{text}'").format(text=text)

@@ -21,7 +21,7 @@ from attnlab.analysis.stats import Interval
 from attnlab.core.checks import check_index
 from attnlab.core.language import N_, _
 from attnlab.viz.fonts import cjk_font_for
-from attnlab.viz.plot import plot_layer_head_map, quoted, tick_rotation
+from attnlab.viz.plot import ends_shown, plot_layer_head_map, quoted, tick_rotation
 
 #: How each intervention is named in titles.
 NAMES = {"zero": N_("positions zeroed"), "mean": N_("mean position vector"), "shuffle": N_("positions shuffled")}
@@ -77,10 +77,12 @@ def plot_with_without(with_maps: torch.Tensor, without_maps: torch.Tensor, layer
     return fig
 
 
-def plot_controls(study: PositionStudy, **boot) -> Figure:
+def plot_controls(study: PositionStudy, *, ends: tuple[str, str] | None = None, **boot) -> Figure:
     """Per-head change (1 - similarity) under each intervention on one colour
-    scale, and the share of the moved weight that lands on [CLS]/[SEP] when the
-    positions are zeroed. Returns the figure."""
+    scale, and the share of the moved weight that lands on the special tokens at
+    the two ends when the positions are zeroed. ``ends``: those tokens as the model
+    shows them (``LoadedModel.end_tokens``); without them the title names no token.
+    Returns the figure."""
     hows = study.interventions
     changes = {how: study.change(how, **boot).estimate for how in hows}  # (L, H) each
     top = max(0.05, max(float(np.nanmax(v)) for v in changes.values()))
@@ -94,7 +96,7 @@ def plot_controls(study: PositionStudy, **boot) -> Figure:
     if "zero" in hows:
         share = study.special_share_of_moved("zero", **boot).estimate  # (L, H)
         plot_layer_head_map(np.clip(share, -1, 1), ax=axes[0, -1], cmap="PuOr_r", vmin=-1, vmax=1, fontsize=6,
-                            title=_("positions zeroed: moved weight\nthat lands on [CLS]/[SEP]"),
+                            title=_("positions zeroed: moved weight\nthat lands on {ends}").format(ends=ends_shown(ends)),
                             label=_("share of the moved weight (< 0: leaves them)"))
     else:
         axes[0, -1].axis("off")

@@ -44,7 +44,7 @@ def plot_pruning_curves(study: PruningStudy, *, ax=None):
                         low=f"{RANDOM_BAND[0]:g}", high=f"{RANDOM_BAND[1]:g}"))
     ax.plot(x, study.curves["reverse"] / scale, marker="^", color="C2", label=order_label("reverse"))
     limit = loss_limit(study.base_loss, study.tolerance, relative=study.relative) / scale
-    tolerance = f"{study.tolerance:.0%}" if study.relative else f"{study.tolerance:g}"
+    tolerance = f"{study.tolerance:.0%}" if study.relative else f"{study.tolerance:.3g}"
     ax.axhline(limit, color="grey", linestyle=":", label=_("tolerance (+{tol})").format(tol=tolerance))
     ax.axvline(study.prunable["importance"] * 100, color="C0", linestyle="--", alpha=0.6,
                label=_("prunable (importance order)"))

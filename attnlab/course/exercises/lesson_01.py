@@ -61,7 +61,8 @@ def check_strongest_key(m: LoadedModel, answer: Any, layer: int = 0, head: int =
     query = check_index(query, len(tokens), "query token")
     expected = tokens[int(weights[query].argmax())]
     if answer is None:
-        return Feedback(False, _("no answer yet: set answer to a token string, e.g. '[CLS]'."), expected)
+        return Feedback(False, _("no answer yet: set answer to a token string, e.g. {token!r}.").format(token=m.cls_token),
+                        expected)
     return check_choice(answer, expected, what=_("strongest key"),
                         hint=_("look along row {query} ({token!r}) for the largest weight.").format(
                             query=query, token=tokens[query]))

@@ -44,7 +44,8 @@ def check_split_shape(m: LoadedModel, answer: Any) -> Feedback:
     if got == expected:
         return Feedback(True, _("shape {got} is right.").format(got=got), expected)
     return Feedback(False, _("shape {got} is not it: the order is (batch, heads, tokens, head width), "
-                             "and tokens include [CLS] and [SEP].").format(got=got), expected)
+                             "and tokens include {first} and {last}.").format(got=got, first=m.cls_token, last=m.sep_token),
+                    expected)
 
 
 @exercise

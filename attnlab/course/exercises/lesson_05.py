@@ -83,7 +83,7 @@ def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feed
     if answer.strip().lower() == truth:
         return Feedback(True, f"{truth!r}: {labels.reasons[layer, head]}.", truth)
     return Feedback(False, _("{answer!r} is not it. Go through the rules in order: positional masses "
-                             "(>= 0.5) or the argmax offset share (>= 0.9), then [CLS]+[SEP] (>= 0.6), then "
+                             "(>= 0.5) or the argmax offset share (>= 0.9), then first + last special token mass (>= 0.6), then "
                              "own-sentence mass, then entropy relative to uniform (>= 0.8).").format(answer=answer),
                     None)
 
@@ -104,9 +104,9 @@ def check_cls_mass(m: LoadedModel, answer: Any, layer: int, head: int, text: str
     if answer is None:
         return Feedback(False, _NOT_YET, None)
     expected = _expected_cls_mass(m, layer, head, text)
-    verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what=_("[CLS] mass"),
-                           hint=_("Take the head's [n, n] map, keep the [CLS] column (index 0) and "
-                                  "average it over the rows."))
+    verdict = check_number(answer, expected, rel=0.01, abs_tol=2e-3, what=_("{token} mass").format(token=m.cls_token),
+                           hint=_("Take the head's [n, n] map, keep the {token} column (index 0) and "
+                                  "average it over the rows.").format(token=m.cls_token))
     if not verdict.correct:
         verdict.expected = None
     return verdict

@@ -37,8 +37,8 @@ def check_token_permutation(m: LoadedModel, answer: Any, kind: str = "syntactic"
         return Feedback(False, _NOT_YET)
     expected = _expected_token_permutation(m, kind)
     return check_array(answer, expected, atol=0, what=_("your permutation"),
-                       hint=_("Position 0 ([CLS]) and the last ([SEP]) stay put; position i of the new "
-                              "text holds the old token answer[i]."))
+                       hint=_("Position 0 ({first}) and the last ({last}) stay put; position i of the new "
+                              "text holds the old token answer[i].").format(first=m.cls_token, last=m.sep_token))
 
 
 def _expected_most_sensitive_head(m: LoadedModel, kind: str = "lexical",

@@ -44,9 +44,9 @@ def no_position_example(ctx: FigureContext):
 
 @figure("position_controls", lesson=LESSON,
         caption="Per-head change with positions zeroed, replaced by their mean, or shuffled, and the share of "
-                "the moved weight that lands on [CLS]/[SEP]")
+                "the moved weight that lands on the special tokens at both ends")
 def position_controls(ctx: FigureContext):
-    return plot_controls(_position_study(ctx), n_boot=200)
+    return plot_controls(_position_study(ctx), ends=ctx.model.end_tokens, n_boot=200)
 
 
 @figure("position_correlation", lesson=LESSON,

@@ -51,13 +51,13 @@ def regroup_to_two(ctx: FigureContext):
 
 
 @figure("regroup_destinations", lesson=LESSON,
-        caption="Where attention goes (self, previous, next, [CLS], [SEP], other) as the heads are merged")
+        caption="Where attention goes (self, previous, next, the special tokens at both ends, other) as the heads are merged")
 def regroup_destinations(ctx: FigureContext):
     m = ctx.model
     saved = results.load(RESULT_NAMES[HeadCountResult], HeadCountResult, model=m)
     summaries = saved.summaries() if saved is not None else regroup_summaries(
         m, texts(m.language, ctx.pick(500, 40), seed=0))
-    return plot_summaries(summaries).figure
+    return plot_summaries(summaries, ends=m.end_tokens).figure
 
 
 @figure("head_count_perplexity", lesson=LESSON,
