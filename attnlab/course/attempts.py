@@ -35,6 +35,7 @@ from attnlab.core import class_setting
 from attnlab.core.atomic import write_text_atomic
 from attnlab.core.records import to_plain
 from attnlab.course.results import results_dir
+from attnlab.course.work_pack import pack_at_save_point
 
 SCHEMA = 1
 KIND = "attnlab-exercise-attempts"
@@ -152,7 +153,5 @@ def record(exercise: str, answer: Any, right: bool, model: str = "", precision: 
                "precision": str(precision or ""), "mode": str(mode or "")}
     content = {"schema": SCHEMA, "kind": KIND, "exercise": exercise, "attempts": attempts + [attempt]}
     write_text_atomic(path_of(exercise), json.dumps(content, indent=1, ensure_ascii=False))
-    from attnlab.tools.take_work import pack_at_save_point  # deferred: take_work reads the results folder
-
-    pack_at_save_point()  # a save point: on Colab and Binder the work is packed again
+    pack_at_save_point(results_dir())  # a save point: on Colab and Binder the work is packed again
     return attempt

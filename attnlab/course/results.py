@@ -50,6 +50,7 @@ from attnlab.core.config import is_smoke
 from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.records import RecordError, to_plain
 from attnlab.core.fast import choose_precision
+from attnlab.course.work_pack import pack_at_save_point
 
 SCHEMA = 3
 #: how ``data`` writes a number that is not finite (NaN, +inf, -inf): JSON null, read back as NaN
@@ -149,9 +150,7 @@ def save(name: str, result: Any, *, model: LoadedModel | str = "", folder: str |
               "smoke": is_smoke(), "sample": sample(), "non_finite": NON_FINITE, "time": time.time(),
               "data": to_plain(result)}
     write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False))
-    from attnlab.tools.take_work import pack_at_save_point  # deferred: take_work reads results_dir from here
-
-    pack_at_save_point()
+    pack_at_save_point(results_dir())
     return path
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnlab.core import multilingual
+
 #: nbgrader's course id, the same in the teacher's course folder (classroom/nbgrader_config.py)
 COURSE_ID = "attnlab"
 STATE = Path("/srv/attnlab-hub")
@@ -125,8 +127,6 @@ def install_class_setting(folder: Path, class_file: Path) -> list[str]:
 
 def convert_shared_model() -> list[str]:
     """The offline Chinese model, converted once into the install's shared folder (read-only for students)."""
-    from attnlab.core import multilingual
-
     folder = multilingual.converted_folder(shared=True)
     return [f"{folder}: {multilingual.NAME}, converted once, read by every student"]
 
