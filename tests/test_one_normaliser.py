@@ -186,7 +186,7 @@ def test_make_report_speaks_its_lang(tiny_en, tmp_path, monkeypatch, capsys):
         chinese = len(re.findall(r"[\u4e00-\u9fff]", heading))
         assert (chinese > 5) == (code == "zh"), heading
         if code == "zh":
-            assert "原文的六个结论" in heading and "无法判断" in text
+            assert "原文的六条结论" in heading and "无法判断" in text
         else:
             assert "CANNOT TELL" in text
     # the command: --lang zh-CN reads as Chinese, and the table comparing the reports is in Chinese

@@ -111,7 +111,7 @@ def take(folder: str | Path, out: str | Path | None = None, notebooks: dict[str,
     with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in members:
             archive.writestr(name, data)
-        manifest = {"kind": KIND, "schema": SCHEMA, "created": stamp, "holds": holds,
+        manifest = {"kind": KIND, "schema": SCHEMA, "created": stamp, "contents": holds,
                     "what": "results/: the lessons' saved results and exercises/ (checked attempts); "
                             "notebooks/: the lesson notebooks as they were when packed",
                     "files": {name: sha256(data) for name, data in members}}
@@ -124,7 +124,7 @@ def holds(path: str | Path) -> dict[str, Any]:
     """What the work file ``path`` says it holds: ``{"results": n, "notebooks": [names]}``."""
     with zipfile.ZipFile(path) as archive:
         manifest = json.loads(archive.read(MANIFEST).decode("utf-8"))
-    return manifest.get("holds") or {"results": len(manifest.get("files", {})), "notebooks": []}
+    return manifest.get("contents") or {"results": len(manifest.get("files", {})), "notebooks": []}
 
 
 def _checked(archive: zipfile.ZipFile, where: str) -> dict[str, bytes]:
