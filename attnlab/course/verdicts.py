@@ -177,7 +177,7 @@ class ClaimVerdict:
         if kind == BECAUSE_MISSING:
             return _("The evidence is missing: {what}").format(what=value_text(self.numbers.get("missing", "")))
         if kind == BECAUSE_TWIN:
-            return _("An untrained model gives as much: {why}").format(why=value_text(self.numbers.get("why", "")))
+            return value_text(self.numbers.get("why", ""))  # the twin's sentence says it: "an untrained model gives ..."
         if kind == "why":
             return _("The data cannot decide: {why}").format(why=value_text(self.numbers["why"]))
         d = self.decider

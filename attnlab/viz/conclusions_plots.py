@@ -28,19 +28,24 @@ def plot_verdicts(verdicts: Sequence, colours: Mapping[str, str], *, model_name:
     Returns:
         The figure.
     """
-    fig, ax = plt.subplots(figsize=(10, (1.1 if details else 0.85) * len(verdicts) + 0.8))
-    ax.set_xlim(0, 1)
-    ax.set_ylim(len(verdicts), -0.6)
-    ax.axis("off")
     labels = [str(i + 1) for i in range(len(verdicts))] if labels is None else list(labels)
     details = [""] * len(verdicts) if details is None else list(details)
-    for i, (v, label, detail) in enumerate(zip(verdicts, labels, details)):
-        ax.add_patch(plt.Rectangle((0.0, i - 0.38), 0.17, 0.76, color=colours.get(v.verdict, GREY)))
-        ax.text(0.085, i, _(v.verdict), ha="center", va="center", color="white", fontsize=10, weight="bold")
-        claim = _("{label}. {claim}").format(label=label, claim="\n".join(_wrap(_(v.claim), 80)))
-        ax.text(0.19, i - (0.12 if detail else 0.0), claim, va="center", fontsize=10)
-        if detail:
-            ax.text(0.19, i + 0.3, "\n".join(_wrap(detail, 110)), va="center", fontsize=8, color="#424242")
+    claims = [_wrap(_("{label}. {claim}").format(label=label, claim=_(v.claim)), 80) for v, label in zip(verdicts, labels)]
+    notes = [_wrap(detail, 110) if detail else [] for detail in details]
+    # each row as tall as its text, in lines of the claim's font (a detail line is 0.8 of one), at least 3
+    heights = [max(3.0, len(c) + 0.8 * len(n) + 1.0) for c, n in zip(claims, notes)]
+    tops = [sum(heights[:i]) for i in range(len(heights))]
+    fig, ax = plt.subplots(figsize=(10, 0.19 * sum(heights) + 0.8))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(sum(heights), -0.5)
+    ax.axis("off")
+    for v, claim, note, top, height in zip(verdicts, claims, notes, tops, heights):
+        ax.add_patch(plt.Rectangle((0.0, top + 0.3), 0.17, height - 0.6, color=colours.get(v.verdict, GREY)))
+        ax.text(0.085, top + height / 2, _(v.verdict), ha="center", va="center", color="white", fontsize=10,
+                weight="bold")
+        ax.text(0.19, top + 0.4, "\n".join(claim), va="top", fontsize=10)
+        if note:
+            ax.text(0.19, top + 0.6 + len(claim), "\n".join(note), va="top", fontsize=8, color="#424242")
     title = _("The source article's six conclusions, checked on {model}") if model_name else _(
         "The source article's six conclusions, checked")
     ax.set_title(title.format(model=model_name), loc="left", fontsize=12)

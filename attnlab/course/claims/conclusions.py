@@ -195,6 +195,9 @@ RELIABLE = 0.3
 #: between -0.2 and 0.2 (random model of bert-base-chinese's shape: -0.105), so a trained model must
 #: differ from that by more than one refit's scatter
 FLOOR_6B = 0.1
+#: why 6b cannot tell when a task's ranking is too noisy to divide by (marked at import, so a saved record's
+#: reason reads back in the reader's language)
+TOO_NOISY = N_("a task's ranking is too noisy: its reliability does not lie above {line}")
 #: ... with the probes refitted on at least this many splits of their training queries (a record with
 #: fewer, saved before the splits, cannot tell)
 MIN_SPLITS = 20
@@ -996,9 +999,9 @@ def conclusion_6b(pruning: PruningResult | None, *, margin: float = TASK_MARGIN,
         why = N_("the probes were refitted on {splits} split(s) of their training queries, fewer than {least}: "
                  "run lesson 11 again").format(splits=tasks.n_splits, least=MIN_SPLITS)
     if why is None and not all(r.above(reliable) for r in rel):
-        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
+        why = TOO_NOISY.format(line=reliable)
     if why is None and not np.isfinite(float(dis.estimate)):
-        why = N_("a task's ranking is too noisy: its reliability does not lie above {line}").format(line=reliable)
+        why = TOO_NOISY.format(line=reliable)
     if why is not None:
         return ClaimVerdict.decide(TASK_CLAIM, holds=False, fails=False, why=why, **numbers)
     return ClaimVerdict.decide(TASK_CLAIM, holds=dis.below(margin - floor), fails=dis.above(margin + floor),

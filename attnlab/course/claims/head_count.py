@@ -65,6 +65,9 @@ COLLAPSE_CLAIM = ("with fewer heads, attention collapses onto one token "
 ROW_A_CLAIM = "one head is worst, a middle number of heads is best, too many heads are worse again"
 MORE_HEADS_CLAIM = ("more heads is not always better: a head count chosen on other seeds beats the largest by more "
                     "than 1% of its perplexity")
+#: the deciding number of conclusion 5 (marked at import, so a saved record's measure reads back translated)
+GAP_MEASURE = N_("perplexity at {most} heads minus at the best count chosen on the other half of the seeds, "
+                 "+- {n_se} standard errors")
 
 
 # --------------------------------------------------------------------------- collapse
@@ -307,8 +310,7 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
     holds = seeds >= 2 and gap > 0 and gap - n_se * se > margin and not fails
     chosen = sorted(set(choices.values()))
     return ClaimVerdict.decide(MORE_HEADS_CLAIM, holds=holds, fails=fails, **{
-        N_("measure"): N_("perplexity at {most} heads minus at the best count chosen on the other half of the "
-                          "seeds, +- {n_se} standard errors").format(most=most, n_se=f"{n_se:g}"),
+        N_("measure"): GAP_MEASURE.format(most=most, n_se=f"{n_se:g}"),
         N_("estimate"): gap, N_("low"): gap - n_se * se, N_("high"): gap + n_se * se,
         N_("design"): design or N_("not given"), N_("best head count"): best,
         N_("best chosen on the other half"): ", ".join(str(h) for h in chosen) or N_("one seed: no split"),
