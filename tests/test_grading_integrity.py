@@ -313,8 +313,9 @@ def _plant(release_nb: Path, submitted: Path, student: str, mine: Path) -> None:
                 source = source.replace("answer = None", f"answer = {next(given)}", 1)
             else:
                 body = OWN if build == "own" else PACKAGE
-                source = source.replace('raise NotImplementedError("write the split here")', body["split"])
-                source = source.replace('raise NotImplementedError("write the merge here")', body["merge"])
+                source = source.replace('raise NotImplementedError(_("write the split here"))', body["split"])
+                source = source.replace('raise NotImplementedError(_("write the merge here"))', body["merge"])
+                assert "write the split here" not in source and "write the merge here" not in source, source
         cell["source"] = source
     folder = submitted / student / release_nb.parent.name
     folder.mkdir(parents=True)
