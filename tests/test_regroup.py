@@ -108,9 +108,9 @@ def _destinations_by_hand(row: np.ndarray, i: int) -> dict[str, float]:
     out = dict.fromkeys(DESTINATIONS, 0.0)
     for j, w in enumerate(row):
         if j == 0:
-            out["[CLS]"] += w
+            out["first special token"] += w
         elif j == n - 1:
-            out["[SEP]"] += w
+            out["last special token"] += w
         elif j == i:
             out["self"] += w
         elif j == i - 1:
@@ -166,7 +166,7 @@ def test_regroup_summaries_cover_every_count(tiny_en):
         np.testing.assert_allclose(summaries[g].per_text, expected.per_text, atol=1e-6)
         np.testing.assert_allclose(summaries[g].entropy_per_text, expected.entropy_per_text, atol=1e-6)
         assert summaries[g].confidence == pytest.approx(expected.confidence, abs=1e-6)
-    assert "[CLS]" in summary_table(summaries)
+    assert "first special token" in summary_table(summaries)
 
 
 def test_focus_by_layer(tiny_en):

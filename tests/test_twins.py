@@ -249,7 +249,7 @@ def test_floor_blocks_tiny_effects_3():
     tiny_cls = [rec.group(rec.H, 0.2, 0.3, 0.6, spread=0.0001), rec.group(2, 0.2, 0.305, 0.6, spread=0.0001)]
     assert claims.conclusion_3(rec.head_count(regroup=onto_cls)).verdict == HOLDS
     small = claims.conclusion_3(rec.head_count(regroup=tiny_cls))
-    assert small.numbers["focus token, merged"] == "[CLS]"
+    assert small.numbers["focus token, merged"] == "first special token"
     assert small.verdict != HOLDS and small.numbers["mass change low"] > 0
     assert str(hc.COLLAPSE_MARGIN) in hc.SELF_CLAIM and str(hc.COLLAPSE_MARGIN) in hc.COLLAPSE_CLAIM
 

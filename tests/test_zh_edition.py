@@ -1053,6 +1053,8 @@ def test_floor_word_distinct():
 SPECIAL_NAMED = re.compile(r"\[CLS\]|\[SEP\]")
 #: a text that names [CLS] also names the other family's tokens, or the model's own field
 BOTH_FAMILIES = re.compile(r"<s>|</s>|cls_token|sep_token|end_tokens")
+#: a special token named by one model family's spelling
+SPECIAL_OR_ROBERTA = re.compile(r"\[CLS\]|\[SEP\]|<s>|</s>")
 
 
 def test_special_tokens_named_per_model_in_the_lessons():
@@ -1106,8 +1108,24 @@ def test_special_tokens_named_per_model(tiny_en, chinese):
         joined = " ".join(messages)
         assert named in joined and unnamed not in joined, messages
     assert "[CLS]" not in ends_shown(None) and "<s>" not in ends_shown(None)
-    assert "[CLS]" not in destination_shown("[CLS]", None) and destination_shown("[CLS]", ("<s>", "</s>")) == "<s>"
+    first, last = DESTINATIONS[3], DESTINATIONS[4]
+    assert "[CLS]" not in destination_shown(first, None) and destination_shown(first, ("<s>", "</s>")) == "<s>"
+    assert destination_shown(last, ("[CLS]", "[SEP]")) == "[SEP]"
     assert destination_shown("self", ("<s>", "</s>")) == _("self")
+    assert not any(SPECIAL_OR_ROBERTA.search(name) for name in DESTINATIONS)  # saved records name the ends by place
+
+
+def test_no_claim_names_a_special_token():
+    """A conclusion's printed claim is the same for every model, so it names the end tokens by place:
+    "[CLS]" in a claim is wrong on the offline default, which shows <s>."""
+    from attnlab.course.claims import head_patterns
+    from attnlab.course.claims.conclusions import CONCLUSIONS
+
+    claims_text = [row.claim for row in CONCLUSIONS] + [head_patterns.CLAIM_FIXED]
+    named = [c for c in claims_text if SPECIAL_OR_ROBERTA.search(c) or SPECIAL_OR_ROBERTA.search(_(c))]
+    assert named == [], named
+    planted = claims_text[0] + " onto [CLS]"
+    assert SPECIAL_OR_ROBERTA.search(planted)  # the check sees a planted name
 
 
 def test_head_labels_name_no_special_token():

@@ -19,7 +19,7 @@ measure it. With ``h' = H`` the result is the model's own attention.
 
 Where the attention goes (:func:`regroup_summaries`): every weight of a row
 lands on exactly one of six destinations, the token itself, the previous
-token, the next token, [CLS], [SEP], or any other token
+token, the next token, the first or the last special token, or any other token
 (:data:`DESTINATIONS`), so a collapse onto the neighbours is seen as well as
 one onto the token itself or onto a special token.
 
@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from attnlab.analysis.head_stats import ENTROPY_EPS
 from attnlab.core.checks import check_positive_int
-from attnlab.core.display_width import pad_left
+from attnlab.core.display_width import display_width, pad_left
 from attnlab.core.distributions import entropy, smooth
 from attnlab.core.extract import Attention, check_texts
 from attnlab.core.language import N_, _
@@ -187,7 +187,10 @@ def regroup_all(m: LoadedModel, texts: Sequence[str] | str, group_counts: Sequen
 
 
 #: where a weight can land, one name per kind of key; every weight lands in exactly one
-DESTINATIONS = (N_("self"), N_("previous"), N_("next"), "[CLS]", "[SEP]", N_("other"))  # marked: shown translated
+#: the two ends are named by place, not as [CLS]/[SEP]: each model has its own special tokens (``<s>``, ``</s>``
+#: for XLM-R models); a figure shows the model's own (``LoadedModel.end_tokens``)
+FIRST_SPECIAL, LAST_SPECIAL = N_("first special token"), N_("last special token")
+DESTINATIONS = (N_("self"), N_("previous"), N_("next"), FIRST_SPECIAL, LAST_SPECIAL, N_("other"))  # marked: shown translated
 #: the destinations that are one single token (all but "other")
 SINGLE_TOKENS = DESTINATIONS[:5]
 
@@ -196,8 +199,8 @@ def destination_index(n: int) -> torch.Tensor:
     """``(n, n)`` ints: which of :data:`DESTINATIONS` key ``j`` is for query ``i``.
 
     A partition, so the masses of a row add up to 1: the first position is
-    [CLS] and the last is [SEP] (for every query, the query's own row
-    included); among the other keys, ``j = i`` is "self", ``j = i - 1``
+    the first special token ([CLS] or ``<s>``) and the last is the last special
+    token ([SEP] or ``</s>``), for every query, the query's own row included; among the other keys, ``j = i`` is "self", ``j = i - 1``
     "previous", ``j = i + 1`` "next", and the rest "other".
     """
     i = torch.arange(n)[:, None]  # (n, 1) query positions
@@ -206,8 +209,8 @@ def destination_index(n: int) -> torch.Tensor:
     index[(j == i + 1).expand(n, n)] = DESTINATIONS.index("next")
     index[(j == i - 1).expand(n, n)] = DESTINATIONS.index("previous")
     index[(j == i).expand(n, n)] = DESTINATIONS.index("self")
-    index[:, n - 1] = DESTINATIONS.index("[SEP]")
-    index[:, 0] = DESTINATIONS.index("[CLS]")
+    index[:, n - 1] = DESTINATIONS.index(LAST_SPECIAL)
+    index[:, 0] = DESTINATIONS.index(FIRST_SPECIAL)
     return index
 
 
@@ -345,10 +348,11 @@ def regroup_summaries(m: LoadedModel, texts: Sequence[str] | str, group_counts: 
 
 def summary_table(summaries: dict[int, GroupSummary]) -> str:
     """One row per h': the mass on each destination, the entropy ratio, the confidence, the focus."""
-    header = " ".join(pad_left(_(name), 8) for name in DESTINATIONS)  # padded by display width: Chinese cells
+    widths = [max(8, display_width(_(name))) for name in DESTINATIONS]  # by display width: Chinese cells are wide
+    header = " ".join(pad_left(_(name), w) for name, w in zip(DESTINATIONS, widths))
     lines = [f"{pad_left(_('heads'), 5)} {header} {pad_left(_('entropy/uniform'), 15)} {pad_left(_('confidence'), 10)}  "
              + _("most attended single token")]
     for g, s in summaries.items():
-        masses = " ".join(f"{s.masses[name]:>8.3f}" for name in DESTINATIONS)
+        masses = " ".join(f"{s.masses[name]:>{w}.3f}" for name, w in zip(DESTINATIONS, widths))
         lines.append(f"{g:>5} {masses} {s.entropy_ratio:>15.3f} {s.confidence:>10.3f}  {_(s.focus_on)}")
     return "\n".join(lines)

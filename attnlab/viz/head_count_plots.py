@@ -7,7 +7,7 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlab.analysis.regroup import DESTINATIONS, GroupSummary
+from attnlab.analysis.regroup import DESTINATIONS, FIRST_SPECIAL, LAST_SPECIAL, GroupSummary
 from attnlab.core.checks import check_index
 from attnlab.core.extract import Attention
 from attnlab.core.language import N_, _, ngettext
@@ -60,11 +60,10 @@ def plot_regrouped(regrouped: Mapping[int, Attention], text_index: int = 0, laye
 def destination_shown(name: str, ends: tuple[str, str] | None) -> str:
     """One of :data:`~attnlab.analysis.regroup.DESTINATIONS` as a legend shows it: the special tokens
     by the model's own names (``ends``), or by their place when those are not known."""
-    places = {"[CLS]": (0, N_("first special token")), "[SEP]": (1, N_("last special token"))}
-    if name not in places:
+    places = (FIRST_SPECIAL, LAST_SPECIAL)
+    if name not in places or not ends:
         return _(name)
-    k, place = places[name]
-    return ends[k] if ends else _(place)
+    return ends[places.index(name)]
 
 
 def plot_summaries(summaries: Mapping[int, GroupSummary], *, ends: tuple[str, str] | None = None, ax=None):

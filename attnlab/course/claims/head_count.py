@@ -61,7 +61,7 @@ MIN_HEAD_SIZE = 4
 
 SELF_CLAIM = "with fewer heads, every token attends to itself (the mass on the token itself rises by more than 0.05)"
 COLLAPSE_CLAIM = ("with fewer heads, attention collapses onto one token "
-                  "(itself, a neighbour, or a special token such as [CLS]): its mass rises by more than 0.05")
+                  "(itself, a neighbour, or a special token at either end of the text): its mass rises by more than 0.05")
 ROW_A_CLAIM = "one head is worst, a middle number of heads is best, too many heads are worse again"
 MORE_HEADS_CLAIM = ("more heads is not always better: a head count chosen on other seeds beats the largest by more "
                     "than 1% of its perplexity")

@@ -39,7 +39,7 @@ SPECIAL_GRID = (0.5, 0.6, 0.7)
 FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL = N_("fixed"), N_("not fixed"), UNSURE  # marked: shown per head
 HEAD_WORDS = (FIXED_WORD, NOT_FIXED_WORD, CANNOT_TELL)
 
-CLAIM_FIXED = ("most heads attend to themselves / a neighbour / [CLS] / [SEP]; "
+CLAIM_FIXED = ("most heads attend to themselves / a neighbour / the special tokens at either end; "
                "few carry lexical or syntactic structure")
 
 
