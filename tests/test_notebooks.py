@@ -18,7 +18,6 @@ import pytest
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.tools.lesson_runner import execute_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +56,7 @@ def seed_earlier_lessons(folder: Path) -> None:
     os.environ["ATTNLAB_RESULTS"] = str(folder)
     try:
         for record in records:
-            results.save(RESULT_NAMES[type(record)], record, model=m)
+            results.save(type(record).file_name, record, model=m)
         rec.save_hand_made_twin(m)
     finally:
         if before is None:
