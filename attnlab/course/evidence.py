@@ -17,10 +17,11 @@ from typing import Callable, Optional
 
 from tqdm.auto import tqdm
 
-from attnlab.core.language import N_, _, translated
+from attnlab.core.language import N_, _, speaking, translated
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
+from attnlab.course.lesson_results import ConclusionsResult
 from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
 from attnlab.course.cards import TWIN_SAYS
 from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twin
@@ -270,3 +271,19 @@ def twin_cell(verdict: ClaimVerdict) -> str:
         if said in TWIN_CELL_WORDS:
             return _(TWIN_CELL_WORDS[said])
     return ""
+
+
+def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
+    """Each verdict's record with its deciding number, reason and untrained twin's cell (in English, as
+    records keep their words), by label."""
+    with speaking("en"):
+        return {label: {**v.to_record(), "deciding": deciding_number(v), "reason": v.reason(), "twin": twin_cell(v)}
+                for label, v in verdicts.items()}
+
+
+def conclusions_record(verdicts: dict[str, ClaimVerdict], origin: dict[str, str]) -> ConclusionsResult:
+    """The conclusions as lesson 12 and ``attnlab report`` save them: the verdicts keyed by :data:`LABELS`
+    (from :func:`all_conclusions` or :func:`checked_rows`), where each lesson's evidence came from
+    (result name -> ``"saved"``, ``"recomputed"`` or ``"missing"``), and :func:`claim_rows`."""
+    return ConclusionsResult(verdicts=list(verdicts.values()), evidence_origin=dict(origin), labels=list(verdicts),
+                             claims=claim_rows(verdicts))

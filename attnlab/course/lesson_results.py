@@ -265,13 +265,17 @@ class PruningResult(Record):
 
 @dataclass
 class ConclusionsResult(Record):
-    """Lesson 12: the six conclusions with their verdicts, and where the evidence came from."""
+    """Lesson 12: the six conclusions with their verdicts, and where the evidence came from; ``attnlab report``
+    saves its conclusions in the same shape (both built by :func:`attnlab.course.evidence.conclusions_record`)."""
 
     file_name: ClassVar[str] = "12_conclusions"  # the saved file, without ``.json``
 
     verdicts: list[ClaimVerdict]
     evidence_origin: dict[str, str]  # result name -> "saved", "recomputed" or "missing"
     labels: list[str] = field(default_factory=list)  # one per verdict, e.g. "3a" (conclusion 3, first reading)
+    # label -> the verdict's record with its deciding number, reason and untrained twin's cell, in English
+    # (the table the report's readers and the documents read); {} in records saved before it
+    claims: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
