@@ -162,7 +162,8 @@ def moved(value: object) -> object:
     """A plain value with its first number moved by one, or None when it holds no number."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value + 1
-    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value)) if isinstance(value, list) else []
+    items = (list(value.items()) if isinstance(value, dict)
+             else list(enumerate(value)) if isinstance(value, list) else [])
     for key, item in items:
         changed = moved(item)
         if changed is not None:

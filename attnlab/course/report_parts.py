@@ -307,7 +307,7 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
 
 
 def pruning(m: LoadedModel, *, precision: str = "fp32",
-                 progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
+            progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
     """Lesson 11: single-head ablation on one set of texts, the covering study and two task probes on
     another (conclusions 4 and 6). Lesson 11's pruning curves are left out: they decide only that
     lesson's own verdict, which no conclusion reads, and they were half of this part's time."""
@@ -361,4 +361,5 @@ def attention_limits(m: LoadedModel, *, precision: str = "fp32",
 
 #: the parts in the order they run, one per record of lesson 12's evidence (:data:`attnlab.course.registry.EVIDENCE`),
 #: each the function of this module named by the record's key: name -> (lesson, what it measures, function)
-PARTS: dict[str, tuple[str, str, Callable]] = {r.key: (r.lesson, r.what, globals()[r.key]) for r in registry.EVIDENCE}
+PARTS: dict[str, tuple[str, str, Callable]] = {r.key: (r.lesson, r.what, globals()[r.key])
+                                               for r in registry.EVIDENCE}
