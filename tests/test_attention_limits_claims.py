@@ -16,7 +16,7 @@ from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile  # noqa: E402
 from attnlab.course import results  # noqa: E402
 from attnlab.course import attention_limits_result  # noqa: E402
-from attnlab.course.attention_limits_result import RESULT_NAME, AttentionLimitsResult  # noqa: E402
+from attnlab.course.attention_limits_result import AttentionLimitsResult  # noqa: E402
 from attnlab.course.claims import attention_limits as lim  # noqa: E402
 from attnlab.course.claims import twin_checks  # noqa: E402
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE  # noqa: E402
@@ -334,8 +334,8 @@ def test_all_verdicts_and_the_saved_record(tmp_path, monkeypatch):
     record = attention_limits_result.from_run(*evidence)
     assert record.view_ranking[0] == "value_zeroing" and record.removed_share == pytest.approx(0.7, abs=0.01)
     assert record.sensitivity[lim.SINK_MASS]["0.5"] == HOLDS
-    results.save(RESULT_NAME, record, model="tiny")
-    back = results.load(RESULT_NAME, AttentionLimitsResult, model="tiny")
+    results.save(AttentionLimitsResult.file_name, record, model="tiny")
+    back = results.load(AttentionLimitsResult.file_name, AttentionLimitsResult, model="tiny")
     assert back is not None
     assert np.allclose(back.papa_cost, record.papa_cost) and back.papa_cost.shape == (N_LAYERS, N_HEADS)
     assert np.allclose(back.special_share_raw.estimate, record.special_share_raw.estimate)

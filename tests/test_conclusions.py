@@ -13,7 +13,6 @@ from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.exercises import lesson_12 as ex12
 from attnlab.course.lesson_results import (
-    RESULT_NAMES,
     AveragingResult,
     ConclusionsResult,
     DiversityResult,
@@ -553,7 +552,7 @@ def test_missing_evidence_cannot_tell():
     assert list(verdicts) == list(c.LABELS)
     assert [v.verdict for v in verdicts.values()] == [UNSURE] * len(c.LABELS)
     assert all("missing" in v.numbers for k, v in verdicts.items() if k != "6")
-    assert RESULT_NAMES[AveragingResult] in verdicts["1"].numbers["missing"]
+    assert AveragingResult.file_name in verdicts["1"].numbers["missing"]
 
 
 def test_all_conclusions_judge_the_full_evidence():
@@ -587,25 +586,25 @@ def test_gather_reads_saved_records_and_reruns_missing(tmp_path, monkeypatch, ti
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     monkeypatch.delenv("ATTNLAB_SMOKE", raising=False)
     shape = {"n_layers": tiny_en.n_layers, "n_heads": tiny_en.n_heads}
-    results.save(RESULT_NAMES[PerturbationResult], rec.perturbation(0.2, **shape), model=tiny_en)
-    results.save(RESULT_NAMES[AveragingResult], rec.averaging(**shape), model="another model")  # not used
+    results.save(PerturbationResult.file_name, rec.perturbation(0.2, **shape), model=tiny_en)
+    results.save(AveragingResult.file_name, rec.averaging(**shape), model="another model")  # not used
     ran = []
 
     def runner(name, m):
         ran.append(name)
-        if name == RESULT_NAMES[AveragingResult]:
+        if name == AveragingResult.file_name:
             results.save(name, rec.averaging(0.5, **shape), model=m)
 
     ev = c.gather(tiny_en, runner=runner, progress=False)
     assert ran == [r.name for r in RERUN if r.kind is not PerturbationResult]
-    assert ev.origin[RESULT_NAMES[PerturbationResult]] == "saved"
-    assert ev.origin[RESULT_NAMES[AveragingResult]] == "recomputed"
-    assert ev.origin[RESULT_NAMES[DiversityResult]] == "missing"
+    assert ev.origin[PerturbationResult.file_name] == "saved"
+    assert ev.origin[AveragingResult.file_name] == "recomputed"
+    assert ev.origin[DiversityResult.file_name] == "missing"
     assert isinstance(ev.perturbation, PerturbationResult) and ev.perturbation.content_follower_share == 0.2
     assert len(ev.averaging.fixed_heads) == round(0.5 * tiny_en.n_layers * tiny_en.n_heads)
     assert ev.diversity is None and "missing" in ev.table()
     read_only = c.gather(tiny_en, progress=False)  # no runner: nothing is re-run
-    assert read_only.origin[RESULT_NAMES[DiversityResult]] == "missing" and len(ran) == 5
+    assert read_only.origin[DiversityResult.file_name] == "missing" and len(ran) == 5
 
 
 def test_conclusions_result_round_trips(tmp_path, monkeypatch, tiny_en):
@@ -613,8 +612,8 @@ def test_conclusions_result_round_trips(tmp_path, monkeypatch, tiny_en):
     verdicts = c.all_conclusions(rec.evidence())
     record = ConclusionsResult(verdicts=list(verdicts.values()), evidence_origin={"x": "saved"},
                                labels=list(verdicts))
-    results.save(RESULT_NAMES[ConclusionsResult], record, model=tiny_en)
-    back = results.load(RESULT_NAMES[ConclusionsResult], ConclusionsResult, model=tiny_en)
+    results.save(ConclusionsResult.file_name, record, model=tiny_en)
+    back = results.load(ConclusionsResult.file_name, ConclusionsResult, model=tiny_en)
     assert [v.verdict for v in back.verdicts] == [v.verdict for v in verdicts.values()]
     assert back.labels == list(c.LABELS) and back.evidence_origin == {"x": "saved"}
 
@@ -673,7 +672,7 @@ def test_the_figure_shows_the_number_each_verdict_was_decided_on():
 
 def test_evidence_table_names_the_origin_in_the_readers_language():
     ev = c.Evidence()
-    ev.origin = {RESULT_NAMES[PerturbationResult]: "saved", RESULT_NAMES[AveragingResult]: "recomputed"}
+    ev.origin = {PerturbationResult.file_name: "saved", AveragingResult.file_name: "recomputed"}
     before = language.current_language()
     try:
         language.set_language("en")
@@ -685,7 +684,7 @@ def test_evidence_table_names_the_origin_in_the_readers_language():
     assert len(english) == len(chinese) == len(RERUN)
     words = {line.split()[0]: line.split()[-1] for line in english}
     shown = {line.split()[0]: line.split()[-1] for line in chinese}
-    assert words[RESULT_NAMES[PerturbationResult]] == "saved" and shown[RESULT_NAMES[PerturbationResult]] == "已保存"
-    assert shown[RESULT_NAMES[AveragingResult]] == "重新计算"
-    assert shown[RESULT_NAMES[DiversityResult]] == "缺失" and words[RESULT_NAMES[DiversityResult]] == "missing"
+    assert words[PerturbationResult.file_name] == "saved" and shown[PerturbationResult.file_name] == "已保存"
+    assert shown[AveragingResult.file_name] == "重新计算"
+    assert shown[DiversityResult.file_name] == "缺失" and words[DiversityResult.file_name] == "missing"
     assert c.origin_word("elsewhere") == "elsewhere"

@@ -5,10 +5,16 @@ another having run first. Lesson 12 reads what lessons 05-11 saved: its
 folder is seeded with hand-made records of those lessons for the model the
 notebook will load (tests/lesson_records.py), so it judges all six
 conclusions without re-running any lesson.
+
+The record each lesson that lesson 12 reads saved in its smoke run is then
+compared with the record ``attnlab report``'s part builds from the same model
+and inputs (``test_records_compared_on_notebooks``, on the same worker).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -17,13 +23,57 @@ import pytest
 
 import attnlab as al
 import lesson_records as rec  # tests/lesson_records.py
-from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_NAMES
+from attnlab.course import registry, report_parts, results
 from attnlab.tools.lesson_runner import execute_notebook
+from record_comparison import contained, left_out, plain  # tests/record_comparison.py
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 sys.path.insert(0, str(ROOT / "scripts"))
+
+#: the lessons whose saved record is compared with the report's: each record lesson 12 reads, by its file name
+#: (the lesson's notebook is named the same)
+COMPARED = {r.name: r for r in registry.EVIDENCE}
+#: what each of those notebooks measured with, as expressions of its own names, read in its kernel after its
+#: last cell: the precision of its forward passes, the sizes of the report's part (sized parts: one look,
+#: minimum and maximum the notebook's count) and the fields it chooses rather than measures
+NOTEBOOK_INPUTS = {
+    "patterns": {"precision": '"fp32"', "sizes": {"n_boot": "n_boot"}},
+    "perturbation": {"precision": "precision", "sizes": {"queries": "[n_queries, n_queries]", "n_boot": "n_boot"},
+                     "chosen": {"chosen_layer": "layer"}},
+    "averaging": {"precision": '"fp32"',
+                  "sizes": {"queries": "[MIN_UNITS * SHARD, N_QUERIES]", "shard": "SHARD", "control": "N_CONTROL",
+                            "n_boot": "al.pick(1000, 100)", "norm_queries": "N_NORM"}},
+    "diversity": {"precision": "precision", "sizes": {"texts": "[N_QUERIES, N_QUERIES]", "n_boot": "n_boot"}},
+    "head_count": {"precision": '"fp32"', "sizes": {"texts": "n_texts", "seeds": "list(seeds)"}},
+    "pruning": {"precision": "precision",
+                "sizes": {"importance_texts": "n_importance", "eval_texts": "n_eval", "probe_texts": "n_probe",
+                          "covering_sets": "al.pick(20, 4)"}},
+    "attention_limits": {"precision": '"fp32"',
+                         "sizes": {"sink_texts": "N_SINK_TEXTS", "intervene": "N_INTERVENE", "scored": "N_SCORED",
+                                   "mean_queries": "N_MEAN", "replace": "N_REPLACE", "orders": "N_ORDERS"}},
+}
+#: the file in a lesson's results folder its inputs are written to
+INPUTS_FILE = "notebook_inputs.json"
+#: the results folder of each compared lesson that ran in smoke mode in this session (on this worker)
+RUNS: dict[str, Path] = {}
+
+
+def with_group(stem: str, *values) -> object:
+    """A parameter for ``stem``'s lesson: the compared lessons' run and comparison on one worker, in order."""
+    marks = [pytest.mark.xdist_group(f"lesson_{stem}")] if stem in COMPARED else []
+    return pytest.param(*values, id=f"{stem}.ipynb" if values and isinstance(values[0], Path) else stem, marks=marks)
+
+
+def inputs_cell(key: str) -> str:
+    """The code that writes the notebook's :data:`NOTEBOOK_INPUTS` into its results folder as JSON."""
+    spec = NOTEBOOK_INPUTS[key]
+    def mapping(exprs: dict[str, str]) -> str:
+        return "{" + ", ".join(f"{name!r}: {expr}" for name, expr in exprs.items()) + "}"
+    return (f"import json as _json\nfrom attnlab.course import results as _results\n"
+            f"(_results.results_dir() / {INPUTS_FILE!r}).write_text(_json.dumps({{"
+            f"'precision': {spec['precision']}, 'sizes': {mapping(spec['sizes'])}, "
+            f"'chosen': {mapping(spec.get('chosen', {}))}}}), encoding='utf-8')\n")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -57,7 +107,7 @@ def seed_earlier_lessons(folder: Path) -> None:
     os.environ["ATTNLAB_RESULTS"] = str(folder)
     try:
         for record in records:
-            results.save(RESULT_NAMES[type(record)], record, model=m)
+            results.save(type(record).file_name, record, model=m)
         rec.save_hand_made_twin(m)
     finally:
         if before is None:
@@ -67,7 +117,7 @@ def seed_earlier_lessons(folder: Path) -> None:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [with_group(p.stem, p) for p in NOTEBOOKS])
 def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
     import nbformat
 
@@ -78,7 +128,11 @@ def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
     if path.stem == "12_conclusions":
         seed_earlier_lessons(results_dir)
     book = nbformat.read(str(path), as_version=4)
+    if path.stem in COMPARED:  # after the last cell: what it measured with, for the comparison with the report
+        book.cells.append(nbformat.v4.new_code_cell(inputs_cell(COMPARED[path.stem].key)))
     execute_notebook(book, ROOT / "notebooks")
+    if path.stem in COMPARED:
+        RUNS[path.stem] = results_dir
     if path.stem == "12_conclusions":
         saved = [c for c in book.cells if c.cell_type == "code" and "evidence.table()" in c.source]
         text = "".join(o.get("text", "") for c in saved for o in c.outputs)
@@ -102,3 +156,49 @@ TWIN_LINES = {
     "08_layer_averaging": ("the untrained twin: the same model",
                            "heads that follow a fixed pattern (fixed or uniform): model", "untrained twin:"),
 }
+
+
+def moved(value: object) -> object:
+    """A plain value with its first number moved by one, or None when it holds no number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value + 1
+    items = (list(value.items()) if isinstance(value, dict)
+             else list(enumerate(value)) if isinstance(value, list) else [])
+    for key, item in items:
+        changed = moved(item)
+        if changed is not None:
+            copy = dict(value) if isinstance(value, dict) else list(value)
+            copy[key] = changed
+            return copy
+    return None
+
+
+def planted(notebook, report):
+    """The notebook's record with the first number of the first field the report fills moved by one."""
+    for f in dataclasses.fields(report):
+        changed = None if left_out(report, f) else moved(plain(getattr(notebook, f.name)))
+        if changed is not None:
+            return type(notebook).from_record({**notebook.to_record(), f.name: changed})
+    raise AssertionError(f"{type(report).__name__}: no number to move")
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("lesson", [with_group(stem, stem) for stem in COMPARED])
+def test_records_compared_on_notebooks(lesson, monkeypatch):
+    """The record the lesson's smoke run saved holds the record ``attnlab report``'s part builds on the same model
+    and inputs (the notebook may save more: its own fields and keys); a number moved in it is caught."""
+    folder = RUNS.get(lesson)
+    if folder is None:
+        pytest.skip(f"{lesson}.ipynb did not run in smoke mode in this session")
+    record = COMPARED[lesson]
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    notebook = results.load(record.name, record.kind, folder=folder)
+    assert notebook is not None, f"{lesson}.ipynb saved no {record.name}"
+    inputs = json.loads((folder / INPUTS_FILE).read_text(encoding="utf-8"))
+    m = al.load_model("auto", verbose=False)  # the model the notebook loaded
+    monkeypatch.setattr(report_parts, "sizes_of", lambda part: inputs["sizes"])
+    made, _stopping = report_parts.PARTS[record.key][2](m, precision=inputs["precision"])
+    made = dataclasses.replace(made, **inputs["chosen"])
+    found = contained(made, notebook)
+    assert not found, f"{lesson}: the notebook's record and the report's differ at\n" + "\n".join(found[:20])
+    assert contained(made, planted(notebook, made)), "a planted difference is not seen"

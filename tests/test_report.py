@@ -12,6 +12,7 @@ import pytest
 
 from attnlab.core.language import current_language, set_language
 from attnlab.course.evidence import LABELS
+from attnlab.course.lesson_results import ConclusionsResult
 from attnlab.course.report_parts import doubling_looks, grow_until_settled
 from attnlab.course.evidence import NOT_ABOUT_THE_MODEL
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, WORDS
@@ -63,6 +64,9 @@ def check_report(folder: Path, *, model: str | None = None) -> dict:
     assert record["schema"] == 3 and record["name"] == "report" and record["smoke"] is True
     data = record["data"]
     assert list(data["claims"]) == list(LABELS)
+    saved = ConclusionsResult.from_record(data)  # the conclusions in lesson 12's shape, beside the settings
+    assert saved.labels == list(LABELS) == list(saved.claims)
+    assert [v.verdict for v in saved.verdicts] == [c["verdict"] for c in data["claims"].values()]
     for label, claim in data["claims"].items():
         assert claim["verdict"] in WORDS, label
         if claim["verdict"] == UNSURE and not claim["deciding"]:

@@ -12,7 +12,7 @@ import pytest
 from attnlab.analysis.stats import Interval
 from attnlab.core.records import Record, RecordError
 from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_KINDS, RESULT_NAMES, PerturbationResult
+from attnlab.course.lesson_results import RECORD_TYPES, RESULT_KINDS, PerturbationResult
 from attnlab.course.verdicts import ClaimVerdict
 
 
@@ -126,8 +126,8 @@ def test_readers_never_see_half_a_file(tiny_en):
 
 
 def test_every_lesson_result_has_one_name():
-    assert len(set(RESULT_NAMES.values())) == len(RESULT_NAMES)
-    assert all(RESULT_KINDS[name] is kind for kind, name in RESULT_NAMES.items())
+    assert len({kind.file_name for kind in RECORD_TYPES}) == len(RECORD_TYPES)
+    assert all(RESULT_KINDS[kind.file_name] is kind for kind in RECORD_TYPES)
 
 
 def test_an_interrupted_write_keeps_the_old_file(tmp_path):
@@ -256,11 +256,11 @@ def _example_records() -> dict[type, object]:
 
 def test_every_lesson_result_keeps_nan_in_every_number(tiny_en, tmp_path):
     examples = _example_records()
-    assert set(examples) == set(RESULT_NAMES)  # every lesson's kind has an example
+    assert set(examples) == set(RECORD_TYPES)  # every lesson's kind has an example
     for kind, record in examples.items():
         poisoned = _poisoned(record)
         assert _nan_count(poisoned) > 0, kind.__name__
-        name = RESULT_NAMES[kind]
+        name = kind.file_name
         path = results.save(name, poisoned, model=tiny_en)
         text = path.read_text(encoding="utf-8")
         assert "NaN" not in text and "Infinity" not in text and "null" in text

@@ -29,7 +29,7 @@ import pytest
 
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, ConclusionsResult
+from attnlab.course.lesson_results import AveragingResult, ConclusionsResult
 from attnlab.course.registry import RERUN
 from attnlab.tools.lesson_runner import execute_notebook
 from attnlab.tools.testing import save_bert_base_chinese_shaped
@@ -47,7 +47,7 @@ def seed_all_but_lesson_08(folder: Path, model_name: str) -> None:
     records = [rec.patterns(**shape), rec.perturbation(labels=alike, **shape), rec.diversity(),
                rec.head_count(regroup=regroup), rec.pruning(**shape)]
     for record in records:
-        results.save(RESULT_NAMES[type(record)], record, model=model_name)
+        results.save(type(record).file_name, record, model=model_name)
     assert {type(r) for r in records} == {r.kind for r in RERUN} - {AveragingResult}
     rec.save_hand_made_twin(model_name)  # a twin measured: tests/test_twins.py
 
@@ -74,9 +74,9 @@ def test_lessons_08_and_12_run_and_save_on_uniform_heads(tmp_path, monkeypatch):
     seed_all_but_lesson_08(results_dir, model_name)
 
     run_lesson("08_layer_averaging")
-    saved = json.loads(results.path_of(RESULT_NAMES[AveragingResult]).read_text(encoding="utf-8"))
+    saved = json.loads(results.path_of(AveragingResult.file_name).read_text(encoding="utf-8"))
     assert saved["model"] == model_name and saved["non_finite"] == "null"
-    averaging = results.load(RESULT_NAMES[AveragingResult], AveragingResult, model=model_name)
+    averaging = results.load(AveragingResult.file_name, AveragingResult, model=model_name)
     assert averaging is not None and averaging.fixedness.shape == (N_LAYERS, N_HEADS)
     # heads that attend evenly leave a layer without fixed heads, hence without a fixedness interval or
     # slope: NaN, saved as null and read back as NaN
@@ -84,9 +84,9 @@ def test_lessons_08_and_12_run_and_save_on_uniform_heads(tmp_path, monkeypatch):
     assert np.isnan(averaging.fixedness_per_layer.estimate).any() or np.isnan(averaging.slope.estimate)
 
     book = run_lesson("12_conclusions")
-    conclusions = results.load(RESULT_NAMES[ConclusionsResult], ConclusionsResult, model=model_name)
+    conclusions = results.load(ConclusionsResult.file_name, ConclusionsResult, model=model_name)
     assert conclusions is not None
-    assert conclusions.evidence_origin[RESULT_NAMES[AveragingResult]] == "saved"
+    assert conclusions.evidence_origin[AveragingResult.file_name] == "saved"
     assert all(origin == "saved" for origin in conclusions.evidence_origin.values())
     assert len(conclusions.verdicts) == len(conclusions.labels) > 0
     twin_said = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.course.lesson_results import RESULT_NAMES, HeadPatternsResult
+from attnlab.course.lesson_results import HeadPatternsResult
 from attnlab.tools import figure_texts, lesson_runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ class ZhCourseRun:
     @property
     def saved(self) -> Path:
         """Lesson 05's record in the course's one results folder."""
-        return self.course / "results" / f"{RESULT_NAMES[HeadPatternsResult]}.json"
+        return self.course / "results" / f"{HeadPatternsResult.file_name}.json"
 
 
 def run(folder: Path) -> ZhCourseRun:

@@ -2,10 +2,10 @@
 
 Saved by the notebook with::
 
-    results.save(RESULT_NAME, attention_limits_result.from_run(...), model=m)
+    results.save(AttentionLimitsResult.file_name, attention_limits_result.from_run(...), model=m)
 
 and read (lesson 12 cites the mean-map replacement under the article's first
-conclusion) with ``results.load(RESULT_NAME, AttentionLimitsResult, model=m)``. The record itself,
+conclusion) with ``results.load(AttentionLimitsResult.file_name, AttentionLimitsResult, model=m)``. The record itself,
 plain data, is :class:`attnlab.course.lesson_results.AttentionLimitsResult` (below the claims);
 :func:`from_run` builds it and asks :mod:`attnlab.course.claims.attention_limits` for its verdicts.
 """
@@ -16,12 +16,9 @@ from attnlab.analysis.faithfulness import Scoreboard
 from attnlab.analysis.mean_map_replacement import MapReplacement, TogetherCurves
 from attnlab.analysis.sinks import SinkIntervention, SinkProfile
 from attnlab.course.claims import attention_limits as claims
-from attnlab.course.lesson_results import RESULT_NAMES, AttentionLimitsResult
+from attnlab.course.lesson_results import AttentionLimitsResult
 
-#: The name the notebook saves under.
-RESULT_NAME = RESULT_NAMES[AttentionLimitsResult]
-
-__all__ = ["RESULT_NAME", "AttentionLimitsResult", "from_run"]
+__all__ = ["AttentionLimitsResult", "from_run"]
 
 
 def from_run(profile: SinkProfile, intervention: SinkIntervention, board: Scoreboard,

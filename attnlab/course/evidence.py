@@ -12,15 +12,16 @@ one, missing evidence stays missing and its conclusions say "cannot tell".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import field, make_dataclass
+from typing import Callable, Optional
 
 from tqdm.auto import tqdm
 
-from attnlab.core.language import N_, _, translated
+from attnlab.core.language import N_, _, speaking, translated
 from attnlab.core.models import LoadedModel
-from attnlab.course import lesson_results, results
+from attnlab.course import results
 from attnlab.course.claims import conclusions as claims
+from attnlab.course.lesson_results import ConclusionsResult
 from attnlab.course.registry import EVIDENCE, RERUN, LessonRecord
 from attnlab.course.cards import TWIN_SAYS
 from attnlab.course.twin_control import NO_TWIN, NOT_ABOUT, TWIN_NAME, TWIN_NUMBER, TWIN_VERDICT, against_twin
@@ -33,27 +34,20 @@ VERDICT_COLOURS = {HOLDS: "#2e7d32", FAILS: "#c62828", UNSURE: "#9e9e9e"}
 Runner = Callable[[str, LoadedModel], None]
 
 
-@dataclass
-class Evidence:
-    """Saved results of lessons 05-11 and 13 for one model and run mode (None: not available); one field per
-    record of :data:`attnlab.course.registry.EVIDENCE`, named by its key.
+def _table(self) -> str:
+    """One line per lesson result: its name and where it came from."""
+    return "\n".join(f"  {r.name:24s} {origin_word(self.origin.get(r.name, 'missing'))}" for r in RERUN)
 
-    Attributes:
-        origin: result name -> ``"saved"``, ``"recomputed"`` or ``"missing"``.
-    """
 
-    patterns: lesson_results.HeadPatternsResult | None = None  # lesson 05
-    perturbation: lesson_results.PerturbationResult | None = None  # lesson 06
-    averaging: lesson_results.AveragingResult | None = None  # lesson 08
-    diversity: lesson_results.DiversityResult | None = None  # lesson 09
-    head_count: lesson_results.HeadCountResult | None = None  # lesson 10
-    pruning: lesson_results.PruningResult | None = None  # lesson 11
-    attention_limits: lesson_results.AttentionLimitsResult | None = None  # lesson 13 (read when saved, never re-run)
-    origin: dict[str, str] = field(default_factory=dict)
-
-    def table(self) -> str:
-        """One line per lesson result: its name and where it came from."""
-        return "\n".join(f"  {r.name:24s} {origin_word(self.origin.get(r.name, 'missing'))}" for r in RERUN)
+#: made from the registry: adding a record to :data:`attnlab.course.registry.EVIDENCE` adds its field here
+Evidence = make_dataclass(
+    "Evidence",
+    [(r.key, Optional[r.kind], field(default=None)) for r in EVIDENCE]
+    + [("origin", dict[str, str], field(default_factory=dict))],
+    namespace={"table": _table, "__module__": __name__,
+               "__doc__": "Saved results of lessons 05-11 and 13 for one model and run mode (None: not available); "
+                          "one field per record of attnlab.course.registry.EVIDENCE, named by its key, and origin: "
+                          "result name -> \"saved\", \"recomputed\" or \"missing\"."})
 
 
 #: where a lesson's result came from, as stored (English) and as shown
@@ -277,3 +271,19 @@ def twin_cell(verdict: ClaimVerdict) -> str:
         if said in TWIN_CELL_WORDS:
             return _(TWIN_CELL_WORDS[said])
     return ""
+
+
+def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
+    """Each verdict's record with its deciding number, reason and untrained twin's cell (in English, as
+    records keep their words), by label."""
+    with speaking("en"):
+        return {label: {**v.to_record(), "deciding": deciding_number(v), "reason": v.reason(), "twin": twin_cell(v)}
+                for label, v in verdicts.items()}
+
+
+def conclusions_record(verdicts: dict[str, ClaimVerdict], origin: dict[str, str]) -> ConclusionsResult:
+    """The conclusions as lesson 12 and ``attnlab report`` save them: the verdicts keyed by :data:`LABELS`
+    (from :func:`all_conclusions` or :func:`checked_rows`), where each lesson's evidence came from
+    (result name -> ``"saved"``, ``"recomputed"`` or ``"missing"``), and :func:`claim_rows`."""
+    return ConclusionsResult(verdicts=list(verdicts.values()), evidence_origin=dict(origin), labels=list(verdicts),
+                             claims=claim_rows(verdicts))

@@ -5,8 +5,8 @@ Lesson 12 judges the article's six conclusions from the results of lessons
 sensitivity. Those hand-offs go through the types below, saved and loaded
 with :mod:`attnlab.course.results`::
 
-    results.save(RESULT_NAMES[PerturbationResult], record, model=m)
-    saved = results.load("06_perturbation", PerturbationResult, model=m)
+    results.save(PerturbationResult.file_name, record, model=m)
+    saved = results.load(PerturbationResult.file_name, PerturbationResult, model=m)
 
 Arrays are ``[layers, heads]`` (0-based) unless a field says otherwise.
 A field added here with a default keeps older saved files readable.
@@ -15,6 +15,7 @@ A field added here with a default keeps older saved files readable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ from attnlab.course.verdicts import ClaimVerdict
 @dataclass
 class HeadPatternsResult(Record):
     """Lesson 05: one pattern label per head, from Clark-style statistics over many inputs."""
+
+    file_name: ClassVar[str] = "05_reading_heatmaps"  # the saved file, without ``.json``
 
     n_inputs: int
     labels: list[list[str]]  # [L][H]
@@ -53,6 +56,8 @@ class HeadPatternsResult(Record):
 @dataclass
 class PerturbationResult(Record):
     """Lesson 06: how much each head's map changes under lexical and syntactic perturbation."""
+
+    file_name: ClassVar[str] = "06_perturbation"  # the saved file, without ``.json``
 
     n_queries: int
     chosen_layer: int
@@ -93,6 +98,8 @@ class PerturbationResult(Record):
 class PositionResult(Record):
     """Lesson 07: what removing the position embeddings does to each head."""
 
+    file_name: ClassVar[str] = "07_position_embeddings"  # the saved file, without ``.json``
+
     n_queries: int
     chosen_layer: int
     change: np.ndarray  # (L, H): 1 - similarity with and without positions
@@ -129,6 +136,8 @@ class AveragingResult(Record):
     each head's own null (:mod:`attnlab.analysis.fixedness`); labels are three-way
     from each head's interval over query shards (:func:`attnlab.course.claims.averaging.head_labels`).
     """
+
+    file_name: ClassVar[str] = "08_layer_averaging"  # the saved file, without ``.json``
 
     n_queries: int
     n_tokens: int  # tokens per query, [CLS] and [SEP] not counted
@@ -170,6 +179,8 @@ class AveragingResult(Record):
 class DiversityResult(Record):
     """Lesson 09: within-layer dispersion of heads and its trend with depth."""
 
+    file_name: ClassVar[str] = "09_head_diversity"  # the saved file, without ``.json``
+
     n_queries: int
     layers: list[int]  # 0-based model layers
     dispersion: Interval  # (L,) mean JS distance among each layer's heads, interval over queries
@@ -197,6 +208,8 @@ class DiversityResult(Record):
 @dataclass
 class HeadCountResult(Record):
     """Lesson 10: regrouping the heads into fewer, and training with different head counts in two designs."""
+
+    file_name: ClassVar[str] = "10_how_many_heads"  # the saved file, without ``.json``
 
     n_texts: int  # queries the regrouping statistics average over
     regroup: list[GroupSummary]  # one per h', largest first; per-text masses on self/prev/next/[CLS]/[SEP]/other
@@ -227,6 +240,8 @@ class HeadCountResult(Record):
 class PruningResult(Record):
     """Lesson 11: head importance on one set of texts, pruning curves and ablation on another."""
 
+    file_name: ClassVar[str] = "11_pruning_heads"  # the saved file, without ``.json``
+
     study: PruningStudy | None  # ranking (L, H) from the importance texts; curves (random ones per text) on the
     #   evaluation texts; None from `attnlab report`, which leaves the curves out (no conclusion reads them)
     ablation: np.ndarray  # (L, H): mean loss change on the evaluation texts when the head alone is removed
@@ -250,11 +265,17 @@ class PruningResult(Record):
 
 @dataclass
 class ConclusionsResult(Record):
-    """Lesson 12: the six conclusions with their verdicts, and where the evidence came from."""
+    """Lesson 12: the six conclusions with their verdicts, and where the evidence came from; ``attnlab report``
+    saves its conclusions in the same shape (both built by :func:`attnlab.course.evidence.conclusions_record`)."""
+
+    file_name: ClassVar[str] = "12_conclusions"  # the saved file, without ``.json``
 
     verdicts: list[ClaimVerdict]
     evidence_origin: dict[str, str]  # result name -> "saved", "recomputed" or "missing"
     labels: list[str] = field(default_factory=list)  # one per verdict, e.g. "3a" (conclusion 3, first reading)
+    # label -> the verdict's record with its deciding number, reason and untrained twin's cell, in English
+    # (the table the report's readers and the documents read); {} in records saved before it
+    claims: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -293,6 +314,8 @@ class AttentionLimitsResult(Record):
             {floor: verdict word}: :func:`attnlab.course.claims.attention_limits.floor_sensitivity`).
     """
 
+    file_name: ClassVar[str] = "13_attention_limits"  # the saved file, without ``.json``
+
     sink_texts: int
     special_share_raw: Interval
     special_share_norm: Interval
@@ -325,16 +348,9 @@ class AttentionLimitsResult(Record):
     sensitivity: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-#: saved name of each lesson result
-RESULT_NAMES: dict[type, str] = {
-    HeadPatternsResult: "05_reading_heatmaps",
-    PerturbationResult: "06_perturbation",
-    PositionResult: "07_position_embeddings",
-    AveragingResult: "08_layer_averaging",
-    DiversityResult: "09_head_diversity",
-    HeadCountResult: "10_how_many_heads",
-    PruningResult: "11_pruning_heads",
-    ConclusionsResult: "12_conclusions",
-    AttentionLimitsResult: "13_attention_limits",  # built by attnlab.course.attention_limits_result.from_run
-}
-RESULT_KINDS: dict[str, type] = {name: kind for kind, name in RESULT_NAMES.items()}
+#: every lesson record type, in lesson order (each names its saved file: ``file_name``)
+RECORD_TYPES: tuple[type[Record], ...] = (HeadPatternsResult, PerturbationResult, PositionResult, AveragingResult,
+                                          DiversityResult, HeadCountResult, PruningResult, ConclusionsResult,
+                                          AttentionLimitsResult)
+#: the record type saved under each file name
+RESULT_KINDS: dict[str, type[Record]] = {kind.file_name: kind for kind in RECORD_TYPES}

@@ -21,7 +21,7 @@ from attnlab.core.checks import check_positive_int
 from attnlab.core.language import N_
 from attnlab.core.models import LoadedModel
 from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_NAMES, PerturbationResult
+from attnlab.course.lesson_results import PerturbationResult
 from attnlab.data.corpus import queries
 
 # where the maps came from: stored in English with lesson 11's results, shown through ``translated``
@@ -82,7 +82,7 @@ def perturbation_maps(m: LoadedModel, *, n_queries: int = 30, seed: int = 0,
     (and measured every kind in ``kinds``), else measured here on ``n_queries``
     built-in queries (a smaller, cheaper stand-in that is not saved)."""
     n_queries = check_positive_int(n_queries, "n_queries")
-    saved = results.load(RESULT_NAMES[PerturbationResult], PerturbationResult, model=m)
+    saved = results.load(PerturbationResult.file_name, PerturbationResult, model=m)
     if saved is not None and all(f"{kind}_position" in saved.sensitivity for kind in kinds):
         return from_saved(saved)
     study = perturbation_study(m, queries(m.language, n_queries, seed=seed), kinds=tuple(kinds), seed=seed,

@@ -7,7 +7,7 @@ notebook and call the same builder. A builder asks the claims for every verdict
 it records, so a field added to a record is filled in one place::
 
     record = record_builders.averaging(report, n_queries=res.count, n_tokens=N_TOKENS)
-    results.save(RESULT_NAMES[AveragingResult], record, model=m)
+    results.save(record.file_name, record, model=m)
 
 The records themselves (:mod:`attnlab.course.lesson_results`) are plain data
 below the claims; the builders sit above them. Keyword arguments marked "lesson

@@ -53,7 +53,7 @@ from attnlab.core.distributions import CONTENT_KEYS
 from attnlab.core.models import LoadedModel
 from attnlab.core.records import Record
 from attnlab.core.streaming import iter_shards, mean_attention, merge_all, sharded_mean_attention
-from attnlab.course import attention_limits_result, lesson_results, record_builders
+from attnlab.course import attention_limits_result, lesson_results, record_builders, registry
 from attnlab.course.attention_limits_result import AttentionLimitsResult
 from attnlab.course.claims import averaging as averaging_claims
 from attnlab.course.claims import conclusions as conclusion_claims
@@ -145,24 +145,10 @@ def word_of_interval(interval, *, below: float | None = None, above: float | Non
 # --------------------------------------------------------------------------- sizes
 
 
-#: every size knob of every part: (full run, smoke run); sized parts give (minimum, maximum)
-SIZES: dict[str, dict[str, tuple]] = {
-    "patterns": {"n_boot": (1000, 100)},
-    "perturbation": {"queries": ((100, 1000), (12, 48)), "n_boot": (1000, 100)},
-    "averaging": {"queries": ((MIN_UNITS * 1000, averaging_claims.COURSE_QUERIES), (MIN_UNITS * 25, 12 * 25)),
-                  "shard": (1000, 25), "control": (2000, 100), "n_boot": (1000, 100), "norm_queries": (64, 8)},
-    "diversity": {"texts": ((250, 2000), (12, 48)), "n_boot": (2000, 200)},
-    "head_count": {"texts": (500, 40), "seeds": ((0, 1, 2, 3, 4), (0, 1))},
-    "pruning": {"importance_texts": (128, 4), "eval_texts": (128, 4), "probe_texts": (128, 36),
-                "covering_sets": (20, 4)},
-    "attention_limits": {"sink_texts": (300, 12), "intervene": (100, 6), "scored": (80, 6),
-                         "mean_queries": (2000, 60), "replace": (32, 3), "orders": (5, 2)},
-}
-
-
 def sizes_of(part: str) -> dict:
-    """This run's sizes of ``part`` (smoke or full, from ``ATTNLAB_SMOKE``)."""
-    return {key: pick(*value) for key, value in SIZES[part].items()}
+    """This run's sizes of ``part`` (smoke or full, from ``ATTNLAB_SMOKE``), from its row of the registry
+    (:attr:`attnlab.course.registry.LessonRecord.sizes`)."""
+    return {key: pick(*value) for key, value in registry.by_key(part).sizes.items()}
 
 
 # --------------------------------------------------------------------------- 05
@@ -320,8 +306,8 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
 # --------------------------------------------------------------------------- 11
 
 
-def pruning_part(m: LoadedModel, *, precision: str = "fp32",
-                 progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
+def pruning(m: LoadedModel, *, precision: str = "fp32",
+            progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
     """Lesson 11: single-head ablation on one set of texts, the covering study and two task probes on
     another (conclusions 4 and 6). Lesson 11's pruning curves are left out: they decide only that
     lesson's own verdict, which no conclusion reads, and they were half of this part's time."""
@@ -373,13 +359,7 @@ def attention_limits(m: LoadedModel, *, precision: str = "fp32",
     return attention_limits_result.from_run(profile, intervention, board, replacement, together), None
 
 
-#: the parts in the order they run: name -> (lesson, what it measures, function)
-PARTS: dict[str, tuple[str, str, Callable]] = {
-    "patterns": ("05", "head patterns over many inputs", patterns),
-    "perturbation": ("06", "maps under lexical and syntactic damage", perturbation),
-    "averaging": ("08", "mean maps and fixedness", averaging),
-    "diversity": ("09", "dispersion of heads against depth", diversity),
-    "head_count": ("10", "fewer heads: regrouping and training", head_count),
-    "pruning": ("11", "ablation, covering and task probes", pruning_part),
-    "attention_limits": ("13", "sinks, the faithfulness scoreboard, mean maps", attention_limits),
-}
+#: the parts in the order they run, one per record of lesson 12's evidence (:data:`attnlab.course.registry.EVIDENCE`),
+#: each the function of this module named by the record's key: name -> (lesson, what it measures, function)
+PARTS: dict[str, tuple[str, str, Callable]] = {r.key: (r.lesson, r.what, globals()[r.key])
+                                               for r in registry.EVIDENCE}

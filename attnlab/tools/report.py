@@ -66,6 +66,8 @@ from attnlab.course.evidence import (
     VERDICT_COLOURS,
     Evidence,
     checked_rows,
+    claim_rows,
+    conclusions_record,
     data_verdicts,
     deciding_number,
     row_titles,
@@ -276,14 +278,6 @@ def run_settings(m: LoadedModel, precision: str, runs: dict[str, PartRun], lang:
     })
 
 
-def claim_rows(verdicts: dict[str, ClaimVerdict]) -> dict[str, dict]:
-    """The results JSON's claims: each verdict's record and its deciding number (in English, as records
-    keep their words), by label."""
-    with speaking("en"):
-        return {label: {**v.to_record(), "deciding": deciding_number(v), "reason": v.reason(), "twin": twin_cell(v)}
-                for label, v in verdicts.items()}
-
-
 def verdict_html(label: str, v: ClaimVerdict) -> str:
     """A verdict as HTML: its own card when it has one (``_repr_html_``), else a plain block."""
     card = getattr(v, "_repr_html_", None)
@@ -486,7 +480,7 @@ def _measure_and_write(model: str, out: Path, lang: str, *, device: str, precisi
         settings["twin"] = to_plain(twin_settings)
         settings["seconds"] += time.perf_counter() - twin_started + earlier
     verdicts = judged(ev, runs, twin_rows, twin_name=twin_settings["name"] if twin_settings else "")
-    record = {"settings": settings, "claims": claim_rows(verdicts)}
+    record = {"settings": settings, **conclusions_record(verdicts, ev.origin).to_record()}  # lesson 12's shape
     if twin_rows is not None:
         record["twin_rows"] = claim_rows(twin_rows)
     results.save(REPORT_NAME, record, model=m, folder=out)

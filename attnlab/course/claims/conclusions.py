@@ -82,7 +82,6 @@ from attnlab.course.claims.diversity import (
     verdict_upper_layers_converge,
 )
 from attnlab.course.lesson_results import (
-    RESULT_NAMES,
     AttentionLimitsResult,
     AveragingResult,
     DiversityResult,
@@ -216,7 +215,7 @@ SENSITIVITY = {
 
 
 def _missing(number: int, *kinds: type) -> ClaimVerdict:
-    names = ", ".join(RESULT_NAMES[k] for k in kinds)
+    names = ", ".join(k.file_name for k in kinds)
     return ClaimVerdict.missing(CLAIMS[number], N_("{names} (run those lessons first)").format(names=names))
 
 
@@ -370,12 +369,12 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         return _missing(1, *[k for k, r in ((AveragingResult, averaging), (PerturbationResult, perturbation))
                              if r is None])
     if averaging.fixed_share is None or not averaging.labels:
-        return ClaimVerdict.missing(CLAIMS[1], f"{RESULT_NAMES[AveragingResult]} was saved before heads had "
+        return ClaimVerdict.missing(CLAIMS[1], f"{AveragingResult.file_name} was saved before heads had "
                                                "three-way labels (run lesson 08 again)")
     fixed = averaging.content_fixed_share
     content = perturbation.content_share_by_reading.get(CONTENT_KEYS)
     if fixed is None or content is None or not averaging.content_labels:
-        late = [RESULT_NAMES[k] for k, ok in ((AveragingResult, fixed is not None and averaging.content_labels),
+        late = [k.file_name for k, ok in ((AveragingResult, fixed is not None and averaging.content_labels),
                                                (PerturbationResult, content is not None)) if not ok]
         return ClaimVerdict.missing(CLAIMS[1], N_("{names} saved before the content-key reading "
                                                   "(run those lessons again)").format(names=", ".join(late)))
@@ -624,7 +623,7 @@ def conclusion_2_training(model: DiversityResult | None, twin: DiversityResult |
 def conclusion_3_self(head_count: HeadCountResult | None, *, target: int = COLLAPSE_TARGET) -> ClaimVerdict:
     """The article's reading: merged into ``target`` heads, every token attends to *itself* (lesson 10)."""
     if head_count is None:
-        return ClaimVerdict.missing(SELF_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[HeadCountResult]))
+        return ClaimVerdict.missing(SELF_CLAIM, N_("{name} (run that lesson first)").format(name=HeadCountResult.file_name))
     summaries = head_count.summaries()
     return verdict_self_collapse(summaries, n_heads=max(summaries), target=target)
 
@@ -669,7 +668,7 @@ def pair_numbers(cov: Covering, *, margin: float = ADD_LINE_4A,
 
 def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering | ClaimVerdict:
     if pruning is None:
-        return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
+        return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=PruningResult.file_name))
     cov = pruning.covering
     if cov is None or not cov.has_interaction or not cov.has_pairs:
         return ClaimVerdict.missing(claim, N_("lesson 11 saved no pairs of heads masked together: run it again"))
@@ -902,7 +901,7 @@ def conclusion_6a(perturbation: PerturbationResult | None, pruning: PruningResul
     if labels.size == 0:
         return ClaimVerdict.missing(USEFUL_CLAIM, N_("{names} saved before the content-key reading "
                                                      "(run those lessons again)").format(
-            names=RESULT_NAMES[PerturbationResult]))
+            names=PerturbationResult.file_name))
     if labels.shape != np.shape(pruning.ablation) or pruning.ablation_per_text is None:
         return ClaimVerdict.missing(USEFUL_CLAIM, "lessons 06 and 11 ran on models of different shapes")
     sure = labels != UNSURE
@@ -970,7 +969,7 @@ def conclusion_6b(pruning: PruningResult | None, *, margin: float = TASK_MARGIN,
     accuracy of token identity alone, are shown beside.
     """
     if pruning is None:
-        return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=RESULT_NAMES[PruningResult]))
+        return ClaimVerdict.missing(TASK_CLAIM, N_("{name} (run that lesson first)").format(name=PruningResult.file_name))
     tasks = pruning.tasks
     if tasks is None or set(tasks.refit_costs) != set(tasks.tasks):
         return ClaimVerdict.missing(TASK_CLAIM, N_("lesson 11 saved no refitted task probes: run it again"))

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnlab.course.claims.conclusions import conclusion_1, fixed_share
 from attnlab.course.evidence import Evidence
-from attnlab.course.lesson_results import RESULT_NAMES, AveragingResult, DiversityResult
+from attnlab.course.lesson_results import AveragingResult, DiversityResult
 
 from . import NOT_YET as _NOT_YET, Feedback, check_choice, check_number, exercise
 
@@ -26,7 +26,7 @@ HALF = 0.5
 
 def _need(record: Any, kind: type) -> Any:
     if record is None:
-        raise ValueError(f"this exercise needs the results of {RESULT_NAMES[kind]}: run that lesson first")
+        raise ValueError(f"this exercise needs the results of {kind.file_name}: run that lesson first")
     return record
 
 

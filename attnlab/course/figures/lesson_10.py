@@ -9,7 +9,7 @@ from attnlab.analysis.regroup import regroup_all, regroup_summaries, valid_group
 from attnlab.core.language import _
 from attnlab.course import results
 from attnlab.course.claims.head_count import VASWANI_ROW_A
-from attnlab.course.lesson_results import RESULT_NAMES, HeadCountResult
+from attnlab.course.lesson_results import HeadCountResult
 from attnlab.data.corpus import texts
 from attnlab.data.examples import example_for
 from attnlab.scratch.head_count_training import (
@@ -54,7 +54,7 @@ def regroup_to_two(ctx: FigureContext):
         caption="Where attention goes (self, previous, next, the special tokens at both ends, other) as the heads are merged")
 def regroup_destinations(ctx: FigureContext):
     m = ctx.model
-    saved = results.load(RESULT_NAMES[HeadCountResult], HeadCountResult, model=m)
+    saved = results.load(HeadCountResult.file_name, HeadCountResult, model=m)
     summaries = saved.summaries() if saved is not None else regroup_summaries(
         m, texts(m.language, ctx.pick(500, 40), seed=0))
     return plot_summaries(summaries, ends=m.end_tokens).figure
@@ -65,7 +65,7 @@ def regroup_destinations(ctx: FigureContext):
                 "fixed head size (seed range), beside Vaswani et al.'s Table 3 row (A) (a translation model, "
                 "not bert-base)")
 def head_count_perplexity(ctx: FigureContext):
-    saved = results.load(RESULT_NAMES[HeadCountResult], HeadCountResult, model=ctx.model)
+    saved = results.load(HeadCountResult.file_name, HeadCountResult, model=ctx.model)
     language = LookupLanguage()
     if saved is not None and saved.perplexity_fixed_head:
         designs = {"fixed width": saved.perplexities("fixed width"),

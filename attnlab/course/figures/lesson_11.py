@@ -8,7 +8,7 @@ from attnlab.analysis.importance import ablation_per_text, make_objective
 from attnlab.analysis.pruning import pruning_study
 from attnlab.core.language import _
 from attnlab.course import results
-from attnlab.course.lesson_results import RESULT_NAMES, PruningResult
+from attnlab.course.lesson_results import PruningResult
 from attnlab.data.corpus import texts
 from attnlab.viz.pruning_plots import plot_head_scores, plot_pruning_curves
 
@@ -21,7 +21,7 @@ def _study(ctx: FigureContext):
     m = ctx.model
 
     def compute():
-        saved = results.load(RESULT_NAMES[PruningResult], PruningResult, model=m)
+        saved = results.load(PruningResult.file_name, PruningResult, model=m)
         if saved is not None and saved.study is not None and saved.study.per_text:
             return saved.study
         n_importance, n_eval = ctx.pick(128, 12), ctx.pick(128, 12)

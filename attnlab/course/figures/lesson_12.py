@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attnlab.course import results
 from attnlab.course.evidence import VERDICT_COLOURS, all_conclusions, gather, row_titles, summary_line
-from attnlab.course.lesson_results import RESULT_NAMES, ConclusionsResult
+from attnlab.course.lesson_results import ConclusionsResult
 from attnlab.course.twin_evidence import twin_for
 from attnlab.course.verdicts import ClaimVerdict
 from attnlab.viz.conclusions_plots import plot_verdicts
@@ -18,7 +18,7 @@ from . import FigureContext, figure
 
 def judged_verdicts(ctx: FigureContext) -> dict[str, ClaimVerdict]:
     """Lesson 12's saved verdicts for the model, by label; else the verdicts judged from the saved results."""
-    saved = results.load(RESULT_NAMES[ConclusionsResult], ConclusionsResult, model=ctx.model)
+    saved = results.load(ConclusionsResult.file_name, ConclusionsResult, model=ctx.model)
     if saved is not None and len(saved.labels) == len(saved.verdicts):
         return dict(zip(saved.labels, saved.verdicts))
     twin = twin_for(ctx.model, allow_run=False)  # a saved or shipped twin; no run while drawing

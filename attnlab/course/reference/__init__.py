@@ -46,6 +46,7 @@ from attnlab.core.config import is_smoke
 from attnlab.core.language import N_, _
 from attnlab.core.models import MULTILINGUAL
 from attnlab.course.cards import deciding, label
+from attnlab.course.lesson_results import AttentionLimitsResult, ConclusionsResult
 from attnlab.course.registry import EARLIER_NAMES
 from attnlab.course.results import COURSE_SAMPLE, results_dir
 from attnlab.course.twin_evidence import file_stem
@@ -55,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 MODES = ("smoke", "full")
 #: the lessons whose saved results lesson 12 reads, then lesson 13's and lesson 12's own
 LESSONS = EARLIER_NAMES
-LIMITS, CONCLUSIONS = "13_attention_limits", "12_conclusions"
+LIMITS, CONCLUSIONS = AttentionLimitsResult.file_name, ConclusionsResult.file_name
 COMPARED = (*LESSONS, LIMITS, CONCLUSIONS)
 #: the models a reference is made for, as their records name them (``load_model``'s name after the arrow)
 MODELS = {MULTILINGUAL: MULTILINGUAL, "all-MiniLM-L6-v2 (bundled)": "bundled"}
