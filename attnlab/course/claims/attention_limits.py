@@ -323,15 +323,15 @@ def cost_floor(reference: np.ndarray, share: float = FLOOR_COST_SHARE) -> float:
     return float(share * reference.mean()) if reference.size else 0.0
 
 
-def _below_cost_floor(claim: str, difference: Interval, reference: np.ndarray, floor: float, measure: str,
+def _below_cost_floor(claim: str, interval: Interval, reference: np.ndarray, floor: float, measure: str, /,
                       **numbers) -> ClaimVerdict:
-    """A cost difference (interval over texts) against minus the cost floor: holds when it lies below
+    """A cost difference (``interval``, over texts) against minus the cost floor: holds when it lies below
     minus the floor (``floor`` of the mean distance between two different texts, ``reference`` per
     text, :func:`cost_floor`), does not hold when it lies above that. ``numbers`` follow the floor's."""
     line = -cost_floor(reference, floor)
     return _decided(
-        claim, [difference], holds=difference.below(line), fails=difference.above(line),
-        estimate=float(difference.estimate), measure=measure,
+        claim, [interval], holds=interval.below(line), fails=interval.above(line),
+        estimate=float(interval.estimate), measure=measure,
         **{N_("floor"): -line, N_("floor share"): floor}, **numbers,
     )
 
