@@ -27,47 +27,19 @@ import platform
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from attnlab.tools.local_http import api, free_port, hub_server_ready, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 HUB_CONFIG = ROOT / "classroom" / "hub" / "jupyterhub_config.py"
 #: seconds a server sits idle before its memory is read
 SETTLE = 20
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(base: str, token: str, method: str, path: str) -> tuple[int, dict | None]:
-    request = urllib.request.Request(base + path, method=method, headers={"Authorization": f"token {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            data = answer.read()
-            return answer.status, json.loads(data) if data else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0, None
-
-
-def _wait(seconds: float, ready) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"not ready within {seconds} s")
 
 
 def _rss_mb(pid: int) -> float:
@@ -95,10 +67,10 @@ def server_memory(servers: int) -> list[float]:
     state = Path(tempfile.mkdtemp(prefix="attnlab-hub-bench-"))
     students = [f"student{i}" for i in range(servers)]
     (state / "roster.txt").write_text("\n".join(students) + "\n", encoding="utf-8")
-    port, token = _free_port(), secrets.token_hex(24)
+    port, token = free_port(), secrets.token_hex(24)
     env = {**os.environ, "ATTNLAB_HUB_STATE": str(state), "ATTNLAB_HUB_IP": "127.0.0.1",
-           "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(_free_port()),
-           "ATTNLAB_HUB_PROXY_API_PORT": str(_free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
+           "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(free_port()),
+           "ATTNLAB_HUB_PROXY_API_PORT": str(free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
            "ATTNLAB_HUB_ACCOUNTS": "shared", "ATTNLAB_HUB_UNLIMITED": "1",
            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     base = f"http://127.0.0.1:{port}"
@@ -107,13 +79,12 @@ def server_memory(servers: int) -> list[float]:
         hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(HUB_CONFIG)], cwd=state, env=env, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait(60, lambda: _api(base, token, "GET", "/hub/api/")[0] == 200)
+        wait_until("the hub", 60, lambda: api(base, token, "GET", "/hub/api/")[0] == 200)
         for name in students:
-            _api(base, token, "POST", f"/hub/api/users/{name}")
-            _api(base, token, "POST", f"/hub/api/users/{name}/server")
+            api(base, token, "POST", f"/hub/api/users/{name}")
+            api(base, token, "POST", f"/hub/api/users/{name}/server")
         for name in students:
-            _wait(180, lambda name=name: bool((_api(base, token, "GET", f"/hub/api/users/{name}")[1] or {})
-                                             .get("servers", {}).get("", {}).get("ready")))
+            wait_until(f"{name}'s server", 180, lambda name=name: hub_server_ready(base, token, name))
         time.sleep(SETTLE)
         pids = [pid for pid in _singleuser_pids() if pid not in before]
         return [round(_rss_mb(pid), 1) for pid in pids]

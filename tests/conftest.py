@@ -96,6 +96,12 @@ def bundled():
     return al.load_model("bundled", verbose=False)
 
 
+@pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
+def each_model(request):
+    """The tiny English, the tiny Chinese and the bundled model in turn: a test taking it runs once with each."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.fixture(scope="session")
 def zh_course_run(tmp_path_factory):
     """Chinese lessons 05 and 12 run once, in smoke mode, in a course folder of their own

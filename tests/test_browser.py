@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ import nbformat
 import pytest
 
 from attnlab.tools import english_prose, figure_texts, zh_edition
+from attnlab.tools.local_http import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker holds the JupyterLab
 
@@ -88,12 +88,6 @@ def browser_page(guard=None, *, width: int = 1400, height: int = 1000):
             browser.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _chinese_blocks(lesson: zh_edition.Lesson) -> list[zh_edition.Block]:
     """The lesson's own translation when it has one, else the fixture's."""
     blocks = lesson.blocks()
@@ -125,7 +119,7 @@ def lab(tmp_path_factory):
     hook["id"] = "figure-texts"
     chinese.cells.insert(0, hook)
     nbformat.write(chinese, str(folder / "zh" / f"{LESSON}.ipynb"))
-    port, token = _free_port(), "attnlab-browser-test"
+    port, token = free_port(), "attnlab-browser-test"
     env = dict(os.environ, ATTNLAB_SMOKE="1", ATTNLAB_RESULTS=str(folder / "results"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                JUPYTER_RUNTIME_DIR=str(folder / ".runtime"), JUPYTER_CONFIG_DIR=str(folder / ".config"),
@@ -368,7 +362,7 @@ def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
         if lang == "zh":
             (settings / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings").write_text(
                 setting + "\n", encoding="utf-8")
-        port, token = _free_port(), "attnlab-lab-language"
+        port, token = free_port(), "attnlab-lab-language"
         env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTER_RUNTIME_DIR=str(tmp_path / lang / "rt"),
                    JUPYTER_CONFIG_DIR=str(tmp_path / lang / "config"), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / lang / "ws"),
                    BROWSER="true")

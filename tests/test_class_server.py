@@ -22,7 +22,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from attnlab.core import class_setting
+from attnlab.tools.local_http import api, free_port, hub_server_ready, wait_until
 from attnlab.tools.testing import save_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,25 +73,6 @@ def _missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(base: str, token: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
-    request = urllib.request.Request(base + path, method=method, headers={"Authorization": f"token {token}"},
-                                     data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            data = answer.read()
-            return answer.status, json.loads(data) if data else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    except (urllib.error.URLError, ConnectionError, TimeoutError):  # not listening (yet)
-        return 0, None
-
-
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
@@ -109,15 +90,6 @@ def _login(base: str, name: str, password: str) -> bool:
             return answer.status in (301, 302, 303)
     except urllib.error.HTTPError as exc:
         return exc.code in (301, 302, 303)
-
-
-def _wait(what: str, seconds: float, ready) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"{what} not ready within {seconds} s")
 
 
 async def _run_cells(ws_url: str, token: str, cells: list[str]) -> list[str]:
@@ -172,15 +144,15 @@ print("where", os.getcwd(), os.getuid(), os.environ.get("MEM_LIMIT"), os.environ
 
 
 async def _one_student(base: str, token: str, name: str) -> list[str]:
-    status, _ = _api(base, token, "PUT", f"/user/{name}/api/contents/lesson00", {"type": "directory"})
+    status, _ = api(base, token, "PUT", f"/user/{name}/api/contents/lesson00", {"type": "directory"})
     assert status in (200, 201), status
-    status, kernel = _api(base, token, "POST", f"/user/{name}/api/kernels", {"name": "python3", "path": "lesson00"})
+    status, kernel = api(base, token, "POST", f"/user/{name}/api/kernels", {"name": "python3", "path": "lesson00"})
     assert status == 201, status
     ws = base.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel['id']}/channels"
     try:
         return await _run_cells(ws, token, _lesson_cells() + [CHECK])
     finally:
-        _api(base, token, "DELETE", f"/user/{name}/api/kernels/{kernel['id']}")
+        api(base, token, "DELETE", f"/user/{name}/api/kernels/{kernel['id']}")
 
 
 @pytest.mark.notebooks
@@ -202,24 +174,24 @@ def test_class_server(tmp_path):
             path.chmod(0o755 if path.is_dir() else 0o644)
         state.mkdir(mode=0o700)
         (state / "roster.txt").write_text("# the teacher's list\n" + "\n".join(students) + "\n", encoding="utf-8")
-        port, token = _free_port(), secrets.token_hex(24)
+        port, token = free_port(), secrets.token_hex(24)
         env = {**os.environ, "ATTNLAB_HUB_STATE": str(state), "ATTNLAB_HUB_IP": "127.0.0.1",
-               "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(_free_port()),
-               "ATTNLAB_HUB_PROXY_API_PORT": str(_free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
+               "ATTNLAB_HUB_PORT": str(port), "ATTNLAB_HUB_API_PORT": str(free_port()),
+               "ATTNLAB_HUB_PROXY_API_PORT": str(free_port()), "ATTNLAB_HUB_ADMIN_TOKEN": token,
                "ATTNLAB_HUB_ACCOUNTS": accounts, "ATTNLAB_HUB_LANG": "zh", "ATTNLAB_CLASS": str(setting),
                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         with (tmp_path / "hub.log").open("w") as log:
             hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(CONFIG)], cwd=state, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
-        _wait("the hub", HUB_UP, lambda: hub.poll() is None and _api(base, token, "GET", "/hub/api/")[0] == 200)
+        wait_until("the hub", HUB_UP, lambda: hub.poll() is None and api(base, token, "GET", "/hub/api/")[0] == 200)
 
         # the culler runs as a hub service; the roster is the allowed list
-        status, services = _api(base, token, "GET", "/hub/api/services")
+        status, services = api(base, token, "GET", "/hub/api/services")
         assert status == 200 and "idle-culler" in services, services
         for name in students:
-            assert _api(base, token, "POST", f"/hub/api/users/{name}")[0] in (201, 409)
-            assert _api(base, token, "POST", f"/hub/api/users/{name}/server")[0] in (201, 202)
+            assert api(base, token, "POST", f"/hub/api/users/{name}")[0] in (201, 409)
+            assert api(base, token, "POST", f"/hub/api/users/{name}/server")[0] in (201, 202)
         # the roster and first-use passwords: a name not on the list cannot log in; a student on it sets a
         # password at the first login, and only that password works afterwards
         assert not _login(base, "not-on-the-list", "a-long-password")
@@ -227,12 +199,8 @@ def test_class_server(tmp_path):
         assert not _login(base, students[0], "another-password")
         assert _login(base, students[0], "first-password")
 
-        def ready(name: str) -> bool:
-            status, user = _api(base, token, "GET", f"/hub/api/users/{name}")
-            return status == 200 and bool(user["servers"].get("", {}).get("ready"))
-
         for name in students:
-            _wait(f"{name}'s server", SERVER_UP, lambda name=name: ready(name))
+            wait_until(f"{name}'s server", SERVER_UP, lambda name=name: hub_server_ready(base, token, name))
 
         async def everyone() -> list[list[str]]:
             return await asyncio.gather(*(_one_student(base, token, name) for name in students))
@@ -262,7 +230,7 @@ def test_class_server(tmp_path):
         assert not list(shared.rglob("results")) and not (ROOT / "lesson00").exists()
 
         for name in students:
-            assert _api(base, token, "DELETE", f"/hub/api/users/{name}/server")[0] in (202, 204)
+            assert api(base, token, "DELETE", f"/hub/api/users/{name}/server")[0] in (202, 204)
     finally:
         if hub is not None and hub.poll() is None:
             hub.send_signal(signal.SIGTERM)

@@ -15,30 +15,25 @@ sol00 = teacher("00")
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
 
-@pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
-def m(request):
-    return request.getfixturevalue(request.param)
-
-
-def test_total_heads(m):
-    solution = sol00.solution_total_heads(m)
-    assert solution == m.n_layers * m.n_heads
-    assert ex.check_total_heads(m, solution).correct
-    assert ex.check_total_heads(m, (m.n_layers, m.n_heads)).correct
-    wrong = ex.check_total_heads(m, m.n_heads)  # heads of one layer only
+def test_total_heads(each_model):
+    solution = sol00.solution_total_heads(each_model)
+    assert solution == each_model.n_layers * each_model.n_heads
+    assert ex.check_total_heads(each_model, solution).correct
+    assert ex.check_total_heads(each_model, (each_model.n_layers, each_model.n_heads)).correct
+    wrong = ex.check_total_heads(each_model, each_model.n_heads)  # heads of one layer only
     assert not wrong.correct and "ONE layer" in wrong.message
-    assert not ex.check_total_heads(m, (m.n_heads, m.n_layers + 1)).correct
-    assert not ex.check_total_heads(m, "many").correct
+    assert not ex.check_total_heads(each_model, (each_model.n_heads, each_model.n_layers + 1)).correct
+    assert not ex.check_total_heads(each_model, "many").correct
 
 
 def test_total_heads_of_the_bundled_model_is_72(bundled):
     assert ex.check_total_heads(bundled, 72).correct  # 6 layers x 12 heads, from its config
 
 
-def test_token_count(m):
-    solution = sol00.solution_token_count(m)
-    assert ex.check_token_count(m, solution).correct
-    without_specials = ex.check_token_count(m, solution - 2)
+def test_token_count(each_model):
+    solution = sol00.solution_token_count(each_model)
+    assert ex.check_token_count(each_model, solution).correct
+    without_specials = ex.check_token_count(each_model, solution - 2)
     assert not without_specials.correct and "special tokens" in without_specials.message
 
 
@@ -80,10 +75,10 @@ def test_top_key_matches_a_hand_computation(fixture, request):
         assert not ex.check_top_key(m, runner_up, layer=0, head=head).correct
 
 
-def test_top_key_solution_in_later_layers(m):
-    layer, head = m.n_layers - 1, m.n_heads - 1
-    solution = sol00.solution_top_key(m, layer=layer, head=head)
-    verdict = ex.check_top_key(m, solution, layer=layer, head=head)
+def test_top_key_solution_in_later_layers(each_model):
+    layer, head = each_model.n_layers - 1, each_model.n_heads - 1
+    solution = sol00.solution_top_key(each_model, layer=layer, head=head)
+    verdict = ex.check_top_key(each_model, solution, layer=layer, head=head)
     assert verdict.correct and f"layer {layer + 1}, head {head + 1}" in verdict.message
 
 

@@ -21,11 +21,6 @@ sol04 = teacher("04")
 pytestmark = pytest.mark.usefixtures("attempts_folder")  # attempts are saved in a folder of the test's own
 
 
-@pytest.fixture(params=["tiny_en", "tiny_zh", "bundled"])
-def model(request):
-    return request.getfixturevalue(request.param)
-
-
 def _not_yet(verdict):
     assert not verdict and str(verdict).startswith("❌ not yet")
 
@@ -50,29 +45,29 @@ def test_tiny_weight_by_hand():
     assert sol01.solution_tiny_weight(None, np.int64(0), np.int64(1)) == pytest.approx(by_hand)
 
 
-def test_strongest_key_and_diagonal_head(model):
-    good = sol01.solution_strongest_key(model, layer=0, head=2, query=1)
-    assert lesson_01.check_strongest_key(model, good, layer=0, head=2, query=1)
+def test_strongest_key_and_diagonal_head(each_model):
+    good = sol01.solution_strongest_key(each_model, layer=0, head=2, query=1)
+    assert lesson_01.check_strongest_key(each_model, good, layer=0, head=2, query=1)
     import attnlab as al
 
-    att = al.attention(model, [al.example_for(model)])
+    att = al.attention(each_model, [al.example_for(each_model)])
     row = att.head(0, 0, 2)[1]
     weakest = att.tokens[0][int(row.argmin())]
     if weakest != good:
-        assert not lesson_01.check_strongest_key(model, weakest, layer=0, head=2, query=1)
-    _not_yet(lesson_01.check_strongest_key(model, None))
+        assert not lesson_01.check_strongest_key(each_model, weakest, layer=0, head=2, query=1)
+    _not_yet(lesson_01.check_strongest_key(each_model, None))
 
-    best = sol01.solution_diagonal_head(model)
-    assert lesson_01.check_diagonal_head(model, best)
+    best = sol01.solution_diagonal_head(each_model)
+    assert lesson_01.check_diagonal_head(each_model, best)
     diag = att[0].diagonal(dim1=-2, dim2=-1).mean(-1)  # (L, H)
     worst = divmod(int(diag.argmin()), diag.shape[1])
-    assert not lesson_01.check_diagonal_head(model, worst)
+    assert not lesson_01.check_diagonal_head(each_model, worst)
     # 1-based answer for the 0-based question is wrong unless it happens to coincide
     one_based = (best[0] + 1, best[1] + 1)
-    if one_based[0] < model.n_layers:
-        assert not lesson_01.check_diagonal_head(model, one_based)
-    _not_yet(lesson_01.check_diagonal_head(model, None))
-    assert not lesson_01.check_diagonal_head(model, "layer one")
+    if one_based[0] < each_model.n_layers:
+        assert not lesson_01.check_diagonal_head(each_model, one_based)
+    _not_yet(lesson_01.check_diagonal_head(each_model, None))
+    assert not lesson_01.check_diagonal_head(each_model, "layer one")
 
 
 # --------------------------------------------------------------------------- lesson 02
@@ -97,42 +92,43 @@ def test_lesson_02(tiny_en, bundled):
 # --------------------------------------------------------------------------- lesson 03
 
 
-def test_lesson_03(model):
-    n = len(model.tokenizer(__import__("attnlab").example_for(model))["input_ids"])
-    assert lesson_03.example_length(model) == n
+def test_lesson_03(each_model):
+    n = len(each_model.tokenizer(__import__("attnlab").example_for(each_model))["input_ids"])
+    assert lesson_03.example_length(each_model) == n
     for kind in ("lstm", "attention"):
-        assert lesson_03.check_path_length(model, sol03.solution_path_length(model, kind), kind)
-        assert lesson_03.check_sequential_steps(model, sol03.solution_sequential_steps(model, kind), kind)
-    assert sol03.solution_path_length(model, "lstm") == n - 1
-    assert not lesson_03.check_path_length(model, n - 1, "attention")
-    assert not lesson_03.check_sequential_steps(model, 1, "lstm")
-    assert lesson_03.check_attention_entries(model, model.n_heads * n * n)
-    assert not lesson_03.check_attention_entries(model, n * n)  # forgot the heads
-    _not_yet(lesson_03.check_attention_entries(model, None))
+        assert lesson_03.check_path_length(each_model, sol03.solution_path_length(each_model, kind), kind)
+        assert lesson_03.check_sequential_steps(each_model, sol03.solution_sequential_steps(each_model, kind), kind)
+    assert sol03.solution_path_length(each_model, "lstm") == n - 1
+    assert not lesson_03.check_path_length(each_model, n - 1, "attention")
+    assert not lesson_03.check_sequential_steps(each_model, 1, "lstm")
+    assert lesson_03.check_attention_entries(each_model, each_model.n_heads * n * n)
+    assert not lesson_03.check_attention_entries(each_model, n * n)  # forgot the heads
+    _not_yet(lesson_03.check_attention_entries(each_model, None))
 
 
 # --------------------------------------------------------------------------- lesson 04
 
 
-def test_lesson_04(model):
-    assert lesson_04.check_head_width(model, sol04.solution_head_width(model))
-    assert not lesson_04.check_head_width(model, model.hidden_size)
-    _not_yet(lesson_04.check_head_width(model, None))
+def test_lesson_04(each_model):
+    assert lesson_04.check_head_width(each_model, sol04.solution_head_width(each_model))
+    assert not lesson_04.check_head_width(each_model, each_model.hidden_size)
+    _not_yet(lesson_04.check_head_width(each_model, None))
     # the shape must be what split_heads really gives for the example
     from attnlab.scratch.self_attention import hidden_states, split_heads
     import attnlab as al
 
-    hs, _, _ = hidden_states(model, [al.example_for(model)])
+    hs, _, _ = hidden_states(each_model, [al.example_for(each_model)])
     with torch.no_grad():
-        real = tuple(split_heads(model.layer_parts()[0].query(hs[0]), model.n_heads).shape)
-    assert sol04.solution_split_shape(model) == real
-    assert lesson_04.check_split_shape(model, real)
+        real = tuple(split_heads(each_model.layer_parts()[0].query(hs[0]), each_model.n_heads).shape)
+    assert sol04.solution_split_shape(each_model) == real
+    assert lesson_04.check_split_shape(each_model, real)
     b, h, t, d = real
-    assert not lesson_04.check_split_shape(model, (b, t, h, d))  # heads and tokens swapped
-    _not_yet(lesson_04.check_split_shape(model, None))
-    assert lesson_04.check_head_slice(model, sol04.solution_head_slice(model, 6), head=6)
-    assert not lesson_04.check_head_slice(model, (7 * model.head_dim, 8 * model.head_dim), head=6)  # 1-based slip
-    _not_yet(lesson_04.check_head_slice(model, None))
+    assert not lesson_04.check_split_shape(each_model, (b, t, h, d))  # heads and tokens swapped
+    _not_yet(lesson_04.check_split_shape(each_model, None))
+    assert lesson_04.check_head_slice(each_model, sol04.solution_head_slice(each_model, 6), head=6)
+    one_based = (7 * each_model.head_dim, 8 * each_model.head_dim)  # 0-based head 7's slice: a 1-based slip
+    assert not lesson_04.check_head_slice(each_model, one_based, head=6)
+    _not_yet(lesson_04.check_head_slice(each_model, None))
 
 
 # --------------------------------------------------------------------------- attempts and hints

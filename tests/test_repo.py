@@ -105,14 +105,13 @@ def test_the_course_command_opens_jupyterlab_even_as_root(tmp_path):
     """`bash scripts/course.sh` starts a server that answers (with --allow-root when run as root)."""
     import os
     import signal
-    import socket
     import subprocess
     import time
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from attnlab.tools.local_http import free_port
+
+    port = free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"), BROWSER="true")
     stamp = ROOT / ".venv" / ".attnlab-installed"
     if os.environ.get("ATTNLAB_NO_VENV") == "1" or not stamp.exists() \

@@ -69,7 +69,7 @@ Shapes: ``L`` layers, ``T`` tokens of one query, ``k`` of them non-special, ``d`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -247,9 +247,12 @@ def _copies_of(inputs: dict[str, torch.Tensor], positions: Sequence[Sequence[int
     return _Copies(copies, text, position, copies["attention_mask"].bool(), rows)
 
 
-def _one_text(inputs: dict[str, torch.Tensor]) -> None:
+def _of_one_text(batched: Callable[..., list], m: LoadedModel, inputs: dict[str, torch.Tensor], *args, **kwargs):
+    """``batched(m, inputs, *args, **kwargs)``, a function of every text of a padded batch, for the one
+    text of ``inputs`` (``(1, T)`` tensors; a larger batch is refused): its first answer."""
     if inputs["input_ids"].shape[0] != 1:
         raise ValueError(f"one text's encoding expected, (1, T) tensors; got {tuple(inputs['input_ids'].shape)}")
+    return batched(m, inputs, *args, **kwargs)[0]
 
 
 # --------------------------------------------------------------------------- ground truths
@@ -264,8 +267,7 @@ def masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positi
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the tokens to leave out, one at a time.
     """
-    _one_text(inputs)
-    return _masked_leave_one_out(m, inputs, [positions])[0]
+    return _of_one_text(_masked_leave_one_out, m, inputs, [positions])
 
 
 def _masked_leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
@@ -287,8 +289,7 @@ def leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Se
         inputs: one text's encoding, ``(1, T)`` tensors without padding.
         positions: the token positions to remove, one at a time.
     """
-    _one_text(inputs)
-    return _leave_one_out(m, inputs, [positions])[0]
+    return _of_one_text(_leave_one_out, m, inputs, [positions])
 
 
 def _leave_one_out(m: LoadedModel, inputs: dict[str, torch.Tensor],
@@ -321,8 +322,7 @@ def grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Seque
         leave_out: pool only the *other* tokens, so that ``j``'s own path through the residual
             stream into the pool does not count.
     """
-    _one_text(inputs)
-    return _grad_input(m, inputs, [positions], leave_out=leave_out)[0]
+    return _of_one_text(_grad_input, m, inputs, [positions], leave_out=leave_out)
 
 
 def _grad_input(m: LoadedModel, inputs: dict[str, torch.Tensor],
@@ -352,8 +352,7 @@ def zeroed_embedding(m: LoadedModel, inputs: dict[str, torch.Tensor], positions:
     """``(k,)``: the cosine distance of the sentence vector when token ``j``'s input (word)
     embedding is set to zero (its position embedding stays): the change gradient x input
     approximates to first order."""
-    _one_text(inputs)
-    return _zeroed_embedding(m, inputs, [positions])[0]
+    return _of_one_text(_zeroed_embedding, m, inputs, [positions])
 
 
 def _zeroed_embedding(m: LoadedModel, inputs: dict[str, torch.Tensor],
@@ -377,8 +376,7 @@ def knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequenc
     """``(k,)``: whole-model knockout. For each listed token, zero its value vectors in every layer
     and head at once and return the mean cosine distance of the *other* tokens' last hidden states
     from the unchanged run."""
-    _one_text(inputs)
-    return _knockout(m, inputs, [positions])[0]
+    return _of_one_text(_knockout, m, inputs, [positions])
 
 
 def _knockout(m: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -403,8 +401,7 @@ def value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> torch
     Per layer one pass of ``T`` copies of the text (copy ``j`` zeroes token ``j``) through that
     layer alone: it starts from the unchanged pass's input of the layer and stops after it.
     """
-    _one_text(inputs)
-    return _value_zeroing_maps(m, inputs)[0]
+    return _of_one_text(_value_zeroing_maps, m, inputs)
 
 
 def _value_zeroing_maps(m: LoadedModel, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:

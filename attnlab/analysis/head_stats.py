@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -479,8 +479,14 @@ def head_stats(
     if not isinstance(m, LoadedModel):
         raise TypeError(f"head_stats(m, texts) needs a loaded model first, got {type(m).__name__}; "
                         "for attention maps you already have, use head_stats_of(att)")
+    return stats_of_batches(m, iter_attention_batches(m, texts, pairs, batch_size=batch_size, progress=progress))
+
+
+def stats_of_batches(m: LoadedModel, batches: Iterable[Batch]) -> HeadStats:
+    """:class:`HeadStats` of ``m`` (every field ``[L, H]``) over ``batches`` of its maps, summed in their
+    order with one batch in memory at a time."""
     total = empty_sums(m.n_layers, m.n_heads)
-    for batch in iter_attention_batches(m, texts, pairs, batch_size=batch_size, progress=progress):
+    for batch in batches:
         total = total + batch_sums(m, batch)
     return total.finish()
 

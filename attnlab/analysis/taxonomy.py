@@ -55,7 +55,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from attnlab.analysis.head_stats import HeadStats, HeadSums, batch_sums, empty_sums, format_table, text_sums
+from attnlab.analysis.head_stats import HeadStats, HeadSums, format_table, stats_of_batches, text_sums
 from attnlab.analysis.stats import correlation
 from attnlab.core.checks import check_positive_int
 from attnlab.core.config import pick
@@ -389,10 +389,8 @@ def survey_stats(
         :class:`HeadStats`; ``segment_mass`` comes from the pairs only, the
         other statistics from every row of singles and pairs.
     """
-    total = empty_sums(m.n_layers, m.n_heads)
-    for batch in survey_batches(m, texts, n_texts=n_texts, n_pairs=n_pairs, batch_size=batch_size, progress=progress):
-        total = total + batch_sums(m, batch)
-    return total.finish()
+    return stats_of_batches(m, survey_batches(m, texts, n_texts=n_texts, n_pairs=n_pairs, batch_size=batch_size,
+                                             progress=progress))
 
 
 def survey_batches(m: LoadedModel, texts: Sequence[str] | None, *, n_texts: int | None, n_pairs: int | None,

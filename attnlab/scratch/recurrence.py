@@ -129,6 +129,14 @@ def make_layer(kind: str, width: int = 32, *, n_heads: int = 4, seed: int = 0) -
 # --------------------------------------------------------------------------- timing
 
 
+def _rows(kept: dict[str, list[list[float]]], summary: dict[str, list[float]], kind: str) -> np.ndarray:
+    """``[runs, lengths]``: ``kind``'s values of every run (``kept``: one list per length, a value per run),
+    or one row of the per-length ``summary`` when no run's values were kept."""
+    if kind in kept:
+        return np.asarray(kept[kind], dtype=float).T
+    return np.asarray(summary[kind], dtype=float)[None, :]
+
+
 @dataclass
 class Timing(Record):
     """Wall time per forward pass, per kind and length.
@@ -150,9 +158,7 @@ class Timing(Record):
 
     def repeats(self, kind: str) -> np.ndarray:
         """``[repeats, lengths]`` seconds of ``kind`` (one row of medians when no samples were kept)."""
-        if kind in self.samples:
-            return np.asarray(self.samples[kind], dtype=float).T
-        return np.asarray(self.seconds[kind], dtype=float)[None, :]
+        return _rows(self.samples, self.seconds, kind)
 
 
 def time_layers(
@@ -257,9 +263,7 @@ class Influence(Record):
 
     def seed_shares(self, kind: str) -> np.ndarray:
         """``[seeds, lengths]`` shares of ``kind`` (one row of means when no per-seed values were kept)."""
-        if kind in self.share_per_seed:
-            return np.asarray(self.share_per_seed[kind], dtype=float).T
-        return np.asarray(self.share[kind], dtype=float)[None, :]
+        return _rows(self.share_per_seed, self.share, kind)
 
 
 def first_token_influence(

@@ -90,6 +90,27 @@ def _example(att: Attention, i: int) -> tuple[Any, list[str], int | None]:
     return maps, tokens, b_start
 
 
+def _title(att: Attention, i: int) -> str:
+    """Text ``i`` of ``att`` as a view's title ("" when it keeps no texts)."""
+    return f"{att.texts[i] if getattr(att, 'texts', None) else ''}"
+
+
+def _shown(att: Attention, i: int, view: Any, name: str, offline_line: str, *, verbose: bool,
+           bertviz: bool | None, **options: Any):
+    """Text ``i`` of ``att`` in bertviz's view ``name`` (``head_view`` or ``model_view``, with ``options``)
+    when :func:`_choice` says bertviz, else the offline ``view``, after printing ``offline_line`` (with
+    ``{reason}``) when ``verbose``."""
+    usable, reason = _choice(bertviz, f"views.{name}(att, {i}, bertviz=True)")
+    if not usable:
+        if verbose:
+            print(offline_line.format(reason=reason))
+        return view
+    import bertviz as bertviz_package  # optional: imported only when it can render
+
+    attention, toks = att.to_bertviz(i)
+    return getattr(bertviz_package, name)(attention, toks, **options)
+
+
 def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Sequence[int] | None = None,
               *, verbose: bool = True, bertviz: bool | None = None):
     """Line view of text ``i`` (bertviz's ``head_view`` when online).
@@ -109,18 +130,9 @@ def head_view(att: Attention, i: int = 0, layer: int | None = None, heads: Seque
         ``.save(path)`` writes an HTML file).
     """
     maps, tokens, b_start = _example(att, i)
-    view = HeadView(maps, tokens, layer=0 if layer is None else layer, heads=heads,
-                    title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
-    usable, reason = _choice(bertviz, f"views.head_view(att, {i}, bertviz=True)")
-    if not usable:
-        if verbose:
-            print(_("Offline head view ({reason}).").format(reason=reason))
-        return view
-    from bertviz import head_view as bv_head_view  # optional: imported only when it can render
-
-    attention, toks = att.to_bertviz(i)
-    return bv_head_view(attention, toks, sentence_b_start=b_start, layer=layer,
-                        heads=list(heads) if heads is not None else None)
+    view = HeadView(maps, tokens, layer=0 if layer is None else layer, heads=heads, title=_title(att, i))
+    return _shown(att, i, view, "head_view", _("Offline head view ({reason})."), verbose=verbose, bertviz=bertviz,
+                  sentence_b_start=b_start, layer=layer, heads=list(heads) if heads is not None else None)
 
 
 def model_view(att: Attention, i: int = 0, *, verbose: bool = True, bertviz: bool | None = None):
@@ -130,13 +142,6 @@ def model_view(att: Attention, i: int = 0, *, verbose: bool = True, bertviz: boo
     Returns bertviz's return value online, else an :class:`attnlab.viz.offline_views.ModelView`.
     """
     maps, tokens, b_start = _example(att, i)
-    view = ModelView(maps, tokens, title=f"{att.texts[i] if getattr(att, 'texts', None) else ''}")
-    usable, reason = _choice(bertviz, f"views.model_view(att, {i}, bertviz=True)")
-    if not usable:
-        if verbose:
-            print(_("Offline model view ({reason}).").format(reason=reason))
-        return view
-    from bertviz import model_view as bv_model_view  # optional: imported only when it can render
-
-    attention, toks = att.to_bertviz(i)
-    return bv_model_view(attention, toks, sentence_b_start=b_start)
+    view = ModelView(maps, tokens, title=_title(att, i))
+    return _shown(att, i, view, "model_view", _("Offline model view ({reason})."), verbose=verbose, bertviz=bertviz,
+                  sentence_b_start=b_start)

@@ -323,16 +323,26 @@ def cost_floor(reference: np.ndarray, share: float = FLOOR_COST_SHARE) -> float:
     return float(share * reference.mean()) if reference.size else 0.0
 
 
+def _below_cost_floor(claim: str, interval: Interval, reference: np.ndarray, floor: float, measure: str, /,
+                      **numbers) -> ClaimVerdict:
+    """A cost difference (``interval``, over texts) against minus the cost floor: holds when it lies below
+    minus the floor (``floor`` of the mean distance between two different texts, ``reference`` per
+    text, :func:`cost_floor`), does not hold when it lies above that. ``numbers`` follow the floor's."""
+    line = -cost_floor(reference, floor)
+    return _decided(
+        claim, [interval], holds=interval.below(line), fails=interval.above(line),
+        estimate=float(interval.estimate), measure=measure,
+        **{N_("floor"): -line, N_("floor share"): floor}, **numbers,
+    )
+
+
 def verdict_mean_map_stands_in(replacement: MapReplacement, floor: float = FLOOR_COST_SHARE) -> ClaimVerdict:
     """Cost with the mean map minus cost with another query's map, averaged over heads, interval
-    over texts: holds when it lies below minus the floor (``floor`` of the mean distance between two
-    different texts, :func:`cost_floor`), does not hold when it lies above that."""
+    over texts, against the cost floor as :func:`_below_cost_floor` decides."""
     saving = replacement.saving()
-    line = -cost_floor(replacement.reference, floor)
-    return _decided(
-        CLAIM_MEAN_STANDS_IN, [saving], holds=saving.below(line), fails=saving.above(line),
-        estimate=float(saving.estimate), measure=N_("cost with the mean map minus with another query's map (1 - cos)"),
-        **{N_("floor"): -line, N_("floor share"): floor},
+    return _below_cost_floor(
+        CLAIM_MEAN_STANDS_IN, saving, replacement.reference, floor,
+        N_("cost with the mean map minus with another query's map (1 - cos)"),
         mean_map_cost=float(replacement.cost.mean()), other_query_cost=float(replacement.control.mean()),
         difference=float(saving.estimate), low=float(saving.low), high=float(saving.high), texts=saving.n,
     )
@@ -377,14 +387,11 @@ def verdict_heads_replaceable_together(together: TogetherCurves, threshold: floa
 
 def verdict_fixed_order_beats_random(together: TogetherCurves, floor: float = FLOOR_COST_SHARE) -> ClaimVerdict:
     """Per text, the mean cost over the curve in fixedness order minus the random orders', interval
-    over texts: holds when it lies below minus the floor (``floor`` of the mean distance between two
-    different texts, :func:`cost_floor`), does not hold when it lies above that."""
+    over texts, against the cost floor as :func:`_below_cost_floor` decides."""
     advantage = together.order_advantage()
-    line = -cost_floor(together.reference, floor)
-    return _decided(
-        CLAIM_ORDER, [advantage], holds=advantage.below(line), fails=advantage.above(line),
-        estimate=float(advantage.estimate), measure=N_("mean cost in fixedness order minus in random orders (1 - cos)"),
-        **{N_("floor"): -line, N_("floor share"): floor},
+    return _below_cost_floor(
+        CLAIM_ORDER, advantage, together.reference, floor,
+        N_("mean cost in fixedness order minus in random orders (1 - cos)"),
         difference=float(advantage.estimate), low=float(advantage.low), high=float(advantage.high),
         fixed_first_mean_cost=float(together.fixed_first.mean()), random_mean_cost=float(together.random.mean()),
         reverse_mean_cost=float(together.reverse.mean()), random_orders=int(together.random.shape[0]),

@@ -30,12 +30,13 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from attnlab.core import class_setting
-from attnlab.core.config import is_smoke
+from attnlab.core.config import is_smoke, pick
 from attnlab.core.fast import choose_precision
 from attnlab.core.language import _
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
 from attnlab.course import attempts
+from attnlab.data.querygen import same_length_queries
 
 
 T = TypeVar("T")
@@ -49,6 +50,13 @@ def per_model(m: LoadedModel, name: str, compute: Callable[[], T]) -> T:
     many queries, head distances) when the student's own result is not given.
     """
     return memo(m, "exercise", name, compute)
+
+
+def per_model_over_queries(m: LoadedModel, name: str, measure: Callable[..., T], full: int, smoke: int) -> T:
+    """``measure(m, queries, progress=False)`` once per model, run mode and ``name`` (:func:`per_model`),
+    over ``full`` same-length queries (``smoke`` in smoke mode): a lesson's bulk evidence for a checker
+    whose notebook passes none."""
+    return per_model(m, name, lambda: measure(m, same_length_queries(m, pick(full, smoke)), progress=False))
 
 
 #: What every checker says when the answer is still the placeholder ``None`` (English; shown translated).

@@ -36,6 +36,16 @@ def _labels(m: LoadedModel) -> HeadLabels:
     return classify_heads(default_survey(m))
 
 
+def _not_a_label(answer: Any) -> Feedback | None:
+    """The feedback for an answer that is no label of :data:`LABELS` ("not yet" for None); None for a label."""
+    if answer is None:
+        return Feedback(False, _NOT_YET, None)
+    if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
+        return Feedback(False, _("answer with one of: {labels} (got {answer!r}).").format(
+            labels=", ".join(LABELS), answer=answer), None)
+    return None
+
+
 # --------------------------------------------------------------------------- 1. predict a label
 
 
@@ -73,11 +83,9 @@ def check_head_label(m: LoadedModel, answer: Any, layer: int, head: int) -> Feed
     """
     layer = m.check_layer(layer)
     head = m.check_head(head)
-    if answer is None:
-        return Feedback(False, _NOT_YET, None)
-    if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Feedback(False, _("answer with one of: {labels} (got {answer!r}).").format(
-            labels=", ".join(LABELS), answer=answer), None)
+    refused = _not_a_label(answer)
+    if refused is not None:
+        return refused
     labels = _labels(m)
     truth = labels[layer, head]
     if answer.strip().lower() == truth:
@@ -127,11 +135,9 @@ def _expected_cls_mass(m: LoadedModel, layer: int, head: int, text: str | None =
 def check_layer_majority(m: LoadedModel, answer: Any, layer: int) -> Feedback:
     """Which label do most heads of ``layer`` (0-based) have? Ties: any of the tied labels counts."""
     layer = m.check_layer(layer)
-    if answer is None:
-        return Feedback(False, _NOT_YET, None)
-    if not isinstance(answer, str) or answer.strip().lower() not in LABELS:
-        return Feedback(False, _("answer with one of: {labels} (got {answer!r}).").format(
-            labels=", ".join(LABELS), answer=answer), None)
+    refused = _not_a_label(answer)
+    if refused is not None:
+        return refused
     counts = Counter(_labels(m).labels[layer].tolist())
     top = max(counts.values())
     winners = sorted(name for name, c in counts.items() if c == top)

@@ -14,14 +14,12 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from attnlab.core.config import pick
 from attnlab.core.extract import attention
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.core.streaming import MeanAttention, mean_attention
-from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
+from . import NOT_YET as _NOT_YET, per_model_over_queries, Feedback, check_choice, check_number, exercise
 
 __all__ = [
     "check_mean_cell",
@@ -32,7 +30,7 @@ __all__ = [
 
 def _default_result(m: LoadedModel) -> MeanAttention:
     """A small mean over same-length queries (when the notebook passes none)."""
-    return per_model(m, "lesson_08", lambda: mean_attention(m, same_length_queries(m, pick(2000, 150)), progress=False))
+    return per_model_over_queries(m, "lesson_08", mean_attention, 2000, 150)
 
 
 # --------------------------------------------------------------------------- 1. one cell by brute force

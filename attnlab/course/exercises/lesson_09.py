@@ -23,14 +23,12 @@ from attnlab.analysis.diversity import (
     head_distances,
     shuffled_baseline,
 )
-from attnlab.core.config import pick
 from attnlab.core.language import _
 from attnlab.core.models import LoadedModel
 from attnlab.course.claims.diversity import verdict_more_alike_with_depth
 from attnlab.course.verdicts import word_from
-from attnlab.data.querygen import same_length_queries
 
-from . import NOT_YET as _NOT_YET, per_model, Feedback, check_choice, check_number, exercise
+from . import NOT_YET as _NOT_YET, per_model_over_queries, Feedback, check_choice, check_number, exercise
 
 __all__ = [
     "check_closest_pair",
@@ -41,7 +39,7 @@ __all__ = [
 
 def _default_distances(m: LoadedModel) -> HeadDistances:
     """Head distances over a few same-length queries (when the notebook passes none)."""
-    return per_model(m, "lesson_09", lambda: head_distances(m, same_length_queries(m, pick(500, 40)), progress=False))
+    return per_model_over_queries(m, "lesson_09", head_distances, 500, 40)
 
 
 # --------------------------------------------------------------------------- 1. closest pair

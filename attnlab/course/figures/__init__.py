@@ -33,6 +33,7 @@ from attnlab.core.config import smoke_mode
 from attnlab.core.language import _, listening, speaking
 from attnlab.core.memo import memo
 from attnlab.core.models import LoadedModel
+from attnlab.data.corpus import Query, queries
 from attnlab.viz.plot import texts_of
 
 T = TypeVar("T")
@@ -52,6 +53,12 @@ class FigureContext:
         """``compute()`` once per model and mode (:func:`attnlab.core.memo.memo`), shared by the
         figures that need it (also by a later build with the same model, e.g. in another language)."""
         return memo(self.model, "figure", key, compute, smoke=self.smoke)
+
+    def over_queries(self, key: str, study: Callable[[LoadedModel, list[Query]], T]) -> T:
+        """``study(model, queries)`` once per model and mode (:meth:`memo`, under ``key``) over the built-in
+        search queries in the model's language: 1,000 (30 in smoke mode), the same ones, in the same
+        order, for every study (lessons 06 and 07 compare theirs query by query)."""
+        return self.memo(key, lambda: study(self.model, queries(self.model.language, self.pick(1000, 30))))
 
 
 @dataclass

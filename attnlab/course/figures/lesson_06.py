@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from attnlab.analysis.compare import PerturbationStudy, displacement_control, example_maps, perturbation_study
 from attnlab.analysis.perturb import example_perturbations
-from attnlab.data.corpus import queries
 from attnlab.viz.perturbation_plots import (
     plot_displacement_control,
     plot_example_rows,
@@ -20,8 +19,7 @@ LESSON = "06_perturbation.ipynb"
 
 def shared_study(ctx: FigureContext) -> PerturbationStudy:
     """The perturbation study over the built-in queries, computed once per build."""
-    m = ctx.model
-    return ctx.memo("study06", lambda: perturbation_study(m, queries(m.language, ctx.pick(1000, 30))))
+    return ctx.over_queries("study06", perturbation_study)
 
 
 @figure("perturbation_example", lesson=LESSON,

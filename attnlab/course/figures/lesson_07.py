@@ -17,7 +17,6 @@ from attnlab.analysis.position import (
 )
 from attnlab.core.language import _
 from attnlab.course.claims.position import STRONG
-from attnlab.data.corpus import queries
 from attnlab.data.examples import example_for
 from attnlab.viz.position_plots import plot_controls, plot_correlation, plot_with_without
 
@@ -28,8 +27,7 @@ LESSON = "07_position_embeddings.ipynb"
 
 
 def _position_study(ctx: FigureContext) -> PositionStudy:
-    m = ctx.model
-    return ctx.memo("study07", lambda: position_study(m, queries(m.language, ctx.pick(1000, 30))))
+    return ctx.over_queries("study07", position_study)
 
 
 @figure("no_position_example", lesson=LESSON,
