@@ -38,6 +38,7 @@ the offline default) and a link to a heading that does not exist (:func:`broken_
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import re
@@ -884,6 +885,155 @@ def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
     return found
 
 
+# ----------------------------------------------------------------------------- every measured number a span
+#: a measured number: a quantity with a unit of time or memory (a lesson's seconds, a kernel's peak, a report's
+#: minutes, a benchmark's memory). Numbers without such a unit (lesson numbers, years, head and layer counts,
+#: query counts, shares, the deciding numbers of verdicts) state no cost of running the course and are not
+#: read here. "s" needs a space before it, so that a format ("{x:34s}") is not read as seconds.
+MEASURED = re.compile(r"(?<![A-Za-z0-9_.,+-])[+-]?(?P<v>\d[\d,]*(?:\.\d+)?)(?:-\d[\d,]*(?:\.\d+)?)?"
+                      r"(?P<u>(?: |&nbsp;)(?:s|ms|min)|(?:\s|&nbsp;)(?:seconds?|minutes?|hours?)|(?: ?)(?:KB|MB|GB|TB|KiB|MiB|GiB)"
+                      r"|(?: ?)(?:秒|分钟|小时))(?![A-Za-z0-9_/])")
+#: the numbers with a unit of time or memory that are not measurements of the course, each kind with its
+#: reason: what others set (a host's memory and its times, a machine one buys), a class's timetable, and
+#: arithmetic a sentence shows. A kind is matched on the words around the number, never on a file or a line.
+NOT_MEASURED: dict[str, re.Pattern] = {
+    # mybinder.org's memory per session (and the same limits in the course's own Binder image)
+    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| 的| 会话有)? ?\d(?:-\d)? ?GB"
+                                  r"|same \d GB(?: and \d CPU)? limits|同样的 \d GB"),
+    # a machine's size (what one buys or rents), not what the course uses on it
+    "a machine's size": re.compile(r"(?<![\d.])\d+ ?GB(?: (?:of )?(?:RAM|memory|machines?|laptops?|or less)| 的机器| 内存| 以上"
+                                   r"| 机器|,| or)|(?:on|with|a|an|to|container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"),
+    # how long a host keeps an idle session or takes to build its image (Colab, Binder, JupyterHub's culling)
+    "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|at most|without)|idle (?:for )?(?:about )?\d+ minutes"
+                                     r"|空闲 ?(?:约 ?)?\d+ ?分钟|最长 ?\d+ ?小时|约 ?\d+ ?分钟后结束|\(\d+ hours at most\)"
+                                     r"|launched \(\d+-\d+\s+minutes\)|构建镜像（\d+-\d+ 分钟）"),
+    # a class's timetable: how long a class meets, chosen by the school
+    "a timetable": re.compile(r"(?:meets?|sessions? of)[^.\n]{0,30}?\d+(?:-\d+)?\s+minutes|\d+ minutes \(one session\)"
+                              r"|每次 (?:\d+ 到 )?\d+ ?分钟|\d+ ?分钟(?:（一次课）|和半天)"),
+    # arithmetic the sentence shows (sizes times four bytes), not a run's measurement
+    "arithmetic shown": re.compile(r"x \d+ x \d+ would take \d[\d.]* GB|× \d+ 的注意力图需要 \d[\d.]* GB"),
+}
+
+
+def _generated_values(numbers: object) -> set[float]:
+    """Every number in ``numbers`` (nested), with each time also in minutes and each size also in GB."""
+    found: set[float] = set()
+    stack = [numbers]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            v = float(item)
+            found |= {v, float(round(v / 60)), round(v / 60, 1), round(v / 1000, 1), round(v / 1024, 1)}
+    return found
+
+
+def _blank(match: re.Match) -> str:
+    """The match with every character but newlines made a space (a generated part, kept out of the reading but
+    not out of the line count)."""
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def outside_generated(text: str, lang: str) -> str:
+    """``text`` with every generated block, inline span and lesson heading's parenthesis blanked out."""
+    text = BLOCK.sub(_blank, text)
+    text = INLINE.sub(_blank, text)
+    return HEADING[lang].sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), text)
+
+
+def _not_measured(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` is one of :data:`NOT_MEASURED`'s kinds."""
+    for pattern in NOT_MEASURED.values():
+        for m in pattern.finditer(text, max(0, start - 40), min(len(text), end + 40)):
+            if m.start() <= start and end <= m.end() or start <= m.start() < end:
+                return True
+    return False
+
+
+def measured_in(text: str, values: set[float]) -> list[tuple[int, str, str]]:
+    """Every measured number (:data:`MEASURED`) in ``text`` that is not one of :data:`NOT_MEASURED`'s kinds, as
+    (line, kind, text): kind ``a copy of a generated value`` when it equals a generated value (or its minutes,
+    its GB), else ``a measured number with no source``. ``text`` has its generated parts blanked out already
+    (:func:`outside_generated`)."""
+    found = []
+    for m in MEASURED.finditer(text):
+        if _not_measured(text, m.start(), m.end()):
+            continue
+        kind = ("a copy of a generated value" if float(m.group("v").replace(",", "")) in values
+                else "a measured number with no source")
+        found.append((text.count("\n", 0, m.start()) + 1, kind, m.group(0).replace("&nbsp;", " ")))
+    return found
+
+
+def _said(line: int, kind: str, number: str) -> str:
+    return f"line {line}: {kind}: {number!r}"
+
+
+def markdown_numbers(path: Path, numbers: dict, lang: str) -> list[str]:
+    """:func:`measured_in` of a markdown document, as ``line N: KIND: 'TEXT'``."""
+    text = outside_generated(path.read_text(encoding="utf-8"), lang)
+    return [_said(*found) for found in measured_in(text, _generated_values(numbers))]
+
+
+def notebook_numbers(path: Path, numbers: dict) -> list[str]:
+    """:func:`measured_in` of every markdown cell of a notebook, each finding named by its cell."""
+    values = _generated_values(numbers)
+    found = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = outside_generated("".join(cell["source"]), "en")
+            found += [f"cell {cell.get('id')}, {_said(*f)}" for f in measured_in(text, values)]
+    return found
+
+
+def script_numbers(path: Path, numbers: dict) -> list[str]:
+    """:func:`measured_in` of every string in a Python script (its docstrings, messages and f-strings' text):
+    a script reads a number from its constant or from the numbers, it never types one."""
+    values = _generated_values(numbers)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [_said(node.lineno + line - 1, kind, number) for line, kind, number in measured_in(node.value, values)]
+    return found
+
+
+def stated_in(root: Path = ROOT) -> dict[str, tuple[str, Path]]:
+    """Every file that states numbers to a reader, which :func:`copied_numbers` reads: :data:`DOCS`, every guide
+    in ``docs/``, every lesson's markdown (the Chinese edition through its translations) and every script's
+    strings. Relative name -> (kind, path); kinds: ``en``/``zh`` (markdown in that language), ``notebook``,
+    ``script``."""
+    files: dict[str, tuple[str, Path]] = {}
+    for lang, names in DOCS.items():
+        for name in names:
+            files[name] = (lang, root / name)
+    for path in sorted((root / "docs").glob("*.md")):
+        files.setdefault(path.relative_to(root).as_posix(), ("zh" if path.name.endswith(".zh-CN.md") else "en", path))
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        files[path.relative_to(root).as_posix()] = ("notebook", path)
+    for path in sorted((root / "notebooks" / "zh" / "translations").glob("*.md")):
+        files[path.relative_to(root).as_posix()] = ("zh", path)
+    for path in sorted((root / "scripts").glob("*.py")):
+        files[path.relative_to(root).as_posix()] = ("script", path)
+    return files
+
+
+def copied_numbers(numbers: dict, root: Path = ROOT) -> list[str]:
+    """Every measured number stated outside a generated span, in every file of :func:`stated_in`: a typed copy
+    of a generated value, or a measured number with no source. ``NAME: line N: KIND: 'TEXT'``."""
+    found = []
+    for name, (kind, path) in stated_in(root).items():
+        if kind == "notebook":
+            found += [f"{name}: {d}" for d in notebook_numbers(path, numbers)]
+        elif kind == "script":
+            found += [f"{name}: {d}" for d in script_numbers(path, numbers)]
+        else:
+            found += [f"{name}: {d}" for d in markdown_numbers(path, numbers, kind)]
+    return found
+
+
 _LINK = re.compile(r"\]\((?P<file>[^)#\s]*\.md)?#(?P<anchor>[^)\s]+)\)")
 
 
@@ -919,7 +1069,7 @@ def problems(numbers: dict, root: Path = ROOT) -> list[str]:
                                                                    numbers, lang)]
     for name in DOCS["en"] + DOCS["zh"] + LINKED:
         found += [f"{name}: {d}" for d in broken_links(root / name)]
-    return found
+    return found + copied_numbers(numbers, root)
 
 
 def main(argv: list[str] | None = None) -> int:
