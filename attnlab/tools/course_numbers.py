@@ -47,8 +47,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from attnlab.core.config import HUB_TIMEOUT_S
 from attnlab.core.language import N_, _, speaking, translated
 from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
+from attnlab.core.targets import TARGETS
 from attnlab.course.claims.conclusions import CONCLUSIONS as CONCLUSION_ROWS, LABEL_PATTERN
 from attnlab.course.evidence import row_titles
 from attnlab.course.reference import (
@@ -83,6 +85,11 @@ CI_RUN = "benchmarks/measured/ci_run.json"
 #: what one student costs the class server: an idle server's memory and the time to grade a submission
 #: (``python benchmarks/bench_class_server.py --json FILE``)
 CLASS_SERVER = "benchmarks/measured/class_server.json"
+#: runs of the side-by-side scripts in ``benchmarks/`` that the README quotes (the conversion, the word table's
+#: three folders, the memory release, the head importance)
+BENCHMARKS = "benchmarks/measured/benchmarks.json"
+#: the full-size report whose parts' seconds the README quotes (``attnlab report`` on bert-base-chinese's shape)
+PARTS_REPORT = ("bert_base_shape", "docs/reports/random-bert-base-chinese-shape")
 #: the class server's sizing: machines (GB), what the system, the hub and its proxy keep (a margin, not a
 #: measurement), and the class that the prose sizes for
 MACHINES_GB = (16, 64, 256)
@@ -154,7 +161,28 @@ def gather(root: Path = ROOT) -> dict:
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
             "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
             "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
-            "class_server": class_server(root)}
+            "class_server": class_server(root), "targets": dict(TARGETS), "settings": settings(),
+            "benchmarks": json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))["runs"],
+            "report_parts": report_parts(root)}
+
+
+def settings() -> dict:
+    """The course's own settings that the documents state, read from the constants that set them."""
+    return {"hub_timeout_s": int(HUB_TIMEOUT_S) if float(HUB_TIMEOUT_S).is_integer() else HUB_TIMEOUT_S}
+
+
+def report_parts(root: Path = ROOT) -> dict:
+    """Seconds of each part of the full-size report :data:`PARTS_REPORT` names (``PART_s``, rounded), and
+    ``rest_s``: every part but the four longest together. Empty where the report is missing."""
+    key, folder = PARTS_REPORT
+    path = root / folder / "report.json"
+    if not path.is_file():
+        return {}
+    parts = json.loads(path.read_text(encoding="utf-8"))["data"]["settings"]["parts"]
+    seconds = sorted(((p["seconds"], name) for name, p in parts.items()), reverse=True)
+    found = {f"{name}_s": int(round(s)) for s, name in seconds}
+    found["rest_s"] = int(round(sum(s for s, _ in seconds[4:])))
+    return {key: found}
 
 
 def class_server(root: Path = ROOT) -> dict:
@@ -291,6 +319,8 @@ def _s(value, lang: str) -> str:
     if value is None:
         return "-"
     text = f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+    if isinstance(value, float) and round(value, 1) != value:  # a measurement to the hundredth (1.05 s)
+        text = f"{value:,.2f}"
     return text
 
 
@@ -706,7 +736,8 @@ INLINE_TEXT: dict[str, Callable[[dict, str, str | None], str]] = {
 
 def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None) -> str:
     """The text of the inline span ``name``: one of :data:`INLINE_TEXT`, ``verdict.LABEL`` (the offline
-    default's verdict on a conclusion) or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``)."""
+    default's verdict on a conclusion) or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``;
+    the key's ending gives the unit: ``_s`` seconds, ``_minutes`` minutes, ``_mb`` MB)."""
     if name in INLINE_TEXT:
         return INLINE_TEXT[name](numbers, lang, lesson)
     if name.startswith("verdict."):
@@ -716,8 +747,10 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
         value = value[key]  # type: ignore[index]
     if isinstance(value, str):  # words recorded with the numbers (the machine a time was measured on)
         return value
-    if name.endswith("_s"):
+    if name.endswith(("_s", ".seconds")):
         return seconds_text(value, lang)
+    if name.endswith("_minutes"):
+        return f"{_s(value, lang)} minutes" if lang == "en" else f"{_s(value, lang)} 分钟"
     if name.endswith("_mb"):
         return f"{_s(value, lang)} MB"
     return _s(value, lang)
@@ -825,7 +858,7 @@ def peak_values(numbers: dict) -> set[float]:
     """Every peak recorded, in MB (and in GB to one decimal)."""
     mb = {float(v) for row in numbers["lessons"].values() for k, v in row.items() if k.endswith("_peak_mb")}
     mb |= {float(numbers["door"]["peak_target_mb"]), float(numbers["course"]["offline_full_highest_peak"]["peak_mb"])}
-    mb |= {float(run["peak_mb"]) for run in numbers["report_runs"].values()}
+    mb |= {float(run["peak_mb"]) for run in numbers["report_runs"].values() if run.get("peak_mb") is not None}
     mb.add(2048.0)  # Binder's 2 GB, the limit the peaks are held to
     return mb | {round(v / 1000, 1) for v in mb} | {round(v / 1024, 1) for v in mb}
 
