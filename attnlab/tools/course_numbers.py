@@ -772,6 +772,13 @@ def header_cell(nb: dict) -> dict:
     return next(cell for cell in nb["cells"] if cell["cell_type"] == "markdown")
 
 
+def numbered_cells(nb: dict) -> list[dict]:
+    """A lesson's markdown cells that the numbers write: its header and every cell with a numbers span."""
+    header = header_cell(nb)
+    return [cell for cell in nb["cells"] if cell is header
+            or (cell["cell_type"] == "markdown" and "<!-- numbers:" in "".join(cell["source"]))]
+
+
 def _translation_block(text: str, cell_id: str) -> re.Match | None:
     return re.search(r"(<!-- cell: " + re.escape(cell_id) + r" \| en: [0-9a-f]+ -->\n)(.*?)(?=\n<!-- cell: |\Z)",
                      text, re.S)
@@ -786,19 +793,23 @@ def planned(numbers: dict, root: Path = ROOT) -> dict[Path, str]:
     for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         n = path.name[:2]
         nb = json.loads(path.read_text(encoding="utf-8"))
-        cell = header_cell(nb)
-        source = "".join(cell["source"])
-        rendered = render_markdown(source, numbers, "en", n)
-        if rendered != source:
-            cell["source"] = rendered.splitlines(keepends=True)
-            out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
         tr = root / "notebooks" / "zh" / "translations" / f"{path.stem}.md"
         text = tr.read_text(encoding="utf-8")
-        found = _translation_block(text, cell["id"])
-        if found is None:
-            raise ValueError(f"{tr.name} has no block for {cell['id']}")
-        block = render_markdown(found.group(2), numbers, "zh", n)
-        out[tr] = text[:found.start(2)] + block + text[found.end(2):]
+        changed = False
+        for cell in numbered_cells(nb):
+            source = "".join(cell["source"])
+            rendered = render_markdown(source, numbers, "en", n)
+            if rendered != source:
+                cell["source"] = rendered.splitlines(keepends=True)
+                changed = True
+            found = _translation_block(text, cell["id"])
+            if found is None:
+                raise ValueError(f"{tr.name} has no block for {cell['id']}")
+            block = render_markdown(found.group(2), numbers, "zh", n)
+            text = text[:found.start(2)] + block + text[found.end(2):]
+        if changed:
+            out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        out[tr] = text
     out[root / NUMBERS_FILE.relative_to(ROOT)] = json.dumps(numbers, indent=2, ensure_ascii=False) + "\n"
     return out
 
