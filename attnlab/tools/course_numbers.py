@@ -940,13 +940,14 @@ MEASURED = re.compile(r"(?<![A-Za-z0-9_.,+-])[+-]?(?P<v>\d[\d,]*(?:\.\d+)?)(?:-\
 #: the numbers with a unit of time or memory that are not measurements of the course, each kind with its
 #: reason: what others set (a host's memory and its times, a machine one buys), a class's timetable, and
 #: arithmetic a sentence shows. A kind is matched on the words around the number, never on a file or a line.
-NOT_MEASURED: dict[str, re.Pattern] = {
+NOT_A_MEASUREMENT: dict[str, re.Pattern] = {
     # mybinder.org's memory per session (and the same limits in the course's own Binder image)
-    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| 的| 会话有)? ?\d(?:-\d)? ?GB"
+    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| gives a session| 的| 会话有)? ?\d(?:-\d)? ?GB"
                                   r"|same \d GB(?: and \d CPU)? limits|同样的 \d GB"),
     # a machine's size (what one buys or rents), not what the course uses on it
     "a machine's size": re.compile(r"(?<![\d.])\d+ ?GB(?: (?:of )?(?:RAM|memory|machines?|laptops?|or less)| 的机器| 内存| 以上"
-                                   r"| 机器|,| or)|(?:on|with|a|an|to|container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"),
+                                   r"| 机器|,| or)|(?:container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"
+                                   r"|内存(?:不超过|不足)? ?\d+ ?GB(?![\d.])"),
     # how long a host keeps an idle session or takes to build its image (Colab, Binder, JupyterHub's culling)
     "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|at most|without)|idle (?:for )?(?:about )?\d+ minutes"
                                      r"|空闲 ?(?:约 ?)?\d+ ?分钟|最长 ?\d+ ?小时|约 ?\d+ ?分钟后结束|\(\d+ hours at most\)"
@@ -989,8 +990,8 @@ def outside_generated(text: str, lang: str) -> str:
 
 
 def _not_measured(text: str, start: int, end: int) -> bool:
-    """Whether the number at ``text[start:end]`` is one of :data:`NOT_MEASURED`'s kinds."""
-    for pattern in NOT_MEASURED.values():
+    """Whether the number at ``text[start:end]`` is one of :data:`NOT_A_MEASUREMENT`'s kinds."""
+    for pattern in NOT_A_MEASUREMENT.values():
         for m in pattern.finditer(text, max(0, start - 40), min(len(text), end + 40)):
             if m.start() <= start and end <= m.end() or start <= m.start() < end:
                 return True
@@ -998,7 +999,7 @@ def _not_measured(text: str, start: int, end: int) -> bool:
 
 
 def measured_in(text: str, values: set[float]) -> list[tuple[int, str, str]]:
-    """Every measured number (:data:`MEASURED`) in ``text`` that is not one of :data:`NOT_MEASURED`'s kinds, as
+    """Every measured number (:data:`MEASURED`) in ``text`` that is not one of :data:`NOT_A_MEASUREMENT`'s kinds, as
     (line, kind, text): kind ``a copy of a generated value`` when it equals a generated value (or its minutes,
     its GB), else ``a measured number with no source``. ``text`` has its generated parts blanked out already
     (:func:`outside_generated`)."""
