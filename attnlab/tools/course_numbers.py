@@ -1062,7 +1062,7 @@ def stated_in(root: Path = ROOT) -> dict[str, tuple[str, Path]]:
         files[path.relative_to(root).as_posix()] = ("zh", path)
     for path in sorted((root / "scripts").glob("*.py")):
         files[path.relative_to(root).as_posix()] = ("script", path)
-    return files
+    return {name: (kind, path) for name, (kind, path) in files.items() if path.is_file()}
 
 
 def copied_numbers(numbers: dict, root: Path = ROOT) -> list[str]:
