@@ -264,7 +264,7 @@ def test_targets_live_in_one_place(numbers):
     assert course_numbers.render_inline("targets.report_twin_minutes", numbers, "zh") == \
         f"{TARGETS['report_twin_minutes']} 分钟"
     typed = f"The report should take at most {TARGETS['report_twin_minutes']} minutes with its twin.\n"
-    values = course_numbers._generated_values(numbers)
+    values = course_numbers.generated_values(numbers)
     assert [kind for _, kind, _ in course_numbers.measured_in(typed, values)] == ["a copy of a generated value"]
 
 

@@ -960,7 +960,7 @@ NOT_A_MEASUREMENT: dict[str, re.Pattern] = {
 }
 
 
-def _generated_values(numbers: object) -> set[float]:
+def generated_values(numbers: object) -> set[float]:
     """Every number in ``numbers`` (nested), with each time also in minutes and each size also in GB."""
     found: set[float] = set()
     stack = [numbers]
@@ -1020,12 +1020,12 @@ def _said(line: int, kind: str, number: str) -> str:
 def markdown_numbers(path: Path, numbers: dict, lang: str) -> list[str]:
     """:func:`measured_in` of a markdown document, as ``line N: KIND: 'TEXT'``."""
     text = outside_generated(path.read_text(encoding="utf-8"), lang)
-    return [_said(*found) for found in measured_in(text, _generated_values(numbers))]
+    return [_said(*found) for found in measured_in(text, generated_values(numbers))]
 
 
 def notebook_numbers(path: Path, numbers: dict) -> list[str]:
     """:func:`measured_in` of every markdown cell of a notebook, each finding named by its cell."""
-    values = _generated_values(numbers)
+    values = generated_values(numbers)
     found = []
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["cell_type"] == "markdown":
@@ -1037,7 +1037,7 @@ def notebook_numbers(path: Path, numbers: dict) -> list[str]:
 def script_numbers(path: Path, numbers: dict) -> list[str]:
     """:func:`measured_in` of every string in a Python script (its docstrings, messages and f-strings' text):
     a script reads a number from its constant or from the numbers, it never types one."""
-    values = _generated_values(numbers)
+    values = generated_values(numbers)
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
