@@ -12,7 +12,11 @@ Sources (each records the model, mode, machine and date it was measured with):
 * the offline default's conclusions (:func:`conclusions`, the one place they are read) and the full-size
   reports ``docs/reports/<model>/report.json`` that the ``reports`` table sets side by side;
 * ``benchmarks/measured/ci_run.json``: how long ``bash .ci/run`` took on a fresh clone, read from its log
-  by ``python scripts/course_numbers.py --ci-log LOG`` (:func:`read_ci_log`).
+  by ``python scripts/course_numbers.py --ci-log LOG`` (:func:`read_ci_log`);
+* ``benchmarks/measured/benchmarks.json``: the side-by-side benchmarks' runs the README quotes, and
+  ``report_runs.json``: the report's times;
+* the course's targets (:data:`attnlab.core.targets.TARGETS`, the table the benchmarks check against) and
+  the settings the documents state (:func:`settings`, read from the constants that set them).
 
 The one generated file is ``attnlab/core/numbers.json`` (package data: an installed course reads it through
 :mod:`attnlab.core.measured`, and :mod:`attnlab.core.door` tells students its minutes and memory need).
@@ -31,7 +35,10 @@ From it this module writes:
 
 :func:`problems` also lists a number written by hand outside the generated text that matches no generated
 value (:func:`hand_written_drift`: a lesson's or the course's time, a kernel peak, a conclusion's verdict on
-the offline default) and a link to a heading that does not exist (:func:`broken_links`).
+the offline default), every measured number (a quantity of time or memory) stated outside a span in the
+READMEs, ``docs/``, the lessons' markdown and the scripts' strings, whether a typed copy of a generated value
+or a number no source holds (:func:`copied_numbers`; what is not a measurement is :data:`NOT_A_MEASUREMENT`),
+and a link to a heading that does not exist (:func:`broken_links`).
 ``tests/test_numbers.py`` (``expected_numbers_generated``) fails on any of these.
 """
 
