@@ -485,7 +485,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
             text += (f"the full column ran {which(one_thread)} at one thread in fp32 on a {full_src.get('machine', '')} "
                      f"on {full_src.get('date', '')}, and ")
         text += (f"full runs at one thread of {'the other lessons' if one_thread else 'every lesson'} are "
-                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads).")
+                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads). The target is every "
+                 f"lesson within {numbers['targets']['lesson_one_core_minutes']} minutes at one thread.")
         if graded:
             text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
                      f"{graded['mode']} mode took {graded['seconds']:,.1f} s a submission at one thread, so "
@@ -504,7 +505,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
         text += (f"完整运行一栏中，{which(one_thread)}是 {full_src.get('date', '')} 在单线程、fp32 下测的，机器为 "
                  f"{described(full_src.get('machine', ''), lang)}；")
     text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
-             "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。")
+             "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。"
+             f"目标是单线程下每一课不超过 {numbers['targets']['lesson_one_core_minutes']} 分钟。")
     if graded:
         text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
                  f"{graded['seconds']:,.1f} 秒，{size} 份共约 {_minutes(graded['seconds'] * size, lang)}；完整模式的评分"
