@@ -258,11 +258,14 @@ def test_targets_live_in_one_place(numbers):
     assert numbers["targets"] == TARGETS
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for name in ("report_minutes", "report_twin_minutes", "report_bert_base_shape_minutes", "lesson_minutes",
-                 "course_minutes", "smoke_lesson_s"):
+                 "course_minutes", "smoke_lesson_s", "ci_minutes"):
         text = course_numbers.render_inline(f"targets.{name}", numbers, "en")
         assert f"<!-- numbers:targets.{name} -->{text}<!-- /numbers -->" in readme, name
-    assert course_numbers.render_inline("targets.report_twin_minutes", numbers, "zh") == \
-        f"{TARGETS['report_twin_minutes']} 分钟"
+    zh = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    for name in ("report_minutes", "report_twin_minutes", "report_bert_base_shape_minutes", "ci_minutes"):
+        assert f"<!-- numbers:targets.{name} -->{TARGETS[name]} 分钟<!-- /numbers -->" in zh, name
+    sizing = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    assert f"every lesson within {TARGETS['lesson_one_core_minutes']} minutes at one thread" in sizing
     typed = f"The report should take at most {TARGETS['report_twin_minutes']} minutes with its twin.\n"
     values = course_numbers.generated_values(numbers)
     assert [kind for _, kind, _ in course_numbers.measured_in(typed, values)] == ["a copy of a generated value"]
