@@ -951,14 +951,14 @@ MEASURED = re.compile(r"(?<![A-Za-z0-9_.,+-])[+-]?(?P<v>\d[\d,]*(?:\.\d+)?)(?:-\
 #: arithmetic a sentence shows. A kind is matched on the words around the number, never on a file or a line.
 NOT_A_MEASUREMENT: dict[str, re.Pattern] = {
     # mybinder.org's memory per session (and the same limits in the course's own Binder image)
-    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| gives a session| 的| 会话有)? ?\d(?:-\d)? ?GB"
+    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| gives a session| 的| 会话有)?\s*\d(?:-\d)? ?GB"
                                   r"|same \d GB(?: and \d CPU)? limits|同样的 \d GB"),
     # a machine's size (what one buys or rents), not what the course uses on it
-    "a machine's size": re.compile(r"(?<![\d.])\d+ ?GB(?: (?:of )?(?:RAM|memory|machines?|laptops?|or less)| 的机器| 内存| 以上"
-                                   r"| 机器|,| or)|(?:container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"
+    "a machine's size": re.compile(r"(?<![\d.])\d+ ?GB(?: (?:of )?(?:RAM|memory|machines?|laptops?|or less|or more)| 的机器| 内存| 以上"
+                                   r"| 机器)|(?:container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"
                                    r"|内存(?:不超过|不足)? ?\d+ ?GB(?![\d.])"),
     # how long a host keeps an idle session or takes to build its image (Colab, Binder, JupyterHub's culling)
-    "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|at most|without)|idle (?:for )?(?:about )?\d+ minutes"
+    "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|without an open)|idle (?:for )?(?:about )?\d+ minutes"
                                      r"|空闲 ?(?:约 ?)?\d+ ?分钟|最长 ?\d+ ?小时|约 ?\d+ ?分钟后结束|\(\d+ hours at most\)"
                                      r"|launched \(\d+-\d+\s+minutes\)|构建镜像（\d+-\d+ 分钟）"),
     # a class's timetable: how long a class meets, chosen by the school
