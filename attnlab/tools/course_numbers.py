@@ -1057,8 +1057,8 @@ def script_numbers(path: Path, numbers: dict) -> list[str]:
 def stated_in(root: Path = ROOT) -> dict[str, tuple[str, Path]]:
     """Every file that states numbers to a reader, which :func:`copied_numbers` reads: :data:`DOCS`, every guide
     in ``docs/``, every lesson's markdown (the Chinese edition through its translations) and every script's
-    strings. Relative name -> (kind, path); kinds: ``en``/``zh`` (markdown in that language), ``notebook``,
-    ``script``."""
+    strings (``CHANGELOG.md`` is history: it keeps the numbers each round measured at the time). Relative
+    name -> (kind, path); kinds: ``en``/``zh`` (markdown in that language), ``notebook``, ``script``."""
     files: dict[str, tuple[str, Path]] = {}
     for lang, names in DOCS.items():
         for name in names:
