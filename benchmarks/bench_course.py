@@ -16,14 +16,15 @@ change the course's own saved results.
 Each lesson runs headless in its own kernel (:mod:`attnlab.tools.run_lessons` does
 the running and measures the kernel's peak resident memory); this prints one
 line per lesson, the total, and how each compares with the course's targets
-(no lesson over 5 minutes, no kernel over 1.8 GB, so that a lesson fits Binder's 2 GB;
-the whole course within 15 minutes), and the cell at which each kernel reached its peak.
+(:data:`attnlab.core.targets.TARGETS`: each lesson's time, each kernel's peak, so that a
+lesson fits Binder's memory, and the whole course's time), and the cell at which each kernel
+reached its peak.
 Under a lesson over its time target it names its slowest cells, and for each
 lesson, and each of those cells, the share of the time spent inside the
 model's forward passes (global module hooks in the lesson's kernel add up the
 wall time of every outermost module call), so that one can see where the time
 goes; the last lines say which lessons remain over target and why. In smoke
-mode the target is 60 s a lesson, on any model.
+mode every lesson has one target of its own, on any model (``smoke_lesson_s``).
 """
 
 from __future__ import annotations
@@ -37,15 +38,16 @@ from pathlib import Path
 from typing import Iterator
 
 from attnlab.core.language import edition_folder, environment_language, language_option
-from attnlab.core.measured import PEAK_TARGET_MB
+from attnlab.core.targets import TARGETS
 from attnlab.tools import run_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the course's targets on a 2-core CPU with the offline default (full mode)
-LESSON_SECONDS, LESSON_MB, COURSE_SECONDS = 300, PEAK_TARGET_MB, 900
+LESSON_SECONDS, COURSE_SECONDS = TARGETS["lesson_minutes"] * 60, TARGETS["course_minutes"] * 60
+LESSON_MB = TARGETS["peak_mb"]
 #: the smoke-mode target of every lesson, on any model (the tests run the lessons in smoke mode)
-SMOKE_SECONDS = 60
+SMOKE_SECONDS = TARGETS["smoke_lesson_s"]
 #: how many of an over-target lesson's slowest cells are named
 SLOWEST_CELLS = 4
 

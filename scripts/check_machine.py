@@ -10,13 +10,15 @@ for the course). The machines it refuses:
 * a Python without ``venv``/``ensurepip`` (Debian and Ubuntu without ``python3-venv``);
 * an Intel Mac with no torch installed (PyTorch publishes no current wheel for macOS on x86_64);
 * 32-bit Python, or Windows on ARM (no torch wheel on PyPI for either);
-* under 4 GB of memory (a lesson's kernel peaks at 1.4 GB, JupyterLab and the system need the rest);
+* less memory than :data:`MIN_MEMORY_BYTES` (a lesson's kernel peaks at the highest peak measured,
+  ``door.lesson_needs_mb`` in ``attnlab/core/numbers.json``; JupyterLab and the system need the rest);
   ``ATTNLAB_LOW_MEMORY_OK=1`` goes on anyway.
 
 ``ATTNLAB_NO_VENV=1`` (conda, Binder, an environment of one's own) skips the ``venv`` check.
 """
 
 import importlib.util
+import json
 import os
 import platform
 import struct
@@ -25,8 +27,11 @@ import sys
 #: exit code of a machine the course cannot use (2 is a usage error)
 UNUSABLE = 3
 MIN_PYTHON = (3, 10)
-#: a machine sold with 4 GB reports a little less as its total (the kernel keeps some): 3.5 GiB
+#: the least memory the course runs in: a machine sold with 4 GB reports a little less as its total (the
+#: kernel keeps some)
 MIN_MEMORY_BYTES = int(3.5 * 1024 ** 3)
+#: the course's generated numbers (the highest kernel peak measured is ``door.lesson_needs_mb``)
+NUMBERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "attnlab", "core", "numbers.json")
 OTHER_DOORS = "Colab or Binder (docs/install.md) run the course in a browser instead"
 
 
@@ -93,12 +98,25 @@ def platform_problem():
     return ""
 
 
+def lesson_peak_mb():
+    """The highest kernel peak of a lesson measured on the offline default, in MB, from the course's numbers
+    (None where the file is missing or unreadable)."""
+    try:
+        with open(NUMBERS, encoding="utf-8") as f:
+            return int(json.load(f)["door"]["lesson_needs_mb"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def memory_problem():
     total = memory_bytes()
     if total is None or total >= MIN_MEMORY_BYTES or os.environ.get("ATTNLAB_LOW_MEMORY_OK") == "1":
         return ""
-    return ("attnlab: this machine has %.1f GB of memory and the course needs 4 GB (a lesson's kernel alone "
-            "peaks at 1.4 GB): %s; ATTNLAB_LOW_MEMORY_OK=1 goes on anyway." % (total / 1e9, OTHER_DOORS))
+    peak = lesson_peak_mb()
+    why = " (a lesson's kernel alone peaks at {:,} MB)".format(peak) if peak is not None else ""
+    return ("attnlab: this machine has %.1f GiB of memory and the course needs %.1f GiB%s: %s; "
+            "ATTNLAB_LOW_MEMORY_OK=1 goes on anyway." % (total / 1024 ** 3, MIN_MEMORY_BYTES / 1024 ** 3, why,
+                                                         OTHER_DOORS))
 
 
 def problems():

@@ -14,7 +14,7 @@ date, machine, whether its CPU computes bf16 natively, which decides the lessons
 torch, threads, commit, each lesson's seconds and peak). ``--from DIR`` skips the run and ships the
 records a run of those lessons (in that order, in one results folder) left in ``DIR``, and ``--timings``
 adds the seconds and peaks that ``benchmarks/bench_course.py --json`` wrote for that run. A full run takes
-about 11 minutes on the offline default and 5 on MiniLM on a quiet 2-core CPU.
+as long as the course's full run on that model (``course.*_full_total_s`` in ``attnlab/core/numbers.json``).
 """
 
 from __future__ import annotations

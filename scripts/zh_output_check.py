@@ -16,19 +16,8 @@ figure texts are kept in ``build/notebooks/zh/`` for a reader to look at. Lesson
 order, so lesson 12 reads what lessons 05-11 saved (in ``--results``, default a temporary
 folder). Exit status 1 when any line is found.
 
-Last recorded run (2026-12-05, commit f632ea7; Intel(R) Xeon(R) Processor as lscpu names it, 2 cores,
-quiet; OMP_NUM_THREADS=2, ATTNLAB_OFFLINE=1, offline default multilingual-e5-small; two words in a
-row), **0 lines** in all 14 lessons, 625 s in all:
-
-======  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====
-lesson    00    01    02    03    04    05    06    07    08    09    10    11    12    13
-s          8     7    12    11     9    17    32    33   134    25    67   171    42    57
-======  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====  ====
-
-The pass before it (same day, a busy machine, 3,611 s) found English in three lessons, each fixed at
-its source: lesson 00's doctor line ("ATTNLAB_OFFLINE is set", the hub's reason), lesson 05's printed
-head labels ("12 layers x 12 heads"), lesson 12's verdict 6b ("信度，word start": the probe tasks'
-names) and numpy's "All-NaN slice encountered" warning from the reduced twin.
+The last recorded runs (what they found, each lesson's seconds, the machine) are in
+``benchmarks/measured/zh_output_check.json``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ attnlab/core/numbers.json (attnlab.tools.course_numbers, run as python scripts/c
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from attnlab.core import door, measured
+from attnlab.core.targets import TARGETS
 from attnlab.tools import course_numbers
 from attnlab.tools.zh_edition import english_hash
 
@@ -37,6 +39,24 @@ def tree(tmp_path):
     return tmp_path
 
 
+#: documents whose measured numbers another change of the same round is making spans (issue 66): the check's
+#: findings of typed copies and unsourced numbers in these four are listed by the test below, not failed,
+#: until that change lands. Every other file must be clean. Empty this once it has.
+PENDING = ("docs/teaching.md", "docs/teaching.zh-CN.md", "docs/install.md", "docs/install.zh-CN.md")
+#: the kinds :func:`course_numbers.copied_numbers` finds
+COPIED = ("a copy of a generated value", "a measured number with no source")
+
+
+def _settled(found: list[str]) -> list[str]:
+    """``found`` less the typed copies and unsourced numbers of the :data:`PENDING` documents."""
+    return [p for p in found if not (p.startswith(PENDING) and any(kind in p for kind in COPIED))]
+
+
+def _not_copied(found: list[str]) -> list[str]:
+    """``found`` less every finding of :func:`course_numbers.copied_numbers` (the other checks' findings)."""
+    return [p for p in found if not any(kind in p for kind in COPIED)]
+
+
 def _plant(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, (path, old)
@@ -46,14 +66,14 @@ def _plant(path: Path, old: str, new: str) -> None:
 def test_expected_numbers_generated(numbers, tree):
     """Regenerated into a copy, nothing differs; a time typed by hand into the install guide, a verdict typed
     into the guide, a generated number changed by hand and a peak no source measured each fail."""
-    assert course_numbers.problems(numbers, tree) == []
+    assert _settled(course_numbers.problems(numbers, tree)) == []
     for path, text in course_numbers.planned(numbers, tree).items():
         assert path.read_text(encoding="utf-8") == text, path
     assert json.loads(measured.NUMBERS_FILE.read_text(encoding="utf-8")) == json.loads(json.dumps(numbers))
 
     install = tree / "docs" / "install.md"
     _plant(install, "| Colab, GPU runtime |", "| Colab, old runtime | a | b | about 12 minutes |\n| Colab, GPU runtime |")
-    assert [p for p in course_numbers.problems(numbers, tree) if "install.md" in p] == [
+    assert [p for p in _not_copied(course_numbers.problems(numbers, tree)) if "install.md" in p] == [
         "docs/install.md: a time: 'about 12 minutes'"]
     shutil.copyfile(ROOT / "docs" / "install.md", install)
 
@@ -65,13 +85,13 @@ def test_expected_numbers_generated(numbers, tree):
     guide = tree / "docs" / "teaching.md"
     _plant(guide, "## Lesson plans\n", "## Lesson plans\n\nOn the offline default **6b holds** and conclusion 1 "
                                        "holds; lesson 08's kernel peaked at 1,900 MB.\n")
-    found = [p for p in course_numbers.problems(numbers, tree) if "teaching.md" in p]
+    found = [p for p in _not_copied(course_numbers.problems(numbers, tree)) if "teaching.md" in p]
     assert sorted(found) == ["docs/teaching.md: a peak: 'peaked at 1,900 MB'", "docs/teaching.md: conclusion 1: "
                              "'conclusion 1 holds'", "docs/teaching.md: conclusion 6b: '6b holds'"], found
 
     zh = tree / "docs" / "teaching.zh-CN.md"
     _plant(zh, "## 课时安排\n", "## 课时安排\n\n离线默认模型上结论 6 成立，第 11 课约 9 分钟。\n")
-    assert sorted(p.split(": ", 2)[1] for p in course_numbers.problems(numbers, tree) if "zh-CN.md" in p) == [
+    assert sorted(p.split(": ", 2)[1] for p in _not_copied(course_numbers.problems(numbers, tree)) if "zh-CN.md" in p) == [
         "a time", "conclusion 6", "lesson 11"]
 
     lesson = tree / "notebooks" / "13_attention_limits.ipynb"
@@ -180,6 +200,75 @@ def test_numbers_from_one_source_fails_on_planted_drift(numbers):
     planted = guide + "\nLesson 11 takes about 10 minutes. The smoke pass takes about 2 minutes for all 13.\n"
     assert [d.split(":")[0] for d in course_numbers.hand_written_drift(planted, numbers, "en")] == [
         "lesson 11", "the course"]
+
+
+def test_copied_numbers_are_spans(numbers, tmp_path):
+    """Every measured number a document, a lesson or a script states is a generated span or a pointer: a typed
+    copy of a generated value planted into a copy of the README, of a guide, of a lesson and of a script is
+    found, and so is a measured number no source holds; the same value inside its span, and numbers that
+    are not measurements (a lesson's number, a year, 12 heads, a machine's size), pass. The real tree is
+    clean, but for the :data:`PENDING` documents, whose findings are printed."""
+    real = course_numbers.copied_numbers(numbers)
+    print("\n".join(["pending (issue 66):"] + [p for p in real if p.startswith(PENDING)]))
+    assert [p for p in real if not p.startswith(PENDING)] == []
+
+    names = ["README.md", "docs/classroom.md", "scripts/check_machine.py", "notebooks/11_pruning_heads.ipynb"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    assert course_numbers.copied_numbers(numbers, tmp_path) == []  # copied as they are: clean
+
+    seconds = course_numbers.render_inline("lessons.11.offline_full_s", numbers, "en")  # a generated value
+    peak = numbers["door"]["lesson_needs_mb"]
+    span = f"<!-- numbers:lessons.11.offline_full_s -->{seconds}<!-- /numbers -->"
+    _plant(tmp_path / "README.md", "## Gallery\n",
+           f"Lesson 11 took {span} in 2026 with 12 heads on a 16 GB laptop.\n\n"
+           f"Lesson 11 took {seconds} here, and a cell took 1,234.5 s.\n\n## Gallery\n")
+    _plant(tmp_path / "docs" / "classroom.md", "## One model for the class\n",
+           f"## One model for the class\n\nA lesson's kernel peaks at {peak / 1024:.1f} GB.\n")
+    _plant(tmp_path / "scripts" / "check_machine.py", '"attnlab: this machine has %.1f GiB',
+           f'"a lesson\'s kernel alone peaks at {peak:,} MB; attnlab: this machine has %.1f GiB')
+    lesson = tmp_path / "notebooks" / "11_pruning_heads.ipynb"
+    nb = json.loads(lesson.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and c is not nb["cells"][0])
+    cell["source"].append(f"\n\nThis lesson runs {seconds} in full mode.")
+    lesson.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    found = course_numbers.copied_numbers(numbers, tmp_path)
+    copies = sorted(p.split(": ")[0] for p in found if "a copy of a generated value" in p)
+    assert copies == sorted(names), found
+    assert [p.split(": ", 2)[2] for p in found if "README.md" in p] == [
+        f"a copy of a generated value: {seconds!r}", "a measured number with no source: '1,234.5 s'"], found
+    assert f"cell {cell['id']}," in next(p for p in found if p.startswith("notebooks/"))
+    # where each was typed, so that a reader finds it
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8").splitlines()
+    line = int(next(p for p in found if "README.md" in p).split("line ")[1].split(":")[0])
+    assert seconds in readme[line - 1] and "<!-- numbers:" not in readme[line - 1]
+
+
+def test_targets_live_in_one_place(numbers):
+    """The course's targets are one table (attnlab.core.targets.TARGETS): the benchmark compares with it, the
+    numbers copy it, and the README shows every report target as a span of it; a target typed in prose is
+    found by the check."""
+    spec = importlib.util.spec_from_file_location("bench_course", ROOT / "benchmarks" / "bench_course.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.LESSON_SECONDS == TARGETS["lesson_minutes"] * 60 and bench.COURSE_SECONDS == TARGETS["course_minutes"] * 60
+    assert bench.SMOKE_SECONDS == TARGETS["smoke_lesson_s"] and bench.LESSON_MB == TARGETS["peak_mb"] == measured.PEAK_TARGET_MB
+    assert numbers["targets"] == TARGETS
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in ("report_minutes", "report_twin_minutes", "report_bert_base_shape_minutes", "lesson_minutes",
+                 "course_minutes", "smoke_lesson_s", "ci_minutes"):
+        text = course_numbers.render_inline(f"targets.{name}", numbers, "en")
+        assert f"<!-- numbers:targets.{name} -->{text}<!-- /numbers -->" in readme, name
+    zh = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    for name in ("report_minutes", "report_twin_minutes", "report_bert_base_shape_minutes", "ci_minutes"):
+        assert f"<!-- numbers:targets.{name} -->{TARGETS[name]} 分钟<!-- /numbers -->" in zh, name
+    sizing = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    assert f"every lesson within {TARGETS['lesson_one_core_minutes']} minutes at one thread" in sizing
+    typed = f"The report should take at most {TARGETS['report_twin_minutes']} minutes with its twin.\n"
+    values = course_numbers.generated_values(numbers)
+    assert [kind for _, kind, _ in course_numbers.measured_in(typed, values)] == ["a copy of a generated value"]
 
 
 def test_history_lives_in_the_changelog():

@@ -14,10 +14,12 @@ import functools
 import json
 from pathlib import Path
 
+from attnlab.core.targets import TARGETS
+
 #: the generated file (package data)
 NUMBERS_FILE = Path(__file__).with_name("numbers.json")
-#: a lesson's kernel must stay under this (Binder gives 2 GB; the rest is JupyterLab's and the system's)
-PEAK_TARGET_MB = 1800
+#: a lesson's kernel must stay under this (the course's targets, :data:`attnlab.core.targets.TARGETS`)
+PEAK_TARGET_MB = TARGETS["peak_mb"]
 #: bytes in one of the benchmark's MB (peaks are read from the kernel's VmHWM, in KiB / 1024)
 MB = 1 << 20
 

@@ -12,7 +12,11 @@ Sources (each records the model, mode, machine and date it was measured with):
 * the offline default's conclusions (:func:`conclusions`, the one place they are read) and the full-size
   reports ``docs/reports/<model>/report.json`` that the ``reports`` table sets side by side;
 * ``benchmarks/measured/ci_run.json``: how long ``bash .ci/run`` took on a fresh clone, read from its log
-  by ``python scripts/course_numbers.py --ci-log LOG`` (:func:`read_ci_log`).
+  by ``python scripts/course_numbers.py --ci-log LOG`` (:func:`read_ci_log`);
+* ``benchmarks/measured/benchmarks.json``: the side-by-side benchmarks' runs the README quotes, and
+  ``report_runs.json``: the report's times;
+* the course's targets (:data:`attnlab.core.targets.TARGETS`, the table the benchmarks check against) and
+  the settings the documents state (:func:`settings`, read from the constants that set them).
 
 The one generated file is ``attnlab/core/numbers.json`` (package data: an installed course reads it through
 :mod:`attnlab.core.measured`, and :mod:`attnlab.core.door` tells students its minutes and memory need).
@@ -31,13 +35,17 @@ From it this module writes:
 
 :func:`problems` also lists a number written by hand outside the generated text that matches no generated
 value (:func:`hand_written_drift`: a lesson's or the course's time, a kernel peak, a conclusion's verdict on
-the offline default) and a link to a heading that does not exist (:func:`broken_links`).
+the offline default), every measured number (a quantity of time or memory) stated outside a span in the
+READMEs, ``docs/``, the lessons' markdown and the scripts' strings, whether a typed copy of a generated value
+or a number no source holds (:func:`copied_numbers`; what is not a measurement is :data:`NOT_A_MEASUREMENT`),
+and a link to a heading that does not exist (:func:`broken_links`).
 ``tests/test_numbers.py`` (``expected_numbers_generated``) fails on any of these.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import re
@@ -46,8 +54,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from attnlab.core.config import HUB_TIMEOUT_S
 from attnlab.core.language import N_, _, speaking, translated
 from attnlab.core.measured import NUMBERS_FILE, PEAK_TARGET_MB
+from attnlab.core.targets import TARGETS
 from attnlab.course.claims.conclusions import CONCLUSIONS as CONCLUSION_ROWS, LABEL_PATTERN
 from attnlab.course.evidence import row_titles
 from attnlab.course.reference import (
@@ -82,6 +92,11 @@ CI_RUN = "benchmarks/measured/ci_run.json"
 #: what one student costs the class server: an idle server's memory and the time to grade a submission
 #: (``python benchmarks/bench_class_server.py --json FILE``)
 CLASS_SERVER = "benchmarks/measured/class_server.json"
+#: runs of the side-by-side scripts in ``benchmarks/`` that the README quotes (the conversion, the word table's
+#: three folders, the memory release, the head importance)
+BENCHMARKS = "benchmarks/measured/benchmarks.json"
+#: the full-size report whose parts' seconds the README quotes (``attnlab report`` on bert-base-chinese's shape)
+PARTS_REPORT = ("bert_base_shape", "docs/reports/random-bert-base-chinese-shape")
 #: the class server's sizing: machines (GB), what the system, the hub and its proxy keep (a margin, not a
 #: measurement), and the class that the prose sizes for
 MACHINES_GB = (16, 64, 256)
@@ -153,7 +168,28 @@ def gather(root: Path = ROOT) -> dict:
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
             "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
             "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
-            "class_server": class_server(root)}
+            "class_server": class_server(root), "targets": dict(TARGETS), "settings": settings(),
+            "benchmarks": json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))["runs"],
+            "report_parts": report_parts(root)}
+
+
+def settings() -> dict:
+    """The course's own settings that the documents state, read from the constants that set them."""
+    return {"hub_timeout_s": int(HUB_TIMEOUT_S) if float(HUB_TIMEOUT_S).is_integer() else HUB_TIMEOUT_S}
+
+
+def report_parts(root: Path = ROOT) -> dict:
+    """Seconds of each part of the full-size report :data:`PARTS_REPORT` names (``PART_s``, rounded), and
+    ``rest_s``: every part but the four longest together. Empty where the report is missing."""
+    key, folder = PARTS_REPORT
+    path = root / folder / "report.json"
+    if not path.is_file():
+        return {}
+    parts = json.loads(path.read_text(encoding="utf-8"))["data"]["settings"]["parts"]
+    seconds = sorted(((p["seconds"], name) for name, p in parts.items()), reverse=True)
+    found = {f"{name}_s": int(round(s)) for s, name in seconds}
+    found["rest_s"] = int(round(sum(s for s, _ in seconds[4:])))
+    return {key: found}
 
 
 def class_server(root: Path = ROOT) -> dict:
@@ -290,6 +326,8 @@ def _s(value, lang: str) -> str:
     if value is None:
         return "-"
     text = f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+    if isinstance(value, float) and round(value, 1) != value:  # a measurement to the hundredth (1.05 s)
+        text = f"{value:,.2f}"
     return text
 
 
@@ -447,7 +485,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
             text += (f"the full column ran {which(one_thread)} at one thread in fp32 on a {full_src.get('machine', '')} "
                      f"on {full_src.get('date', '')}, and ")
         text += (f"full runs at one thread of {'the other lessons' if one_thread else 'every lesson'} are "
-                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads).")
+                 f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads). The target is every "
+                 f"lesson within {numbers['targets']['lesson_one_core_minutes']} minutes at one thread.")
         if graded:
             text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
                      f"{graded['mode']} mode took {graded['seconds']:,.1f} s a submission at one thread, so "
@@ -466,7 +505,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
         text += (f"完整运行一栏中，{which(one_thread)}是 {full_src.get('date', '')} 在单线程、fp32 下测的，机器为 "
                  f"{described(full_src.get('machine', ''), lang)}；")
     text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
-             "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。")
+             "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。"
+             f"目标是单线程下每一课不超过 {numbers['targets']['lesson_one_core_minutes']} 分钟。")
     if graded:
         text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
                  f"{graded['seconds']:,.1f} 秒，{size} 份共约 {_minutes(graded['seconds'] * size, lang)}；完整模式的评分"
@@ -705,7 +745,8 @@ INLINE_TEXT: dict[str, Callable[[dict, str, str | None], str]] = {
 
 def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None) -> str:
     """The text of the inline span ``name``: one of :data:`INLINE_TEXT`, ``verdict.LABEL`` (the offline
-    default's verdict on a conclusion) or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``)."""
+    default's verdict on a conclusion) or a dotted path into the numbers (``lessons.11.offline_peaks_peak_mb``;
+    the key's ending gives the unit: ``_s`` seconds, ``_minutes`` minutes, ``_mb`` MB)."""
     if name in INLINE_TEXT:
         return INLINE_TEXT[name](numbers, lang, lesson)
     if name.startswith("verdict."):
@@ -715,8 +756,10 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
         value = value[key]  # type: ignore[index]
     if isinstance(value, str):  # words recorded with the numbers (the machine a time was measured on)
         return value
-    if name.endswith("_s"):
+    if name.endswith(("_s", ".seconds")):
         return seconds_text(value, lang)
+    if name.endswith("_minutes"):
+        return f"{_s(value, lang)} minutes" if lang == "en" else f"{_s(value, lang)} 分钟"
     if name.endswith("_mb"):
         return f"{_s(value, lang)} MB"
     return _s(value, lang)
@@ -738,6 +781,13 @@ def header_cell(nb: dict) -> dict:
     return next(cell for cell in nb["cells"] if cell["cell_type"] == "markdown")
 
 
+def numbered_cells(nb: dict) -> list[dict]:
+    """A lesson's markdown cells that the numbers write: its header and every cell with a numbers span."""
+    header = header_cell(nb)
+    return [cell for cell in nb["cells"] if cell is header
+            or (cell["cell_type"] == "markdown" and "<!-- numbers:" in "".join(cell["source"]))]
+
+
 def _translation_block(text: str, cell_id: str) -> re.Match | None:
     return re.search(r"(<!-- cell: " + re.escape(cell_id) + r" \| en: [0-9a-f]+ -->\n)(.*?)(?=\n<!-- cell: |\Z)",
                      text, re.S)
@@ -752,19 +802,23 @@ def planned(numbers: dict, root: Path = ROOT) -> dict[Path, str]:
     for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         n = path.name[:2]
         nb = json.loads(path.read_text(encoding="utf-8"))
-        cell = header_cell(nb)
-        source = "".join(cell["source"])
-        rendered = render_markdown(source, numbers, "en", n)
-        if rendered != source:
-            cell["source"] = rendered.splitlines(keepends=True)
-            out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
         tr = root / "notebooks" / "zh" / "translations" / f"{path.stem}.md"
         text = tr.read_text(encoding="utf-8")
-        found = _translation_block(text, cell["id"])
-        if found is None:
-            raise ValueError(f"{tr.name} has no block for {cell['id']}")
-        block = render_markdown(found.group(2), numbers, "zh", n)
-        out[tr] = text[:found.start(2)] + block + text[found.end(2):]
+        changed = False
+        for cell in numbered_cells(nb):
+            source = "".join(cell["source"])
+            rendered = render_markdown(source, numbers, "en", n)
+            if rendered != source:
+                cell["source"] = rendered.splitlines(keepends=True)
+                changed = True
+            found = _translation_block(text, cell["id"])
+            if found is None:
+                raise ValueError(f"{tr.name} has no block for {cell['id']}")
+            block = render_markdown(found.group(2), numbers, "zh", n)
+            text = text[:found.start(2)] + block + text[found.end(2):]
+        if changed:
+            out[path] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        out[tr] = text
     out[root / NUMBERS_FILE.relative_to(ROOT)] = json.dumps(numbers, indent=2, ensure_ascii=False) + "\n"
     return out
 
@@ -824,7 +878,7 @@ def peak_values(numbers: dict) -> set[float]:
     """Every peak recorded, in MB (and in GB to one decimal)."""
     mb = {float(v) for row in numbers["lessons"].values() for k, v in row.items() if k.endswith("_peak_mb")}
     mb |= {float(numbers["door"]["peak_target_mb"]), float(numbers["course"]["offline_full_highest_peak"]["peak_mb"])}
-    mb |= {float(run["peak_mb"]) for run in numbers["report_runs"].values()}
+    mb |= {float(run["peak_mb"]) for run in numbers["report_runs"].values() if run.get("peak_mb") is not None}
     mb.add(2048.0)  # Binder's 2 GB, the limit the peaks are held to
     return mb | {round(v / 1000, 1) for v in mb} | {round(v / 1024, 1) for v in mb}
 
@@ -884,6 +938,156 @@ def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
     return found
 
 
+# ----------------------------------------------------------------------------- every measured number a span
+#: a measured number: a quantity with a unit of time or memory (a lesson's seconds, a kernel's peak, a report's
+#: minutes, a benchmark's memory). Numbers without such a unit (lesson numbers, years, head and layer counts,
+#: query counts, shares, the deciding numbers of verdicts) state no cost of running the course and are not
+#: read here. "s" needs a space before it, so that a format ("{x:34s}") is not read as seconds.
+MEASURED = re.compile(r"(?<![A-Za-z0-9_.,+-])[+-]?(?P<v>\d[\d,]*(?:\.\d+)?)(?:-\d[\d,]*(?:\.\d+)?)?"
+                      r"(?P<u>(?: |&nbsp;)(?:s|ms|min)|(?:\s|&nbsp;)(?:seconds?|minutes?|hours?)|(?: ?)(?:KB|MB|GB|TB|KiB|MiB|GiB)"
+                      r"|(?: ?)(?:秒|分钟|小时))(?![A-Za-z0-9_/])")
+#: the numbers with a unit of time or memory that are not measurements of the course, each kind with its
+#: reason: what others set (a host's memory and its times, a machine one buys), a class's timetable, and
+#: arithmetic a sentence shows. A kind is matched on the words around the number, never on a file or a line.
+NOT_A_MEASUREMENT: dict[str, re.Pattern] = {
+    # mybinder.org's memory per session (and the same limits in the course's own Binder image)
+    "a host's memory": re.compile(r"Binder(?:'s| session has(?: about)?| gives a session| 的| 会话有)?\s*\d(?:-\d)? ?GB"
+                                  r"|same \d GB(?: and \d CPU)? limits|同样的 \d GB"),
+    # a machine's size (what one buys or rents), not what the course uses on it
+    "a machine's size": re.compile(r"(?<![\d.])\d+ ?GB(?: (?:of )?(?:RAM|memory|machines?|laptops?|or less|or more)| 的机器| 内存| 以上"
+                                   r"| 机器)|(?:container of|机器内存(?:为|是)?) \d+ ?GB(?![\d.])"
+                                   r"|内存(?:不超过|不足)? ?\d+ ?GB(?![\d.])"),
+    # how long a host keeps an idle session or takes to build its image (Colab, Binder, JupyterHub's culling)
+    "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|without an open)|idle (?:for )?(?:about )?\d+ minutes"
+                                     r"|空闲 ?(?:约 ?)?\d+ ?分钟|最长 ?\d+ ?小时|约 ?\d+ ?分钟后结束|\(\d+ hours at most\)"
+                                     r"|launched \(\d+-\d+\s+minutes\)|构建镜像（\d+-\d+ 分钟）"),
+    # a class's timetable: how long a class meets, chosen by the school
+    "a timetable": re.compile(r"(?:meets?|sessions? of)[^.\n]{0,30}?\d+(?:-\d+)?\s+minutes|\d+ minutes \(one session\)"
+                              r"|每次 (?:\d+ 到 )?\d+ ?分钟|\d+ ?分钟(?:（一次课）|和半天)"),
+    # arithmetic the sentence shows (sizes times four bytes), not a run's measurement
+    "arithmetic shown": re.compile(r"x \d+ x \d+ would take \d[\d.]* GB|× \d+ 的注意力图需要 \d[\d.]* GB"),
+}
+
+
+def generated_values(numbers: object) -> set[float]:
+    """Every number in ``numbers`` (nested), with each time also in minutes and each size also in GB."""
+    found: set[float] = set()
+    stack = [numbers]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            v = float(item)
+            found |= {v, float(round(v / 60)), round(v / 60, 1), round(v / 1000, 1), round(v / 1024, 1)}
+    return found
+
+
+def _blank(match: re.Match) -> str:
+    """The match with every character but newlines made a space (a generated part, kept out of the reading but
+    not out of the line count)."""
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def outside_generated(text: str, lang: str) -> str:
+    """``text`` with every generated block, inline span and lesson heading's parenthesis blanked out."""
+    text = BLOCK.sub(_blank, text)
+    text = INLINE.sub(_blank, text)
+    return HEADING[lang].sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), text)
+
+
+def _not_measured(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` is one of :data:`NOT_A_MEASUREMENT`'s kinds."""
+    for pattern in NOT_A_MEASUREMENT.values():
+        for m in pattern.finditer(text, max(0, start - 40), min(len(text), end + 40)):
+            if m.start() <= start and end <= m.end() or start <= m.start() < end:
+                return True
+    return False
+
+
+def measured_in(text: str, values: set[float]) -> list[tuple[int, str, str]]:
+    """Every measured number (:data:`MEASURED`) in ``text`` that is not one of :data:`NOT_A_MEASUREMENT`'s kinds, as
+    (line, kind, text): kind ``a copy of a generated value`` when it equals a generated value (or its minutes,
+    its GB), else ``a measured number with no source``. ``text`` has its generated parts blanked out already
+    (:func:`outside_generated`)."""
+    found = []
+    for m in MEASURED.finditer(text):
+        if _not_measured(text, m.start(), m.end()):
+            continue
+        kind = ("a copy of a generated value" if float(m.group("v").replace(",", "")) in values
+                else "a measured number with no source")
+        found.append((text.count("\n", 0, m.start()) + 1, kind, m.group(0).replace("&nbsp;", " ")))
+    return found
+
+
+def _said(line: int, kind: str, number: str) -> str:
+    return f"line {line}: {kind}: {number!r}"
+
+
+def markdown_numbers(path: Path, numbers: dict, lang: str) -> list[str]:
+    """:func:`measured_in` of a markdown document, as ``line N: KIND: 'TEXT'``."""
+    text = outside_generated(path.read_text(encoding="utf-8"), lang)
+    return [_said(*found) for found in measured_in(text, generated_values(numbers))]
+
+
+def notebook_numbers(path: Path, numbers: dict) -> list[str]:
+    """:func:`measured_in` of every markdown cell of a notebook, each finding named by its cell."""
+    values = generated_values(numbers)
+    found = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = outside_generated("".join(cell["source"]), "en")
+            found += [f"cell {cell.get('id')}, {_said(*f)}" for f in measured_in(text, values)]
+    return found
+
+
+def script_numbers(path: Path, numbers: dict) -> list[str]:
+    """:func:`measured_in` of every string in a Python script (its docstrings, messages and f-strings' text):
+    a script reads a number from its constant or from the numbers, it never types one."""
+    values = generated_values(numbers)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [_said(node.lineno + line - 1, kind, number) for line, kind, number in measured_in(node.value, values)]
+    return found
+
+
+def stated_in(root: Path = ROOT) -> dict[str, tuple[str, Path]]:
+    """Every file that states numbers to a reader, which :func:`copied_numbers` reads: :data:`DOCS`, every guide
+    in ``docs/``, every lesson's markdown (the Chinese edition through its translations) and every script's
+    strings (``CHANGELOG.md`` is history: it keeps the numbers each round measured at the time). Relative
+    name -> (kind, path); kinds: ``en``/``zh`` (markdown in that language), ``notebook``, ``script``."""
+    files: dict[str, tuple[str, Path]] = {}
+    for lang, names in DOCS.items():
+        for name in names:
+            files[name] = (lang, root / name)
+    for path in sorted((root / "docs").glob("*.md")):
+        files.setdefault(path.relative_to(root).as_posix(), ("zh" if path.name.endswith(".zh-CN.md") else "en", path))
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        files[path.relative_to(root).as_posix()] = ("notebook", path)
+    for path in sorted((root / "notebooks" / "zh" / "translations").glob("*.md")):
+        files[path.relative_to(root).as_posix()] = ("zh", path)
+    for path in sorted((root / "scripts").glob("*.py")):
+        files[path.relative_to(root).as_posix()] = ("script", path)
+    return {name: (kind, path) for name, (kind, path) in files.items() if path.is_file()}
+
+
+def copied_numbers(numbers: dict, root: Path = ROOT) -> list[str]:
+    """Every measured number stated outside a generated span, in every file of :func:`stated_in`: a typed copy
+    of a generated value, or a measured number with no source. ``NAME: line N: KIND: 'TEXT'``."""
+    found = []
+    for name, (kind, path) in stated_in(root).items():
+        if kind == "notebook":
+            found += [f"{name}: {d}" for d in notebook_numbers(path, numbers)]
+        elif kind == "script":
+            found += [f"{name}: {d}" for d in script_numbers(path, numbers)]
+        else:
+            found += [f"{name}: {d}" for d in markdown_numbers(path, numbers, kind)]
+    return found
+
+
 _LINK = re.compile(r"\]\((?P<file>[^)#\s]*\.md)?#(?P<anchor>[^)\s]+)\)")
 
 
@@ -919,7 +1123,7 @@ def problems(numbers: dict, root: Path = ROOT) -> list[str]:
                                                                    numbers, lang)]
     for name in DOCS["en"] + DOCS["zh"] + LINKED:
         found += [f"{name}: {d}" for d in broken_links(root / name)]
-    return found
+    return found + copied_numbers(numbers, root)
 
 
 def main(argv: list[str] | None = None) -> int:
