@@ -94,9 +94,14 @@ def _chinese_blocks(lesson: zh_edition.Lesson) -> list[zh_edition.Block]:
     return blocks if blocks else zh_edition.parse(FIXTURE.read_text(encoding="utf-8"), str(FIXTURE))
 
 
+def _settings_dir(folder: Path) -> Path:
+    """The user settings folder of the JupyterLab serving ``folder``."""
+    return folder / ".settings"
+
+
 def _settings(folder: Path) -> Path:
     """User settings of the test's JupyterLab: every cell rendered (no windowing), so every widget is in the page."""
-    settings = folder / ".settings"
+    settings = _settings_dir(folder)
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}', encoding="utf-8")
@@ -347,48 +352,28 @@ def check_cards(cards: list[dict], edition: str) -> None:
             assert "threshold" in card["labels"], card["labels"]  # the deciding number and what it is held against
 
 
-def test_the_chinese_launch_opens_jupyterlab_in_chinese(tmp_path):
+def test_the_chinese_launch_opens_jupyterlab_in_chinese(lab):
     """``course.sh --lang zh`` starts JupyterLab with a settings folder whose interface language is zh_CN
-    (the language pack is in the course extra): the same setting gives Chinese menus; without it, English."""
-    _playwright()  # skips (or fails in CI) before any server starts
+    (the language pack is in the course extra): the same setting gives Chinese menus; without it, English.
+    Both are read from the lesson test's JupyterLab: its settings folder first as it is, then with the
+    setting course.sh writes (JupyterLab reads its settings files at each page load), then as it was."""
+    base, token, folder = lab
     script = (ROOT / "scripts" / "course.sh").read_text(encoding="utf-8")
     setting = '{"locale": "zh_CN"}'
     assert "translation-extension/plugin.jupyterlab-settings" in script and setting in script
     assert 'export JUPYTERLAB_SETTINGS_DIR="$zh_settings"' in script
+    written = _settings_dir(folder) / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings"
     menus = {}
-    for lang in ("zh", "en"):
-        settings = tmp_path / lang / "settings"
-        (settings / "@jupyterlab" / "translation-extension").mkdir(parents=True)
-        if lang == "zh":
-            (settings / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings").write_text(
-                setting + "\n", encoding="utf-8")
-        port, token = free_port(), "attnlab-lab-language"
-        env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTER_RUNTIME_DIR=str(tmp_path / lang / "rt"),
-                   JUPYTER_CONFIG_DIR=str(tmp_path / lang / "config"), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / lang / "ws"),
-                   BROWSER="true")
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-        if os.getuid() == 0:
-            cmd.append("--allow-root")
-        server = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
-        try:
-            base, deadline = f"http://127.0.0.1:{port}", time.time() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                        break
-                except OSError:
-                    if time.time() > deadline or server.poll() is not None:
-                        pytest.fail("JupyterLab did not answer within 60 s")
-                    time.sleep(0.5)
+    try:
+        for lang in ("en", "zh"):
+            if lang == "zh":
+                written.parent.mkdir(parents=True, exist_ok=True)
+                written.write_text(setting + "\n", encoding="utf-8")
             with browser_page() as page:
-                page.goto(f"{base}/lab?token={token}")
+                page.goto(f"{base}/lab/workspaces/menus-{lang}?reset&token={token}")
                 page.wait_for_selector(".lm-MenuBar-itemLabel", timeout=120_000)
                 menus[lang] = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=20)
+    finally:
+        written.unlink(missing_ok=True)
     assert {"文件", "编辑", "内核", "帮助"} <= set(menus["zh"]), menus
     assert {"File", "Edit", "Kernel", "Help"} <= set(menus["en"]), menus

