@@ -16,7 +16,9 @@ from pathlib import Path
 
 #: the generated file (package data)
 NUMBERS_FILE = Path(__file__).with_name("numbers.json")
-#: a lesson's kernel must stay under this (Binder gives 2 GB; the rest is JupyterLab's and the system's)
+#: the memory Binder (mybinder.org) gives a session, in GB: the one statement the documents quote
+BINDER_GB = 2
+#: a lesson's kernel must stay under this (Binder gives BINDER_GB; the rest is JupyterLab's and the system's)
 PEAK_TARGET_MB = 1800
 #: bytes in one of the benchmark's MB (peaks are read from the kernel's VmHWM, in KiB / 1024)
 MB = 1 << 20

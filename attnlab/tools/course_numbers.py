@@ -60,6 +60,7 @@ from attnlab.course.reference import (
     reference_verdicts,
 )
 from attnlab.course.verdicts import WORDS, shown
+from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact
 from attnlab.tools.report import compare_table, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +154,7 @@ def gather(root: Path = ROOT) -> dict:
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
             "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
             "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
-            "class_server": class_server(root)}
+            "class_server": class_server(root), **gather_facts(root)}
 
 
 def class_server(root: Path = ROOT) -> dict:
@@ -710,6 +711,8 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
         return INLINE_TEXT[name](numbers, lang, lesson)
     if name.startswith("verdict."):
         return _verdict(numbers, name.split(".", 1)[1], lang)
+    if name.startswith(FACT_PREFIXES):  # numbers.json's facts with their own format (attnlab.tools.doc_facts)
+        return render_fact(name, numbers, lang)
     value: object = numbers
     for key in name.split("."):
         value = value[key]  # type: ignore[index]
