@@ -13,8 +13,8 @@ renders the inline spans that quote them (:func:`render_fact`):
 
 Inline span names handled here (``<!-- numbers:NAME -->text<!-- /numbers -->``):
 
-* ``interval.PATH``: an estimate with its interval, ``0.77 [0.73, 0.81]``;
-* ``estimate.PATH``: an estimate (or a plain number) to two decimals, ``0.77``;
+* ``interval.PATH``: an estimate with its interval, ``0.77 [0.73, 0.81]`` (``interval3.PATH``: three decimals);
+* ``estimate.PATH``: an estimate (or a plain number) to two decimals, ``0.77`` (``estimate3.PATH``: three);
 * ``percent.PATH``: a share as a whole percent, ``22%``;
 * ``small.PATH``: a small number to two significant digits, ``0.0070``;
 * ``minutes.PATH``: seconds as minutes to one decimal, ``49.2``.
@@ -35,7 +35,7 @@ from attnlab.course.reference import DEFAULT_MODEL, reference_dir
 #: the measured conversion of the offline default (``python benchmarks/bench_conversion.py --json FILE``)
 CONVERSION = "benchmarks/measured/conversion.json"
 #: span prefixes this module renders
-PREFIXES = ("interval.", "estimate.", "percent.", "small.", "minutes.")
+PREFIXES = ("interval.", "interval3.", "estimate.", "estimate3.", "percent.", "small.", "minutes.")
 
 
 def _record(lesson: str) -> dict:
@@ -81,6 +81,11 @@ def limits_facts(data: dict) -> dict:
                  reverse=max(together["reverse_fraction"]), all_replaced_cost=together["all_replaced_cost"],
                  between_texts=float(data["together_tolerance"]) / together["tolerance_share"],
                  order_difference={"estimate": order["difference"], "low": order["low"], "high": order["high"]})
+    for claim, key in (("norm_beats_raw", "minus_raw"), ("rollout_beats_raw", "minus_raw"),
+                       ("value_zeroing_best", "minus_raw"), ("value_zeroing_best", "minus_norm"),
+                       ("value_zeroing_best", "minus_rollout")):
+        estimate, low, high = verdicts[claim]["numbers"][key]  # paired difference of rho, its interval
+        facts[f"{claim}_{key}"] = {"estimate": estimate, "low": low, "high": high}
     facts["all_replaced_share"] = facts["all_replaced_cost"] / facts["between_texts"]
     return facts
 
@@ -120,19 +125,21 @@ def _value(numbers: dict, path: str):
     return value
 
 
-def _two(x: float) -> str:
-    text = f"{x:.2f}"
-    return "0.00" if text == "-0.00" else text
+def _fixed(x: float, digits: int = 2) -> str:
+    text = f"{x:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
 
 
 def render_fact(name: str, numbers: dict, lang: str) -> str:
     """The text of an inline span whose name starts with one of :data:`PREFIXES`."""
     kind, path = name.split(".", 1)
     value = _value(numbers, path)
-    if kind == "interval":
-        return f"{_two(value['estimate'])} [{_two(value['low'])}, {_two(value['high'])}]"
-    if kind == "estimate":
-        return _two(value["estimate"] if isinstance(value, dict) else value)
+    digits = 3 if kind.endswith("3") else 2
+    if kind.startswith("interval"):
+        return (f"{_fixed(value['estimate'], digits)} [{_fixed(value['low'], digits)}, "
+                f"{_fixed(value['high'], digits)}]")
+    if kind.startswith("estimate"):
+        return _fixed(value["estimate"] if isinstance(value, dict) else value, digits)
     if kind == "percent":
         return f"{round(100 * value)}%"
     if kind == "small":
