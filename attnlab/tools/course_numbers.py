@@ -107,7 +107,7 @@ CLASS_MINUTES = {"00": 10, "01": 25, "02": 25, "03": 25, "04": 30, "05": 35, "06
 FEEDS_12 = ["05", "06", "07", "08", "09", "10", "11"]
 
 BLOCK = re.compile(r"(<!-- numbers:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
-INLINE = re.compile(r"(<!-- numbers:(?P<name>[a-z_0-9.]+) -->)(?P<body>[^\n]*?)(<!-- /numbers -->)")
+INLINE = re.compile(r"(<!-- numbers:(?P<name>[a-z_0-9.\-]+) -->)(?P<body>[^\n]*?)(<!-- /numbers -->)")
 HEADING = {"en": re.compile(r"^(### (?P<n>\d\d) · [^(\n]*?) \((?P<inside>\d+ min;[^)\n]*)\)", re.M),
            "zh": re.compile(r"^(### (?P<n>\d\d) · [^（\n]*?)（(?P<inside>\d+ 分钟；[^）\n]*)）", re.M)}
 
