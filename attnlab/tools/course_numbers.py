@@ -526,17 +526,22 @@ def _peaks_table(numbers: dict, lang: str) -> str:
             highest[key] = max(highest[key], peak or 0)
             cells += [_s(peak, lang), _s(row.get(f"{key}_s"), lang)]
         lines.append("| " + " | ".join(cells) + " |")
-    sources = numbers["sources"]
+    sources, course = numbers["sources"], numbers["course"]
     if lang == "en":
         notes = [f"{'offline default' if key == 'offline_peaks' else 'bert-base-chinese shape'}: highest "
                  f"{highest[key]:,} MB ({'under' if highest[key] < PEAK_TARGET_MB else 'over'} the "
-                 f"{PEAK_TARGET_MB:,} MB target), {sources[key]['machine']}, {sources[key]['date']}"
+                 f"{PEAK_TARGET_MB:,} MB target), {sources[key]['machine']}, {sources[key]['date']}, "
+                 f"{course[f'{key}_total_s'] / 60:.0f} minutes in all"
                  for key in keys if key in sources]
-        return "\n".join(lines) + "\n\n" + "; ".join(notes) + ".\n"
+        return ("\n".join(lines) + "\n\n" + "; ".join(notes) + ". This table measures memory; its seconds are "
+                "those of these runs. The times to plan with are the full runs' in the [teacher's guide]"
+                "(docs/teaching.md#times-and-where-they-come-from).\n")
     notes = [f"{'离线默认模型' if key == 'offline_peaks' else 'bert-base-chinese 形状'}：最高 {highest[key]:,} MB"
              f"（{'低于' if highest[key] < PEAK_TARGET_MB else '高于'} {PEAK_TARGET_MB:,} MB 的目标），"
-             f"{described(sources[key]['machine'], lang)}，{sources[key]['date']}" for key in keys if key in sources]
-    return "\n".join(lines) + "\n\n" + "；".join(notes) + "。\n"
+             f"{described(sources[key]['machine'], lang)}，{sources[key]['date']}，"
+             f"共 {course[f'{key}_total_s'] / 60:.0f} 分钟" for key in keys if key in sources]
+    return ("\n".join(lines) + "\n\n" + "；".join(notes) + "。这张表测的是内存；其中的秒数是这两次运行各自的用时。"
+            "安排课时请用[教师手册](docs/teaching.zh-CN.md#用时及其出处)里完整运行的用时。\n")
 
 
 def _times_table(numbers: dict, lang: str) -> str:
