@@ -61,13 +61,15 @@ class Fact:
     answer: Callable[[dict, str, re.Match], str]
     where: Callable[[str, str], str] = field(default=lambda text, lang: text)  # the part of a document read
     same: Callable[[str, str], bool] = field(default=lambda said, answer: said == answer)
+    by_line: bool = False  # a statement on one line (a generated note), read line by line, not by sentence
 
     def disagreements(self, numbers: dict, text: str, lang: str) -> list[str]:
         """Every statement of this fact in ``text`` that is not the one answer."""
         found = []
         part = self.where(text, lang)
+        pieces = part.splitlines() if self.by_line else sentences(part, lang)
         for pattern in self.patterns.get(lang, []):
-            for sentence in sentences(part, lang):
+            for sentence in pieces:
                 for m in re.finditer(pattern, sentence):
                     answer = self.answer(numbers, lang, m)
                     if not self.same(m.group("v"), answer):
@@ -111,9 +113,9 @@ FACTS = [
           "zh": [r"\| 14 课合计 \|(?:[^|\n]*\|){5} 约 (?P<v>\d+) 分钟 \|"]},
          lambda numbers, lang, m: str(numbers["door"]["course_minutes_on_cpu"]["bert-base-chinese"])),
     Fact("the peaks table's seconds in all on bert-base-chinese's shape",
-         {"en": [r"bert-base-chinese shape: highest [^;]*?, (?P<v>\d+) minutes in all"],
-          "zh": [r"bert-base-chinese 形状：最高[^；。]*?共 (?P<v>\d+) 分钟"]},
-         lambda numbers, lang, m: f"{numbers['course']['bert_base_shape_peaks_total_s'] / 60:.0f}"),
+         {"en": [r"bert-base-chinese shape: highest [^|\n]*?, (?P<v>\d+) minutes in all"],
+          "zh": [r"bert-base-chinese 形状：最高[^|\n]*?共 (?P<v>\d+) 分钟"]},
+         lambda numbers, lang, m: f"{numbers['course']['bert_base_shape_peaks_total_s'] / 60:.0f}", by_line=True),
     Fact("lesson 13: raw attention's rank correlation with leaving a token out",
          {"en": [r"raw attention (?:ρ |rho )?(?P<v>-?\d\.\d+)"], "zh": [r"原始注意力 ?(?:ρ )?(?P<v>-?\d\.\d+)"]},
          _limits("raw_rho"), where=_lesson_13),
@@ -158,7 +160,8 @@ def wordings(text: str, lang: str, path: Path) -> list[str]:
     results come from on Colab, lesson 11's tolerance, lesson 13's references, lesson 02's checks."""
     found = []
     for sentence in sentences(text, lang):
-        if "Colab" in sentence and "auto" in sentence and "bert-base-chinese" in sentence and "GPU" not in sentence:
+        runtime = "GPU" in sentence or "CPU" in sentence  # Colab's runtime decides what auto takes
+        if "Colab" in sentence and "auto" in sentence and "bert-base-chinese" in sentence and not runtime:
             found.append(f"Colab's model: {sentence.strip()!r} (on a CPU runtime auto takes multilingual-e5-small)")
         twelve = "lesson 12" in sentence if lang == "en" else "第 12 课" in sentence
         if twelve and ("Drive" in sentence or "云端硬盘" in sentence):
