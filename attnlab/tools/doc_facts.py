@@ -108,7 +108,7 @@ def conversion(root: Path) -> dict:
         return {}
     run = json.loads(path.read_text(encoding="utf-8"))
     seconds = float(run["seconds"])
-    return {"seconds_s": int(round(seconds)) if seconds >= 10 else round(seconds, 1),
+    return {"seconds_s": max(1, int(round(seconds))),  # "about N s": whole seconds
             "folder_mb": int(round(run["folder_mb"])), "machine": run["machine"], "date": run["date"],
             "file": CONVERSION}
 
