@@ -176,12 +176,12 @@ def wordings(text: str, lang: str, path: Path) -> list[str]:
     for m in re.finditer(pattern, lesson_section(text, "13"), re.I):
         if COUNT_WORDS[m.group("v").lower()] != count:
             found.append(f"lesson 13's references: {m.group(0)!r} (the lesson has {count})")
-    scaling = lesson_section(text, "02")
-    for sentence in sentences(scaling, lang):
-        random = "random" in sentence if lang == "en" else "随机向量" in sentence
-        verdict = re.search(r"\bholds\b", sentence) if lang == "en" else re.search(r"成立", sentence)
+    for bullet in re.split(r"\n(?=- )", lesson_section(text, "02")):  # a bullet: what one run found
+        random = re.search(r"random|var\(q·k\)|随机向量|q·k 的方差", bullet)
+        verdict = re.search(r"\bholds\b" if lang == "en" else r"成立", bullet)
         if random and verdict:
-            found.append(f"lesson 02's checks: {sentence.strip()!r} (random vectors give checks, not verdicts)")
+            found.append(f"lesson 02's checks: {verdict.group(0)!r} in {bullet.strip()[:80]!r} (random vectors give "
+                         "checks, not verdicts)")
     return found
 
 
@@ -244,6 +244,8 @@ PLANTED = [
     ("en", "### 13 · Limits (50 min)\n\n- *The two ground truths.* Both are shown.\n", "lesson 13's references"),
     ("zh", "### 13 · 局限（50 分钟）\n\n和两种“参照”相比较。\n", "lesson 13's references"),
     ("en", "### 02 · Scaling (25 min)\n\n- On random vectors the variance matched d_k: holds.\n", "lesson 02's checks"),
+    ("zh", "### 02 · 缩放（25 分钟）\n\n- *与模型无关的部分：* q·k 的方差都落在 d_k 的 10% 容差以内，判断为“成立”。\n",
+     "lesson 02's checks"),
 ]
 
 
