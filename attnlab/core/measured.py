@@ -18,7 +18,10 @@ from attnlab.core.targets import TARGETS
 
 #: the generated file (package data)
 NUMBERS_FILE = Path(__file__).with_name("numbers.json")
-#: a lesson's kernel must stay under this (the course's targets, :data:`attnlab.core.targets.TARGETS`)
+#: the memory Binder (mybinder.org) gives a session, in GB: the one statement the documents quote
+BINDER_GB = 2
+#: a lesson's kernel must stay under this (Binder gives BINDER_GB; the rest is JupyterLab's and the system's;
+#: the course's targets, :data:`attnlab.core.targets.TARGETS`)
 PEAK_TARGET_MB = TARGETS["peak_mb"]
 #: bytes in one of the benchmark's MB (peaks are read from the kernel's VmHWM, in KiB / 1024)
 MB = 1 << 20

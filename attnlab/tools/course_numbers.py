@@ -70,6 +70,7 @@ from attnlab.course.reference import (
     reference_verdicts,
 )
 from attnlab.course.verdicts import WORDS, shown
+from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact
 from attnlab.tools.report import compare_table, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ CLASS_MINUTES = {"00": 10, "01": 25, "02": 25, "03": 25, "04": 30, "05": 35, "06
 FEEDS_12 = ["05", "06", "07", "08", "09", "10", "11"]
 
 BLOCK = re.compile(r"(<!-- numbers:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
-INLINE = re.compile(r"(<!-- numbers:(?P<name>[a-z_0-9.]+) -->)(?P<body>[^\n]*?)(<!-- /numbers -->)")
+INLINE = re.compile(r"(<!-- numbers:(?P<name>[a-z_0-9.\-]+) -->)(?P<body>[^\n]*?)(<!-- /numbers -->)")
 HEADING = {"en": re.compile(r"^(### (?P<n>\d\d) · [^(\n]*?) \((?P<inside>\d+ min;[^)\n]*)\)", re.M),
            "zh": re.compile(r"^(### (?P<n>\d\d) · [^（\n]*?)（(?P<inside>\d+ 分钟；[^）\n]*)）", re.M)}
 
@@ -170,7 +171,7 @@ def gather(root: Path = ROOT) -> dict:
             "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
             "class_server": class_server(root), "targets": dict(TARGETS), "settings": settings(),
             "benchmarks": json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))["runs"],
-            "report_parts": report_parts(root)}
+            "report_parts": report_parts(root), **gather_facts(root)}
 
 
 def settings() -> dict:
@@ -565,17 +566,22 @@ def _peaks_table(numbers: dict, lang: str) -> str:
             highest[key] = max(highest[key], peak or 0)
             cells += [_s(peak, lang), _s(row.get(f"{key}_s"), lang)]
         lines.append("| " + " | ".join(cells) + " |")
-    sources = numbers["sources"]
+    sources, course = numbers["sources"], numbers["course"]
     if lang == "en":
         notes = [f"{'offline default' if key == 'offline_peaks' else 'bert-base-chinese shape'}: highest "
                  f"{highest[key]:,} MB ({'under' if highest[key] < PEAK_TARGET_MB else 'over'} the "
-                 f"{PEAK_TARGET_MB:,} MB target), {sources[key]['machine']}, {sources[key]['date']}"
+                 f"{PEAK_TARGET_MB:,} MB target), {sources[key]['machine']}, {sources[key]['date']}, "
+                 f"{course[f'{key}_total_s'] / 60:.0f} minutes in all"
                  for key in keys if key in sources]
-        return "\n".join(lines) + "\n\n" + "; ".join(notes) + ".\n"
+        return ("\n".join(lines) + "\n\n" + "; ".join(notes) + ". This table measures memory; its seconds are "
+                "those of these runs. The times to plan with are the full runs' in the [teacher's guide]"
+                "(docs/teaching.md#times-and-where-they-come-from).\n")
     notes = [f"{'离线默认模型' if key == 'offline_peaks' else 'bert-base-chinese 形状'}：最高 {highest[key]:,} MB"
              f"（{'低于' if highest[key] < PEAK_TARGET_MB else '高于'} {PEAK_TARGET_MB:,} MB 的目标），"
-             f"{described(sources[key]['machine'], lang)}，{sources[key]['date']}" for key in keys if key in sources]
-    return "\n".join(lines) + "\n\n" + "；".join(notes) + "。\n"
+             f"{described(sources[key]['machine'], lang)}，{sources[key]['date']}，"
+             f"共 {course[f'{key}_total_s'] / 60:.0f} 分钟" for key in keys if key in sources]
+    return ("\n".join(lines) + "\n\n" + "；".join(notes) + "。这张表测的是内存；其中的秒数是这两次运行各自的用时。"
+            "安排课时请用[教师手册](docs/teaching.zh-CN.md#用时及其出处)里完整运行的用时。\n")
 
 
 def _times_table(numbers: dict, lang: str) -> str:
@@ -751,6 +757,8 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
         return INLINE_TEXT[name](numbers, lang, lesson)
     if name.startswith("verdict."):
         return _verdict(numbers, name.split(".", 1)[1], lang)
+    if name.startswith(FACT_PREFIXES):  # numbers.json's facts with their own format (attnlab.tools.doc_facts)
+        return render_fact(name, numbers, lang)
     value: object = numbers
     for key in name.split("."):
         value = value[key]  # type: ignore[index]

@@ -266,8 +266,13 @@ def check_multilingual() -> Check:
     if converted:
         return Check("chinese model", OK, _("{name} (12 layers x 12 heads, reads Chinese) is converted in "
                                             "{folder}").format(name=name, folder=folder))
+    from attnlab.core.measured import numbers  # standard library only: the measured conversion
+
+    conversion = numbers()["conversion"]
     return Check("chinese model", OK, _("{name} is installed; the first load converts it once into {folder} "
-                                        "(about 470 MB, 15 s)").format(name=name, folder=folder))
+                                        "({mb:,} MB, about {seconds} s)").format(
+                                            name=name, folder=folder, mb=conversion["folder_mb"],
+                                            seconds=conversion["seconds_s"]))
 
 
 def check_article_model() -> Check:
