@@ -292,3 +292,28 @@ def test_guides_have_a_term_plan():
         taught = re.findall(r"\b(\d\d) ", " ".join(r.split(" | ")[1] + " " + r.split(" | ")[2]
                                                      for r in plan.splitlines() if re.match(r"^\| \d \|", r)))
         assert sorted(taught) == [f"{n:02d}" for n in range(14)]
+
+
+def test_speed_published_against_targets(numbers):
+    """Issue 67's four waits are in numbers.json under their names, each read again here from its own measured
+    file (not from the generator): the report with its twins from the shipped report's seconds, the lessons at
+    one thread and the course on two cores from the benchmark runs, CI from its recorded log; the READMEs quote
+    the report's from there, beside its target."""
+    speed = numbers["speed"]
+    report = json.loads((ROOT / "docs/reports/multilingual-e5-small/report.json").read_text(encoding="utf-8"))
+    seconds = report["data"]["settings"]["seconds"]
+    assert report["data"]["settings"]["twin"]["seeds"] == [0, 1, 2] and not report["data"]["settings"]["smoke"]
+    assert speed["report_with_twins_min"] == pytest.approx(seconds / 60, abs=0.05)
+    one_thread = json.loads((ROOT / "benchmarks/measured/course_full_offline_1thread.json").read_text())["lessons"]
+    assert set(speed["one_thread_s"]) == set(one_thread)
+    for lesson, run in one_thread.items():
+        assert speed["one_thread_s"][lesson] == pytest.approx(run["seconds"], abs=0.51)
+    two_cores = json.loads((ROOT / "benchmarks/measured/course_full_offline.json").read_text())["lessons"]
+    assert speed["course_two_cores_s"] == pytest.approx(sum(r["seconds"] for r in two_cores.values()), abs=1)
+    ci = json.loads((ROOT / "benchmarks/measured/ci_run.json").read_text())
+    assert numbers["ci"]["total_s"] == ci["total_s"] > 0
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / readme).read_text(encoding="utf-8")
+        quoted = re.search(r"<!-- numbers:speed\.report_with_twins_min -->([0-9.]+)<!-- /numbers -->", text)
+        assert quoted and float(quoted.group(1)) == speed["report_with_twins_min"], readme
+        assert "numbers:targets.report_twin_minutes" in text, readme
