@@ -77,6 +77,8 @@ def test_every_cannot_tell_row_says_why_and_waits_only_where_data_could_decide()
                 assert any(line.count(part) for part in ("6a:", "6b:")), line
             else:
                 assert v.reason() and v.reason() in line, (label, line)
+                if v.because == "interval":  # the line its interval reaches, not "the details show them"
+                    assert "reaches the line at" in v.reason(), (label, v.reason())
             if v.because == "twin":
                 assert "waits for evidence" not in v.what_would_change()
     missing = c.all_conclusions(c.Evidence())["1"]

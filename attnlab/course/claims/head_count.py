@@ -316,7 +316,7 @@ def verdict_more_heads_not_always_better(perplexities: Mapping[int, Sequence[flo
         N_("best chosen on the other half"): ", ".join(str(h) for h in chosen) or N_("one seed: no split"),
         N_("largest head count"): most,
         N_("perplexity at the best count"): means[best], N_("perplexity at the largest count"): means[most],
-        N_("standard errors for clear"): n_se, N_("seeds"): seeds, N_("floor"): margin,
+        N_("standard errors for clear"): n_se, N_("seeds"): seeds, N_("floor"): margin, N_("holds above"): margin,
         N_("floor, share of the perplexity at the best count"): floor, **with_them,
     })
 
