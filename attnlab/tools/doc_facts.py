@@ -133,7 +133,8 @@ def gather_facts(root: Path) -> dict:
     return {"conversion": conversion(root), "reference_facts": reference_facts(), "binder_gb": BINDER_GB}
 
 
-def _value(numbers: dict, path: str):
+def value_at(numbers: dict, path: str):
+    """The entry of the numbers at a dotted path (``lessons.11.offline_peaks_peak_mb``)."""
     value: object = numbers
     for key in path.split("."):
         value = value[key]  # type: ignore[index]
@@ -148,7 +149,7 @@ def _fixed(x: float, digits: int = 2) -> str:
 def render_fact(name: str, numbers: dict, lang: str) -> str:
     """The text of an inline span whose name starts with one of :data:`PREFIXES`."""
     kind, path = name.split(".", 1)
-    value = _value(numbers, path)
+    value = value_at(numbers, path)
     digits = int(kind[-1]) if kind[-1].isdigit() else 2
     if kind.startswith("interval"):
         return (f"{_fixed(value['estimate'], digits)} [{_fixed(value['low'], digits)}, "
