@@ -70,7 +70,7 @@ from attnlab.course.reference import (
     reference_verdicts,
 )
 from attnlab.course.verdicts import WORDS, shown
-from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact
+from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact, value_at
 from attnlab.tools.report import compare_table, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -774,9 +774,7 @@ def render_inline(name: str, numbers: dict, lang: str, lesson: str | None = None
         return _verdict(numbers, name.split(".", 1)[1], lang)
     if name.startswith(FACT_PREFIXES):  # numbers.json's facts with their own format (attnlab.tools.doc_facts)
         return render_fact(name, numbers, lang)
-    value: object = numbers
-    for key in name.split("."):
-        value = value[key]  # type: ignore[index]
+    value = value_at(numbers, name)
     if isinstance(value, str):  # words recorded with the numbers (the machine a time was measured on)
         return value
     if name.endswith(("_s", ".seconds")):

@@ -13,13 +13,15 @@ renders the inline spans that quote them (:func:`render_fact`):
 
 Inline span names handled here (``<!-- numbers:NAME -->text<!-- /numbers -->``):
 
-* ``interval.PATH``: an estimate with its interval, ``0.77 [0.73, 0.81]`` (``interval3.PATH``: three decimals);
-* ``estimate.PATH``: an estimate (or a plain number) to two decimals, ``0.77`` (``estimate3.PATH``: three);
+* ``interval.PATH``: an estimate with its interval, ``0.77 [0.73, 0.81]``;
+* ``estimate.PATH``: an estimate (or a plain number) to two decimals, ``0.77``;
+* ``bounds.PATH``: an interval alone, ``[0.73, 0.81]``;
 * ``percent.PATH``: a share as a whole percent, ``22%``;
 * ``small.PATH``: a small number to two significant digits, ``0.0070``;
 * ``minutes.PATH``: seconds as minutes to one decimal, ``49.2``.
 
-``PATH`` is a dotted path into the numbers (``reference_facts.13.raw_rho``).
+``interval``, ``estimate`` and ``bounds`` take a number of decimals after them (``interval3.PATH``: three; two
+without). ``PATH`` is a dotted path into the numbers (``reference_facts.13.raw_rho``).
 ``tests/test_one_answer_per_fact.py`` finds every statement of these facts in the READMEs and ``docs/`` and
 checks each against this one source.
 """
@@ -35,7 +37,9 @@ from attnlab.course.reference import DEFAULT_MODEL, reference_dir
 #: the measured conversion of the offline default (``python benchmarks/bench_conversion.py --json FILE``)
 CONVERSION = "benchmarks/measured/conversion.json"
 #: span prefixes this module renders
-PREFIXES = ("interval.", "interval3.", "estimate.", "estimate3.", "percent.", "small.", "minutes.")
+DECIMAL_KINDS = ("interval", "estimate", "bounds")
+PREFIXES = tuple(f"{kind}{digits}." for kind in DECIMAL_KINDS for digits in ("", "1", "2", "3", "4")) + (
+    "percent.", "small.", "minutes.")
 
 
 def _record(lesson: str) -> dict:
@@ -57,7 +61,18 @@ def pruning_facts(data: dict) -> dict:
     ``1 - cos`` between two texts, and the share of their distance that share is), the heads that go together
     one at a time within it, and the heads removable alone."""
     numbers = data["verdict"]["numbers"]
-    return {"tolerance_share": numbers["allowed, share of that 1 - cos"],
+    agreements = data["objective_agreements"]
+    return {"split_half": {name: _interval(value) for name, value in data["split_half"].items()},
+            "sentence_vs_token": _interval(agreements["sentence vs token"]),
+            "sentence_vs_contrastive": _interval(agreements["sentence vs contrastive"]),
+            "importance_vs_removal": data["spearman_importance_ablation"],
+            "increase": {"estimate": numbers["loss increase"], "low": numbers["increase low"],
+                         "high": numbers["increase high"]},
+            "random_median": numbers["random orders, median increase"],
+            "advantage": {"estimate": numbers["advantage over random"], "low": numbers["advantage low"],
+                          "high": numbers["advantage high"]},
+            "survivors": dict(data["survivor_overlap"]), "survivors_chance": data["overlap_chance"],
+            "tolerance_share": numbers["allowed, share of that 1 - cos"],
             "distance_share": numbers["allowed, share of the distance between the unit vectors"],
             "tolerance": numbers["allowed increase"],
             "between_texts": numbers["distance between two texts"],
@@ -118,7 +133,8 @@ def gather_facts(root: Path) -> dict:
     return {"conversion": conversion(root), "reference_facts": reference_facts(), "binder_gb": BINDER_GB}
 
 
-def _value(numbers: dict, path: str):
+def value_at(numbers: dict, path: str):
+    """The entry of the numbers at a dotted path (``lessons.11.offline_peaks_peak_mb``)."""
     value: object = numbers
     for key in path.split("."):
         value = value[key]  # type: ignore[index]
@@ -133,11 +149,13 @@ def _fixed(x: float, digits: int = 2) -> str:
 def render_fact(name: str, numbers: dict, lang: str) -> str:
     """The text of an inline span whose name starts with one of :data:`PREFIXES`."""
     kind, path = name.split(".", 1)
-    value = _value(numbers, path)
-    digits = 3 if kind.endswith("3") else 2
+    value = value_at(numbers, path)
+    digits = int(kind[-1]) if kind[-1].isdigit() else 2
     if kind.startswith("interval"):
         return (f"{_fixed(value['estimate'], digits)} [{_fixed(value['low'], digits)}, "
                 f"{_fixed(value['high'], digits)}]")
+    if kind.startswith("bounds"):
+        return f"[{_fixed(value['low'], digits)}, {_fixed(value['high'], digits)}]"
     if kind.startswith("estimate"):
         return _fixed(value["estimate"] if isinstance(value, dict) else value, digits)
     if kind == "percent":

@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from attnlab.core.display_width import pad_right  # standard library only
 from attnlab.core.language import N_, _, ngettext  # standard library only: safe on a broken installation
+from attnlab.core.measured import numbers as measured_numbers  # standard library only: the measured conversion
 
 OK, WARN, FAIL = N_("ok"), N_("warn"), N_("fail")
 
@@ -266,9 +267,7 @@ def check_multilingual() -> Check:
     if converted:
         return Check("chinese model", OK, _("{name} (12 layers x 12 heads, reads Chinese) is converted in "
                                             "{folder}").format(name=name, folder=folder))
-    from attnlab.core.measured import numbers  # standard library only: the measured conversion
-
-    conversion = numbers()["conversion"]
+    conversion = measured_numbers()["conversion"]
     return Check("chinese model", OK, _("{name} is installed; the first load converts it once into {folder} "
                                         "({mb:,} MB, about {seconds} s)").format(
                                             name=name, folder=folder, mb=conversion["folder_mb"],
