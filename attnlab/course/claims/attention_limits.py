@@ -119,10 +119,10 @@ CLAIM_VZ_BEST = N_("value zeroing (Mohebbi et al.) ranks tokens by their effect 
 CLAIM_FIXED_CHEAP = N_("among the heads of a layer, the more fixed a head, the less it costs to replace its map by "
                         "its mean map (a rank correlation below -0.1)")
 CLAIM_MEAN_STANDS_IN = N_("a head's mean map stands in for its own map better than another query's map, by more "
-                          "than 1% of the distance between two different texts")
+                          "than 1% of the mean 1 - cos between two different texts")
 CLAIM_TOGETHER = N_("at least half of the heads can be replaced by their mean maps together at little cost")
 CLAIM_ORDER = N_("replacing the most fixed heads first costs less than replacing heads in a random order, by more "
-                 "than 1% of the distance between two different texts")
+                 "than 1% of the mean 1 - cos between two different texts")
 
 #: Keys of :func:`verdicts`.
 SINK_MASS = "sink_mass"
