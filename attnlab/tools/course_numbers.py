@@ -204,7 +204,7 @@ def report_parts(root: Path = ROOT) -> dict:
     parts = json.loads(path.read_text(encoding="utf-8"))["data"]["settings"]["parts"]
     seconds = sorted(((p["seconds"], name) for name, p in parts.items()), reverse=True)
     found = {f"{name}_s": int(round(s)) for s, name in seconds}
-    found["rest_s"] = int(round(sum(s for s, _ in seconds[4:])))
+    found["rest_s"] = int(round(sum(s for s, _name in seconds[4:])))
     return {key: found}
 
 
