@@ -752,3 +752,16 @@ def test_reference_agreement_is_the_mean_of_per_query_correlations():
     assert agree.estimate > board.reference_agreement("masked", "grad_input").estimate
     with pytest.raises(ValueError, match="ground truth|reference"):
         board.reference_agreement("masked", "nothing")
+
+
+def test_each_single_text_reference_refuses_a_batch_and_answers_for_its_one_text(tiny_en):
+    """The one-text forms take a ``(1, T)`` encoding, refuse two texts, and give the batched form's answer."""
+    one, two = tiny_en.encode([TEXTS[0]]), tiny_en.encode(TEXTS[:2])
+    calls = {"knockout": lambda x: faith.knockout(tiny_en, x, [1, 2]),
+             "leave_one_out": lambda x: faith.leave_one_out(tiny_en, x, [1, 2]),
+             "value_zeroing_maps": lambda x: faith.value_zeroing_maps(tiny_en, x)}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="one text's encoding expected"):
+            call(two)
+    assert np.allclose(calls["knockout"](one), faith._knockout(tiny_en, two, [[1, 2], [1]])[0], atol=1e-6)
+    assert faith.knockout(tiny_en, one, [1, 2]).shape == (2,)
