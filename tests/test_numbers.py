@@ -39,17 +39,8 @@ def tree(tmp_path):
     return tmp_path
 
 
-#: documents whose measured numbers another change of the same round is making spans (issue 66): the check's
-#: findings of typed copies and unsourced numbers in these four are listed by the test below, not failed,
-#: until that change lands. Every other file must be clean. Empty this once it has.
-PENDING = ("docs/teaching.md", "docs/teaching.zh-CN.md", "docs/install.md", "docs/install.zh-CN.md")
 #: the kinds :func:`course_numbers.copied_numbers` finds
 COPIED = ("a copy of a generated value", "a measured number with no source")
-
-
-def _settled(found: list[str]) -> list[str]:
-    """``found`` less the typed copies and unsourced numbers of the :data:`PENDING` documents."""
-    return [p for p in found if not (p.startswith(PENDING) and any(kind in p for kind in COPIED))]
 
 
 def _not_copied(found: list[str]) -> list[str]:
@@ -66,7 +57,7 @@ def _plant(path: Path, old: str, new: str) -> None:
 def test_expected_numbers_generated(numbers, tree):
     """Regenerated into a copy, nothing differs; a time typed by hand into the install guide, a verdict typed
     into the guide, a generated number changed by hand and a peak no source measured each fail."""
-    assert _settled(course_numbers.problems(numbers, tree)) == []
+    assert course_numbers.problems(numbers, tree) == []
     for path, text in course_numbers.planned(numbers, tree).items():
         assert path.read_text(encoding="utf-8") == text, path
     assert json.loads(measured.NUMBERS_FILE.read_text(encoding="utf-8")) == json.loads(json.dumps(numbers))
@@ -206,13 +197,12 @@ def test_copied_numbers_are_spans(numbers, tmp_path):
     """Every measured number a document, a lesson or a script states is a generated span or a pointer: a typed
     copy of a generated value planted into a copy of the README, of a guide, of a lesson and of a script is
     found, and so is a measured number no source holds; the same value inside its span, and numbers that
-    are not measurements (a lesson's number, a year, 12 heads, a machine's size), pass. The real tree is
-    clean, but for the :data:`PENDING` documents, whose findings are printed."""
-    real = course_numbers.copied_numbers(numbers)
-    print("\n".join(["pending (issue 66):"] + [p for p in real if p.startswith(PENDING)]))
-    assert [p for p in real if not p.startswith(PENDING)] == []
+    are not measurements (a lesson's number, a year, 12 heads, a machine's size, a lesson plan's blocks), pass.
+    The real tree is clean."""
+    assert course_numbers.copied_numbers(numbers) == []
 
-    names = ["README.md", "docs/classroom.md", "scripts/check_machine.py", "notebooks/11_pruning_heads.ipynb"]
+    names = ["README.md", "docs/classroom.md", "docs/teaching.md", "docs/teaching.zh-CN.md",
+             "scripts/check_machine.py", "notebooks/11_pruning_heads.ipynb"]
     for name in names:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / name, tmp_path / name)
@@ -226,6 +216,10 @@ def test_copied_numbers_are_spans(numbers, tmp_path):
            f"Lesson 11 took {seconds} here, and a cell took 1,234.5 s.\n\n## Gallery\n")
     _plant(tmp_path / "docs" / "classroom.md", "## One model for the class\n",
            f"## One model for the class\n\nA lesson's kernel peaks at {peak / 1024:.1f} GB.\n")
+    # a lesson plan's timetable is the plan's choice and passes; a lesson's time typed beside it is found
+    _plant(tmp_path / "docs" / "teaching.md", "| 4 (20 min) | 12 |", f"| 4 (20 min) | 12 (lesson 11 took {seconds}) |")
+    _plant(tmp_path / "docs" / "teaching.zh-CN.md", "| 第四段（20 分钟） | 12 |",
+           f"| 第四段（20 分钟） | 12（第 11 课用了 {course_numbers.render_inline('lessons.11.offline_full_s', numbers, 'zh')}） |")
     _plant(tmp_path / "scripts" / "check_machine.py", '"attnlab: this machine has %.1f GiB',
            f'"a lesson\'s kernel alone peaks at {peak:,} MB; attnlab: this machine has %.1f GiB')
     lesson = tmp_path / "notebooks" / "11_pruning_heads.ipynb"

@@ -71,6 +71,7 @@ from attnlab.course.reference import (
 )
 from attnlab.course.verdicts import WORDS, shown
 from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact, value_at
+from attnlab.tools.install_torch import PROBE_SECONDS
 from attnlab.tools.report import compare_table, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,9 +190,15 @@ def speed(numbers: dict) -> dict:
     return out
 
 
+def _seconds_setting(seconds: float) -> float | int:
+    """A setting in seconds as the numbers keep it: whole seconds as an int."""
+    return int(seconds) if float(seconds).is_integer() else seconds
+
+
 def settings() -> dict:
-    """The course's own settings that the documents state, read from the constants that set them."""
-    return {"hub_timeout_s": int(HUB_TIMEOUT_S) if float(HUB_TIMEOUT_S).is_integer() else HUB_TIMEOUT_S}
+    """The course's own settings that the documents state, read from the constants that set them: how long
+    ``auto`` waits for the model hub, and how long the set-up waits for PyTorch's CPU index."""
+    return {"hub_timeout_s": _seconds_setting(HUB_TIMEOUT_S), "torch_probe_s": _seconds_setting(PROBE_SECONDS)}
 
 
 def report_parts(root: Path = ROOT) -> dict:
@@ -982,9 +989,12 @@ NOT_A_MEASUREMENT: dict[str, re.Pattern] = {
     "a host's own times": re.compile(r"\d+ (?:minutes|hours) (?:idle|without an open)|idle (?:for )?(?:about )?\d+ minutes"
                                      r"|空闲 ?(?:约 ?)?\d+ ?分钟|最长 ?\d+ ?小时|约 ?\d+ ?分钟后结束|\(\d+ hours at most\)"
                                      r"|launched \(\d+-\d+\s+minutes\)|构建镜像（\d+-\d+ 分钟）"),
-    # a class's timetable: how long a class meets, chosen by the school
+    # a class's timetable: how long a class meets, chosen by the school, and how a lesson plan splits its time
+    # (a half day with its breaks, each block's minutes: the plan's choice, shorter than the lessons it covers)
     "a timetable": re.compile(r"(?:meets?|sessions? of)[^.\n]{0,30}?\d+(?:-\d+)?\s+minutes|\d+ minutes \(one session\)"
-                              r"|每次 (?:\d+ 到 )?\d+ ?分钟|\d+ ?分钟(?:（一次课）|和半天)"),
+                              r"|每次 (?:\d+ 到 )?\d+ ?分钟|\d+ ?分钟(?:（一次课）|和半天)"
+                              r"|Half a day \(about \d+(?:\.\d+)? hours with breaks\)|半天（含休息约 \d+(?:\.\d+)? 小时）"
+                              r"|^\| \d \(\d+ min\) \||^\| 第.段（\d+ 分钟） \|", re.M),
     # arithmetic the sentence shows (sizes times four bytes), not a run's measurement
     "arithmetic shown": re.compile(r"x \d+ x \d+ would take \d[\d.]* GB|× \d+ 的注意力图需要 \d[\d.]* GB"),
 }
