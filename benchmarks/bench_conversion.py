@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from attnlab.core import multilingual
+from attnlab.tools.lesson_runner import environment
 
 
 def folder_mb(folder: Path) -> float:
@@ -33,20 +33,12 @@ def folder_mb(folder: Path) -> float:
 
 def convert_once() -> tuple[float, float]:
     """One conversion as the first load makes it, into a fresh cache: (seconds, folder MB)."""
-    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as shared:
-        saved = {k: os.environ.get(k) for k in (multilingual.CACHE_ENV, multilingual.SHARED_ENV)}
-        os.environ[multilingual.CACHE_ENV], os.environ[multilingual.SHARED_ENV] = cache, shared
-        try:
-            start = time.perf_counter()
-            folder = multilingual.converted_folder(verbose=False)
-            seconds = time.perf_counter() - start
-            return seconds, folder_mb(folder)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as shared, \
+            environment(**{multilingual.CACHE_ENV: cache, multilingual.SHARED_ENV: shared}):
+        start = time.perf_counter()
+        folder = multilingual.converted_folder(verbose=False)
+        seconds = time.perf_counter() - start
+        return seconds, folder_mb(folder)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -941,22 +941,14 @@ def hand_written_drift(text: str, numbers: dict, lang: str) -> list[str]:
     course's time, "about N minutes", the tests' time, a peak, a conclusion's verdict other than the offline
     default's."""
     outside = INLINE.sub("", BLOCK.sub("", text))
-    found = []
-    for m in HAND_WRITTEN[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in known_values(numbers, m.group("n")):
-            found.append(f"lesson {m.group('n')}: {m.group(0)!r}")
-    for m in COURSE_TOTAL[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in course_values(numbers):
-            found.append(f"the course: {m.group(0)!r}")
-    for m in ABOUT_MINUTES[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in minute_values(numbers):
-            found.append(f"a time: {m.group(0)!r}")
-    for m in TEST_TIME[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in ci_time_values(numbers):
-            found.append(f"the tests' time: {m.group(0)!r}")
-    for m in PEAK[lang].finditer(outside):
-        if float(m.group("v").replace(",", "")) not in peak_values(numbers):
-            found.append(f"a peak: {m.group(0)!r}")
+    # (pattern, the values it may quote, how a finding is named)
+    kinds = ((HAND_WRITTEN, lambda m: known_values(numbers, m.group("n")), lambda m: f"lesson {m.group('n')}"),
+             (COURSE_TOTAL, lambda m: course_values(numbers), lambda m: "the course"),
+             (ABOUT_MINUTES, lambda m: minute_values(numbers), lambda m: "a time"),
+             (TEST_TIME, lambda m: ci_time_values(numbers), lambda m: "the tests' time"),
+             (PEAK, lambda m: peak_values(numbers), lambda m: "a peak"))
+    found = [f"{named(m)}: {m.group(0)!r}" for patterns, values, named in kinds for m in patterns[lang].finditer(outside)
+             if float(m.group("v").replace(",", "")) not in values(m)]
     words, claims = _verdict_words(lang), numbers["conclusions"]["claims"]
     for m in VERDICT[lang].finditer(outside):
         label, said = (m.group("id"), m.group("v")) if m.group("id") else (m.group("id2"), m.group("v2"))
