@@ -24,7 +24,12 @@ START_FIRST = ("slow", "notebooks")
 
 
 def start_rank(item: pytest.Item) -> int:
-    """0 for a ``slow`` test, 1 for a lesson execution (``notebooks``), 2 for the rest."""
+    """0 for a ``slow`` test, 1 for a lesson execution (``notebooks``), 2 for the rest; 0 for every test of
+    an ``xdist_group``: a group is one unit of work whatever its tests' ranks, and its tests keep the files'
+    order (a test that reads what an earlier test of its group recorded comes after it, and a module's
+    fixtures are made once)."""
+    if group_of(item):
+        return 0
     for rank, marker in enumerate(START_FIRST):
         if item.get_closest_marker(marker) is not None:
             return rank

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import attnlab as al
+import lab_runs  # tests/lab_runs.py
 import lesson_records as rec  # tests/lesson_records.py
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES
@@ -46,6 +47,21 @@ def test_clean_check_catches_outputs(tmp_path):
     assert any("outputs" in p for p in nb.problems(path))
 
 
+def test_a_run_read_from_jupyterlab_must_be_complete():
+    """The check of a lesson run read from the browser test (tests/lab_runs.py) fails on a cell that did not
+    run and on one that shows an error, as a headless run would stop there."""
+    import nbformat
+
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell("x = 1", id="ran"), nbformat.v4.new_code_cell("1 / 0", id="failed"),
+                  nbformat.v4.new_code_cell("y = 2", id="left")]
+    book.cells[0].execution_count, book.cells[1].execution_count = 1, 2
+    book.cells[1].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero")]
+    assert lab_runs.ran_clean(book) == ["failed: ZeroDivisionError: division by zero", "left: did not run"]
+    book.cells[1].outputs, book.cells[2].execution_count = [], 3
+    assert lab_runs.ran_clean(book) == []
+
+
 def seed_earlier_lessons(folder: Path) -> None:
     """Save records of lessons 05-11 for the model ``"auto"`` loads here, in smoke mode."""
     m = al.load_model("auto", verbose=False)
@@ -67,10 +83,16 @@ def seed_earlier_lessons(folder: Path) -> None:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=lab_runs.GROUP) if p.stem == lab_runs.LESSON else p
+                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
+    """Lesson 04 is read from the browser test's run of it in JupyterLab where there is one (tests/lab_runs.py)."""
     import nbformat
 
+    shared = lab_runs.RUNS.get("en") if path.stem == lab_runs.LESSON else None
+    if shared is not None:
+        assert lab_runs.ran_clean(shared.book) == []
+        return
     results_dir = tmp_path / "results"  # this lesson's own, empty at the start
     monkeypatch.setenv("ATTNLAB_SMOKE", "1")
     monkeypatch.delenv("MPLBACKEND", raising=False)  # inline backend, as in Jupyter
