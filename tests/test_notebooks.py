@@ -18,6 +18,7 @@ import pytest
 import attnlab as al
 import lab_runs  # tests/lab_runs.py
 import lesson_records as rec  # tests/lesson_records.py
+import zh_course  # tests/zh_course.py
 from attnlab.course import results
 from attnlab.course.lesson_results import RESULT_NAMES
 from attnlab.tools.lesson_runner import execute_notebook
@@ -82,16 +83,34 @@ def seed_earlier_lessons(folder: Path) -> None:
             os.environ["ATTNLAB_RESULTS"] = before
 
 
-@pytest.mark.notebooks
-@pytest.mark.parametrize("path", [pytest.param(p, marks=lab_runs.GROUP) if p.stem == lab_runs.LESSON else p
-                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
-    """Lesson 04 is read from the browser test's run of it in JupyterLab where there is one (tests/lab_runs.py)."""
+#: lessons another test runs in smoke mode anyway, on the worker of its group: 04 in JupyterLab (the browser
+#: test, tests/lab_runs.py), 05 by the course to read's command (conftest's ``html_course``)
+RUN_ELSEWHERE = {lab_runs.LESSON: lab_runs.GROUP, zh_course.LESSONS[0]: zh_course.GROUP}
+
+
+def run_elsewhere(path: Path, request: pytest.FixtureRequest):
+    """The executed lesson ``path`` as another test of this worker ran it (:data:`RUN_ELSEWHERE`), or None:
+    for every other lesson, and for lesson 04 where the browser test recorded no run here."""
     import nbformat
 
-    shared = lab_runs.RUNS.get("en") if path.stem == lab_runs.LESSON else None
+    if path.stem == lab_runs.LESSON:
+        shared = lab_runs.RUNS.get("en")
+        return shared.book if shared is not None else None
+    if path.stem == zh_course.LESSONS[0]:
+        return nbformat.read(str(request.getfixturevalue("html_course").executed / path.name), as_version=4)
+    return None
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", [pytest.param(p, marks=RUN_ELSEWHERE[p.stem]) if p.stem in RUN_ELSEWHERE else p
+                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch, request):
+    """Lessons 04 and 05 are read from the runs other tests make of them (:data:`RUN_ELSEWHERE`)."""
+    import nbformat
+
+    shared = run_elsewhere(path, request)
     if shared is not None:
-        assert lab_runs.ran_clean(shared.book) == []
+        assert lab_runs.ran_clean(shared) == []
         return
     results_dir = tmp_path / "results"  # this lesson's own, empty at the start
     monkeypatch.setenv("ATTNLAB_SMOKE", "1")
