@@ -2,8 +2,9 @@
 ``zh_course`` fixture), for every test that reads them: the Chinese edition's check that a lesson shows
 only Chinese, the doors' check that lesson 12 reads what lesson 05 saved in the course's one results
 folder, and the course to read's Chinese page of lesson 05 (tests/test_html_course.py, whose command runs
-the English lesson 05 that ``test_notebook_runs_in_smoke_mode`` reads). Lesson 05 runs first and saves its record; lessons 06-11's records are hand-made
-(tests/lesson_records.py, through ``seed_earlier_lessons``); lesson 12 then judges the conclusions.
+the English lesson 05 that ``test_notebook_runs_in_smoke_mode`` reads). Lesson 05 runs first and saves its
+record; lessons 06-11's records are hand-made (tests/lesson_records.py, through ``seed_earlier_lessons``);
+lesson 12 then judges the conclusions.
 """
 
 from __future__ import annotations
