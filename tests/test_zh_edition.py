@@ -31,6 +31,7 @@ from attnlab.core.language import _, compile_mo, read_po
 from attnlab.tools import course_numbers, english_prose, figure_texts, lesson_runner, messages, zh_edition
 from attnlab.tools.zh_edition import Block, build, check, english_hash, parse
 
+import lab_runs  # tests/lab_runs.py
 import zh_course  # tests/zh_course.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -344,16 +345,29 @@ def chinese_lesson_environment(monkeypatch, results_dir: Path) -> None:
     monkeypatch.setenv("ATTNLAB_RESULTS", str(results_dir))
 
 
+def _shared_group(lesson):
+    """The test worker's group of ``lesson``'s check: that of the run it reads, if another test makes it."""
+    if lesson.name in zh_course.LESSONS:
+        return pytest.param(lesson, marks=zh_course.GROUP)
+    if lesson.name == lab_runs.LESSON:
+        return pytest.param(lesson, marks=lab_runs.GROUP)
+    return lesson
+
+
 @pytest.mark.notebooks
-@pytest.mark.parametrize("lesson", [pytest.param(lesson, marks=zh_course.GROUP) if lesson.name in zh_course.LESSONS
-                                    else lesson for lesson in LESSONS], ids=IDS)
+@pytest.mark.parametrize("lesson", [_shared_group(lesson) for lesson in LESSONS], ids=IDS)
 def test_chinese_lesson_shows_only_chinese(lesson, tmp_path, monkeypatch, request):
     """The lesson runs; no English verdict word, and no English prose (outside english_prose.ALLOWED),
     in what it prints or draws (every figure's texts included). Lessons 05 and 12 are read from the one run
-    of them that the doors' test reads too (tests/zh_course.py)."""
+    of them that the doors' test reads too (tests/zh_course.py); lesson 04 from the browser test's run of it
+    in JupyterLab where there is one (tests/lab_runs.py)."""
+    in_lab = lab_runs.RUNS.get("zh") if lesson.name == lab_runs.LESSON else None
     if lesson.name in zh_course.LESSONS:
         shared = request.getfixturevalue("zh_course_run")
         book, figures = shared.books[lesson.name], shared.figures[lesson.name]
+    elif in_lab is not None:
+        assert lab_runs.ran_clean(in_lab.book) == []
+        book, figures = in_lab.book, in_lab.figures
     else:
         chinese_lesson_environment(monkeypatch, tmp_path / "results")
         book, figures = run_chinese_lesson(lesson, tmp_path)

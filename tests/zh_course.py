@@ -1,8 +1,10 @@
 """Chinese lessons 05 and 12, run once per test session in a course folder of their own (conftest's
 ``zh_course`` fixture), for every test that reads them: the Chinese edition's check that a lesson shows
 only Chinese, the doors' check that lesson 12 reads what lesson 05 saved in the course's one results
-folder, and the course to read's Chinese page of lesson 05 (tests/test_html_course.py). Lesson 05 runs first and saves its record; lessons 06-11's records are hand-made
-(tests/lesson_records.py, through ``seed_earlier_lessons``); lesson 12 then judges the conclusions.
+folder, and the course to read's Chinese page of lesson 05 (tests/test_html_course.py, whose command runs
+the English lesson 05 that ``test_notebook_runs_in_smoke_mode`` reads). Lesson 05 runs first and saves its
+record; lessons 06-11's records are hand-made (tests/lesson_records.py, through ``seed_earlier_lessons``);
+lesson 12 then judges the conclusions.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ class ZhCourseRun:
     def saved(self) -> Path:
         """Lesson 05's record in the course's one results folder."""
         return self.course / "results" / f"{HeadPatternsResult.file_name}.json"
+
+
+@dataclass
+class HtmlCourse:
+    """The course to read made from the run (conftest's ``html_course``): the pages' folder, and the folder of
+    the executed copies, which holds the English lesson 05 the command ran itself."""
+
+    out: Path
+    executed: Path
 
 
 def run(folder: Path) -> ZhCourseRun:
