@@ -224,7 +224,7 @@ def summary_line(verdict: ClaimVerdict) -> str:
         notes.append(translated(str(said)))
     text = number
     for note in notes:
-        text = _("{first}; {second}").format(first=text, second=note) if text else note
+        text = _("{first}; {second}").format(first=text.rstrip(".。"), second=note) if text else note  # no ".;"
     return text
 
 
