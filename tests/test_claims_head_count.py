@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.analysis.regroup import GroupSummary
+from attnlab.analysis.regroup import FIRST_SPECIAL, GroupSummary
 from attnlab.course.claims.head_count import (
     COLLAPSE_MARGIN,
     VASWANI_ROW_A,
@@ -21,7 +21,7 @@ from attnlab.scratch.head_count_training import HeadCountStudy, LookupLanguage, 
 
 
 def _summary(n_groups, self_mass, cls_mass, entropy_ratio, *, spread=0.01, n_texts=30) -> GroupSummary:
-    """Per-text masses scattered by ``spread`` around the given self and [CLS] masses."""
+    """Per-text masses scattered by ``spread`` around the given self and first-special-token masses."""
     rng = np.random.default_rng(n_groups)
     rest = 1.0 - self_mass - cls_mass
     mean = np.array([self_mass, rest / 4, rest / 4, cls_mass, 0.0, rest / 2])
@@ -59,7 +59,7 @@ def test_fewer_heads_collapse_can_hold():
     assert v.verdict == HOLDS and v.numbers["focus token, merged"] == "self"
     assert v.numbers["its mass, all heads"] == pytest.approx(0.2, abs=0.01)
     onto_cls = {12: _summary(12, 0.3, 0.2, 0.6), 2: _summary(2, 0.1, 0.7, 0.3)}
-    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).numbers["focus token, merged"] == "[CLS]"
+    assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).numbers["focus token, merged"] == FIRST_SPECIAL
     assert verdict_fewer_heads_collapse(onto_cls, n_heads=12).verdict == HOLDS
 
 
