@@ -24,7 +24,6 @@ import pytest
 import attnlab as al
 import lab_runs  # tests/lab_runs.py
 import lesson_records as rec  # tests/lesson_records.py
-import zh_course  # tests/zh_course.py
 from attnlab.course import registry, report_parts, results
 from attnlab.tools.lesson_runner import execute_notebook
 from record_comparison import contained, left_out, plain  # tests/record_comparison.py
@@ -134,33 +133,28 @@ def seed_earlier_lessons(folder: Path) -> None:
 
 
 #: lessons another test runs in smoke mode anyway, on the worker of its group: 04 in JupyterLab (the browser
-#: test, tests/lab_runs.py), 05 by the course to read's command (conftest's ``html_course``), unless the lesson's
-#: record is compared with the report's (:data:`COMPARED`): that run must save what it measured with
-RUN_ELSEWHERE = {stem: group for stem, group in ((lab_runs.LESSON, lab_runs.GROUP),
-                                                  (zh_course.LESSONS[0], zh_course.GROUP)) if stem not in COMPARED}
+#: test, tests/lab_runs.py). (Lesson 05, which the course to read's command also runs, keeps its own run: its
+#: record is compared with the report's, :data:`COMPARED`, so that run must save what it measured with.)
+RUN_ELSEWHERE = {lab_runs.LESSON: lab_runs.GROUP}
 
 
-def run_elsewhere(path: Path, request: pytest.FixtureRequest):
+def run_elsewhere(path: Path):
     """The executed lesson ``path`` as another test of this worker ran it (:data:`RUN_ELSEWHERE`), or None:
     for every other lesson, and for lesson 04 where the browser test recorded no run here."""
-    import nbformat
-
     if path.stem == lab_runs.LESSON:
         shared = lab_runs.RUNS.get("en")
         return shared.book if shared is not None else None
-    if path.stem == zh_course.LESSONS[0] and path.stem in RUN_ELSEWHERE:
-        return nbformat.read(str(request.getfixturevalue("html_course").executed / path.name), as_version=4)
     return None
 
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", [pytest.param(p, marks=RUN_ELSEWHERE[p.stem], id=p.name) if p.stem in RUN_ELSEWHERE
                                   else with_group(p.stem, p) for p in NOTEBOOKS])
-def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch, request):
-    """Lessons 04 and 05 are read from the runs other tests make of them (:data:`RUN_ELSEWHERE`)."""
+def test_notebook_runs_in_smoke_mode(path, tmp_path, monkeypatch):
+    """Lesson 04 is read from the run the browser test makes of it (:data:`RUN_ELSEWHERE`)."""
     import nbformat
 
-    shared = run_elsewhere(path, request)
+    shared = run_elsewhere(path)
     if shared is not None:
         assert lab_runs.ran_clean(shared) == []
         return

@@ -203,14 +203,14 @@ MIN_SPLITS = 20
 #: lesson 06's label of a head whose map moves with the tokens
 CONTENT_LABEL = "content"
 
-#: the thresholds of each conclusion's sensitivity table (their names head the table's columns, shown translated)
-N_("most"), N_("few"), N_("weak"), N_("move"), N_("least")  # marked for the catalogue: the tables' headers
+#: the thresholds of each conclusion's sensitivity table (their names head the table's columns, shown translated:
+#: marked with N_ where the catalogue has no other use of them)
 SENSITIVITY = {
-    1: {"most": [0.4, 0.5, 0.6], "few": [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
-    "4a": {"margin": list(PAIR_GRID), "weak": [0.05, 0.1, 0.2], "move": list(SHARE_GRID)},
-    "4b": {"floor": list(PAIR_GRID), "move": list(SHARE_GRID)},
+    1: {N_("most"): [0.4, 0.5, 0.6], N_("few"): [0.15, 0.25, 0.35], "floor": [0.0, 0.1, 0.2]},
+    "4a": {"margin": list(PAIR_GRID), N_("weak"): [0.05, 0.1, 0.2], N_("move"): list(SHARE_GRID)},
+    "4b": {"floor": list(PAIR_GRID), N_("move"): list(SHARE_GRID)},
     2: {"floor": [0.05, 0.1, 0.2]},
-    "6a": {"least": [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2], "floor": [0.0, 0.05, 0.1]},
+    "6a": {N_("least"): [0.1, 0.25, 0.5], "margin": [0.1, 0.15, 0.2], "floor": [0.0, 0.05, 0.1]},
     "6b": {"margin": [0.3, 0.5, 0.7], "floor": [0.0, 0.1, 0.2]},
 }
 
