@@ -41,6 +41,20 @@ def test_conclusion_1_can_hold():
     assert v.numbers["fixed-pattern labels (lesson 05)"] == pytest.approx(0.6)
 
 
+def test_conclusion_1_prints_an_exact_count_as_a_count():
+    """No head unsure: the share is counted, so its one line gives the count (and, when lesson 08 saved its
+    fixedness, the range its label-threshold table gives), never a zero-width "interval"; with unsure heads
+    the interval stays."""
+    exact = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG))
+    line = c.summary_line(exact)
+    assert "(counted: 65 / 72 heads, no label unsure" in line and "[0.903, 0.903]" not in line
+    with language.speaking("zh"):
+        assert "65 / 72" in c.summary_line(exact) and "counted" not in c.summary_line(exact)
+    unsure = claims.conclusion_1(rec.averaging(0.45, unsure=0.15, **BIG), rec.perturbation(0.05, **BIG))
+    assert "counted" not in c.summary_line(unsure)
+    assert f"[{unsure.numbers['low']:.3g}, {unsure.numbers['high']:.3g}]" in c.summary_line(unsure)
+
+
 def test_conclusion_1_can_fail():
     assert claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.6, **BIG)).verdict == FAILS
     assert claims.conclusion_1(rec.averaging(0.2, **BIG), rec.perturbation(0.05, **BIG)).verdict == FAILS

@@ -560,6 +560,17 @@ def test_additive_heads_in_a_real_block(tmp_path):
     assert _judge(backed).verdict == HOLDS and _judge(backed).numbers["reading"] == cv.PAIR_READINGS["cover"]
     assert _judge(backed, claims.conclusion_4a).verdict == FAILS
 
+    # the untrained twin's measurement: no LayerNorm null, one random set of each size; conclusion 4's
+    # pairs, all-masked move and verdicts are the same passes, so the same numbers
+    lean = cv.Covering.from_record(cv.covering_study(m, objective, shares=(0.5,), n_sets=4, describe=False).to_record())
+    assert not lean.has_null and lean.has_move and lean.has_pairs and len(lean.sets) == 1
+    for claim in (claims.conclusion_4a, claims.conclusion_4b):
+        full_word, lean_word = _judge(backed, claim), _judge(lean, claim)
+        assert lean_word.verdict == full_word.verdict
+        assert lean_word.numbers["estimate"] == pytest.approx(full_word.numbers["estimate"], abs=1e-9)
+    assert not any("random sets" in key for key in _judge(lean).numbers)  # nothing described that was not measured
+    assert any("random sets" in key for key in _judge(backed).numbers)
+
 
 def _pairs_record(r: np.ndarray, *, texts: int = 128, noise: float = 0.03, seed: int = 0):
     """A covering record at the course's sizes whose pairs (``len(r)`` of them) interact by ``r``

@@ -392,7 +392,12 @@ class Covering(Record):
     @property
     def has_interaction(self) -> bool:
         """Whether the interaction share and the all-masked move were measured (records from before lack them)."""
-        return self.has_null and self.interaction_norm is not None and self.all_distance is not None
+        return self.has_null and self.interaction_norm is not None and self.has_move
+
+    @property
+    def has_move(self) -> bool:
+        """Whether the all-masked move was measured (what conclusion 4 reads beside the pairs)."""
+        return self.all_distance is not None
 
     @property
     def has_pairs(self) -> bool:
@@ -873,7 +878,7 @@ def measure_null(m: LoadedModel, objective: Objective, sets: Sequence[Sequence[i
 def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[float] = SHARES, n_sets: int = 20,
                    importance: np.ndarray | None = None, seed: int = 0, progress: bool = False,
                    threads: int | None = None, single: np.ndarray | None = None,
-                   pair_matchings: int = PAIR_MATCHINGS) -> Covering:
+                   pair_matchings: int = PAIR_MATCHINGS, describe: bool = True) -> Covering:
     """Measure :class:`Covering` on the texts of ``objective`` (any objective: only its texts are used).
 
     Passes: the full model, every head alone (``layers x heads``, unless ``single`` ``(L, H, N, D)``
@@ -883,8 +888,16 @@ def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[flo
     of the most important heads of the smallest size. The LayerNorm null (:func:`measure_null`)
     takes one more sweep of every head alone, with the final LayerNorm removed. The pairs of heads
     (:func:`layer_pairs`, ``pair_matchings`` matchings of each layer's heads; 0: none) take one pass each.
+
+    ``describe=False`` measures only what conclusion 4 decides on (the pairs, every head alone, every
+    head together): one random set of each size instead of ``n_sets``, and no LayerNorm null. The
+    random sets and the null only describe (a real encoder's own bends give any large set an
+    interaction share of 0.4-0.6, trained or not), and on an untrained twin they were a third of
+    lesson 11's time in the report.
     """
     total = m.n_layers * m.n_heads
+    if not describe:
+        n_sets = 1
     sizes = sorted({max(1, int(round(share * total))) for share in shares})
     sets = [s for i, size in enumerate(sizes) for s in random_sets(total, size, n_sets, seed + i)]
     k = sizes[0]
@@ -901,7 +914,7 @@ def covering_study(m: LoadedModel, objective: Objective, *, shares: Sequence[flo
     together = [pairs_of(s) for s in sets] + [pairs_of(range(total))] + ([pairs_of(top)] if top else [])
     vectors = np.stack(head_sets_states(m, objective, together, sentence_vectors_of, threads=threads))  # (S+1(+1), N, D)
     joint, everything = vectors[:len(sets)], vectors[len(sets)]  # (S, N, D), (N, D)
-    null = measure_null(m, objective, sets, single, joint, progress=progress, threads=threads)
+    null = measure_null(m, objective, sets, single, joint, progress=progress, threads=threads) if describe else None
     cov = covering_from_vectors(full, single, joint, everything, sets, m.n_heads, seed=seed, null=null)
     if m.n_heads > 1 and pair_matchings:
         pairs = layer_pairs(m.n_layers, m.n_heads, pair_matchings, seed)

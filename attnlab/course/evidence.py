@@ -195,7 +195,7 @@ def deciding_number(verdict: ClaimVerdict) -> str:
             est, low, high = (numbers.get(prefix + k) for k in keys)
             if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (est, low, high)):
                 measure = numbers.get(prefix + "measure", keys[0])
-                text = f"{translated(str(measure))} {est:.3g} [{low:.3g}, {high:.3g}]"
+                text = f"{translated(str(measure))} {est:.3g} {_exact_count(numbers, prefix) or f'[{low:.3g}, {high:.3g}]'}"
                 # "6a: ..." and "; " through the catalogue: full-width punctuation in Chinese
                 parts.append(_("{part}: {text}").format(part=prefix.rstrip(": "), text=text) if prefix else text)
                 break
@@ -208,6 +208,20 @@ def deciding_number(verdict: ClaimVerdict) -> str:
         if key in numbers:
             return translated(str(numbers[key]))
     return ""
+
+
+def _exact_count(numbers: dict, prefix: str) -> str:
+    """For an exact count (:func:`attnlab.course.claims.conclusions.exact_count`), what replaces the
+    interval: the count and the range its sensitivity table gives; "" for an estimate."""
+    if prefix + claims.EXACT not in numbers or prefix + claims.COUNTED not in numbers:
+        return ""
+    heads = numbers[prefix + claims.COUNTED]
+    moved = numbers.get(prefix + claims.thresholds_key())
+    if moved is None:
+        return _("(counted: {heads} heads, no label unsure)").format(heads=heads)
+    low, high = claims.SENSITIVITY_THRESHOLDS[0], claims.SENSITIVITY_THRESHOLDS[-1]
+    return _("(counted: {heads} heads, no label unsure; {range} as lesson 08's label thresholds move from {low} "
+             "to {high})").format(heads=heads, range=moved, low=low, high=high)
 
 
 def summary_line(verdict: ClaimVerdict) -> str:

@@ -306,11 +306,13 @@ def head_count(m: LoadedModel, *, precision: str = "fp32", progress: bool = Fals
 # --------------------------------------------------------------------------- 11
 
 
-def pruning(m: LoadedModel, *, precision: str = "fp32",
-            progress: bool = False) -> tuple[lesson_results.PruningResult, None]:
+def pruning(m: LoadedModel, *, precision: str = "fp32", progress: bool = False,
+            describe: bool = True) -> tuple[lesson_results.PruningResult, None]:
     """Lesson 11: single-head ablation on one set of texts, the covering study and two task probes on
     another (conclusions 4 and 6). Lesson 11's pruning curves are left out: they decide only that
-    lesson's own verdict, which no conclusion reads, and they were half of this part's time."""
+    lesson's own verdict, which no conclusion reads, and they were half of this part's time.
+    ``describe=False`` (the untrained twin's): the covering study measures only what conclusion 4
+    decides on (:func:`attnlab.analysis.covering.covering_study`)."""
     size = sizes_of("pruning")
     n_importance, n_eval = size["importance_texts"], size["eval_texts"]
     queries = corpus.queries(m.language, n_importance + n_eval + size["probe_texts"], seed=1)
@@ -330,7 +332,8 @@ def pruning(m: LoadedModel, *, precision: str = "fp32",
             **({"tasks": fitted.losses, "refits": fitted.refit_losses} if fitted is not None else {})}
     sweep = importance.ablation_per_text(m, held_out, progress=progress, keep=keep)
     effects_eval = sweep["sentence"]  # (N, L, H)
-    cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"])
+    cover = covering.covering_study(m, held_out, n_sets=size["covering_sets"], importance=imp, single=sweep["vectors"],
+                                    describe=describe)
     tasks = (probes.task_study(m, fitted, held_out, masked=sweep["tasks"], refits=sweep["refits"])
              if fitted is not None else None)  # from the same sweep: no sweep of its own
     record = record_builders.pruning(effects_eval, effects_rank, covering=cover, tasks=tasks)  # no pruning curves

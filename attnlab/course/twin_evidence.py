@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,7 +176,7 @@ def _reduced_seed(m: LoadedModel, *, kind: str, seed: int, progress: bool) -> tu
     ev = Evidence()
     parts = {"patterns": report_parts.patterns, "perturbation": report_parts.perturbation,
              "averaging": report_parts.averaging, "diversity": report_parts.diversity,
-             "head_count": _regrouping_only, "pruning": report_parts.pruning}
+             "head_count": _regrouping_only, "pruning": partial(report_parts.pruning, describe=False)}
     # the shuffled twin is made in m's own weights and put back afterwards: no second model in memory
     making = (shuffled_for_a_while(m, seed=seed) if kind == "shuffled"
               else nullcontext(untrained_twin(m, kind=kind, seed=seed)))

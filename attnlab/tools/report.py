@@ -61,6 +61,7 @@ from attnlab.core.models import (
 )
 from attnlab.core.records import RecordError, to_plain
 from attnlab.course import results
+from attnlab.course.lesson_results import HeadCountResult
 from attnlab.course.evidence import (
     LABELS,
     VERDICT_COLOURS,
@@ -396,6 +397,13 @@ def run_parts(m: LoadedModel, folder: Path, parts: list[str], *, precision: str,
     return runs
 
 
+def twin_extra(trained: HeadCountResult | None) -> dict[str, dict]:
+    """The twin's keyword arguments per part: lesson 10's training half borrowed from the model (it does
+    not depend on the model's weights), and lesson 11's covering study measured only as far as
+    conclusion 4 decides (its random sets and LayerNorm null only describe)."""
+    return {"pruning": {"describe": False}, **({"head_count": {"trained": trained}} if trained else {})}
+
+
 def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: str, precision: str,
                  progress: bool = True, seeds: tuple[int, ...] = TWIN_SEEDS) -> tuple[dict[str, ClaimVerdict], dict]:
     """The same parts on ``m``'s untrained twins (:func:`attnlab.core.twins.untrained_twin`), one per shuffle
@@ -425,7 +433,7 @@ def measure_twin(m: LoadedModel, out: Path, runs: dict[str, PartRun], *, kind: s
         with making as twin:
             twin_runs = run_parts(twin, folder, TWIN_PARTS, precision=precision, progress=progress,
                                   desc=_("untrained twin, seed {seed}").format(seed=seed),
-                                  extra={"head_count": {"trained": trained}} if trained else None)
+                                  extra=twin_extra(trained))
         evidences.append(evidence_of(twin_runs))
         for name, r in twin_runs.items():
             part = parts.setdefault(name, {"origin": r.origin, "seconds": 0.0, "error": r.error})

@@ -488,17 +488,29 @@ def threshold_range(averaging: AveragingResult, mass: np.ndarray | None,
     return min(shares), max(shares)
 
 
+#: the numbers of an exact count (:func:`exact_count`), which a verdict's one line prints as a count
+EXACT = N_("an exact count")
+COUNTED = N_("fixed-pattern heads, counted")
+THRESHOLDS_MOVE = N_("share over lesson 08's label thresholds {low}-{high}")
+
+
+def thresholds_key() -> str:
+    """The key of an exact count's range over lesson 08's label thresholds (its sensitivity table's ends)."""
+    return THRESHOLDS_MOVE.format(low=SENSITIVITY_THRESHOLDS[0], high=SENSITIVITY_THRESHOLDS[-1])
+
+
 def exact_count(grid: np.ndarray, mass: np.ndarray | None, decided: Interval, averaging: AveragingResult) -> dict:
     """When no head's label is unsure, conclusion 1's share is an exact count, not an interval: the numbers
-    that say so (the heads counted and the share's range over lesson 08's label thresholds)."""
+    that say so (the heads counted and the share's range over lesson 08's label thresholds, from its
+    sensitivity table), which the verdict's one line prints instead of an interval
+    (:func:`attnlab.course.evidence.deciding_number`)."""
     if not decided.low == decided.high:
         return {}
-    out = {N_("an exact count"): N_("no head's label is unsure, so the share is counted, not estimated"),
-           N_("fixed-pattern heads, counted"): f"{int(fixed_pattern(grid).sum())} / {grid.size}"}
+    out = {EXACT: N_("no head's label is unsure, so the share is counted, not estimated"),
+           COUNTED: f"{int(fixed_pattern(grid).sum())} / {grid.size}"}
     if averaging.content_fixedness is not None:
         low, high = threshold_range(averaging, mass)
-        out[N_("share over lesson 08's label thresholds {low}-{high}").format(
-            low=SENSITIVITY_THRESHOLDS[0], high=SENSITIVITY_THRESHOLDS[-1])] = f"{low:.3g}-{high:.3g}"
+        out[thresholds_key()] = f"{low:.3g}-{high:.3g}"
     return out
 
 
@@ -656,11 +668,13 @@ def pair_numbers(cov: Covering, *, margin: float = ADD_LINE_4A,
                N_("pair interaction, either way"): str(unsigned),
                N_("pair interaction as vectors, ||both - added|| / ||added||"): round(pair_vector_share(cov), 4),
                N_("chance a backup partner in the layer shares a pair"): round(
-                   pair_meet_chance(cov.n_heads, PAIR_MATCHINGS), 3),
-               N_("random sets of {k} heads: interaction share beyond the LayerNorm null").format(k=size): (
-                   f"{interaction_excess(cov, size)} ({_(READINGS[covering_reading(cov, size)])})"),
-               N_("random sets of {k} heads: covering ratio (additive heads through the LayerNorm: {null})").format(
-                   k=size, null=null_ratio(cov, size)): str(covering_ratio(cov, size))}
+                   pair_meet_chance(cov.n_heads, PAIR_MATCHINGS), 3)}
+    if cov.has_interaction:  # the large random sets, described (a twin's record measures none)
+        numbers.update({
+            N_("random sets of {k} heads: interaction share beyond the LayerNorm null").format(k=size): (
+                f"{interaction_excess(cov, size)} ({_(READINGS[covering_reading(cov, size)])})"),
+            N_("random sets of {k} heads: covering ratio (additive heads through the LayerNorm: {null})").format(
+                k=size, null=null_ratio(cov, size)): str(covering_ratio(cov, size))})
     top_set = top_set_ratio(cov)
     if top_set is not None:
         numbers[N_("covering ratio of the most important heads (ranked on other texts)")] = str(top_set)
@@ -671,7 +685,7 @@ def _covering_or_missing(pruning: PruningResult | None, claim: str) -> Covering 
     if pruning is None:
         return ClaimVerdict.missing(claim, N_("{name} (run that lesson first)").format(name=PruningResult.file_name))
     cov = pruning.covering
-    if cov is None or not cov.has_interaction or not cov.has_pairs:
+    if cov is None or not cov.has_move or not cov.has_pairs:
         return ClaimVerdict.missing(claim, N_("lesson 11 saved no pairs of heads masked together: run it again"))
     if not np.asarray(cov.pair_sum_norm).mean() > 0:
         return ClaimVerdict.decide(claim, holds=False, fails=False,
