@@ -15,7 +15,20 @@ from attnlab.course import evidence as c
 from attnlab.course import twin_evidence
 from attnlab.course.claims import conclusions as claims
 from attnlab.course.claims import head_count as hc
-from attnlab.course.twin_control import AS_MUCH, NEITHER, REMOVED, against_twin, clears_floor, difference, pooled_twin
+from attnlab.analysis import covering as cv
+from attnlab.analysis.stats import bootstrap_mean, paired_difference
+from attnlab.course.twin_control import (
+    AS_MUCH,
+    HOW_DIFFERENCED,
+    NEITHER,
+    PAIRED,
+    REMOVED,
+    UNPAIRED,
+    against_twin,
+    clears_floor,
+    difference,
+    pooled_twin,
+)
 from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict
 from attnlab.analysis.stats import Interval
 
@@ -309,6 +322,60 @@ def test_twin_seed_noise_counted():
     assert pooled_twin([seeds[0]]) is seeds[0]
     with pytest.raises(ValueError):
         pooled_twin([])
+
+
+def _texts_verdict(per_text: np.ndarray, floor: float = 0.05) -> ClaimVerdict:
+    """A verdict decided, like 3a's, on the mean over texts of ``per_text`` against ``floor``."""
+    d = bootstrap_mean(per_text)
+    return ClaimVerdict.decide("rises by more than the floor", holds=d.above(floor), fails=d.below(floor),
+                               resampled=d, estimate=d.estimate, low=d.low, high=d.high, floor=floor)
+
+
+def test_model_and_twin_paired_on_the_same_texts():
+    """The model and its twins measured on the same 128 texts, whose own spread (sd 1) dwarfs the model's
+    lead (0.2, four times the floor of 0.05): differenced resample by resample on the same resampled texts,
+    the interval is exactly the bootstrap of the per-text differences and clears the floor (holds); with
+    the two runs' noise added as independent it cannot (cannot tell). Resamples of other texts are never
+    paired."""
+    rng = np.random.default_rng(0)
+    texts = rng.normal(0.0, 1.0, 128)  # (N,): what every model does on each text
+    twins = [texts + 0.4 + rng.normal(0.0, 0.02, 128) for _seed in range(3)]  # the twin shows the rise too
+    model = texts + 0.6 + rng.normal(0.0, 0.02, 128)
+    mine, seeds = _texts_verdict(model), [_texts_verdict(t) for t in twins]
+    assert mine.verdict == HOLDS and all(s.verdict == HOLDS for s in seeds)
+
+    by_hand = bootstrap_mean(model - twins[0])  # the same resample weights: the mean is linear
+    paired = paired_difference(mine.resampled[0], seeds[0].resampled[0])
+    assert paired.estimate == pytest.approx(by_hand.estimate)
+    assert (paired.low, paired.high) == pytest.approx((by_hand.low, by_hand.high), abs=1e-12)
+    independent = difference(Interval(mine.numbers["estimate"], mine.numbers["low"], mine.numbers["high"]),
+                             Interval(seeds[0].numbers["estimate"], seeds[0].numbers["low"], seeds[0].numbers["high"]))
+    assert paired.high - paired.low < (independent.high - independent.low) / 20
+
+    checked = against_twin("3a", mine, pooled_twin(seeds), direction=+1)
+    assert checked.verdict == HOLDS and checked.numbers[HOW_DIFFERENCED] == PAIRED
+    unmatched = [ClaimVerdict(s.claim, s.verdict, s.numbers) for s in seeds]  # read back from a record: no resamples
+    checked = against_twin("3a", mine, pooled_twin(unmatched), direction=+1)
+    assert checked.verdict == UNSURE and checked.numbers[HOW_DIFFERENCED] == UNPAIRED
+
+    other = _texts_verdict(twins[0][:100])  # a twin run that stopped at 100 texts
+    assert paired_difference(mine.resampled[0], other.resampled[0]) is None
+    gappy = twins[0].copy()
+    gappy[5] = np.nan  # a text the twin could not measure: its resamples drew other rows
+    assert paired_difference(mine.resampled[0], _texts_verdict(gappy).resampled[0]) is None
+
+
+def test_pairs_of_heads_are_paired_only_when_they_kept_the_same_pairs():
+    """Conclusion 4's interval over texts and pairs keeps its resamples: two runs with the same pairs and
+    texts pair up; a run that left a pair out (its summed move too small) does not."""
+    rng = np.random.default_rng(1)
+    added = rng.uniform(1.0, 2.0, (24, 32))  # (P, N)
+    a = cv.pair_interval(added * 1.1, added, signed=True)
+    b = cv.pair_interval(added * (1.0 + rng.normal(0, 0.01, added.shape)), added, signed=True)
+    assert paired_difference(a, b) is not None and paired_difference(a, b).estimate == pytest.approx(a.estimate - b.estimate)
+    dropped = added.copy()
+    dropped[3] = 1e-9  # below the tiny-pair line: left out
+    assert paired_difference(a, cv.pair_interval(dropped * 1.1, dropped, signed=True)) is None
 
 
 def test_twin_records_keep_every_seed(tiny_en, tmp_path, monkeypatch):

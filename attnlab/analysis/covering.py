@@ -114,7 +114,7 @@ from attnlab.analysis.importance import (
     sentence_vectors_of,
     single_head_states,
 )
-from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, resample_counts, reusable
+from attnlab.analysis.stats import Interval, bootstrap, bootstrap_mean, draws_of, resample_counts, reusable
 from attnlab.core.checks import check_positive_int
 from attnlab.core.language import N_, _
 from attnlab.core.models import LoadedModel
@@ -669,7 +669,9 @@ def pair_interval(joint: np.ndarray, added: np.ndarray, *, signed: bool, n_boot:
         boots = boots - (boots.mean() - estimate)
     tail = 50.0 * (1.0 - level)
     low, high = np.percentile(boots, [tail, 100.0 - tail])
-    return Interval(estimate, float(low), float(high), level, int(min(n_pairs, n_texts)))
+    draws = draws_of("texts and pairs" if signed else "texts and pairs, |r|", np.concatenate([keep, np.ones(n_texts, bool)]),
+                     seed, n_boot)  # the pairs kept, then the texts
+    return Interval(estimate, float(low), float(high), level, int(min(n_pairs, n_texts)), samples=boots, draws=draws)
 
 
 def _pair_arrays(cov: Covering) -> tuple[np.ndarray, np.ndarray]:

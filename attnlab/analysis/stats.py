@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import functools
 import warnings
+import zlib
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, TypeVar
 
 import numpy as np
@@ -43,6 +44,11 @@ class Interval:
     ``family``: how many intervals share the coverage ``level``: 1 when each interval
     covers its own value with that probability; K when the K intervals of the array
     cover all K values *together* (:func:`simultaneous_from_samples`).
+
+    A scalar bootstrap interval also keeps, in memory only (never in a record), its resamples
+    ``samples`` ``(B,)`` and ``draws``, which units it drew and how (:func:`draws_of`): two intervals
+    with equal ``draws`` resampled the same units the same way, so their difference can be taken
+    resample by resample (:func:`paired_difference`).
     """
 
     estimate: "np.ndarray | float"
@@ -51,6 +57,8 @@ class Interval:
     level: float = 0.95
     n: int = 0
     family: int = 1
+    samples: "np.ndarray | None" = field(default=None, compare=False, repr=False)
+    draws: "tuple | None" = field(default=None, compare=False, repr=False)
 
     def above(self, value: float = 0.0) -> "np.ndarray | bool":
         """True where the whole interval lies above ``value``."""
@@ -223,7 +231,14 @@ def bootstrap(values, statistic: Statistic | None = None, *, n_boot: int = 1000,
     estimate, boots, n = bootstrap_samples(values, statistic, n_boot=n_boot, seed=seed)
     if simultaneous:
         return simultaneous_from_samples(estimate, boots, level=level, n=n)
-    return interval_from_samples(estimate, boots, level=level, n=n)
+    interval = interval_from_samples(estimate, boots, level=level, n=n)
+    if np.ndim(estimate) != 0:
+        return interval
+    v = np.asarray(values, dtype=float)
+    kept = (~np.isnan(v.reshape(v.shape[0], -1)).any(axis=1) if statistic is None
+            else np.ones(v.shape[0], dtype=bool))  # (N,): the rows the resamples drew from
+    method = "mean" if statistic is None else "rows"
+    return replace(interval, samples=np.asarray(boots, dtype=float), draws=draws_of(method, kept, seed, n_boot))
 
 
 def bootstrap_samples(values, statistic: Statistic | None = None, *, n_boot: int = 1000,
@@ -617,6 +632,27 @@ def chance_beyond(effect: float, line: float, half_width: float, level: float = 
     if not half_width > 0:
         return float(effect > line)
     return float(_scipy_stats.norm.cdf((effect - line) / (half_width / z) - z))
+
+
+def draws_of(method: str, kept: np.ndarray, seed: int, n_boot: int) -> tuple:
+    """What identifies a bootstrap's resamples: its method, how many units there were and which of
+    them it kept (a checksum of the boolean mask ``kept``, in units' order), its seed and the number of
+    resamples. Two intervals with equal draws drew the same units by position in every resample."""
+    kept = np.asarray(kept, dtype=bool)
+    return (method, int(kept.size), zlib.crc32(np.packbits(kept).tobytes()), int(seed), int(n_boot))
+
+
+def paired_difference(model: Interval, twin: Interval) -> Interval | None:
+    """``model - twin`` from the **same resamples** of the same units (texts, queries): the percentile
+    interval of the resample-by-resample differences, which counts what the two runs share (the
+    texts' own spread) once. None when either interval kept no resamples or they drew differently
+    (other units, another seed): then only :func:`difference_interval` applies."""
+    if model.samples is None or twin.samples is None or model.draws is None or model.draws != twin.draws:
+        return None
+    gaps = np.asarray(model.samples, dtype=float) - np.asarray(twin.samples, dtype=float)  # (B,)
+    low, high = _quantiles(gaps, model.level)
+    estimate = float(model.estimate) - float(twin.estimate)
+    return Interval(estimate, float(low), float(high), model.level, min(model.n, twin.n))
 
 
 def difference_interval(model: Interval, twin: Interval) -> Interval:

@@ -20,7 +20,11 @@ The direction toward "holds" and whether a claim is about the model are the call
 take them from the one table of conclusions, :data:`attnlab.course.claims.conclusions.CONCLUSIONS`, through
 :func:`attnlab.course.evidence.against_twins`); the floor is the verdict's own
 ``numbers["floor"]`` (its claim's floor, in the deciding number's units) unless the caller passes one.
-The twin's verdict, its deciding number and the difference are added to the verdict's numbers, so
+The difference's interval is **paired** where it can be: the model and each twin seed measured on the
+same texts, resampled the same way, are differenced resample by resample (the texts' own spread, which
+both share, counted once); where the resamples cannot be matched (a deciding number read from a saved
+interval, runs that stopped at different sizes) the two intervals' noise is added as independent, which
+is wider. The twin's verdict, its deciding number and the difference are added to the verdict's numbers, so
 every card shows them beside the model's, and every "cannot tell" says why in one line
 (:meth:`attnlab.course.verdicts.ClaimVerdict.reason`).
 """
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import math
 
-from attnlab.analysis.stats import Interval, chance_beyond
+from attnlab.analysis.stats import Interval, chance_beyond, paired_difference
 from attnlab.analysis.stats import difference_interval as difference
 from attnlab.core.language import N_
 from attnlab.course.cards import TWIN_NUMBER, TWIN_SAYS, TWIN_VERDICT
@@ -47,6 +51,10 @@ NO_TWIN = N_("not measured: this verdict is not checked against an untrained mod
 NO_TWIN_FOR_HOLDS = N_("the untrained twin's measurement (run attnlab report, or lesson 12 with its twin), "
                        "without which a \"holds\" cannot say what training produced")
 POWER = N_("chance of holds if the model beat the twin by twice the floor, at this noise")
+HOW_DIFFERENCED = N_("interval of the difference")
+PAIRED = N_("paired: the model and each twin seed on the same resampled texts, the seeds' spread inside")
+UNPAIRED = N_("independent: the two intervals' noise added (their resamples cannot be matched), the seeds' "
+              "spread inside")
 NO_TWIN_NUMBER = N_("the untrained twin's deciding number for this claim (its run saved none)")
 
 
@@ -56,6 +64,22 @@ def deciding_interval(verdict: ClaimVerdict) -> Interval | None:
     if d is None or not all(math.isfinite(x) for x in (d.estimate, d.low, d.high)):
         return None
     return Interval(d.estimate, d.low, d.high, 0.95, 0)
+
+
+def paired_over_seeds(model: ClaimVerdict, twin: ClaimVerdict, mine: Interval, theirs: Interval) -> Interval | None:
+    """Model minus twin on the same resampled texts, over the twin's shuffle seeds: for each seed the
+    resample-by-resample difference (:func:`attnlab.analysis.stats.paired_difference`); the estimate is
+    the model's minus the seeds' mean (``mine`` and ``theirs``, the deciding numbers), the interval runs
+    from the lowest seed's low end to the highest seed's high end, so the seeds' spread is inside it as
+    in :func:`pooled_twin`. None when the model or any seed kept no resamples, or drew other texts."""
+    if len(model.resampled) != 1 or not twin.resampled:
+        return None
+    per_seed = [paired_difference(model.resampled[0], seed) for seed in twin.resampled]
+    if any(d is None for d in per_seed):
+        return None
+    estimate = mine.estimate - theirs.estimate
+    return Interval(estimate, min(min(d.low for d in per_seed), estimate), max(max(d.high for d in per_seed), estimate),
+                    mine.level, min(d.n for d in per_seed))
 
 
 def clears_floor(diff: Interval, direction: int, floor: float) -> bool:
@@ -115,8 +139,10 @@ def against_twin(label: str, model: ClaimVerdict, twin: ClaimVerdict | None, *, 
     if mine is None or theirs is None:  # a "holds" with nothing to hold against the twin
         return ClaimVerdict(model.claim, UNSURE, {**numbers, BECAUSE: BECAUSE_MISSING, "missing": NO_TWIN_NUMBER})
     floor = float(numbers.get(FLOOR, 0.0) or 0.0) if floor is None else float(floor)
-    diff = difference(mine, theirs)
+    paired = paired_over_seeds(model, twin, mine, theirs)
+    diff = paired if paired is not None else difference(mine, theirs)
     numbers[DIFFERENCE] = _interval_text(diff)
+    numbers[HOW_DIFFERENCED] = PAIRED if paired is not None else UNPAIRED
     numbers.setdefault(FLOOR, floor)
     numbers[POWER] = round(power(diff, direction, floor), 3)
     if clears_floor(diff, direction, floor):
@@ -148,13 +174,16 @@ def pooled_twin(verdicts: list[ClaimVerdict]) -> ClaimVerdict:
     numbers = {SEEDS: len(verdicts)}
     if any(x is None for x in intervals):
         return ClaimVerdict(verdicts[0].claim, word, {**numbers, "missing": NO_TWIN_NUMBER})
+    resampled = tuple(r for v in verdicts for r in v.resampled)
+    if len(resampled) != len(verdicts):  # a seed without its resamples: none can be paired
+        resampled = ()
     estimates = [x.estimate for x in intervals]
     numbers.update({"estimate": sum(estimates) / len(estimates), "low": min(x.low for x in intervals),
                     "high": max(x.high for x in intervals), SEED_ESTIMATES: [round(e, 4) for e in estimates]})
     measure = verdicts[0].numbers.get("measure")
     if measure is not None:
         numbers["measure"] = measure
-    return ClaimVerdict(verdicts[0].claim, word, numbers)
+    return ClaimVerdict(verdicts[0].claim, word, numbers, resampled=resampled)
 
 
 def pooled_twin_rows(rows_per_seed: list[dict[str, ClaimVerdict]]) -> dict[str, ClaimVerdict]:

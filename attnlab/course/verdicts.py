@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from attnlab.analysis.stats import Interval
 from attnlab.core.language import _
 from attnlab.core.records import nan_for_none, to_plain
 from attnlab.course.cards import (
@@ -99,6 +100,11 @@ class ClaimVerdict:
     claim: str
     verdict: str
     numbers: dict = field(default_factory=dict)
+    #: the deciding number's bootstrap intervals with their resamples, in memory only (never in a
+    #: record): one for a verdict on one model, one per shuffle seed for a pooled untrained twin, so
+    #: that the twin control can difference them on the same resampled texts
+    #: (:func:`attnlab.analysis.stats.paired_difference`)
+    resampled: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.verdict not in WORDS:
@@ -106,13 +112,14 @@ class ClaimVerdict:
 
     @classmethod
     def decide(cls, claim: str, *, holds: bool, fails: bool, decided_on: str | None = None,
-               **numbers) -> "ClaimVerdict":
+               resampled: "Interval | None" = None, **numbers) -> "ClaimVerdict":
         """The one way to build a verdict: two tests computed from the data, and their numbers.
 
         ``holds`` and ``fails`` must not both be true; when neither is, the
         verdict is ``"cannot tell"``. ``decided_on`` names the deciding number among ``numbers``
         (its ends ``"<name> low"`` / ``"<name> high"``); a verdict with ``estimate``, ``low`` and
-        ``high`` is decided on ``"estimate"`` unless it says otherwise.
+        ``high`` is decided on ``"estimate"`` unless it says otherwise. ``resampled``: the deciding
+        number's bootstrap interval, when it kept its resamples (:attr:`resampled`).
         """
         if decided_on is None and all(k in numbers for k in ("estimate", "low", "high")):
             decided_on = "estimate"
@@ -120,7 +127,8 @@ class ClaimVerdict:
             if decided_on not in numbers:
                 raise ValueError(f"the deciding number {decided_on!r} is not among the verdict's numbers")
             numbers = {DECIDED_ON: decided_on, **numbers}
-        return cls(claim, from_tests(bool(holds), bool(fails)), numbers)
+        kept = (resampled,) if resampled is not None and resampled.samples is not None else ()
+        return cls(claim, from_tests(bool(holds), bool(fails)), numbers, resampled=kept)
 
     @classmethod
     def missing(cls, claim: str, why: str) -> "ClaimVerdict":

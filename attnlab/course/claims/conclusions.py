@@ -744,7 +744,7 @@ def conclusion_4a(pruning: PruningResult | None, *, margin: float = ADD_LINE_4A,
         return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=False, fails=False, why=why, **numbers)
     holds = top.below(weak) and unsigned.below(margin) and enough
     fails = top.above(strong) or unsigned.above(margin)
-    return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, **numbers)
+    return ClaimVerdict.decide(WEAK_ADD_CLAIM, holds=holds, fails=fails, resampled=unsigned, **numbers)
 
 
 def conclusion_4b(pruning: PruningResult | None, *, floor: float = FLOOR_4B, move: float = MOVE_4) -> ClaimVerdict:
@@ -773,7 +773,7 @@ def conclusion_4b(pruning: PruningResult | None, *, floor: float = FLOOR_4B, mov
     if why is not None:
         return ClaimVerdict.decide(COVER_CLAIM, holds=False, fails=False, why=why, **numbers)
     return ClaimVerdict.decide(COVER_CLAIM, holds=signed.above(floor) and enough, fails=signed.below(floor),
-                               **numbers)
+                               resampled=signed, **numbers)
 
 
 # --------------------------------------------------------------------------- 5

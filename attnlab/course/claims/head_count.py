@@ -105,7 +105,8 @@ def verdict_self_collapse(summaries: Mapping[int, GroupSummary], *, n_heads: int
         return pair
     full, few = pair
     d = change(full.mass_per_text("self"), few.mass_per_text("self"))
-    return ClaimVerdict.decide(SELF_CLAIM, holds=d.above(margin), fails=d.below(margin), decided_on="change", **{
+    return ClaimVerdict.decide(SELF_CLAIM, holds=d.above(margin), fails=d.below(margin), decided_on="change",
+                               resampled=d, **{
         N_("heads"): n_heads, N_("merged into"): target,
         N_("self mass, all heads"): full.self_mass, N_("self mass, merged"): few.self_mass,
         N_("change"): d.estimate, N_("change low"): d.low, N_("change high"): d.high, N_("margin"): margin,
@@ -137,7 +138,8 @@ def verdict_fewer_heads_collapse(summaries: Mapping[int, GroupSummary], *, n_hea
     d_entropy = change(full.entropy_per_text, few.entropy_per_text)
     holds = d_focus.above(margin) and d_entropy.below(margin)
     fails = d_focus.below(margin) or (d_entropy.above(margin) and not d_focus.above(margin))
-    return ClaimVerdict.decide(COLLAPSE_CLAIM, holds=holds, fails=fails, decided_on="mass change", **{
+    return ClaimVerdict.decide(COLLAPSE_CLAIM, holds=holds, fails=fails, decided_on="mass change",
+                               resampled=d_focus, **{
         N_("heads"): n_heads, N_("merged into"): target, N_("focus token, merged"): where,
         N_("its mass, all heads"): full.mass(where), N_("its mass, merged"): few.mass(where),
         N_("mass change"): d_focus.estimate, N_("mass change low"): d_focus.low, N_("mass change high"): d_focus.high,
