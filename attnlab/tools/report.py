@@ -16,10 +16,13 @@ and writes
 * ``DIR/parts/``: each part's result, saved atomically when the part is done. A rerun
   skips every saved part whose settings (model, precision, device, sizes, run mode) match,
   so an interrupted report resumes where it stopped;
-* ``DIR/twin/parts/``: the same parts on the model's **untrained twin** (its weights shuffled
-  within each tensor, :mod:`attnlab.core.twins`), measured after the model by default. Every claim
-  about the model is held against the twin (:mod:`attnlab.course.twin_control`): a verdict the twin
-  reaches too says "cannot tell", and each card shows the twin's number beside the model's.
+* ``DIR/twin/parts/`` (and ``DIR/twin/seed-N/parts/``): the same parts on the model's **untrained
+  twins** (its weights shuffled within each tensor, one shuffle per seed, :mod:`attnlab.core.twins`),
+  measured after the model by default; lesson 11's covering study only as far as conclusion 4 decides.
+  Every claim about the model is held against the twins (:mod:`attnlab.course.twin_control`): the
+  twin can only take a "holds" away, when the model does not beat it by the claim's floor (on the
+  same resampled texts where the two runs' resamples match), and each card shows the twin's number
+  beside the model's.
 
 A model the report cannot read (one that only decodes, one that returns no
 attention maps, fewer than :data:`MIN_HEADS` heads) is refused in one sentence
