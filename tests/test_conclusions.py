@@ -42,17 +42,19 @@ def test_conclusion_1_can_hold():
 
 
 def test_conclusion_1_prints_an_exact_count_as_a_count():
-    """No head unsure: the share is counted, so its one line gives the count (and, when lesson 08 saved its
+    """The share is counted over every head, so its one line gives the count (and, when lesson 08 saved its
     fixedness, the range its label-threshold table gives), never a zero-width "interval"; with unsure heads
-    the interval stays."""
+    it gives the count and how high the unsure heads take it, not an interval either."""
     exact = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG))
     line = c.summary_line(exact)
     assert "(counted: 65 / 72 heads, no label unsure" in line and "[0.903, 0.903]" not in line
     with language.speaking("zh"):
         assert "65 / 72" in c.summary_line(exact) and "counted" not in c.summary_line(exact)
     unsure = claims.conclusion_1(rec.averaging(0.45, unsure=0.15, **BIG), rec.perturbation(0.05, **BIG))
-    assert "counted" not in c.summary_line(unsure)
-    assert f"[{unsure.numbers['low']:.3g}, {unsure.numbers['high']:.3g}]" in c.summary_line(unsure)
+    line = c.summary_line(unsure)  # still a count, its high end the unsure heads counted in
+    assert f"(counted: 32 / 72 heads; up to {unsure.numbers['high']:.3g} counting in the unsure heads (11)" in line
+    assert f"[{unsure.numbers['low']:.3g}, {unsure.numbers['high']:.3g}]" not in c.deciding_number(unsure)
+    assert unsure.numbers["high"] == pytest.approx((32 + 11) / 72)
 
 
 def test_conclusion_1_can_fail():

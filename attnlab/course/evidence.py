@@ -211,17 +211,23 @@ def deciding_number(verdict: ClaimVerdict) -> str:
 
 
 def _exact_count(numbers: dict, prefix: str) -> str:
-    """For an exact count (:func:`attnlab.course.claims.conclusions.exact_count`), what replaces the
-    interval: the count and the range its sensitivity table gives; "" for an estimate."""
-    if prefix + claims.EXACT not in numbers or prefix + claims.COUNTED not in numbers:
+    """For a counted share (:func:`attnlab.course.claims.conclusions.counted_share`), what replaces the
+    interval: the count, the unsure heads' range, and the range its sensitivity table gives; "" for an
+    estimate."""
+    if prefix + claims.COUNTED not in numbers:
         return ""
-    heads = numbers[prefix + claims.COUNTED]
+    heads, unsure = numbers[prefix + claims.COUNTED], numbers.get(prefix + claims.UNSURE_HEADS, 0)
+    if prefix + claims.EXACT in numbers or not unsure:
+        text = _("counted: {heads} heads, no label unsure").format(heads=heads)
+    else:
+        text = _("counted: {heads} heads; up to {high:.3g} counting in the unsure heads ({unsure})").format(
+            heads=heads, high=numbers[prefix + "high"], unsure=unsure)
     moved = numbers.get(prefix + claims.thresholds_key())
-    if moved is None:
-        return _("(counted: {heads} heads, no label unsure)").format(heads=heads)
-    low, high = claims.SENSITIVITY_THRESHOLDS[0], claims.SENSITIVITY_THRESHOLDS[-1]
-    return _("(counted: {heads} heads, no label unsure; {range} as lesson 08's label thresholds move from {low} "
-             "to {high})").format(heads=heads, range=moved, low=low, high=high)
+    if moved is not None:
+        low, high = claims.SENSITIVITY_THRESHOLDS[0], claims.SENSITIVITY_THRESHOLDS[-1]
+        text = _("{counted}; {range} as lesson 08's label thresholds move from {low} to {high}").format(
+            counted=text, range=moved, low=low, high=high)
+    return _("({text})").format(text=text)
 
 
 def summary_line(verdict: ClaimVerdict) -> str:

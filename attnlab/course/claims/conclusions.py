@@ -459,7 +459,7 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
                           share.below(most - floor) or followed.above(few + floor))
 
     numbers.update(norm_weighted(grid, content_mass(averaging, norm_based=True), word(decided), word))
-    numbers.update(exact_count(grid, mass, decided, averaging))
+    numbers.update(counted_share(grid, mass, decided, averaging))
     if why is not None:
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = decided.above(most + floor) and followed.below(few - floor)
@@ -488,26 +488,34 @@ def threshold_range(averaging: AveragingResult, mass: np.ndarray | None,
     return min(shares), max(shares)
 
 
-#: the numbers of an exact count (:func:`exact_count`), which a verdict's one line prints as a count
+#: the numbers of a counted share (:func:`counted_share`), which a verdict's one line prints as a count
 EXACT = N_("an exact count")
 COUNTED = N_("fixed-pattern heads, counted")
+UNSURE_HEADS = N_("heads whose label is unsure (counted in only at the high end)")
 THRESHOLDS_MOVE = N_("share over lesson 08's label thresholds {low}-{high}")
 
 
 def thresholds_key() -> str:
-    """The key of an exact count's range over lesson 08's label thresholds (its sensitivity table's ends)."""
+    """The key of a counted share's range over lesson 08's label thresholds (its sensitivity table's ends)."""
     return THRESHOLDS_MOVE.format(low=SENSITIVITY_THRESHOLDS[0], high=SENSITIVITY_THRESHOLDS[-1])
 
 
-def exact_count(grid: np.ndarray, mass: np.ndarray | None, decided: Interval, averaging: AveragingResult) -> dict:
-    """When no head's label is unsure, conclusion 1's share is an exact count, not an interval: the numbers
-    that say so (the heads counted and the share's range over lesson 08's label thresholds, from its
-    sensitivity table), which the verdict's one line prints instead of an interval
-    (:func:`attnlab.course.evidence.deciding_number`)."""
-    if not decided.low == decided.high:
-        return {}
-    out = {EXACT: N_("no head's label is unsure, so the share is counted, not estimated"),
-           COUNTED: f"{int(fixed_pattern(grid).sum())} / {grid.size}"}
+def counted_share(grid: np.ndarray, mass: np.ndarray | None, decided: Interval, averaging: AveragingResult) -> dict:
+    """Conclusion 1's share is counted over the whole population of heads, not estimated from a sample: its
+    low and high ends are the share with no unsure head fixed and with every one (no confidence interval).
+    The numbers that say so, which the verdict's one line prints as a count
+    (:func:`attnlab.course.evidence.deciding_number`): the heads counted fixed, the unsure heads, whether
+    the count is exact (no head unsure), and the share's range over lesson 08's label thresholds, from its
+    sensitivity table.
+
+    Args:
+        grid: ``(L', H)`` lesson 08's content-key labels.
+        mass: ``(L', H)`` each head's content mass (None: unweighted).
+        decided: the decided share (:func:`share_interval`).
+    """
+    out = {COUNTED: f"{int(fixed_pattern(grid).sum())} / {grid.size}", UNSURE_HEADS: int((grid == UNSURE).sum())}
+    if decided.low == decided.high:
+        out[EXACT] = N_("no head's label is unsure, so the share is counted, not estimated")
     if averaging.content_fixedness is not None:
         low, high = threshold_range(averaging, mass)
         out[thresholds_key()] = f"{low:.3g}-{high:.3g}"
