@@ -209,6 +209,31 @@ def test_interrupted_run_loses_nothing(tmp_path):
     assert _scores(course, "a1") == {"quick": 1.0, "slow": 0.0}
 
 
+@needs_nbgrader
+def test_stalled_grader_is_stopped_and_graded_again(tmp_path):
+    # a kernel that does nothing (as one that stopped answering does) past the stall limit: stopped, graded
+    # again once, then named as failed; the other submission is graded meanwhile
+    hold = tmp_path / "hold"
+    hold.write_text("x")
+    course = _small_course(tmp_path, hold)
+    _submit(course, "quick", "42")
+    _submit(course, "stuck", "'slow'")
+    said: list[str] = []
+    outcomes = {o.student: o for o in autograde.autograde(course, ["a1"], jobs=2, create=True, say=said.append,
+                                                          stall_s=8)}
+    assert outcomes["quick"].status == "graded" and outcomes["quick"].stalls == 0
+    stuck = outcomes["stuck"]
+    assert stuck.status == "failed" and stuck.stalls == 2 and stuck.tries == 2, stuck
+    assert "stopped answering twice" in stuck.reason and "ipykernel#1554" in stuck.reason
+    assert not (course / "autograded" / "stuck" / "a1").exists()
+    assert any(line.startswith("stuck a1: failed: its kernel stopped answering twice") for line in said), said
+    # the same submission once the kernel answers again: graded (its answer is wrong: 0)
+    hold.unlink()
+    again = autograde.autograde(course, ["a1"], jobs=2, say=said.append, stall_s=8)
+    assert {(o.student, o.status) for o in again} == {("quick", "skipped"), ("stuck", "graded")}
+    assert _scores(course, "a1") == {"quick": 1.0, "stuck": 0.0}
+
+
 # --------------------------------------------------------------------------- a lesson, two at once and one at a time
 
 

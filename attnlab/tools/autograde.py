@@ -25,7 +25,9 @@ Each kernel gets ``cores // jobs`` threads (at least one) unless ``OMP_NUM_THREA
 relative ``ATTNLAB_CLASS`` is made absolute from the folder the command starts in. Every submission's
 nbgrader output goes to ``autograde-logs/<assignment>/<student>.log`` in the course folder. A failed
 submission is named with the last error line of its log and its later assignments are not started;
-Ctrl-C (or SIGTERM) stops the running graders the way nbgrader stops itself (its graded copy removed,
+A grader whose processes (nbgrader and its kernel) have done nothing for :data:`STALL_S` seconds waits on a
+kernel that stopped answering (ipython/ipykernel#1554; nbgrader would wait out the cell's whole limit): it
+is stopped and the submission graded again, once. Ctrl-C (or SIGTERM) stops the running graders the way nbgrader stops itself (its graded copy removed,
 ``submitted/`` untouched), and the same command grades what is left: without ``--force`` nbgrader skips
 what is already graded.
 """
@@ -38,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -56,6 +59,13 @@ LOGS = "autograde-logs"
 GRADEBOOK = "gradebook.db"
 #: seconds the graders get to stop cleanly after Ctrl-C before they are killed
 STOP_WAIT_S = 30
+#: a grader whose processes (nbgrader and its kernel) used under :data:`STALL_SHARE` of a core for this many
+#: seconds has stalled: a kernel that stopped answering (ipython/ipykernel#1554) leaves nbgrader waiting for
+#: the cell's whole limit. It is stopped and the submission graded again, once
+STALL_S = 120
+STALL_SHARE = 0.01
+#: seconds between two looks at a running grader
+POLL_S = 2.0
 
 
 def cores() -> int:
@@ -78,6 +88,7 @@ class Outcome:
     tries: int = 0
     reason: str = ""
     log: Path | None = None
+    stalls: int = 0
 
 
 @dataclass
@@ -165,6 +176,52 @@ def grader_command(plan: Plan, student: str, assignment: str) -> list[str]:
     return command + (["--force"] if plan.force else []) + (["--create"] if plan.create else [])
 
 
+def _children() -> dict[int, list[int]]:
+    """``{pid: [child pids]}`` of every process (Linux's /proc; empty elsewhere)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) used so far by ``pid`` and the processes under it, or None where the
+    system does not say (not Linux)."""
+    if not Path("/proc/self/stat").exists():
+        return None
+    tree, total, todo = _children(), 0.0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            pass
+        todo += tree.get(current, [])
+    return total
+
+
+class Stall:
+    """Watches one grader: :meth:`stalled` once its processes used under ``share`` of a core for ``seconds``."""
+
+    def __init__(self, pid: int, seconds: float = STALL_S, share: float = STALL_SHARE) -> None:
+        self.pid, self.seconds, self.share = pid, seconds, share
+        self.since, self.cpu = time.monotonic(), tree_cpu_seconds(pid)
+
+    def stalled(self) -> bool:
+        cpu, now = tree_cpu_seconds(self.pid), time.monotonic()
+        if cpu is None or self.cpu is None or cpu - self.cpu > self.share * max(now - self.since, POLL_S):
+            self.since, self.cpu = now, cpu  # working: the window starts again
+            return False
+        return now - self.since >= self.seconds
+
+
 def _reason(text: str) -> str:
     """The last error line nbgrader logged, else the last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -176,13 +233,13 @@ class Runner:
     """Runs a :class:`Plan`'s chains, up to ``plan.jobs`` at once; :meth:`stop` ends the running graders."""
 
     def __init__(self, plan: Plan, command: Callable[[Plan, str, str], list[str]] = grader_command,
-                 say: Callable[[str], None] = print) -> None:
-        self.plan, self.command, self.say = plan, command, say
+                 say: Callable[[str], None] = print, stall_s: float = STALL_S) -> None:
+        self.plan, self.command, self.say, self.stall_s = plan, command, say, stall_s
         self.outcomes = {(s, a): Outcome(s, a) for s, chain in plan.chains.items() for a in chain}
         self.running: dict[tuple[str, str], subprocess.Popen] = {}
         self.stopping = False
 
-    def _run_once(self, outcome: Outcome) -> int:
+    def _run_once(self, outcome: Outcome) -> int | None:
         log = self.plan.course / LOGS / outcome.assignment / f"{outcome.student}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         outcome.log, outcome.tries = log, outcome.tries + 1
@@ -194,9 +251,21 @@ class Runner:
                                        start_new_session=True)  # Ctrl-C reaches it through stop(), not twice
             self.running[(outcome.student, outcome.assignment)] = process
             try:
-                return process.wait()
+                return self._watch(process, outcome)
             finally:
                 self.running.pop((outcome.student, outcome.assignment), None)
+
+    def _watch(self, process: subprocess.Popen, outcome: Outcome) -> int | None:
+        """The grader's exit code, or None when it stalled (:class:`Stall`) and was stopped."""
+        stall = Stall(process.pid, self.stall_s)
+        while True:
+            try:
+                return process.wait(POLL_S)
+            except subprocess.TimeoutExpired:
+                if not self.stopping and self.stall_s and stall.stalled():
+                    _stop([process])
+                    outcome.stalls += 1
+                    return None
 
     def grade(self, outcome: Outcome) -> Outcome:
         """Grade one submission, again while its grader found the gradebook locked."""
@@ -204,6 +273,13 @@ class Runner:
         while not self.stopping:
             code = self._run_once(outcome)
             text = outcome.log.read_text(encoding="utf-8", errors="replace").split("--- try ")[-1]
+            if code is None and not self.stopping:
+                if outcome.stalls <= 1:
+                    continue
+                outcome.status = "failed"
+                outcome.reason = (f"its kernel stopped answering twice (nothing ran for {self.stall_s:g} s; "
+                                  "ipython/ipykernel#1554): grade it again")
+                break
             if code == 0:
                 outcome.status = "skipped" if "Skipping existing assignment" in text else "graded"
                 break
@@ -240,14 +316,7 @@ class Runner:
         """Stop: no new grader starts, each running one gets SIGINT (nbgrader removes its half-graded copy), and
         is killed after :data:`STOP_WAIT_S`."""
         self.stopping = True
-        for process in list(self.running.values()):
-            _signal(process, signal.SIGINT)
-        deadline = time.monotonic() + STOP_WAIT_S
-        for process in list(self.running.values()):
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal(process, signal.SIGKILL)
+        _stop(list(self.running.values()))
 
     def run(self) -> list[Outcome]:
         """Every chain, ``plan.jobs`` at once; on Ctrl-C (KeyboardInterrupt) :meth:`stop`, then half-graded
@@ -267,6 +336,20 @@ class Runner:
             if outcome.status in ("interrupted", "failed", "not started"):
                 remove_partial(self.plan.course, outcome)
         return list(self.outcomes.values())
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    """SIGINT to each grader's process group (nbgrader removes its half-graded copy), SIGKILL to those still
+    running after :data:`STOP_WAIT_S`."""
+    for process in processes:
+        _signal(process, signal.SIGINT)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for process in processes:
+        try:
+            process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL)
+            process.wait()
 
 
 def _signal(process: subprocess.Popen, sig: int) -> None:
@@ -289,7 +372,9 @@ def remove_partial(course: Path, outcome: Outcome) -> None:
 def _line(outcome: Outcome) -> str:
     text = f"{outcome.student} {outcome.assignment}: {outcome.status}"
     if outcome.status in ("graded", "skipped"):
-        return text + f" in {outcome.seconds:.1f} s" + (f" ({outcome.tries} tries)" if outcome.tries > 1 else "")
+        again = " (its kernel stopped answering, graded again)" if outcome.stalls else (
+            f" ({outcome.tries} tries)" if outcome.tries > 1 else "")
+        return text + f" in {outcome.seconds:.1f} s" + again
     return text + (f": {outcome.reason}" if outcome.reason else "") + (f" (log: {outcome.log})" if outcome.log else "")
 
 
@@ -314,10 +399,13 @@ def summary(outcomes: Sequence[Outcome], seconds: float, jobs: int) -> list[str]
 
 def autograde(course: str | Path, assignments: Sequence[str], *, jobs: int | None = None,
               students: Sequence[str] | None = None, force: bool = False, create: bool = False,
-              say: Callable[[str], None] = print) -> list[Outcome]:
+              say: Callable[[str], None] = print, stall_s: float = STALL_S) -> list[Outcome]:
     """Autograde ``assignments`` (in order, per student) for every submission in ``course``, ``jobs`` at once
-    (default :func:`cores`). Returns each submission's :class:`Outcome`."""
+    (default :func:`cores`); a grader idle for ``stall_s`` seconds is stopped and run again (:class:`Stall`).
+    Returns each submission's :class:`Outcome`."""
     course = Path(course).resolve()
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # started in the background: SIGINT still stops
     chains = submissions(course, assignments, students)
     if not chains:
         say(f"no submission of {', '.join(assignments)} in {course / 'submitted'}")
@@ -328,7 +416,7 @@ def autograde(course: str | Path, assignments: Sequence[str], *, jobs: int | Non
     say(f"grading {sum(map(len, chains.values()))} submissions of {len(chains)} students, {jobs} at once, "
         f"{plan.env['OMP_NUM_THREADS']} thread(s) each; logs in {course / LOGS}")
     start = time.monotonic()
-    outcomes = Runner(plan, say=say).run()
+    outcomes = Runner(plan, say=say, stall_s=stall_s).run()
     for line in summary(outcomes, time.monotonic() - start, jobs):
         say(line)
     return outcomes
