@@ -50,8 +50,8 @@ def _cell(kind: str, source: str, grade_id: str) -> dict:
             "solution": kind == "answer", "grade": kind == "test"}
     if kind == "test":
         meta["points"] = 1
-    return {"cell_type": "code", "execution_count": None, "id": grade_id, "metadata": {"nbgrader": meta},
-            "outputs": [], "source": source}
+    return {"cell_type": "code", "execution_count": None, "id": grade_id,
+            "metadata": {"nbgrader": meta} if kind != "plain" else {}, "outputs": [], "source": source}
 
 
 def _small_course(tmp_path: Path, hold: Path) -> Path:
@@ -63,7 +63,9 @@ def _small_course(tmp_path: Path, hold: Path) -> Path:
     answer = ("answer = None\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION\n"
               f"import os, time\nwhile answer == 'slow' and os.path.exists({str(hold)!r}):\n    time.sleep(0.2)")
     nb = {"cells": [_cell("answer", answer, "answer_1"),
-                    _cell("test", "### BEGIN HIDDEN TESTS\nassert answer == 42\n### END HIDDEN TESTS", "test_1")],
+                    _cell("test", "### BEGIN HIDDEN TESTS\nassert answer == 42\n### END HIDDEN TESTS", "test_1"),
+                    _cell("plain", "import ipykernel.connect\nprint(ipykernel.connect.get_connection_info(unpack=True)"
+                                   "['transport'])", "transport")],
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
     (course / "source" / "a1" / "a1.ipynb").write_text(json.dumps(nb), encoding="utf-8")
@@ -117,7 +119,7 @@ def test_retry_when_locked_and_order_per_student(tmp_path):
               "if not mark.exists():\n    mark.write_text('x'); print('sqlite3.OperationalError: database is locked');"
               " sys.exit(1)\nprint('graded')\n")
 
-    def command(plan, student, assignment):
+    def command(plan, student, assignment, sockets):
         calls.append((student, assignment))
         if student == "bad":
             return [sys.executable, "-c", "print('[ERROR] There was an error processing assignment'); raise SystemExit(1)"]
@@ -174,6 +176,9 @@ def test_locked_gradebook_is_waited_for(tmp_path):
     holders[0].join()
     assert {(o.student, o.status) for o in outcomes} == {("ann", "graded"), ("bob", "graded")}
     assert _scores(course, "a1") == {"ann": 1.0, "bob": 1.0}
+    # each grader's kernel on local sockets of its own, not TCP ports two kernels could both pick
+    graded = json.loads((course / "autograded" / "ann" / "a1" / "a1.ipynb").read_text(encoding="utf-8"))
+    assert "".join(graded["cells"][-1]["outputs"][0]["text"]).strip() == "ipc"
 
 
 @needs_nbgrader

@@ -21,7 +21,8 @@ the gradebook, the course and the students are made once before any grading star
 create the same row), and a submission that still failed on a locked database is graded again
 (:data:`LOCK_RETRIES` times).
 
-Each kernel gets ``cores // jobs`` threads (at least one) unless ``OMP_NUM_THREADS`` is set, and a
+Each grader's kernel talks over local sockets of its own, not TCP ports (:func:`grader_command`). Each
+kernel gets ``cores // jobs`` threads (at least one) unless ``OMP_NUM_THREADS`` is set, and a
 relative ``ATTNLAB_CLASS`` is made absolute from the folder the command starts in. Every submission's
 nbgrader output goes to ``autograde-logs/<assignment>/<student>.log`` in the course folder. A failed
 submission is named with the last error line of its log and its later assignments are not started;
@@ -40,6 +41,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -169,10 +171,14 @@ def grader_env(jobs: int, environ: dict[str, str] | None = None, start: Path | N
     return env
 
 
-def grader_command(plan: Plan, student: str, assignment: str) -> list[str]:
-    """``nbgrader autograde ASSIGNMENT --student STUDENT`` with the gradebook's busy wait."""
+def grader_command(plan: Plan, student: str, assignment: str, sockets: Path) -> list[str]:
+    """``nbgrader autograde ASSIGNMENT --student STUDENT`` with the gradebook's busy wait, its kernel talking
+    over local sockets in the folder ``sockets`` (its own): kernels started at the same moment on TCP can pick
+    the same ports and answer each other's requests, and a request answered elsewhere leaves its cell
+    waiting (seen as a kernel that stopped answering)."""
     command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student,
-               f"--CourseDirectory.db_url={db_url(plan.course)}"]
+               f"--CourseDirectory.db_url={db_url(plan.course)}", "--KernelManager.transport=ipc",
+               f"--KernelManager.ip={sockets / 'kernel'}"]
     return command + (["--force"] if plan.force else []) + (["--create"] if plan.create else [])
 
 
@@ -232,7 +238,7 @@ def _reason(text: str) -> str:
 class Runner:
     """Runs a :class:`Plan`'s chains, up to ``plan.jobs`` at once; :meth:`stop` ends the running graders."""
 
-    def __init__(self, plan: Plan, command: Callable[[Plan, str, str], list[str]] = grader_command,
+    def __init__(self, plan: Plan, command: Callable[[Plan, str, str, Path], list[str]] = grader_command,
                  say: Callable[[str], None] = print, stall_s: float = STALL_S) -> None:
         self.plan, self.command, self.say, self.stall_s = plan, command, say, stall_s
         self.outcomes = {(s, a): Outcome(s, a) for s, chain in plan.chains.items() for a in chain}
@@ -243,17 +249,20 @@ class Runner:
         log = self.plan.course / LOGS / outcome.assignment / f"{outcome.student}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         outcome.log, outcome.tries = log, outcome.tries + 1
+        sockets = Path(tempfile.mkdtemp(prefix="attnlab-grader-"))
+        command = self.command(self.plan, outcome.student, outcome.assignment, sockets)
         with log.open("a", encoding="utf-8") as out:
-            out.write(f"--- try {outcome.tries}: {' '.join(self.command(self.plan, outcome.student, outcome.assignment))}\n")
+            out.write(f"--- try {outcome.tries}: {' '.join(command)}\n")
             out.flush()
-            process = subprocess.Popen(self.command(self.plan, outcome.student, outcome.assignment),
-                                       cwd=self.plan.course, env=self.plan.env, stdout=out, stderr=subprocess.STDOUT,
+            process = subprocess.Popen(command, cwd=self.plan.course, env=self.plan.env, stdout=out,
+                                       stderr=subprocess.STDOUT,
                                        start_new_session=True)  # Ctrl-C reaches it through stop(), not twice
             self.running[(outcome.student, outcome.assignment)] = process
             try:
                 return self._watch(process, outcome)
             finally:
                 self.running.pop((outcome.student, outcome.assignment), None)
+                shutil.rmtree(sockets, ignore_errors=True)
 
     def _watch(self, process: subprocess.Popen, outcome: Outcome) -> int | None:
         """The grader's exit code, or None when it stalled (:class:`Stall`) and was stopped."""

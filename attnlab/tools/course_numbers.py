@@ -71,7 +71,7 @@ from attnlab.course.reference import (
 )
 from attnlab.course.verdicts import WORDS, shown
 from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact, value_at
-from attnlab.tools.autograde import BUSY_WAIT_S
+from attnlab.tools.autograde import BUSY_WAIT_S, STALL_S
 from attnlab.tools.install_torch import PROBE_SECONDS
 from attnlab.tools.report import compare_table, read_report
 
@@ -204,9 +204,9 @@ def _seconds_setting(seconds: float) -> float | int:
 def settings() -> dict:
     """The course's own settings that the documents state, read from the constants that set them: how long
     ``auto`` waits for the model hub, how long the set-up waits for PyTorch's CPU index, and how long a class's
-    grader waits for another's lock on the gradebook."""
+    grader waits for another's lock on the gradebook, and how long it lets a grader do nothing."""
     return {"hub_timeout_s": _seconds_setting(HUB_TIMEOUT_S), "torch_probe_s": _seconds_setting(PROBE_SECONDS),
-            "grading_lock_wait_s": _seconds_setting(BUSY_WAIT_S)}
+            "grading_lock_wait_s": _seconds_setting(BUSY_WAIT_S), "grading_stall_s": _seconds_setting(STALL_S)}
 
 
 def report_parts(root: Path = ROOT) -> dict:
