@@ -639,6 +639,10 @@ def _grading_block(numbers: dict, lang: str) -> str:
                 "and then `--jobs 2` (each kernel gets the cores over the jobs in threads, the offline default in fp32); "
                 "a submission's time is the run's wall time over its submissions, and a class is "
                 f"{size} times that.")
+        if g["busy"]:
+            text += (" The machine was busy with other work, and two graders at once also take a larger share of it "
+                     "from that work than one does, so the gain from one to two may be larger here than on a quiet "
+                     "machine.")
         if twelve:
             reran = "re-ran one of them" if twelve.get("reran_earlier_lessons") else "re-ran none of them"
             within = "within" if twelve["longest_cell_s"] is not None and twelve["longest_cell_s"] < limit else "over"
@@ -651,6 +655,8 @@ def _grading_block(numbers: dict, lang: str) -> str:
             f"（`{g['file']}`）：同一批未作答的提交，用 `{g['command']} --force` 先以 `--jobs 1`、再以 `--jobs 2` 评分"
             "（每个内核的线程数为核数除以同时评的份数，离线默认模型，fp32）；一份提交的用时是整次运行的墙钟时间除以提交份数，"
             f"全班的用时是它的 {size} 倍。")
+    if g["busy"]:
+        text += "测量时机器正忙于别的任务，而同时运行两个评分进程会比一个从别的任务那里多分到一些 CPU，所以这里从一份到两份的提速可能比空闲的机器上更大。"
     if twelve:
         reran = "重跑了其中一课" if twelve.get("reran_earlier_lessons") else "没有重跑其中任何一课"
         within = "没有超过" if twelve["longest_cell_s"] is not None and twelve["longest_cell_s"] < limit else "超过了"
