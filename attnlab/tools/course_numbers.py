@@ -579,7 +579,7 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
                  f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads). The target is every "
                  f"lesson within {numbers['targets']['lesson_one_core_minutes']} minutes at one thread.")
         if numbers.get("grading"):
-            text += (f" The grading columns are measured by `{numbers['grading']['file']}` (see [Grading a class on "
+            text += (f" The grading columns come from `{numbers['grading']['file']}` (see [Grading a class on "
                      "every core](#grading-a-class-on-every-core)); the other lessons' grading is "
                      f"{NOT_MEASURED[lang]}, and takes at least each lesson's run per submission.")
         elif graded:
