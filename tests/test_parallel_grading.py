@@ -160,7 +160,7 @@ def test_locked_gradebook_is_waited_for(tmp_path):
         _submit(course, student, "42")
     db = course / "gradebook.db"
     # plain nbgrader: another writer holds the gradebook past SQLite's 5 s, and the submission is not graded
-    holder = _hold_lock(db, 20)
+    holder = _hold_lock(db, 30)  # nbgrader starts, reaches the gradebook, waits SQLite's 5 s and gives up
     plain = _nbgrader(course, "autograde", "a1", "--student", "ann", "--create", check=False)
     holder.join()
     assert plain.returncode != 0 and autograde.LOCKED in plain.stdout + plain.stderr, plain.stderr[-2000:]
