@@ -311,3 +311,31 @@ def test_speed_published_against_targets(numbers):
         quoted = re.search(r"<!-- numbers:speed\.report_with_twins_min -->([0-9.]+)<!-- /numbers -->", text)
         assert quoted and float(quoted.group(1)) == speed["report_with_twins_min"], readme
         assert "numbers:targets.report_twin_minutes" in text, readme
+
+
+def test_grading_a_class_measured_and_quoted(numbers):
+    """Issue 67's grading in parallel and issue 64's lesson 12 within nbgrader's cell limit: the measured
+    grading (benchmarks/bench_grading.py) is in numbers.json, read again here from its file and from the cell
+    limit the course's nbgrader_config.py sets; both guides quote the parallel command and the generated block."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    measured_file = json.loads((ROOT / "benchmarks/measured/grading.json").read_text(encoding="utf-8"))
+    grading = numbers["grading"]
+    limit = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "classroom")).load_config().Execute.timeout
+    assert grading["cell_timeout_s"] == measured_file["cell_timeout_s"] == limit
+    assert {"00", "04", "12"} <= set(grading["lessons"]) == set(measured_file["lessons"])
+    for lesson, row in measured_file["lessons"].items():
+        one, two = row["jobs_1"], row["jobs_2"]
+        assert one["jobs"] == 1 and two["jobs"] == 2 and one["submissions"] == two["submissions"] >= 2
+        assert grading["lessons"][lesson]["one_at_a_time_s"] == pytest.approx(one["wall_s"] / one["submissions"], abs=0.06)
+        assert grading["lessons"][lesson]["class_two_at_once_minutes"] == round(
+            two["wall_s"] / two["submissions"] * grading["class_size"] / 60)
+        assert grading["lessons"][lesson]["busy"] == (one["busy"] or two["busy"])
+    twelve = measured_file["lessons"]["12"]
+    assert "feeds" in twelve and not twelve["reran_earlier_lessons"]  # lesson 12 read lessons 05-11's records
+    assert grading["within_cell_limit"] == (twelve["longest_cell_s"] < limit)
+    assert {"model", "cores", "amx", "avx512_bf16"} <= set(measured_file["machine"])
+    for guide in ("docs/classroom.md", "docs/classroom.zh-CN.md"):
+        text = (ROOT / guide).read_text(encoding="utf-8")
+        assert "attnlab class autograde lesson_04" in text and "<!-- numbers:grading -->" in text, guide
+        assert course_numbers._grading_block(numbers, "en" if "zh" not in guide else "zh") in text, guide

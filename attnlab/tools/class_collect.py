@@ -50,7 +50,7 @@ from attnlab.core.atomic import atomic_path
 from attnlab.core.class_setting import ClassSetting
 from attnlab.core.language import N_, _, current_language, language_option, speaking
 from attnlab.course.attempts import FOLDER, valid
-from attnlab.tools import class_server, term_kit
+from attnlab.tools import autograde, class_server, term_kit
 from attnlab.tools.assignments import add_class_cli
 from attnlab.viz.fonts import use_cjk_font
 
@@ -364,3 +364,4 @@ def add_cli(subparsers: Any) -> None:
     add_class_cli(sub)
     class_server.add_class_cli(sub)
     term_kit.add_class_cli(sub)
+    autograde.add_class_cli(sub)

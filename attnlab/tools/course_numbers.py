@@ -71,6 +71,7 @@ from attnlab.course.reference import (
 )
 from attnlab.course.verdicts import WORDS, shown
 from attnlab.tools.doc_facts import PREFIXES as FACT_PREFIXES, gather_facts, render_fact, value_at
+from attnlab.tools.autograde import BUSY_WAIT_S, STALL_S
 from attnlab.tools.install_torch import PROBE_SECONDS
 from attnlab.tools.report import compare_table, read_report
 
@@ -94,6 +95,11 @@ CI_RUN = "benchmarks/measured/ci_run.json"
 #: what one student costs the class server: an idle server's memory and the time to grade a submission
 #: (``python benchmarks/bench_class_server.py --json FILE``)
 CLASS_SERVER = "benchmarks/measured/class_server.json"
+#: a class's autograding, one submission at a time and two at once (``python benchmarks/bench_grading.py --json
+#: FILE``)
+GRADING = "benchmarks/measured/grading.json"
+#: the command that grades a class on every core (:mod:`attnlab.tools.autograde`)
+GRADE_COMMAND = "attnlab class autograde lesson_NN"
 #: runs of the side-by-side scripts in ``benchmarks/`` that the README quotes (the conversion, the word table's
 #: three folders, the memory release, the head importance)
 BENCHMARKS = "benchmarks/measured/benchmarks.json"
@@ -170,7 +176,7 @@ def gather(root: Path = ROOT) -> dict:
             "report_runs": json.loads((root / REPORT_RUNS).read_text(encoding="utf-8"))["runs"],
             "smoke_verdicts": smoke_verdicts(root), "conclusions": conclusions(root), "reports": reports(root),
             "ci": json.loads((root / CI_RUN).read_text(encoding="utf-8")),
-            "class_server": class_server(root), "targets": dict(TARGETS), "settings": settings(),
+            "class_server": class_server(root), "grading": grading(root), "targets": dict(TARGETS), "settings": settings(),
             "benchmarks": json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))["runs"],
             "report_parts": report_parts(root), **gather_facts(root)}
     return {**gathered, "speed": speed(gathered)}
@@ -197,8 +203,10 @@ def _seconds_setting(seconds: float) -> float | int:
 
 def settings() -> dict:
     """The course's own settings that the documents state, read from the constants that set them: how long
-    ``auto`` waits for the model hub, and how long the set-up waits for PyTorch's CPU index."""
-    return {"hub_timeout_s": _seconds_setting(HUB_TIMEOUT_S), "torch_probe_s": _seconds_setting(PROBE_SECONDS)}
+    ``auto`` waits for the model hub, how long the set-up waits for PyTorch's CPU index, and how long a class's
+    grader waits for another's lock on the gradebook, and how long it lets a grader do nothing."""
+    return {"hub_timeout_s": _seconds_setting(HUB_TIMEOUT_S), "torch_probe_s": _seconds_setting(PROBE_SECONDS),
+            "grading_lock_wait_s": _seconds_setting(BUSY_WAIT_S), "grading_stall_s": _seconds_setting(STALL_S)}
 
 
 def report_parts(root: Path = ROOT) -> dict:
@@ -223,6 +231,46 @@ def class_server(root: Path = ROOT) -> dict:
     return {"machines_gb": list(MACHINES_GB), "reserve_mb": RESERVE_MB, "class_size": CLASS_SIZE,
             "server_mb": measured.get("server_mb"), "grading": measured.get("grading"),
             "machine": measured.get("machine"), "date": measured.get("date"), "file": CLASS_SERVER}
+
+
+def _machine_words(machine: dict, busy: bool) -> dict[str, str]:
+    """How the grading benchmark's machine is described, in each language."""
+    fast = [name for name, has in (("AMX", machine.get("amx")), ("AVX512-BF16", machine.get("avx512_bf16"))) if has]
+    en = f"{machine['cores']}-core {machine['arch']} CPU ({machine['model']})"
+    zh = f"{machine['cores']} 核 {machine['arch']} 处理器（{machine['model']}"
+    en += f" with {' and '.join(fast)}" if fast else " without AMX or AVX512-BF16"
+    zh += f"，支持 {'、'.join(fast)}）" if fast else "，不支持 AMX 和 AVX512-BF16）"
+    return {"en": en + (", busy (shared with other work)" if busy else ", quiet"),
+            "zh": zh + ("，繁忙（与别的任务共用）" if busy else "，空闲")}
+
+
+def grading(root: Path = ROOT) -> dict:
+    """A class's autograding as :data:`GRADING` measured it: per lesson the seconds a submission takes one at a
+    time and two at once (the run's wall time over its submissions), the minutes for a class of
+    :data:`CLASS_SIZE` each way, the longest graded cell against nbgrader's cell limit, and whether the
+    machine was busy; empty where the file is missing."""
+    path = root / GRADING
+    if not path.exists():
+        return {}
+    measured = json.loads(path.read_text(encoding="utf-8"))
+    lessons = {}
+    for n, row in measured["lessons"].items():
+        one, two = row["jobs_1"]["per_submission_s"], row["jobs_2"]["per_submission_s"]
+        lessons[n] = {"mode": row["mode"], "one_at_a_time_s": one, "two_at_once_s": two,
+                      "class_one_at_a_time_minutes": int(round(one * CLASS_SIZE / 60)),
+                      "class_two_at_once_minutes": int(round(two * CLASS_SIZE / 60)),
+                      "longest_cell_s": row.get("longest_cell_s"),
+                      "busy": bool(row["jobs_1"]["busy"] or row["jobs_2"]["busy"])}
+        if "reran_earlier_lessons" in row:
+            lessons[n]["reran_earlier_lessons"] = row["reran_earlier_lessons"]
+            lessons[n]["feeds_mode"] = row["mode"]
+    busy = any(row["busy"] for row in lessons.values())
+    timeout = _seconds_setting(measured["cell_timeout_s"])
+    return {"file": GRADING, "date": measured["date"], "machine": _machine_words(measured["machine"], busy),
+            "cores": measured["machine"]["cores"], "busy": busy, "class_size": CLASS_SIZE, "cell_timeout_s": timeout,
+            "command": GRADE_COMMAND, "lessons": lessons,
+            "within_cell_limit": all(r["longest_cell_s"] is not None and r["longest_cell_s"] < timeout
+                                     for r in lessons.values())}
 
 
 # ----------------------------------------------------------------------------- the test time
@@ -409,7 +457,7 @@ def render_block(name: str, numbers: dict, lang: str) -> str:
     return {"times": _times_table, "sources": _sources_list, "smoke_verdicts": _smoke_table,
             "measured": _measured, "smoke_total": _smoke_total, "peaks": _peaks_table,
             "reports": _reports_table, "conclusions": _conclusions_table, "sizing": _sizing_table,
-            "sizing_prose": _sizing_prose}[name](numbers, lang)
+            "sizing_prose": _sizing_prose, "grading": _grading_block}[name](numbers, lang)
 
 
 # ----------------------------------------------------------------------------- the class server's sizing
@@ -425,10 +473,31 @@ def students_at_once(numbers: dict, machine_gb: int, peak_mb: float) -> int | No
     return int((machine_gb * 1024 - server["reserve_mb"]) // (peak_mb + server["server_mb"]))
 
 
-def grading_seconds(numbers: dict, lesson: str) -> float | None:
-    """Measured seconds to grade one submission of ``lesson`` (smoke mode, one thread), or None."""
+def grading_seconds(numbers: dict, lesson: str) -> tuple[float, float | None, str] | None:
+    """Measured seconds to grade one submission of ``lesson``: ``(one at a time, two at once, mode)`` from
+    :data:`GRADING` where it measured the lesson, else ``(seconds, None, mode)`` from the class server's
+    benchmark (one submission, one thread), else None."""
+    row = (numbers.get("grading") or {}).get("lessons", {}).get(lesson)
+    if row:
+        return row["one_at_a_time_s"], row["two_at_once_s"], row["mode"]
     grading = numbers["class_server"].get("grading") or {}
-    return grading.get("seconds") if grading.get("lesson") == lesson else None
+    return (grading["seconds"], None, grading["mode"]) if grading.get("lesson") == lesson else None
+
+
+def _mode_words(mode: str, lang: str) -> str:
+    if lang == "en":
+        return f" ({mode})"
+    return "（smoke 模式）" if mode == "smoke" else "（完整模式）"
+
+
+def _class_grading(graded: tuple[float, float | None, str], size: int, lang: str) -> str:
+    """The sizing table's cell: ``size`` submissions one at a time, and two at once where measured."""
+    one, two, mode = graded
+    text = _minutes(one * size, lang)
+    if two is not None:
+        text += (f" one at a time, {_minutes(two * size, lang)} two at once" if lang == "en"
+                 else f"（逐份）、{_minutes(two * size, lang)}（两份同时）")
+    return text + _mode_words(mode, lang)
 
 
 def _minutes(seconds: float, lang: str) -> str:
@@ -458,12 +527,11 @@ def _sizing_table(numbers: dict, lang: str) -> str:
             fits.append(" / ".join(unknown if c is None else str(c) for c in counts))
         graded = grading_seconds(numbers, n)
         smoke = row.get("offline_smoke_s")
-        suffix = " (smoke)" if lang == "en" else "（smoke 模式）"
         cells = ([n, " / ".join(_s(p, lang) for p in peaks)] + fits
                  + [_s(smoke, lang) if smoke is not None else unknown,
                     _s(row["offline_full_1thread_s"], lang) if "offline_full_1thread_s" in row else unknown,
-                    (_s(graded, lang) + suffix) if graded is not None else unknown,
-                    (_minutes(graded * size, lang) + suffix) if graded is not None else unknown])
+                    (_s(graded[0], lang) + _mode_words(graded[2], lang)) if graded is not None else unknown,
+                    _class_grading(graded, size, lang) if graded is not None else unknown])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -510,7 +578,11 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
         text += (f"full runs at one thread of {'the other lessons' if one_thread else 'every lesson'} are "
                  f"{NOT_MEASURED[lang]} (the full-run times in teaching.md ran on two threads). The target is every "
                  f"lesson within {numbers['targets']['lesson_one_core_minutes']} minutes at one thread.")
-        if graded:
+        if numbers.get("grading"):
+            text += (f" The grading columns come from `{numbers['grading']['file']}` (see [Grading a class on "
+                     "every core](#grading-a-class-on-every-core)); the other lessons' grading is "
+                     f"{NOT_MEASURED[lang]}, and takes at least each lesson's run per submission.")
+        elif graded:
             text += (f" Grading re-runs every submission, one after another: lesson {graded['lesson']} in "
                      f"{graded['mode']} mode took {graded['seconds']:,.1f} s a submission at one thread, so "
                      f"{_minutes(graded['seconds'] * size, lang)} for {size}; full-mode grading is "
@@ -530,11 +602,73 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
     text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
              "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。"
              f"目标是单线程下每一课不超过 {numbers['targets']['lesson_one_core_minutes']} 分钟。")
-    if graded:
+    if numbers.get("grading"):
+        text += (f"评分两栏来自 `{numbers['grading']['file']}`（见[用所有核给全班评分](#用所有核给全班评分)）；其余各课的评分"
+                 f"{NOT_MEASURED[lang]}，每份提交至少要花这一课运行一遍的时间。")
+    elif graded:
         text += (f"评分要把每份提交依次重新运行一遍：第 {graded['lesson']} 课在 smoke 模式、单线程下评一份提交用了 "
                  f"{graded['seconds']:,.1f} 秒，{size} 份共约 {_minutes(graded['seconds'] * size, lang)}；完整模式的评分"
                  f"{NOT_MEASURED[lang]}，每份提交至少要花这一课单线程运行一遍的时间。")
     return text + "\n"
+
+
+def _grading_block(numbers: dict, lang: str) -> str:
+    """The measured grading of a class: per lesson one submission one at a time and two at once, a class of
+    sixty each way, the longest graded cell, and lesson 12 against nbgrader's cell limit."""
+    g = numbers.get("grading") or {}
+    if not g:
+        return ("Grading a class is not yet measured.\n" if lang == "en" else "全班评分的用时尚未测量。\n")
+    size, limit = g["class_size"], g["cell_timeout_s"]
+    if lang == "en":
+        head = ["lesson", "mode", "one submission, one at a time (s)", "one submission, two at once (s)",
+                f"{size} submissions, one at a time", f"{size} submissions, two at once", "longest cell (s)"]
+    else:
+        head = ["课", "模式", "一份提交，逐份评（秒）", "一份提交，两份同时评（秒）", f"{size} 份，逐份评",
+                f"{size} 份，两份同时评", "最长的单元格（秒）"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, row in g["lessons"].items():
+        mode = row["mode"] if lang == "en" else ("smoke 模式" if row["mode"] == "smoke" else "完整模式")
+        lines.append("| " + " | ".join([n, mode, _s(row["one_at_a_time_s"], lang), _s(row["two_at_once_s"], lang),
+                                        _minutes(row["one_at_a_time_s"] * size, lang),
+                                        _minutes(row["two_at_once_s"] * size, lang),
+                                        _s(row["longest_cell_s"], lang)]) + " |")
+    twelve = g["lessons"].get("12")
+    if lang == "en":
+        text = (f"\nMeasured by `python benchmarks/bench_grading.py` on a {g['machine']['en']} on {g['date']} "
+                f"(`{g['file']}`): the same unanswered submissions graded by `{g['command']} --force`, with `--jobs 1` "
+                "and then `--jobs 2` (each kernel gets the cores over the jobs in threads, the offline default in fp32); "
+                "a submission's time is the run's wall time over its submissions, and a class is "
+                f"{size} times that.")
+        if g["busy"]:
+            text += (" The machine was busy with other work, and two graders at once also take a larger share of it "
+                     "from that work than one does, so the gain from one to two may be larger here than on a quiet "
+                     "machine.")
+        if twelve:
+            reran = "re-ran one of them" if twelve.get("reran_earlier_lessons") else "re-ran none of them"
+            within = "within" if twelve["longest_cell_s"] is not None and twelve["longest_cell_s"] < limit else "over"
+            text += (f" Lesson 12 was graded after the same students' lessons 05-11 ({twelve['mode']} mode), read "
+                     f"their records and {reran}: its longest cell took {seconds_text(twelve['longest_cell_s'], lang)}, "
+                     f"{within} nbgrader's cell limit of {seconds_text(limit, lang)} (`Execute.timeout` in "
+                     "`classroom/nbgrader_config.py`).")
+        return "\n".join(lines) + "\n" + text + "\n"
+    text = (f"\n由 `python benchmarks/bench_grading.py` 于 {g['date']} 测得，机器为 {g['machine']['zh']}"
+            f"（`{g['file']}`）：同一批未作答的提交，用 `{g['command']} --force` 先以 `--jobs 1`、再以 `--jobs 2` 评分"
+            "（每个内核的线程数为核数除以同时评的份数，离线默认模型，fp32）；一份提交的用时是整次运行的墙钟时间除以提交份数，"
+            f"全班的用时是它的 {size} 倍。")
+    if g["busy"]:
+        text += "测量时机器正忙于别的任务，而同时运行两个评分进程会比一个从别的任务那里多分到一些 CPU，所以这里从一份到两份的提速可能比空闲的机器上更大。"
+    if twelve:
+        reran = "重跑了其中一课" if twelve.get("reran_earlier_lessons") else "没有重跑其中任何一课"
+        within = "没有超过" if twelve["longest_cell_s"] is not None and twelve["longest_cell_s"] < limit else "超过了"
+        text += (f"第 12 课是在同一批学生的第 05-11 课评完之后评的（{mode_zh(twelve['mode'])}），读取了它们的记录，"
+                 f"{reran}：最长的单元格用了 {seconds_text(twelve['longest_cell_s'], lang)}，{within} nbgrader 的单元格时限 "
+                 f"{seconds_text(limit, lang)}（`classroom/nbgrader_config.py` 里的 `Execute.timeout`）。")
+    return "\n".join(lines) + "\n" + text + "\n"
+
+
+def mode_zh(mode: str) -> str:
+    """A run mode in Chinese."""
+    return "smoke 模式" if mode == "smoke" else "完整模式"
 
 
 def _in_language(lang: str, make):
