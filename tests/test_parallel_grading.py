@@ -73,6 +73,17 @@ def _small_course(tmp_path: Path, hold: Path) -> Path:
     return course
 
 
+def _quick_and_held(tmp_path: Path, held: str) -> tuple[Path, Path]:
+    """``(course, hold)``: :func:`_small_course` with two submissions, "quick" (right) and ``held``, whose
+    kernel waits while the file ``hold`` exists."""
+    hold = tmp_path / "hold"
+    hold.write_text("x")
+    course = _small_course(tmp_path, hold)
+    _submit(course, "quick", "42")
+    _submit(course, held, "'slow'")
+    return course, hold
+
+
 def _submit(course: Path, student: str, answer: str) -> None:
     nb = json.loads((course / "release" / "a1" / "a1.ipynb").read_text(encoding="utf-8"))
     for cell in nb["cells"]:
@@ -183,11 +194,7 @@ def test_locked_gradebook_is_waited_for(tmp_path):
 
 @needs_nbgrader
 def test_interrupted_run_loses_nothing(tmp_path):
-    hold = tmp_path / "hold"
-    hold.write_text("x")
-    course = _small_course(tmp_path, hold)
-    _submit(course, "quick", "42")
-    _submit(course, "slow", "'slow'")
+    course, hold = _quick_and_held(tmp_path, "slow")
     submitted = (course / "submitted" / "slow" / "a1" / "a1.ipynb").read_bytes()
     command = [str(BIN / "attnlab"), "class", "autograde", "a1", "--jobs", "2", "--create"]
     run = subprocess.Popen(command, cwd=course, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -218,11 +225,7 @@ def test_interrupted_run_loses_nothing(tmp_path):
 def test_stalled_grader_is_stopped_and_graded_again(tmp_path):
     # a kernel that does nothing (as one that stopped answering does) past the stall limit: stopped, graded
     # again once, then named as failed; the other submission is graded meanwhile
-    hold = tmp_path / "hold"
-    hold.write_text("x")
-    course = _small_course(tmp_path, hold)
-    _submit(course, "quick", "42")
-    _submit(course, "stuck", "'slow'")
+    course, hold = _quick_and_held(tmp_path, "stuck")
     said: list[str] = []
     outcomes = {o.student: o for o in autograde.autograde(course, ["a1"], jobs=2, create=True, say=said.append,
                                                           stall_s=8)}

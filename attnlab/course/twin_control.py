@@ -51,10 +51,11 @@ NO_TWIN = N_("not measured: this verdict is not checked against an untrained mod
 NO_TWIN_FOR_HOLDS = N_("the untrained twin's measurement (run attnlab report, or lesson 12 with its twin), "
                        "without which a \"holds\" cannot say what training produced")
 POWER = N_("chance of holds if the model beat the twin by twice the floor, at this noise")
-HOW_DIFFERENCED = N_("interval of the difference")
-PAIRED = N_("paired: the model and each twin seed on the same resampled texts, the seeds' spread inside")
-UNPAIRED = N_("independent: the two intervals' noise added (their resamples cannot be matched), the seeds' "
-              "spread inside")
+#: how the difference's interval was taken: the key, then its value when paired and when not
+HOW_DIFFERENCED, PAIRED, UNPAIRED = (
+    N_("interval of the difference"),
+    N_("paired: the model and each twin seed on the same resampled texts, the seeds' spread inside"),
+    N_("independent: the two intervals' noise added (their resamples cannot be matched), the seeds' spread inside"))
 NO_TWIN_NUMBER = N_("the untrained twin's deciding number for this claim (its run saved none)")
 
 
