@@ -241,6 +241,32 @@ def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_p
     assert mine.rows["2"].verdict == HOLDS and mine.rows["1"].verdict == UNSURE  # lesson 08's record is absent
 
 
+def test_a_full_run_reads_the_shipped_smoke_twin_before_measuring_one(tiny_en, tmp_path, monkeypatch):
+    """In full mode with no report and no full-size twin shipped, lesson 12 reads the smoke-size twin the
+    course ships for this model (what a reduced run would measure, minutes of it) and says it is smaller;
+    without one it measures a reduced twin; in smoke mode the smoke twin is simply this mode's."""
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
+    ran = []
+
+    def fake_run(model):
+        ran.append(model.name)
+        return twin_evidence.TwinEvidence(c.Evidence(), "made here", "reduced")
+
+    monkeypatch.setenv("ATTNLAB_SMOKE", "0")
+    assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reduced" and len(ran) == 1
+    smoke_file = twin_evidence.reference_file(tiny_en, smoke=True)
+    smoke_file.parent.mkdir(parents=True)
+    flat = c.Evidence(diversity=rec.diversity((3.0, 3.0, 3.0), half_width=0.01))
+    record = twin_evidence.twin_record(flat, name="shipped smoke twin", kind="shuffled", precision="fp32")
+    smoke_file.write_text(json.dumps({"data": record}), encoding="utf-8")
+    found = twin_evidence.twin_for(tiny_en, run=fake_run)
+    assert found.source == "reference-smaller" and len(ran) == 1  # nothing measured
+    assert smoke_file.name in found.said and "smoke sizes" in found.said
+    monkeypatch.setenv("ATTNLAB_SMOKE", "1")
+    assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reference"
+
+
 # --------------------------------------------------------------------------- floors
 
 

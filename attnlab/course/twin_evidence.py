@@ -49,6 +49,9 @@ SOURCES = {
     "report": N_("from your own report (attnlab report saved the untrained twin's measurements in the results folder)"),
     "reference": N_("from the twin shipped with the course for this model ({file}): the same measurements on "
                     "its untrained twin, made by attnlab report"),
+    "reference-smaller": N_("from the twin shipped with the course for this model at smoke sizes ({file}), as "
+                            "none ships at full size: the report's measurements at smoke sizes on its untrained "
+                            "twin, so its intervals are wider than a full run's"),
     "reduced": N_("from a reduced run made just now: the report's measurements at smoke sizes on the untrained "
                   "twin, so its intervals are wider than a full run's"),
     "none": N_("no untrained twin: none saved, none shipped for this model, and no run was allowed"),
@@ -147,14 +150,17 @@ def saved_twin(m: LoadedModel) -> TwinEvidence | None:
         return None
 
 
-def shipped_twin(m: LoadedModel) -> TwinEvidence | None:
-    """The shipped reference twin of ``m`` in this run mode, or None."""
-    path = reference_file(m)
+def shipped_twin(m: LoadedModel, *, smoke: bool | None = None) -> TwinEvidence | None:
+    """The shipped reference twin of ``m`` in this run mode (``smoke``: in that mode instead), or None.
+    A smoke-size twin read in a full run says so (source ``"reference-smaller"``): it is what a reduced
+    run would measure, made when the course was released."""
+    path = reference_file(m, smoke=smoke)
     if not path.is_file():
         return None
+    smaller = bool(smoke) and not is_smoke()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))["data"]
-        return _twin_evidence(data, "reference", path.name)
+        return _twin_evidence(data, "reference-smaller" if smaller else "reference", path.name)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, RecordError):
         return None  # a shipped file of an older schema: measure a reduced twin instead
 
@@ -200,9 +206,11 @@ def _regrouping_only(m: LoadedModel, *, progress: bool = False) -> tuple[HeadCou
 
 def twin_for(m: LoadedModel, *, allow_run: bool = True, progress: bool = True,
              run: Callable[[LoadedModel], TwinEvidence] | None = None) -> TwinEvidence:
-    """The twin evidence lesson 12 uses for ``m``: the student's report, else the shipped reference, else a
+    """The twin evidence lesson 12 uses for ``m``: the student's report, else the shipped reference of this run
+    mode, else (in a full run) the shipped smoke-size one, which is what a reduced run would measure, else a
     reduced run (when ``allow_run``; ``run`` replaces :func:`reduced_twin`, e.g. in tests)."""
-    for found in (saved_twin(m), shipped_twin(m)):
+    for find in (saved_twin, shipped_twin, lambda model: None if is_smoke() else shipped_twin(model, smoke=True)):
+        found = find(m)
         if found is not None:
             return found
     if not allow_run:
