@@ -215,7 +215,9 @@ def test_the_report_rows_use_the_twin_and_six_is_judged_half_by_half():
     assert list(checked) == list(c.LABELS)
 
 
-def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_path, monkeypatch):
+def _no_twin_anywhere(tmp_path, monkeypatch):
+    """``(ran, fake_run)``: an empty results folder and shipped folder, and a stand-in for the reduced run
+    that records each model it was asked to measure in ``ran``."""
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
     monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
     ran = []
@@ -223,6 +225,12 @@ def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_p
     def fake_run(model):
         ran.append(model.name)
         return twin_evidence.TwinEvidence(c.Evidence(), "made here", "reduced")
+
+    return ran, fake_run
+
+
+def test_twin_comes_from_the_report_then_the_reference_then_a_run(tiny_en, tmp_path, monkeypatch):
+    ran, fake_run = _no_twin_anywhere(tmp_path, monkeypatch)
 
     assert twin_evidence.twin_for(tiny_en, allow_run=False).source == "none"
     assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reduced" and ran
@@ -245,13 +253,7 @@ def test_a_full_run_reads_the_shipped_smoke_twin_before_measuring_one(tiny_en, t
     """In full mode with no report and no full-size twin shipped, lesson 12 reads the smoke-size twin the
     course ships for this model (what a reduced run would measure, minutes of it) and says it is smaller;
     without one it measures a reduced twin; in smoke mode the smoke twin is simply this mode's."""
-    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setattr(twin_evidence, "REFERENCE_DIR", tmp_path / "shipped")
-    ran = []
-
-    def fake_run(model):
-        ran.append(model.name)
-        return twin_evidence.TwinEvidence(c.Evidence(), "made here", "reduced")
+    ran, fake_run = _no_twin_anywhere(tmp_path, monkeypatch)
 
     monkeypatch.setenv("ATTNLAB_SMOKE", "0")
     assert twin_evidence.twin_for(tiny_en, run=fake_run).source == "reduced" and len(ran) == 1
