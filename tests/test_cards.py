@@ -19,7 +19,7 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 BUILDERS = {("ClaimVerdict", "decide"), ("ClaimVerdict", "missing"), ("Check", "of")}
 #: helpers that decide the tests themselves and pass their other keyword arguments on as numbers
 FORWARDERS = {"_below_cost_floor"}
-NOT_NUMBERS = {"holds", "fails", "passed"}
+NOT_NUMBERS = {"holds", "fails", "passed", "resampled"}  # the tests and the kept resamples, not numbers
 
 
 def _key(node: ast.AST) -> str | None:

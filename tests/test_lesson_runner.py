@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
+from queue import Empty
 
 import pytest
 
@@ -16,6 +18,7 @@ from attnlab.tools.lesson_runner import (  # noqa: E402
     KernelWedged,
     execute_notebook,
     lesson_kernel,
+    wait_in_slices,
     wedge_limit,
 )
 
@@ -180,3 +183,38 @@ def test_the_wedge_limit_is_read_from_the_run_mode_and_the_environment(monkeypat
     monkeypatch.setenv(WEDGE_ENV, "soon")
     with pytest.raises(ValueError, match="ATTNLAB_WEDGE_SECONDS"):
         wedge_limit()
+
+
+class _MissedWakeUp:
+    """A channel whose message (None: none) is in its socket from the start, but whose first poll misses
+    the wake-up for it, as nbclient's shell socket can under load: it waits its whole timeout and finds
+    nothing. A later poll finds the message at once."""
+
+    def __init__(self, message: dict | None) -> None:
+        self.message, self.polls = message, []
+
+    async def get_msg(self, timeout: float | None = None) -> dict:
+        self.polls.append(timeout)
+        if len(self.polls) == 1 or self.message is None:
+            await asyncio.sleep(timeout)
+            raise Empty
+        return self.message
+
+
+def test_a_missed_wake_up_costs_one_slice_not_the_cells_limit():
+    """The reply of a cell whose wake-up was missed is found by the next poll, a slice later, not at the
+    cell's limit (30 s here, 900 s in a lesson); with no reply the wait still ends at its limit, in Empty."""
+    reply = {"msg_type": "execute_reply"}
+    channel = _MissedWakeUp(reply)
+    wait_in_slices(channel, slice_seconds=0.05)
+    start = time.monotonic()
+    assert asyncio.run(channel.get_msg(timeout=30)) is reply
+    assert time.monotonic() - start < 5
+    assert channel.polls[0] == pytest.approx(0.05)  # one slice, not the whole limit
+    nothing = _MissedWakeUp(None)
+    wait_in_slices(nothing, slice_seconds=0.05)
+    start = time.monotonic()
+    with pytest.raises(Empty):
+        asyncio.run(nothing.get_msg(timeout=0.3))
+    assert 0.3 <= time.monotonic() - start < 5
+    assert len(nothing.polls) >= 3 and sum(nothing.polls) == pytest.approx(0.3, abs=0.06)

@@ -13,6 +13,11 @@ is watched (:class:`Watchdog`): a cell that has had no word from its kernel for 
 in a kernel that does not answer on its control channel either (a busy kernel does), counts as a
 wedge. The kernel is stopped, one line says so, and the lesson runs again from the top in a new kernel
 (:func:`rerun_if_wedged`); a second wedge is an error that says what happened.
+
+A cell's reply can also be missed by the client rather than lost by the kernel: nbclient answers an
+output widget on the shell socket on which it is waiting for the cell's reply, and on a busy machine the
+wake-up for that reply can be missed (jupyter/nbclient#312), so the run would wait for a reply that sits
+in its socket. The client polls for it again every :data:`REPLY_SLICE_SECONDS` (:func:`wait_in_slices`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from queue import Empty
 from time import monotonic
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -51,6 +57,8 @@ WEDGE_SECONDS = 120
 WEDGE_ENV = "ATTNLAB_WEDGE_SECONDS"
 #: seconds a silent kernel has to answer on its control channel (at most the wedge limit)
 ANSWER_SECONDS = 10
+#: seconds the client waits for a cell's reply before it polls its socket again (:func:`wait_in_slices`)
+REPLY_SLICE_SECONDS = 1.0
 
 T = TypeVar("T")
 
@@ -132,6 +140,32 @@ def local_kernel(sockets: Path):
     from jupyter_client import AsyncKernelManager  # comes with nbclient (the "dev" extra)
 
     return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+
+
+def wait_in_slices(channel: Any, slice_seconds: float = REPLY_SLICE_SECONDS) -> None:
+    """Make ``channel.get_msg`` (a channel of an asynchronous kernel client) wait for a message at most
+    ``slice_seconds`` at a time, polling its socket anew each time, until the timeout it was asked for
+    (None: no end), after which it raises ``queue.Empty`` as before.
+
+    With a lesson's widgets, nbclient sends on the shell socket while it waits on that socket for the
+    cell's reply. Under load the wake-up for the reply is then sometimes missed: the kernel is idle, the
+    reply sits in the socket, and one long poll would wait for the cell's whole time limit. Measured on a
+    2-core machine with six busy processes beside it: lesson 08's slider cell lost its reply on both tries
+    of two runs; polling again every second, the lesson finished.
+    """
+    get_msg = channel.get_msg
+
+    async def sliced(timeout: float | None = None) -> dict:
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            left = slice_seconds if deadline is None else min(slice_seconds, max(0.0, deadline - monotonic()))
+            try:
+                return await get_msg(timeout=left)
+            except Empty:
+                if deadline is not None and monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = sliced
 
 
 class KernelWedged(RuntimeError):
@@ -285,6 +319,7 @@ def lesson_kernel(book, folder: Path, *, timeout: int = 900, wedge_seconds: floa
     client.watchdog = watchdog
     try:
         with client.setup_kernel(cleanup_kc=True):
+            wait_in_slices(client.kc.shell_channel)
             if watchdog:
                 watchdog.start()
             try:
