@@ -77,6 +77,35 @@ def test_conclusion_1_cannot_tell():
     assert "run lesson 08 again" in claims.conclusion_1(old, rec.perturbation(0.05, **BIG)).numbers["missing"]
 
 
+def test_conclusion_1_says_why_it_cannot_tell_as_a_count():
+    """A "cannot tell" of conclusion 1 never says an interval reaches a line. Each case of its reason: the
+    unsure heads decide it (more queries could settle them), the count sits within the floor's band, exact
+    or however the unsure heads are counted (settled: more data of the same kind does not move it), or
+    lesson 06's content share reaches its band."""
+    across = claims.conclusion_1(rec.averaging(0.4, unsure=0.3, **BIG), rec.perturbation(0.05, **BIG))  # 29-51 of 72
+    assert across.verdict == UNSURE
+    assert across.reason() == ("The data cannot decide: the 22 heads whose label is unsure decide it: the fixed "
+                               "share is 0.403 with none of them fixed and 0.708 with all of them, on both sides of 0.6")
+    assert across.what_would_change().startswith("It waits for evidence")
+    in_band = claims.conclusion_1(rec.averaging(0.5, **BIG), rec.perturbation(0.05, **BIG))  # 36 / 72
+    assert in_band.verdict == UNSURE and in_band.numbers["low"] == in_band.numbers["high"]
+    assert in_band.reason() == ("The data cannot decide: the counted share of fixed heads, 0.5, lies within the "
+                                "floor of its line (0.4 to 0.6)")
+    assert "would not decide" in in_band.what_would_change() and "waits" not in in_band.what_would_change()
+    ranged = claims.conclusion_1(rec.averaging(0.45, unsure=0.15, **BIG), rec.perturbation(0.05, **BIG))  # 32-43 of 72
+    assert ranged.reason().endswith("however its 11 unsure heads are counted: from 0.444 to 0.597")
+    assert "would not decide" in ranged.what_would_change()
+    content = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.25, **BIG))
+    assert content.verdict == UNSURE and "lesson 06's content share" in content.reason()
+    for v in (across, in_band, ranged, content):
+        assert "interval [" not in v.reason()
+    with language.speaking("zh"):
+        assert "22" in across.reason() and "heads" not in across.reason()
+        assert "0.4" in in_band.reason() and "floor" not in in_band.reason()
+    decided = claims.conclusion_1(rec.averaging(0.9, **BIG), rec.perturbation(0.05, **BIG))
+    assert decided.verdict == HOLDS and "why" not in decided.numbers
+
+
 def test_conclusion_1_does_not_depend_on_the_number_of_heads():
     """8 heads decide as well as 72: the uncertainty is in each head's label, not in how many heads there are."""
     # 2 layers x 4 heads; no content-follower: one of 8 (0.125 +- 0.03) is within the floor of "a few" (0.25 - 0.1)

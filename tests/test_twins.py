@@ -393,6 +393,55 @@ def test_model_and_twin_paired_on_the_same_texts():
     assert paired_difference(mine.resampled[0], _texts_verdict(gappy).resampled[0]) is None
 
 
+def _shape(per_text: np.ndarray):
+    """Lesson 09's curve shape of texts' within-layer dispersion ``(N, L)``, resampled over the texts."""
+    from types import SimpleNamespace
+
+    from attnlab.analysis.diversity import depth_shape
+
+    return depth_shape(SimpleNamespace(per_text=torch.tensor(per_text), layers=list(range(per_text.shape[1]))))
+
+
+def test_conclusion_2_pairs_the_model_and_its_twin_on_the_same_texts():
+    """Lesson 09's curves of a model and its twin over the same 64 texts, whose own spread in the upper
+    layers (sd 0.5) both share: the model's upper third keeps 0.15 less of the lower third's spread than
+    the twin's (1.5x the floor of 0.1). Differenced resample by resample, the interval is the percentile
+    interval of the per-resample differences, computed here by hand, and the training reading holds; with
+    the runs' noise added as independent it cannot tell. Conclusion 2's deciding gap pairs the same way
+    against the twin's seeds."""
+    from attnlab.analysis.diversity import shape_numbers
+    from attnlab.analysis.stats import resample_counts
+    from attnlab.course.claims.diversity import verdict_training_converges, verdict_upper_layers_converge
+
+    rng = np.random.default_rng(2)
+    n = 64
+    upper = np.array([0, 0, 0, 0, 1.0, 1.0])  # (L,): where the texts move the curve
+    shared = rng.normal(0.0, 0.5, (n, 1)) * upper  # (N, L): each text's own pull on the upper layers
+    model = np.array([1, 1, 0.7, 0.6, 0.5, 0.5]) + shared + rng.normal(0.0, 0.02, (n, 6))
+    twins = [np.array([1, 1, 0.7, 0.6, 0.65, 0.65]) + shared + rng.normal(0.0, 0.02, (n, 6)) for _seed in range(3)]
+    mine, theirs = _shape(model), _shape(twins[0])
+
+    counts = resample_counts(n, 1000, 0)  # (B, N): the resamples depth_shape draws
+    by_hand = shape_numbers(counts @ model / n)[0] - shape_numbers(counts @ twins[0] / n)[0]  # (B,)
+    read = verdict_training_converges(mine, theirs)
+    assert read.numbers[HOW_DIFFERENCED] == PAIRED
+    assert (read.numbers["low"], read.numbers["high"]) == pytest.approx(tuple(np.percentile(by_hand, [2.5, 97.5])), abs=1e-9)
+    assert read.verdict == HOLDS
+    stored = [type(mine)(layers=x.layers, upper_share=Interval(x.upper_share.estimate, x.upper_share.low,
+                                                                    x.upper_share.high, 0.95, n),
+                         rebound=x.rebound, least_layer=x.least_layer, n_boot=x.n_boot) for x in (mine, theirs)]
+    unpaired = verdict_training_converges(*stored)  # read back from records: no resamples
+    assert unpaired.numbers[HOW_DIFFERENCED] == UNPAIRED and unpaired.verdict == UNSURE
+
+    seeds = [verdict_upper_layers_converge(_shape(t)) for t in twins]
+    model_row = verdict_upper_layers_converge(mine)
+    assert model_row.resampled and all(s.resampled for s in seeds)
+    checked = against_twin("2", model_row, pooled_twin(seeds), direction=-1)
+    assert checked.numbers[HOW_DIFFERENCED] == PAIRED
+    other = verdict_upper_layers_converge(_shape(twins[0][:50]))  # a twin run on 50 texts: other resamples
+    assert paired_difference(model_row.resampled[0], other.resampled[0]) is None
+
+
 def test_pairs_of_heads_are_paired_only_when_they_kept_the_same_pairs():
     """Conclusion 4's interval over texts and pairs keeps its resamples: two runs with the same pairs and
     texts pair up; a run that left a pair out (its summed move too small) does not."""

@@ -41,7 +41,7 @@ The verdicts on the claims are :mod:`attnlab.course.claims.diversity`'s job.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -54,6 +54,7 @@ from attnlab.analysis.stats import (
     bootstrap_mean,
     bootstrap_slope,
     correlation,
+    draws_of,
     interval_from_samples,
     resample_counts,
     slope,
@@ -370,7 +371,10 @@ def depth_shape(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
     Each resample draws the texts with replacement, averages their dispersion per layer and
     measures the curve of the means again (:func:`shape_numbers`), the least diverse layer
     included: which layer that is may change from resample to resample. The heads are not
-    resampled: they are the whole population of the model, and the texts carry the noise.
+    resampled: they are the whole population of the model, and the texts carry the noise. Both
+    intervals keep their resamples in memory, so that an untrained twin measured on the same texts
+    with the same seed is differenced resample by resample
+    (:func:`attnlab.analysis.stats.paired_difference`).
     """
     if len(hd.layers) < 3:
         raise ValueError("the shape of the curve needs at least 3 layers")
@@ -381,10 +385,15 @@ def depth_shape(hd: HeadDistances, *, n_boot: int = 1000, level: float = 0.95, s
     share, rebound, least = shape_numbers(per_text.mean(axis=0))
     means = resample_counts(n, n_boot, seed) @ per_text / n  # (B, L): the mean curve of each resample
     boot_share, boot_rebound, _least = shape_numbers(means)  # (B,) each
+    draws = draws_of("counts", np.ones(n, dtype=bool), seed, n_boot)  # every text, drawn by resample_counts
+
+    def kept(estimate: float, boots: np.ndarray) -> Interval:  # the resamples kept in memory, for pairing
+        return replace(interval_from_samples(estimate, boots, level=level, n=n), samples=boots, draws=draws)
+
     return DepthShape(
         layers=list(hd.layers),
-        upper_share=interval_from_samples(float(share), boot_share, level=level, n=n),
-        rebound=interval_from_samples(float(rebound), boot_rebound, level=level, n=n),
+        upper_share=kept(float(share), boot_share),
+        rebound=kept(float(rebound), boot_rebound),
         least_layer=int(hd.layers[int(least)]), n_boot=n_boot,
     )
 

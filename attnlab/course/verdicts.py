@@ -52,6 +52,9 @@ BECAUSE_MISSING = "missing"
 #: ... an untrained model gives as much (``numbers["why"]`` gives both numbers): more data on this
 #: model does not turn it into "holds"
 BECAUSE_TWIN = "twin"
+#: ... a counted number lies within the claim's floor of its line (``numbers["why"]`` says so): it is
+#: not an estimate, so more data of the same kind does not move it
+BECAUSE_SETTLED = "settled"
 
 
 def from_tests(holds: bool, fails: bool) -> str:
@@ -164,12 +167,12 @@ class ClaimVerdict:
     @property
     def because(self) -> str | None:
         """The kind of reason a "cannot tell" has: :data:`BECAUSE_MISSING` (the evidence is missing),
-        :data:`BECAUSE_TWIN` (an untrained model gives as much), ``"why"`` (the judge said why the
-        data cannot decide), ``"interval"`` (the interval reaches a line); None for another word."""
+        :data:`BECAUSE_TWIN` (an untrained model gives as much), :data:`BECAUSE_SETTLED` (a count within
+        the floor of its line), ``"why"`` (the judge said why the data cannot decide), ``"interval"`` (the interval reaches a line); None for another word."""
         if self.verdict != UNSURE:
             return None
         said = self.numbers.get(BECAUSE)
-        if said in (BECAUSE_MISSING, BECAUSE_TWIN):
+        if said in (BECAUSE_MISSING, BECAUSE_TWIN, BECAUSE_SETTLED):
             return said
         if "missing" in self.numbers:
             return BECAUSE_MISSING
@@ -186,7 +189,7 @@ class ClaimVerdict:
             return _("The evidence is missing: {what}").format(what=value_text(self.numbers.get("missing", "")))
         if kind == BECAUSE_TWIN:
             return value_text(self.numbers.get("why", ""))  # the twin's sentence says it: "an untrained model gives ..."
-        if kind == "why":
+        if kind in ("why", BECAUSE_SETTLED):
             return _("The data cannot decide: {why}").format(why=value_text(self.numbers["why"]))
         d = self.decider
         near = d.nearest() if d is not None else None
@@ -203,6 +206,9 @@ class ClaimVerdict:
         if kind == BECAUSE_TWIN:
             return _("It would hold only if the model's number beat the untrained twin's by the claim's floor; "
                      "more data on this model alone does not change that an untrained model gives as much.")
+        if kind == BECAUSE_SETTLED:
+            return _("More data of the same kind would not decide it: the number is counted, not estimated, and "
+                     "lies within the claim's floor of its line.")
         if kind in (BECAUSE_MISSING, "why"):
             why = self.numbers.get("missing", self.numbers.get("why"))
             return _("It waits for evidence: {why}").format(why=value_text(why))

@@ -93,7 +93,7 @@ from attnlab.course.lesson_results import (
 from attnlab.core.distributions import ALL_KEYS, CONTENT_KEYS
 from attnlab.core.language import N_, _
 from attnlab.course.claims.readings import READING, WHY, WHY_READING
-from attnlab.course.verdicts import FAILS, HOLDS, UNSURE, ClaimVerdict, combine, from_tests
+from attnlab.course.verdicts import BECAUSE, BECAUSE_SETTLED, FAILS, HOLDS, UNSURE, ClaimVerdict, combine, from_tests
 
 CLAIMS = {  # looked up by number, so marked with N_ for the catalogue
     1: N_("most heads learn a fixed pattern; only a few capture lexical or syntactic information: over 60% of "
@@ -464,7 +464,50 @@ def conclusion_1(averaging: AveragingResult | None, perturbation: PerturbationRe
         return ClaimVerdict.decide(CLAIMS[1], holds=False, fails=False, why=why, **numbers)
     holds = decided.above(most + floor) and followed.below(few - floor)
     fails = decided.below(most - floor) or followed.above(few + floor)
+    if not holds and not fails:  # in one line, what keeps each half from deciding (a count is no interval)
+        numbers["why"], settled = undecided_1(decided, followed, int((grid == UNSURE).sum()), most=most, few=few,
+                                              floor=floor)
+        if settled:  # a count in the floor's band: no more data of the same kind decides
+            numbers[BECAUSE] = BECAUSE_SETTLED
     return ClaimVerdict.decide(CLAIMS[1], holds=holds, fails=fails, **numbers)
+
+
+#: conclusion 1's reasons for "cannot tell", one per way a half can fail to decide (:func:`undecided_1`)
+COUNT_NEAR = N_("the counted share of fixed heads, {share}, lies within the floor of its line ({low} to {high})")
+RANGE_NEAR = N_("the counted share of fixed heads lies within the floor of its line ({line_low} to {line_high}) "
+                "however its {heads} unsure heads are counted: from {low} to {high}")
+UNSURE_DECIDE = N_("the {heads} heads whose label is unsure decide it: the fixed share is {low} with none of them "
+                   "fixed and {high} with all of them, on both sides of {line}")
+CONTENT_NEAR = N_("lesson 06's content share {share} [{low}, {high}] reaches the band {line_low} to {line_high} "
+                  "around its line")
+
+
+def undecided_1(decided: Interval, followed: Interval, unsure_heads: int, *, most: float, few: float,
+                floor: float) -> tuple[str, bool]:
+    """``(why, settled)``: why conclusion 1 cannot tell, in one line (an English template filled in, shown
+    in the reader's language). The fixed share is a count over every head, so its ends are the count with
+    no unsure head fixed and with all of them, not a confidence interval; the content share is an interval
+    over queries. The fixed half is named when it decides neither way, else the content half.
+
+    ``settled``: the count lies within the floor's band however its unsure heads are counted
+    (:data:`COUNT_NEAR`, :data:`RANGE_NEAR`), which more data of the same kind does not move; not when
+    the unsure heads decide it (:data:`UNSURE_DECIDE`: more queries could settle their labels) or the
+    content share's interval reaches its band (:data:`CONTENT_NEAR`)."""
+    low, high = most - floor, most + floor
+    band = dict(line_low=f"{low:.3g}", line_high=f"{high:.3g}")
+    if decided.low >= low and decided.high <= high:
+        if decided.low == decided.high or unsure_heads == 0:
+            return COUNT_NEAR.format(share=f"{float(decided.estimate):.3g}", low=band["line_low"],
+                                     high=band["line_high"]), True
+        return RANGE_NEAR.format(heads=unsure_heads, low=f"{float(decided.low):.3g}",
+                                 high=f"{float(decided.high):.3g}", **band), True
+    if not (decided.above(high) or decided.below(low)):  # the range runs across an edge of the band
+        line = high if decided.low < high <= decided.high else low
+        return UNSURE_DECIDE.format(heads=unsure_heads, low=f"{float(decided.low):.3g}",
+                                    high=f"{float(decided.high):.3g}", line=f"{line:.3g}"), False
+    return CONTENT_NEAR.format(share=f"{float(followed.estimate):.3g}", low=f"{float(followed.low):.3g}",
+                               high=f"{float(followed.high):.3g}", line_low=f"{few - floor:.3g}",
+                               line_high=f"{few + floor:.3g}"), False
 
 
 #: the labels of lesson 08 that are a fixed pattern: a head that spreads every row evenly ("uniform") has
@@ -617,7 +660,7 @@ def conclusion_2(diversity: DiversityResult | None, averaging: AveragingResult |
                         N_("content keys: verdict"): verdict_upper_layers_converge(content, floor=floor).verdict})
     else:
         numbers[N_("content keys")] = N_("not measured (run lesson 09 again)")
-    return ClaimVerdict(decided.claim, decided.verdict, numbers)
+    return ClaimVerdict(decided.claim, decided.verdict, numbers, resampled=decided.resampled)
 
 
 def conclusion_2_training(model: DiversityResult | None, twin: DiversityResult | None, *,

@@ -22,12 +22,15 @@ Statements about Clark et al.'s MDS picture of the heads, decided from
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from attnlab.analysis.diversity import DepthShape, DepthTrend, LayerClustering, ShuffledBaseline
-from attnlab.analysis.stats import Interval, too_few_units
-from attnlab.core.language import N_
+from attnlab.analysis.stats import Interval, paired_difference, too_few_units
 from attnlab.analysis.stats import difference_interval as difference
+from attnlab.core.language import N_
+from attnlab.course.twin_control import HOW_DIFFERENCED, PAIRED, UNPAIRED
 from attnlab.course.verdicts import ClaimVerdict
 
 #: Heads of one layer cluster when the permutation test's p is below this (and within < between).
@@ -107,14 +110,19 @@ def convergence_gap(shape: DepthShape, floor: float = CONVERGE_FLOOR) -> Interva
     Below 0 both tests pass. Its ends are the larger of the two gaps' ends, so the interval lies
     wholly below 0 exactly when both intervals lie below their lines, and wholly above 0 exactly
     when one of them lies above its line. It cannot fall below ``-floor`` (the rebound is never
-    negative): a curve that falls to the top sits at ``-floor``.
+    negative): a curve that falls to the top sits at ``-floor``. Where both kept their resamples, the
+    gap keeps each resample's gap, so that a twin on the same texts is differenced resample by resample.
     """
     r, u = shape.rebound, shape.upper_share
 
-    def gap(a: float, b: float) -> float:
-        return float(max(a - floor, b - (1.0 - floor)))
+    def gap(a, b):
+        return np.maximum(np.asarray(a, dtype=float) - floor, np.asarray(b, dtype=float) - (1.0 - floor))
 
-    return Interval(gap(r.estimate, u.estimate), gap(r.low, u.low), gap(r.high, u.high), r.level, r.n)
+    ends = Interval(float(gap(r.estimate, u.estimate)), float(gap(r.low, u.low)), float(gap(r.high, u.high)),
+                    r.level, r.n)
+    if r.samples is None or u.samples is None or r.draws != u.draws:
+        return ends
+    return replace(ends, samples=gap(r.samples, u.samples), draws=r.draws)  # (B,): each resample's gap
 
 
 def verdict_upper_layers_converge(shape: DepthShape, *, floor: float = CONVERGE_FLOOR) -> ClaimVerdict:
@@ -144,7 +152,7 @@ def verdict_upper_layers_converge(shape: DepthShape, *, floor: float = CONVERGE_
         why = N_("the lower layers' heads do not differ at all: no spread to compare with")
     if why is not None:
         return ClaimVerdict.decide(CLAIM_CONVERGE, holds=False, fails=False, why=why, **numbers)
-    return ClaimVerdict.decide(CLAIM_CONVERGE, holds=gap.below(0.0), fails=gap.above(0.0), **numbers)
+    return ClaimVerdict.decide(CLAIM_CONVERGE, holds=gap.below(0.0), fails=gap.above(0.0), resampled=gap, **numbers)
 
 
 def training_reading(diff: Interval, floor: float) -> str:
@@ -164,16 +172,19 @@ def verdict_training_converges(model: DepthShape, twin: DepthShape, *, floor: fl
 
     An untrained twin (the weights shuffled within each tensor) has the model's depth and nothing
     learned; its heads grow alike with depth by themselves. Decided on the model's upper share
-    minus the twin's (:class:`DepthShape`), with an interval that counts both runs' noise
-    (:func:`attnlab.course.twin_control.difference`). Holds when it lies wholly below ``-floor``
+    minus the twin's (:class:`DepthShape`), with an interval that counts both runs' noise: paired,
+    resample by resample, where both were measured on the same texts with the same seed
+    (:func:`attnlab.analysis.stats.paired_difference`), else the two intervals' noise added as independent. Holds when it lies wholly below ``-floor``
     (training adds convergence); does not hold when it lies wholly above ``-floor``, in which case
     the reading says whether training keeps diversity (wholly above ``floor``) or the model does
     what depth alone does; otherwise "cannot tell". The numbers' "training against depth alone"
     names the reading (:func:`training_reading`).
     """
-    diff = difference(model.upper_share, twin.upper_share)
+    paired = paired_difference(model.upper_share, twin.upper_share)
+    diff = paired if paired is not None else difference(model.upper_share, twin.upper_share)
     numbers = {"estimate": diff.estimate, "low": diff.low, "high": diff.high,
                "measure": N_("the model's upper share minus its untrained twin's (upper third over lower third)"),
+               HOW_DIFFERENCED: PAIRED if paired is not None else UNPAIRED,
                N_("holds below"): -floor, N_("floor"): floor,
                N_("training against depth alone"): training_reading(diff, floor),
                N_("upper share, model"): shape_text(model.upper_share),
