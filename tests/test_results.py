@@ -174,7 +174,7 @@ def _nan_count(value) -> int:
     import dataclasses
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(_nan_count(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init)
+        return sum(_nan_count(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init and f.compare)
     if isinstance(value, float):
         return int(np.isnan(value))
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
@@ -193,7 +193,7 @@ def _assert_same(saved, back, where: str) -> None:
     if dataclasses.is_dataclass(saved) and not isinstance(saved, type):
         assert type(back) is type(saved), where
         for f in dataclasses.fields(saved):
-            if f.init:
+            if f.init and f.compare:  # compare=False: kept in memory only (an interval's resamples)
                 _assert_same(getattr(saved, f.name), getattr(back, f.name), f"{where}.{f.name}")
     elif isinstance(saved, float) and not isinstance(saved, bool):
         assert isinstance(back, float), f"{where}: {back!r} is not a float"
