@@ -52,11 +52,25 @@ bundle_doors = pytest.mark.xdist_group("doors-bundle")
 #: attnlab.tools.lesson_runner does, the kernel talks over local IPC sockets (no TCP ports another kernel
 #: started at the same moment could take), its manager is the asynchronous one nbclient expects (with a
 #: blocking one, a cell's time limit and a dead kernel go unnoticed) and it is stopped once the last cell
-#: is done. It cannot be lesson_runner itself: in the Colab door the notebook's first cell installs attnlab
+#: is done; its client polls for a cell's reply every second, as lesson_runner.wait_in_slices does (a widget's
+#: message on the same socket can make it miss the wake-up). It cannot be lesson_runner itself: in the Colab
+#: door the notebook's first cell installs attnlab
 DRIVER = """
-import shutil, sys, tempfile, nbformat
+import queue, shutil, sys, tempfile, time, nbformat
 from jupyter_client import AsyncKernelManager
+from jupyter_client.channels import AsyncZMQSocketChannel
 from nbclient import NotebookClient
+get_msg = AsyncZMQSocketChannel.get_msg
+async def in_slices(self, timeout=None):  # a reply whose wake-up was missed is found by the next poll
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
+        try:
+            return await get_msg(self, timeout=left)
+        except queue.Empty:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+AsyncZMQSocketChannel.get_msg = in_slices
 book = nbformat.read(sys.argv[1], as_version=4)
 sockets = tempfile.mkdtemp(prefix="door-kernel-")
 km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=sockets + "/kernel")
