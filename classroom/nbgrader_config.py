@@ -48,3 +48,8 @@ elif os.path.isfile(os.path.join(_course, "class.json")):
     os.environ["ATTNLAB_CLASS"] = os.path.join(_course, "class.json")
 if "autograde" in sys.argv[1:3]:
     os.environ["ATTNLAB_GRADED_COURSE"] = _course
+    # nbgrader's client polls for each cell's reply every second: a lesson's widget can make it miss the
+    # wake-up for the reply on a busy machine, and the submission would wait for the cell's whole limit
+    from attnlab.tools.kernel_replies import poll_every_client_in_slices
+
+    poll_every_client_in_slices()

@@ -52,7 +52,7 @@ bundle_doors = pytest.mark.xdist_group("doors-bundle")
 #: attnlab.tools.lesson_runner does, the kernel talks over local IPC sockets (no TCP ports another kernel
 #: started at the same moment could take), its manager is the asynchronous one nbclient expects (with a
 #: blocking one, a cell's time limit and a dead kernel go unnoticed) and it is stopped once the last cell
-#: is done; its client polls for a cell's reply every second, as lesson_runner.wait_in_slices does (a widget's
+#: is done; its client polls for a cell's reply every second, as attnlab.tools.kernel_replies does (a widget's
 #: message on the same socket can make it miss the wake-up). It cannot be lesson_runner itself: in the Colab
 #: door the notebook's first cell installs attnlab
 DRIVER = """

@@ -31,7 +31,7 @@ from attnlab.course import attempts, results
 from attnlab.course.exercises import Feedback, graded, lesson_01, lesson_04, lesson_09
 from attnlab.data import corpus
 from attnlab.scratch.self_attention import merge_heads, scaled_dot_product_attention, split_heads
-from attnlab.tools import assignments, bundle, take_work
+from attnlab.tools import assignments, autograde, bundle, take_work
 from attnlab.tools.testing import save_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,13 +322,16 @@ def _plant(release_nb: Path, submitted: Path, student: str, mine: Path) -> None:
     (folder / release_nb.name).write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
 
 
-def _run_line(line: str, cwd: Path, env: dict) -> Path:
-    """One command line of the guide, run as a teacher types it; returns the folder after it (``cd``)."""
+def _run_line(line: str, cwd: Path, env: dict, said: dict[str, str] | None = None) -> Path:
+    """One command line of the guide, run as a teacher types it; returns the folder after it (``cd``).
+    What the command printed goes into ``said`` under the command."""
     command = line.split("  #", 1)[0].strip()
     if command.startswith("cd "):
         return (cwd / command[3:].strip()).resolve()
     done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}\n{done.stderr[-3000:]}"
+    if said is not None:
+        said[command] = done.stdout
     return cwd
 
 
@@ -362,15 +365,20 @@ def test_classroom_doc_followed_literally(tmp_path, tiny_factory):
     with open(clone / "roster.csv", "w", newline="", encoding="utf-8") as out:
         csv.writer(out).writerows([("id", "first_name", "last_name", "email"), *roster])
     [(_s, _l, commands)] = [b for b in blocks if b[0] == "Assignments with nbgrader" and b[1] == "bash"]
-    cwd = clone
+    cwd, said = clone, {}
     for line in commands.strip().splitlines():
         if line.startswith("# ..."):  # the students fetch, work and submit
             release_nb = next((cwd / "release" / "lesson_04").glob("*.ipynb"))
             for student in STUDENTS:
                 _plant(release_nb, cwd / "submitted", student, mine)
             continue
-        cwd = _run_line(line, cwd, env)
+        cwd = _run_line(line, cwd, env, said)
     course = clone / "course"
+    # the class graded on every core, each grader on its share of them
+    jobs = min(autograde.cores(), len(STUDENTS))
+    graded = said["attnlab class autograde lesson_04 --create"]
+    assert f"grading 4 submissions of 4 students, {jobs} at once, 1 thread(s) each" in graded, graded
+    assert f"{len(STUDENTS)} graded, 0 already graded (kept), 0 failed" in graded, graded
     assert (course / "class.json").is_file() and sorted(p.name for p in (course / "source").iterdir())[:2] == [
         "lesson_00", "lesson_00_zh"]
 
@@ -391,7 +399,9 @@ def test_classroom_doc_followed_literally(tmp_path, tiny_factory):
     for student, first, last, email in roster:
         assert (rows[student]["first_name"], rows[student]["last_name"], rows[student]["email"]) == (
             first, last, email)
-    # graded runs wrote per student, never into the teacher's checkout
+    # graded runs wrote per student, each in their own results folder, never into the teacher's checkout
+    assert {p.name for p in (course / "autograded").iterdir()} == set(STUDENTS)
+    assert all((course / "autograded" / s / "results").is_dir() for s in STUDENTS)
     assert not (clone / "results").exists() and not (course / "results").exists()
     autograded = json.loads(next((course / "autograded" / "switcher" / "lesson_04").glob("*.ipynb")).read_text(
         encoding="utf-8"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 from queue import Empty
@@ -18,9 +19,12 @@ from attnlab.tools.lesson_runner import (  # noqa: E402
     KernelWedged,
     execute_notebook,
     lesson_kernel,
-    wait_in_slices,
     wedge_limit,
 )
+from attnlab.tools.kernel_replies import poll_every_client_in_slices, wait_in_slices  # noqa: E402
+
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _book(*sources: str):
@@ -218,3 +222,47 @@ def test_a_missed_wake_up_costs_one_slice_not_the_cells_limit():
         asyncio.run(nothing.get_msg(timeout=0.3))
     assert 0.3 <= time.monotonic() - start < 5
     assert len(nothing.polls) >= 3 and sum(nothing.polls) == pytest.approx(0.3, abs=0.06)
+
+
+def test_every_client_of_a_grader_polls_in_slices(monkeypatch):
+    """nbgrader builds its client itself: its settings file (``classroom/nbgrader_config.py``) makes every
+    channel class poll in slices when it grades, once however often it is read, and a channel made
+    afterwards finds a reply whose wake-up was missed a slice later."""
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    class Channel(_MissedWakeUp):
+        pass
+
+    poll_every_client_in_slices(Channel, slice_seconds=0.05)
+    patched = Channel.get_msg
+    poll_every_client_in_slices(Channel, slice_seconds=0.05)
+    assert Channel.get_msg is patched  # not sliced twice
+    reply = {"msg_type": "execute_reply"}
+    channel = Channel(reply)
+    start = time.monotonic()
+    assert asyncio.run(channel.get_msg(timeout=30)) is reply
+    assert time.monotonic() - start < 5 and channel.polls[0] == pytest.approx(0.05)
+
+    # the settings file, read as nbgrader reads it, for autograde and for another command
+    monkeypatch.setattr(AsyncZMQSocketChannel, "get_msg", AsyncZMQSocketChannel.get_msg)  # restored afterwards
+    for key in ("ATTNLAB_CLASS", "ATTNLAB_GRADED_COURSE"):  # what the settings file sets, restored afterwards
+        monkeypatch.setenv(key, "")
+    plain = AsyncZMQSocketChannel.get_msg
+    config = (ROOT / "classroom" / "nbgrader_config.py").read_text(encoding="utf-8")
+    for argv, sliced in ((["nbgrader", "generate_feedback", "lesson_04"], False),
+                         (["nbgrader", "autograde", "lesson_04"], True)):
+        monkeypatch.setattr(sys, "argv", argv)
+        exec(compile(config, "nbgrader_config.py", "exec"), {"get_config": _Config, "__file__": str(
+            ROOT / "classroom" / "nbgrader_config.py")})
+        assert getattr(AsyncZMQSocketChannel.get_msg, "in_slices", False) is sliced, argv
+    assert AsyncZMQSocketChannel.get_msg is not plain
+
+
+class _Config(dict):
+    """Enough of traitlets' config for the settings file: ``c.Section.name = value``."""
+
+    def __getattr__(self, name: str) -> "_Config":
+        return self.setdefault(name, _Config())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        self[name] = value

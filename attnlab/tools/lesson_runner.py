@@ -17,7 +17,7 @@ wedge. The kernel is stopped, one line says so, and the lesson runs again from t
 A cell's reply can also be missed by the client rather than lost by the kernel: nbclient answers an
 output widget on the shell socket on which it is waiting for the cell's reply, and on a busy machine the
 wake-up for that reply can be missed (jupyter/nbclient#312), so the run would wait for a reply that sits
-in its socket. The client polls for it again every :data:`REPLY_SLICE_SECONDS` (:func:`wait_in_slices`).
+in its socket. The client polls for it again every second (:mod:`attnlab.tools.kernel_replies`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from queue import Empty
 from time import monotonic
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -44,6 +43,7 @@ from attnlab.core.models import LoadedModel, course_root
 from attnlab.core.multilingual import cache_root
 from attnlab.course import results
 from attnlab.tools import figure_texts
+from attnlab.tools.kernel_replies import wait_in_slices
 
 #: where the lessons of this version are fetched from when there is no checkout (a test points it
 #: at a local copy); the default is the course's own repository
@@ -57,8 +57,6 @@ WEDGE_SECONDS = 120
 WEDGE_ENV = "ATTNLAB_WEDGE_SECONDS"
 #: seconds a silent kernel has to answer on its control channel (at most the wedge limit)
 ANSWER_SECONDS = 10
-#: seconds the client waits for a cell's reply before it polls its socket again (:func:`wait_in_slices`)
-REPLY_SLICE_SECONDS = 1.0
 
 T = TypeVar("T")
 
@@ -140,32 +138,6 @@ def local_kernel(sockets: Path):
     from jupyter_client import AsyncKernelManager  # comes with nbclient (the "dev" extra)
 
     return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
-
-
-def wait_in_slices(channel: Any, slice_seconds: float = REPLY_SLICE_SECONDS) -> None:
-    """Make ``channel.get_msg`` (a channel of an asynchronous kernel client) wait for a message at most
-    ``slice_seconds`` at a time, polling its socket anew each time, until the timeout it was asked for
-    (None: no end), after which it raises ``queue.Empty`` as before.
-
-    With a lesson's widgets, nbclient sends on the shell socket while it waits on that socket for the
-    cell's reply. Under load the wake-up for the reply is then sometimes missed: the kernel is idle, the
-    reply sits in the socket, and one long poll would wait for the cell's whole time limit. Measured on a
-    2-core machine with six busy processes beside it: lesson 08's slider cell lost its reply on both tries
-    of two runs; polling again every second, the lesson finished.
-    """
-    get_msg = channel.get_msg
-
-    async def sliced(timeout: float | None = None) -> dict:
-        deadline = None if timeout is None else monotonic() + timeout
-        while True:
-            left = slice_seconds if deadline is None else min(slice_seconds, max(0.0, deadline - monotonic()))
-            try:
-                return await get_msg(timeout=left)
-            except Empty:
-                if deadline is not None and monotonic() >= deadline:
-                    raise
-
-    channel.get_msg = sliced
 
 
 class KernelWedged(RuntimeError):
