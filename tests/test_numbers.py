@@ -81,7 +81,7 @@ def test_expected_numbers_generated(numbers, tree):
                              "'conclusion 1 holds'", "docs/teaching.md: conclusion 6b: '6b holds'"], found
 
     zh = tree / "docs" / "teaching.zh-CN.md"
-    _plant(zh, "## 课时安排\n", "## 课时安排\n\n离线默认模型上结论 6 成立，第 11 课约 9 分钟。\n")
+    _plant(zh, "## 课时安排\n", "## 课时安排\n\n离线默认模型上结论 6 成立，第 11 课约 8 分钟。\n")
     assert sorted(p.split(": ", 2)[1] for p in _not_copied(course_numbers.problems(numbers, tree)) if "zh-CN.md" in p) == [
         "a time", "conclusion 6", "lesson 11"]
 
