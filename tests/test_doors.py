@@ -276,8 +276,8 @@ def test_colab_cpu_runtime_takes_the_offline_chinese_model(monkeypatch, tmp_path
     out = capsys.readouterr().out
     assert m.name == multilingual.NAME and asked == []
     minutes = measured.course_minutes_on_cpu()  # the course's measured minutes, as the package ships them
-    assert minutes == {"multilingual-e5-small": round(825 / 60), "bert-base-chinese": 42}
-    assert "no GPU" in out and "42 minutes" in out and "14 minutes" in out and "ATTNLAB_MODEL" in out
+    assert minutes == {"multilingual-e5-small": round(782 / 60), "bert-base-chinese": 42}
+    assert "no GPU" in out and "42 minutes" in out and "13 minutes" in out and "ATTNLAB_MODEL" in out
 
 
 def test_colab_gpu_runtime_still_asks_for_the_article_model(monkeypatch):
@@ -291,7 +291,7 @@ def test_colab_gpu_runtime_still_asks_for_the_article_model(monkeypatch):
 
 def test_colab_line_names_runtime_cost_and_the_way_to_change():
     cpu = door.colab_line("multilingual-e5-small", on_gpu=False)
-    assert "CPU" in cpu and "14 minutes" in cpu and "bert-base-chinese" in cpu and "GPU" in cpu
+    assert "CPU" in cpu and "13 minutes" in cpu and "bert-base-chinese" in cpu and "GPU" in cpu
     gpu = door.colab_line("bert-base-chinese", on_gpu=True)
     assert "GPU" in gpu and "not yet measured" in gpu
 
@@ -379,8 +379,8 @@ def test_memory_warning_speaks_when_a_container_is_nearly_full(tmp_path):
     assert "Shut the other lessons' kernels down" in warning and "GB" in warning
     current.write_text(str(200 * 1024 ** 2))
     assert door.memory_warning(files) == ""
-    need = measured.lesson_needs_bytes()  # the highest kernel peak measured on the offline default (lesson 08)
-    assert need == 1389 * 1024 ** 2
+    need = measured.lesson_needs_bytes()  # the highest kernel peak measured on the offline default (lesson 11)
+    assert need == 1444 * 1024 ** 2
     current.write_text(str(2 * 1024 ** 3 - need + 1))
     assert door.memory_warning(files) != ""
     current.write_text(str(2 * 1024 ** 3 - need))

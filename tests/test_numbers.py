@@ -86,7 +86,7 @@ def test_expected_numbers_generated(numbers, tree):
         "a time", "conclusion 6", "lesson 11"]
 
     lesson = tree / "notebooks" / "13_attention_limits.ipynb"
-    _plant(lesson, "full run 92 s", "full run 107 s")
+    _plant(lesson, "full run 129 s", "full run 107 s")
     assert "out of date: notebooks/13_attention_limits.ipynb (run python scripts/course_numbers.py)" in \
         course_numbers.problems(numbers, tree)
 
@@ -134,21 +134,25 @@ def test_expected_numbers_generated_from_the_measured_files(numbers):
     doors read it from the package."""
     full = json.loads((ROOT / "benchmarks" / "measured" / "course_full_offline.json").read_text(encoding="utf-8"))
     peaks = json.loads((ROOT / "benchmarks" / "measured" / "course_peaks_offline.json").read_text(encoding="utf-8"))
-    assert numbers["lessons"]["11"]["offline_full_s"] == full["lessons"]["11"]["seconds"] == 316
+    assert numbers["lessons"]["11"]["offline_full_s"] == full["lessons"]["11"]["seconds"] == 256
     total = sum(m["seconds"] for m in full["lessons"].values())
-    assert numbers["course"]["offline_full_total_s"] == total == 825
-    assert numbers["course"]["offline_full_feeds_12_s"] == sum(
-        full["lessons"][n]["seconds"] for n in ("05", "06", "07", "08", "09", "10", "11"))
+    assert total == pytest.approx(782.0)
+    # the total is the sum of the seconds as the table shows them (whole seconds from 20 s on): within half a
+    # second a lesson of the measured sum
+    assert abs(numbers["course"]["offline_full_total_s"] - total) <= 0.5 * len(full["lessons"])
+    feeds_12 = ("05", "06", "07", "08", "09", "10", "11")
+    assert abs(numbers["course"]["offline_full_feeds_12_s"] - sum(full["lessons"][n]["seconds"] for n in feeds_12)) \
+        <= 0.5 * len(feeds_12)
     assert set(numbers["lessons"]) == {f"{n:02d}" for n in range(14)}
     for key in ("offline_full", "minilm_full", "bert_base_shape_full"):
         source = numbers["sources"][key]
         assert source["model"] and source["machine"] and re.fullmatch(r"\d{4}-\d\d-\d\d", source["date"])
 
-    assert measured.course_minutes_on_cpu()["multilingual-e5-small"] == round(total / 60) == 14
-    assert door.course_minutes("multilingual-e5-small") == 14 and door.course_minutes("bert-base-chinese") == 42
+    assert measured.course_minutes_on_cpu()["multilingual-e5-small"] == round(total / 60) == 13
+    assert door.course_minutes("multilingual-e5-small") == 13 and door.course_minutes("bert-base-chinese") == 42
     highest = max(round(m["peak_mb"]) for m in peaks["lessons"].values())
-    assert measured.lesson_needs_bytes() == highest * 2 ** 20 and highest == 1389
-    assert "about 14 minutes" in door.colab_line("multilingual-e5-small", on_gpu=False)
+    assert measured.lesson_needs_bytes() == highest * 2 ** 20 and highest == 1444
+    assert "about 13 minutes" in door.colab_line("multilingual-e5-small", on_gpu=False)
 
     report = json.loads((ROOT / "docs" / "reports" / "multilingual-e5-small" / "report.json").read_text(encoding="utf-8"))
     claims = report["data"]["claims"]
@@ -173,14 +177,14 @@ def test_numbers_from_one_source_fails_on_planted_drift(numbers):
     """A number changed by hand inside a generated block, a heading, a lesson header or free text is caught."""
     guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     heading = re.search(r"^### 11 · .*$", guide, re.M).group(0)
-    assert "316 s" in heading
-    drifted = guide.replace(heading, heading.replace("316 s", "265 s"))
+    assert "256 s" in heading
+    drifted = guide.replace(heading, heading.replace("256 s", "265 s"))
     assert course_numbers.render_markdown(drifted, numbers, "en") != drifted  # the heading is rewritten
     assert course_numbers.render_markdown(guide, numbers, "en") == guide
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "lesson 13 (92 s)" in readme
-    drifted = readme.replace("lesson 13 (92 s)", "lesson 13 (107 s)")
+    assert "lesson 13 (129 s)" in readme
+    drifted = readme.replace("lesson 13 (129 s)", "lesson 13 (107 s)")
     assert course_numbers.render_markdown(drifted, numbers, "en") != drifted
 
     zh = (ROOT / "docs" / "teaching.zh-CN.md").read_text(encoding="utf-8")

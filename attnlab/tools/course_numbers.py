@@ -840,7 +840,7 @@ def _measured(numbers: dict, lang: str) -> str:
         return (f"All 14 lessons took **{seconds_text(total, lang)} ({total / 60:.1f} minutes)** in full mode on a "
                 f"quiet machine (`python benchmarks/bench_course.py`); the highest kernel peak was "
                 f"{peak['peak_mb']:,} MB (lesson {peak['lesson']}), so the course fits Binder's 2 GB. The long ones "
-                f"are {long_text}. Full runs of earlier versions on this machine type took "
+                f"are {long_text}. Full runs of earlier versions on 2-core machines took "
                 + listed([seconds_text(t, lang) for t in earlier], lang) + ". In smoke mode all 14 took "
                 f"{seconds_text(course.get('offline_smoke_total_s'), lang)} on a busy 2-core machine. "
                 "Every lesson's time, per model, is in the\n"
@@ -849,7 +849,7 @@ def _measured(numbers: dict, lang: str) -> str:
     long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
     return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
-            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。同类机器上，较早版本的完整运行分别用了 "
+            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。在双核机器上，较早版本的完整运行分别用了 "
             + listed([seconds_text(t, lang) for t in earlier], lang)
             + f"。smoke 模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
             "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `attnlab/core/numbers.json`）。\n")
