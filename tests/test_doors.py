@@ -52,25 +52,15 @@ bundle_doors = pytest.mark.xdist_group("doors-bundle")
 #: attnlab.tools.lesson_runner does, the kernel talks over local IPC sockets (no TCP ports another kernel
 #: started at the same moment could take), its manager is the asynchronous one nbclient expects (with a
 #: blocking one, a cell's time limit and a dead kernel go unnoticed) and it is stopped once the last cell
-#: is done; its client polls for a cell's reply every second, as attnlab.tools.kernel_replies does (a widget's
-#: message on the same socket can make it miss the wake-up). It cannot be lesson_runner itself: in the Colab
-#: door the notebook's first cell installs attnlab
+#: is done; its client polls for a cell's reply every second (a widget's message on the same socket can make
+#: it miss the wake-up) through attnlab.tools.kernel_replies, copied beside the driver (:func:`_write_driver`).
+#: It cannot be lesson_runner itself: in the Colab door the notebook's first cell installs attnlab
 DRIVER = """
-import queue, shutil, sys, tempfile, time, nbformat
+import shutil, sys, tempfile, nbformat
 from jupyter_client import AsyncKernelManager
-from jupyter_client.channels import AsyncZMQSocketChannel
 from nbclient import NotebookClient
-get_msg = AsyncZMQSocketChannel.get_msg
-async def in_slices(self, timeout=None):  # a reply whose wake-up was missed is found by the next poll
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
-        try:
-            return await get_msg(self, timeout=left)
-        except queue.Empty:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise
-AsyncZMQSocketChannel.get_msg = in_slices
+import kernel_replies  # attnlab/tools/kernel_replies.py, copied beside this driver (it needs no attnlab)
+kernel_replies.poll_every_client_in_slices()  # a reply whose wake-up was missed is found by the next poll
 book = nbformat.read(sys.argv[1], as_version=4)
 sockets = tempfile.mkdtemp(prefix="door-kernel-")
 km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=sockets + "/kernel")
@@ -97,6 +87,11 @@ def _network_cut() -> list[str]:
         ok = False
     return ["unshare", "-n"] if ok else []
 
+
+def _write_driver(folder: Path) -> None:
+    """``folder / "driver.py"`` (:data:`DRIVER`), with the one module it imports from the course beside it."""
+    (folder / "driver.py").write_text(DRIVER)
+    shutil.copyfile(ROOT / "attnlab" / "tools" / "kernel_replies.py", folder / "kernel_replies.py")
 
 def _site_packages(venv: Path) -> Path:
     rel = Path(sysconfig.get_path("purelib", vars={"base": "", "platbase": ""}).lstrip("/\\"))
@@ -239,7 +234,7 @@ def colab_door(base_env, course_repo, tmp_path_factory) -> ColabRun:
     assert f"attnlab[course] @ git+{_meta.GIT_URL}@{_meta.TAG}" in first  # the cell's own command ...
     book.cells[0].source = first.replace(_meta.GIT_URL, f"file://{course_repo}")  # ... against a local copy
     nbformat.write(book, str(content / "05_reading_heatmaps.ipynb"))
-    (folder / "driver.py").write_text(DRIVER)
+    _write_driver(folder)
     env = _clean_env(folder / "home", ATTNLAB_SMOKE="1", COLAB_RELEASE_TAG="simulated", CUDA_VISIBLE_DEVICES="")
     _run([str(venv / "bin" / "python"), str(folder / "driver.py"), str(content / "05_reading_heatmaps.ipynb"),
           str(content), str(folder / "executed.ipynb")], env=env, cwd=content)
@@ -359,7 +354,7 @@ def test_binder_simulation(base_env, course_repo, tmp_path):
     config = (home / ".jupyter" / "jupyter_server_config.py").read_text()
     assert "cull_idle_timeout = 600" in config
     assert (home / ".cache" / "attnlab" / multilingual.NAME / manifest.MANIFEST).is_file()  # in the image
-    (tmp_path / "driver.py").write_text(DRIVER)
+    _write_driver(tmp_path)
     lesson = course_repo / "notebooks" / "05_reading_heatmaps.ipynb"
     launch = _clean_env(home, PATH=bin_path, ATTNLAB_SMOKE="1")
     _run(["bash", "start", str(venv / "bin" / "python"), str(tmp_path / "driver.py"), str(lesson),

@@ -9,7 +9,8 @@ every :data:`REPLY_SLICE_SECONDS` finds it a second later.
 * :func:`poll_every_client_in_slices` for every asynchronous client of the process (nbgrader's graders:
   ``classroom/nbgrader_config.py`` calls it, as nbgrader builds its client itself).
 
-This module imports no torch: nbgrader's own process loads it.
+This module imports no torch and nothing else of attnlab: nbgrader's own process loads it, and the doors'
+test driver (tests/test_doors.py) imports a copy of it in an environment where attnlab is not yet installed.
 """
 
 from __future__ import annotations

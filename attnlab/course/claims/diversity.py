@@ -175,9 +175,9 @@ def verdict_training_converges(model: DepthShape, twin: DepthShape, *, floor: fl
     minus the twin's (:class:`DepthShape`), with an interval that counts both runs' noise: paired,
     resample by resample, where both were measured on the same texts with the same seed
     (:func:`attnlab.analysis.stats.paired_difference`), else the two intervals' noise added as
-    independent. Holds when it lies wholly below ``-floor`` (training adds convergence); does not hold when it lies wholly above ``-floor``, in which case
-    the reading says whether training keeps diversity (wholly above ``floor``) or the model does
-    what depth alone does; otherwise "cannot tell". The numbers' "training against depth alone"
+    independent. Holds when it lies wholly below ``-floor`` (training adds convergence); does not hold
+    when it lies wholly above ``-floor``, in which case the reading says whether training keeps
+    diversity (wholly above ``floor``) or the model does what depth alone does; otherwise "cannot tell". The numbers' "training against depth alone"
     names the reading (:func:`training_reading`).
     """
     paired = paired_difference(model.upper_share, twin.upper_share)
