@@ -607,8 +607,8 @@ def _sizing_prose(numbers: dict, lang: str) -> str:
     if one_thread != lessons:
         text += (f"{'其余各课' if one_thread else '各课'}单线程的完整运行{NOT_MEASURED[lang]}"
                  "（teaching.zh-CN.md 里的完整运行用时是双线程测的）。")
-    text += f"目标是单线程下每一课不超过 {target_min} 分钟"
-    text += (f"：{which(over)}超出。" if over else ("：测过的各课都在目标之内。" if one_thread else "。"))
+    text += f"目标是单线程下每课不超过 {target_min} 分钟"
+    text += (f"，{which(over)}超出了这一目标。" if over else ("，测过的各课都在目标之内。" if one_thread else "。"))
     if numbers.get("grading"):
         text += (f"评分两栏来自 `{numbers['grading']['file']}`（见[用所有核给全班评分](#用所有核给全班评分)）；其余各课的评分"
                  f"{NOT_MEASURED[lang]}，每份提交至少要花这一课运行一遍的时间。")
@@ -849,7 +849,7 @@ def _measured(numbers: dict, lang: str) -> str:
     long_text = "、".join(f"第 {n} 课（{seconds_text(row[n]['offline_full_s'], lang)}）" for n in longest)
     return (f"在空闲机器上，完整模式下 14 课一共用了 **{seconds_text(total, lang)}（{total / 60:.1f} 分钟）**"
             f"（`python benchmarks/bench_course.py`）；内核内存峰值最高 {peak['peak_mb']:,} MB（第 {peak['lesson']} 课），"
-            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。在双核机器上，较早版本的完整运行分别用了 "
+            f"可以在 Binder 的 2 GB 内存里运行。耗时长的是{long_text}。在双核机器上，较早版本的各次完整运行分别用时 "
             + listed([seconds_text(t, lang) for t in earlier], lang)
             + f"。smoke 模式下 14 课在一台繁忙的双核机器上共用 {seconds_text(course.get('offline_smoke_total_s'), lang)}。"
             "每一课在各个模型上的用时见[教师手册](docs/teaching.zh-CN.md#用时及其出处)（都取自 `attnlab/core/numbers.json`）。\n")
